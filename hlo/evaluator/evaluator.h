@@ -1,0 +1,25 @@
+// The HLO evaluator: computes a module on host literals, one instruction at a time.
+// It is the reference semantics of Kiln: the interpreter plugin runs it and constant
+// folding reuses it.
+#pragma once
+
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "hlo/literal.h"
+#include "hlo/module.h"
+
+namespace kiln {
+
+class HloEvaluator {
+ public:
+  // Runs the entry computation. `args` must match the entry parameters in count and shape.
+  absl::StatusOr<Literal> Evaluate(const HloModule& module, std::span<const Literal> args);
+  absl::StatusOr<Literal> EvaluateComputation(const HloComputation& computation,
+                                              std::span<const Literal* const> args);
+  // Evaluates one instruction given the values of its operands (constant folding).
+  absl::StatusOr<Literal> EvaluateInstruction(const HloInstruction& instr,
+                                              std::span<const Literal* const> operands);
+};
+
+}  // namespace kiln

@@ -1,0 +1,185 @@
+// Literal storage, element access and conversion.
+#include "hlo/literal.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln {
+
+Literal::Literal(const Shape& shape) : shape_(shape) {
+  if (shape.IsTuple()) {
+    for (const Shape& s : shape.tuple_shapes()) elements_.emplace_back(s);
+  } else if (shape.IsArray()) {
+    bytes_.assign(static_cast<size_t>(shape.byte_size()), 0);
+  }
+}
+
+Literal Literal::FromDoubles(const Shape& shape, const std::vector<double>& values) {
+  Literal l(shape);
+  for (size_t i = 0; i < values.size() && static_cast<int64_t>(i) < l.element_count(); ++i)
+    l.SetFromDouble(static_cast<int64_t>(i), values[i]);
+  return l;
+}
+
+Literal Literal::MakeTuple(std::vector<Literal> elements) {
+  std::vector<Shape> shapes;
+  for (const Literal& e : elements) shapes.push_back(e.shape());
+  Literal l;
+  l.shape_ = Shape::Tuple(std::move(shapes));
+  l.elements_ = std::move(elements);
+  return l;
+}
+
+int64_t Literal::LinearIndex(const std::vector<int64_t>& index) const {
+  int64_t linear = 0;
+  const auto& dims = shape_.dimensions();
+  for (size_t i = 0; i < index.size(); ++i) linear = linear * dims[i] + index[i];
+  return linear;
+}
+
+namespace {
+template <typename T>
+double ToDouble(T v) {
+  if constexpr (IsComplexT<T>::value) {
+    return static_cast<double>(v.real());
+  } else {
+    return static_cast<double>(static_cast<std::conditional_t<kIsFloatT<T>, float, T>>(v)) ;
+  }
+}
+template <>
+double ToDouble<double>(double v) {
+  return v;
+}
+
+// Float-to-integer conversion as XLA does it: NaN -> 0, saturating at the type's bounds.
+template <typename T>
+T FromDouble(double v) {
+  if constexpr (IsComplexT<T>::value) {
+    return T(static_cast<typename T::value_type>(v), 0);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v != 0;
+  } else if constexpr (kIsFloatT<T>) {
+    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+      // Rounding through float first could double-round; f64->f32 then ->16 differs only
+      // in rare ties, which XLA's convert has too (it goes through f32 as well).
+      return T(static_cast<float>(v));
+    } else {
+      return static_cast<T>(v);
+    }
+  } else {
+    if (std::isnan(v)) return T(0);
+    if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+  }
+}
+}  // namespace
+
+double Literal::GetAsDouble(int64_t i) const {
+  return PrimitiveTypeSwitch(shape_.element_type(),
+                             [&](auto t) -> double { return ToDouble(data<decltype(t)>()[i]); });
+}
+
+void Literal::SetFromDouble(int64_t i, double v) {
+  PrimitiveTypeSwitch(shape_.element_type(), [&](auto t) {
+    using T = decltype(t);
+    data<T>()[i] = FromDouble<T>(v);
+  });
+}
+
+int64_t Literal::GetAsInt64(int64_t i) const {
+  return PrimitiveTypeSwitch(shape_.element_type(), [&](auto t) -> int64_t {
+    using T = decltype(t);
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<int64_t>(data<T>()[i]);
+    } else {
+      return static_cast<int64_t>(ToDouble(data<T>()[i]));
+    }
+  });
+}
+
+uint64_t Literal::GetAsUint64(int64_t i) const {
+  return PrimitiveTypeSwitch(shape_.element_type(), [&](auto t) -> uint64_t {
+    using T = decltype(t);
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<uint64_t>(data<T>()[i]);
+    } else {
+      return static_cast<uint64_t>(ToDouble(data<T>()[i]));
+    }
+  });
+}
+
+Literal Literal::Convert(PrimitiveType to) const {
+  Shape s(to, shape_.dimensions());
+  Literal out(s);
+  int64_t n = element_count();
+  PrimitiveTypeSwitch(shape_.element_type(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    PrimitiveTypeSwitch(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      auto src = data<From>();
+      auto dst = out.data<To>();
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (IsComplexT<To>::value && IsComplexT<From>::value) {
+          dst[i] = To(src[i].real(), src[i].imag());
+        } else if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
+          dst[i] = static_cast<To>(src[i]);  // integer conversions wrap, as in XLA
+        } else if constexpr (std::is_same_v<From, float> && (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>)) {
+          dst[i] = To(src[i]);
+        } else {
+          dst[i] = FromDouble<To>(ToDouble(src[i]));
+        }
+      }
+    });
+  });
+  return out;
+}
+
+Literal Literal::Reshape(const std::vector<int64_t>& dims) const {
+  Literal out = *this;
+  out.shape_ = Shape(shape_.element_type(), dims);
+  return out;
+}
+
+std::vector<Literal> Literal::DecomposeTuple() && {
+  if (!IsTuple()) {
+    std::vector<Literal> v;
+    v.push_back(std::move(*this));
+    return v;
+  }
+  std::vector<Literal> out;
+  for (Literal& e : elements_) {
+    std::vector<Literal> sub = std::move(e).DecomposeTuple();
+    for (Literal& s : sub) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool Literal::operator==(const Literal& o) const {
+  if (!shape_.Compatible(o.shape_)) return false;
+  if (IsTuple()) return elements_ == o.elements_;
+  return bytes_ == o.bytes_;
+}
+
+std::string Literal::ToString() const {
+  if (IsTuple()) {
+    std::string out = "(";
+    for (size_t i = 0; i < elements_.size(); ++i) {
+      if (i) out += ", ";
+      out += elements_[i].ToString();
+    }
+    return out + ")";
+  }
+  std::string out = shape_.ToString(false) + " {";
+  int64_t n = element_count();
+  for (int64_t i = 0; i < n && i < 64; ++i) {
+    if (i) out += ", ";
+    absl::StrAppend(&out, GetAsDouble(i));
+  }
+  if (n > 64) out += ", ...";
+  return out + "}";
+}
+
+}  // namespace kiln

@@ -1,0 +1,90 @@
+// Host values of HLO shapes: dense arrays stored in logical row-major order (layouts only
+// matter where bytes cross to a device or a file), and tuples of literals.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hlo/native_type.h"
+#include "hlo/shape.h"
+
+namespace kiln {
+
+class Literal {
+ public:
+  Literal() : shape_(Shape::Tuple({})) {}
+  // A zero-filled literal of `shape` (tuples get zero-filled elements).
+  explicit Literal(const Shape& shape);
+
+  template <typename T>
+  static Literal Scalar(PrimitiveType type, T value) {
+    Literal l(Shape::Scalar(type));
+    l.SetFromDouble(0, static_cast<double>(value));
+    return l;
+  }
+  // A 1-D or N-D array from values (converted through double), row-major.
+  static Literal FromDoubles(const Shape& shape, const std::vector<double>& values);
+  static Literal MakeTuple(std::vector<Literal> elements);
+
+  const Shape& shape() const { return shape_; }
+  bool IsTuple() const { return shape_.IsTuple(); }
+  int64_t element_count() const { return shape_.num_elements(); }
+
+  // Raw row-major bytes of an array literal.
+  uint8_t* untyped_data() { return bytes_.data(); }
+  const uint8_t* untyped_data() const { return bytes_.data(); }
+  int64_t size_bytes() const { return static_cast<int64_t>(bytes_.size()); }
+
+  template <typename T>
+  std::span<T> data() {
+    return {reinterpret_cast<T*>(bytes_.data()), bytes_.size() / sizeof(T)};
+  }
+  template <typename T>
+  std::span<const T> data() const {
+    return {reinterpret_cast<const T*>(bytes_.data()), bytes_.size() / sizeof(T)};
+  }
+  template <typename T>
+  T Get(const std::vector<int64_t>& index) const {
+    return data<T>()[LinearIndex(index)];
+  }
+  template <typename T>
+  void Set(const std::vector<int64_t>& index, T v) {
+    data<T>()[LinearIndex(index)] = v;
+  }
+  int64_t LinearIndex(const std::vector<int64_t>& index) const;
+
+  // Element access through double (complex: real part); for tests and generic code.
+  double GetAsDouble(int64_t linear) const;
+  void SetFromDouble(int64_t linear, double v);
+  // Integer access that is exact for all 64-bit values.
+  int64_t GetAsInt64(int64_t linear) const;
+  uint64_t GetAsUint64(int64_t linear) const;
+
+  std::vector<Literal>& elements() { return elements_; }
+  const std::vector<Literal>& elements() const { return elements_; }
+  const Literal& element(int i) const { return elements_[i]; }
+
+  // Same element type and dims, then converts every element (round-to-nearest-even).
+  Literal Convert(PrimitiveType to) const;
+  // Same data, new dims (element count must match).
+  Literal Reshape(const std::vector<int64_t>& dims) const;
+
+  // Array leaves depth-first, moved out of this literal.
+  std::vector<Literal> DecomposeTuple() &&;
+
+  bool operator==(const Literal& other) const;
+  bool operator!=(const Literal& other) const { return !(*this == other); }
+
+  // Short human-readable form, e.g. `f32[2] {1, 2}`; for messages and tests.
+  std::string ToString() const;
+
+ private:
+  Shape shape_;
+  std::vector<uint8_t> bytes_;
+  std::vector<Literal> elements_;
+};
+
+}  // namespace kiln
