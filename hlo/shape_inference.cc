@@ -339,7 +339,8 @@ absl::StatusOr<Shape> Inferrer::Broadcast() {
   if (absl::Status s = CheckDimList(bdims, out.rank(), "broadcast dimension"); !s.ok()) return s;
   for (int i = 0; i < a.rank(); ++i) {
     int64_t od = out.dimensions(static_cast<int>(bdims[i]));
-    if (a.dimensions(i) != od && a.dimensions(i) != 1)
+    // XLA's HLO broadcast has no degenerate (size-1) stretching: sizes must be equal.
+    if (a.dimensions(i) != od)
       return Err("operand dimension {} has size {} but result dimension {} has size {}", i,
                  a.dimensions(i), bdims[i], od);
   }
