@@ -288,6 +288,20 @@ class Verifier {
       return t;
     };
     int n = i.operand_count();
+    // Signatures below are stated in terms of operand element types; a non-array operand is
+    // reported by shape inference instead, with a clearer message.
+    bool arrays = true;
+    for (const Shape& s : operand_shapes) arrays = arrays && s.IsArray();
+    switch (i.opcode()) {
+      case HloOpcode::kReduce: case HloOpcode::kReduceWindow: case HloOpcode::kScatter:
+      case HloOpcode::kAllReduce: case HloOpcode::kAllReduceStart:
+      case HloOpcode::kReduceScatter: case HloOpcode::kSelectAndScatter: case HloOpcode::kSort:
+      case HloOpcode::kMap:
+        if (!arrays) return absl::OkStatus();
+        break;
+      default:
+        break;
+    }
     switch (i.opcode()) {
       case HloOpcode::kReduce:
       case HloOpcode::kReduceWindow:

@@ -318,6 +318,18 @@ TEST(VerifierTest, OperandFromAnotherComputation) {
                     "computation %main");
 }
 
+TEST(VerifierTest, UserInAnotherComputation) {
+  auto m = GoodModule();
+  CompBuilder b("late");
+  auto* y = b.Param("f32[2,3]", "late.y");
+  b.Add(O::kNegate, "f32[2,3]", {y}, "late.neg");
+  HloComputation* late = m->AddComputation(b.Build());
+  late->FindInstruction("late.neg")->ReplaceOperandWith(0, Find(*m, "main", "x"));
+  // %main is checked before %late, so the bad edge is seen from the used side.
+  ExpectMessage(*m, "verifier: in %main, %x: parameter: user %late.neg belongs to another "
+                    "computation");
+}
+
 TEST(VerifierTest, RootFromAnotherComputation) {
   auto m = GoodModule();
   m->FindComputation("body")->set_root(Find(*m, "main", "x"));
