@@ -60,25 +60,42 @@ void InnerCopyAny(const uint8_t* src, int64_t esize, int64_t start, int64_t stri
 
 void StridedGather(const uint8_t* src, int64_t element_size, std::span<const int64_t> out_dims,
                    int64_t src_offset, std::span<const int64_t> src_strides, uint8_t* dst) {
-  int64_t n = ElementCount(out_dims);
+  std::vector<int64_t> dst_strides = RowMajorStrides(std::vector<int64_t>(out_dims.begin(), out_dims.end()));
+  StridedCopy(src, element_size, out_dims, src_offset, src_strides, dst, 0, dst_strides);
+}
+
+void StridedCopy(const uint8_t* src, int64_t element_size, std::span<const int64_t> dims,
+                 int64_t src_offset, std::span<const int64_t> src_strides, uint8_t* dst,
+                 int64_t dst_offset, std::span<const int64_t> dst_strides) {
+  int64_t n = ElementCount(dims);
   if (n == 0) return;
-  int rank = static_cast<int>(out_dims.size());
+  int rank = static_cast<int>(dims.size());
   if (rank == 0) {
-    std::memcpy(dst, src + src_offset * element_size, static_cast<size_t>(element_size));
+    std::memcpy(dst + dst_offset * element_size, src + src_offset * element_size,
+                static_cast<size_t>(element_size));
     return;
   }
-  int64_t inner = out_dims[rank - 1];
-  int64_t inner_stride = src_strides[rank - 1];
+  const int64_t inner = dims[rank - 1];
+  const int64_t inner_src = src_strides[rank - 1];
+  const bool dense_dst = dst_strides[rank - 1] == 1;
   std::vector<int64_t> index(rank - 1, 0);
-  int64_t base = src_offset;
-  for (int64_t out = 0; out < n; out += inner) {
-    InnerCopyAny(src, element_size, base, inner_stride, inner, dst + out * element_size);
-    // Odometer over the outer dimensions, keeping `base` in step.
-    for (int d = rank - 2; d >= 0; --d) {
-      base += src_strides[d];
-      if (++index[d] < out_dims[d]) break;
-      base -= src_strides[d] * out_dims[d];
-      index[d] = 0;
+  int64_t s = src_offset, d = dst_offset;
+  for (int64_t done = 0; done < n; done += inner) {
+    if (dense_dst) {
+      InnerCopyAny(src, element_size, s, inner_src, inner, dst + d * element_size);
+    } else {
+      for (int64_t i = 0; i < inner; ++i)
+        std::memcpy(dst + (d + i * dst_strides[rank - 1]) * element_size,
+                    src + (s + i * inner_src) * element_size, static_cast<size_t>(element_size));
+    }
+    // Odometer over the outer dimensions, keeping both offsets in step.
+    for (int k = rank - 2; k >= 0; --k) {
+      s += src_strides[k];
+      d += dst_strides[k];
+      if (++index[k] < dims[k]) break;
+      s -= src_strides[k] * dims[k];
+      d -= dst_strides[k] * dims[k];
+      index[k] = 0;
     }
   }
 }

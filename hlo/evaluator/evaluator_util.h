@@ -59,6 +59,13 @@ int64_t LinearIndexOf(std::span<const int64_t> dims, std::span<const int64_t> in
 void StridedGather(const uint8_t* src, int64_t element_size, std::span<const int64_t> out_dims,
                    int64_t src_offset, std::span<const int64_t> src_strides, uint8_t* dst);
 
+// The general form: element at index i of a box of `dims` moves from
+// `src_offset + sum_d i[d] * src_strides[d]` to `dst_offset + sum_d i[d] * dst_strides[d]`
+// (all in elements). Pad, dynamic-update-slice and scatter-like writes use it.
+void StridedCopy(const uint8_t* src, int64_t element_size, std::span<const int64_t> dims,
+                 int64_t src_offset, std::span<const int64_t> src_strides, uint8_t* dst,
+                 int64_t dst_offset, std::span<const int64_t> dst_strides);
+
 // Reads element `linear` of an integer (or pred) array as int64 (index operands).
 int64_t ReadIndex(const Literal& lit, int64_t linear = 0);
 
