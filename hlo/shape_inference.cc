@@ -139,7 +139,6 @@ absl::StatusOr<Shape> Inferrer::Unary() {
   const Shape& a = op(0);
   if (!a.IsArray()) return Err("operand must be an array but is {}", Str(a));
   PrimitiveType t = a.element_type();
-  std::string_view name = HloOpcodeString(instr_.opcode());
   auto type_error = [&](std::string_view expected) {
     return Err("operand element type {} is not {}", PrimitiveTypeName(t), expected);
   };
@@ -187,7 +186,6 @@ absl::StatusOr<Shape> Inferrer::Unary() {
       return a;
     default:  // transcendental functions: cbrt, cos, erf, exp, log, logistic, rsqrt, ...
       if (!IsFloatingOrComplex(t)) return type_error("floating or complex");
-      (void)name;
       return a;
   }
 }
