@@ -720,6 +720,8 @@ TEST_F(InferTest, ConstantAndParameter) {
   auto* c = b_.Constant(Literal::FromDoubles(S("s32[2]"), {1, 2}));
   ExpectShape(c, "s32[2]");
   ExpectShape(P("(f32[2], u8[])"), "(f32[2], u8[])");
+  // `constant({...})`: the value was elided by the dumper; the declared shape stands.
+  ExpectShape(I(O::kConstant, "s32[16]", {}), "s32[16]");
 }
 
 TEST_F(InferTest, Collectives) {

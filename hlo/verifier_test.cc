@@ -1,10 +1,20 @@
-// Verifier tests on modules built in C++: a well-formed module passes, and each class of
-// defect produces its message naming the computation and instruction.
+// Verifier tests: a well-formed module passes, and each class of defect produces its message
+// naming the computation and instruction. Defects that HLO text can express are written as
+// text; the ones the parser itself rejects (or cannot express: cycles, cross-computation
+// edges) are built in C++. Last, every module of the real-world corpus must verify.
 #include "hlo/verifier.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
 #include "hlo/hlo_test_builder.h"
+#include "hlo/text/parser.h"
 
 namespace kiln {
 namespace {
@@ -389,6 +399,213 @@ TEST(VerifierTest, MapArity) {
   m->AddComputation(b.Build(), true);
   ExpectMessage(*m, "verifier: in %main, %map.2: map: to_apply %add takes 2 parameters but is "
                     "given 1 operands");
+}
+
+
+// ---- modules written as HLO text ---------------------------------------------------------
+
+std::unique_ptr<HloModule> Parse(std::string_view text) {
+  auto m = ParseHloModule(text, "t.hlo");
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  if (!m.ok()) return std::make_unique<HloModule>("unparsed");
+  return std::move(*m);
+}
+
+// A module with reduce, while, conditional, call, fusion, sort and map; each text test below
+// replaces one line of it.
+constexpr std::string_view kGoodText = R"(HloModule good
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+
+cond {
+  i = s32[] parameter(0)
+  ten = s32[] constant(10)
+  ROOT lt = pred[] compare(i, ten), direction=LT
+}
+
+body {
+  j = s32[] parameter(0)
+  one = s32[] constant(1)
+  ROOT next = s32[] add(j, one)
+}
+
+neg_branch {
+  x0 = f32[2] parameter(0)
+  ROOT n0 = f32[2] negate(x0)
+}
+
+cvt_branch {
+  x1 = s32[2] parameter(0)
+  ROOT c1 = f32[2] convert(x1)
+}
+
+fused {
+  fp = f32[2,4] parameter(0)
+  ROOT fe = f32[2,4] exponential(fp)
+}
+
+less {
+  la = f32[] parameter(0)
+  lb = f32[] parameter(1)
+  lc = s32[] parameter(2)
+  ld = s32[] parameter(3)
+  ROOT llt = pred[] compare(la, lb), direction=LT
+}
+
+ENTRY main {
+  x = f32[2,3] parameter(0)
+  w = f32[3,4] parameter(1)
+  p = pred[] parameter(2)
+  k = s32[2] parameter(3)
+  dot.3 = f32[2,4] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  fusion.4 = f32[2,4] fusion(dot.3), kind=kLoop, calls=fused
+  zero = f32[] constant(0)
+  reduce.5 = f32[2] reduce(fusion.4, zero), dimensions={1}, to_apply=add
+  start = s32[] constant(0)
+  while.6 = s32[] while(start), condition=cond, body=body
+  conditional.7 = f32[2] conditional(p, reduce.5, k), branch_computations={neg_branch, cvt_branch}
+  sort.8 = (f32[2], s32[2]) sort(conditional.7, k), dimensions={0}, to_apply=less
+  map.9 = f32[2] map(reduce.5, conditional.7), dimensions={0}, to_apply=add
+  call.10 = f32[] call(zero, zero), to_apply=add
+  ROOT tuple.11 = (f32[2], s32[], (f32[2], s32[2]), f32[2], f32[]) tuple(reduce.5, while.6, sort.8, map.9, call.10)
+}
+)";
+
+// kGoodText with the line containing `from` replaced by `to`.
+std::unique_ptr<HloModule> Variant(std::string_view from, std::string_view to) {
+  std::string text(kGoodText);
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at == std::string::npos) return Parse(text);
+  text.replace(at, from.size(), to);
+  return Parse(text);
+}
+
+TEST(VerifierText, WellFormedModulePasses) { ExpectOk(*Parse(kGoodText)); }
+
+TEST(VerifierText, DeclaredShapeMismatch) {
+  ExpectMessage(*Variant("dot.3 = f32[2,4] dot(x, w)", "dot.3 = f32[4,2] dot(x, w)"),
+                "verifier: in %main, %dot.3: dot: declared shape f32[4,2] does not match "
+                "inferred shape f32[2,4]");
+  ExpectMessage(*Variant("ROOT n0 = f32[2] negate(x0)", "ROOT n0 = f64[2] negate(x0)"),
+                "verifier: in %neg_branch, %n0: negate: declared shape f64[2] does not match "
+                "inferred shape f32[2]");
+}
+
+TEST(VerifierText, ShapeInferenceErrorIsReported) {
+  ExpectMessage(*Variant("w = f32[3,4] parameter(1)", "w = f32[4,4] parameter(1)"),
+                "verifier: in %main, %dot.3: dot: lhs contracting dimension 1 has size 3 but rhs "
+                "contracting dimension 0 has size 4");
+  ExpectMessage(*Variant("dimensions={1}, to_apply=add", "dimensions={2}, to_apply=add"),
+                "verifier: in %main, %reduce.5: reduce: reduced dimension 2 is out of range for "
+                "rank 2");
+}
+
+TEST(VerifierText, ReducerSignature) {
+  ExpectMessage(*Variant("ROOT r = f32[] add(a, b)", "ROOT r = f32[] parameter(2)"),
+                "verifier: in %main, %reduce.5: reduce: reducer %add must take 2 scalar "
+                "parameters but takes 3");
+  ExpectMessage(*Variant("  b = f32[] parameter(1)\n  ROOT r = f32[] add(a, b)",
+                         "  b = s32[] parameter(1)\n  ROOT r = f32[] convert(b)"),
+                "verifier: in %main, %reduce.5: reduce: reducer %add parameter 1 must be f32[] "
+                "but is s32[]");
+}
+
+TEST(VerifierText, WhileSignature) {
+  ExpectMessage(*Variant("ROOT lt = pred[] compare(i, ten), direction=LT",
+                         "ROOT lt = s32[] add(i, ten)"),
+                "verifier: in %main, %while.6: while: condition %cond must return pred[] but "
+                "returns s32[]");
+  ExpectMessage(*Variant("ROOT next = s32[] add(j, one)", "ROOT next = f32[] convert(j)"),
+                "verifier: in %main, %while.6: while: body %body returns f32[] but the loop "
+                "state is s32[]");
+}
+
+TEST(VerifierText, ConditionalBranches) {
+  ExpectMessage(*Variant("x1 = s32[2] parameter(0)\n  ROOT c1 = f32[2] convert(x1)",
+                         "x1 = f32[2] parameter(0)\n  ROOT c1 = f32[2] negate(x1)"),
+                "verifier: in %main, %conditional.7: conditional: branch 1 %cvt_branch "
+                "parameter 0 is f32[2] but operand 0 is s32[2]");
+  ExpectMessage(*Variant("ROOT c1 = f32[2] convert(x1)", "ROOT c1 = f64[2] convert(x1)"),
+                "verifier: in %main, %conditional.7: conditional: branch 1 %cvt_branch returns "
+                "f64[2] but branch 0 %neg_branch returns f32[2]");
+}
+
+TEST(VerifierText, FusionParameters) {
+  ExpectMessage(*Variant("fp = f32[2,4] parameter(0)\n  ROOT fe = f32[2,4] exponential(fp)",
+                         "fp = f32[4,2] parameter(0)\n  ROOT fe = f32[2,4] transpose(fp), "
+                         "dimensions={1,0}"),
+                "verifier: in %main, %fusion.4: fusion: fused computation %fused parameter 0 is "
+                "f32[4,2] but operand 0 is f32[2,4]");
+}
+
+TEST(VerifierText, SortComparator) {
+  ExpectMessage(*Variant("ROOT llt = pred[] compare(la, lb), direction=LT",
+                         "ROOT llt = f32[] add(la, lb)"),
+                "verifier: in %main, %sort.8: sort: comparator %less must return pred[] but "
+                "returns f32[]");
+  ExpectMessage(*Variant("lc = s32[] parameter(2)", "lc = f32[] parameter(2)"),
+                "verifier: in %main, %sort.8: sort: comparator %less parameter 2 must be s32[] "
+                "but is f32[]");
+}
+
+TEST(VerifierText, CallAndMapParameters) {
+  ExpectMessage(*Variant("call.10 = f32[] call(zero, zero)", "call.10 = f32[] call(zero, start)"),
+                "verifier: in %main, %call.10: call: to_apply %add parameter 1 is f32[] but "
+                "operand 1 is s32[]");
+  ExpectMessage(*Variant("map.9 = f32[2] map(reduce.5, conditional.7)", "map.9 = f32[2] map(reduce.5)"),
+                "verifier: in %main, %map.9: map: to_apply %add takes 2 parameters but is given "
+                "1 operands");
+}
+
+TEST(VerifierText, InstructionNamesAreUniqueInTheModule) {
+  // The parser allows the same name in two computations; XLA does not, nor do we.
+  ExpectMessage(*Variant("ROOT next = s32[] add(j, one)", "ROOT dot.3 = s32[] add(j, one)"),
+                "verifier: in %main, %dot.3: dot: instruction name is already used in %body");
+}
+
+// ---- the real-world corpus ---------------------------------------------------------------
+
+// Corpus modules that must fail verification, with the message each fails with and why it
+// is right to fail. Empty: every module in tests/hlo_corpus verifies.
+const std::map<std::string, std::string> kCorpusExpectedFailures = {};
+
+TEST(VerifierCorpus, EveryCorpusModuleVerifies) {
+  const char* root = std::getenv("KILN_SOURCE_ROOT");
+  std::filesystem::path dir = std::filesystem::path(root ? root : ".") / "tests" / "hlo_corpus";
+  ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir << " is missing (set KILN_SOURCE_ROOT)";
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".hlo") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 30u) << "corpus looks incomplete";
+  int verified = 0, expected_failures = 0;
+  for (const auto& path : files) {
+    std::string name = path.filename().string();
+    SCOPED_TRACE(name);
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto m = ParseHloModule(text.str(), name);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    absl::Status s = VerifyModule(**m);
+    auto expected = kCorpusExpectedFailures.find(name);
+    if (expected != kCorpusExpectedFailures.end()) {
+      ASSERT_FALSE(s.ok()) << "verified; remove it from kCorpusExpectedFailures";
+      EXPECT_EQ(std::string(s.message()), expected->second);
+      ++expected_failures;
+      continue;
+    }
+    EXPECT_TRUE(s.ok()) << s.message();
+    if (s.ok()) ++verified;
+  }
+  std::printf("corpus: %d of %zu modules verify, %d expected failures\n", verified, files.size(),
+              expected_failures);
+  EXPECT_EQ(verified + expected_failures, static_cast<int>(files.size()));
 }
 
 }  // namespace
