@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/evaluator/evaluator_internal.h"
 #include "hlo/evaluator/evaluator_util.h"
+#include "hlo/evaluator/fft.h"
 
 namespace kiln {
 
@@ -84,7 +85,6 @@ bool IsUnsupportedOpcode(HloOpcode op) {
     case HloOpcode::kAsyncDone:
     case HloOpcode::kRngGetAndUpdateState:
     case HloOpcode::kDynamicReshape:
-    case HloOpcode::kFft:
       return true;
     default:
       return IsCollectiveOpcode(op) && op != HloOpcode::kReplicaId && op != HloOpcode::kPartitionId;
@@ -500,6 +500,9 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstruction(
         case HloOpcode::kRng:
         case HloOpcode::kRngBitGenerator:
           result = eval::EvalRandom(instr, operands);
+          break;
+        case HloOpcode::kFft:
+          result = eval::EvalFft(instr, operands);
           break;
         default:
           return eval::Unimplemented(
