@@ -349,6 +349,9 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstruction(
       };
       absl::StatusOr<Literal> result;
 
+      if (op == HloOpcode::kCopy && !operands.empty() && !operands[0]->shape().IsArray()) {
+        return *operands[0];  // copy of a tuple (or token): a deep copy of the value
+      }
       if (IsElementwiseOpcode(op)) {
         result = eval::EvalElementwise(instr, operands);
         if (!result.ok()) return Annotate(result.status(), instr);

@@ -200,6 +200,22 @@ ENTRY %main (a: f32[2]) -> f32[2] {
             (std::vector<float>{1, 2}));
 }
 
+TEST(EvaluatorTest, TupleCopyAndReplicaId) {
+  constexpr char kText[] = R"(
+HloModule tc
+ENTRY %main (a: f32[2]) -> (f32[2], u32[]) {
+  %a = f32[2] parameter(0)
+  %r = u32[] replica-id()
+  %t = (f32[2], u32[]) tuple(%a, %r)
+  ROOT %c = (f32[2], u32[]) copy(%t)
+}
+)";
+  Literal r = MustRunText(kText, Args(Lit<float>(P::F32, {2}, {1, 2})));
+  ASSERT_TRUE(r.IsTuple());
+  EXPECT_EQ(As<float>(r.element(0)), (std::vector<float>{1, 2}));
+  EXPECT_EQ(As<uint32_t>(r.element(1))[0], 0u);  // a single device is replica 0
+}
+
 TEST(EvaluatorTest, CustomCallErrorNamesTargetAndInstruction) {
   constexpr char kText[] = R"(
 HloModule cc
