@@ -92,6 +92,31 @@ ENTRY %main (a: s32[2]) -> (s32[2], s32[2]) {
   EXPECT_EQ(As<int32_t>(r.element(1)), (std::vector<int32_t>{3, 5}));
 }
 
+TEST(EvaluatorTest, SharedValuesAreNotMovedAwayFromOtherUsers) {
+  // %t is read by two get-tuple-elements of the same index and %n appears twice in one
+  // tuple: values handed on by move must never be taken from a reader still to come.
+  constexpr char kText[] = R"(
+HloModule share
+ENTRY %main (a: s32[2]) -> (s32[2], s32[2], s32[2], s32[2]) {
+  %a = s32[2] parameter(0)
+  %n = s32[2] negate(%a)
+  %t = (s32[2], s32[2]) tuple(%n, %a)
+  %g0 = s32[2] get-tuple-element(%t), index=0
+  %g1 = s32[2] get-tuple-element(%t), index=0
+  %s = s32[2] add(%g0, %g1)
+  %u = (s32[2], s32[2]) tuple(%s, %s)
+  %h = s32[2] get-tuple-element(%u), index=1
+  ROOT %r = (s32[2], s32[2], s32[2], s32[2]) tuple(%h, %g0, %n, %n)
+}
+)";
+  Literal r = MustRunText(kText, Args(Lit<int32_t>(P::S32, {2}, {1, -3})));
+  ASSERT_TRUE(r.IsTuple());
+  EXPECT_EQ(As<int32_t>(r.element(0)), (std::vector<int32_t>{-2, 6}));
+  EXPECT_EQ(As<int32_t>(r.element(1)), (std::vector<int32_t>{-1, 3}));
+  EXPECT_EQ(As<int32_t>(r.element(2)), (std::vector<int32_t>{-1, 3}));
+  EXPECT_EQ(As<int32_t>(r.element(3)), (std::vector<int32_t>{-1, 3}));
+}
+
 TEST(EvaluatorTest, WhileLoopRunsUntilConditionIsFalse) {
   // Sums 2 ten times: (i, acc) from (0, 0) to (10, 20).
   constexpr char kText[] = R"(
