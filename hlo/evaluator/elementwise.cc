@@ -737,9 +737,11 @@ To StochasticRound(F value, R random) {
   C truncated = std::trunc(mag);
   C fraction = mag - truncated;
   if (fraction != C(0)) {
-    // fraction * 2^bits compared with the random integer.
-    double threshold = std::ldexp(static_cast<double>(fraction), sizeof(R) * 8);
-    if (static_cast<double>(random) < threshold) truncated += C(1);
+    // The fraction as an unsigned fixed-point number (2^-1 in the top bit); round the
+    // magnitude up when the random bits are below it. The product is exact (power-of-two
+    // scale of an exact fraction); the conversion to the random type truncates.
+    double fixed = std::floor(std::ldexp(static_cast<double>(fraction), sizeof(R) * 8));
+    if (static_cast<double>(random) < fixed) truncated += C(1);
   }
   C r = negative ? -truncated : truncated;
   if (r <= static_cast<C>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();

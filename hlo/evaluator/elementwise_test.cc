@@ -432,6 +432,20 @@ TEST_F(ElementwiseTest, BitcastConvertSameAndDifferentWidths) {
             (std::vector<int32_t>{1, INT32_MIN}));
 }
 
+TEST_F(ElementwiseTest, StochasticConvertRoundsUpBelowTheFraction) {
+  // 2.25: fraction 0.25 is 2^30 as a u32 fixed-point value; random values below it round the
+  // magnitude up. NaN -> 0; out-of-range values saturate.
+  auto r = As<int32_t>(
+      MustRun(HloOpcode::kStochasticConvert, Shape(P::S32, {6}),
+              Args(Lit<float>(P::F32, {6}, {2.25f, 2.25f, 2.25f, -2.25f, kNaN, 1e10f}),
+                   Lit<uint32_t>(P::U32, {6}, {0, 1u << 30, (1u << 30) - 1, 0, 0, 0}))));
+  EXPECT_EQ(r, (std::vector<int32_t>{3, 2, 3, -3, 0, INT32_MAX}));
+  auto h = As<int8_t>(MustRun(HloOpcode::kStochasticConvert, Shape(P::S8, {2}),
+                              Args(Lit<half>(P::F16, {2}, {half(1.5f), half(1.5f)}),
+                                   Lit<uint16_t>(P::U16, {2}, {0x7fff, 0x8000}))));
+  EXPECT_EQ(h, (std::vector<int8_t>{2, 1}));
+}
+
 TEST_F(ElementwiseTest, ErrorsNameTheInstruction) {
   auto r = Run(HloOpcode::kAnd, Shape(P::F32, {1}),
                Args(Vals(P::F32, {1}, {1}), Vals(P::F32, {1}, {1})));
