@@ -66,7 +66,7 @@ static KILN_Error* ClientDevices(KILN_Client_Devices_Args* args) {
 }
 /* Everything else is unimplemented: the registry tests never run code on these. */
 #define KILN_STUB_UNIMPLEMENTED(fn, type)                                   \
-  static KILN_Error* fn(type* args) {                                       \
+  __attribute__((unused)) static KILN_Error* fn(type* args) {            \
     (void)args;                                                             \
     return MakeError(KILN_ERROR_UNIMPLEMENTED, #fn " not implemented in stub"); \
   }
@@ -84,7 +84,8 @@ KILN_STUB_UNIMPLEMENTED(BufferDestroy, KILN_Buffer_Destroy_Args)
 #define KILN_STUB_NAME "stub"
 #endif
 
-static const KILN_Api kApi = {
+/* Unused in the variants whose entry symbol is missing or returns NULL. */
+__attribute__((unused)) static const KILN_Api kApi = {
 #if defined(KILN_STUB_SMALL_TABLE)
     8,
 #else
