@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (again->shape().dimensions() != literal->shape().dimensions() ||
       again->shape().element_type() != literal->shape().element_type() ||
       again->size_bytes() != literal->size_bytes() ||
-      std::memcmp(again->untyped_data(), literal->untyped_data(), literal->size_bytes()) != 0) {
+      (literal->size_bytes() > 0 &&  // empty arrays have no data pointer to compare
+       std::memcmp(again->untyped_data(), literal->untyped_data(), literal->size_bytes()) != 0)) {
     std::abort();
   }
   return 0;
