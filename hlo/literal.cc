@@ -111,6 +111,13 @@ uint64_t Literal::GetAsUint64(int64_t i) const {
   });
 }
 
+// Kept dependent on To so that clang, which checks non-dependent expressions of a nested
+// generic lambda eagerly, does not reject `.real()` on non-complex types in discarded branches.
+template <typename To, typename From>
+To ComplexFromParts(const From& v) {
+  return To(v.real(), v.imag());
+}
+
 Literal Literal::Convert(PrimitiveType to) const {
   Shape s(to, shape_.dimensions());
   Literal out(s);
@@ -123,7 +130,7 @@ Literal Literal::Convert(PrimitiveType to) const {
       auto dst = out.data<To>();
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (IsComplexT<To>::value && IsComplexT<From>::value) {
-          dst[i] = To(src[i].real(), src[i].imag());
+          dst[i] = ComplexFromParts<To>(src[i]);
         } else if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
           dst[i] = static_cast<To>(src[i]);  // integer conversions wrap, as in XLA
         } else if constexpr (std::is_same_v<From, float> && (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>)) {

@@ -334,8 +334,10 @@ absl::StatusOr<std::string> SerializeNpy(const Literal& literal) {
   for (size_t i = 0; i < prefix - 8; ++i) out.push_back(static_cast<char>((len >> (8 * i)) & 0xff));
   out += dict;
   size_t data_start = out.size();
-  out.append(reinterpret_cast<const char*>(literal.untyped_data()),
-             static_cast<size_t>(literal.size_bytes()));
+  if (literal.size_bytes() > 0) {  // an empty literal's data pointer may be null
+    out.append(reinterpret_cast<const char*>(literal.untyped_data()),
+               static_cast<size_t>(literal.size_bytes()));
+  }
   if constexpr (std::endian::native == std::endian::big) {
     int64_t item = ByteSizeOf(literal.shape().element_type());
     int64_t part = IsComplex(literal.shape().element_type()) ? item / 2 : item;
