@@ -100,7 +100,8 @@ absl::Status Annotate(absl::Status s, const HloInstruction& instr) {
 }  // namespace
 
 struct HloEvaluator::State {
-  int depth = 0;
+  int depth = 0;   // nested EvaluateComputation calls
+  int active = 0;  // public calls in progress; the plan cache lives while this is nonzero
   // Plans are cached only for the duration of one top-level evaluation, so that a
   // computation freed later cannot be confused with a new one at the same address.
   absl::flat_hash_map<const HloComputation*, std::unique_ptr<Plan>> plans;
@@ -108,23 +109,23 @@ struct HloEvaluator::State {
 
 namespace {
 
-// RAII guard for the nesting depth; clears the plan cache when the outermost call ends.
+// RAII counter for nesting; when `plans` is given it is cleared as the count returns to 0.
 class DepthGuard {
  public:
   explicit DepthGuard(int& depth,
-                      absl::flat_hash_map<const HloComputation*, std::unique_ptr<Plan>>& plans)
+                      absl::flat_hash_map<const HloComputation*, std::unique_ptr<Plan>>* plans)
       : depth_(depth), plans_(plans) {
     ++depth_;
   }
   ~DepthGuard() {
-    if (--depth_ == 0) plans_.clear();
+    if (--depth_ == 0 && plans_ != nullptr) plans_->clear();
   }
   DepthGuard(const DepthGuard&) = delete;
   DepthGuard& operator=(const DepthGuard&) = delete;
 
  private:
   int& depth_;
-  absl::flat_hash_map<const HloComputation*, std::unique_ptr<Plan>>& plans_;
+  absl::flat_hash_map<const HloComputation*, std::unique_ptr<Plan>>* plans_;
 };
 
 absl::StatusOr<Literal> RunWhile(HloEvaluator& evaluator, const HloInstruction& instr,
@@ -196,7 +197,8 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateComputation(const HloComputation& 
             absl::StrCat("computations nested deeper than ", kMaxCallDepth, " levels (entering %",
                          computation.name(), "); is a computation calling itself?"));
       }
-      DepthGuard guard(state_->depth, state_->plans);
+      DepthGuard depth_guard(state_->depth, nullptr);
+      DepthGuard active_guard(state_->active, &state_->plans);
 
       if (static_cast<int>(args.size()) != computation.num_parameters()) {
         return absl::InvalidArgumentError(absl::StrCat("computation %", computation.name(),
@@ -329,6 +331,8 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstruction(
   try {
     return [&]() -> absl::StatusOr<Literal> {
       if (!state_) state_ = std::make_shared<State>();
+      // Keeps plans cached across the iterations of a while folded on its own.
+      DepthGuard active_guard(state_->active, &state_->plans);
       const HloOpcode op = instr.opcode();
       const std::string opname(HloOpcodeString(op));
       for (size_t i = 0; i < operands.size(); ++i) {
