@@ -93,10 +93,12 @@ class Verifier {
 
   absl::Status CheckNames(const std::vector<HloComputation*>& comps) {
     absl::flat_hash_map<std::string, const HloComputation*> comp_names;
-    absl::flat_hash_map<std::string, const HloComputation*> instr_names;
     for (HloComputation* c : comps) {
       if (!comp_names.emplace(c->name(), c).second)
         return FailComp(*c, "computation name is used by more than one computation");
+      // Names are scoped per computation, as XLA's parser scopes them: hand-written and
+      // JAX-dumped modules reuse `a`, `p0`, `param_0` in every reducer.
+      absl::flat_hash_map<std::string, const HloComputation*> instr_names;
       for (HloInstruction* i : c->instructions()) {
         // Unnamed instructions (fresh from a builder) get names when printed.
         if (i->name().empty()) continue;
