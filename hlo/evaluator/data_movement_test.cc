@@ -1,7 +1,7 @@
 // Tests of the data movement family against hand-computed arrays.
-#include <functional>
-
 #include <gtest/gtest.h>
+
+#include <functional>
 
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/evaluator/test_builder.h"
@@ -23,7 +23,8 @@ class DataMovementTest : public ::testing::Test {
     std::vector<HloInstruction*> operands;
     for (size_t i = 0; i < args.size(); ++i) {
       Shape s = i < operand_shapes.size() ? operand_shapes[i] : args[i].shape();
-      params_.push_back(HloInstruction::CreateParameter(static_cast<int64_t>(i), s, "p" + std::to_string(i)));
+      params_.push_back(
+          HloInstruction::CreateParameter(static_cast<int64_t>(i), s, "p" + std::to_string(i)));
       operands.push_back(params_.back().get());
     }
     auto instr = std::make_unique<HloInstruction>(op, std::move(out), operands);
@@ -57,7 +58,9 @@ std::vector<Literal> Args(L... ls) {
   return v;
 }
 
-Literal S32(std::vector<int64_t> dims, std::vector<int32_t> v) { return Lit<int32_t>(P::S32, std::move(dims), v); }
+Literal S32(std::vector<int64_t> dims, std::vector<int32_t> v) {
+  return Lit<int32_t>(P::S32, std::move(dims), v);
+}
 Literal Idx(int32_t i) { return Lit<int32_t>(P::S32, {}, {i}); }
 
 auto Dims(std::vector<int64_t> d) {
@@ -68,12 +71,15 @@ auto Dims(std::vector<int64_t> d) {
 }
 
 TEST_F(DataMovementTest, Broadcast) {
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kBroadcast, Shape(P::S32, {2, 3}), Args(S32({2}, {1, 2})), Dims({0})),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kBroadcast, Shape(P::S32, {2, 3}), Args(S32({2}, {1, 2})),
+                             Dims({0})),
             (std::vector<int32_t>{1, 1, 1, 2, 2, 2}));
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kBroadcast, Shape(P::S32, {2, 3}), Args(S32({3}, {1, 2, 3})), Dims({1})),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kBroadcast, Shape(P::S32, {2, 3}),
+                             Args(S32({3}, {1, 2, 3})), Dims({1})),
             (std::vector<int32_t>{1, 2, 3, 1, 2, 3}));
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kBroadcast, Shape(P::S32, {2, 2}), Args(S32({}, {7})), Dims({})),
-            (std::vector<int32_t>{7, 7, 7, 7}));
+  EXPECT_EQ(
+      MustRun<int32_t>(HloOpcode::kBroadcast, Shape(P::S32, {2, 2}), Args(S32({}, {7})), Dims({})),
+      (std::vector<int32_t>{7, 7, 7, 7}));
   // operand [2,3] into [3,2,2] with dims {2,1}: out[i,j,k] = in[k,j]... dims map operand dim
   // 0 -> out dim 2 and operand dim 1 -> out dim 1, so out[i,j,k] = in[k][j].
   EXPECT_EQ(MustRun<int32_t>(HloOpcode::kBroadcast, Shape(P::S32, {2, 3, 2}),
@@ -82,16 +88,17 @@ TEST_F(DataMovementTest, Broadcast) {
 }
 
 TEST_F(DataMovementTest, TransposeReshapeReverse) {
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kTranspose, Shape(P::S32, {3, 2}), Args(S32({2, 3}, {1, 2, 3, 4, 5, 6})),
-                             Dims({1, 0})),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kTranspose, Shape(P::S32, {3, 2}),
+                             Args(S32({2, 3}, {1, 2, 3, 4, 5, 6})), Dims({1, 0})),
             (std::vector<int32_t>{1, 4, 2, 5, 3, 6}));
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kReshape, Shape(P::S32, {3, 2}), Args(S32({2, 3}, {1, 2, 3, 4, 5, 6}))),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kReshape, Shape(P::S32, {3, 2}),
+                             Args(S32({2, 3}, {1, 2, 3, 4, 5, 6}))),
             (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kReverse, Shape(P::S32, {2, 3}), Args(S32({2, 3}, {1, 2, 3, 4, 5, 6})),
-                             Dims({1})),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kReverse, Shape(P::S32, {2, 3}),
+                             Args(S32({2, 3}, {1, 2, 3, 4, 5, 6})), Dims({1})),
             (std::vector<int32_t>{3, 2, 1, 6, 5, 4}));
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kReverse, Shape(P::S32, {2, 3}), Args(S32({2, 3}, {1, 2, 3, 4, 5, 6})),
-                             Dims({0, 1})),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kReverse, Shape(P::S32, {2, 3}),
+                             Args(S32({2, 3}, {1, 2, 3, 4, 5, 6})), Dims({0, 1})),
             (std::vector<int32_t>{6, 5, 4, 3, 2, 1}));
   auto bad = Run(HloOpcode::kReshape, Shape(P::S32, {4}), Args(S32({2, 3}, {1, 2, 3, 4, 5, 6})));
   ASSERT_FALSE(bad.ok());
@@ -103,9 +110,10 @@ TEST_F(DataMovementTest, BitcastFollowsLayouts) {
   // row-major [3,2] they form the transpose.
   Shape col_major(P::F32, {2, 3});
   col_major.set_layout(Layout{{0, 1}, ""});
-  EXPECT_EQ(MustRun<float>(HloOpcode::kBitcast, Shape(P::F32, {3, 2}),
-                           Args(Lit<float>(P::F32, {2, 3}, {1, 2, 3, 4, 5, 6})), nullptr, {col_major}),
-            (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(
+      MustRun<float>(HloOpcode::kBitcast, Shape(P::F32, {3, 2}),
+                     Args(Lit<float>(P::F32, {2, 3}, {1, 2, 3, 4, 5, 6})), nullptr, {col_major}),
+      (std::vector<float>{1, 4, 2, 5, 3, 6}));
   // Default layouts: a plain reshape.
   EXPECT_EQ(MustRun<float>(HloOpcode::kBitcast, Shape(P::F32, {6}),
                            Args(Lit<float>(P::F32, {2, 3}, {1, 2, 3, 4, 5, 6}))),
@@ -114,7 +122,8 @@ TEST_F(DataMovementTest, BitcastFollowsLayouts) {
   Shape out_col(P::F32, {3, 2});
   out_col.set_layout(Layout{{0, 1}, ""});
   // Physical bytes 1..6 read with result dims [3,2] column-major: r[i,j] = bytes[j*3+i].
-  EXPECT_EQ(MustRun<float>(HloOpcode::kBitcast, out_col, Args(Lit<float>(P::F32, {6}, {1, 2, 3, 4, 5, 6}))),
+  EXPECT_EQ(MustRun<float>(HloOpcode::kBitcast, out_col,
+                           Args(Lit<float>(P::F32, {6}, {1, 2, 3, 4, 5, 6}))),
             (std::vector<float>{1, 4, 2, 5, 3, 6}));
 }
 
@@ -132,28 +141,32 @@ TEST_F(DataMovementTest, SliceWithStrides) {
   EXPECT_EQ(MustRun<int32_t>(HloOpcode::kSlice, Shape(P::S32, {2, 2}), Args(S32({3, 4}, v)),
                              sl({0, 1}, {3, 4}, {2, 2})),
             (std::vector<int32_t>{1, 3, 9, 11}));
-  auto bad = Run(HloOpcode::kSlice, Shape(P::S32, {2, 2}), Args(S32({3, 4}, v)), sl({0, 3}, {3, 5}, {2, 1}));
+  auto bad = Run(HloOpcode::kSlice, Shape(P::S32, {2, 2}), Args(S32({3, 4}, v)),
+                 sl({0, 3}, {3, 5}, {2, 1}));
   EXPECT_FALSE(bad.ok());
 }
 
 TEST_F(DataMovementTest, DynamicSliceClampsStartIndices) {
-  auto sizes = [](std::vector<int64_t> s) { return [=](InstructionAttributes& a) { a.dynamic_slice_sizes = s; }; };
+  auto sizes = [](std::vector<int64_t> s) {
+    return [=](InstructionAttributes& a) { a.dynamic_slice_sizes = s; };
+  };
   // Start 4 with size 2 in a dimension of 5 clamps to 3; negative starts clamp to 0.
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kDynamicSlice, Shape(P::S32, {2}), Args(S32({5}, {0, 1, 2, 3, 4}), Idx(4)),
-                             sizes({2})),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kDynamicSlice, Shape(P::S32, {2}),
+                             Args(S32({5}, {0, 1, 2, 3, 4}), Idx(4)), sizes({2})),
             (std::vector<int32_t>{3, 4}));
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kDynamicSlice, Shape(P::S32, {2}), Args(S32({5}, {0, 1, 2, 3, 4}), Idx(-7)),
-                             sizes({2})),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kDynamicSlice, Shape(P::S32, {2}),
+                             Args(S32({5}, {0, 1, 2, 3, 4}), Idx(-7)), sizes({2})),
             (std::vector<int32_t>{0, 1}));
   std::vector<int32_t> v(12);
   for (int i = 0; i < 12; ++i) v[i] = i;
   // [3,4]: start (1, 9) -> (1, 2) for a 2x2 window.
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kDynamicSlice, Shape(P::S32, {2, 2}), Args(S32({3, 4}, v), Idx(1), Idx(9)),
-                             sizes({2, 2})),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kDynamicSlice, Shape(P::S32, {2, 2}),
+                             Args(S32({3, 4}, v), Idx(1), Idx(9)), sizes({2, 2})),
             (std::vector<int32_t>{6, 7, 10, 11}));
   // Unsigned and 64-bit index types work too.
   EXPECT_EQ(MustRun<int32_t>(HloOpcode::kDynamicSlice, Shape(P::S32, {1}),
-                             Args(S32({5}, {0, 1, 2, 3, 4}), Lit<uint64_t>(P::U64, {}, {~0ull})), sizes({1})),
+                             Args(S32({5}, {0, 1, 2, 3, 4}), Lit<uint64_t>(P::U64, {}, {~0ull})),
+                             sizes({1})),
             (std::vector<int32_t>{4}));
 }
 
@@ -172,21 +185,24 @@ TEST_F(DataMovementTest, Concatenate) {
   EXPECT_EQ(MustRun<int32_t>(HloOpcode::kConcatenate, Shape(P::S32, {2, 3}),
                              Args(S32({2, 1}, {1, 4}), S32({2, 2}, {2, 3, 5, 6})), Dims({1})),
             (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kConcatenate, Shape(P::S32, {3, 1}),
-                             Args(S32({1, 1}, {1}), S32({0, 1}, {}), S32({2, 1}, {2, 3})), Dims({0})),
-            (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(
+      MustRun<int32_t>(HloOpcode::kConcatenate, Shape(P::S32, {3, 1}),
+                       Args(S32({1, 1}, {1}), S32({0, 1}, {}), S32({2, 1}, {2, 3})), Dims({0})),
+      (std::vector<int32_t>{1, 2, 3}));
 }
 
 TEST_F(DataMovementTest, PadWithNegativeEdgesAndInterior) {
-  auto pad = [](PaddingConfig c) { return [=](InstructionAttributes& a) { a.padding_config = c; }; };
+  auto pad = [](PaddingConfig c) {
+    return [=](InstructionAttributes& a) { a.padding_config = c; };
+  };
   // [1,2,3] interior 1 -> [1,p,2,p,3]; low -1 drops the first; high 2 appends p,p.
   EXPECT_EQ(MustRun<int32_t>(HloOpcode::kPad, Shape(P::S32, {6}), Args(S32({3}, {1, 2, 3}), Idx(0)),
                              pad({{-1, 2, 1}})),
             (std::vector<int32_t>{0, 2, 0, 3, 0, 0}));
   // 2-D: [[1,2],[3,4]] with rows low 1 high 0, cols low 0 high -1 interior 1:
   // columns become [a,p,b] then the last is cut -> [a,p].
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kPad, Shape(P::S32, {3, 2}), Args(S32({2, 2}, {1, 2, 3, 4}), Idx(9)),
-                             pad({{1, 0, 0}, {0, -1, 1}})),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kPad, Shape(P::S32, {3, 2}),
+                             Args(S32({2, 2}, {1, 2, 3, 4}), Idx(9)), pad({{1, 0, 0}, {0, -1, 1}})),
             (std::vector<int32_t>{9, 9, 1, 9, 3, 9}));
   // Everything cropped away except padding.
   EXPECT_EQ(MustRun<int32_t>(HloOpcode::kPad, Shape(P::S32, {2}), Args(S32({2}, {1, 2}), Idx(5)),
@@ -200,7 +216,8 @@ TEST_F(DataMovementTest, IotaAndGetDimensionSize) {
             (std::vector<int32_t>{0, 1, 2, 0, 1, 2}));
   EXPECT_EQ(MustRun<float>(HloOpcode::kIota, Shape(P::F32, {2, 3}), Args(), iota(0)),
             (std::vector<float>{0, 0, 0, 1, 1, 1}));
-  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kGetDimensionSize, Shape(P::S32, {}), Args(S32({2, 7}, {})), Dims({1})),
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kGetDimensionSize, Shape(P::S32, {}), Args(S32({2, 7}, {})),
+                             Dims({1})),
             (std::vector<int32_t>{7}));
 }
 

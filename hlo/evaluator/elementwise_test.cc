@@ -1,10 +1,10 @@
 // Tests of the elementwise family against hand-computed (or NumPy-computed, as noted) values.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <complex>
 #include <functional>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/evaluator/test_builder.h"
@@ -80,8 +80,9 @@ TEST_F(ElementwiseTest, AddF32AndWrappingS32) {
   Literal w = MustRun(HloOpcode::kAdd, Shape(P::S32, {1}),
                       Args(Lit<int32_t>(P::S32, {1}, {INT32_MAX}), Lit<int32_t>(P::S32, {1}, {1})));
   EXPECT_EQ(As<int32_t>(w)[0], INT32_MIN);
-  Literal m = MustRun(HloOpcode::kMultiply, Shape(P::U16, {1}),
-                      Args(Lit<uint16_t>(P::U16, {1}, {65535}), Lit<uint16_t>(P::U16, {1}, {65535})));
+  Literal m =
+      MustRun(HloOpcode::kMultiply, Shape(P::U16, {1}),
+              Args(Lit<uint16_t>(P::U16, {1}, {65535}), Lit<uint16_t>(P::U16, {1}, {65535})));
   EXPECT_EQ(As<uint16_t>(m)[0], 1);  // 65535^2 mod 2^16
 }
 
@@ -113,8 +114,9 @@ TEST_F(ElementwiseTest, ShiftsOutOfRange) {
   Literal srl = MustRun(HloOpcode::kShiftRightLogical, Shape(P::S32, {5}), Args(lhs(), amt()));
   // 0xfffffff8 >> 1 = 0x7ffffffc; 1 >> 31 = 0; out of range -> 0.
   EXPECT_EQ(As<int32_t>(srl), (std::vector<int32_t>{0x7ffffffc, 0, 0, 0, 0}));
-  Literal u8 = MustRun(HloOpcode::kShiftLeft, Shape(P::U8, {3}),
-                       Args(Lit<uint8_t>(P::U8, {3}, {0x81, 1, 1}), Lit<uint8_t>(P::U8, {3}, {1, 7, 8})));
+  Literal u8 =
+      MustRun(HloOpcode::kShiftLeft, Shape(P::U8, {3}),
+              Args(Lit<uint8_t>(P::U8, {3}, {0x81, 1, 1}), Lit<uint8_t>(P::U8, {3}, {1, 7, 8})));
   EXPECT_EQ(As<uint8_t>(u8), (std::vector<uint8_t>{0x02, 0x80, 0}));
 }
 
@@ -133,28 +135,32 @@ TEST_F(ElementwiseTest, ConvertIntegersWrapAndPred) {
   Literal s8 = MustRun(HloOpcode::kConvert, Shape(P::S8, {3}),
                        Args(Lit<int32_t>(P::S32, {3}, {300, -129, 127})));
   EXPECT_EQ(As<int8_t>(s8), (std::vector<int8_t>{44, 127, 127}));
-  Literal u32 = MustRun(HloOpcode::kConvert, Shape(P::U32, {1}), Args(Lit<int8_t>(P::S8, {1}, {-1})));
+  Literal u32 =
+      MustRun(HloOpcode::kConvert, Shape(P::U32, {1}), Args(Lit<int8_t>(P::S8, {1}, {-1})));
   EXPECT_EQ(As<uint32_t>(u32)[0], 0xffffffffu);  // sign extension, then reinterpretation
   Literal pred = MustRun(HloOpcode::kConvert, Shape(P::PRED, {3}),
                          Args(Lit<float>(P::F32, {3}, {0.5f, 0.0f, kNaN})));
   EXPECT_EQ(As<bool>(pred), (std::vector<bool>{true, false, true}));
-  Literal back = MustRun(HloOpcode::kConvert, Shape(P::F32, {2}), Args(Lit<bool>(P::PRED, {2}, {true, false})));
+  Literal back = MustRun(HloOpcode::kConvert, Shape(P::F32, {2}),
+                         Args(Lit<bool>(P::PRED, {2}, {true, false})));
   EXPECT_EQ(As<float>(back), (std::vector<float>{1.0f, 0.0f}));
 }
 
 TEST_F(ElementwiseTest, ConvertToBf16AndF16RoundsToNearestEven) {
   // 1 + 2^-8 lies halfway between bf16 1.0 (0x3f80) and 1 + 2^-7 (0x3f81): even wins.
   // 1 + 3*2^-8 lies halfway between 0x3f81 and 0x3f82: even (0x3f82) wins.
-  Literal bf = MustRun(HloOpcode::kConvert, Shape(P::BF16, {3}),
-                       Args(Lit<float>(P::F32, {3}, {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1.8p-8f})));
+  Literal bf = MustRun(
+      HloOpcode::kConvert, Shape(P::BF16, {3}),
+      Args(Lit<float>(P::F32, {3}, {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1.8p-8f})));
   auto bits = As<bfloat16>(bf);
   EXPECT_EQ(bits[0].bits, 0x3f80);
   EXPECT_EQ(bits[1].bits, 0x3f82);
   EXPECT_EQ(bits[2].bits, 0x3f81);  // above the halfway point rounds up
   // f16: same ties one mantissa width lower; 65520 ties between 65504 and 65536 -> inf.
   // (NumPy: np.float16(1+3*2**-11).view(np.uint16) == 0x3c02, np.float16(65520.0) == inf.)
-  Literal h = MustRun(HloOpcode::kConvert, Shape(P::F16, {3}),
-                      Args(Lit<float>(P::F32, {3}, {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f})));
+  Literal h =
+      MustRun(HloOpcode::kConvert, Shape(P::F16, {3}),
+              Args(Lit<float>(P::F32, {3}, {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f})));
   auto hb = As<half>(h);
   EXPECT_EQ(hb[0].bits, 0x3c00);
   EXPECT_EQ(hb[1].bits, 0x3c02);
@@ -187,8 +193,9 @@ TEST_F(ElementwiseTest, MaximumMinimumPropagateNaN) {
   EXPECT_TRUE(std::isnan(mn[1]));
   EXPECT_EQ(mn[2], 2.0f);
   EXPECT_EQ(mn[3], -kInf);
-  auto imx = As<uint32_t>(MustRun(HloOpcode::kMaximum, Shape(P::U32, {1}),
-                                  Args(Lit<uint32_t>(P::U32, {1}, {0xffffffffu}), Lit<uint32_t>(P::U32, {1}, {1}))));
+  auto imx = As<uint32_t>(
+      MustRun(HloOpcode::kMaximum, Shape(P::U32, {1}),
+              Args(Lit<uint32_t>(P::U32, {1}, {0xffffffffu}), Lit<uint32_t>(P::U32, {1}, {1}))));
   EXPECT_EQ(imx[0], 0xffffffffu);
 }
 
@@ -201,11 +208,14 @@ TEST_F(ElementwiseTest, CompareFloatIeeeAndTotalOrder) {
       at.comparison_type = t;
     };
   };
-  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {4}), Args(a(), b()), dir(ComparisonDirection::kEq))),
+  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {4}), Args(a(), b()),
+                             dir(ComparisonDirection::kEq))),
             (std::vector<bool>{false, true, false, false}));
-  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {4}), Args(a(), b()), dir(ComparisonDirection::kNe))),
+  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {4}), Args(a(), b()),
+                             dir(ComparisonDirection::kNe))),
             (std::vector<bool>{true, false, true, true}));
-  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {4}), Args(a(), b()), dir(ComparisonDirection::kLt))),
+  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {4}), Args(a(), b()),
+                             dir(ComparisonDirection::kLt))),
             (std::vector<bool>{false, false, false, false}));
   // Total order: -NaN < -inf < -0 < +0 < +inf < +NaN, and NaN == NaN.
   EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {4}), Args(a(), b()),
@@ -221,16 +231,20 @@ TEST_F(ElementwiseTest, CompareFloatIeeeAndTotalOrder) {
 
 TEST_F(ElementwiseTest, CompareIntegersSignedAndUnsigned) {
   auto d = [](InstructionAttributes& at) { at.comparison_direction = ComparisonDirection::kGt; };
-  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {2}),
-                             Args(Lit<int32_t>(P::S32, {2}, {-1, 5}), Lit<int32_t>(P::S32, {2}, {1, 5})), d)),
+  EXPECT_EQ(As<bool>(MustRun(
+                HloOpcode::kCompare, Shape(P::PRED, {2}),
+                Args(Lit<int32_t>(P::S32, {2}, {-1, 5}), Lit<int32_t>(P::S32, {2}, {1, 5})), d)),
             (std::vector<bool>{false, false}));
   EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {2}),
-                             Args(Lit<uint32_t>(P::U32, {2}, {0xffffffffu, 5}), Lit<uint32_t>(P::U32, {2}, {1, 4})), d)),
+                             Args(Lit<uint32_t>(P::U32, {2}, {0xffffffffu, 5}),
+                                  Lit<uint32_t>(P::U32, {2}, {1, 4})),
+                             d)),
             (std::vector<bool>{true, true}));
   auto ge = [](InstructionAttributes& at) { at.comparison_direction = ComparisonDirection::kGe; };
   EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {3}),
                              Args(Lit<half>(P::F16, {3}, {half(1.0f), half(-2.0f), half(0.5f)}),
-                                  Lit<half>(P::F16, {3}, {half(1.0f), half(2.0f), half(0.25f)})), ge)),
+                                  Lit<half>(P::F16, {3}, {half(1.0f), half(2.0f), half(0.25f)})),
+                             ge)),
             (std::vector<bool>{true, false, true}));
 }
 
@@ -265,10 +279,12 @@ TEST_F(ElementwiseTest, UnaryIntegerOps) {
             (std::vector<int32_t>{-1, -2, 0, INT32_MAX}));
   EXPECT_EQ(As<int32_t>(MustRun(HloOpcode::kSign, Shape(P::S32, {4}), Args(v()))),
             (std::vector<int32_t>{0, 1, -1, -1}));
-  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kNot, Shape(P::PRED, {2}), Args(Lit<bool>(P::PRED, {2}, {true, false})))),
+  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kNot, Shape(P::PRED, {2}),
+                             Args(Lit<bool>(P::PRED, {2}, {true, false})))),
             (std::vector<bool>{false, true}));
   EXPECT_EQ(As<bool>(MustRun(HloOpcode::kXor, Shape(P::PRED, {2}),
-                             Args(Lit<bool>(P::PRED, {2}, {true, true}), Lit<bool>(P::PRED, {2}, {true, false})))),
+                             Args(Lit<bool>(P::PRED, {2}, {true, true}),
+                                  Lit<bool>(P::PRED, {2}, {true, false})))),
             (std::vector<bool>{false, true}));
 }
 
@@ -298,9 +314,7 @@ TEST_F(ElementwiseTest, RoundingAndSign) {
 TEST_F(ElementwiseTest, TranscendentalsMatchReferenceValues) {
   // Reference values from Python's math module (math.erf(0.5), 1/(1+math.exp(-1)),
   // math.atan2(1,-1), math.tanh(0.5)).
-  auto one = [](HloOpcode op, double x) {
-    return Lit<double>(P::F64, {1}, {x});
-  };
+  auto one = [](HloOpcode op, double x) { return Lit<double>(P::F64, {1}, {x}); };
   auto run = [&](HloOpcode op, double x) {
     return As<double>(MustRun(op, Shape(P::F64, {1}), Args(one(op, x))))[0];
   };
@@ -311,11 +325,13 @@ TEST_F(ElementwiseTest, TranscendentalsMatchReferenceValues) {
   EXPECT_NEAR(run(HloOpcode::kLog1p, 1e-10), 9.999999999500001e-11, 1e-24);
   EXPECT_EQ(run(HloOpcode::kCbrt, -8.0), -2.0);
   EXPECT_EQ(run(HloOpcode::kRsqrt, 4.0), 0.5);
-  auto at = As<double>(MustRun(HloOpcode::kAtan2, Shape(P::F64, {1}),
-                               Args(Lit<double>(P::F64, {1}, {1.0}), Lit<double>(P::F64, {1}, {-1.0}))));
+  auto at =
+      As<double>(MustRun(HloOpcode::kAtan2, Shape(P::F64, {1}),
+                         Args(Lit<double>(P::F64, {1}, {1.0}), Lit<double>(P::F64, {1}, {-1.0}))));
   EXPECT_NEAR(at[0], 2.356194490192345, 1e-15);
   // logistic saturates instead of producing NaN for large magnitudes.
-  EXPECT_EQ(As<float>(MustRun(HloOpcode::kLogistic, Shape(P::F32, {2}), Args(Vals(P::F32, {2}, {-1000, 1000})))),
+  EXPECT_EQ(As<float>(MustRun(HloOpcode::kLogistic, Shape(P::F32, {2}),
+                              Args(Vals(P::F32, {2}, {-1000, 1000})))),
             (std::vector<float>{0.0f, 1.0f}));
 }
 
@@ -328,10 +344,11 @@ TEST_F(ElementwiseTest, ReducePrecision) {
   };
   // To f16's (5, 10): ties to even, overflow to inf (65520 rounds up to 65536), small
   // values (below f16's smallest normal 2^-14) flush to zero, NaN stays NaN.
-  auto r = As<float>(MustRun(HloOpcode::kReducePrecision, Shape(P::F32, {6}),
-                             Args(Lit<float>(P::F32, {6}, {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f,
-                                                           1e-8f, kNaN, -65504.0f})),
-                             rp(5, 10)));
+  auto r = As<float>(MustRun(
+      HloOpcode::kReducePrecision, Shape(P::F32, {6}),
+      Args(Lit<float>(P::F32, {6},
+                      {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65520.0f, 1e-8f, kNaN, -65504.0f})),
+      rp(5, 10)));
   EXPECT_EQ(r[0], 1.0f);
   EXPECT_EQ(r[1], 1.0f + 0x1p-9f);
   EXPECT_EQ(r[2], kInf);
@@ -347,27 +364,31 @@ TEST_F(ElementwiseTest, ReducePrecision) {
 }
 
 TEST_F(ElementwiseTest, SelectWithScalarAndArrayPredicate) {
-  auto s = As<int32_t>(MustRun(HloOpcode::kSelect, Shape(P::S32, {3}),
-                               Args(Lit<bool>(P::PRED, {3}, {true, false, true}),
-                                    Lit<int32_t>(P::S32, {3}, {1, 2, 3}), Lit<int32_t>(P::S32, {3}, {4, 5, 6}))));
+  auto s = As<int32_t>(
+      MustRun(HloOpcode::kSelect, Shape(P::S32, {3}),
+              Args(Lit<bool>(P::PRED, {3}, {true, false, true}),
+                   Lit<int32_t>(P::S32, {3}, {1, 2, 3}), Lit<int32_t>(P::S32, {3}, {4, 5, 6}))));
   EXPECT_EQ(s, (std::vector<int32_t>{1, 5, 3}));
-  auto t = As<int32_t>(MustRun(HloOpcode::kSelect, Shape(P::S32, {3}),
-                               Args(Lit<bool>(P::PRED, {}, {false}),
-                                    Lit<int32_t>(P::S32, {3}, {1, 2, 3}), Lit<int32_t>(P::S32, {3}, {4, 5, 6}))));
+  auto t = As<int32_t>(
+      MustRun(HloOpcode::kSelect, Shape(P::S32, {3}),
+              Args(Lit<bool>(P::PRED, {}, {false}), Lit<int32_t>(P::S32, {3}, {1, 2, 3}),
+                   Lit<int32_t>(P::S32, {3}, {4, 5, 6}))));
   EXPECT_EQ(t, (std::vector<int32_t>{4, 5, 6}));
 }
 
 TEST_F(ElementwiseTest, ClampWithScalarBoundsAndNaN) {
-  auto c = As<float>(MustRun(HloOpcode::kClamp, Shape(P::F32, {4}),
-                             Args(Lit<float>(P::F32, {}, {0.0f}), Lit<float>(P::F32, {4}, {-1.0f, 0.5f, 9.0f, kNaN}),
-                                  Lit<float>(P::F32, {}, {1.0f}))));
+  auto c = As<float>(MustRun(
+      HloOpcode::kClamp, Shape(P::F32, {4}),
+      Args(Lit<float>(P::F32, {}, {0.0f}), Lit<float>(P::F32, {4}, {-1.0f, 0.5f, 9.0f, kNaN}),
+           Lit<float>(P::F32, {}, {1.0f}))));
   EXPECT_EQ(c[0], 0.0f);
   EXPECT_EQ(c[1], 0.5f);
   EXPECT_EQ(c[2], 1.0f);
   EXPECT_TRUE(std::isnan(c[3]));
-  auto i = As<int32_t>(MustRun(HloOpcode::kClamp, Shape(P::S32, {3}),
-                               Args(Lit<int32_t>(P::S32, {3}, {0, 0, 5}), Lit<int32_t>(P::S32, {3}, {-3, 3, 3}),
-                                    Lit<int32_t>(P::S32, {}, {2}))));
+  auto i = As<int32_t>(
+      MustRun(HloOpcode::kClamp, Shape(P::S32, {3}),
+              Args(Lit<int32_t>(P::S32, {3}, {0, 0, 5}), Lit<int32_t>(P::S32, {3}, {-3, 3, 3}),
+                   Lit<int32_t>(P::S32, {}, {2}))));
   EXPECT_EQ(i, (std::vector<int32_t>{0, 2, 2}));  // min(hi, max(x, lo)): 5 > 2 gives 2
 }
 
@@ -380,11 +401,14 @@ TEST_F(ElementwiseTest, ComplexOps) {
                        Args(Vals(P::F32, {2}, {3, 1}), Vals(P::F32, {2}, {4, -1})));
   EXPECT_EQ(As<float>(MustRun(HloOpcode::kAbs, Shape(P::F32, {2}), Args(std::move(zz))))[0], 5.0f);
   auto mk = [] { return Lit<c64>(P::C64, {2}, {c64(3, 4), c64(1, -1)}); };
-  EXPECT_EQ(As<float>(MustRun(HloOpcode::kReal, Shape(P::F32, {2}), Args(mk()))), (std::vector<float>{3, 1}));
-  EXPECT_EQ(As<float>(MustRun(HloOpcode::kImag, Shape(P::F32, {2}), Args(mk()))), (std::vector<float>{4, -1}));
+  EXPECT_EQ(As<float>(MustRun(HloOpcode::kReal, Shape(P::F32, {2}), Args(mk()))),
+            (std::vector<float>{3, 1}));
+  EXPECT_EQ(As<float>(MustRun(HloOpcode::kImag, Shape(P::F32, {2}), Args(mk()))),
+            (std::vector<float>{4, -1}));
   // (3+4i)(1-i) = 7+i
-  EXPECT_EQ(As<c64>(MustRun(HloOpcode::kMultiply, Shape(P::C64, {1}),
-                            Args(Lit<c64>(P::C64, {1}, {c64(3, 4)}), Lit<c64>(P::C64, {1}, {c64(1, -1)}))))[0],
+  EXPECT_EQ(As<c64>(MustRun(
+                HloOpcode::kMultiply, Shape(P::C64, {1}),
+                Args(Lit<c64>(P::C64, {1}, {c64(3, 4)}), Lit<c64>(P::C64, {1}, {c64(1, -1)}))))[0],
             c64(7, 1));
 }
 
@@ -408,11 +432,27 @@ TEST_F(ElementwiseTest, BitcastConvertSameAndDifferentWidths) {
             (std::vector<int32_t>{1, INT32_MIN}));
 }
 
+TEST_F(ElementwiseTest, StochasticConvertRoundsUpBelowTheFraction) {
+  // 2.25: fraction 0.25 is 2^30 as a u32 fixed-point value; random values below it round the
+  // magnitude up. NaN -> 0; out-of-range values saturate.
+  auto r = As<int32_t>(
+      MustRun(HloOpcode::kStochasticConvert, Shape(P::S32, {6}),
+              Args(Lit<float>(P::F32, {6}, {2.25f, 2.25f, 2.25f, -2.25f, kNaN, 1e10f}),
+                   Lit<uint32_t>(P::U32, {6}, {0, 1u << 30, (1u << 30) - 1, 0, 0, 0}))));
+  EXPECT_EQ(r, (std::vector<int32_t>{3, 2, 3, -3, 0, INT32_MAX}));
+  auto h = As<int8_t>(MustRun(HloOpcode::kStochasticConvert, Shape(P::S8, {2}),
+                              Args(Lit<half>(P::F16, {2}, {half(1.5f), half(1.5f)}),
+                                   Lit<uint16_t>(P::U16, {2}, {0x7fff, 0x8000}))));
+  EXPECT_EQ(h, (std::vector<int8_t>{2, 1}));
+}
+
 TEST_F(ElementwiseTest, ErrorsNameTheInstruction) {
-  auto r = Run(HloOpcode::kAnd, Shape(P::F32, {1}), Args(Vals(P::F32, {1}, {1}), Vals(P::F32, {1}, {1})));
+  auto r = Run(HloOpcode::kAnd, Shape(P::F32, {1}),
+               Args(Vals(P::F32, {1}, {1}), Vals(P::F32, {1}, {1})));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("%op"), std::string::npos) << r.status();
-  auto s = Run(HloOpcode::kAdd, Shape(P::F32, {3}), Args(Vals(P::F32, {2}, {1, 2}), Vals(P::F32, {3}, {1, 2, 3})));
+  auto s = Run(HloOpcode::kAdd, Shape(P::F32, {3}),
+               Args(Vals(P::F32, {2}, {1, 2}), Vals(P::F32, {3}, {1, 2, 3})));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("%op"), std::string::npos) << s.status();
 }

@@ -1,8 +1,9 @@
 // Tests of the evaluator driver: argument checks, tuples, call/fusion, while, conditional,
 // pass-through ops and error messages, written as HLO text.
+#include "hlo/evaluator/evaluator.h"
+
 #include <gtest/gtest.h>
 
-#include "hlo/evaluator/evaluator.h"
 #include "hlo/evaluator/test_builder.h"
 #include "hlo/text/parser.h"
 
@@ -45,17 +46,21 @@ ENTRY %main (a: f32[3], b: f32[3]) -> f32[3] {
 )";
 
 TEST(EvaluatorTest, EvaluatesEntryWithArguments) {
-  Literal r = MustRunText(kAddModule, Args(Lit<float>(P::F32, {3}, {1, 2, 3}), Lit<float>(P::F32, {3}, {1, 0, -4})));
+  Literal r = MustRunText(
+      kAddModule, Args(Lit<float>(P::F32, {3}, {1, 2, 3}), Lit<float>(P::F32, {3}, {1, 0, -4})));
   EXPECT_EQ(As<float>(r), (std::vector<float>{4, 4, 1}));
 }
 
 TEST(EvaluatorTest, RejectsWrongArgumentCountAndShape) {
   auto few = RunText(kAddModule, Args(Lit<float>(P::F32, {3}, {1, 2, 3})));
   ASSERT_FALSE(few.ok());
-  EXPECT_NE(few.status().message().find("takes 2 arguments, got 1"), std::string::npos) << few.status();
-  auto bad = RunText(kAddModule, Args(Lit<float>(P::F32, {3}, {1, 2, 3}), Lit<float>(P::F32, {2}, {1, 2})));
+  EXPECT_NE(few.status().message().find("takes 2 arguments, got 1"), std::string::npos)
+      << few.status();
+  auto bad = RunText(kAddModule,
+                     Args(Lit<float>(P::F32, {3}, {1, 2, 3}), Lit<float>(P::F32, {2}, {1, 2})));
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("argument 1 has shape f32[2] but parameter 1 (%b)"), std::string::npos)
+  EXPECT_NE(bad.status().message().find("argument 1 has shape f32[2] but parameter 1 (%b)"),
+            std::string::npos)
       << bad.status();
 }
 
@@ -85,6 +90,31 @@ ENTRY %main (a: s32[2]) -> (s32[2], s32[2]) {
   ASSERT_TRUE(r.IsTuple());
   EXPECT_EQ(As<int32_t>(r.element(0)), (std::vector<int32_t>{5, 9}));
   EXPECT_EQ(As<int32_t>(r.element(1)), (std::vector<int32_t>{3, 5}));
+}
+
+TEST(EvaluatorTest, SharedValuesAreNotMovedAwayFromOtherUsers) {
+  // %t is read by two get-tuple-elements of the same index and %n appears twice in one
+  // tuple: values handed on by move must never be taken from a reader still to come.
+  constexpr char kText[] = R"(
+HloModule share
+ENTRY %main (a: s32[2]) -> (s32[2], s32[2], s32[2], s32[2]) {
+  %a = s32[2] parameter(0)
+  %n = s32[2] negate(%a)
+  %t = (s32[2], s32[2]) tuple(%n, %a)
+  %g0 = s32[2] get-tuple-element(%t), index=0
+  %g1 = s32[2] get-tuple-element(%t), index=0
+  %s = s32[2] add(%g0, %g1)
+  %u = (s32[2], s32[2]) tuple(%s, %s)
+  %h = s32[2] get-tuple-element(%u), index=1
+  ROOT %r = (s32[2], s32[2], s32[2], s32[2]) tuple(%h, %g0, %n, %n)
+}
+)";
+  Literal r = MustRunText(kText, Args(Lit<int32_t>(P::S32, {2}, {1, -3})));
+  ASSERT_TRUE(r.IsTuple());
+  EXPECT_EQ(As<int32_t>(r.element(0)), (std::vector<int32_t>{-2, 6}));
+  EXPECT_EQ(As<int32_t>(r.element(1)), (std::vector<int32_t>{-1, 3}));
+  EXPECT_EQ(As<int32_t>(r.element(2)), (std::vector<int32_t>{-1, 3}));
+  EXPECT_EQ(As<int32_t>(r.element(3)), (std::vector<int32_t>{-1, 3}));
 }
 
 TEST(EvaluatorTest, WhileLoopRunsUntilConditionIsFalse) {
@@ -143,7 +173,8 @@ ENTRY %main (i: s32[], v: s32[]) -> s32[] {
 
 TEST(EvaluatorTest, ConditionalWithIndexRunsLastBranchWhenOutOfRange) {
   auto run = [](int32_t index) {
-    Literal r = MustRunText(kConditional, Args(Lit<int32_t>(P::S32, {}, {index}), Lit<int32_t>(P::S32, {}, {7})));
+    Literal r = MustRunText(kConditional,
+                            Args(Lit<int32_t>(P::S32, {}, {index}), Lit<int32_t>(P::S32, {}, {7})));
     return As<int32_t>(r)[0];
   };
   EXPECT_EQ(run(0), 14);
@@ -170,8 +201,12 @@ ENTRY %main (p: pred[], v: f32[]) -> f32[] {
   ROOT %c = f32[] conditional(%p, %v, %v), true_computation=%t, false_computation=%f
 }
 )";
-  EXPECT_EQ(As<float>(MustRunText(kText, Args(Lit<bool>(P::PRED, {}, {true}), Lit<float>(P::F32, {}, {0}))))[0], 1.0f);
-  EXPECT_EQ(As<float>(MustRunText(kText, Args(Lit<bool>(P::PRED, {}, {false}), Lit<float>(P::F32, {}, {3}))))[0], -3.0f);
+  EXPECT_EQ(As<float>(MustRunText(
+                kText, Args(Lit<bool>(P::PRED, {}, {true}), Lit<float>(P::F32, {}, {0}))))[0],
+            1.0f);
+  EXPECT_EQ(As<float>(MustRunText(
+                kText, Args(Lit<bool>(P::PRED, {}, {false}), Lit<float>(P::F32, {}, {3}))))[0],
+            -3.0f);
 }
 
 TEST(EvaluatorTest, PassThroughOpsAndTokens) {
@@ -186,7 +221,24 @@ ENTRY %main (a: f32[2]) -> f32[2] {
   ROOT %g = f32[2] get-tuple-element(%b), index=0
 }
 )";
-  EXPECT_EQ(As<float>(MustRunText(kText, Args(Lit<float>(P::F32, {2}, {1, 2})))), (std::vector<float>{1, 2}));
+  EXPECT_EQ(As<float>(MustRunText(kText, Args(Lit<float>(P::F32, {2}, {1, 2})))),
+            (std::vector<float>{1, 2}));
+}
+
+TEST(EvaluatorTest, TupleCopyAndReplicaId) {
+  constexpr char kText[] = R"(
+HloModule tc
+ENTRY %main (a: f32[2]) -> (f32[2], u32[]) {
+  %a = f32[2] parameter(0)
+  %r = u32[] replica-id()
+  %t = (f32[2], u32[]) tuple(%a, %r)
+  ROOT %c = (f32[2], u32[]) copy(%t)
+}
+)";
+  Literal r = MustRunText(kText, Args(Lit<float>(P::F32, {2}, {1, 2})));
+  ASSERT_TRUE(r.IsTuple());
+  EXPECT_EQ(As<float>(r.element(0)), (std::vector<float>{1, 2}));
+  EXPECT_EQ(As<uint32_t>(r.element(1))[0], 0u);  // a single device is replica 0
 }
 
 TEST(EvaluatorTest, CustomCallErrorNamesTargetAndInstruction) {
@@ -273,7 +325,23 @@ ENTRY %main (a: f32[2]) -> f32[2] {
   ROOT %n = f32[2] negate(%a)
 }
 )";
-  EXPECT_EQ(As<float>(MustRunText(kText, Args(Lit<float>(P::F32, {2}, {1, -2})))), (std::vector<float>{-1, 2}));
+  EXPECT_EQ(As<float>(MustRunText(kText, Args(Lit<float>(P::F32, {2}, {1, -2})))),
+            (std::vector<float>{-1, 2}));
+}
+
+TEST(EvaluatorTest, HugeResultIsAnErrorNotACrash) {
+  // 2^50 bytes: no machine can allocate it, so the evaluator must report it.
+  constexpr char kText[] = R"(
+HloModule huge
+ENTRY %main () -> pred[1048576,1048576,1024] {
+  %t = pred[] constant(true)
+  ROOT %big = pred[1048576,1048576,1024] broadcast(%t), dimensions={}
+}
+)";
+  auto r = RunText(kText, NoArgs());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_NE(r.status().message().find("%big"), std::string::npos) << r.status();
 }
 
 TEST(EvaluatorTest, EvaluateInstructionFoldsConstants) {

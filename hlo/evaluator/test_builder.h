@@ -24,7 +24,8 @@ Literal Lit(PrimitiveType type, std::vector<int64_t> dims, const std::vector<T>&
 }
 
 // Values converted through double (fine for floats and small integers).
-inline Literal Vals(PrimitiveType type, std::vector<int64_t> dims, const std::vector<double>& values) {
+inline Literal Vals(PrimitiveType type, std::vector<int64_t> dims,
+                    const std::vector<double>& values) {
   return Literal::FromDoubles(Shape(type, std::move(dims)), values);
 }
 
@@ -43,16 +44,19 @@ std::vector<T> As(const Literal& l) {
 // Builds one computation; instructions get names `<opcode>.<n>`.
 class CompBuilder {
  public:
-  explicit CompBuilder(std::string name) : comp_(std::make_unique<HloComputation>(std::move(name))) {}
+  explicit CompBuilder(std::string name)
+      : comp_(std::make_unique<HloComputation>(std::move(name))) {}
 
   HloInstruction* Add(std::unique_ptr<HloInstruction> instr) {
     if (instr->name().empty()) {
-      instr->set_name(std::string(HloOpcodeString(instr->opcode())) + "." + std::to_string(next_++));
+      instr->set_name(std::string(HloOpcodeString(instr->opcode())) + "." +
+                      std::to_string(next_++));
     }
     return comp_->AddInstruction(std::move(instr));
   }
   HloInstruction* Param(int64_t number, Shape shape) {
-    return Add(HloInstruction::CreateParameter(number, std::move(shape), "p" + std::to_string(number)));
+    return Add(
+        HloInstruction::CreateParameter(number, std::move(shape), "p" + std::to_string(number)));
   }
   HloInstruction* Const(Literal l) { return Add(HloInstruction::CreateConstant(std::move(l))); }
   HloInstruction* Op(HloOpcode op, Shape shape, std::vector<HloInstruction*> operands,
