@@ -25,6 +25,11 @@ std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
     return "is a custom-call ('" + instr.attrs().custom_call_target +
            "'), which needs a target-specific implementation";
   }
+  if (op == HloOpcode::kAsyncStart || op == HloOpcode::kAsyncUpdate ||
+      op == HloOpcode::kAsyncDone) {
+    return "is '" + std::string(HloOpcodeString(op)) +
+           "', an asynchronous wrapper the evaluator does not run";
+  }
   if (IsCollectiveOpcode(op)) {
     return "is '" + std::string(HloOpcodeString(op)) +
            "', a collective/host-transfer op (single-device execution only)";
