@@ -77,7 +77,15 @@ inline absl::Status BuildRegex(std::string_view pattern,
       groups += CountGroups(re);
       i = end + 2;
     } else if (pattern.substr(i, 2) == "[[") {
-      size_t end = pattern.find("]]", i + 2);
+      // The closing `]]` is the first one outside the regex's own brackets.
+      size_t end = std::string_view::npos;
+      int depth = 0;
+      for (size_t k = i + 2; k + 1 < pattern.size(); ++k) {
+        if (pattern[k] == '\\') { ++k; continue; }
+        if (depth == 0 && pattern[k] == ']' && pattern[k + 1] == ']') { end = k; break; }
+        if (pattern[k] == '[') ++depth;
+        if (pattern[k] == ']') --depth;
+      }
       if (end == std::string_view::npos) return absl::InvalidArgumentError("unclosed [[");
       std::string_view body = pattern.substr(i + 2, end - i - 2);
       size_t colon = body.find(':');
@@ -160,7 +168,12 @@ inline absl::Status FileCheck(std::string_view text, std::string_view checks) {
     std::string re;
     std::vector<std::pair<std::string, int>> defs;
     if (!internal::BuildRegex(d.pattern, vars, &re, &defs).ok()) return false;
-    std::regex rx(re);
+    std::regex rx;
+    try {
+      rx = std::regex(re);
+    } catch (const std::regex_error&) {
+      return false;  // reported as "no match" with the directive's text
+    }
     std::smatch m;
     const std::string& s = lines[line];
     auto begin = s.begin() + static_cast<std::ptrdiff_t>(std::min(col, s.size()));

@@ -48,6 +48,8 @@ TEST(FileCheckTest, RegexAndVariables) {
     CHECK: add(f32[2]{0} [[N]], {{.*}} %p)
   )").ok());
   EXPECT_FALSE(FileCheck(kText, "CHECK: [[N:%[a-z]+]] = \nCHECK: ROOT {{.*}}[[N]].1").ok());
+  // A regex with its own brackets inside a capture.
+  EXPECT_TRUE(FileCheck(kText, "CHECK: [[N:%neg[.][0-9]]] = \nCHECK: ROOT {{.*}}[[N]],").ok());
   // Literal text is not a regex: the dot must be a dot.
   EXPECT_FALSE(FileCheck(kText, "CHECK: %negX1").ok());
   EXPECT_FALSE(FileCheck(kText, "CHECK: %neg.1X").ok());
