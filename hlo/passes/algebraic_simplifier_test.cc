@@ -259,9 +259,9 @@ add {
   ROOT s = f32[] add(x, y)
 }
 max {
-  x = f32[] parameter(0)
-  y = f32[] parameter(1)
-  ROOT s = f32[] maximum(x, y)
+  mx = f32[] parameter(0)
+  my = f32[] parameter(1)
+  ROOT ms = f32[] maximum(mx, my)
 }
 ENTRY main {
   p = f32[3,1,2] parameter(0)
@@ -366,7 +366,6 @@ ENTRY main {
   p = s32[4] parameter(0)
   eq = pred[4] compare(p, p), direction=EQ
   lt = pred[4] compare(p, p), direction=LT
-  ge = pred[] compare(p, p), direction=GE
   ROOT o = (pred[4], pred[4]) tuple(eq, lt)
 }
 )", R"(

@@ -94,14 +94,14 @@ add1 {
   ROOT s = f32[] add(x, y)
 }
 add2 {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT t = f32[] add(a, b)
+  a2 = f32[] parameter(0)
+  b2 = f32[] parameter(1)
+  ROOT t2 = f32[] add(a2, b2)
 }
 mul {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT t = f32[] multiply(a, b)
+  a3 = f32[] parameter(0)
+  b3 = f32[] parameter(1)
+  ROOT t3 = f32[] multiply(a3, b3)
 }
 ENTRY main {
   p = f32[4,5] parameter(0)

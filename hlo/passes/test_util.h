@@ -17,6 +17,7 @@
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/passes/pass.h"
 #include "hlo/text/parser.h"
+#include "hlo/verifier.h"
 
 namespace kiln::testing {
 
@@ -257,6 +258,8 @@ inline std::string RunPassAndPrint(HloPass& pass, std::string_view text, bool* c
   absl::StatusOr<bool> c = pass.Run(*m);
   EXPECT_TRUE(c.ok()) << c.status().message();
   if (changed) *changed = c.ok() && *c;
+  absl::Status valid = VerifyModule(*m);
+  EXPECT_TRUE(valid.ok()) << "invalid after the pass: " << valid.message() << "\n" << m->ToString();
   return m->ToString();
 }
 
@@ -325,6 +328,8 @@ inline ::testing::AssertionResult PassPreservesValues(HloPass& pass, std::string
   if (!before || !after) return ::testing::AssertionFailure() << "parse failed";
   absl::StatusOr<bool> changed = pass.Run(*after);
   if (!changed.ok()) return ::testing::AssertionFailure() << changed.status().message();
+  if (absl::Status valid = VerifyModule(*after); !valid.ok())
+    return ::testing::AssertionFailure() << "invalid after the pass: " << valid.message();
   std::mt19937 rng(seed);
   HloEvaluator evaluator;
   for (int trial = 0; trial < trials; ++trial) {
