@@ -53,7 +53,6 @@ bool MayFold(const HloInstruction& instr, int64_t max_elements) {
   if (instr.operand_count() == 0) return false;  // nothing constant to fold from
   if (instr.user_count() == 0 && instr.parent()->root() != &instr) return false;  // dead
   if (IsRandomOpcode(instr.opcode()) || IsCollectiveOpcode(instr.opcode())) return false;
-  if (!instr.control_predecessors().empty() || HasSideEffect(instr)) return false;
   const Shape& s = instr.shape();
   if (!s.IsArray() || s.is_dynamic() || s.num_elements() > max_elements) return false;
   for (const HloInstruction* o : instr.operands()) {
@@ -61,7 +60,8 @@ bool MayFold(const HloInstruction& instr, int64_t max_elements) {
     int64_t limit = IsHeavy(instr.opcode()) ? kMaxHeavyOperandElements : kMaxOperandElements;
     if (!o->shape().IsArray() || o->shape().num_elements() > limit) return false;
   }
-  return true;
+  // Last: this one may walk called computations.
+  return instr.control_predecessors().empty() && !HasSideEffect(instr);
 }
 
 }  // namespace
