@@ -106,5 +106,37 @@ TEST(SimplificationPipelineTest, CorpusModulesGoThrough) {
   EXPECT_GT(modules, 10);
 }
 
+// Where the evaluator can run a corpus module, the pipeline keeps its values.
+TEST(SimplificationPipelineTest, CorpusModulesKeepTheirValues) {
+  const char* root = std::getenv("KILN_SOURCE_ROOT");
+  std::filesystem::path dir = std::filesystem::path(root ? root : ".") / "tests" / "hlo_corpus";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no corpus at " << dir;
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".hlo") continue;
+    std::string text = ReadFile(entry.path());
+    if (text.size() > 40000) continue;  // keep the test quick: the evaluator is slow
+    std::unique_ptr<HloModule> probe = testing::Parse(text);
+    ASSERT_TRUE(probe);
+    // Skip modules whose values are big: the reference evaluator would take seconds.
+    int64_t elements = 0;
+    for (const HloComputation* c : probe->computations())
+      for (const HloInstruction* i : c->instructions())
+        for (const Shape& s : FlattenShape(i->shape())) elements += s.IsArray() ? s.num_elements() : 0;
+    if (elements > (int64_t{1} << 18)) continue;
+    std::mt19937 rng(7);
+    std::vector<Literal> args;
+    for (const HloInstruction* p : probe->entry()->parameters())
+      args.push_back(testing::RandomLiteral(p->shape(), rng));
+    if (!HloEvaluator().Evaluate(*probe, args).ok()) continue;  // evaluator lacks an op
+    SCOPED_TRACE(entry.path().filename().string());
+    auto pipeline = MakeSimplificationPipeline();
+    EXPECT_TRUE(PassPreservesValues(*pipeline, text, /*trials=*/1));
+    ++checked;
+  }
+  std::printf("value-checked %d corpus modules\n", checked);
+  if (checked == 0) GTEST_SKIP() << "the evaluator runs no corpus module yet";
+}
+
 }  // namespace
 }  // namespace kiln
