@@ -1,0 +1,113 @@
+// Parsing the device config file and applying KILN_PLATFORMS.
+#include "core/device_config.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "fmt/format.h"
+
+namespace kiln {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> SplitPlatformList(std::string_view list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string_view::npos) comma = list.size();
+    std::string_view item = Trim(list.substr(start, comma - start));
+    if (!item.empty()) out.emplace_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+absl::StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view text, std::string_view filename) {
+  DeviceConfig config;
+  int line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    line = Trim(line);
+    if (line.empty()) continue;
+    std::string where = fmt::format("{}:{}", filename, line_no);
+    size_t eq = line.find('=');
+    if (eq == std::string_view::npos) {
+      return absl::InvalidArgumentError(fmt::format("{}: expected 'key = value', got '{}'", where, line));
+    }
+    std::string_view key = Trim(line.substr(0, eq));
+    std::string_view value = Trim(line.substr(eq + 1));
+    if (key == "platforms") {
+      config.platforms = SplitPlatformList(value);
+      config.platforms_source = where;
+    } else if (key.substr(0, 9) == "priority.") {
+      std::string name(key.substr(9));
+      int priority = 0;
+      if (name.empty() || !absl::SimpleAtoi(std::string(value), &priority)) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: '{}' needs a plugin name and an integer value, got '{}'", where, key, value));
+      }
+      config.priorities[name] = priority;
+    } else if (key == "plugin_path") {
+      size_t start = 0;
+      while (start <= value.size()) {
+        size_t colon = value.find(':', start);
+        if (colon == std::string_view::npos) colon = value.size();
+        std::string_view dir = Trim(value.substr(start, colon - start));
+        if (!dir.empty()) config.plugin_paths.emplace_back(dir);
+        start = colon + 1;
+      }
+    } else {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: unknown key '{}' (known: platforms, priority.<plugin>, plugin_path)", where, key));
+    }
+  }
+  return config;
+}
+
+absl::StatusOr<DeviceConfig> LoadDeviceConfig() {
+  std::string path;
+  bool explicit_path = false;
+  if (const char* env = std::getenv("KILN_CONFIG"); env != nullptr && env[0] != '\0') {
+    path = env;
+    explicit_path = true;
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && home[0] != '\0') {
+    path = std::string(home) + "/.config/kiln/devices.conf";
+  }
+  DeviceConfig config;
+  if (!path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      absl::StatusOr<DeviceConfig> parsed = ParseDeviceConfig(text.str(), path);
+      if (!parsed.ok()) return parsed.status();
+      config = std::move(*parsed);
+    } else if (explicit_path) {
+      return absl::NotFoundError(fmt::format("KILN_CONFIG names '{}', which cannot be read", path));
+    }
+  }
+  if (const char* env = std::getenv("KILN_PLATFORMS"); env != nullptr && env[0] != '\0') {
+    config.platforms = SplitPlatformList(env);
+    config.platforms_source = "KILN_PLATFORMS";
+  }
+  return config;
+}
+
+}  // namespace kiln

@@ -1,0 +1,37 @@
+// Device selection settings: which plugins may run (and in what order), priority overrides
+// and extra plugin directories, from a config file and the environment.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kiln {
+
+// Config file (`$KILN_CONFIG`, else `~/.config/kiln/devices.conf`), one `key = value` per
+// line, `#` starts a comment:
+//   platforms = cpu-llvm,interpreter   # restricts to these plugins and orders them
+//   priority.interpreter = 5           # overrides a plugin's default priority
+//   plugin_path = /opt/kiln/plugins:/x # extra plugin directories (colon separated)
+// The environment variable KILN_PLATFORMS (like JAX_PLATFORMS) replaces `platforms`.
+struct DeviceConfig {
+  std::vector<std::string> platforms;  // empty: every plugin, by priority
+  std::string platforms_source;        // "KILN_PLATFORMS" or "<file>:<line>", for messages
+  std::map<std::string, int> priorities;
+  std::vector<std::string> plugin_paths;
+};
+
+// Parses config text; errors name `filename:line`.
+absl::StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view text, std::string_view filename);
+
+// Reads the config file (a missing default file is fine; a missing $KILN_CONFIG is an
+// error), then applies KILN_PLATFORMS.
+absl::StatusOr<DeviceConfig> LoadDeviceConfig();
+
+// Splits a comma list, trimming blanks and dropping empty items.
+std::vector<std::string> SplitPlatformList(std::string_view list);
+
+}  // namespace kiln

@@ -1,0 +1,503 @@
+// Loading one plugin through Boost.DLL and talking to it through the C ABI: table checks,
+// error objects -> absl::Status, handle ownership.
+#include "core/plugin.h"
+
+#include <cstring>
+#include <optional>
+
+#include <boost/dll/shared_library.hpp>
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+#include "kiln_plugin_api.h"
+
+namespace kiln {
+
+// The C ABI's dtype numbering is hlo PrimitiveType's; keep them locked together.
+#define KILN_CHECK_DTYPE(e) \
+  static_assert(static_cast<int>(PrimitiveType::e) == KILN_DTYPE_##e, "dtype " #e " drifted");
+KILN_CHECK_DTYPE(PRED)
+KILN_CHECK_DTYPE(S8)
+KILN_CHECK_DTYPE(S16)
+KILN_CHECK_DTYPE(S32)
+KILN_CHECK_DTYPE(S64)
+KILN_CHECK_DTYPE(U8)
+KILN_CHECK_DTYPE(U16)
+KILN_CHECK_DTYPE(U32)
+KILN_CHECK_DTYPE(U64)
+KILN_CHECK_DTYPE(F16)
+KILN_CHECK_DTYPE(BF16)
+KILN_CHECK_DTYPE(F32)
+KILN_CHECK_DTYPE(F64)
+KILN_CHECK_DTYPE(C64)
+KILN_CHECK_DTYPE(C128)
+#undef KILN_CHECK_DTYPE
+static_assert(static_cast<int>(absl::StatusCode::kUnauthenticated) == KILN_ERROR_UNAUTHENTICATED);
+
+namespace internal {
+
+struct PluginLibrary {
+  // Declared first so it is destroyed last: the client is destroyed through the table.
+  std::optional<boost::dll::shared_library> library;
+  const KILN_Api* api = nullptr;
+  std::string name, path;
+  int priority = 0, major = 0, minor = 0;
+  bool available = false;
+  std::string unavailable_reason;
+  std::vector<std::pair<std::string, std::string>> attributes;
+  KILN_Client* client = nullptr;
+
+  ~PluginLibrary() {
+    if (client != nullptr) {
+      KILN_Client_Destroy_Args args{sizeof(args), client};
+      if (KILN_Error* e = api->client_destroy(&args)) api->error_destroy(e);
+    }
+  }
+
+  // Converts (and destroys) a plugin error; OK for null.
+  absl::Status Take(KILN_Error* error, std::string_view what, bool prefix = true) const {
+    if (error == nullptr) return absl::OkStatus();
+    int code = static_cast<int>(api->error_code(error));
+    const char* message = api->error_message(error);
+    std::string text = message != nullptr ? message : "(no message)";
+    api->error_destroy(error);
+    // An error object that claims OK, or an unknown code, is still an error.
+    if (code <= 0 || code > KILN_ERROR_UNAUTHENTICATED) code = KILN_ERROR_UNKNOWN;
+    return absl::Status(static_cast<absl::StatusCode>(code),
+                        prefix ? fmt::format("{}: {}: {}", name, what, text) : text);
+  }
+
+  absl::Status Unsupported(std::string_view entry) const {
+    return absl::UnimplementedError(
+        fmt::format("'{}' unsupported by plugin {}", entry, name));
+  }
+};
+
+}  // namespace internal
+
+#define KILN_REQUIRE_ENTRY(lib, entry) \
+  if (!KILN_API_HAS((lib).api, entry)) return (lib).Unsupported(#entry)
+
+namespace {
+
+using internal::PluginLibrary;
+
+absl::Status Reject(std::string reason) { return absl::FailedPreconditionError(std::move(reason)); }
+
+// Validates the table and brings the plugin up (initialize, attributes, client).
+absl::Status Init(PluginLibrary& lib, const KILN_Api* api) {
+  if (api == nullptr) return Reject("KILN_GetApi returned a null table");
+  constexpr size_t kHeader = KILN_STRUCT_SIZE(KILN_Api, default_priority);
+  if (api->struct_size < kHeader) {
+    return Reject(fmt::format("table struct_size {} is too small to be a KILN_Api (needs >= {})",
+                              api->struct_size, kHeader));
+  }
+  if (api->api_major != KILN_API_MAJOR) {
+    return Reject(fmt::format("ABI major version {} does not match the core's {} (rebuild the "
+                              "plugin against kiln_plugin_api.h {}.x)",
+                              api->api_major, KILN_API_MAJOR, KILN_API_MAJOR));
+  }
+  if (api->struct_size < KILN_API_STRUCT_SIZE_1_0) {
+    return Reject(fmt::format("table struct_size {} is smaller than ABI {}.0's {}",
+                              api->struct_size, KILN_API_MAJOR, KILN_API_STRUCT_SIZE_1_0));
+  }
+  if (api->plugin_name == nullptr || api->plugin_name[0] == '\0') {
+    return Reject("plugin has no name");
+  }
+  std::string name(api->plugin_name, strnlen(api->plugin_name, 65));
+  if (name.size() > 64) return Reject("plugin name longer than 64 characters");
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
+    if (!ok) return Reject(fmt::format("plugin name '{}' has characters other than [A-Za-z0-9._-]", name));
+  }
+  lib.api = api;
+  lib.name = name;
+  lib.priority = api->default_priority;
+  lib.major = api->api_major;
+  lib.minor = api->api_minor;
+
+  struct Required {
+    const char* entry;
+    bool present;
+  };
+  const Required required[] = {
+      {"error_destroy", api->error_destroy != nullptr},
+      {"error_message", api->error_message != nullptr},
+      {"error_code", api->error_code != nullptr},
+      {"initialize", api->initialize != nullptr},
+      {"client_create", api->client_create != nullptr},
+      {"client_destroy", api->client_destroy != nullptr},
+      {"client_devices", api->client_devices != nullptr},
+      {"device_description", api->device_description != nullptr},
+      {"compile", api->compile != nullptr},
+      {"executable_info", api->executable_info != nullptr},
+      {"executable_destroy", api->executable_destroy != nullptr},
+      {"execute", api->execute != nullptr},
+      {"buffer_from_host", api->buffer_from_host != nullptr},
+      {"buffer_to_host", api->buffer_to_host != nullptr},
+      {"buffer_info", api->buffer_info != nullptr},
+      {"buffer_destroy", api->buffer_destroy != nullptr},
+  };
+  for (const Required& r : required) {
+    if (!r.present) return Reject(fmt::format("plugin '{}': required entry '{}' is null", name, r.entry));
+  }
+
+  KILN_Initialize_Args init{};
+  init.struct_size = sizeof(init);
+  if (absl::Status s = lib.Take(api->initialize(&init), "initialize", false); !s.ok()) {
+    return Reject(fmt::format("plugin '{}': initialize failed: {}", name, std::string(s.message())));
+  }
+  lib.available = init.available != 0;
+  if (!lib.available) {
+    lib.unavailable_reason =
+        init.unavailable_reason != nullptr ? init.unavailable_reason : "(no reason given)";
+  }
+
+  if (KILN_API_HAS(api, attributes)) {
+    KILN_Attributes_Args attrs{};
+    attrs.struct_size = sizeof(attrs);
+    if (lib.Take(api->attributes(&attrs), "attributes").ok() && attrs.attributes != nullptr) {
+      for (size_t i = 0; i < attrs.num_attributes && i < 256; ++i) {
+        const KILN_Attribute& a = attrs.attributes[i];
+        if (a.name != nullptr && a.value != nullptr) lib.attributes.emplace_back(a.name, a.value);
+      }
+    }
+  }
+
+  if (lib.available) {
+    KILN_Client_Create_Args create{};
+    create.struct_size = sizeof(create);
+    if (absl::Status s = lib.Take(api->client_create(&create), "client_create", false); !s.ok()) {
+      return Reject(fmt::format("plugin '{}': client_create failed: {}", name, std::string(s.message())));
+    }
+    if (create.client == nullptr) return Reject("client_create returned no client");
+    lib.client = create.client;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ---- Plugin -------------------------------------------------------------------------
+
+static absl::StatusOr<DeviceBuffer> Upload(const std::shared_ptr<PluginLibrary>& lib_,
+                                           const Literal& literal);
+
+Plugin::Plugin(std::shared_ptr<internal::PluginLibrary> lib) : lib_(std::move(lib)) {}
+Plugin::~Plugin() = default;
+
+absl::StatusOr<std::unique_ptr<Plugin>> Plugin::Load(const std::filesystem::path& path) {
+  auto lib = std::make_shared<PluginLibrary>();
+  lib->path = path.string();
+  const KILN_Api* api = nullptr;
+  try {
+    // RTLD_NOW: an unresolved symbol shows up here, as a rejection, not as a crash later.
+    lib->library.emplace(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+    if (!lib->library->has(KILN_GET_API_SYMBOL)) {
+      return Reject(fmt::format("missing entry symbol {}", KILN_GET_API_SYMBOL));
+    }
+    KILN_GetApi_Fn& get_api = lib->library->get<KILN_GetApi_Fn>(KILN_GET_API_SYMBOL);
+    api = get_api();
+  } catch (const std::exception& e) {
+    return Reject(fmt::format("cannot load: {}", e.what()));
+  }
+  if (absl::Status s = Init(*lib, api); !s.ok()) return s;
+  return std::unique_ptr<Plugin>(new Plugin(std::move(lib)));
+}
+
+absl::StatusOr<std::unique_ptr<Plugin>> Plugin::FromApi(const KILN_Api* api, std::string origin) {
+  auto lib = std::make_shared<PluginLibrary>();
+  lib->path = std::move(origin);
+  if (absl::Status s = Init(*lib, api); !s.ok()) return s;
+  return std::unique_ptr<Plugin>(new Plugin(std::move(lib)));
+}
+
+const std::string& Plugin::name() const { return lib_->name; }
+const std::string& Plugin::path() const { return lib_->path; }
+int Plugin::default_priority() const { return lib_->priority; }
+int Plugin::api_major() const { return lib_->major; }
+int Plugin::api_minor() const { return lib_->minor; }
+bool Plugin::available() const { return lib_->available; }
+const std::string& Plugin::unavailable_reason() const { return lib_->unavailable_reason; }
+const std::vector<std::pair<std::string, std::string>>& Plugin::attributes() const {
+  return lib_->attributes;
+}
+
+static absl::Status CheckAvailable(const PluginLibrary& lib) {
+  if (lib.available) return absl::OkStatus();
+  return absl::UnavailableError(
+      fmt::format("plugin {} is unavailable: {}", lib.name, lib.unavailable_reason));
+}
+
+absl::StatusOr<std::vector<DeviceDescription>> Plugin::Devices() const {
+  if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
+  KILN_Client_Devices_Args args{};
+  args.struct_size = sizeof(args);
+  args.client = lib_->client;
+  if (absl::Status s = lib_->Take(lib_->api->client_devices(&args), "client_devices"); !s.ok()) {
+    return s;
+  }
+  std::vector<DeviceDescription> out;
+  for (size_t i = 0; i < args.num_devices && args.devices != nullptr; ++i) {
+    KILN_Device_Description_Args d{};
+    d.struct_size = sizeof(d);
+    d.device = args.devices[i];
+    if (absl::Status s = lib_->Take(lib_->api->device_description(&d), "device_description");
+        !s.ok()) {
+      return s;
+    }
+    out.push_back({d.id, d.kind != nullptr ? d.kind : "?"});
+  }
+  return out;
+}
+
+absl::StatusOr<CapabilityReport> Plugin::Capability(std::string_view hlo_text) const {
+  if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
+  KILN_REQUIRE_ENTRY(*lib_, capability);
+  CapabilityReport report;
+  KILN_Capability_Args args{};
+  args.struct_size = sizeof(args);
+  args.client = lib_->client;
+  args.hlo_text = hlo_text.data();
+  args.hlo_text_size = hlo_text.size();
+  args.user_data = &report;
+  // Callbacks run inside the plugin's call: they must not throw across it.
+  args.report_supported = [](void* user, const char* name) {
+    try {
+      static_cast<CapabilityReport*>(user)->supported.emplace_back(name != nullptr ? name : "");
+    } catch (...) {
+    }
+  };
+  args.report_unsupported = [](void* user, const char* name, const char* reason) {
+    try {
+      static_cast<CapabilityReport*>(user)->unsupported.emplace_back(
+          name != nullptr ? name : "", reason != nullptr ? reason : "");
+    } catch (...) {
+    }
+  };
+  if (absl::Status s = lib_->Take(lib_->api->capability(&args), "capability"); !s.ok()) return s;
+  return report;
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> Plugin::Compile(const HloModule& module,
+                                                            const CompileOptions& options) const {
+  return CompileText(module.ToString(), options);
+}
+
+static absl::StatusOr<std::unique_ptr<Executable>> WrapExecutable(
+    const std::shared_ptr<PluginLibrary>& lib, KILN_Executable* exe) {
+  if (exe == nullptr) return absl::InternalError(fmt::format("{}: returned no executable", lib->name));
+  KILN_Executable_Info_Args info{};
+  info.struct_size = sizeof(info);
+  info.executable = exe;
+  if (absl::Status s = lib->Take(lib->api->executable_info(&info), "executable_info"); !s.ok()) {
+    KILN_Executable_Destroy_Args d{sizeof(d), exe};
+    if (KILN_Error* e = lib->api->executable_destroy(&d)) lib->api->error_destroy(e);
+    return s;
+  }
+  return std::make_unique<Executable>(lib, exe, info.num_parameters, info.num_outputs);
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> Plugin::CompileText(std::string_view hlo_text,
+                                                                const CompileOptions& options) const {
+  if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
+  KILN_CompileOptions opts{};
+  opts.struct_size = sizeof(opts);
+  opts.optimization_level = options.optimization_level;
+  opts.num_threads = options.num_threads;
+  KILN_Compile_Args args{};
+  args.struct_size = sizeof(args);
+  args.client = lib_->client;
+  args.hlo_text = hlo_text.data();
+  args.hlo_text_size = hlo_text.size();
+  args.options = &opts;
+  if (absl::Status s = lib_->Take(lib_->api->compile(&args), "compile"); !s.ok()) return s;
+  return WrapExecutable(lib_, args.executable);
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> Plugin::Deserialize(std::string_view bytes) const {
+  if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
+  KILN_REQUIRE_ENTRY(*lib_, executable_deserialize);
+  KILN_Executable_Deserialize_Args args{};
+  args.struct_size = sizeof(args);
+  args.client = lib_->client;
+  args.bytes = bytes.data();
+  args.size = bytes.size();
+  if (absl::Status s = lib_->Take(lib_->api->executable_deserialize(&args), "executable_deserialize");
+      !s.ok()) {
+    return s;
+  }
+  return WrapExecutable(lib_, args.executable);
+}
+
+absl::StatusOr<DeviceBuffer> Plugin::ToDevice(const Literal& literal) const {
+  return Upload(lib_, literal);
+}
+
+static absl::StatusOr<DeviceBuffer> Upload(const std::shared_ptr<PluginLibrary>& lib_,
+                                           const Literal& literal) {
+  if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
+  if (!literal.shape().IsArray()) {
+    return absl::InvalidArgumentError(
+        fmt::format("only arrays cross to a device, not {}", literal.shape().ToString(false)));
+  }
+  KILN_Buffer_FromHost_Args args{};
+  args.struct_size = sizeof(args);
+  args.client = lib_->client;
+  args.dtype = static_cast<KILN_DType>(literal.shape().element_type());
+  args.dims = literal.shape().dimensions().data();
+  args.num_dims = literal.shape().dimensions().size();
+  args.data = literal.untyped_data();
+  args.data_size = static_cast<size_t>(literal.size_bytes());
+  if (absl::Status s = lib_->Take(lib_->api->buffer_from_host(&args), "buffer_from_host"); !s.ok()) {
+    return s;
+  }
+  if (args.buffer == nullptr) return absl::InternalError(fmt::format("{}: buffer_from_host returned no buffer", lib_->name));
+  return DeviceBuffer(lib_, args.buffer);
+}
+
+// ---- DeviceBuffer ---------------------------------------------------------------------
+
+DeviceBuffer::DeviceBuffer(std::shared_ptr<PluginLibrary> lib, KILN_Buffer* buffer)
+    : lib_(std::move(lib)), buffer_(buffer) {}
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : lib_(std::move(other.lib_)), buffer_(std::exchange(other.buffer_, nullptr)) {}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    lib_ = std::move(other.lib_);
+    buffer_ = std::exchange(other.buffer_, nullptr);
+  }
+  return *this;
+}
+DeviceBuffer::~DeviceBuffer() { Release(); }
+void DeviceBuffer::Release() {
+  if (buffer_ != nullptr && lib_ != nullptr) {
+    KILN_Buffer_Destroy_Args args{sizeof(args), buffer_};
+    if (KILN_Error* e = lib_->api->buffer_destroy(&args)) lib_->api->error_destroy(e);
+    buffer_ = nullptr;
+  }
+}
+
+absl::StatusOr<Shape> DeviceBuffer::shape() const {
+  KILN_Buffer_Info_Args args{};
+  args.struct_size = sizeof(args);
+  args.buffer = buffer_;
+  if (absl::Status s = lib_->Take(lib_->api->buffer_info(&args), "buffer_info"); !s.ok()) return s;
+  int d = static_cast<int>(args.dtype);
+  if (d < KILN_DTYPE_PRED || d > KILN_DTYPE_C128) {
+    return absl::InternalError(fmt::format("{}: buffer_info returned unknown dtype {}", lib_->name, d));
+  }
+  if (args.num_dims > 0 && args.dims == nullptr) {
+    return absl::InternalError(fmt::format("{}: buffer_info returned null dims", lib_->name));
+  }
+  std::vector<int64_t> dims(args.dims, args.dims + args.num_dims);
+  Shape shape(static_cast<PrimitiveType>(d), dims);
+  if (static_cast<size_t>(shape.byte_size()) != args.byte_size) {
+    return absl::InternalError(fmt::format("{}: buffer_info byte_size {} does not match {}",
+                                           lib_->name, args.byte_size, shape.ToString(false)));
+  }
+  return shape;
+}
+
+absl::StatusOr<Literal> DeviceBuffer::ToLiteral() const {
+  absl::StatusOr<Shape> shape = this->shape();
+  if (!shape.ok()) return shape.status();
+  Literal literal(*shape);
+  KILN_Buffer_ToHost_Args args{};
+  args.struct_size = sizeof(args);
+  args.buffer = buffer_;
+  args.dst = literal.untyped_data();
+  args.dst_size = static_cast<size_t>(literal.size_bytes());
+  if (absl::Status s = lib_->Take(lib_->api->buffer_to_host(&args), "buffer_to_host"); !s.ok()) {
+    return s;
+  }
+  return literal;
+}
+
+// ---- Executable -----------------------------------------------------------------------
+
+Executable::Executable(std::shared_ptr<PluginLibrary> lib, KILN_Executable* exe,
+                       size_t num_parameters, size_t num_outputs)
+    : lib_(std::move(lib)), exe_(exe), num_parameters_(num_parameters), num_outputs_(num_outputs) {}
+
+Executable::~Executable() {
+  KILN_Executable_Destroy_Args args{sizeof(args), exe_};
+  if (KILN_Error* e = lib_->api->executable_destroy(&args)) lib_->api->error_destroy(e);
+}
+
+absl::StatusOr<std::vector<DeviceBuffer>> Executable::ExecuteBuffers(
+    std::span<const DeviceBuffer* const> args) const {
+  if (args.size() != num_parameters_) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: executable takes {} arguments, got {}", lib_->name, num_parameters_, args.size()));
+  }
+  std::vector<KILN_Buffer*> handles;
+  for (const DeviceBuffer* b : args) handles.push_back(b->handle());
+  std::vector<KILN_Buffer*> outputs(num_outputs_, nullptr);
+  KILN_Execute_Args exec{};
+  exec.struct_size = sizeof(exec);
+  exec.executable = exe_;
+  exec.arguments = handles.data();
+  exec.num_arguments = handles.size();
+  exec.outputs = outputs.data();
+  exec.num_outputs = outputs.size();
+  if (absl::Status s = lib_->Take(lib_->api->execute(&exec), "execute"); !s.ok()) return s;
+  std::vector<DeviceBuffer> result;
+  result.reserve(outputs.size());
+  for (KILN_Buffer* b : outputs) result.emplace_back(lib_, b);
+  for (const DeviceBuffer& b : result) {
+    if (b.handle() == nullptr) return absl::InternalError(fmt::format("{}: execute left an output empty", lib_->name));
+  }
+  return result;
+}
+
+absl::StatusOr<std::vector<Literal>> Executable::Execute(std::span<const Literal> args) const {
+  std::vector<DeviceBuffer> on_device;
+  on_device.reserve(args.size());
+  for (const Literal& a : args) {
+    absl::StatusOr<DeviceBuffer> b = Upload(lib_, a);
+    if (!b.ok()) return b.status();
+    on_device.push_back(std::move(*b));
+  }
+  std::vector<const DeviceBuffer*> ptrs;
+  for (const DeviceBuffer& b : on_device) ptrs.push_back(&b);
+  absl::StatusOr<std::vector<DeviceBuffer>> outs = ExecuteBuffers(ptrs);
+  if (!outs.ok()) return outs.status();
+  std::vector<Literal> result;
+  for (const DeviceBuffer& b : *outs) {
+    absl::StatusOr<Literal> l = b.ToLiteral();
+    if (!l.ok()) return l.status();
+    result.push_back(std::move(*l));
+  }
+  return result;
+}
+
+absl::StatusOr<std::string> Executable::Serialize() const {
+  KILN_REQUIRE_ENTRY(*lib_, executable_serialize);
+  struct Sink {
+    std::string bytes;
+    bool failed = false;
+  } sink;
+  KILN_Executable_Serialize_Args args{};
+  args.struct_size = sizeof(args);
+  args.executable = exe_;
+  args.user_data = &sink;
+  args.write = [](void* user, const void* bytes, size_t size) {
+    auto* s = static_cast<Sink*>(user);
+    try {
+      s->bytes.append(static_cast<const char*>(bytes), size);
+    } catch (...) {
+      s->failed = true;
+    }
+  };
+  if (absl::Status s = lib_->Take(lib_->api->executable_serialize(&args), "executable_serialize");
+      !s.ok()) {
+    return s;
+  }
+  if (sink.failed) return absl::ResourceExhaustedError("out of memory while serializing");
+  return std::move(sink.bytes);
+}
+
+}  // namespace kiln

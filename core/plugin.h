@@ -1,0 +1,124 @@
+// The C++ face of one loaded plugin: hides the C ABI (structs, error objects, handles)
+// from the rest of the core. Plugin -> Executable -> DeviceBuffer, all absl::Status based.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hlo/literal.h"
+#include "hlo/module.h"
+
+struct KILN_Api;
+struct KILN_Buffer;
+struct KILN_Executable;
+
+namespace kiln {
+
+namespace internal {
+struct PluginLibrary;  // the loaded .so, its table and client; shared by every handle
+}
+
+struct DeviceDescription {
+  int id = 0;
+  std::string kind;
+};
+
+struct CapabilityReport {
+  std::vector<std::string> supported;  // entry instruction names, in the plugin's order
+  std::vector<std::pair<std::string, std::string>> unsupported;  // name, reason
+};
+
+struct CompileOptions {
+  int optimization_level = 2;
+  int num_threads = 0;
+};
+
+// An array on a plugin's device. Move-only; destroys the plugin buffer when it dies.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(std::shared_ptr<internal::PluginLibrary> lib, KILN_Buffer* buffer);
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  absl::StatusOr<Shape> shape() const;
+  absl::StatusOr<Literal> ToLiteral() const;
+  KILN_Buffer* handle() const { return buffer_; }
+
+ private:
+  void Release();
+  std::shared_ptr<internal::PluginLibrary> lib_;
+  KILN_Buffer* buffer_ = nullptr;
+};
+
+class Executable {
+ public:
+  Executable(std::shared_ptr<internal::PluginLibrary> lib, KILN_Executable* exe,
+             size_t num_parameters, size_t num_outputs);
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+  ~Executable();
+
+  size_t num_parameters() const { return num_parameters_; }
+  // Array leaves of the result, tuples flattened depth-first.
+  size_t num_outputs() const { return num_outputs_; }
+
+  // Runs on buffers already on the device (what benchmarks time).
+  absl::StatusOr<std::vector<DeviceBuffer>> ExecuteBuffers(
+      std::span<const DeviceBuffer* const> args) const;
+  // Copies host arrays in, runs, copies the result leaves out.
+  absl::StatusOr<std::vector<Literal>> Execute(std::span<const Literal> args) const;
+  // Unimplemented when the plugin does not offer serialization.
+  absl::StatusOr<std::string> Serialize() const;
+
+ private:
+  std::shared_ptr<internal::PluginLibrary> lib_;
+  KILN_Executable* exe_;
+  size_t num_parameters_, num_outputs_;
+};
+
+class Plugin {
+ public:
+  // Loads `path`, checks the table, initializes the plugin and creates a client. The error
+  // message is the rejection reason (shown by `kiln devices`). A plugin that initializes
+  // but reports itself unavailable loads fine with available() == false.
+  static absl::StatusOr<std::unique_ptr<Plugin>> Load(const std::filesystem::path& path);
+  // Wraps a table the caller already has (plugins linked in statically, tests).
+  static absl::StatusOr<std::unique_ptr<Plugin>> FromApi(const KILN_Api* api,
+                                                         std::string origin);
+  ~Plugin();
+
+  const std::string& name() const;
+  const std::string& path() const;
+  int default_priority() const;
+  int api_major() const;
+  int api_minor() const;
+  bool available() const;
+  const std::string& unavailable_reason() const;
+  const std::vector<std::pair<std::string, std::string>>& attributes() const;
+
+  absl::StatusOr<std::vector<DeviceDescription>> Devices() const;
+  // Which entry instructions the plugin can run. Unimplemented when it has no capability
+  // entry (callers treat that as "everything").
+  absl::StatusOr<CapabilityReport> Capability(std::string_view hlo_text) const;
+  absl::StatusOr<std::unique_ptr<Executable>> Compile(const HloModule& module,
+                                                      const CompileOptions& options = {}) const;
+  absl::StatusOr<std::unique_ptr<Executable>> CompileText(std::string_view hlo_text,
+                                                          const CompileOptions& options = {}) const;
+  absl::StatusOr<std::unique_ptr<Executable>> Deserialize(std::string_view bytes) const;
+  absl::StatusOr<DeviceBuffer> ToDevice(const Literal& literal) const;
+
+ private:
+  explicit Plugin(std::shared_ptr<internal::PluginLibrary> lib);
+  std::shared_ptr<internal::PluginLibrary> lib_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,95 @@
+// Plugin search directories (build tree, install tree, KILN_PLUGIN_PATH, config) and the
+// libkiln_plugin_*.so naming convention.
+#include "core/plugin_paths.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <system_error>
+
+#ifndef KILN_BUILD_ROOT
+#define KILN_BUILD_ROOT ""
+#endif
+#ifndef KILN_BUILD_PLUGIN_DIR
+#define KILN_BUILD_PLUGIN_DIR ""
+#endif
+#ifndef KILN_INSTALL_PLUGIN_DIR
+#define KILN_INSTALL_PLUGIN_DIR ""
+#endif
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kPrefix = "libkiln_plugin_";
+
+void AddColonList(std::string_view list, std::vector<fs::path>& out) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t colon = list.find(':', start);
+    if (colon == std::string_view::npos) colon = list.size();
+    std::string_view dir = list.substr(start, colon - start);
+    if (!dir.empty()) out.emplace_back(std::string(dir));
+    start = colon + 1;
+  }
+}
+
+// True when the running program sits inside the build tree (tests, `build/tools/kiln`):
+// then it must use the plugins built beside it, not an older installed copy.
+bool RunningFromBuildTree() {
+  std::string root = KILN_BUILD_ROOT;
+  if (root.empty()) return false;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return false;
+  fs::path canonical_root = fs::weakly_canonical(root, ec);
+  if (ec) return false;
+  std::string e = exe.string(), r = canonical_root.string();
+  return e.size() > r.size() && e.compare(0, r.size(), r) == 0 && e[r.size()] == '/';
+}
+
+}  // namespace
+
+bool IsPluginFileName(std::string_view name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
+  };
+  return name.size() > kPrefix.size() && name.substr(0, kPrefix.size()) == kPrefix &&
+         (ends_with(".so") || ends_with(".dylib"));
+}
+
+std::vector<fs::path> PluginSearchDirs(const DeviceConfig& config) {
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("KILN_PLUGIN_PATH"); env != nullptr) AddColonList(env, candidates);
+  for (const std::string& dir : config.plugin_paths) candidates.emplace_back(dir);
+  std::string build_dir = KILN_BUILD_PLUGIN_DIR, install_dir = KILN_INSTALL_PLUGIN_DIR;
+  if (!build_dir.empty() && RunningFromBuildTree()) {
+    candidates.emplace_back(build_dir);
+  } else if (!install_dir.empty()) {
+    candidates.emplace_back(install_dir);
+  }
+  std::vector<fs::path> dirs;
+  for (const fs::path& dir : candidates) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    fs::path canonical = fs::weakly_canonical(dir, ec);
+    if (ec) canonical = dir;
+    if (std::find(dirs.begin(), dirs.end(), canonical) == dirs.end()) dirs.push_back(canonical);
+  }
+  return dirs;
+}
+
+std::vector<fs::path> ListPluginFiles(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec) && !it->is_symlink(type_ec)) continue;
+    if (IsPluginFileName(it->path().filename().string())) files.push_back(it->path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace kiln

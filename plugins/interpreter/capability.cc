@@ -1,0 +1,45 @@
+// The interpreter's capability rules: single-device, host-only semantics.
+#include "plugins/interpreter/capability.h"
+
+#include "hlo/opcode.h"
+
+namespace kiln::interpreter {
+namespace {
+
+std::optional<std::string> Reason(const HloInstruction& instr, int depth);
+
+std::optional<std::string> ComputationReason(const HloComputation& c, int depth) {
+  // Modules are DAGs of computations, but a malformed one could recurse: bound the walk.
+  if (depth > 64) return std::string("nests computations deeper than 64");
+  for (const HloInstruction* i : c.instructions()) {
+    if (auto why = Reason(*i, depth)) {
+      return "calls '" + c.name() + "' whose '" + i->name() + "' " + *why;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
+  HloOpcode op = instr.opcode();
+  if (op == HloOpcode::kCustomCall) {
+    return "is a custom-call ('" + instr.attrs().custom_call_target +
+           "'), which needs a target-specific implementation";
+  }
+  if (IsCollectiveOpcode(op)) {
+    return "is '" + std::string(HloOpcodeString(op)) +
+           "', a collective/host-transfer op (single-device execution only)";
+  }
+  for (const HloComputation* callee : instr.called_computations()) {
+    if (callee == nullptr) continue;
+    if (auto why = ComputationReason(*callee, depth + 1)) return why;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> UnsupportedReason(const HloInstruction& instr) {
+  return Reason(instr, 0);
+}
+
+}  // namespace kiln::interpreter

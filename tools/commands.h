@@ -1,0 +1,30 @@
+// The `kiln` subcommands. Each takes the arguments after its name and returns the exit
+// status: 0 success, 1 error (message on stderr), 2 usage error, 3 --compare mismatch.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hlo/module.h"
+
+namespace kiln {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitMismatch = 3;
+
+int RunCommand(const std::vector<std::string>& args);
+int PrintCommand(const std::vector<std::string>& args);
+int DevicesCommand(const std::vector<std::string>& args);
+
+// Shared helpers.
+absl::StatusOr<std::string> ReadTextFile(const std::string& path);
+// Reads, parses (errors `path:line:col: ...`) and verifies (errors `path: ...`) a module.
+absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path);
+// Prints `kiln <command>: error: <message>` as one line (newlines folded) on stderr.
+int ReportError(const std::string& command, const std::string& message, int exit_code = kExitError);
+
+}  // namespace kiln

@@ -1,0 +1,42 @@
+// The `kiln` program: dispatches to the run / print / devices subcommands.
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tools/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: kiln <command> [args]\n"
+    "  run MODULE.hlo [--device NAME|auto] [--input FILE.npy]... [--output-dir DIR]\n"
+    "                 [--benchmark N] [--compare REF_DEVICE]\n"
+    "  print MODULE.hlo\n"
+    "  devices\n"
+    "Run `kiln <command> --help` for details.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return kiln::kExitUsage;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "run") return kiln::RunCommand(args);
+    if (command == "print") return kiln::PrintCommand(args);
+    if (command == "devices") return kiln::DevicesCommand(args);
+    if (command == "help" || command == "--help" || command == "-h") {
+      std::cout << kUsage;
+      return kiln::kExitOk;
+    }
+  } catch (const std::exception& e) {
+    // Library code returns statuses; this only guards against a bug turning into abort().
+    return kiln::ReportError(command, std::string("internal error: ") + e.what());
+  }
+  std::cerr << "kiln: error: unknown command '" << command << "'\n" << kUsage;
+  return kiln::kExitUsage;
+}

@@ -1,0 +1,262 @@
+// `kiln run`: load a module, feed it .npy or generated inputs, run it on a plugin, write or
+// print the result leaves, optionally benchmark and compare against another device.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "core/plugin_registry.h"
+#include "fmt/format.h"
+#include "tools/commands.h"
+#include "tools/compare.h"
+#include "tools/flags.h"
+#include "tools/npy.h"
+#include "tools/random_inputs.h"
+
+namespace kiln {
+namespace {
+
+constexpr const char* kRunUsage =
+    "usage: kiln run MODULE.hlo [--device NAME|auto] [--input FILE.npy]... [--output-dir DIR]\n"
+    "                [--benchmark N] [--compare REF_DEVICE]\n"
+    "Runs the entry computation. One --input per entry parameter, in order; without inputs,\n"
+    "deterministic pseudo-random ones are generated (floats in [-1,1), ints in [-4,4) or\n"
+    "[0,8), pred a coin flip). --output-dir writes output_0.npy, output_1.npy, ... (tuples\n"
+    "flattened depth-first; bf16 written as float32). --benchmark N times N runs after one\n"
+    "warm-up. --compare runs on REF_DEVICE too and fails (exit 3) beyond dtype tolerance.\n";
+
+// The seed for parameter i's generated input: fixed, so runs are reproducible.
+constexpr uint64_t kInputSeed = 0x6b696c6e;  // "kiln"
+
+using Clock = std::chrono::steady_clock;
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+std::string ParamLabel(const HloInstruction& p) {
+  return fmt::format("parameter {} '{}'", p.parameter_number(), p.name());
+}
+
+// Host arguments for the entry parameters: from .npy files or generated.
+absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
+                                                   const std::vector<std::string>& inputs) {
+  const int n = entry.num_parameters();
+  for (int i = 0; i < n; ++i) {
+    if (entry.parameter(i) == nullptr) {
+      return absl::InvalidArgumentError(fmt::format("entry has no parameter number {}", i));
+    }
+    if (!entry.parameter(i)->shape().IsArray()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{} has shape {}; kiln run feeds array parameters only",
+                      ParamLabel(*entry.parameter(i)), entry.parameter(i)->shape().ToString(false)));
+    }
+  }
+  std::vector<Literal> args;
+  if (inputs.empty()) {
+    for (int i = 0; i < n; ++i) {
+      args.push_back(MakeRandomLiteral(entry.parameter(i)->shape(), kInputSeed + i));
+    }
+    return args;
+  }
+  if (static_cast<int>(inputs.size()) != n) {
+    std::string sig;
+    for (int i = 0; i < n; ++i) {
+      sig += fmt::format("{}{}: {}", i ? ", " : "", entry.parameter(i)->name(),
+                         entry.parameter(i)->shape().ToString(false));
+    }
+    return absl::InvalidArgumentError(fmt::format(
+        "the entry computation takes {} parameter{} ({}), got {} --input", n, n == 1 ? "" : "s",
+        sig, inputs.size()));
+  }
+  for (int i = 0; i < n; ++i) {
+    const HloInstruction& p = *entry.parameter(i);
+    absl::StatusOr<Literal> lit = ReadNpyFile(inputs[i]);
+    if (!lit.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: {}", ParamLabel(p), std::string(lit.status().message())));
+    }
+    PrimitiveType want = p.shape().element_type();
+    PrimitiveType got = lit->shape().element_type();
+    // bf16 has no NumPy dtype: it travels as float32 and is rounded here.
+    if (want == PrimitiveType::BF16 && got == PrimitiveType::F32) {
+      *lit = lit->Convert(PrimitiveType::BF16);
+      got = want;
+    }
+    if (got != want || lit->shape().dimensions() != p.shape().dimensions()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: {} expects {}{}, got {}", inputs[i], ParamLabel(p), p.shape().ToString(false),
+          want == PrimitiveType::BF16 ? " (as float32)" : "", lit->shape().ToString(false)));
+    }
+    args.push_back(std::move(*lit));
+  }
+  return args;
+}
+
+// A short printable form: shape and up to 16 values.
+std::string Summarize(const Literal& l) {
+  std::string s = l.shape().ToString(false) + " [";
+  const int64_t n = l.element_count();
+  for (int64_t i = 0; i < std::min<int64_t>(n, 16); ++i) {
+    if (i) s += ", ";
+    if (l.shape().element_type() == PrimitiveType::PRED) {
+      s += l.GetAsInt64(i) ? "true" : "false";
+    } else if (IsInteger(l.shape().element_type())) {
+      s += IsUnsignedInt(l.shape().element_type()) ? fmt::format("{}", l.GetAsUint64(i))
+                                                   : fmt::format("{}", l.GetAsInt64(i));
+    } else {
+      s += fmt::format("{:.6g}", l.GetAsDouble(i));
+    }
+  }
+  if (n > 16) s += fmt::format(", ... ({} elements)", n);
+  return s + "]";
+}
+
+struct RunResult {
+  std::vector<Literal> outputs;
+  double compile_ms = 0;
+  std::vector<double> run_ms;
+};
+
+// Compiles on `plugin`, moves the inputs to the device once, runs `runs` timed executions
+// after `warmup` untimed ones, and copies the last outputs back.
+absl::StatusOr<RunResult> RunOn(const Plugin& plugin, const HloModule& module,
+                                const std::vector<Literal>& args, int warmup, int runs) {
+  RunResult r;
+  auto t0 = Clock::now();
+  absl::StatusOr<std::unique_ptr<Executable>> exe = plugin.Compile(module);
+  r.compile_ms = Ms(Clock::now() - t0);
+  if (!exe.ok()) return exe.status();
+  std::vector<DeviceBuffer> on_device;
+  for (const Literal& a : args) {
+    absl::StatusOr<DeviceBuffer> b = plugin.ToDevice(a);
+    if (!b.ok()) return b.status();
+    on_device.push_back(std::move(*b));
+  }
+  std::vector<const DeviceBuffer*> ptrs;
+  for (const DeviceBuffer& b : on_device) ptrs.push_back(&b);
+  std::vector<DeviceBuffer> outputs;
+  for (int i = 0; i < warmup + runs; ++i) {
+    auto start = Clock::now();
+    absl::StatusOr<std::vector<DeviceBuffer>> out = (*exe)->ExecuteBuffers(ptrs);
+    double ms = Ms(Clock::now() - start);
+    if (!out.ok()) return out.status();
+    if (i >= warmup) r.run_ms.push_back(ms);
+    outputs = std::move(*out);  // the previous run's buffers are freed outside the timing
+  }
+  for (const DeviceBuffer& b : outputs) {
+    absl::StatusOr<Literal> l = b.ToLiteral();
+    if (!l.ok()) return l.status();
+    r.outputs.push_back(std::move(*l));
+  }
+  return r;
+}
+
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& argv) {
+  FlagSpec spec;
+  spec.with_value = {"device", "input", "output-dir", "benchmark", "compare"};
+  spec.switches = {"help"};
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
+  if (!flags.ok()) return ReportError("run", std::string(flags.status().message()), kExitUsage);
+  if (flags->Has("help")) {
+    std::cout << kRunUsage;
+    return kExitOk;
+  }
+  if (flags->positional.size() != 1) {
+    return ReportError("run", "expected exactly one MODULE.hlo (see kiln run --help)", kExitUsage);
+  }
+  int benchmark_runs = 0;
+  if (flags->Has("benchmark")) {
+    std::string v = flags->Get("benchmark");
+    if (!absl::SimpleAtoi(v, &benchmark_runs) || benchmark_runs < 1) {
+      return ReportError("run", fmt::format("--benchmark needs a positive integer, got '{}'", v),
+                         kExitUsage);
+    }
+  }
+  const std::string device = flags->Get("device", "auto");
+  const std::string& path = flags->positional[0];
+
+  absl::StatusOr<std::unique_ptr<HloModule>> module = LoadModule(path);
+  if (!module.ok()) return ReportError("run", std::string(module.status().message()));
+  const HloComputation& entry = *(*module)->entry();
+
+  absl::StatusOr<std::vector<Literal>> args = MakeArguments(entry, flags->All("input"));
+  if (!args.ok()) return ReportError("run", std::string(args.status().message()));
+
+  absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
+  if (!registry.ok()) return ReportError("run", std::string(registry.status().message()));
+  const std::string text = (*module)->ToString();
+  absl::StatusOr<Plugin*> plugin = registry->Select(device, text);
+  if (!plugin.ok()) return ReportError("run", std::string(plugin.status().message()));
+
+  absl::StatusOr<RunResult> result =
+      RunOn(**plugin, **module, *args, benchmark_runs > 0 ? 1 : 0, std::max(benchmark_runs, 1));
+  if (!result.ok()) return ReportError("run", std::string(result.status().message()));
+
+  // Outputs: files, or a summary on stdout.
+  if (flags->Has("output-dir")) {
+    std::filesystem::path dir = flags->Get("output-dir");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return ReportError("run", fmt::format("--output-dir {}: {}", dir.string(), ec.message()));
+    }
+    for (size_t i = 0; i < result->outputs.size(); ++i) {
+      std::string file = (dir / fmt::format("output_{}.npy", i)).string();
+      if (absl::Status s = WriteNpyFile(file, result->outputs[i]); !s.ok()) {
+        return ReportError("run", std::string(s.message()));
+      }
+    }
+  } else {
+    for (size_t i = 0; i < result->outputs.size(); ++i) {
+      std::cout << fmt::format("output_{}: {}\n", i, Summarize(result->outputs[i]));
+    }
+  }
+
+  int status = kExitOk;
+  if (flags->Has("compare")) {
+    const std::string ref_device = flags->Get("compare");
+    absl::StatusOr<Plugin*> ref = registry->Select(ref_device, text);
+    if (!ref.ok()) return ReportError("run", "--compare: " + std::string(ref.status().message()));
+    absl::StatusOr<RunResult> expected = RunOn(**ref, **module, *args, 0, 1);
+    if (!expected.ok()) {
+      return ReportError("run", "--compare " + ref_device + ": " +
+                                    std::string(expected.status().message()));
+    }
+    if (expected->outputs.size() != result->outputs.size()) {
+      return ReportError("run", fmt::format("--compare: {} gave {} outputs, {} gave {}",
+                                            (*plugin)->name(), result->outputs.size(),
+                                            (*ref)->name(), expected->outputs.size()),
+                         kExitMismatch);
+    }
+    for (size_t i = 0; i < result->outputs.size(); ++i) {
+      Comparison c = CompareLiterals(result->outputs[i], expected->outputs[i]);
+      Tolerance tol = ToleranceFor(expected->outputs[i].shape().element_type());
+      std::cout << fmt::format("compare output_{} {} vs {}: {} max_abs={:.3g} max_rel={:.3g} "
+                               "(atol={:.0e} rtol={:.0e}){}\n",
+                               i, (*plugin)->name(), (*ref)->name(), c.ok ? "ok" : "MISMATCH",
+                               c.max_abs, c.max_rel, tol.atol, tol.rtol,
+                               c.ok ? "" : fmt::format(" {} mismatches; {}", c.mismatches, c.detail));
+      if (!c.ok) status = kExitMismatch;
+    }
+    if (status != kExitOk) {
+      ReportError("run", fmt::format("--compare: {} differs from {} beyond tolerance",
+                                     (*plugin)->name(), (*ref)->name()),
+                  kExitMismatch);
+    }
+  }
+
+  if (benchmark_runs > 0) {
+    std::vector<double> times = result->run_ms;
+    std::sort(times.begin(), times.end());
+    size_t n = times.size();
+    double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+    std::cout << fmt::format("compile_ms={:.3f} median_ms={:.3f} min_ms={:.3f} runs={} device={}",
+                             result->compile_ms, median, times.front(), benchmark_runs,
+                             (*plugin)->name())
+              << std::endl;
+  }
+  return status;
+}
+
+}  // namespace kiln
