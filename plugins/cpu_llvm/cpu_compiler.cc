@@ -74,16 +74,22 @@ std::vector<std::string> CpuExecutable::NativeInstructions() const {
 }
 
 absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal> args) const {
+  std::vector<const Literal*> ptrs;
+  for (const Literal& a : args) ptrs.push_back(&a);
+  return Run(std::span<const Literal* const>(ptrs));
+}
+
+absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args) const {
   const HloComputation* entry = module_->entry();
   if (static_cast<int>(args.size()) != entry->num_parameters())
     return absl::InvalidArgumentError(absl::StrCat("module ", module_->name(), " takes ",
                                                    entry->num_parameters(), " arguments, got ",
                                                    args.size()));
   for (int i = 0; i < entry->num_parameters(); ++i) {
-    if (!args[i].shape().Compatible(entry->parameter(i)->shape()))
+    if (args[i] == nullptr || !args[i]->shape().Compatible(entry->parameter(i)->shape()))
       return absl::InvalidArgumentError(
           absl::StrCat("argument ", i, " of module ", module_->name(), " has shape ",
-                       args[i].shape().ToString(false), ", the parameter wants ",
+                       (args[i] ? args[i]->shape().ToString(false) : std::string("null")), ", the parameter wants ",
                        entry->parameter(i)->shape().ToString(false)));
   }
   absl::flat_hash_map<const HloInstruction*, const Literal*> values;
@@ -99,7 +105,7 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal> args) const 
     switch (step.kind) {
       case Disposition::kBookkeeping:
         if (h->opcode() == HloOpcode::kParameter) {
-          values[h] = &args[h->parameter_number()];
+          values[h] = args[h->parameter_number()];
         } else if (h->opcode() == HloOpcode::kConstant) {
           values[h] = &h->literal();
         } else if (h->opcode() == HloOpcode::kGetTupleElement) {

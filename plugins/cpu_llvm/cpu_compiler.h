@@ -32,6 +32,7 @@ class CpuExecutable {
 
   // Runs the entry computation; `args` must match the entry parameters.
   absl::StatusOr<Literal> Run(std::span<const Literal> args) const;
+  absl::StatusOr<Literal> Run(std::span<const Literal* const> args) const;
 
   const HloModule& module() const { return *module_; }
   const Plan& plan() const { return plan_; }
