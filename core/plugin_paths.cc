@@ -52,11 +52,13 @@ bool RunningFromBuildTree() {
 }  // namespace
 
 bool IsPluginFileName(std::string_view name) {
-  auto ends_with = [&](std::string_view suffix) {
-    return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
-  };
-  return name.size() > kPrefix.size() && name.substr(0, kPrefix.size()) == kPrefix &&
-         (ends_with(".so") || ends_with(".dylib"));
+  for (std::string_view suffix : {std::string_view(".so"), std::string_view(".dylib")}) {
+    if (name.size() > kPrefix.size() + suffix.size() && name.substr(0, kPrefix.size()) == kPrefix &&
+        name.substr(name.size() - suffix.size()) == suffix) {
+      return true;  // a non-empty <name> between prefix and suffix
+    }
+  }
+  return false;
 }
 
 std::vector<fs::path> PluginSearchDirs(const DeviceConfig& config) {

@@ -1,0 +1,243 @@
+// Registry and plugin-wrapper tests: broken test plugins are rejected with the right
+// reasons while good ones load; priorities, platforms, config parsing; and the C-only
+// example plugin driven end to end through the C++ wrapper.
+#include "core/plugin_registry.h"
+
+#include <gtest/gtest.h>
+
+#include "core/plugin_paths.h"
+
+#ifndef KILN_TEST_PLUGIN_DIR
+#error "KILN_TEST_PLUGIN_DIR must be defined by the build"
+#endif
+
+namespace kiln {
+namespace {
+
+const PluginEntry* ByFile(const PluginRegistry& r, const std::string& file) {
+  for (const PluginEntry& e : r.entries()) {
+    if (std::filesystem::path(e.path).filename() == file) return &e;
+  }
+  return nullptr;
+}
+
+PluginRegistry Load(const DeviceConfig& config = {}) {
+  return PluginRegistry::Discover(
+      config, {KILN_TEST_PLUGIN_DIR, KILN_BUILD_PLUGIN_DIR, KILN_EXAMPLE_PLUGIN_DIR});
+}
+
+void ExpectRejected(const PluginRegistry& r, const std::string& file, const std::string& phrase) {
+  const PluginEntry* e = ByFile(r, file);
+  ASSERT_NE(e, nullptr) << file << " was not discovered";
+  EXPECT_EQ(e->state, PluginEntry::State::kRejected) << file;
+  EXPECT_EQ(e->plugin, nullptr) << file;
+  EXPECT_NE(e->reason.find(phrase), std::string::npos) << file << ": " << e->reason;
+}
+
+TEST(PluginRegistry, BrokenPluginsAreRejectedWithReasons) {
+  PluginRegistry r = Load();
+  ExpectRejected(r, "libkiln_plugin_bad_major.so", "ABI major version 99 does not match the core's 1");
+  ExpectRejected(r, "libkiln_plugin_init_fails.so", "initialize failed: simulated failure: device firmware missing");
+  ExpectRejected(r, "libkiln_plugin_no_symbol.so", "missing entry symbol KILN_GetApi");
+  ExpectRejected(r, "libkiln_plugin_null_table.so", "null table");
+  ExpectRejected(r, "libkiln_plugin_small_table.so", "struct_size 8 is too small");
+  ExpectRejected(r, "libkiln_plugin_missing_entry.so", "required entry 'compile' is null");
+  ExpectRejected(r, "libkiln_plugin_dup_b.so", "duplicate plugin name 'dup-test'");
+}
+
+TEST(PluginRegistry, GoodPluginsStillLoad) {
+  PluginRegistry r = Load();
+  const PluginEntry* interp = r.Find("interpreter");
+  ASSERT_NE(interp, nullptr);
+  EXPECT_EQ(interp->state, PluginEntry::State::kAvailable);
+  EXPECT_EQ(interp->priority, 10);
+  const PluginEntry* dup = ByFile(r, "libkiln_plugin_dup_a.so");
+  ASSERT_NE(dup, nullptr);
+  EXPECT_EQ(dup->state, PluginEntry::State::kAvailable);
+  EXPECT_EQ(dup->name, "dup-test");
+  const PluginEntry* example = r.Find("elementwise-example");
+  ASSERT_NE(example, nullptr);
+  EXPECT_EQ(example->state, PluginEntry::State::kAvailable);
+  EXPECT_EQ(example->priority, 300);
+}
+
+TEST(PluginRegistry, UnavailablePluginLoadsButIsNotACandidate) {
+  PluginRegistry r = Load();
+  const PluginEntry* e = r.Find("unavailable-test");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->state, PluginEntry::State::kUnavailable);
+  EXPECT_EQ(e->reason, "no accelerator found (test stub)");
+  for (const PluginEntry* c : r.Candidates()) EXPECT_NE(c->name, "unavailable-test");
+  absl::StatusOr<Plugin*> p = r.Get("unavailable-test");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(std::string(p.status().message()).find("no accelerator found"), std::string::npos);
+}
+
+TEST(PluginRegistry, CandidatesFollowPriorityAndConfigOverrides) {
+  {
+    PluginRegistry r = Load();
+    std::vector<std::string> names;
+    for (const PluginEntry* c : r.Candidates()) names.push_back(c->name);
+    EXPECT_EQ(names, (std::vector<std::string>{"elementwise-example", "dup-test", "interpreter"}));
+  }
+  {
+    DeviceConfig config;
+    config.priorities["interpreter"] = 1000;
+    PluginRegistry r = Load(config);
+    ASSERT_FALSE(r.Candidates().empty());
+    EXPECT_EQ(r.Candidates().front()->name, "interpreter");
+    EXPECT_EQ(r.Find("interpreter")->priority, 1000);
+  }
+}
+
+TEST(PluginRegistry, PlatformsRestrictAndOrder) {
+  DeviceConfig config;
+  config.platforms = {"interpreter", "nonexistent", "dup-test"};
+  config.platforms_source = "KILN_PLATFORMS";
+  PluginRegistry r = Load(config);
+  std::vector<std::string> names;
+  for (const PluginEntry* c : r.Candidates()) names.push_back(c->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"interpreter", "dup-test"}));
+  EXPECT_EQ(r.Find("elementwise-example")->state, PluginEntry::State::kDisabled);
+  EXPECT_EQ(r.missing_platforms(), std::vector<std::string>{"nonexistent"});
+  absl::StatusOr<Plugin*> p = r.Get("elementwise-example");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(std::string(p.status().message()).find("disabled"), std::string::npos);
+}
+
+TEST(PluginRegistry, UnknownAndRejectedNamesExplainThemselves) {
+  PluginRegistry r = Load();
+  absl::StatusOr<Plugin*> p = r.Get("no-such-device");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(std::string(p.status().message()).find("interpreter"), std::string::npos);
+}
+
+TEST(PluginRegistry, NamingConvention) {
+  EXPECT_TRUE(IsPluginFileName("libkiln_plugin_interpreter.so"));
+  EXPECT_FALSE(IsPluginFileName("libkiln_plugin_.so"));
+  EXPECT_FALSE(IsPluginFileName("libkiln_plugin_x.so.p"));
+  EXPECT_FALSE(IsPluginFileName("libkiln_core.so"));
+  EXPECT_FALSE(IsPluginFileName("kiln_plugin_x.so"));
+}
+
+TEST(DeviceConfig, ParsesKeysAndComments) {
+  absl::StatusOr<DeviceConfig> c = ParseDeviceConfig(
+      "# devices\n  platforms = cpu-llvm, interpreter  # order matters\n\n"
+      "priority.interpreter = 5\nplugin_path = /a:/b\n",
+      "devices.conf");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->platforms, (std::vector<std::string>{"cpu-llvm", "interpreter"}));
+  EXPECT_EQ(c->platforms_source, "devices.conf:2");
+  EXPECT_EQ(c->priorities.at("interpreter"), 5);
+  EXPECT_EQ(c->plugin_paths, (std::vector<std::string>{"/a", "/b"}));
+}
+
+TEST(DeviceConfig, ErrorsNameFileAndLine) {
+  absl::StatusOr<DeviceConfig> c = ParseDeviceConfig("platforms = a\nnonsense\n", "x.conf");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(std::string(c.status().message()).rfind("x.conf:2: ", 0), 0u) << c.status();
+  c = ParseDeviceConfig("priority.gpu = high\n", "x.conf");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(std::string(c.status().message()).find("x.conf:1"), std::string::npos);
+  c = ParseDeviceConfig("colour = blue\n", "x.conf");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(std::string(c.status().message()).find("unknown key 'colour'"), std::string::npos);
+}
+
+// The C-only example plugin parses HLO text itself, so it runs without Kiln's parser.
+constexpr const char* kElementwiseModule = R"(HloModule ew
+
+ENTRY %main (x: f32[2,2], y: f32[2,2]) -> f32[2,2] {
+  %x = f32[2,2]{1,0} parameter(0)
+  %y = f32[2,2]{1,0} parameter(1)
+  %mul = f32[2,2]{1,0} multiply(f32[2,2]{1,0} %x, f32[2,2]{1,0} %y)
+  %neg = f32[2,2]{1,0} negate(f32[2,2]{1,0} %x)
+  ROOT %max = f32[2,2]{1,0} maximum(f32[2,2]{1,0} %mul, f32[2,2]{1,0} %neg)
+}
+)";
+
+TEST(Plugin, ExamplePluginRunsThroughTheWrapper) {
+  PluginRegistry r = Load();
+  absl::StatusOr<Plugin*> p = r.Get("elementwise-example");
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<CapabilityReport> cap = (*p)->Capability(kElementwiseModule);
+  ASSERT_TRUE(cap.ok()) << cap.status();
+  EXPECT_EQ(cap->supported, (std::vector<std::string>{"x", "y", "mul", "neg", "max"}));
+  EXPECT_TRUE(cap->unsupported.empty());
+
+  absl::StatusOr<std::unique_ptr<Executable>> exe = (*p)->CompileText(kElementwiseModule);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  EXPECT_EQ((*exe)->num_parameters(), 2u);
+  EXPECT_EQ((*exe)->num_outputs(), 1u);
+  Shape s(PrimitiveType::F32, {2, 2});
+  std::vector<Literal> args = {Literal::FromDoubles(s, {1, -2, 3, 0.5}),
+                               Literal::FromDoubles(s, {2, 4, -1, -8})};
+  absl::StatusOr<std::vector<Literal>> out = (*exe)->Execute(args);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  // max(x*y, -x): max(2,-1)=2, max(-8,2)=2, max(-3,-3)=-3, max(-4,-0.5)=-0.5
+  EXPECT_EQ((*out)[0], Literal::FromDoubles(s, {2, 2, -3, -0.5}));
+
+  // Optional entries it leaves NULL are reported, never called.
+  absl::StatusOr<std::string> bytes = (*exe)->Serialize();
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_EQ(bytes.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(std::string(bytes.status().message()).find("unsupported by plugin elementwise-example"),
+            std::string::npos);
+  EXPECT_FALSE((*p)->Deserialize("x").ok());
+}
+
+TEST(Plugin, ExampleCapabilitySaysNoToOtherOps) {
+  PluginRegistry r = Load();
+  absl::StatusOr<Plugin*> p = r.Get("elementwise-example");
+  ASSERT_TRUE(p.ok());
+  absl::StatusOr<CapabilityReport> cap = (*p)->Capability(R"(HloModule d
+ENTRY %main (a: f32[2,2], b: f32[2,2]) -> f32[2,2] {
+  %a = f32[2,2]{1,0} parameter(0)
+  %b = f32[2,2]{1,0} parameter(1)
+  ROOT %dot = f32[2,2]{1,0} dot(f32[2,2]{1,0} %a, f32[2,2]{1,0} %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)");
+  ASSERT_TRUE(cap.ok()) << cap.status();
+  EXPECT_EQ(cap->supported, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(cap->unsupported.size(), 1u);
+  EXPECT_EQ(cap->unsupported[0].first, "dot");
+}
+
+TEST(Plugin, WrongArgumentsAreErrorsNotCrashes) {
+  PluginRegistry r = Load();
+  absl::StatusOr<Plugin*> p = r.Get("elementwise-example");
+  ASSERT_TRUE(p.ok());
+  absl::StatusOr<std::unique_ptr<Executable>> exe = (*p)->CompileText(kElementwiseModule);
+  ASSERT_TRUE(exe.ok());
+  Shape s(PrimitiveType::F32, {2, 2});
+  std::vector<Literal> one = {Literal(s)};
+  EXPECT_FALSE((*exe)->Execute(one).ok());
+  EXPECT_FALSE((*p)->CompileText("not hlo at all").ok());
+}
+
+TEST(Plugin, InterpreterBuffersRoundTrip) {
+  PluginRegistry r = Load();
+  absl::StatusOr<Plugin*> p = r.Get("interpreter");
+  ASSERT_TRUE(p.ok()) << p.status();
+  for (PrimitiveType t : {PrimitiveType::F32, PrimitiveType::S8, PrimitiveType::PRED,
+                          PrimitiveType::BF16, PrimitiveType::C128}) {
+    Literal l = Literal::FromDoubles(Shape(t, {3, 1}), {1, 0, -1});
+    absl::StatusOr<DeviceBuffer> b = (*p)->ToDevice(l);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<Shape> shape = b->shape();
+    ASSERT_TRUE(shape.ok());
+    EXPECT_EQ(shape->ToString(false), l.shape().ToString(false));
+    absl::StatusOr<Literal> back = b->ToLiteral();
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, l);
+  }
+  absl::StatusOr<std::vector<DeviceDescription>> devices = (*p)->Devices();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].kind, "host-interpreter");
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the `kiln` CLI contract (DESIGN.md): modules run with NumPy-made
+inputs and are checked against NumPy-computed results; bad input gives one-line errors and
+non-zero exits. Run by meson with: cli_test.py KILN EXAMPLE_PLUGIN_DIR TEST_PLUGIN_DIR.
+
+A case whose module needs an evaluator opcode another branch has not delivered yet is
+reported as SKIP (never as a pass); every other failure fails the test."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+KILN, EXAMPLE_DIR, TEST_PLUGIN_DIR = sys.argv[1:4]
+TMP = tempfile.mkdtemp(prefix='kiln_cli_test_')
+failures, skips, passes = [], [], []
+
+
+class Skip(Exception):
+    pass
+
+
+def run(args, env_extra=None):
+    env = dict(os.environ)
+    env.pop('KILN_PLATFORMS', None)
+    env.pop('KILN_PLUGIN_PATH', None)
+    env['KILN_CONFIG'] = ''
+    env['HOME'] = TMP  # no user config file
+    env.update(env_extra or {})
+    p = subprocess.run([KILN] + args, capture_output=True, text=True, env=env, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def write(name, text):
+    path = os.path.join(TMP, name)
+    with open(path, 'w') as f:
+        f.write(text)
+    return path
+
+
+def save(name, array):
+    path = os.path.join(TMP, name)
+    np.save(path, array)
+    return path
+
+
+def run_ok(args, env_extra=None):
+    rc, out, err = run(args, env_extra)
+    if rc != 0:
+        if 'not implemented yet' in err:
+            raise Skip(err.strip())
+        raise AssertionError('kiln %s exited %d: %s' % (' '.join(args), rc, err.strip()))
+    return out, err
+
+
+def outputs(outdir, n):
+    files = sorted(f for f in os.listdir(outdir) if f.startswith('output_'))
+    assert files == ['output_%d.npy' % i for i in range(n)], files
+    return [np.load(os.path.join(outdir, f)) for f in files]
+
+
+def close(got, want, rtol=1e-5, atol=1e-6):
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert np.allclose(got, want, rtol=rtol, atol=atol), (got, want)
+
+
+def case(fn):
+    try:
+        fn()
+        passes.append(fn.__name__)
+    except Skip as e:
+        skips.append('%s: %s' % (fn.__name__, e))
+    except Exception as e:  # noqa: BLE001 - report every failure, keep going
+        failures.append('%s: %s: %s' % (fn.__name__, type(e).__name__, e))
+
+
+def one_line_error(rc, err, *phrases):
+    assert rc != 0, 'expected a non-zero exit'
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1, 'expected one error line, got: %r' % err
+    for p in phrases:
+        assert p in lines[0], '%r not in %r' % (p, lines[0])
+
+
+rng = np.random.default_rng(1234)
+
+DOT_BIAS_RELU = '''HloModule dot_bias_relu
+
+ENTRY %main (x: f32[4,3], w: f32[3,5], b: f32[5]) -> f32[4,5] {
+  %x = f32[4,3]{1,0} parameter(0)
+  %w = f32[3,5]{1,0} parameter(1)
+  %b = f32[5]{0} parameter(2)
+  %dot = f32[4,5]{1,0} dot(f32[4,3]{1,0} %x, f32[3,5]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %bb = f32[4,5]{1,0} broadcast(f32[5]{0} %b), dimensions={1}
+  %sum = f32[4,5]{1,0} add(f32[4,5]{1,0} %dot, f32[4,5]{1,0} %bb)
+  %zero = f32[] constant(0)
+  %zb = f32[4,5]{1,0} broadcast(f32[] %zero), dimensions={}
+  ROOT %relu = f32[4,5]{1,0} maximum(f32[4,5]{1,0} %sum, f32[4,5]{1,0} %zb)
+}
+'''
+
+SOFTMAX = '''HloModule softmax
+
+%max_f32 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(f32[] %a, f32[] %b)
+}
+
+%add_f32 (c: f32[], d: f32[]) -> f32[] {
+  %c = f32[] parameter(0)
+  %d = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %c, f32[] %d)
+}
+
+ENTRY %main (x: f32[4,8]) -> f32[4,8] {
+  %x = f32[4,8]{1,0} parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[4]{0} reduce(f32[4,8]{1,0} %x, f32[] %ninf), dimensions={1}, to_apply=%max_f32
+  %mxb = f32[4,8]{1,0} broadcast(f32[4]{0} %mx), dimensions={0}
+  %sh = f32[4,8]{1,0} subtract(f32[4,8]{1,0} %x, f32[4,8]{1,0} %mxb)
+  %e = f32[4,8]{1,0} exponential(f32[4,8]{1,0} %sh)
+  %zero = f32[] constant(0)
+  %sum = f32[4]{0} reduce(f32[4,8]{1,0} %e, f32[] %zero), dimensions={1}, to_apply=%add_f32
+  %sb = f32[4,8]{1,0} broadcast(f32[4]{0} %sum), dimensions={0}
+  ROOT %out = f32[4,8]{1,0} divide(f32[4,8]{1,0} %e, f32[4,8]{1,0} %sb)
+}
+'''
+
+REDUCE_TUPLE = '''HloModule reduce_tuple
+
+%add_s32 (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(s32[] %a, s32[] %b)
+}
+
+ENTRY %main (x: s32[3,4]) -> (s32[4], (s32[3], s32[3,4])) {
+  %x = s32[3,4]{1,0} parameter(0)
+  %zero = s32[] constant(0)
+  %cols = s32[4]{0} reduce(s32[3,4]{1,0} %x, s32[] %zero), dimensions={0}, to_apply=%add_s32
+  %rows = s32[3]{0} reduce(s32[3,4]{1,0} %x, s32[] %zero), dimensions={1}, to_apply=%add_s32
+  %inner = (s32[3]{0}, s32[3,4]{1,0}) tuple(s32[3]{0} %rows, s32[3,4]{1,0} %x)
+  ROOT %t = (s32[4]{0}, (s32[3]{0}, s32[3,4]{1,0})) tuple(s32[4]{0} %cols, (s32[3]{0}, s32[3,4]{1,0}) %inner)
+}
+'''
+
+WHILE_LOOP = '''HloModule while_loop
+
+%cond (s: (s32[], f32[3])) -> pred[] {
+  %s = (s32[], f32[3]{0}) parameter(0)
+  %i = s32[] get-tuple-element((s32[], f32[3]{0}) %s), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(s32[] %i, s32[] %n), direction=LT
+}
+
+%body (t: (s32[], f32[3])) -> (s32[], f32[3]) {
+  %t = (s32[], f32[3]{0}) parameter(0)
+  %j = s32[] get-tuple-element((s32[], f32[3]{0}) %t), index=0
+  %v = f32[3]{0} get-tuple-element((s32[], f32[3]{0}) %t), index=1
+  %one = s32[] constant(1)
+  %j1 = s32[] add(s32[] %j, s32[] %one)
+  %two = f32[] constant(2)
+  %twob = f32[3]{0} broadcast(f32[] %two), dimensions={}
+  %onef = f32[] constant(1)
+  %oneb = f32[3]{0} broadcast(f32[] %onef), dimensions={}
+  %v2 = f32[3]{0} multiply(f32[3]{0} %v, f32[3]{0} %twob)
+  %v3 = f32[3]{0} add(f32[3]{0} %v2, f32[3]{0} %oneb)
+  ROOT %r = (s32[], f32[3]{0}) tuple(s32[] %j1, f32[3]{0} %v3)
+}
+
+ENTRY %main (x: f32[3]) -> (s32[], f32[3]) {
+  %x = f32[3]{0} parameter(0)
+  %i0 = s32[] constant(0)
+  %init = (s32[], f32[3]{0}) tuple(s32[] %i0, f32[3]{0} %x)
+  ROOT %w = (s32[], f32[3]{0}) while((s32[], f32[3]{0}) %init), condition=%cond, body=%body
+}
+'''
+
+BF16 = '''HloModule bf16_add
+
+ENTRY %main (x: bf16[4]) -> bf16[4] {
+  %x = bf16[4]{0} parameter(0)
+  ROOT %y = bf16[4]{0} add(bf16[4]{0} %x, bf16[4]{0} %x)
+}
+'''
+
+ELEMENTWISE = '''HloModule ew
+
+ENTRY %main (x: f32[2,3], y: f32[2,3]) -> f32[2,3] {
+  %x = f32[2,3]{1,0} parameter(0)
+  %y = f32[2,3]{1,0} parameter(1)
+  %m = f32[2,3]{1,0} multiply(f32[2,3]{1,0} %x, f32[2,3]{1,0} %y)
+  %e = f32[2,3]{1,0} exponential(f32[2,3]{1,0} %m)
+  ROOT %s = f32[2,3]{1,0} subtract(f32[2,3]{1,0} %e, f32[2,3]{1,0} %x)
+}
+'''
+
+
+def to_bf16(a):
+    """Rounds float32 to bfloat16 (nearest even), returned as float32."""
+    bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16 << 16
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def test_dot_bias_relu():
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 5)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    mod = write('dot_bias_relu.hlo', DOT_BIAS_RELU)
+    out = os.path.join(TMP, 'dbr')
+    run_ok(['run', mod, '--input', save('x.npy', x), '--input', save('w.npy', w),
+            '--input', save('b.npy', b), '--output-dir', out])
+    (got,) = outputs(out, 1)
+    close(got, np.maximum(x.astype(np.float64) @ w + b, 0).astype(np.float32))
+
+
+def test_softmax():
+    x = (rng.standard_normal((4, 8)) * 3).astype(np.float32)
+    out = os.path.join(TMP, 'softmax')
+    run_ok(['run', write('softmax.hlo', SOFTMAX), '--input', save('sx.npy', x), '--output-dir', out])
+    (got,) = outputs(out, 1)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    close(got, (e / e.sum(axis=1, keepdims=True)).astype(np.float32))
+
+
+def test_reduce_and_nested_tuple_flattening():
+    x = rng.integers(-50, 50, size=(3, 4)).astype(np.int32)
+    out = os.path.join(TMP, 'reduce')
+    run_ok(['run', write('reduce.hlo', REDUCE_TUPLE), '--input', save('rx.npy', x), '--output-dir', out])
+    cols, rows, same = outputs(out, 3)  # depth-first: cols, (rows, x)
+    assert np.array_equal(cols, x.sum(axis=0).astype(np.int32)) and cols.dtype == np.int32
+    assert np.array_equal(rows, x.sum(axis=1).astype(np.int32))
+    assert np.array_equal(same, x)
+
+
+def test_while_loop():
+    x = np.array([0.5, -1.0, 3.0], dtype=np.float32)
+    out = os.path.join(TMP, 'while')
+    run_ok(['run', write('while.hlo', WHILE_LOOP), '--input', save('wx.npy', x), '--output-dir', out])
+    i, v = outputs(out, 2)
+    want = x.copy()
+    for _ in range(5):
+        want = want * 2 + 1
+    assert i.dtype == np.int32 and i.shape == () and int(i) == 5, i
+    close(v, want.astype(np.float32))
+
+
+def test_bf16_travels_as_float32():
+    x = np.array([1.0, 1.00390625, -3.14159, 1e-3], dtype=np.float32)
+    out = os.path.join(TMP, 'bf16')
+    run_ok(['run', write('bf16.hlo', BF16), '--input', save('bx.npy', x), '--output-dir', out])
+    (got,) = outputs(out, 1)
+    assert got.dtype == np.float32
+    assert np.array_equal(got, to_bf16(to_bf16(x) * 2)), (got, to_bf16(x) * 2)
+
+
+def test_generated_inputs_are_deterministic():
+    mod = write('ew.hlo', ELEMENTWISE)
+    a, b = os.path.join(TMP, 'gen_a'), os.path.join(TMP, 'gen_b')
+    run_ok(['run', mod, '--output-dir', a])
+    run_ok(['run', mod, '--output-dir', b])
+    (ga,), (gb,) = outputs(a, 1), outputs(b, 1)
+    assert np.array_equal(ga, gb)
+    assert ga.dtype == np.float32 and ga.shape == (2, 3)
+
+
+def test_third_party_plugin_is_picked_and_agrees():
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    y = rng.standard_normal((2, 3)).astype(np.float32)
+    mod = write('ew.hlo', ELEMENTWISE)
+    env = {'KILN_PLUGIN_PATH': EXAMPLE_DIR}
+    out = os.path.join(TMP, 'tp')
+    stdout, _ = run_ok(['run', mod, '--input', save('ex.npy', x), '--input', save('ey.npy', y),
+                        '--output-dir', out, '--benchmark', '3', '--compare', 'interpreter'], env)
+    last = stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r'compile_ms=[0-9.]+ median_ms=[0-9.]+ min_ms=[0-9.]+ runs=3 '
+                        r'device=elementwise-example', last), last
+    assert 'ok' in stdout and 'MISMATCH' not in stdout, stdout
+    (got,) = outputs(out, 1)
+    close(got, (np.exp(x * y) - x).astype(np.float32))
+    # KILN_PLATFORMS restricts the choice back to the interpreter.
+    env['KILN_PLATFORMS'] = 'interpreter'
+    stdout, _ = run_ok(['run', mod, '--benchmark', '1'], env)
+    assert stdout.strip().splitlines()[-1].endswith('runs=1 device=interpreter'), stdout
+    # A module with a dot is beyond the example: auto falls back to the interpreter.
+    env.pop('KILN_PLATFORMS')
+    stdout, _ = run_ok(['run', write('dot_bias_relu.hlo', DOT_BIAS_RELU), '--benchmark', '1'], env)
+    assert stdout.strip().splitlines()[-1].endswith('device=interpreter'), stdout
+
+
+def test_input_errors_are_one_line():
+    mod = write('dot_bias_relu.hlo', DOT_BIAS_RELU)
+    x = save('ok_x.npy', np.zeros((4, 3), np.float32))
+    w = save('ok_w.npy', np.zeros((3, 5), np.float32))
+    b = save('ok_b.npy', np.zeros(5, np.float32))
+    rc, _, err = run(['run', mod, '--input', x, '--input', w])
+    one_line_error(rc, err, 'takes 3 parameters', 'got 2')
+    rc, _, err = run(['run', mod, '--input', x, '--input', save('bad_w.npy', np.zeros((5, 3), np.float32)),
+                      '--input', b])
+    one_line_error(rc, err, "parameter 1 'w'", 'f32[3,5]', 'f32[5,3]')
+    rc, _, err = run(['run', mod, '--input', save('bad_x.npy', np.zeros((4, 3), np.float64)),
+                      '--input', w, '--input', b])
+    one_line_error(rc, err, "parameter 0 'x'", 'f64[4,3]')
+    junk = write('junk.npy', 'this is not numpy')
+    rc, _, err = run(['run', mod, '--input', junk, '--input', w, '--input', b])
+    one_line_error(rc, err, 'junk.npy', 'bad magic', "parameter 0 'x'")
+    trunc = os.path.join(TMP, 'trunc.npy')
+    with open(x, 'rb') as f, open(trunc, 'wb') as g:
+        g.write(f.read()[:-8])  # header intact, data short
+    rc, _, err = run(['run', mod, '--input', trunc, '--input', w, '--input', b])
+    one_line_error(rc, err, 'trunc.npy', 'data size mismatch')
+    rc, _, err = run(['run', os.path.join(TMP, 'missing.hlo')])
+    one_line_error(rc, err, 'missing.hlo')
+    rc, _, err = run(['run', mod, '--device', 'no-such-device'])
+    one_line_error(rc, err, "no plugin named 'no-such-device'")
+    rc, _, err = run(['run', mod, '--benchmark', '0'])
+    one_line_error(rc, err, '--benchmark')
+    assert rc == 2
+    rc, _, err = run(['run', mod, '--frobnicate'])
+    one_line_error(rc, err, "unknown flag '--frobnicate'")
+    rc, _, err = run(['run', mod], {'KILN_CONFIG': write('bad.conf', 'platforms = x\nwhat\n')})
+    one_line_error(rc, err, 'bad.conf:2')
+
+
+def test_print_is_canonical_and_errors_are_located():
+    mod = write('softmax.hlo', SOFTMAX)
+    once, _ = run_ok(['print', mod])
+    again, _ = run_ok(['print', write('printed.hlo', once)])
+    assert once == again, 'printing the printed text changed it'
+    bad = write('bad.hlo', 'HloModule m\n\nENTRY %e () -> f32[] {\n  ROOT %c = f32[] frobnicate()\n}\n')
+    rc, out, err = run(['print', bad])
+    assert rc != 0
+    assert re.match(r'^.*bad\.hlo:\d+:\d+: ', err), err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_devices_lists_rejections():
+    rc, out, err = run(['devices'], {'KILN_PLUGIN_PATH': TEST_PLUGIN_DIR + ':' + EXAMPLE_DIR})
+    assert rc == 0, err
+    for phrase in ['interpreter', 'elementwise-example', 'available', 'rejected',
+                   'ABI major version 99', 'initialize failed', 'missing entry symbol',
+                   "duplicate plugin name 'dup-test'", 'unavailable', 'no accelerator found']:
+        assert phrase in out, '%r missing from:\n%s' % (phrase, out)
+
+
+for t in [test_dot_bias_relu, test_softmax, test_reduce_and_nested_tuple_flattening,
+          test_while_loop, test_bf16_travels_as_float32, test_generated_inputs_are_deterministic,
+          test_third_party_plugin_is_picked_and_agrees, test_input_errors_are_one_line,
+          test_print_is_canonical_and_errors_are_located, test_devices_lists_rejections]:
+    case(t)
+
+shutil.rmtree(TMP, ignore_errors=True)
+for p in passes:
+    print('PASS', p)
+for s in skips:
+    print('SKIP', s)
+for f in failures:
+    print('FAIL', f)
+print('%d passed, %d skipped, %d failed' % (len(passes), len(skips), len(failures)))
+sys.exit(1 if failures else 0)
