@@ -294,15 +294,15 @@ class Parser {
         if (!sig_params[i].first.Compatible(want)) {
           return c_.ErrorAt(sig_params[i].second,
                             fmt::format("signature gives parameter {} shape {}, but parameter({}) is {}",
-                                        i, sig_params[i].first.ToString(false), i,
-                                        want.ToString(false)));
+                                        i, hlo_text::ShapeToText(sig_params[i].first, false), i,
+                                        hlo_text::ShapeToText(want, false)));
         }
       }
       if (!sig_result->first.Compatible(cp->root()->shape())) {
         return c_.ErrorAt(sig_result->second,
                           fmt::format("signature gives result shape {}, but the root '{}' is {}",
-                                      sig_result->first.ToString(false), cp->root()->name(),
-                                      cp->root()->shape().ToString(false)));
+                                      hlo_text::ShapeToText(sig_result->first, false), cp->root()->name(),
+                                      hlo_text::ShapeToText(cp->root()->shape(), false)));
       }
     }
     return absl::OkStatus();
@@ -414,8 +414,8 @@ class Parser {
             if (!s.Compatible(it->second.instr->shape())) {
               return c_.ErrorAt(written->first,
                                 fmt::format("operand '{}' is written with shape {} but has shape {}",
-                                            operand, s.ToString(),
-                                            it->second.instr->shape().ToString()));
+                                            operand, hlo_text::ShapeToText(s),
+                                            hlo_text::ShapeToText(it->second.instr->shape())));
             }
           }
         }
