@@ -16,14 +16,14 @@ using Ints = std::vector<int64_t>;
 // `{1,2,3}` or `{}`.
 absl::Status ReadIntList(Cursor& c, std::string_view what, Ints* out) {
   out->clear();
-  if (absl::Status s = c.Expect('{', fmt::format("'{{' starting {}", what)); !s.ok()) return s;
+  if (absl::Status s = c.ExpectF('{', "'{{' starting {}", what); !s.ok()) return s;
   if (c.TryConsume('}')) return absl::OkStatus();
   while (true) {
     int64_t v = 0;
-    if (absl::Status s = c.ReadInt(fmt::format("an integer in {}", what), &v); !s.ok()) return s;
+    if (absl::Status s = c.ReadIntF(&v, "an integer in {}", what); !s.ok()) return s;
     out->push_back(v);
     if (c.TryConsume('}')) return absl::OkStatus();
-    if (absl::Status s = c.Expect(',', fmt::format("',' or '}}' in {}", what)); !s.ok()) return s;
+    if (absl::Status s = c.ExpectF(',', "',' or '}}' in {}", what); !s.ok()) return s;
   }
 }
 
@@ -32,7 +32,7 @@ absl::Status ReadXList(Cursor& c, std::string_view what, Ints* out) {
   out->clear();
   while (true) {
     int64_t v = 0;
-    if (absl::Status s = c.ReadInt(fmt::format("an integer in {}", what), &v); !s.ok()) return s;
+    if (absl::Status s = c.ReadIntF(&v, "an integer in {}", what); !s.ok()) return s;
     out->push_back(v);
     if (c.Peek() != 'x') return absl::OkStatus();
     c.Advance();
@@ -54,7 +54,7 @@ absl::Status ReadPadList(Cursor& c, std::string_view what, int parts,
         c.Advance();
       }
       int64_t v = 0;
-      if (absl::Status s = c.ReadInt(fmt::format("an integer in {}", what), &v); !s.ok()) return s;
+      if (absl::Status s = c.ReadIntF(&v, "an integer in {}", what); !s.ok()) return s;
       dim.push_back(v);
     }
     while (static_cast<int>(dim.size()) < parts) dim.push_back(0);
@@ -112,7 +112,7 @@ absl::Status ReadWindow(Cursor& c, Window* out) {
         !s.ok())
       return s;
     size_t key_at = c.pos() - key.size();
-    if (absl::Status s = c.Expect('=', fmt::format("'=' after window field '{}'", key)); !s.ok())
+    if (absl::Status s = c.ExpectF('=', "'=' after window field '{}'", key); !s.ok())
       return s;
     int index = -1;
     absl::Status s;

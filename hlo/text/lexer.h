@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "fmt/format.h"
 
 namespace kiln::hlo_text {
 
@@ -59,6 +60,25 @@ class Cursor {
   absl::Status ReadName(std::string_view what, std::string* out);
   // The identifier at the cursor without consuming it (no leading `%`; no space skipped).
   std::string_view PeekWord() const;
+  // Expect / ReadInt with a formatted description, built only when there is an error (these
+  // run for every instruction, so the success path must not format strings).
+  template <typename... Args>
+  absl::Status ExpectF(char c, fmt::format_string<Args...> what, Args&&... args) {
+    if (absl::Status s = SkipSpace(); !s.ok()) return s;
+    if (Peek() == c) {
+      ++pos_;
+      return absl::OkStatus();
+    }
+    return Expected(fmt::format(what, std::forward<Args>(args)...));
+  }
+  template <typename... Args>
+  absl::Status ReadIntF(int64_t* out, fmt::format_string<Args...> what, Args&&... args) {
+    if (absl::Status s = SkipSpace(); !s.ok()) return s;
+    char ch = Peek();
+    if (IsDigit(ch) || ((ch == '-' || ch == '+') && IsDigit(Peek(1))))
+      return ReadInt("an integer", out);
+    return Expected(fmt::format(what, std::forward<Args>(args)...));
+  }
   // Skips space and reads a decimal integer with optional sign.
   absl::Status ReadInt(std::string_view what, int64_t* out);
   // Skips space and reads `true`/`false`.

@@ -265,7 +265,7 @@ absl::Status ParseArray(Cursor& c, const Shape& shape, Literal* lit) {
   const auto& dims = shape.dimensions();
   std::vector<int64_t> count(rank, 0);
   int64_t next = 0;
-  if (c.Peek() != '{') return c.Expected(fmt::format("'{{' starting a literal of {}", shape.ToString()));
+  if (c.Peek() != '{') return c.Expected(fmt::format("'{{' starting a literal of {}", ShapeToText(shape)));
   c.Advance();
   if (shape.num_elements() == 0 && c.TryConsume('}')) return absl::OkStatus();  // `{}`
   int level = 1;
@@ -274,7 +274,7 @@ absl::Status ParseArray(Cursor& c, const Shape& shape, Literal* lit) {
     if (c.Peek() == '}') {
       if (count[level - 1] != dims[level - 1]) {
         return c.Error(fmt::format("literal of {} has {} elements in dimension {}, expected {}",
-                                   shape.ToString(), count[level - 1], level - 1,
+                                   ShapeToText(shape), count[level - 1], level - 1,
                                    dims[level - 1]));
       }
       c.Advance();
@@ -289,7 +289,7 @@ absl::Status ParseArray(Cursor& c, const Shape& shape, Literal* lit) {
     }
     if (count[level - 1] >= dims[level - 1]) {
       return c.Error(fmt::format("literal of {} has more than {} elements in dimension {}",
-                                 shape.ToString(), dims[level - 1], level - 1));
+                                 ShapeToText(shape), dims[level - 1], level - 1));
     }
     if (level < rank) {
       if (c.Peek() != '{') return c.Expected(fmt::format("'{{' for dimension {} of the literal", level));
@@ -394,7 +394,7 @@ absl::Status ParseLiteral(Cursor& c, const Shape& shape, std::optional<Literal>*
         if (absl::Status s = ParseShapeAt(c, &written, depth + 1); !s.ok()) return s;
         if (!written.Compatible(shape.tuple_shapes(i)))
           return c.ErrorAt(shape_at, fmt::format("tuple literal element {} has shape {}, expected {}",
-                                                 i, written.ToString(), shape.tuple_shapes(i).ToString()));
+                                                 i, ShapeToText(written), ShapeToText(shape.tuple_shapes(i))));
       }
       std::optional<Literal> e;
       if (absl::Status s = ParseLiteral(c, shape.tuple_shapes(i), &e, depth + 1); !s.ok())
@@ -407,13 +407,13 @@ absl::Status ParseLiteral(Cursor& c, const Shape& shape, std::optional<Literal>*
     out->emplace(std::move(lit));
     return absl::OkStatus();
   }
-  if (!shape.IsArray()) return c.Error(fmt::format("a {} has no literal value", shape.ToString()));
+  if (!shape.IsArray()) return c.Error(fmt::format("a {} has no literal value", ShapeToText(shape)));
   // Every element needs at least one character: refuse shapes the text cannot fill before
   // allocating their storage.
   int64_t n = shape.num_elements();
   if (n > static_cast<int64_t>(c.end() - c.pos()) + 1) {
     return c.Error(fmt::format("literal of {} needs {} elements, more than the text holds",
-                               shape.ToString(), n));
+                               ShapeToText(shape), n));
   }
   Literal lit(shape);
   absl::Status st = PrimitiveTypeSwitch(shape.element_type(), [&](auto tag) {

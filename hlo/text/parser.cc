@@ -101,7 +101,7 @@ class Parser {
       KILN_RETURN_IF_ERROR(c_.ReadName("a module attribute name", &attr));
       for (const auto& [k, v] : module_->attributes())
         if (k == attr) return c_.ErrorAt(at, fmt::format("module attribute '{}' given twice", attr));
-      KILN_RETURN_IF_ERROR(c_.Expect('=', fmt::format("'=' after module attribute '{}'", attr)));
+      KILN_RETURN_IF_ERROR(c_.ExpectF('=', "'=' after module attribute '{}'", attr));
       size_t b, e;
       KILN_RETURN_IF_ERROR(ScanValue(&b, &e));
       module_->attributes().emplace_back(attr, NormalizeValue(c_.text().substr(b, e - b)));
@@ -294,15 +294,15 @@ class Parser {
         if (!sig_params[i].first.Compatible(want)) {
           return c_.ErrorAt(sig_params[i].second,
                             fmt::format("signature gives parameter {} shape {}, but parameter({}) is {}",
-                                        i, sig_params[i].first.ToString(false), i,
-                                        want.ToString(false)));
+                                        i, hlo_text::ShapeToText(sig_params[i].first, false), i,
+                                        hlo_text::ShapeToText(want, false)));
         }
       }
       if (!sig_result->first.Compatible(cp->root()->shape())) {
         return c_.ErrorAt(sig_result->second,
                           fmt::format("signature gives result shape {}, but the root '{}' is {}",
-                                      sig_result->first.ToString(false), cp->root()->name(),
-                                      cp->root()->shape().ToString(false)));
+                                      hlo_text::ShapeToText(sig_result->first, false), cp->root()->name(),
+                                      hlo_text::ShapeToText(cp->root()->shape(), false)));
       }
     }
     return absl::OkStatus();
@@ -345,21 +345,24 @@ class Parser {
       return c_.ErrorAt(name_at, fmt::format("instruction '{}' is defined twice in computation '{}'",
                                              name, comp->name()));
     }
-    KILN_RETURN_IF_ERROR(c_.Expect('=', fmt::format("'=' after instruction name '{}'", name)));
+    KILN_RETURN_IF_ERROR(c_.ExpectF('=', "'=' after instruction name '{}'", name));
     Shape shape;
+    KILN_RETURN_IF_ERROR(c_.SkipSpace());
+    size_t shape_begin = c_.pos();
     KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(c_, &shape));
+    std::string_view shape_text = c_.text().substr(shape_begin, c_.pos() - shape_begin);
     KILN_RETURN_IF_ERROR(c_.SkipSpace());
     size_t op_at = c_.pos();
     HloOpcode op = HloOpcode::kAdd;
     std::optional<HloOpcode> wrapped;
     KILN_RETURN_IF_ERROR(ParseOpcode(&op, &wrapped));
-    KILN_RETURN_IF_ERROR(c_.Expect('(', fmt::format("'(' after opcode '{}'", HloOpcodeString(op))));
-    auto instr = std::make_unique<HloInstruction>(op, shape);
+    KILN_RETURN_IF_ERROR(c_.ExpectF('(', "'(' after opcode '{}'", HloOpcodeString(op)));
+    auto instr = std::make_unique<HloInstruction>(op, std::move(shape));
     instr->set_name(name);
     InstructionAttributes& attrs = instr->mutable_attrs();
     attrs.async_wrapped_opcode = wrapped;
     if (op == HloOpcode::kConstant) {
-      KILN_RETURN_IF_ERROR(hlo_text::ParseLiteral(c_, shape, &attrs.literal));
+      KILN_RETURN_IF_ERROR(hlo_text::ParseLiteral(c_, instr->shape(), &attrs.literal));
       KILN_RETURN_IF_ERROR(c_.Expect(')', "')' after the constant's value"));
     } else if (op == HloOpcode::kParameter) {
       size_t at = c_.pos();
@@ -378,30 +381,45 @@ class Parser {
     } else if (!c_.TryConsume(')')) {
       while (true) {
         KILN_RETURN_IF_ERROR(c_.SkipSpace());
-        std::optional<std::pair<Shape, size_t>> written;
+        // The operand's written shape, if any. Usually it is the same text as at the
+        // operand's definition, which was parsed there; only a differing text is parsed.
+        std::optional<std::pair<size_t, size_t>> written;
         if (hlo_text::AtShapeStart(c_)) {
           size_t at = c_.pos();
-          Shape s;
-          KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(c_, &s));
-          written.emplace(std::move(s), at);
+          if (!SkipCompactShape()) {
+            c_.set_pos(at);
+            Shape s;
+            KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(c_, &s));
+          }
+          written.emplace(at, c_.pos());
           KILN_RETURN_IF_ERROR(c_.SkipSpace());
         }
         size_t at = c_.pos();
-        std::string operand;
-        KILN_RETURN_IF_ERROR(c_.ReadName("an operand name", &operand));
-        auto it = instructions_.find(operand);
+        std::string_view operand;
+        KILN_RETURN_IF_ERROR(ReadNameView("an operand name", &operand));
+        auto it = instructions_.find(absl::string_view(operand.data(), operand.size()));
         if (it == instructions_.end()) {
           return c_.ErrorAt(at, fmt::format("operand '{}' of '{}' is not defined earlier in "
                                             "computation '{}'",
                                             operand, name, comp->name()));
         }
-        if (written && !written->first.Compatible(it->second->shape())) {
-          return c_.ErrorAt(written->second,
-                            fmt::format("operand '{}' is written with shape {} but has shape {}",
-                                        operand, written->first.ToString(),
-                                        it->second->shape().ToString()));
+        if (written) {
+          std::string_view text = c_.text().substr(written->first, written->second - written->first);
+          if (text != it->second.shape_text) {
+            Cursor sub = c_.Sub(written->first, written->second);
+            Shape s;
+            KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(sub, &s));
+            KILN_RETURN_IF_ERROR(sub.SkipSpace());
+            if (!sub.AtEnd()) return sub.Expected("the end of the operand's shape");
+            if (!s.Compatible(it->second.instr->shape())) {
+              return c_.ErrorAt(written->first,
+                                fmt::format("operand '{}' is written with shape {} but has shape {}",
+                                            operand, hlo_text::ShapeToText(s),
+                                            hlo_text::ShapeToText(it->second.instr->shape())));
+            }
+          }
         }
-        instr->AppendOperand(it->second);
+        instr->AppendOperand(it->second.instr);
         if (c_.TryConsume(')')) break;
         KILN_RETURN_IF_ERROR(c_.Expect(',', "',' or ')' after an operand"));
       }
@@ -416,8 +434,40 @@ class Parser {
     KILN_RETURN_IF_ERROR(ParseAttributes(instr.get(), &calls));
     KILN_RETURN_IF_ERROR(PlaceCalledComputations(instr.get(), calls, op_at));
     HloInstruction* p = comp->AddInstruction(std::move(instr));
-    instructions_[name] = p;
+    instructions_[name] = Defined{p, shape_text};
     *out = p;
+    return absl::OkStatus();
+  }
+
+  // Skips a shape written without spaces or comments (`f32[2,3]{1,0}`, `(s32[], f32[2]{0})`)
+  // without building it; false (cursor anywhere) when the text is not that simple.
+  bool SkipCompactShape() {
+    int depth = 0;
+    while (!c_.AtEnd()) {
+      char ch = c_.Peek();
+      if (ch == '(' || ch == '[' || ch == '{') {
+        ++depth;
+      } else if (ch == ')' || ch == ']' || ch == '}') {
+        if (depth == 0) return false;
+        --depth;
+        c_.Advance();
+        // After a closing bracket at the top: done unless a layout follows `]`.
+        if (depth == 0 && !(ch == ']' && c_.Peek() == '{')) return true;
+        continue;
+      } else if (!(hlo_text::IsNameChar(ch) || ch == ',' || ch == ':' || ch == '<' || ch == '=')) {
+        return false;
+      }
+      c_.Advance();
+    }
+    return false;
+  }
+
+  absl::Status ReadNameView(std::string_view what, std::string_view* out) {
+    KILN_RETURN_IF_ERROR(c_.SkipSpace());
+    if (c_.Peek() == '%') c_.Advance();
+    *out = c_.PeekWord();
+    if (out->empty() || c_.Peek() == '%') return c_.Expected(what);
+    c_.Advance(out->size());
     return absl::OkStatus();
   }
 
@@ -432,7 +482,7 @@ class Parser {
 
   // `{%a, %b}` into names with positions.
   absl::Status ReadNameList(Cursor v, std::string_view what, std::vector<ComputationRef>* out) {
-    KILN_RETURN_IF_ERROR(v.Expect('{', fmt::format("'{{' starting the list of {}", what)));
+    KILN_RETURN_IF_ERROR(v.ExpectF('{', "'{{' starting the list of {}", what));
     if (!v.TryConsume('}')) {
       while (true) {
         KILN_RETURN_IF_ERROR(v.SkipSpace());
@@ -441,7 +491,7 @@ class Parser {
         KILN_RETURN_IF_ERROR(v.ReadName(fmt::format("a name in the list of {}", what), &r.name));
         out->push_back(std::move(r));
         if (v.TryConsume('}')) break;
-        KILN_RETURN_IF_ERROR(v.Expect(',', fmt::format("',' or '}}' in the list of {}", what)));
+        KILN_RETURN_IF_ERROR(v.ExpectF(',', "',' or '}}' in the list of {}", what));
       }
     }
     KILN_RETURN_IF_ERROR(v.SkipSpace());
@@ -450,17 +500,17 @@ class Parser {
   }
 
   absl::Status ParseAttributes(HloInstruction* instr, CallAttributes* calls) {
-    std::vector<std::string> seen;
+    std::vector<std::string_view> seen;
     InstructionAttributes& attrs = instr->mutable_attrs();
     while (c_.TryConsume(',')) {
       KILN_RETURN_IF_ERROR(c_.SkipSpace());
       size_t at = c_.pos();
-      std::string attr;
-      KILN_RETURN_IF_ERROR(c_.ReadName("an attribute name", &attr));
+      std::string_view attr;
+      KILN_RETURN_IF_ERROR(ReadNameView("an attribute name", &attr));
       if (std::find(seen.begin(), seen.end(), attr) != seen.end())
         return c_.ErrorAt(at, fmt::format("attribute '{}' given twice", attr));
       seen.push_back(attr);
-      KILN_RETURN_IF_ERROR(c_.Expect('=', fmt::format("'=' after attribute '{}'", attr)));
+      KILN_RETURN_IF_ERROR(c_.ExpectF('=', "'=' after attribute '{}'", attr));
       size_t b, e;
       KILN_RETURN_IF_ERROR(ScanValue(&b, &e));
       Cursor v = c_.Sub(b, e);
@@ -501,13 +551,13 @@ class Parser {
             return c_.ErrorAt(r.at, fmt::format("control predecessor '{}' is not defined earlier "
                                                 "in the computation", r.name));
           }
-          instr->AddControlPredecessor(it->second);
+          instr->AddControlPredecessor(it->second.instr);
         }
         continue;
       }
       bool typed = false;
       KILN_RETURN_IF_ERROR(hlo_text::ParseTypedAttribute(attr, instr->opcode(), v, &attrs, &typed));
-      if (!typed) attrs.extra.emplace_back(attr, NormalizeValue(c_.text().substr(b, e - b)));
+      if (!typed) attrs.extra.emplace_back(std::string(attr), NormalizeValue(c_.text().substr(b, e - b)));
     }
     return absl::OkStatus();
   }
@@ -634,7 +684,12 @@ class Parser {
   Cursor c_;
   std::unique_ptr<HloModule> module_;
   absl::flat_hash_map<std::string, HloComputation*> computations_;
-  absl::flat_hash_map<std::string, HloInstruction*> instructions_;  // current computation
+  // Instructions of the current computation with the text of their shape.
+  struct Defined {
+    HloInstruction* instr;
+    std::string_view shape_text;
+  };
+  absl::flat_hash_map<std::string, Defined> instructions_;
   std::vector<Pending> pending_;
 };
 

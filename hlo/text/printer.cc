@@ -23,44 +23,10 @@
 #include "hlo/text/attribute_text.h"
 #include "hlo/text/lexer.h"
 #include "hlo/text/literal_text.h"
+#include "hlo/text/shape_text.h"
 
 namespace kiln {
 namespace {
-
-void AppendShape(const Shape& s, bool layout, std::string* out) {
-  if (s.IsTuple()) {
-    *out += "(";
-    for (int i = 0; i < s.tuple_size(); ++i) {
-      if (i) *out += ", ";
-      AppendShape(s.tuple_shapes(i), layout, out);
-    }
-    *out += ")";
-    return;
-  }
-  if (s.IsToken()) {
-    *out += "token[]";
-    return;
-  }
-  *out += PrimitiveTypeName(s.element_type());
-  *out += "[";
-  for (int i = 0; i < s.rank(); ++i) {
-    if (i) *out += ",";
-    if (s.is_dynamic_dimension(i)) *out += "<=";
-    *out += fmt::format("{}", s.dimensions(i));
-  }
-  *out += "]";
-  // Scalars print without `{}`, as XLA does.
-  if (layout && s.has_layout() && (s.rank() > 0 || !s.layout().suffix.empty())) {
-    *out += "{";
-    const auto& m = s.layout().minor_to_major;
-    for (size_t i = 0; i < m.size(); ++i) {
-      if (i) *out += ",";
-      *out += fmt::format("{}", m[i]);
-    }
-    *out += s.layout().suffix;
-    *out += "}";
-  }
-}
 
 bool IsPlainName(const std::string& n) {
   if (n.empty()) return false;
@@ -176,7 +142,7 @@ void AppendInstruction(const HloInstruction& instr, PrintContext& ctx, std::stri
   *out += "%";
   *out += InstrName(&instr, ctx);
   *out += " = ";
-  AppendShape(instr.shape(), true, out);
+  hlo_text::AppendShape(instr.shape(), true, out);
   *out += " ";
   *out += OpcodeText(instr);
   *out += "(";
@@ -189,7 +155,7 @@ void AppendInstruction(const HloInstruction& instr, PrintContext& ctx, std::stri
     for (int i = 0; i < instr.operand_count(); ++i) {
       if (i) *out += ", ";
       const HloInstruction* o = instr.operand(i);
-      AppendShape(o->shape(), true, out);
+      hlo_text::AppendShape(o->shape(), true, out);
       *out += " %";
       *out += InstrName(o, ctx);
     }
@@ -235,11 +201,11 @@ void AppendComputation(const HloComputation& comp, bool is_entry, bool scheduled
     if (!first) *out += ", ";
     first = false;
     *out += InstrName(p, ctx) + ": ";
-    AppendShape(p->shape(), false, out);
+    hlo_text::AppendShape(p->shape(), false, out);
   }
   *out += ") -> ";
   if (comp.root()) {
-    AppendShape(comp.root()->shape(), false, out);
+    hlo_text::AppendShape(comp.root()->shape(), false, out);
   } else {
     *out += "()";
   }

@@ -139,4 +139,45 @@ absl::Status ParseShapeAt(Cursor& c, Shape* out, int depth) {
   return absl::OkStatus();
 }
 
+void AppendShape(const Shape& s, bool layout, std::string* out) {
+  if (s.IsTuple()) {
+    *out += "(";
+    for (int i = 0; i < s.tuple_size(); ++i) {
+      if (i) *out += ", ";
+      AppendShape(s.tuple_shapes(i), layout, out);
+    }
+    *out += ")";
+    return;
+  }
+  if (s.IsToken()) {
+    *out += "token[]";
+    return;
+  }
+  *out += PrimitiveTypeName(s.element_type());
+  *out += "[";
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i) *out += ",";
+    if (s.is_dynamic_dimension(i)) *out += "<=";
+    *out += fmt::format("{}", s.dimensions(i));
+  }
+  *out += "]";
+  // Scalars print without `{}`, as XLA does.
+  if (layout && s.has_layout() && (s.rank() > 0 || !s.layout().suffix.empty())) {
+    *out += "{";
+    const auto& m = s.layout().minor_to_major;
+    for (size_t i = 0; i < m.size(); ++i) {
+      if (i) *out += ",";
+      *out += fmt::format("{}", m[i]);
+    }
+    *out += s.layout().suffix;
+    *out += "}";
+  }
+}
+
+std::string ShapeToText(const Shape& s, bool layout) {
+  std::string out;
+  AppendShape(s, layout, &out);
+  return out;
+}
+
 }  // namespace kiln::hlo_text

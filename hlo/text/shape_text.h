@@ -2,6 +2,8 @@
 // `(f32[], s32[4]{0})`, `token[]`.
 #pragma once
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "hlo/shape.h"
 #include "hlo/text/lexer.h"
@@ -15,5 +17,9 @@ absl::Status ParseShapeAt(Cursor& c, Shape* out, int depth = 0);
 // True if the cursor (after space) is at the start of a shape: `(` or an element type name
 // directly followed by `[`.
 bool AtShapeStart(const Cursor& c);
+
+// The shape as the canonical text writes it (scalars without `{}`, layouts when `layout`).
+void AppendShape(const Shape& s, bool layout, std::string* out);
+std::string ShapeToText(const Shape& s, bool layout = true);
 
 }  // namespace kiln::hlo_text

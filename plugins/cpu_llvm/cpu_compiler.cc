@@ -1,0 +1,194 @@
+// Compilation with caching, and running a compiled module step by step.
+#include "plugins/cpu_llvm/cpu_compiler.h"
+
+#include "absl/strings/str_cat.h"
+#include "hlo/computation.h"
+#include "hlo/evaluator/evaluator.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+uint64_t HashString(uint64_t h, std::string_view s) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return Mix(h, s.size());
+}
+
+}  // namespace
+
+uint64_t StructuralHash(const HloModule& module) {
+  uint64_t h = 1469598103934665603ull;
+  for (const HloComputation* comp : module.MakeComputationPostOrder()) {
+    h = HashString(h, comp->name());
+    h = Mix(h, comp == module.entry());
+    for (const HloInstruction* i : comp->MakeInstructionPostOrder()) {
+      h = HashString(h, i->name());
+      h = Mix(h, static_cast<uint64_t>(i->opcode()));
+      h = HashString(h, i->shape().ToString());
+      for (const HloInstruction* o : i->operands()) h = HashString(h, o->name());
+      for (const HloComputation* c : i->called_computations()) h = HashString(h, c->name());
+      const InstructionAttributes& a = i->attrs();
+      h = Mix(h, a.parameter_number);
+      h = Mix(h, a.tuple_index);
+      h = Mix(h, a.iota_dimension);
+      for (int64_t d : a.dimensions) h = Mix(h, d);
+      for (int64_t d : a.slice_starts) h = Mix(h, d);
+      for (int64_t d : a.slice_limits) h = Mix(h, d);
+      for (int64_t d : a.slice_strides) h = Mix(h, d);
+      for (const PaddingDimension& p : a.padding_config)
+        h = Mix(Mix(Mix(h, p.edge_padding_low), p.edge_padding_high), p.interior_padding);
+      if (a.comparison_direction) h = Mix(h, 100 + static_cast<int>(*a.comparison_direction));
+      if (a.dot_dimension_numbers) {
+        const DotDimensionNumbers& d = *a.dot_dimension_numbers;
+        for (const auto* v : {&d.lhs_batch_dimensions, &d.rhs_batch_dimensions,
+                              &d.lhs_contracting_dimensions, &d.rhs_contracting_dimensions}) {
+          h = Mix(h, v->size());
+          for (int64_t x : *v) h = Mix(h, x);
+        }
+      }
+      if (a.literal && !a.literal->IsTuple()) {
+        h = HashString(h, std::string_view(reinterpret_cast<const char*>(a.literal->untyped_data()),
+                                           a.literal->size_bytes()));
+      }
+      for (const auto& [k, v] : a.extra) h = HashString(HashString(h, k), v);
+    }
+  }
+  return h;
+}
+
+CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
+                             std::vector<KernelFn> kernels, std::shared_ptr<CpuJit> jit,
+                             std::string ir)
+    : module_(std::move(module)), plan_(std::move(plan)), kernels_(std::move(kernels)),
+      jit_(std::move(jit)), ir_(std::move(ir)) {}
+
+std::vector<std::string> CpuExecutable::NativeInstructions() const {
+  std::vector<std::string> out;
+  for (const auto& [h, d] : plan_.dispositions)
+    if (d == Disposition::kKernel || d == Disposition::kInlined) out.push_back(h->name());
+  return out;
+}
+
+absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal> args) const {
+  std::vector<const Literal*> ptrs;
+  for (const Literal& a : args) ptrs.push_back(&a);
+  return Run(std::span<const Literal* const>(ptrs));
+}
+
+absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args) const {
+  const HloComputation* entry = module_->entry();
+  if (static_cast<int>(args.size()) != entry->num_parameters())
+    return absl::InvalidArgumentError(absl::StrCat("module ", module_->name(), " takes ",
+                                                   entry->num_parameters(), " arguments, got ",
+                                                   args.size()));
+  for (int i = 0; i < entry->num_parameters(); ++i) {
+    if (args[i] == nullptr || !args[i]->shape().Compatible(entry->parameter(i)->shape()))
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument ", i, " of module ", module_->name(), " has shape ",
+                       (args[i] ? args[i]->shape().ToString(false) : std::string("null")), ", the parameter wants ",
+                       entry->parameter(i)->shape().ToString(false)));
+  }
+  absl::flat_hash_map<const HloInstruction*, const Literal*> values;
+  std::vector<std::unique_ptr<Literal>> owned;
+  auto own = [&](const HloInstruction* h, Literal lit) {
+    owned.push_back(std::make_unique<Literal>(std::move(lit)));
+    values[h] = owned.back().get();
+  };
+  HloEvaluator evaluator;
+  std::vector<void*> buffers;
+  for (const Step& step : plan_.steps) {
+    const HloInstruction* h = step.instr;
+    switch (step.kind) {
+      case Disposition::kBookkeeping:
+        if (h->opcode() == HloOpcode::kParameter) {
+          values[h] = args[h->parameter_number()];
+        } else if (h->opcode() == HloOpcode::kConstant) {
+          values[h] = &h->literal();
+        } else if (h->opcode() == HloOpcode::kGetTupleElement) {
+          const Literal* t = values.at(h->operand(0));
+          if (!t->IsTuple() || h->tuple_index() < 0 ||
+              h->tuple_index() >= static_cast<int64_t>(t->elements().size()))
+            return absl::InvalidArgumentError(absl::StrCat("bad get-tuple-element ", h->name()));
+          values[h] = &t->element(h->tuple_index());
+        } else {  // tuple
+          std::vector<Literal> elems;
+          for (const HloInstruction* o : h->operands()) elems.push_back(*values.at(o));
+          own(h, Literal::MakeTuple(std::move(elems)));
+        }
+        break;
+      case Disposition::kEvaluator: {
+        std::vector<const Literal*> ops;
+        for (const HloInstruction* o : h->operands()) ops.push_back(values.at(o));
+        absl::StatusOr<Literal> r = evaluator.EvaluateInstruction(*h, ops);
+        if (!r.ok()) return r.status();
+        own(h, std::move(*r));
+        break;
+      }
+      case Disposition::kKernel: {
+        const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
+        buffers.clear();
+        for (const HloInstruction* s : step.sources)
+          buffers.push_back(const_cast<uint8_t*>(values.at(s)->untyped_data()));
+        std::vector<Literal> outs;
+        outs.reserve(spec.outputs.size());
+        for (const HloInstruction* o : spec.outputs) {
+          outs.emplace_back(o->shape());
+          buffers.push_back(outs.back().untyped_data());
+        }
+        kernels_[step.kernel](buffers.data());
+        if (h->shape().IsTuple()) {
+          own(h, Literal::MakeTuple(std::move(outs)));
+        } else {
+          own(h, std::move(outs[0]));
+        }
+        break;
+      }
+      case Disposition::kInlined:
+        break;
+    }
+  }
+  const HloInstruction* root = entry->root();
+  for (auto& o : owned)
+    if (o.get() == values.at(root)) return std::move(*o);
+  return *values.at(root);  // a parameter or constant: copy it
+}
+
+absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOptions& options) {
+  absl::StatusOr<std::unique_ptr<CpuJit>> jit = CpuJit::Create(options.jit);
+  if (!jit.ok()) return jit.status();
+  return std::unique_ptr<CpuCompiler>(new CpuCompiler(options, std::move(*jit)));
+}
+
+absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
+    std::shared_ptr<const HloModule> module) {
+  if (module == nullptr || module->entry() == nullptr)
+    return absl::InvalidArgumentError("cpu-llvm: module has no entry computation");
+  uint64_t key = Mix(module->Fingerprint(), StructuralHash(*module));
+  std::string text = module->ToString();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) {
+    for (const auto& exe : it->second) {
+      if (exe->module().ToString() == text) {
+        ++hits_;
+        return exe;
+      }
+    }
+  }
+  ++misses_;
+  Plan plan = MakePlan(*module, options_.plan);
+  std::string ir;
+  absl::StatusOr<std::vector<KernelFn>> fns =
+      jit_->Compile(plan.kernels, options_.keep_ir ? &ir : nullptr);
+  if (!fns.ok()) return fns.status();
+  auto exe = std::make_shared<const CpuExecutable>(std::move(module), std::move(plan),
+                                                   std::move(*fns), jit_, std::move(ir));
+  cache_[key].push_back(exe);
+  return exe;
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,79 @@
+// The CPU codegen's front door: compiles an HLO module into a CpuExecutable (JIT kernels
+// plus evaluator fallbacks, see plan.h) and keeps an in-memory cache keyed by the module's
+// fingerprint, so compiling the same module again is a cache hit. LLVM-free.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "hlo/literal.h"
+#include "hlo/module.h"
+#include "plugins/cpu_llvm/jit.h"
+#include "plugins/cpu_llvm/plan.h"
+
+namespace kiln::cpu {
+
+struct CompileOptions {
+  PlanOptions plan;
+  JitOptions jit;
+  bool keep_ir = false;  // keep the optimized LLVM IR in the executable (tests, debugging)
+};
+
+class CpuExecutable {
+ public:
+  CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan, std::vector<KernelFn> kernels,
+                std::shared_ptr<CpuJit> jit, std::string ir);
+
+  // Runs the entry computation; `args` must match the entry parameters.
+  absl::StatusOr<Literal> Run(std::span<const Literal> args) const;
+  absl::StatusOr<Literal> Run(std::span<const Literal* const> args) const;
+
+  const HloModule& module() const { return *module_; }
+  const Plan& plan() const { return plan_; }
+  int kernel_count() const { return static_cast<int>(kernels_.size()); }
+  // Names of the entry instructions computed by JIT code (own kernel or inlined).
+  std::vector<std::string> NativeInstructions() const;
+  const std::string& llvm_ir() const { return ir_; }
+
+ private:
+  std::shared_ptr<const HloModule> module_;
+  Plan plan_;
+  std::vector<KernelFn> kernels_;
+  std::shared_ptr<CpuJit> jit_;  // owns the kernels' code
+  std::string ir_;
+};
+
+class CpuCompiler {
+ public:
+  static absl::StatusOr<std::unique_ptr<CpuCompiler>> Create(const CompileOptions& options = {});
+
+  absl::StatusOr<std::shared_ptr<const CpuExecutable>> Compile(std::shared_ptr<const HloModule> module);
+
+  int64_t cache_hits() const { return hits_; }
+  int64_t cache_misses() const { return misses_; }
+  const CpuJit& jit() const { return *jit_; }
+
+ private:
+  CpuCompiler(const CompileOptions& options, std::shared_ptr<CpuJit> jit)
+      : options_(options), jit_(std::move(jit)) {}
+
+  CompileOptions options_;
+  std::shared_ptr<CpuJit> jit_;
+  std::mutex mu_;
+  // Fingerprint -> executables with that fingerprint (the module text tells collisions apart).
+  absl::flat_hash_map<uint64_t, std::vector<std::shared_ptr<const CpuExecutable>>> cache_;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+// A structural hash of a module (opcodes, shapes, operand wiring, main attributes, constant
+// bytes, called computations). Combined with HloModule::Fingerprint for the cache key, so
+// the cache stays correct even where the printed text omits something.
+uint64_t StructuralHash(const HloModule& module);
+
+}  // namespace kiln::cpu

@@ -1,0 +1,289 @@
+// JIT output against the reference HLO evaluator on the example modules and on focused HLO
+// snippets, with random inputs, within the tolerance of each element type.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <cstdio>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/text/parser.h"
+#include "plugins/cpu_llvm/cpu_compiler.h"
+
+namespace kiln::cpu {
+namespace {
+
+using PT = PrimitiveType;
+
+Literal RandomLiteral(const Shape& s, std::mt19937& rng) {
+  if (s.IsTuple()) {
+    std::vector<Literal> elems;
+    for (const Shape& e : s.tuple_shapes()) elems.push_back(RandomLiteral(e, rng));
+    return Literal::MakeTuple(std::move(elems));
+  }
+  Literal l(s);
+  PT t = s.element_type();
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(-20, 20), bit(0, 1), usmall(0, 40);
+  for (int64_t i = 0; i < l.element_count(); ++i) {
+    if (IsFloating(t)) l.SetFromDouble(i, real(rng));
+    else if (t == PT::PRED) l.SetFromDouble(i, bit(rng));
+    else if (IsUnsignedInt(t)) l.SetFromDouble(i, usmall(rng));
+    else l.SetFromDouble(i, small(rng));
+  }
+  return l;
+}
+
+double Tolerance(PT t) {
+  switch (t) {
+    case PT::F16: return 1e-2;
+    case PT::BF16: return 2e-2;
+    case PT::F32: return 2e-4;
+    case PT::F64: return 1e-9;
+    default: return 0;
+  }
+}
+
+void ExpectClose(const Literal& got, const Literal& want, const std::string& where) {
+  ASSERT_EQ(got.shape().IsTuple(), want.shape().IsTuple()) << where;
+  if (want.IsTuple()) {
+    ASSERT_EQ(got.elements().size(), want.elements().size()) << where;
+    for (size_t i = 0; i < want.elements().size(); ++i)
+      ExpectClose(got.element(i), want.element(i), where + "{" + std::to_string(i) + "}");
+    return;
+  }
+  ASSERT_TRUE(got.shape().Compatible(want.shape()))
+      << where << ": " << got.shape().ToString() << " vs " << want.shape().ToString();
+  double tol = Tolerance(want.shape().element_type());
+  int bad = 0;
+  for (int64_t i = 0; i < want.element_count() && bad < 5; ++i) {
+    double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::fabs(g - w) > tol * (1 + std::fabs(w))) {
+      ADD_FAILURE() << where << " element " << i << ": jit " << g << " evaluator " << w;
+      ++bad;
+    }
+  }
+}
+
+// Compiles `text` (with and without grouping unfused instructions into shared kernels),
+// runs it on random inputs and compares with the evaluator. Returns the kernel count, or
+// kEvaluatorMissing when the evaluator cannot run the module yet (it is written in parallel).
+constexpr int kEvaluatorMissing = -2;
+int CompareWithEvaluator(const std::string& text, const std::string& name) {
+  auto parsed = ParseHloModule(text, name);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return -1;
+  std::shared_ptr<const HloModule> module = std::move(*parsed);
+  std::mt19937 rng(1234);
+  std::vector<Literal> args;
+  for (const HloInstruction* p : module->entry()->parameters())
+    args.push_back(RandomLiteral(p->shape(), rng));
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*module, args);
+  if (!want.ok() && want.status().code() == absl::StatusCode::kUnimplemented) {
+    std::printf("[ SKIPPED  ] %s: %s\n", name.c_str(), std::string(want.status().message()).c_str());
+    return kEvaluatorMissing;
+  }
+  EXPECT_TRUE(want.ok()) << name << ": " << want.status();
+  if (!want.ok()) return -1;
+  int kernels = -1;
+  for (bool fuse : {true, false}) {
+    CompileOptions opts;
+    opts.plan.fuse_unfused = fuse;
+    auto compiler = CpuCompiler::Create(opts);
+    EXPECT_TRUE(compiler.ok()) << compiler.status();
+    if (!compiler.ok()) return -1;
+    auto exe = (*compiler)->Compile(module);
+    EXPECT_TRUE(exe.ok()) << name << ": " << exe.status();
+    if (!exe.ok()) return -1;
+    auto got = (*exe)->Run(args);
+    EXPECT_TRUE(got.ok()) << name << ": " << got.status();
+    if (!got.ok()) return -1;
+    ExpectClose(*got, *want, name + (fuse ? " (grouped)" : " (per instruction)"));
+    if (fuse) kernels = (*exe)->kernel_count();
+  }
+  return kernels;
+}
+
+std::string SourceRoot() {
+  const char* r = std::getenv("KILN_SOURCE_ROOT");
+  return r ? r : ".";
+}
+
+TEST(CpuLlvmVsEvaluator, ExampleModules) {
+  int checked = 0, total = 0;
+  for (const char* dir : {"/examples/hlo", "/tests/numpy_e2e/modules"}) {
+    std::filesystem::path d = SourceRoot() + dir;
+    ASSERT_TRUE(std::filesystem::exists(d)) << d;
+    for (const auto& entry : std::filesystem::directory_iterator(d)) {
+      if (entry.path().extension() != ".hlo") continue;
+      std::ifstream in(entry.path());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      SCOPED_TRACE(entry.path().filename().string());
+      ++total;
+      if (CompareWithEvaluator(ss.str(), entry.path().filename().string()) != kEvaluatorMissing)
+        ++checked;
+    }
+  }
+  EXPECT_GE(total, 4);
+  if (checked == 0) GTEST_SKIP() << "the evaluator runs none of the example modules yet";
+  std::printf("compared %d of %d example modules\n", checked, total);
+}
+
+// Skips the test when the evaluator cannot run the module yet.
+#define KILN_COMPARE(expected_kernels, text, name)                          \
+  do {                                                                      \
+    int k = CompareWithEvaluator(text, name);                               \
+    if (k == kEvaluatorMissing) GTEST_SKIP() << "evaluator cannot run " << name; \
+    if ((expected_kernels) >= 0) EXPECT_EQ(k, expected_kernels);            \
+  } while (0)
+
+TEST(CpuLlvmVsEvaluator, ElementwiseChain) {
+  KILN_COMPARE(1, (R"(
+HloModule chain
+ENTRY %main (x: f32[33,17], y: f32[33,17]) -> f32[33,17] {
+  %x = f32[33,17]{1,0} parameter(0)
+  %y = f32[33,17]{1,0} parameter(1)
+  %e = f32[33,17]{1,0} exponential(%x)
+  %l = f32[33,17]{1,0} logistic(%y)
+  %m = f32[33,17]{1,0} multiply(%e, %l)
+  %t = f32[33,17]{1,0} tanh(%m)
+  %c = f32[] constant(0.25)
+  %cb = f32[33,17]{1,0} broadcast(%c), dimensions={}
+  %mx = f32[33,17]{1,0} maximum(%t, %cb)
+  %er = f32[33,17]{1,0} erf(%mx)
+  %p = f32[33,17]{1,0} power(%e, %y)
+  ROOT %r = f32[33,17]{1,0} add(%er, %p)
+})"), "chain");
+}
+
+TEST(CpuLlvmVsEvaluator, BroadcastTranspose) {
+  KILN_COMPARE(1, (R"(
+HloModule bt
+ENTRY %main (x: f32[8,5,3], b: f32[5]) -> f32[3,8,5] {
+  %x = f32[8,5,3]{2,1,0} parameter(0)
+  %b = f32[5]{0} parameter(1)
+  %t = f32[3,8,5]{2,1,0} transpose(%x), dimensions={2,0,1}
+  %bb = f32[3,8,5]{2,1,0} broadcast(%b), dimensions={2}
+  ROOT %s = f32[3,8,5]{2,1,0} subtract(%t, %bb)
+})"), "bt");
+}
+
+constexpr const char* kAdd = R"(
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+)";
+
+TEST(CpuLlvmVsEvaluator, ReduceLastAxis) {
+  KILN_COMPARE(1, std::string("HloModule r1\n") + kAdd + R"(
+ENTRY %main (x: f32[64,100]) -> f32[64] {
+  %x = f32[64,100]{1,0} parameter(0)
+  %sq = f32[64,100]{1,0} multiply(%x, %x)
+  %z = f32[] constant(0)
+  ROOT %r = f32[64]{0} reduce(%sq, %z), dimensions={1}, to_apply=%add
+})", "reduce_last");
+}
+
+TEST(CpuLlvmVsEvaluator, ReduceFirstAxis) {
+  KILN_COMPARE(1, std::string("HloModule r0\n") + kAdd + R"(
+ENTRY %main (x: f32[64,100]) -> f32[100] {
+  %x = f32[64,100]{1,0} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[100]{0} reduce(%x, %z), dimensions={0}, to_apply=%add
+})", "reduce_first");
+}
+
+TEST(CpuLlvmVsEvaluator, F16AndBf16) {
+  KILN_COMPARE(-1, R"(
+HloModule half
+%addh (a: f16[], b: f16[]) -> f16[] {
+  %a = f16[] parameter(0)
+  %b = f16[] parameter(1)
+  ROOT %s = f16[] add(%a, %b)
+}
+ENTRY %main (x: f16[16,8], y: bf16[16,8]) -> (f16[16], bf16[16,8]) {
+  %x = f16[16,8]{1,0} parameter(0)
+  %y = bf16[16,8]{1,0} parameter(1)
+  %e = f16[16,8]{1,0} exponential(%x)
+  %z = f16[] constant(0)
+  %r = f16[16]{0} reduce(%e, %z), dimensions={1}, to_apply=%addh
+  %yc = f32[16,8]{1,0} convert(%y)
+  %ys = f32[16,8]{1,0} sqrt(%yc)
+  %xc = f32[16,8]{1,0} convert(%x)
+  %s = f32[16,8]{1,0} add(%ys, %xc)
+  %sb = bf16[16,8]{1,0} convert(%s)
+  ROOT %t = (f16[16]{0}, bf16[16,8]{1,0}) tuple(%r, %sb)
+})", "half");
+}
+
+TEST(CpuLlvmVsEvaluator, LoopFusionAndMultiOutputFusion) {
+  KILN_COMPARE(2, (std::string("HloModule fused\n") + kAdd + R"(
+%fused_ew (p0: f32[10,20], p1: f32[20]) -> f32[10,20] {
+  %p0 = f32[10,20]{1,0} parameter(0)
+  %p1 = f32[20]{0} parameter(1)
+  %b = f32[10,20]{1,0} broadcast(%p1), dimensions={1}
+  %m = f32[10,20]{1,0} multiply(%p0, %b)
+  ROOT %n = f32[10,20]{1,0} negate(%m)
+}
+%fused_red (q0: f32[10,20]) -> (f32[10], f32[10,20]) {
+  %q0 = f32[10,20]{1,0} parameter(0)
+  %ab = f32[10,20]{1,0} abs(%q0)
+  %z = f32[] constant(0)
+  %r = f32[10]{0} reduce(%ab, %z), dimensions={1}, to_apply=%add
+  ROOT %t = (f32[10]{0}, f32[10,20]{1,0}) tuple(%r, %ab)
+}
+ENTRY %main (x: f32[10,20], v: f32[20]) -> (f32[10], f32[10,20]) {
+  %x = f32[10,20]{1,0} parameter(0)
+  %v = f32[20]{0} parameter(1)
+  %f1 = f32[10,20]{1,0} fusion(%x, %v), kind=kLoop, calls=%fused_ew
+  ROOT %f2 = (f32[10]{0}, f32[10,20]{1,0}) fusion(%f1), kind=kInput, calls=%fused_red
+})"), "fused");
+}
+
+TEST(CpuLlvmVsEvaluator, IntegerAndPredOps) {
+  KILN_COMPARE(3, R"(
+HloModule ints
+ENTRY %main (a: s32[40], b: s32[40], u: u8[40]) -> (s32[40], u8[40], s64[40]) {
+  %a = s32[40]{0} parameter(0)
+  %b = s32[40]{0} parameter(1)
+  %u = u8[40]{0} parameter(2)
+  %d = s32[40]{0} divide(%a, %b)
+  %r = s32[40]{0} remainder(%a, %b)
+  %gt = pred[40]{0} compare(%a, %b), direction=GT
+  %sel = s32[40]{0} select(%gt, %d, %r)
+  %i = s32[40]{0} iota(), iota_dimension=0
+  %x = s32[40]{0} xor(%sel, %i)
+  %us = u8[40]{0} shift-right-logical(%u, %u)
+  %um = u8[40]{0} multiply(%u, %u)
+  %uo = u8[40]{0} or(%us, %um)
+  %c = s64[40]{0} convert(%a)
+  %cm = s64[40]{0} multiply(%c, %c)
+  ROOT %t = (s32[40]{0}, u8[40]{0}, s64[40]{0}) tuple(%x, %uo, %cm)
+})", "ints");
+}
+
+TEST(CpuLlvmVsEvaluator, SliceConcatPadReshapeReverse) {
+  KILN_COMPARE(1, R"(
+HloModule dm
+ENTRY %main (x: f32[6,8], y: f32[6,4]) -> f32[12,10] {
+  %x = f32[6,8]{1,0} parameter(0)
+  %y = f32[6,4]{1,0} parameter(1)
+  %s = f32[6,4]{1,0} slice(%x), slice={[0:6], [1:8:2]}
+  %c = f32[6,8]{1,0} concatenate(%s, %y), dimensions={1}
+  %rv = f32[6,8]{1,0} reverse(%c), dimensions={0,1}
+  %r = f32[8,6]{1,0} reshape(%rv)
+  %z = f32[] constant(-3)
+  %p = f32[12,10]{1,0} pad(%r, %z), padding=1_3_0x0_-1_1
+  ROOT %o = f32[12,10]{1,0} sine(%p)
+})", "dm");
+}
+
+}  // namespace
+}  // namespace kiln::cpu

@@ -1,0 +1,1086 @@
+// The elemental emitter: generates LLVM IR for a kernel, one element at a time (see header).
+#include "plugins/llvm_emitter/elemental_emitter.h"
+
+#include <functional>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "hlo/computation.h"
+#include "hlo/shape.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace kiln::llvm_emit {
+namespace {
+
+#define KILN_EMIT_RETURN_IF_ERROR(expr) \
+  do {                                  \
+    absl::Status _st = (expr);          \
+    if (!_st.ok()) return _st;          \
+  } while (0)
+#define KILN_EMIT_CONCAT_INNER(a, b) a##b
+#define KILN_EMIT_CONCAT(a, b) KILN_EMIT_CONCAT_INNER(a, b)
+#define KILN_EMIT_ASSIGN_OR_RETURN(lhs, expr)                        \
+  auto KILN_EMIT_CONCAT(_so_, __LINE__) = (expr);                    \
+  if (!KILN_EMIT_CONCAT(_so_, __LINE__).ok())                        \
+    return KILN_EMIT_CONCAT(_so_, __LINE__).status();                \
+  lhs = std::move(*KILN_EMIT_CONCAT(_so_, __LINE__))
+
+using PT = PrimitiveType;
+
+bool IsSupportedType(PT t) {
+  switch (t) {
+    case PT::PRED: case PT::S8: case PT::S16: case PT::S32: case PT::S64:
+    case PT::U8: case PT::U16: case PT::U32: case PT::U64:
+    case PT::F16: case PT::BF16: case PT::F32: case PT::F64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsFloatType(PT t) { return t == PT::F16 || t == PT::BF16 || t == PT::F32 || t == PT::F64; }
+
+// How values of `t` are laid out in memory.
+llvm::Type* StorageType(PT t, llvm::LLVMContext& c) {
+  switch (t) {
+    case PT::PRED: case PT::S8: case PT::U8: return llvm::Type::getInt8Ty(c);
+    case PT::S16: case PT::U16: case PT::BF16: return llvm::Type::getInt16Ty(c);
+    case PT::S32: case PT::U32: return llvm::Type::getInt32Ty(c);
+    case PT::S64: case PT::U64: return llvm::Type::getInt64Ty(c);
+    case PT::F16: return llvm::Type::getHalfTy(c);
+    case PT::F32: return llvm::Type::getFloatTy(c);
+    case PT::F64: return llvm::Type::getDoubleTy(c);
+    default: return nullptr;
+  }
+}
+
+// How values of `t` are computed on: pred as i1, the 16-bit floats widened to float (each
+// result is rounded back to its type, so results match arithmetic in that type).
+llvm::Type* ComputeType(PT t, llvm::LLVMContext& c) {
+  switch (t) {
+    case PT::PRED: return llvm::Type::getInt1Ty(c);
+    case PT::F16: case PT::BF16: return llvm::Type::getFloatTy(c);
+    default: return StorageType(t, c);
+  }
+}
+
+// The operand shape of an elementwise instruction may be a scalar next to an array result
+// (clamp, select): such an operand is read at the empty index.
+bool IsImplicitScalar(const HloInstruction& instr, int operand) {
+  return instr.operand(operand)->shape().rank() == 0 && instr.shape().rank() > 0;
+}
+
+bool IsReducerOpcode(HloOpcode op) {
+  return IsElementwiseOpcode(op) || op == HloOpcode::kConstant || op == HloOpcode::kParameter;
+}
+
+bool CheckTypes(const HloInstruction& instr, std::string* why) {
+  auto bad = [&](const Shape& s) {
+    if (why) *why = absl::StrCat("element type ", std::string(PrimitiveTypeName(s.element_type())),
+                                 " is not supported by the emitter");
+    return false;
+  };
+  if (!instr.shape().IsArray() || !IsSupportedType(instr.shape().element_type()))
+    return bad(instr.shape());
+  for (const HloInstruction* op : instr.operands()) {
+    if (!op->shape().IsArray() || !IsSupportedType(op->shape().element_type()))
+      return bad(op->shape());
+  }
+  return true;
+}
+
+bool CanEmitUnary(HloOpcode op, PT in, PT out) {
+  switch (op) {
+    case HloOpcode::kAbs: case HloOpcode::kNegate: case HloOpcode::kSign:
+    case HloOpcode::kCopy:
+      return in != PT::PRED;
+    case HloOpcode::kExp: case HloOpcode::kExpm1: case HloOpcode::kLog: case HloOpcode::kLog1p:
+    case HloOpcode::kSqrt: case HloOpcode::kRsqrt: case HloOpcode::kCbrt: case HloOpcode::kTanh:
+    case HloOpcode::kLogistic: case HloOpcode::kErf: case HloOpcode::kSin: case HloOpcode::kCos:
+    case HloOpcode::kTan: case HloOpcode::kFloor: case HloOpcode::kCeil:
+    case HloOpcode::kRoundNearestAfz: case HloOpcode::kRoundNearestEven:
+    case HloOpcode::kIsFinite:
+      return IsFloatType(in);
+    case HloOpcode::kNot:
+      return !IsFloatType(in);
+    case HloOpcode::kPopulationCount: case HloOpcode::kClz:
+      return IsInteger(in);
+    case HloOpcode::kConvert:
+      return true;
+    case HloOpcode::kBitcastConvert:
+      return in != PT::PRED && out != PT::PRED && ByteSizeOf(in) == ByteSizeOf(out);
+    default:
+      return false;
+  }
+}
+
+bool CanEmitBinary(HloOpcode op, PT t) {
+  switch (op) {
+    case HloOpcode::kAdd: case HloOpcode::kSubtract: case HloOpcode::kMultiply:
+    case HloOpcode::kDivide: case HloOpcode::kRemainder:
+      return t != PT::PRED;
+    case HloOpcode::kMaximum: case HloOpcode::kMinimum: case HloOpcode::kCompare:
+      return true;
+    case HloOpcode::kPower: case HloOpcode::kAtan2:
+      return IsFloatType(t);
+    case HloOpcode::kAnd: case HloOpcode::kOr: case HloOpcode::kXor:
+      return !IsFloatType(t);
+    case HloOpcode::kShiftLeft: case HloOpcode::kShiftRightArithmetic:
+    case HloOpcode::kShiftRightLogical:
+      return IsInteger(t);
+    default:
+      return false;
+  }
+}
+
+bool CanEmitScalarComputation(const HloComputation* comp, std::string* why) {
+  if (comp == nullptr) {
+    if (why) *why = "missing reducer computation";
+    return false;
+  }
+  for (const HloInstruction* i : comp->instructions()) {
+    if (!IsReducerOpcode(i->opcode()) || !CanEmitElementally(*i, why)) {
+      if (why) *why = absl::StrCat("reducer instruction ", i->name(), " (",
+                                   std::string(HloOpcodeString(i->opcode())),
+                                   ") is not a scalar op the emitter handles");
+      return false;
+    }
+    if (i->shape().rank() != 0) {
+      if (why) *why = "reducer is not scalar";
+      return false;
+    }
+  }
+  return comp->root() != nullptr;
+}
+
+}  // namespace
+
+bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
+  auto no = [&](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  if (!CheckTypes(instr, why)) return false;
+  if (instr.shape().is_dynamic()) return no("dynamic shapes are not supported");
+  PT out = instr.shape().element_type();
+  HloOpcode op = instr.opcode();
+  if (IsElementwiseOpcode(op)) {
+    if (instr.operand_count() == 1) {
+      if (CanEmitUnary(op, instr.operand(0)->shape().element_type(), out)) return true;
+      return no(absl::StrCat(std::string(HloOpcodeString(op)), " on ",
+                             std::string(PrimitiveTypeName(instr.operand(0)->shape().element_type())),
+                             " is not supported by the emitter"));
+    }
+    if (instr.operand_count() == 2) {
+      if (op == HloOpcode::kCompare &&
+          instr.attrs().comparison_type == ComparisonType::kFloatTotalOrder)
+        return no("total-order comparison is not supported by the emitter");
+      if (CanEmitBinary(op, instr.operand(0)->shape().element_type())) return true;
+      return no(absl::StrCat(std::string(HloOpcodeString(op)), " on ",
+                             std::string(PrimitiveTypeName(instr.operand(0)->shape().element_type())),
+                             " is not supported by the emitter"));
+    }
+    if (op == HloOpcode::kSelect || op == HloOpcode::kClamp) return true;
+    return no(absl::StrCat(std::string(HloOpcodeString(op)), " is not supported by the emitter"));
+  }
+  switch (op) {
+    case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kBroadcast:
+    case HloOpcode::kReshape: case HloOpcode::kTranspose: case HloOpcode::kSlice:
+    case HloOpcode::kConcatenate: case HloOpcode::kPad: case HloOpcode::kIota:
+    case HloOpcode::kReverse:
+      return true;
+    case HloOpcode::kBitcast:
+      // Only the layout-free meaning (a reshape of row-major data) is emitted.
+      if (instr.shape().HasDefaultLayout() && instr.operand(0)->shape().HasDefaultLayout() &&
+          instr.shape().element_type() == instr.operand(0)->shape().element_type())
+        return true;
+      return no("bitcast that changes layout or type is not supported by the emitter");
+    case HloOpcode::kReduce:
+      if (instr.operand_count() != 2) return no("variadic reduce is not supported by the emitter");
+      return CanEmitScalarComputation(instr.to_apply(), why);
+    case HloOpcode::kDot:
+      if (!instr.attrs().dot_dimension_numbers.has_value())
+        return no("dot without dimension numbers");
+      if (out == PT::PRED) return no("pred dot is not supported by the emitter");
+      return instr.operand_count() == 2 || no("dot with sparsity operands is not supported");
+    default:
+      return no(absl::StrCat(std::string(HloOpcodeString(op)), " is not supported by the emitter"));
+  }
+}
+
+namespace {
+
+// An index into an array: one i64 per dimension, and the row-major linear index when the
+// caller already has it (saves recomputing it for elementwise chains).
+struct Index {
+  std::vector<llvm::Value*> multi;
+  llvm::Value* linear = nullptr;
+};
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const KernelSpec& spec, llvm::Module& module)
+      : spec_(spec), module_(module), ctx_(module.getContext()), b_(ctx_) {}
+
+  absl::Status Emit();
+
+ private:
+  using Cache = std::map<std::pair<const HloInstruction*, std::vector<llvm::Value*>>, llvm::Value*>;
+
+  llvm::Type* I64() { return llvm::Type::getInt64Ty(ctx_); }
+  llvm::Value* C64(int64_t v) { return llvm::ConstantInt::get(I64(), v, /*isSigned=*/true); }
+
+  // Loops and scopes.
+  absl::Status EmitLoop(int64_t trip_count, const std::string& name,
+                        const std::function<absl::Status(llvm::Value*)>& body);
+  absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
+                            const std::function<absl::Status(const Index&)>& body);
+  // Runs `arm` in a fresh block under `cond` / its negation and merges the two values.
+  absl::StatusOr<llvm::Value*> EmitIfElse(llvm::Value* cond,
+                                          const std::function<absl::StatusOr<llvm::Value*>()>& then_fn,
+                                          const std::function<absl::StatusOr<llvm::Value*>()>& else_fn);
+  void PushScope() { scopes_.emplace_back(); }
+  void PopScope() { scopes_.pop_back(); }
+  llvm::AllocaInst* EntryAlloca(llvm::Type* t, const std::string& name);
+
+  // Indexing.
+  llvm::Value* Linear(const Index& idx, const std::vector<int64_t>& dims);
+  Index Delinearize(llvm::Value* linear, const std::vector<int64_t>& dims);
+
+  // Memory and type conversions.
+  llvm::Value* ToCompute(llvm::Value* stored, PT t);
+  llvm::Value* ToStorage(llvm::Value* v, PT t);
+  llvm::Value* RoundToType(llvm::Value* v, PT t);
+  llvm::Value* ConvertValue(llvm::Value* v, PT from, PT to);
+  llvm::Value* ConstantScalar(const Literal& lit, int64_t linear, PT t);
+
+  // Element generation.
+  absl::StatusOr<llvm::Value*> Element(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> ElementUncached(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> OperandElement(const HloInstruction* h, int i, const Index& idx);
+  absl::StatusOr<llvm::Value*> EmitUnary(const HloInstruction* h, llvm::Value* x);
+  absl::StatusOr<llvm::Value*> EmitBinary(HloOpcode op, const HloInstruction* h, PT t,
+                                          llvm::Value* a, llvm::Value* b);
+  llvm::Value* EmitMax(PT t, llvm::Value* a, llvm::Value* b, bool is_max);
+  llvm::Value* EmitCompare(ComparisonDirection d, PT t, llvm::Value* a, llvm::Value* b);
+  absl::StatusOr<llvm::Value*> EmitConstant(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> EmitConcatenate(const HloInstruction* h, const Index& idx, int k,
+                                               int64_t offset);
+  absl::StatusOr<llvm::Value*> EmitPad(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> EmitReduce(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> EmitDot(const HloInstruction* h, const Index& idx);
+  // Applies a scalar computation (a reducer) to already generated argument values.
+  absl::StatusOr<llvm::Value*> EmitScalarCall(const HloComputation* comp,
+                                              std::vector<llvm::Value*> args);
+  llvm::Value* CallMath(const std::string& f32_name, const std::string& f64_name, PT t,
+                        std::vector<llvm::Value*> args);
+  llvm::Value* CallIntrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Type*> types,
+                             std::vector<llvm::Value*> args);
+
+  const KernelSpec& spec_;
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* fn_ = nullptr;
+  absl::flat_hash_map<const HloInstruction*, llvm::Value*> input_ptrs_;
+  absl::flat_hash_map<const HloInstruction*, llvm::Value*> bound_scalars_;  // reducer params
+  absl::flat_hash_map<const HloInstruction*, llvm::GlobalVariable*> constant_globals_;
+  std::vector<Cache> scopes_;
+};
+
+llvm::AllocaInst* KernelEmitter::EntryAlloca(llvm::Type* t, const std::string& name) {
+  llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  return eb.CreateAlloca(t, nullptr, name);
+}
+
+absl::Status KernelEmitter::EmitLoop(int64_t trip_count, const std::string& name,
+                                     const std::function<absl::Status(llvm::Value*)>& body) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, name + ".header", fn_);
+  auto* body_bb = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", fn_);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(I64(), 2, name + ".iv");
+  iv->addIncoming(C64(0), pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(iv, C64(trip_count)), body_bb, exit);
+  b_.SetInsertPoint(body_bb);
+  PushScope();
+  absl::Status st = body(iv);
+  PopScope();
+  if (!st.ok()) return st;
+  llvm::Value* next = b_.CreateAdd(iv, C64(1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
+  iv->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
+  return absl::OkStatus();
+}
+
+absl::Status KernelEmitter::EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
+                                         const std::function<absl::Status(const Index&)>& body) {
+  // Outermost loop over dimension 0; the linear index is built as the loops nest so the
+  // innermost loop walks memory contiguously (what the loop vectorizer wants).
+  std::function<absl::Status(size_t, Index)> nest = [&](size_t d, Index idx) -> absl::Status {
+    if (d == dims.size()) return body(idx);
+    return EmitLoop(dims[d], absl::StrCat(name, ".d", d), [&](llvm::Value* iv) {
+      Index inner = idx;
+      inner.multi.push_back(iv);
+      inner.linear = d == 0 ? iv
+                            : b_.CreateAdd(b_.CreateMul(idx.linear, C64(dims[d]), "", true, true),
+                                           iv, "", true, true);
+      return nest(d + 1, inner);
+    });
+  };
+  Index start;
+  start.linear = C64(0);
+  return nest(0, start);
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitIfElse(
+    llvm::Value* cond, const std::function<absl::StatusOr<llvm::Value*>()>& then_fn,
+    const std::function<absl::StatusOr<llvm::Value*>()>& else_fn) {
+  auto* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_);
+  auto* else_bb = llvm::BasicBlock::Create(ctx_, "else", fn_);
+  auto* merge = llvm::BasicBlock::Create(ctx_, "merge", fn_);
+  b_.CreateCondBr(cond, then_bb, else_bb);
+  b_.SetInsertPoint(then_bb);
+  PushScope();
+  absl::StatusOr<llvm::Value*> tv = then_fn();
+  PopScope();
+  if (!tv.ok()) return tv.status();
+  llvm::BasicBlock* then_end = b_.GetInsertBlock();
+  b_.CreateBr(merge);
+  b_.SetInsertPoint(else_bb);
+  PushScope();
+  absl::StatusOr<llvm::Value*> ev = else_fn();
+  PopScope();
+  if (!ev.ok()) return ev.status();
+  llvm::BasicBlock* else_end = b_.GetInsertBlock();
+  b_.CreateBr(merge);
+  b_.SetInsertPoint(merge);
+  llvm::PHINode* phi = b_.CreatePHI((*tv)->getType(), 2);
+  phi->addIncoming(*tv, then_end);
+  phi->addIncoming(*ev, else_end);
+  return phi;
+}
+
+llvm::Value* KernelEmitter::Linear(const Index& idx, const std::vector<int64_t>& dims) {
+  if (idx.linear != nullptr) return idx.linear;
+  std::vector<int64_t> strides = RowMajorStrides(dims);
+  llvm::Value* lin = C64(0);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1) continue;
+    lin = b_.CreateAdd(lin, b_.CreateMul(idx.multi[i], C64(strides[i]), "", true, true), "",
+                       true, true);
+  }
+  return lin;
+}
+
+Index KernelEmitter::Delinearize(llvm::Value* linear, const std::vector<int64_t>& dims) {
+  Index idx;
+  idx.linear = linear;
+  idx.multi.resize(dims.size());
+  llvm::Value* rest = linear;
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    if (i == 0) {
+      idx.multi[i] = rest;
+    } else if (dims[i] == 1) {
+      idx.multi[i] = C64(0);
+    } else {
+      idx.multi[i] = b_.CreateURem(rest, C64(dims[i]));
+      rest = b_.CreateUDiv(rest, C64(dims[i]));
+    }
+  }
+  return idx;
+}
+
+llvm::Value* KernelEmitter::ToCompute(llvm::Value* stored, PT t) {
+  switch (t) {
+    case PT::PRED:
+      return b_.CreateICmpNE(stored, llvm::ConstantInt::get(stored->getType(), 0));
+    case PT::F16:
+      return b_.CreateFPExt(stored, b_.getFloatTy());
+    case PT::BF16:
+      return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(stored, b_.getInt32Ty()), 16),
+                              b_.getFloatTy());
+    default:
+      return stored;
+  }
+}
+
+llvm::Value* KernelEmitter::ToStorage(llvm::Value* v, PT t) {
+  switch (t) {
+    case PT::PRED:
+      return b_.CreateZExt(v, b_.getInt8Ty());
+    case PT::F16:
+      return b_.CreateFPTrunc(v, b_.getHalfTy());
+    case PT::BF16: {
+      // Round to nearest even on the bits; NaN becomes a quiet NaN with its sign.
+      llvm::Value* u = b_.CreateBitCast(v, b_.getInt32Ty());
+      llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(u, 16), b_.getInt32(1));
+      llvm::Value* rounded =
+          b_.CreateLShr(b_.CreateAdd(u, b_.CreateAdd(b_.getInt32(0x7fff), lsb)), 16);
+      llvm::Value* nan = b_.CreateOr(b_.CreateLShr(u, 16), b_.getInt32(0x40));
+      llvm::Value* is_nan = b_.CreateFCmpUNO(v, v);
+      return b_.CreateTrunc(b_.CreateSelect(is_nan, nan, rounded), b_.getInt16Ty());
+    }
+    default:
+      return v;
+  }
+}
+
+llvm::Value* KernelEmitter::RoundToType(llvm::Value* v, PT t) {
+  if (t == PT::F16 || t == PT::BF16) return ToCompute(ToStorage(v, t), t);
+  return v;
+}
+
+llvm::Value* KernelEmitter::ConvertValue(llvm::Value* v, PT from, PT to) {
+  if (from == to) return v;
+  llvm::Type* dst = ComputeType(to, ctx_);
+  if (to == PT::PRED) {
+    if (IsFloatType(from)) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+    return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  }
+  if (IsFloatType(to)) {
+    llvm::Value* r;
+    if (IsFloatType(from)) {
+      r = b_.CreateFPCast(v, dst);
+    } else if (IsSignedInt(from)) {
+      r = b_.CreateSIToFP(v, dst);
+    } else {
+      r = b_.CreateUIToFP(v, dst);  // unsigned ints and pred
+    }
+    return RoundToType(r, to);
+  }
+  // Integer destination.
+  if (IsFloatType(from)) {
+    // Saturating, NaN to zero: the intrinsics define what plain fptosi leaves undefined.
+    auto id = IsSignedInt(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
+    return CallIntrinsic(id, {dst, v->getType()}, {v});
+  }
+  if (IsSignedInt(from)) return b_.CreateSExtOrTrunc(v, dst);
+  return b_.CreateZExtOrTrunc(v, dst);  // unsigned ints and pred
+}
+
+llvm::Value* KernelEmitter::CallIntrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Type*> types,
+                                          std::vector<llvm::Value*> args) {
+  llvm::Function* f = llvm::Intrinsic::getDeclaration(&module_, id, types);
+  return b_.CreateCall(f, args);
+}
+
+llvm::Value* KernelEmitter::CallMath(const std::string& f32_name, const std::string& f64_name,
+                                     PT t, std::vector<llvm::Value*> args) {
+  // libm functions, resolved against the host process by the JIT. Marked as touching no
+  // memory so that CSE and loop-invariant motion treat them like arithmetic.
+  llvm::Type* ty = args[0]->getType();
+  const std::string& name = ty->isDoubleTy() ? f64_name : f32_name;
+  std::vector<llvm::Type*> params(args.size(), ty);
+  llvm::FunctionCallee callee =
+      module_.getOrInsertFunction(name, llvm::FunctionType::get(ty, params, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    f->setDoesNotAccessMemory();
+    f->setDoesNotThrow();
+    f->setWillReturn();
+  }
+  return b_.CreateCall(callee, args);
+}
+
+llvm::Value* KernelEmitter::ConstantScalar(const Literal& lit, int64_t linear, PT t) {
+  llvm::Type* ty = ComputeType(t, ctx_);
+  if (IsFloatType(t)) return llvm::ConstantFP::get(ty, lit.GetAsDouble(linear));
+  if (t == PT::PRED) return llvm::ConstantInt::get(ty, lit.GetAsInt64(linear) != 0);
+  if (IsUnsignedInt(t)) return llvm::ConstantInt::get(ty, lit.GetAsUint64(linear));
+  return llvm::ConstantInt::get(ty, lit.GetAsInt64(linear), /*isSigned=*/true);
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitConstant(const HloInstruction* h, const Index& idx) {
+  PT t = h->shape().element_type();
+  if (!h->attrs().literal.has_value())
+    return absl::InvalidArgumentError(absl::StrCat("constant ", h->name(), " has no literal"));
+  const Literal& lit = h->literal();
+  if (h->shape().num_elements() == 1) return ConstantScalar(lit, 0, t);
+  // Arrays live in a read-only global holding the literal's bytes.
+  llvm::GlobalVariable*& g = constant_globals_[h];
+  llvm::Type* st = StorageType(t, ctx_);
+  if (g == nullptr) {
+    llvm::Constant* data = llvm::ConstantDataArray::getRaw(
+        llvm::StringRef(reinterpret_cast<const char*>(lit.untyped_data()), lit.size_bytes()),
+        h->shape().num_elements(), st);
+    g = new llvm::GlobalVariable(module_, data->getType(), /*isConstant=*/true,
+                                 llvm::GlobalValue::PrivateLinkage, data,
+                                 absl::StrCat(spec_.name, ".", h->name()));
+    g->setAlignment(llvm::Align(16));
+  }
+  llvm::Value* lin = Linear(idx, h->shape().dimensions());
+  llvm::Value* p = b_.CreateInBoundsGEP(st, g, lin);
+  return ToCompute(b_.CreateLoad(st, p), t);
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::Element(const HloInstruction* h, const Index& idx) {
+  auto bound = bound_scalars_.find(h);
+  if (bound != bound_scalars_.end()) return bound->second;
+  std::pair<const HloInstruction*, std::vector<llvm::Value*>> key{h, idx.multi};
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    auto f = it->find(key);
+    if (f != it->end()) return f->second;
+  }
+  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, ElementUncached(h, idx));
+  scopes_.back()[key] = v;
+  return v;
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::OperandElement(const HloInstruction* h, int i,
+                                                           const Index& idx) {
+  if (IsImplicitScalar(*h, i)) return Element(h->operand(i), Index{{}, C64(0)});
+  return Element(h->operand(i), idx);
+}
+
+llvm::Value* KernelEmitter::EmitMax(PT t, llvm::Value* a, llvm::Value* b, bool is_max) {
+  if (IsFloatType(t)) {
+    // NaN-propagating, as XLA defines maximum/minimum.
+    llvm::Value* pick_a = is_max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
+    pick_a = b_.CreateOr(pick_a, b_.CreateFCmpUNO(a, a));
+    return b_.CreateSelect(pick_a, a, b);
+  }
+  if (t == PT::PRED) return is_max ? b_.CreateOr(a, b) : b_.CreateAnd(a, b);
+  llvm::Value* c;
+  if (IsSignedInt(t)) {
+    c = is_max ? b_.CreateICmpSGT(a, b) : b_.CreateICmpSLT(a, b);
+  } else {
+    c = is_max ? b_.CreateICmpUGT(a, b) : b_.CreateICmpULT(a, b);
+  }
+  return b_.CreateSelect(c, a, b);
+}
+
+llvm::Value* KernelEmitter::EmitCompare(ComparisonDirection d, PT t, llvm::Value* a,
+                                        llvm::Value* b) {
+  using P = llvm::CmpInst::Predicate;
+  P p = P::ICMP_EQ;
+  if (IsFloatType(t)) {
+    // Ordered comparisons, except `ne`, which is true when either side is NaN.
+    switch (d) {
+      case ComparisonDirection::kEq: p = P::FCMP_OEQ; break;
+      case ComparisonDirection::kNe: p = P::FCMP_UNE; break;
+      case ComparisonDirection::kGe: p = P::FCMP_OGE; break;
+      case ComparisonDirection::kGt: p = P::FCMP_OGT; break;
+      case ComparisonDirection::kLe: p = P::FCMP_OLE; break;
+      case ComparisonDirection::kLt: p = P::FCMP_OLT; break;
+    }
+    return b_.CreateFCmp(p, a, b);
+  }
+  bool s = IsSignedInt(t);
+  switch (d) {
+    case ComparisonDirection::kEq: p = P::ICMP_EQ; break;
+    case ComparisonDirection::kNe: p = P::ICMP_NE; break;
+    case ComparisonDirection::kGe: p = s ? P::ICMP_SGE : P::ICMP_UGE; break;
+    case ComparisonDirection::kGt: p = s ? P::ICMP_SGT : P::ICMP_UGT; break;
+    case ComparisonDirection::kLe: p = s ? P::ICMP_SLE : P::ICMP_ULE; break;
+    case ComparisonDirection::kLt: p = s ? P::ICMP_SLT : P::ICMP_ULT; break;
+  }
+  return b_.CreateICmp(p, a, b);
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, llvm::Value* x) {
+  PT in = h->operand(0)->shape().element_type();
+  PT out = h->shape().element_type();
+  llvm::Type* ty = x->getType();
+  llvm::Value* r = nullptr;
+  bool f = IsFloatType(in);
+  switch (h->opcode()) {
+    case HloOpcode::kAbs:
+      if (f) r = CallIntrinsic(llvm::Intrinsic::fabs, {ty}, {x});
+      else if (IsSignedInt(in)) r = b_.CreateSelect(b_.CreateICmpSLT(x, llvm::ConstantInt::get(ty, 0)), b_.CreateNeg(x), x);
+      else r = x;
+      break;
+    case HloOpcode::kNegate: r = f ? b_.CreateFNeg(x) : b_.CreateNeg(x); break;
+    case HloOpcode::kCopy: r = x; break;
+    case HloOpcode::kExp: r = CallIntrinsic(llvm::Intrinsic::exp, {ty}, {x}); break;
+    case HloOpcode::kExpm1: r = CallMath("expm1f", "expm1", in, {x}); break;
+    case HloOpcode::kLog: r = CallIntrinsic(llvm::Intrinsic::log, {ty}, {x}); break;
+    case HloOpcode::kLog1p: r = CallMath("log1pf", "log1p", in, {x}); break;
+    case HloOpcode::kSqrt: r = CallIntrinsic(llvm::Intrinsic::sqrt, {ty}, {x}); break;
+    case HloOpcode::kRsqrt:
+      r = b_.CreateFDiv(llvm::ConstantFP::get(ty, 1.0), CallIntrinsic(llvm::Intrinsic::sqrt, {ty}, {x}));
+      break;
+    case HloOpcode::kCbrt: r = CallMath("cbrtf", "cbrt", in, {x}); break;
+    case HloOpcode::kTanh: r = CallMath("tanhf", "tanh", in, {x}); break;
+    case HloOpcode::kErf: r = CallMath("erff", "erf", in, {x}); break;
+    case HloOpcode::kTan: r = CallMath("tanf", "tan", in, {x}); break;
+    case HloOpcode::kSin: r = CallIntrinsic(llvm::Intrinsic::sin, {ty}, {x}); break;
+    case HloOpcode::kCos: r = CallIntrinsic(llvm::Intrinsic::cos, {ty}, {x}); break;
+    case HloOpcode::kLogistic: {
+      llvm::Value* e = CallIntrinsic(llvm::Intrinsic::exp, {ty}, {b_.CreateFNeg(x)});
+      llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
+      r = b_.CreateFDiv(one, b_.CreateFAdd(one, e));
+      break;
+    }
+    case HloOpcode::kFloor: r = CallIntrinsic(llvm::Intrinsic::floor, {ty}, {x}); break;
+    case HloOpcode::kCeil: r = CallIntrinsic(llvm::Intrinsic::ceil, {ty}, {x}); break;
+    case HloOpcode::kRoundNearestAfz: r = CallIntrinsic(llvm::Intrinsic::round, {ty}, {x}); break;
+    case HloOpcode::kRoundNearestEven:
+      r = CallIntrinsic(llvm::Intrinsic::roundeven, {ty}, {x});
+      break;
+    case HloOpcode::kIsFinite: {
+      llvm::Value* a = CallIntrinsic(llvm::Intrinsic::fabs, {ty}, {x});
+      return b_.CreateFCmpOLT(a, llvm::ConstantFP::getInfinity(ty));
+    }
+    case HloOpcode::kSign:
+      if (f) {
+        // +-1 for nonzero numbers; zeros (with their sign) and NaN stay as they are.
+        llvm::Value* zero = llvm::ConstantFP::get(ty, 0.0);
+        llvm::Value* s = b_.CreateSelect(b_.CreateFCmpOGT(x, zero), llvm::ConstantFP::get(ty, 1.0),
+                                         b_.CreateSelect(b_.CreateFCmpOLT(x, zero),
+                                                         llvm::ConstantFP::get(ty, -1.0), x));
+        r = s;
+      } else if (IsSignedInt(in)) {
+        llvm::Value* zero = llvm::ConstantInt::get(ty, 0);
+        r = b_.CreateSelect(b_.CreateICmpSGT(x, zero), llvm::ConstantInt::get(ty, 1),
+                            b_.CreateSelect(b_.CreateICmpSLT(x, zero),
+                                            llvm::ConstantInt::get(ty, -1, true), zero));
+      } else {
+        r = b_.CreateZExt(b_.CreateICmpNE(x, llvm::ConstantInt::get(ty, 0)), ty);
+      }
+      break;
+    case HloOpcode::kNot:
+      r = b_.CreateNot(x);
+      break;
+    case HloOpcode::kPopulationCount: r = CallIntrinsic(llvm::Intrinsic::ctpop, {ty}, {x}); break;
+    case HloOpcode::kClz:
+      r = CallIntrinsic(llvm::Intrinsic::ctlz, {ty}, {x, b_.getFalse()});
+      break;
+    case HloOpcode::kConvert:
+      return ConvertValue(x, in, out);
+    case HloOpcode::kBitcastConvert: {
+      llvm::Value* bits = b_.CreateBitCast(ToStorage(x, in), StorageType(out, ctx_));
+      return ToCompute(bits, out);
+    }
+    default:
+      return absl::UnimplementedError(absl::StrCat("emitter: unary ", h->name()));
+  }
+  return RoundToType(r, out);
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitBinary(HloOpcode op, const HloInstruction* h,
+                                                       PT t, llvm::Value* a, llvm::Value* b) {
+  bool f = IsFloatType(t);
+  bool s = IsSignedInt(t);
+  llvm::Type* ty = a->getType();
+  llvm::Value* r = nullptr;
+  switch (op) {
+    case HloOpcode::kAdd: r = f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b); break;
+    case HloOpcode::kSubtract: r = f ? b_.CreateFSub(a, b) : b_.CreateSub(a, b); break;
+    case HloOpcode::kMultiply: r = f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b); break;
+    case HloOpcode::kDivide:
+    case HloOpcode::kRemainder: {
+      if (f) {
+        r = op == HloOpcode::kDivide ? b_.CreateFDiv(a, b) : b_.CreateFRem(a, b);
+        break;
+      }
+      // XLA defines integer division by zero (x/0 = -1, x%0 = x) and INT_MIN / -1
+      // (= INT_MIN, remainder 0); LLVM leaves them undefined, so guard the divisor.
+      llvm::Value* zero = llvm::ConstantInt::get(ty, 0);
+      llvm::Value* by_zero = b_.CreateICmpEQ(b, zero);
+      llvm::Value* overflow = b_.getFalse();
+      if (s) {
+        unsigned bits = ty->getIntegerBitWidth();
+        overflow = b_.CreateAnd(
+            b_.CreateICmpEQ(a, llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(bits))),
+            b_.CreateICmpEQ(b, llvm::ConstantInt::get(ty, -1, true)));
+      }
+      llvm::Value* safe_b =
+          b_.CreateSelect(b_.CreateOr(by_zero, overflow), llvm::ConstantInt::get(ty, 1), b);
+      if (op == HloOpcode::kDivide) {
+        llvm::Value* q = s ? b_.CreateSDiv(a, safe_b) : b_.CreateUDiv(a, safe_b);
+        // With safe_b = 1 on overflow the quotient is already INT_MIN.
+        r = b_.CreateSelect(by_zero, llvm::ConstantInt::get(ty, -1, true), q);
+      } else {
+        llvm::Value* m = s ? b_.CreateSRem(a, safe_b) : b_.CreateURem(a, safe_b);
+        r = b_.CreateSelect(by_zero, a, m);  // overflow: a % 1 == 0 already
+      }
+      break;
+    }
+    case HloOpcode::kMaximum: r = EmitMax(t, a, b, true); break;
+    case HloOpcode::kMinimum: r = EmitMax(t, a, b, false); break;
+    case HloOpcode::kPower: r = CallIntrinsic(llvm::Intrinsic::pow, {ty}, {a, b}); break;
+    case HloOpcode::kAtan2: r = CallMath("atan2f", "atan2", t, {a, b}); break;
+    case HloOpcode::kAnd: r = b_.CreateAnd(a, b); break;
+    case HloOpcode::kOr: r = b_.CreateOr(a, b); break;
+    case HloOpcode::kXor: r = b_.CreateXor(a, b); break;
+    case HloOpcode::kShiftLeft:
+    case HloOpcode::kShiftRightLogical:
+    case HloOpcode::kShiftRightArithmetic: {
+      // Shift amounts at or past the width give 0 (or the sign fill), as in XLA.
+      unsigned bits = ty->getIntegerBitWidth();
+      llvm::Value* too_far = b_.CreateICmpUGE(b, llvm::ConstantInt::get(ty, bits));
+      llvm::Value* amount = b_.CreateSelect(too_far, llvm::ConstantInt::get(ty, 0), b);
+      if (op == HloOpcode::kShiftLeft) {
+        r = b_.CreateSelect(too_far, llvm::ConstantInt::get(ty, 0), b_.CreateShl(a, amount));
+      } else if (op == HloOpcode::kShiftRightLogical) {
+        r = b_.CreateSelect(too_far, llvm::ConstantInt::get(ty, 0), b_.CreateLShr(a, amount));
+      } else {
+        r = b_.CreateSelect(too_far, b_.CreateAShr(a, llvm::ConstantInt::get(ty, bits - 1)),
+                            b_.CreateAShr(a, amount));
+      }
+      break;
+    }
+    case HloOpcode::kCompare: {
+      if (!h->attrs().comparison_direction.has_value())
+        return absl::InvalidArgumentError(
+            absl::StrCat("compare ", h->name(), " has no comparison direction"));
+      return EmitCompare(*h->attrs().comparison_direction, t, a, b);
+    }
+    default:
+      return absl::UnimplementedError(absl::StrCat("emitter: binary ", h->name()));
+  }
+  return RoundToType(r, t);
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitScalarCall(const HloComputation* comp,
+                                                           std::vector<llvm::Value*> args) {
+  if (comp->num_parameters() != static_cast<int>(args.size()))
+    return absl::InvalidArgumentError(
+        absl::StrCat("computation ", comp->name(), " takes ", comp->num_parameters(),
+                     " parameters, got ", args.size()));
+  for (size_t i = 0; i < args.size(); ++i) bound_scalars_[comp->parameter(i)] = args[i];
+  // A fresh scope: the same reducer instructions are generated again for other arguments.
+  PushScope();
+  absl::StatusOr<llvm::Value*> v = Element(comp->root(), Index{{}, C64(0)});
+  PopScope();
+  for (size_t i = 0; i < args.size(); ++i) bound_scalars_.erase(comp->parameter(i));
+  return v;
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitConcatenate(const HloInstruction* h,
+                                                            const Index& idx, int k,
+                                                            int64_t offset) {
+  int64_t d = h->dimensions()[0];
+  auto operand_at = [&, k, offset]() -> absl::StatusOr<llvm::Value*> {
+    Index oi;
+    oi.multi = idx.multi;
+    oi.multi[d] = b_.CreateSub(idx.multi[d], C64(offset));
+    return Element(h->operand(k), oi);
+  };
+  if (k == h->operand_count() - 1) return operand_at();
+  int64_t end = offset + h->operand(k)->shape().dimensions(d);
+  // A branch, not a select: the other operands must not be read out of their bounds.
+  return EmitIfElse(b_.CreateICmpSLT(idx.multi[d], C64(end)), operand_at,
+                    [&, k, end]() { return EmitConcatenate(h, idx, k + 1, end); });
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitPad(const HloInstruction* h, const Index& idx) {
+  const HloInstruction* operand = h->operand(0);
+  const PaddingConfig& pc = h->attrs().padding_config;
+  if (static_cast<int>(pc.size()) != h->shape().rank())
+    return absl::InvalidArgumentError(absl::StrCat("pad ", h->name(), ": padding rank mismatch"));
+  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * pad_value, Element(h->operand(1), Index{{}, C64(0)}));
+  Index oi;
+  llvm::Value* in_bounds = b_.getTrue();
+  for (int i = 0; i < h->shape().rank(); ++i) {
+    llvm::Value* t = b_.CreateSub(idx.multi[i], C64(pc[i].edge_padding_low));
+    int64_t step = pc[i].interior_padding + 1;
+    llvm::Value* oidx = t;
+    if (step > 1) {
+      // Negative t must not pass the modulus test: check t >= 0 first (below).
+      in_bounds = b_.CreateAnd(in_bounds, b_.CreateICmpEQ(b_.CreateSRem(t, C64(step)), C64(0)));
+      oidx = b_.CreateSDiv(t, C64(step));
+    }
+    in_bounds = b_.CreateAnd(in_bounds, b_.CreateICmpSGE(t, C64(0)));
+    in_bounds =
+        b_.CreateAnd(in_bounds, b_.CreateICmpSLT(oidx, C64(operand->shape().dimensions(i))));
+    oi.multi.push_back(oidx);
+  }
+  return EmitIfElse(in_bounds, [&]() { return Element(operand, oi); },
+                    [&]() -> absl::StatusOr<llvm::Value*> { return pad_value; });
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, const Index& idx) {
+  const HloInstruction* input = h->operand(0);
+  const std::vector<int64_t>& in_dims = input->shape().dimensions();
+  std::vector<bool> reduced(in_dims.size(), false);
+  std::vector<int64_t> reduced_dims;
+  for (int64_t d : h->dimensions()) {
+    if (d < 0 || d >= static_cast<int64_t>(in_dims.size()))
+      return absl::InvalidArgumentError(absl::StrCat("reduce ", h->name(), ": bad dimension ", d));
+    reduced[d] = true;
+  }
+  for (size_t d = 0; d < in_dims.size(); ++d)
+    if (reduced[d]) reduced_dims.push_back(in_dims[d]);
+  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(h->operand(1), Index{{}, C64(0)}));
+  llvm::AllocaInst* acc = EntryAlloca(init->getType(), h->name() + ".acc");
+  b_.CreateStore(init, acc);
+  PT t = h->shape().element_type();
+  const HloInstruction* root = h->to_apply()->root();
+  // A float add/multiply reducer may be reassociated so the loop vectorizer can split the
+  // accumulation into lanes (the order of a reduction is unspecified in HLO).
+  bool reassociate = IsFloatType(t) && (t == PT::F32 || t == PT::F64) &&
+                     (root->opcode() == HloOpcode::kAdd || root->opcode() == HloOpcode::kMultiply) &&
+                     root->operand(0)->opcode() == HloOpcode::kParameter &&
+                     root->operand(1)->opcode() == HloOpcode::kParameter;
+  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(reduced_dims, h->name(), [&](const Index& r) -> absl::Status {
+    Index in;
+    size_t kept = 0, red = 0;
+    for (size_t d = 0; d < in_dims.size(); ++d)
+      in.multi.push_back(reduced[d] ? r.multi[red++] : idx.multi[kept++]);
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
+    llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next, EmitScalarCall(h->to_apply(), {cur, v}));
+    if (reassociate) {
+      if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
+    }
+    b_.CreateStore(next, acc);
+    return absl::OkStatus();
+  }));
+  return b_.CreateLoad(init->getType(), acc);
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, const Index& idx) {
+  const DotDimensionNumbers& dn = *h->attrs().dot_dimension_numbers;
+  const HloInstruction* lhs = h->operand(0);
+  const HloInstruction* rhs = h->operand(1);
+  PT t = h->shape().element_type();
+  auto free_dims = [](int rank, const std::vector<int64_t>& batch,
+                      const std::vector<int64_t>& contracting) {
+    std::vector<int64_t> out;
+    for (int d = 0; d < rank; ++d) {
+      bool used = false;
+      for (int64_t b : batch) used |= b == d;
+      for (int64_t c : contracting) used |= c == d;
+      if (!used) out.push_back(d);
+    }
+    return out;
+  };
+  std::vector<int64_t> lfree = free_dims(lhs->shape().rank(), dn.lhs_batch_dimensions,
+                                         dn.lhs_contracting_dimensions);
+  std::vector<int64_t> rfree = free_dims(rhs->shape().rank(), dn.rhs_batch_dimensions,
+                                         dn.rhs_contracting_dimensions);
+  size_t nb = dn.lhs_batch_dimensions.size();
+  if (nb + lfree.size() + rfree.size() != idx.multi.size() ||
+      dn.lhs_contracting_dimensions.size() != dn.rhs_contracting_dimensions.size())
+    return absl::InvalidArgumentError(absl::StrCat("dot ", h->name(), ": dimension numbers do not match the shapes"));
+  std::vector<int64_t> csizes;
+  for (int64_t d : dn.lhs_contracting_dimensions) csizes.push_back(lhs->shape().dimensions(d));
+  llvm::Type* ct = ComputeType(t, ctx_);
+  llvm::AllocaInst* acc = EntryAlloca(ct, h->name() + ".acc");
+  b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0), acc);
+  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(csizes, h->name(), [&](const Index& c) -> absl::Status {
+    Index li, ri;
+    li.multi.resize(lhs->shape().rank());
+    ri.multi.resize(rhs->shape().rank());
+    for (size_t i = 0; i < nb; ++i) {
+      li.multi[dn.lhs_batch_dimensions[i]] = idx.multi[i];
+      ri.multi[dn.rhs_batch_dimensions[i]] = idx.multi[i];
+    }
+    for (size_t i = 0; i < lfree.size(); ++i) li.multi[lfree[i]] = idx.multi[nb + i];
+    for (size_t i = 0; i < rfree.size(); ++i) ri.multi[rfree[i]] = idx.multi[nb + lfree.size() + i];
+    for (size_t i = 0; i < csizes.size(); ++i) {
+      li.multi[dn.lhs_contracting_dimensions[i]] = c.multi[i];
+      ri.multi[dn.rhs_contracting_dimensions[i]] = c.multi[i];
+    }
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * a, Element(lhs, li));
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, ri));
+    a = ConvertValue(a, lhs->shape().element_type(), t);
+    bv = ConvertValue(bv, rhs->shape().element_type(), t);
+    llvm::Value* cur = b_.CreateLoad(ct, acc);
+    llvm::Value* next;
+    if (IsFloatType(t)) {
+      llvm::Value* prod = b_.CreateFMul(a, bv);
+      next = b_.CreateFAdd(cur, prod);
+      if (t == PT::F32 || t == PT::F64) {
+        llvm::cast<llvm::Instruction>(prod)->setHasAllowContract(true);
+        llvm::cast<llvm::Instruction>(next)->setHasAllowContract(true);
+        llvm::cast<llvm::Instruction>(next)->setHasAllowReassoc(true);
+      }
+    } else {
+      next = b_.CreateAdd(cur, b_.CreateMul(a, bv));
+    }
+    b_.CreateStore(next, acc);
+    return absl::OkStatus();
+  }));
+  return RoundToType(b_.CreateLoad(ct, acc), t);
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction* h,
+                                                            const Index& idx) {
+  auto input = input_ptrs_.find(h);
+  PT t = h->shape().element_type();
+  if (input != input_ptrs_.end()) {
+    llvm::Type* st = StorageType(t, ctx_);
+    llvm::Value* p = b_.CreateInBoundsGEP(st, input->second, Linear(idx, h->shape().dimensions()));
+    return ToCompute(b_.CreateLoad(st, p), t);
+  }
+  std::string why;
+  if (!CanEmitElementally(*h, &why))
+    return absl::UnimplementedError(absl::StrCat("cannot emit ", h->name(), ": ", why));
+  const std::vector<int64_t>& dims = h->shape().dimensions();
+  HloOpcode op = h->opcode();
+  switch (op) {
+    case HloOpcode::kParameter:
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter ", h->name(), " is not an input of kernel ", spec_.name));
+    case HloOpcode::kConstant:
+      return EmitConstant(h, idx);
+    case HloOpcode::kSelect: {
+      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * p, OperandElement(h, 0, idx));
+      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * a, OperandElement(h, 1, idx));
+      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * c, OperandElement(h, 2, idx));
+      return b_.CreateSelect(p, a, c);
+    }
+    case HloOpcode::kClamp: {
+      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * lo, OperandElement(h, 0, idx));
+      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, OperandElement(h, 1, idx));
+      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * hi, OperandElement(h, 2, idx));
+      return EmitMax(t, EmitMax(t, x, lo, true), hi, false);
+    }
+    case HloOpcode::kBroadcast: {
+      Index oi;
+      for (int64_t d : h->dimensions()) oi.multi.push_back(idx.multi[d]);
+      if (h->operand(0)->shape().rank() == 0) oi.linear = C64(0);
+      return Element(h->operand(0), oi);
+    }
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast: {
+      llvm::Value* lin = Linear(idx, dims);
+      return Element(h->operand(0), Delinearize(lin, h->operand(0)->shape().dimensions()));
+    }
+    case HloOpcode::kTranspose: {
+      Index oi;
+      oi.multi.resize(dims.size());
+      for (size_t i = 0; i < dims.size(); ++i) oi.multi[h->dimensions()[i]] = idx.multi[i];
+      return Element(h->operand(0), oi);
+    }
+    case HloOpcode::kSlice: {
+      Index oi;
+      const InstructionAttributes& a = h->attrs();
+      for (size_t i = 0; i < dims.size(); ++i) {
+        llvm::Value* v = idx.multi[i];
+        if (a.slice_strides.size() > i && a.slice_strides[i] != 1)
+          v = b_.CreateMul(v, C64(a.slice_strides[i]), "", true, true);
+        if (a.slice_starts.size() > i && a.slice_starts[i] != 0)
+          v = b_.CreateAdd(v, C64(a.slice_starts[i]), "", true, true);
+        oi.multi.push_back(v);
+      }
+      return Element(h->operand(0), oi);
+    }
+    case HloOpcode::kReverse: {
+      Index oi;
+      oi.multi = idx.multi;
+      for (int64_t d : h->dimensions()) oi.multi[d] = b_.CreateSub(C64(dims[d] - 1), idx.multi[d]);
+      return Element(h->operand(0), oi);
+    }
+    case HloOpcode::kIota: {
+      int64_t d = h->attrs().iota_dimension;
+      if (d < 0 || d >= static_cast<int64_t>(dims.size()))
+        return absl::InvalidArgumentError(absl::StrCat("iota ", h->name(), ": bad iota_dimension"));
+      return ConvertValue(idx.multi[d], PT::S64, t);
+    }
+    case HloOpcode::kConcatenate:
+      if (h->dimensions().size() != 1)
+        return absl::InvalidArgumentError(absl::StrCat("concatenate ", h->name(), ": needs one dimension"));
+      return EmitConcatenate(h, idx, 0, 0);
+    case HloOpcode::kPad:
+      return EmitPad(h, idx);
+    case HloOpcode::kReduce:
+      return EmitReduce(h, idx);
+    case HloOpcode::kDot:
+      return EmitDot(h, idx);
+    default:
+      break;
+  }
+  if (h->operand_count() == 1) {
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, OperandElement(h, 0, idx));
+    return EmitUnary(h, x);
+  }
+  if (h->operand_count() == 2) {
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * a, OperandElement(h, 0, idx));
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * c, OperandElement(h, 1, idx));
+    return EmitBinary(op, h, h->operand(0)->shape().element_type(), a, c);
+  }
+  return absl::UnimplementedError(absl::StrCat("emitter: no element generator for ", h->name()));
+}
+
+absl::Status KernelEmitter::Emit() {
+  for (const HloInstruction* h : spec_.inputs) {
+    if (!h->shape().IsArray() || !IsSupportedType(h->shape().element_type()))
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel ", spec_.name, ": input ", h->name(), " has unsupported shape ",
+                       h->shape().ToString()));
+  }
+  for (const HloInstruction* h : spec_.outputs) {
+    if (!h->shape().IsArray() || !IsSupportedType(h->shape().element_type()))
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel ", spec_.name, ": output ", h->name(), " has unsupported shape ",
+                       h->shape().ToString()));
+  }
+  size_t n = spec_.inputs.size() + spec_.outputs.size();
+  llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
+  // The body takes each buffer as a noalias argument (the executor never aliases them); it is
+  // inlined into the entry point, which unpacks the buffer table.
+  auto* impl_ty = llvm::FunctionType::get(b_.getVoidTy(), std::vector<llvm::Type*>(n, ptr), false);
+  fn_ = llvm::Function::Create(impl_ty, llvm::GlobalValue::InternalLinkage, spec_.name + ".body",
+                               module_);
+  fn_->addFnAttr(llvm::Attribute::AlwaysInline);
+  fn_->addFnAttr(llvm::Attribute::NoUnwind);
+  for (size_t i = 0; i < n; ++i) {
+    fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+    fn_->addParamAttr(i, llvm::Attribute::NoCapture);
+    if (i < spec_.inputs.size()) fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
+  }
+  auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+  b_.SetInsertPoint(entry);
+  for (size_t i = 0; i < spec_.inputs.size(); ++i) input_ptrs_[spec_.inputs[i]] = fn_->getArg(i);
+  scopes_.clear();
+  PushScope();
+  for (size_t o = 0; o < spec_.outputs.size(); ++o) {
+    const HloInstruction* root = spec_.outputs[o];
+    llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
+    PT t = root->shape().element_type();
+    llvm::Type* st = StorageType(t, ctx_);
+    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+        root->shape().dimensions(), absl::StrCat("out", o), [&](const Index& idx) -> absl::Status {
+          KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
+          b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(st, out, idx.linear));
+          return absl::OkStatus();
+        }));
+  }
+  b_.CreateRetVoid();
+  PopScope();
+
+  auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false);
+  llvm::Function* kernel = llvm::Function::Create(entry_ty, llvm::GlobalValue::ExternalLinkage,
+                                                  spec_.name, module_);
+  kernel->addFnAttr(llvm::Attribute::NoUnwind);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel));
+  std::vector<llvm::Value*> args;
+  for (size_t i = 0; i < n; ++i) {
+    llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, kernel->getArg(0), i);
+    args.push_back(b_.CreateLoad(ptr, slot, absl::StrCat("buf", i)));
+  }
+  b_.CreateCall(fn_, args);
+  b_.CreateRetVoid();
+
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (llvm::verifyFunction(*fn_, &os) || llvm::verifyFunction(*kernel, &os))
+    return absl::InternalError(absl::StrCat("emitter produced invalid IR for ", spec_.name, ": ",
+                                            os.str()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status EmitKernel(const KernelSpec& spec, llvm::Module& module) {
+  KernelEmitter emitter(spec, module);
+  return emitter.Emit();
+}
+
+}  // namespace kiln::llvm_emit

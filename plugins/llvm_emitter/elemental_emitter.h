@@ -1,0 +1,46 @@
+// The LLVM elemental emitter shared by the codegen plugins: turns a DAG of HLO instructions
+// into one LLVM function `void name(void** buffers)` that computes its outputs with a loop
+// nest over each output's index, generating every element by recursively generating the
+// elements of its operands at the mapped index (XLA's elemental approach: no intermediate
+// arrays in memory). Reduce and dot become inner accumulation loops inside the element.
+//
+// LLVM types appear in this header: include it only from plugins/llvm_emitter and from the
+// codegen plugins, never from code the core or hlo/ sees.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "hlo/instruction.h"
+
+namespace llvm {
+class Module;
+}
+
+namespace kiln::llvm_emit {
+
+// One kernel: `inputs` are read from buffers[0 .. inputs.size()), `outputs` are written to
+// buffers[inputs.size() ..), each as a dense row-major array of its shape. Every instruction
+// reachable from an output without crossing an input is generated element by element, so it
+// must satisfy CanEmitElementally. Parameters of a fused computation must be inputs.
+struct KernelSpec {
+  std::string name;
+  std::vector<const HloInstruction*> inputs;
+  std::vector<const HloInstruction*> outputs;
+};
+
+// True when the emitter can generate the elements of `instr` from the elements of its
+// operands: elementwise arithmetic, math, compare, select, clamp, convert; broadcast,
+// reshape, transpose, slice, concatenate, pad, iota, reverse, constant; reduce with a
+// single input and a reducer made of such scalar ops; dot (naive loop). The element types
+// of the result and operands must be pred, integers up to 64 bits, f16, bf16, f32 or f64.
+// This is the exact list of what the codegen compiles natively; `why` (optional) says why
+// not.
+bool CanEmitElementally(const HloInstruction& instr, std::string* why = nullptr);
+
+// Adds the kernel function to `module` (whose context and data layout it uses). The
+// function takes one `ptr` argument, the buffer table, and returns void.
+absl::Status EmitKernel(const KernelSpec& spec, llvm::Module& module);
+
+}  // namespace kiln::llvm_emit
