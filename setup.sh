@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(meson ninja-build pkg-config g++ ccache libabsl-dev libfmt-dev libboost1.81-dev
-          libgtest-dev googletest python3 python3-numpy)
+          libgtest-dev googletest python3 python3-numpy llvm-16-dev libzstd-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,6 +20,6 @@ fi
 if [[ ! -f build/build.ninja ]]; then
   cxx="g++"
   command -v ccache >/dev/null && cxx="ccache g++"
-  CXX="$cxx" meson setup build --buildtype=debugoptimized
+  CXX="$cxx" meson setup build --buildtype=debugoptimized --native-file meson/native-llvm16.ini
 fi
 ninja -C build

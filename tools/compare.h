@@ -7,7 +7,8 @@
 
 namespace kiln {
 
-// |actual - reference| <= atol + rtol * |reference| elementwise; exact for pred and ints.
+// |actual - reference| <= atol * max(1, max|reference|) + rtol * |reference| elementwise;
+// exact for pred and integers.
 struct Tolerance {
   double atol = 0, rtol = 0;
 };
