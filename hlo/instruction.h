@@ -58,6 +58,9 @@ struct InstructionAttributes {
   TriangularSolveTranspose transpose_a = TriangularSolveTranspose::kNoTranspose;
   FftType fft_type = FftType::kFft;
   std::vector<int64_t> fft_length;
+  // async-start/-update/-done written with XLA's shorthand for one wrapped instruction
+  // (`all-to-all-start(...)`): the wrapped opcode, so the text prints back unchanged.
+  std::optional<HloOpcode> async_wrapped_opcode;
   // Attributes Kiln keeps but does not interpret (metadata, sharding, backend_config,
   // frontend_attributes, replica_groups, ...), as `name` and the verbatim text after `=`,
   // in the order they appeared. They print back unchanged.

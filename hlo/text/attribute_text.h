@@ -1,0 +1,24 @@
+// Typed instruction attributes in HLO text (`dimensions=`, `window=`, `dim_labels=`,
+// gather/scatter dimension numbers, ...): reading them into InstructionAttributes and
+// printing them back in one fixed order.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "hlo/instruction.h"
+#include "hlo/text/lexer.h"
+
+namespace kiln::hlo_text {
+
+// Reads attribute `name` of an instruction with opcode `op` from `value` (a cursor over
+// exactly the attribute's value text). Sets *typed to false, and reads nothing, when Kiln
+// keeps this attribute verbatim for this opcode instead.
+absl::Status ParseTypedAttribute(std::string_view name, HloOpcode op, Cursor value,
+                                 InstructionAttributes* attrs, bool* typed);
+
+// Appends `, name=value` for each typed attribute the instruction has, in a fixed order.
+void AppendTypedAttributes(const HloInstruction& instr, std::string* out);
+
+}  // namespace kiln::hlo_text
