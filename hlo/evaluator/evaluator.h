@@ -3,6 +3,7 @@
 // folding reuses it.
 #pragma once
 
+#include <memory>
 #include <span>
 
 #include "absl/status/statusor.h"
@@ -20,6 +21,14 @@ class HloEvaluator {
   // Evaluates one instruction given the values of its operands (constant folding).
   absl::StatusOr<Literal> EvaluateInstruction(const HloInstruction& instr,
                                               std::span<const Literal* const> operands);
+
+  // Nested computations (call, while body, reducer, ...) deeper than this fail with an error
+  // instead of overflowing the stack. Loops themselves have no iteration limit.
+  static constexpr int kMaxCallDepth = 512;
+
+ private:
+  struct State;  // call depth and per-evaluation plan cache (evaluator.cc)
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace kiln
