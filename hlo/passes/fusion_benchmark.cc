@@ -65,18 +65,25 @@ int Report(const fs::path& path) {
   Snapshot before, after;
   if (!Measure(m, &before)) return 1;
   auto start = std::chrono::steady_clock::now();
-  auto changed = kiln::MakeFusionPipeline()->Run(m);
+  auto pipeline = kiln::MakeFusionPipeline();
+  auto changed = pipeline->Run(m);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!changed.ok()) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(), std::string(changed.status().message()).c_str());
     return 1;
   }
   if (!Measure(m, &after)) return 1;
+  std::string per_pass;
+  for (const kiln::PassRecord& r : pipeline->records()) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " %s=%.2fms", r.pass_name.c_str(), r.millis);
+    per_pass += buf;
+  }
   int64_t eliminated = before.buffers.sum_intermediate_bytes - after.buffers.sum_intermediate_bytes;
   std::printf("%s\n", path.filename().c_str());
-  std::printf("  kernels: %lld -> %lld (%d fusions), fusion pipeline %.2f ms\n",
+  std::printf("  kernels: %lld -> %lld (%d fusions), fusion pipeline %.2f ms (%s)\n",
               static_cast<long long>(before.cost.kernels), static_cast<long long>(after.cost.kernels),
-              after.fusions, ms);
+              after.fusions, ms, per_pass.c_str() + 1);
   std::printf("  intermediates: %s -> %s (%s eliminated)\n",
               Bytes(before.buffers.sum_intermediate_bytes).c_str(),
               Bytes(after.buffers.sum_intermediate_bytes).c_str(), Bytes(eliminated).c_str());

@@ -101,9 +101,28 @@ class SiblingMerger {
     return i.shape().IsArray() || i.shape().IsTuple();
   }
 
+  // Whether `to` is reachable from `from` through users. The post-order is topological,
+  // so the search never needs to visit anything placed after `to`.
+  bool ReachesInOrder(const HloInstruction* from, const HloInstruction* to) const {
+    const int64_t limit = pos_.at(to);
+    if (pos_.at(from) >= limit) return false;
+    absl::flat_hash_set<const HloInstruction*> seen;
+    std::vector<const HloInstruction*> stack{from};
+    while (!stack.empty()) {
+      const HloInstruction* x = stack.back();
+      stack.pop_back();
+      for (const HloInstruction* u : x->users()) {
+        if (u == to) return true;
+        auto it = pos_.find(u);
+        if (it != pos_.end() && it->second < limit && seen.insert(u).second) stack.push_back(u);
+      }
+    }
+    return false;
+  }
+
   bool CanMerge(HloInstruction* a, HloInstruction* b) const {
     if (!Compatible(SpaceOf(*a), SpaceOf(*b))) return false;
-    if (Reaches(a, b) || Reaches(b, a)) return false;
+    if (ReachesInOrder(a, b) || ReachesInOrder(b, a)) return false;
     std::vector<const HloInstruction*> ops;
     for (const HloInstruction* x : {a, b})
       for (const HloInstruction* o : x->operands())
@@ -113,7 +132,10 @@ class SiblingMerger {
   }
 
   bool MergeOnce() {
-    for (HloInstruction* x : comp_->MakeInstructionPostOrder()) {
+    std::vector<HloInstruction*> order = comp_->MakeInstructionPostOrder();
+    pos_.clear();
+    for (size_t i = 0; i < order.size(); ++i) pos_[order[i]] = static_cast<int64_t>(i);
+    for (HloInstruction* x : order) {
       if (!x->shape().IsArray() || x->shape().num_elements() < options_.min_shared_elements)
         continue;
       std::vector<HloInstruction*> sibs;
@@ -121,10 +143,16 @@ class SiblingMerger {
         if (IsCandidate(*u)) sibs.push_back(u);
       for (size_t i = 0; i < sibs.size(); ++i) {
         for (size_t j = i + 1; j < sibs.size(); ++j) {
+          // A pair that cannot merge now never will: merging others only adds paths
+          // (cycles) and leaves iteration spaces alone. (A freed address reused by a new
+          // fusion may inherit a refusal: that only loses a merge, it cannot break one.)
+          auto key = std::make_pair(sibs[i], sibs[j]);
+          if (refused_.contains(key)) continue;
           if (CanMerge(sibs[i], sibs[j])) {
             Merge(sibs[i], sibs[j]);
             return true;
           }
+          refused_.insert(key);
         }
       }
     }
@@ -185,6 +213,8 @@ class SiblingMerger {
   const MultiOutputFusionOptions& options_;
   FusionNameTable& names_;
   absl::flat_hash_set<const HloInstruction*> control_;
+  absl::flat_hash_map<const HloInstruction*, int64_t> pos_;
+  absl::flat_hash_set<std::pair<HloInstruction*, HloInstruction*>> refused_;
 };
 
 }  // namespace
