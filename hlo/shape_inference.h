@@ -2,6 +2,7 @@
 // its attributes. The verifier checks parsed shapes against it; builders use it.
 #pragma once
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "hlo/instruction.h"
 
@@ -9,6 +10,17 @@ namespace kiln {
 
 // Infers the result shape of `instr` from its operands, attributes and called
 // computations. Layouts are not inferred (the result has the default layout).
+// Where the result is not a function of the operands (parameter, custom-call, the target
+// type of convert, the dims of broadcast/reshape/iota, ...) the declared shape supplies what
+// is missing and is checked for consistency with the operands.
+// Errors are InvalidArgument, worded `%name: opcode: what is wrong`. For collectives and
+// cross-host ops whose shape depends on things outside the module (replica counts, channels)
+// it returns an Unimplemented status ("cannot infer ..."): callers then trust the declared
+// shape.
 absl::StatusOr<Shape> InferShape(const HloInstruction& instr);
+
+// Checks the operand count of `instr` against its opcode: HloOpcodeArity for fixed-arity
+// opcodes, the opcode's own rule for variadic ones (reduce 2N, scatter 2N+1, sort >= 1...).
+absl::Status CheckOperandCount(const HloInstruction& instr);
 
 }  // namespace kiln

@@ -364,7 +364,10 @@ class Parser {
     } else if (op == HloOpcode::kParameter) {
       size_t at = c_.pos();
       KILN_RETURN_IF_ERROR(c_.ReadInt("a parameter number", &attrs.parameter_number));
-      if (attrs.parameter_number < 0 || attrs.parameter_number > (1 << 24))
+      // Numbers 0..n-1 must all appear, so n cannot exceed the text's length; the bound keeps
+      // a malformed number from sizing a huge parameter table.
+      if (attrs.parameter_number < 0 ||
+          attrs.parameter_number > static_cast<int64_t>(c_.text().size()))
         return c_.ErrorAt(at, fmt::format("parameter number {} is out of range", attrs.parameter_number));
       if (comp->parameters().size() > static_cast<size_t>(attrs.parameter_number) &&
           comp->parameter(static_cast<int>(attrs.parameter_number))) {

@@ -124,13 +124,14 @@ absl::Status ParseShapeAt(Cursor& c, Shape* out, int depth) {
   Shape shape(*type, std::move(dims));
   for (size_t i = 0; i < dynamic.size(); ++i)
     if (dynamic[i]) shape.set_dynamic_dimension(static_cast<int>(i), true);
-  // A layout follows directly; a `{` that starts a computation body does not look like one.
+  // A layout follows `]` directly (XLA never puts space between them); this keeps
+  // `-> f32[] {` (a computation body) and `s32[2] {1, 2}` (a literal) apart from layouts.
   Cursor probe = c;
-  if (probe.TryConsume('{')) {
+  if (probe.Peek() == '{') {
+    probe.Advance();
     if (!probe.SkipSpace().ok()) return probe.SkipSpace();
     char n = probe.Peek();
     if (IsDigit(n) || n == '}' || n == ':') {
-      if (absl::Status s = c.SkipSpace(); !s.ok()) return s;
       if (absl::Status s = ParseLayout(c, &shape); !s.ok()) return s;
     }
   }
