@@ -1,0 +1,96 @@
+// Constant folding (see constant_folding.h).
+#include "hlo/passes/constant_folding.h"
+
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/passes/pass_util.h"
+
+namespace kiln {
+namespace {
+
+// Operand sizes above these are not evaluated: folding would cost more than it saves.
+// Ops whose work grows faster than their operands (dot, convolution, windows, sort) get
+// the smaller limit.
+constexpr int64_t kMaxOperandElements = int64_t{1} << 20;
+constexpr int64_t kMaxHeavyOperandElements = int64_t{1} << 16;
+
+bool IsHeavy(HloOpcode op) {
+  switch (op) {
+    case HloOpcode::kDot: case HloOpcode::kConvolution: case HloOpcode::kReduceWindow:
+    case HloOpcode::kSelectAndScatter: case HloOpcode::kSort: case HloOpcode::kCholesky:
+    case HloOpcode::kTriangularSolve: case HloOpcode::kFft: case HloOpcode::kGather:
+    case HloOpcode::kScatter: case HloOpcode::kMap: case HloOpcode::kTopK:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool MayFold(const HloInstruction& instr, int64_t max_elements) {
+  switch (instr.opcode()) {
+    case HloOpcode::kConstant:
+    case HloOpcode::kParameter:
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kIota:
+    // Tuples of constants are taken apart by the tuple simplifier instead.
+    case HloOpcode::kTuple:
+    case HloOpcode::kGetTupleElement:
+    // Control flow and calls: their bodies are folded where they are.
+    case HloOpcode::kWhile:
+    case HloOpcode::kConditional:
+    case HloOpcode::kCall:
+    case HloOpcode::kFusion:
+    // Ordering and placement markers.
+    case HloOpcode::kAfterAll:
+    case HloOpcode::kAddDependency:
+    case HloOpcode::kOptimizationBarrier:
+    case HloOpcode::kDomain:
+    case HloOpcode::kGetDimensionSize:
+    case HloOpcode::kSetDimensionSize:
+      return false;
+    default:
+      break;
+  }
+  if (instr.operand_count() == 0) return false;  // nothing constant to fold from
+  if (instr.user_count() == 0 && instr.parent()->root() != &instr) return false;  // dead
+  if (IsRandomOpcode(instr.opcode()) || IsCollectiveOpcode(instr.opcode())) return false;
+  if (!instr.control_predecessors().empty() || HasSideEffect(instr)) return false;
+  const Shape& s = instr.shape();
+  if (!s.IsArray() || s.is_dynamic() || s.num_elements() > max_elements) return false;
+  for (const HloInstruction* o : instr.operands()) {
+    if (o->opcode() != HloOpcode::kConstant || !o->attrs().literal) return false;
+    int64_t limit = IsHeavy(instr.opcode()) ? kMaxHeavyOperandElements : kMaxOperandElements;
+    if (!o->shape().IsArray() || o->shape().num_elements() > limit) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> HloConstantFolding::Run(HloModule& module) {
+  bool changed = false;
+  HloEvaluator evaluator;
+  NameUniquer names(module);
+  for (HloComputation* comp : NonFusionComputations(module)) {
+    std::vector<HloInstruction*> folded;
+    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
+      if (!MayFold(*instr, max_elements_)) continue;
+      std::vector<const Literal*> operands;
+      for (const HloInstruction* o : instr->operands()) operands.push_back(&o->literal());
+      absl::StatusOr<Literal> value = evaluator.EvaluateInstruction(*instr, operands);
+      if (!value.ok() || !value->shape().Compatible(instr->shape())) continue;
+      auto constant = HloInstruction::CreateConstant(*std::move(value));
+      *constant->mutable_shape() = instr->shape();  // keep the layout the users expect
+      HloInstruction* c = AddWithFreshName(comp, std::move(constant), names, "constant");
+      if (ReplaceUsesIfCompatible(instr, c)) {
+        folded.push_back(instr);
+      } else {
+        comp->RemoveInstruction(c);
+      }
+    }
+    RemoveDeadFrom(comp, folded);
+    changed |= !folded.empty();
+  }
+  return changed;
+}
+
+}  // namespace kiln

@@ -1,0 +1,121 @@
+// Tests of constant folding.
+#include "hlo/passes/constant_folding.h"
+
+#include "gtest/gtest.h"
+#include "hlo/passes/test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::PassPreservesValues;
+using testing::RunPassAndPrint;
+
+TEST(ConstantFoldingTest, FoldsArithmeticChains) {
+  // (2 + 3) * [1, 2, 3] = [5, 10, 15], computed by hand.
+  constexpr std::string_view kHlo = R"(
+HloModule m
+ENTRY main {
+  p = f32[3] parameter(0)
+  a = f32[] constant(2)
+  b = f32[] constant(3)
+  s = f32[] add(a, b)
+  v = f32[3] constant({1, 2, 3})
+  r = f32[3] reshape(v)
+  five = f32[3] broadcast(s), dimensions={}
+  m = f32[3] multiply(five, r)
+  ROOT o = f32[3] add(p, m)
+}
+)";
+  HloConstantFolding pass;
+  bool changed = false;
+  std::string out = RunPassAndPrint(pass, kHlo, &changed);
+  EXPECT_TRUE(changed);
+  // The broadcast of the folded scalar is kept (cheap to compute, costly to store), so the
+  // multiply's operands are not all constants.
+  EXPECT_FILECHECK(out, R"(
+    CHECK: [[S:%constant.[0-9]+]] = f32[] constant(5)
+    CHECK: broadcast(f32[] [[S]])
+    CHECK: [[V:%constant.[0-9]+]] = f32[3]{0} constant({1, 2, 3})
+    CHECK: multiply({{.*}}, f32[3]{0} [[V]])
+    CHECK-NOT: reshape
+  )");
+  EXPECT_TRUE(PassPreservesValues(pass, kHlo));
+}
+
+TEST(ConstantFoldingTest, FoldsToHandComputedValues) {
+  constexpr std::string_view kHlo = R"(
+HloModule m
+ENTRY main {
+  a = s32[2,2] constant({{1, 2}, {3, 4}})
+  t = s32[2,2] transpose(a), dimensions={1,0}
+  n = s32[2,2] negate(t)
+  c = pred[2,2] compare(n, a), direction=LT
+  ROOT o = (s32[2,2], pred[2,2]) tuple(n, c)
+}
+)";
+  HloConstantFolding pass;
+  std::string out = RunPassAndPrint(pass, kHlo);
+  EXPECT_FILECHECK(out, R"(
+    CHECK: s32[2,2]{1,0} constant({ {-1, -3}, {-2, -4} })
+    CHECK: pred[2,2]{1,0} constant({ {true, true}, {true, true} })
+    CHECK-NOT: negate
+    CHECK-NOT: compare
+  )");
+}
+
+TEST(ConstantFoldingTest, LeavesBroadcastIotaRandomAndBigResults) {
+  constexpr std::string_view kHlo = R"(
+HloModule m
+ENTRY main {
+  z = f32[] constant(0)
+  one = f32[] constant(1)
+  b = f32[8] broadcast(z), dimensions={}
+  i = s32[8] iota(), iota_dimension=0
+  r = f32[8] rng(z, one), distribution=rng_uniform
+  big = f32[70000] broadcast(one), dimensions={}
+  e = f32[70000] exponential(big)
+  ROOT o = (f32[8], s32[8], f32[8], f32[70000]) tuple(b, i, r, e)
+}
+)";
+  HloConstantFolding pass;
+  bool changed = true;
+  std::string out = RunPassAndPrint(pass, kHlo, &changed);
+  EXPECT_FALSE(changed) << out;
+}
+
+TEST(ConstantFoldingTest, SizeLimitIsConfigurable) {
+  constexpr std::string_view kHlo = R"(
+HloModule m
+ENTRY main {
+  v = f32[4] constant({1, 2, 3, 4})
+  ROOT n = f32[4] negate(v)
+}
+)";
+  HloConstantFolding small(/*max_elements=*/2);
+  bool changed = true;
+  RunPassAndPrint(small, kHlo, &changed);
+  EXPECT_FALSE(changed);
+  HloConstantFolding normal;
+  std::string out = RunPassAndPrint(normal, kHlo, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_FILECHECK(out, "CHECK: ROOT {{.*}} constant({-1, -2, -3, -4})");
+}
+
+TEST(ConstantFoldingTest, SkipsWhatTheEvaluatorCannotDo) {
+  // A custom call on constants has side effects as far as Kiln knows: left alone, no error.
+  constexpr std::string_view kHlo = R"(
+HloModule m
+ENTRY main {
+  v = f32[4] constant({1, 2, 3, 4})
+  ROOT c = f32[4] custom-call(v), custom_call_target="mystery"
+}
+)";
+  HloConstantFolding pass;
+  bool changed = true;
+  std::string out = RunPassAndPrint(pass, kHlo, &changed);
+  EXPECT_FALSE(changed);
+  EXPECT_FILECHECK(out, "CHECK: custom-call(");
+}
+
+}  // namespace
+}  // namespace kiln

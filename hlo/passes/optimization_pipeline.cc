@@ -1,0 +1,27 @@
+// The standard pipelines (see optimization_pipeline.h).
+#include "hlo/passes/optimization_pipeline.h"
+
+#include "hlo/passes/algebraic_simplifier.h"
+#include "hlo/passes/constant_folding.h"
+#include "hlo/passes/cse.h"
+#include "hlo/passes/dce.h"
+#include "hlo/passes/transpose_folding.h"
+#include "hlo/passes/tuple_simplifier.h"
+
+namespace kiln {
+
+std::unique_ptr<HloPassPipeline> MakeSimplificationPipeline() {
+  auto p = std::make_unique<HloPassPipeline>("simplification");
+  p->AddPass<AlgebraicSimplifier>();
+  p->AddPass<HloConstantFolding>();
+  p->AddPass<TupleSimplifier>();
+  p->AddPass<TransposeFolding>();
+  p->AddPass<HloCSE>();
+  p->AddPass<HloDCE>();
+  // Each round only removes or shrinks instructions, so this converges quickly; the bound
+  // guards against two rewrites undoing each other.
+  p->set_fixed_point(16);
+  return p;
+}
+
+}  // namespace kiln

@@ -1,0 +1,210 @@
+// Shared helpers of the rewriting passes (see pass_util.h).
+#include "hlo/passes/pass_util.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln {
+
+bool IsRandomOpcode(HloOpcode op) {
+  return op == HloOpcode::kRng || op == HloOpcode::kRngBitGenerator ||
+         op == HloOpcode::kRngGetAndUpdateState;
+}
+
+bool HasSideEffectNoRecurse(const HloInstruction& instr) {
+  switch (instr.opcode()) {
+    case HloOpcode::kCustomCall:
+    case HloOpcode::kRng:
+    case HloOpcode::kRngBitGenerator:
+    case HloOpcode::kRngGetAndUpdateState:
+    case HloOpcode::kSend:
+    case HloOpcode::kSendDone:
+    case HloOpcode::kRecv:
+    case HloOpcode::kRecvDone:
+    case HloOpcode::kInfeed:
+    case HloOpcode::kOutfeed:
+    case HloOpcode::kAllReduceStart:
+    case HloOpcode::kAllReduceDone:
+    case HloOpcode::kAllGatherStart:
+    case HloOpcode::kAllGatherDone:
+    case HloOpcode::kCollectivePermuteStart:
+    case HloOpcode::kCollectivePermuteDone:
+    case HloOpcode::kAsyncStart:
+    case HloOpcode::kAsyncUpdate:
+    case HloOpcode::kAsyncDone:
+    case HloOpcode::kCopyStart:
+    case HloOpcode::kCopyDone:
+      return true;
+    default:
+      break;
+  }
+  // A collective with a channel id talks to another program: removing it on one side
+  // would deadlock the other.
+  if (IsCollectiveOpcode(instr.opcode()) && instr.attrs().FindExtra("channel_id")) return true;
+  return false;
+}
+
+namespace {
+bool ComputationHasSideEffect(const HloComputation& comp,
+                              absl::flat_hash_map<const HloComputation*, bool>& memo) {
+  auto it = memo.find(&comp);
+  if (it != memo.end()) return it->second;
+  memo[&comp] = false;  // recursion guard (HLO call graphs are acyclic anyway)
+  bool result = false;
+  for (const HloInstruction* i : comp.instructions()) {
+    if (HasSideEffectNoRecurse(*i)) { result = true; break; }
+    for (const HloComputation* c : i->called_computations())
+      if (ComputationHasSideEffect(*c, memo)) { result = true; break; }
+    if (result) break;
+  }
+  memo[&comp] = result;
+  return result;
+}
+}  // namespace
+
+bool HasSideEffect(const HloInstruction& instr) {
+  if (HasSideEffectNoRecurse(instr)) return true;
+  if (instr.called_computations().empty()) return false;
+  absl::flat_hash_map<const HloComputation*, bool> memo;
+  for (const HloComputation* c : instr.called_computations())
+    if (ComputationHasSideEffect(*c, memo)) return true;
+  return false;
+}
+
+std::vector<HloComputation*> NonFusionComputations(const HloModule& module) {
+  std::vector<HloComputation*> out;
+  for (HloComputation* c : module.MakeComputationPostOrder())
+    if (!c->is_fusion_computation()) out.push_back(c);
+  return out;
+}
+
+NameUniquer::NameUniquer(const HloModule& module) {
+  for (const HloComputation* c : module.computations())
+    for (const HloInstruction* i : c->instructions()) used_.insert(i->name());
+}
+
+std::string NameUniquer::Get(std::string_view base) {
+  std::string b(base);
+  if (b.empty()) b = "instr";
+  int64_t& n = next_[b];
+  for (;;) {
+    std::string candidate = absl::StrCat(b, ".", n++);
+    if (used_.insert(candidate).second) return candidate;
+  }
+}
+
+HloInstruction* AddWithFreshName(HloComputation* comp, std::unique_ptr<HloInstruction> instr,
+                                 NameUniquer& names, std::string_view base) {
+  std::string_view b = base.empty() ? HloOpcodeString(instr->opcode()) : base;
+  instr->set_name(names.Get(b));
+  return comp->AddInstruction(std::move(instr));
+}
+
+Shape ShapeLike(PrimitiveType type, std::vector<int64_t> dims, const Shape& like) {
+  Shape s(type, std::move(dims));
+  if (like.has_layout()) s.SetDefaultLayout();
+  else s.clear_layout();
+  return s;
+}
+
+bool ReplaceUsesIfCompatible(HloInstruction* old, HloInstruction* repl) {
+  if (old == repl) return false;
+  if (!old->shape().Compatible(repl->shape())) return false;
+  HloComputation* comp = old->parent();
+  bool is_root = comp && comp->root() == old;
+  if (!is_root && old->user_count() == 0) return false;  // nothing to replace
+  if (is_root && old->shape() != repl->shape()) return false;
+  old->ReplaceAllUsesWith(repl);
+  return true;
+}
+
+absl::flat_hash_set<const HloInstruction*> ControlPredecessorsIn(const HloComputation& comp) {
+  absl::flat_hash_set<const HloInstruction*> out;
+  for (const HloInstruction* i : comp.instructions())
+    for (const HloInstruction* p : i->control_predecessors()) out.insert(p);
+  return out;
+}
+
+bool IsRemovable(const HloInstruction& instr,
+                 const absl::flat_hash_set<const HloInstruction*>& control_preds) {
+  if (instr.user_count() != 0) return false;
+  if (instr.parent() && instr.parent()->root() == &instr) return false;
+  if (instr.opcode() == HloOpcode::kParameter) return false;
+  if (control_preds.contains(&instr)) return false;
+  return !HasSideEffect(instr);
+}
+
+int64_t RemoveDeadFrom(HloComputation* comp, std::vector<HloInstruction*> candidates) {
+  if (candidates.empty()) return 0;
+  absl::flat_hash_set<const HloInstruction*> control_preds = ControlPredecessorsIn(*comp);
+  // Candidates may repeat; only instructions still owned by `comp` are looked at.
+  absl::flat_hash_set<HloInstruction*> alive;
+  for (HloInstruction* i : comp->instructions()) alive.insert(i);
+  int64_t removed = 0;
+  while (!candidates.empty()) {
+    HloInstruction* i = candidates.back();
+    candidates.pop_back();
+    if (!alive.contains(i) || !IsRemovable(*i, control_preds)) continue;
+    std::vector<HloInstruction*> operands = i->operands();
+    alive.erase(i);
+    comp->RemoveInstruction(i);
+    ++removed;
+    for (HloInstruction* o : operands) candidates.push_back(o);
+  }
+  return removed;
+}
+
+const Literal* UniformConstant(const HloInstruction* instr) {
+  if (instr->opcode() == HloOpcode::kBroadcast) instr = instr->operand(0);
+  if (instr->opcode() != HloOpcode::kConstant || !instr->attrs().literal) return nullptr;
+  const Literal& lit = instr->literal();
+  if (!lit.shape().IsArray() || lit.element_count() == 0) return nullptr;
+  int64_t width = ByteSizeOf(lit.shape().element_type());
+  const uint8_t* data = lit.untyped_data();
+  for (int64_t e = 1; e < lit.element_count(); ++e)
+    if (std::memcmp(data, data + e * width, static_cast<size_t>(width)) != 0) return nullptr;
+  return &lit;
+}
+
+bool IsAllValue(const HloInstruction* instr, double value) {
+  const Literal* lit = UniformConstant(instr);
+  if (!lit) return false;
+  PrimitiveType t = lit->shape().element_type();
+  if (IsComplex(t)) return false;
+  if (IsFloating(t)) return lit->GetAsDouble(0) == value;
+  // Integers and pred: compare exactly (value is small and integral in practice).
+  if (value != std::floor(value)) return false;
+  if (IsUnsignedInt(t)) return value >= 0 && lit->GetAsUint64(0) == static_cast<uint64_t>(value);
+  return lit->GetAsInt64(0) == static_cast<int64_t>(value);
+}
+
+namespace {
+// Compares element 0 of `lit` with the lowest (or highest) value of its type.
+bool IsExtreme(const HloInstruction* instr, bool lowest) {
+  const Literal* lit = UniformConstant(instr);
+  if (!lit) return false;
+  PrimitiveType t = lit->shape().element_type();
+  if (IsComplex(t)) return false;
+  return PrimitiveTypeSwitch(t, [&](auto tag) -> bool {
+    using T = decltype(tag);
+    T v = lit->data<T>()[0];
+    if constexpr (std::is_same_v<T, bool>) {
+      return v == !lowest;
+    } else if constexpr (kIsFloatT<T>) {
+      double d = static_cast<double>(static_cast<std::conditional_t<std::is_same_v<T, double>,
+                                                                   double, float>>(v));
+      return std::isinf(d) && ((d < 0) == lowest);
+    } else {
+      return lowest ? v == std::numeric_limits<T>::min() : v == std::numeric_limits<T>::max();
+    }
+  });
+}
+}  // namespace
+
+bool IsAllLowest(const HloInstruction* instr) { return IsExtreme(instr, true); }
+bool IsAllHighest(const HloInstruction* instr) { return IsExtreme(instr, false); }
+
+}  // namespace kiln

@@ -1,0 +1,75 @@
+// Helpers the rewriting passes share: side-effect queries, fresh names, safe replacement
+// and removal of the dead instructions a rewrite leaves behind.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "hlo/module.h"
+
+namespace kiln {
+
+// True for instructions whose effect is more than their result: I/O, communication,
+// random state, custom calls (Kiln cannot see inside them), async pairs.
+bool HasSideEffectNoRecurse(const HloInstruction& instr);
+// Also true when a called computation (loop body, reducer, ...) has a side effect.
+bool HasSideEffect(const HloInstruction& instr);
+// rng, rng-bit-generator, rng-get-and-update-state: never merged or folded.
+bool IsRandomOpcode(HloOpcode op);
+
+// Computations that are not fusion bodies, callees first (most passes leave fusions alone:
+// the fusion pass owns their shape).
+std::vector<HloComputation*> NonFusionComputations(const HloModule& module);
+
+// Hands out instruction names not yet used anywhere in the module: `base.N`.
+class NameUniquer {
+ public:
+  explicit NameUniquer(const HloModule& module);
+  std::string Get(std::string_view base);
+
+ private:
+  absl::flat_hash_set<std::string> used_;
+  absl::flat_hash_map<std::string, int64_t> next_;
+};
+
+// Adds `instr` to `comp` under a fresh name derived from its opcode (or `base`).
+HloInstruction* AddWithFreshName(HloComputation* comp, std::unique_ptr<HloInstruction> instr,
+                                 NameUniquer& names, std::string_view base = {});
+
+// An array shape with `like`'s layout convention: the default layout when `like` has one.
+Shape ShapeLike(PrimitiveType type, std::vector<int64_t> dims, const Shape& like);
+
+// Makes every user of `old` use `repl`. Refuses (returns false) when there is nothing to
+// replace (no users, not the root), when the shapes differ in
+// element type or dimensions, or when `old` is its computation's root and the layouts
+// differ (a root's layout is part of the computation's signature).
+bool ReplaceUsesIfCompatible(HloInstruction* old, HloInstruction* repl);
+
+// The instructions some instruction of `comp` names as a control predecessor: they must
+// stay, or the control edge would dangle.
+absl::flat_hash_set<const HloInstruction*> ControlPredecessorsIn(const HloComputation& comp);
+
+// Whether DCE may delete `instr`: no users, not the root, not a parameter, no side effect,
+// not a control predecessor.
+bool IsRemovable(const HloInstruction& instr,
+                 const absl::flat_hash_set<const HloInstruction*>& control_preds);
+
+// Removes the candidates that are dead, then the operands they leave dead, and so on.
+// Returns how many instructions were removed.
+int64_t RemoveDeadFrom(HloComputation* comp, std::vector<HloInstruction*> candidates);
+
+// Constant helpers for pattern matching: a constant, or a broadcast of a constant, whose
+// elements all equal `value` (integers and real floats; complex never matches).
+bool IsAllValue(const HloInstruction* instr, double value);
+// All elements are the type's lowest value (-inf for floats, the minimum for integers,
+// false for pred) or its highest (+inf, the maximum, true): identities of max and min.
+bool IsAllLowest(const HloInstruction* instr);
+bool IsAllHighest(const HloInstruction* instr);
+// The constant literal behind `instr` (a constant, or the operand of a broadcast of a
+// constant) when all its elements are bitwise equal; null otherwise.
+const Literal* UniformConstant(const HloInstruction* instr);
+
+}  // namespace kiln
