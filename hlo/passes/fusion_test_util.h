@@ -180,8 +180,8 @@ class Builder {
     std::string name = std::string(HloOpcodeString(op)) + "_computation";
     if (HloComputation* c = module_->FindComputation(name)) return c;
     auto c = std::make_unique<HloComputation>(name);
-    HloInstruction* a = c->AddInstruction(HloInstruction::CreateParameter(0, Shape::Scalar(t), "lhs"));
-    HloInstruction* b = c->AddInstruction(HloInstruction::CreateParameter(1, Shape::Scalar(t), "rhs"));
+    HloInstruction* a = c->AddInstruction(HloInstruction::CreateParameter(0, Shape::Scalar(t), "lhs." + std::to_string(++counter_)));
+    HloInstruction* b = c->AddInstruction(HloInstruction::CreateParameter(1, Shape::Scalar(t), "rhs." + std::to_string(++counter_)));
     auto r = HloInstruction::CreateBinary(op, Shape::Scalar(t), a, b);
     r->set_name("combine." + std::to_string(++counter_));
     c->set_root(c->AddInstruction(std::move(r)));

@@ -107,10 +107,10 @@ ENTRY %main (x: f32[32,16], y: f32[32,16], z: f32[32,16]) -> f32[32] {
 
 constexpr std::string_view kSoftmax = R"(
 HloModule softmax
-%max_f32 (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %m = f32[] maximum(f32[] %a, f32[] %b)
+%max_f32 (ma: f32[], mb: f32[]) -> f32[] {
+  %ma = f32[] parameter(0)
+  %mb = f32[] parameter(1)
+  ROOT %m = f32[] maximum(f32[] %ma, f32[] %mb)
 }
 %add_f32 (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
