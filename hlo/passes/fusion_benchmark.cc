@@ -14,6 +14,7 @@
 #include "hlo/analysis/cost_model.h"
 #include "hlo/passes/fusion_pipeline.h"
 #include "hlo/text/parser.h"
+#include "hlo/verifier.h"
 
 namespace {
 
@@ -66,6 +67,12 @@ int Report(const fs::path& path) {
   if (!Measure(m, &before)) return 1;
   auto start = std::chrono::steady_clock::now();
   auto pipeline = kiln::MakeFusionPipeline();
+  if (absl::Status s = kiln::VerifyModule(m); !s.ok()) {
+    // Verification after each pass would blame the pass for the input's defect.
+    std::printf("%s: note: the input does not verify (%s); fusing without verification\n",
+                path.filename().c_str(), std::string(s.message()).c_str());
+    pipeline->set_verify(false);
+  }
   auto changed = pipeline->Run(m);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!changed.ok()) {
