@@ -20,16 +20,18 @@ int64_t ElemSize(const Literal& l) { return ByteSizeOf(l.shape().element_type())
 
 absl::Status CheckElementType(const HloInstruction& instr, const Literal& operand) {
   if (operand.shape().element_type() != instr.shape().element_type()) {
-    return InvalidArgument(instr, absl::StrCat("operand element type ",
-                                               std::string(PrimitiveTypeName(operand.shape().element_type())),
-                                               " differs from the result's ",
-                                               std::string(PrimitiveTypeName(instr.shape().element_type()))));
+    return InvalidArgument(
+        instr, absl::StrCat("operand element type ",
+                            std::string(PrimitiveTypeName(operand.shape().element_type())),
+                            " differs from the result's ",
+                            std::string(PrimitiveTypeName(instr.shape().element_type()))));
   }
   return absl::OkStatus();
 }
 
 // The result of permuting `operand`'s dimensions: result dim i is operand dim perm[i].
-Literal TransposeLiteral(const Literal& operand, const std::vector<int64_t>& perm, const Shape& out_shape) {
+Literal TransposeLiteral(const Literal& operand, const std::vector<int64_t>& perm,
+                         const Shape& out_shape) {
   Literal out(out_shape);
   std::vector<int64_t> src_strides = RowMajorStrides(operand.shape().dimensions());
   std::vector<int64_t> strides(perm.size());
@@ -53,17 +55,19 @@ absl::StatusOr<Literal> Broadcast(const HloInstruction& instr, const Literal& op
   const Shape& out_shape = instr.shape();
   const std::vector<int64_t>& map = instr.dimensions();
   if (static_cast<int>(map.size()) != operand.shape().rank()) {
-    return InvalidArgument(instr, absl::StrCat("broadcast dimensions ", Dims(map), " do not cover the operand ",
-                                               operand.shape().ToString(false)));
+    return InvalidArgument(
+        instr, absl::StrCat("broadcast dimensions ", Dims(map), " do not cover the operand ",
+                            operand.shape().ToString(false)));
   }
   std::vector<int64_t> op_strides = RowMajorStrides(operand.shape().dimensions());
   std::vector<int64_t> strides(out_shape.rank(), 0);
   for (size_t i = 0; i < map.size(); ++i) {
     if (map[i] < 0 || map[i] >= out_shape.rank() ||
-        out_shape.dimensions(static_cast<int>(map[i])) != operand.shape().dimensions(static_cast<int>(i))) {
-      return InvalidArgument(instr, absl::StrCat("broadcast dimension ", i, " -> ", map[i], " does not fit ",
-                                                 operand.shape().ToString(false), " into ",
-                                                 out_shape.ToString(false)));
+        out_shape.dimensions(static_cast<int>(map[i])) !=
+            operand.shape().dimensions(static_cast<int>(i))) {
+      return InvalidArgument(instr, absl::StrCat("broadcast dimension ", i, " -> ", map[i],
+                                                 " does not fit ", operand.shape().ToString(false),
+                                                 " into ", out_shape.ToString(false)));
     }
     strides[map[i]] = op_strides[i];
   }
@@ -75,11 +79,12 @@ absl::StatusOr<Literal> Broadcast(const HloInstruction& instr, const Literal& op
 
 absl::StatusOr<Literal> Reshape(const HloInstruction& instr, const Literal& operand) {
   if (operand.element_count() != instr.shape().num_elements()) {
-    return InvalidArgument(instr, absl::StrCat("cannot reshape ", operand.shape().ToString(false), " to ",
-                                               instr.shape().ToString(false)));
+    return InvalidArgument(instr, absl::StrCat("cannot reshape ", operand.shape().ToString(false),
+                                               " to ", instr.shape().ToString(false)));
   }
   Literal out(instr.shape());
-  if (operand.size_bytes() > 0) std::memcpy(out.untyped_data(), operand.untyped_data(), operand.size_bytes());
+  if (operand.size_bytes() > 0)
+    std::memcpy(out.untyped_data(), operand.untyped_data(), operand.size_bytes());
   return out;
 }
 
@@ -99,7 +104,8 @@ absl::StatusOr<Literal> Bitcast(const HloInstruction& instr, const Literal& oper
       return Unimplemented(instr, "bitcast that changes both element type and layout");
     }
     Literal out(out_shape);
-    if (operand.size_bytes() > 0) std::memcpy(out.untyped_data(), operand.untyped_data(), operand.size_bytes());
+    if (operand.size_bytes() > 0)
+      std::memcpy(out.untyped_data(), operand.untyped_data(), operand.size_bytes());
     return out;
   }
   if (in_shape.HasDefaultLayout() && out_shape.HasDefaultLayout()) return Reshape(instr, operand);
@@ -108,8 +114,10 @@ absl::StatusOr<Literal> Bitcast(const HloInstruction& instr, const Literal& oper
   std::vector<int64_t> in_m2m = in_shape.MinorToMajor();
   std::vector<int64_t> in_major(in_m2m.rbegin(), in_m2m.rend());
   std::vector<int64_t> phys_in_dims;
-  for (int64_t d : in_major) phys_in_dims.push_back(operand.shape().dimensions(static_cast<int>(d)));
-  Literal physical = TransposeLiteral(operand, in_major, Shape(operand.shape().element_type(), phys_in_dims));
+  for (int64_t d : in_major)
+    phys_in_dims.push_back(operand.shape().dimensions(static_cast<int>(d)));
+  Literal physical =
+      TransposeLiteral(operand, in_major, Shape(operand.shape().element_type(), phys_in_dims));
 
   // The same bytes seen as the result's physical array, then back to logical order.
   std::vector<int64_t> out_m2m = out_shape.MinorToMajor();
@@ -131,9 +139,11 @@ absl::StatusOr<Literal> Transpose(const HloInstruction& instr, const Literal& op
                                                operand.shape().rank()));
   }
   for (size_t i = 0; i < perm.size(); ++i) {
-    if (instr.shape().dimensions(static_cast<int>(i)) != operand.shape().dimensions(static_cast<int>(perm[i]))) {
-      return InvalidArgument(instr, absl::StrCat("transpose of ", operand.shape().ToString(false), " by ",
-                                                 Dims(perm), " cannot give ", instr.shape().ToString(false)));
+    if (instr.shape().dimensions(static_cast<int>(i)) !=
+        operand.shape().dimensions(static_cast<int>(perm[i]))) {
+      return InvalidArgument(
+          instr, absl::StrCat("transpose of ", operand.shape().ToString(false), " by ", Dims(perm),
+                              " cannot give ", instr.shape().ToString(false)));
     }
   }
   return TransposeLiteral(operand, perm, instr.shape());
@@ -142,7 +152,8 @@ absl::StatusOr<Literal> Transpose(const HloInstruction& instr, const Literal& op
 absl::StatusOr<Literal> Slice(const HloInstruction& instr, const Literal& operand) {
   const auto& a = instr.attrs();
   const int rank = operand.shape().rank();
-  if (static_cast<int>(a.slice_starts.size()) != rank || static_cast<int>(a.slice_limits.size()) != rank) {
+  if (static_cast<int>(a.slice_starts.size()) != rank ||
+      static_cast<int>(a.slice_limits.size()) != rank) {
     return InvalidArgument(instr, "slice needs one [start:limit:stride] per operand dimension");
   }
   std::vector<int64_t> op_strides = RowMajorStrides(operand.shape().dimensions());
@@ -153,20 +164,22 @@ absl::StatusOr<Literal> Slice(const HloInstruction& instr, const Literal& operan
     int64_t stride = a.slice_strides.empty() ? 1 : a.slice_strides[i];
     int64_t size = operand.shape().dimensions(i);
     if (start < 0 || limit > size || start > limit || stride < 1) {
-      return InvalidArgument(instr, absl::StrCat("slice [", start, ":", limit, ":", stride,
-                                                 "] is out of range for dimension ", i, " of size ", size));
+      return InvalidArgument(
+          instr, absl::StrCat("slice [", start, ":", limit, ":", stride,
+                              "] is out of range for dimension ", i, " of size ", size));
     }
     int64_t expect = (limit - start + stride - 1) / stride;
     if (instr.shape().dimensions(i) != expect) {
-      return InvalidArgument(instr, absl::StrCat("slice result dimension ", i, " is ",
-                                                 instr.shape().dimensions(i), ", expected ", expect));
+      return InvalidArgument(
+          instr, absl::StrCat("slice result dimension ", i, " is ", instr.shape().dimensions(i),
+                              ", expected ", expect));
     }
     offset += start * op_strides[i];
     strides[i] = stride * op_strides[i];
   }
   Literal out(instr.shape());
-  StridedGather(operand.untyped_data(), ElemSize(operand), instr.shape().dimensions(), offset, strides,
-                out.untyped_data());
+  StridedGather(operand.untyped_data(), ElemSize(operand), instr.shape().dimensions(), offset,
+                strides, out.untyped_data());
   return out;
 }
 
@@ -181,23 +194,26 @@ absl::StatusOr<std::vector<int64_t>> StartIndices(const HloInstruction& instr, O
     if (static_cast<size_t>(index_ops[0]->element_count()) != rank) {
       return InvalidArgument(instr, "start index vector must have one entry per dimension");
     }
-    for (size_t i = 0; i < rank; ++i) starts.push_back(ReadIndex(*index_ops[0], static_cast<int64_t>(i)));
+    for (size_t i = 0; i < rank; ++i)
+      starts.push_back(ReadIndex(*index_ops[0], static_cast<int64_t>(i)));
   } else {
     if (index_ops.size() != rank) {
-      return InvalidArgument(instr, absl::StrCat("expected ", rank, " start indices, got ", index_ops.size()));
+      return InvalidArgument(
+          instr, absl::StrCat("expected ", rank, " start indices, got ", index_ops.size()));
     }
     for (size_t i = 0; i < rank; ++i) {
       if (index_ops[i]->element_count() != 1 || !IsInteger(index_ops[i]->shape().element_type())) {
-        return InvalidArgument(instr, absl::StrCat("start index ", i, " must be an integer scalar, got ",
-                                                   index_ops[i]->shape().ToString(false)));
+        return InvalidArgument(instr,
+                               absl::StrCat("start index ", i, " must be an integer scalar, got ",
+                                            index_ops[i]->shape().ToString(false)));
       }
       starts.push_back(ReadIndex(*index_ops[i]));
     }
   }
   for (size_t i = 0; i < rank; ++i) {
     if (window[i] > operand_dims[i] || window[i] < 0) {
-      return InvalidArgument(instr, absl::StrCat("window size ", window[i], " exceeds dimension ", i,
-                                                 " of size ", operand_dims[i]));
+      return InvalidArgument(instr, absl::StrCat("window size ", window[i], " exceeds dimension ",
+                                                 i, " of size ", operand_dims[i]));
     }
     starts[i] = std::clamp<int64_t>(starts[i], 0, operand_dims[i] - window[i]);
   }
@@ -210,8 +226,9 @@ absl::StatusOr<Literal> DynamicSlice(const HloInstruction& instr, Operands ops) 
   std::vector<int64_t> sizes = instr.attrs().dynamic_slice_sizes;
   if (sizes.empty()) sizes = instr.shape().dimensions();
   if (sizes != instr.shape().dimensions()) {
-    return InvalidArgument(instr, absl::StrCat("dynamic_slice_sizes ", Dims(sizes),
-                                               " do not match the result ", instr.shape().ToString(false)));
+    return InvalidArgument(
+        instr, absl::StrCat("dynamic_slice_sizes ", Dims(sizes), " do not match the result ",
+                            instr.shape().ToString(false)));
   }
   if (sizes.size() != dims.size()) {
     return InvalidArgument(instr, "dynamic-slice result rank differs from the operand's");
@@ -222,7 +239,8 @@ absl::StatusOr<Literal> DynamicSlice(const HloInstruction& instr, Operands ops) 
   int64_t offset = 0;
   for (size_t i = 0; i < dims.size(); ++i) offset += (*starts)[i] * strides[i];
   Literal out(instr.shape());
-  StridedGather(operand.untyped_data(), ElemSize(operand), sizes, offset, strides, out.untyped_data());
+  StridedGather(operand.untyped_data(), ElemSize(operand), sizes, offset, strides,
+                out.untyped_data());
   return out;
 }
 
@@ -240,7 +258,8 @@ absl::StatusOr<Literal> DynamicUpdateSlice(const HloInstruction& instr, Operands
   absl::StatusOr<std::vector<int64_t>> starts = StartIndices(instr, ops.subspan(2), dims, udims);
   if (!starts.ok()) return starts.status();
   Literal out(instr.shape());
-  if (operand.size_bytes() > 0) std::memcpy(out.untyped_data(), operand.untyped_data(), operand.size_bytes());
+  if (operand.size_bytes() > 0)
+    std::memcpy(out.untyped_data(), operand.untyped_data(), operand.size_bytes());
   std::vector<int64_t> strides = RowMajorStrides(dims);
   int64_t offset = 0;
   for (size_t i = 0; i < dims.size(); ++i) offset += (*starts)[i] * strides[i];
@@ -266,19 +285,22 @@ absl::StatusOr<Literal> Concatenate(const HloInstruction& instr, Operands ops) {
     for (int i = 0; ok && i < s.rank(); ++i)
       if (i != dim && s.dimensions(i) != out_shape.dimensions(i)) ok = false;
     if (!ok) {
-      return InvalidArgument(instr, absl::StrCat("operand ", k, " ", s.ToString(false),
-                                                 " does not fit concatenation into ", out_shape.ToString(false)));
+      return InvalidArgument(
+          instr, absl::StrCat("operand ", k, " ", s.ToString(false),
+                              " does not fit concatenation into ", out_shape.ToString(false)));
     }
     total += s.dimensions(static_cast<int>(dim));
   }
   if (total != out_shape.dimensions(static_cast<int>(dim))) {
-    return InvalidArgument(instr, absl::StrCat("operands add up to ", total, " along dimension ", dim,
-                                               ", result has ", out_shape.dimensions(static_cast<int>(dim))));
+    return InvalidArgument(
+        instr, absl::StrCat("operands add up to ", total, " along dimension ", dim, ", result has ",
+                            out_shape.dimensions(static_cast<int>(dim))));
   }
   // View every array as [outer, dim * inner] and copy one contiguous run per operand.
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < dim; ++i) outer *= out_shape.dimensions(i);
-  for (int i = static_cast<int>(dim) + 1; i < out_shape.rank(); ++i) inner *= out_shape.dimensions(i);
+  for (int i = static_cast<int>(dim) + 1; i < out_shape.rank(); ++i)
+    inner *= out_shape.dimensions(i);
   const int64_t esize = ByteSizeOf(out_shape.element_type());
   Literal out(out_shape);
   uint8_t* dst = out.untyped_data();
@@ -301,15 +323,18 @@ absl::StatusOr<Literal> Pad(const HloInstruction& instr, Operands ops) {
   if (static_cast<int>(cfg.size()) != rank) {
     return InvalidArgument(instr, "padding config needs one entry per operand dimension");
   }
-  if (pad_value.element_count() != 1 || pad_value.shape().element_type() != operand.shape().element_type()) {
+  if (pad_value.element_count() != 1 ||
+      pad_value.shape().element_type() != operand.shape().element_type()) {
     return InvalidArgument(instr, "padding value must be a scalar of the operand's element type");
   }
   const Shape& out_shape = instr.shape();
   for (int i = 0; i < rank; ++i) {
     int64_t n = operand.shape().dimensions(i);
     const PaddingDimension& p = cfg[i];
-    if (p.interior_padding < 0) return InvalidArgument(instr, "interior padding must be non-negative");
-    int64_t expect = p.edge_padding_low + p.edge_padding_high + n + std::max<int64_t>(n - 1, 0) * p.interior_padding;
+    if (p.interior_padding < 0)
+      return InvalidArgument(instr, "interior padding must be non-negative");
+    int64_t expect = p.edge_padding_low + p.edge_padding_high + n +
+                     std::max<int64_t>(n - 1, 0) * p.interior_padding;
     if (expect != out_shape.dimensions(i) || expect < 0) {
       return InvalidArgument(instr, absl::StrCat("padding dimension ", i, " gives size ", expect,
                                                  ", result has ", out_shape.dimensions(i)));
@@ -322,7 +347,8 @@ absl::StatusOr<Literal> Pad(const HloInstruction& instr, Operands ops) {
   {
     uint8_t* d = out.untyped_data();
     const uint8_t* v = pad_value.untyped_data();
-    for (int64_t i = 0; i < out.element_count(); ++i) std::memcpy(d + i * esize, v, static_cast<size_t>(esize));
+    for (int64_t i = 0; i < out.element_count(); ++i)
+      std::memcpy(d + i * esize, v, static_cast<size_t>(esize));
   }
   std::vector<int64_t> in_strides = RowMajorStrides(operand.shape().dimensions());
   std::vector<int64_t> out_strides = RowMajorStrides(out_shape.dimensions());
@@ -341,8 +367,8 @@ absl::StatusOr<Literal> Pad(const HloInstruction& instr, Operands ops) {
     dst_strides[i] = step * out_strides[i];
   }
   if (ElementCount(box) > 0) {
-    StridedCopy(operand.untyped_data(), esize, box, src_off, src_strides, out.untyped_data(), dst_off,
-                dst_strides);
+    StridedCopy(operand.untyped_data(), esize, box, src_off, src_strides, out.untyped_data(),
+                dst_off, dst_strides);
   }
   return out;
 }
@@ -354,7 +380,8 @@ absl::StatusOr<Literal> Reverse(const HloInstruction& instr, const Literal& oper
   std::vector<bool> seen(dims.size(), false);
   for (int64_t d : instr.dimensions()) {
     if (d < 0 || d >= static_cast<int64_t>(dims.size()) || seen[d]) {
-      return InvalidArgument(instr, absl::StrCat("reverse dimension ", d, " is out of range or repeated"));
+      return InvalidArgument(instr,
+                             absl::StrCat("reverse dimension ", d, " is out of range or repeated"));
     }
     seen[d] = true;
     if (dims[d] == 0) continue;
@@ -362,7 +389,8 @@ absl::StatusOr<Literal> Reverse(const HloInstruction& instr, const Literal& oper
     strides[d] = -strides[d];
   }
   Literal out(instr.shape());
-  StridedGather(operand.untyped_data(), ElemSize(operand), dims, offset, strides, out.untyped_data());
+  StridedGather(operand.untyped_data(), ElemSize(operand), dims, offset, strides,
+                out.untyped_data());
   return out;
 }
 
@@ -403,7 +431,8 @@ absl::StatusOr<Literal> GetDimensionSize(const HloInstruction& instr, const Lite
   }
   // Dynamic dimensions are evaluated at their bound.
   Literal out(instr.shape());
-  out.SetFromDouble(0, static_cast<double>(operand.shape().dimensions(static_cast<int>(instr.dimensions()[0]))));
+  out.SetFromDouble(
+      0, static_cast<double>(operand.shape().dimensions(static_cast<int>(instr.dimensions()[0]))));
   return out;
 }
 
@@ -412,7 +441,8 @@ absl::StatusOr<Literal> GetDimensionSize(const HloInstruction& instr, const Lite
 absl::StatusOr<Literal> EvalDataMovement(const HloInstruction& instr, Operands ops) {
   const HloOpcode op = instr.opcode();
   if (!instr.shape().IsArray()) {
-    return InvalidArgument(instr, "'" + std::string(HloOpcodeString(op)) + "' must produce an array");
+    return InvalidArgument(instr,
+                           "'" + std::string(HloOpcodeString(op)) + "' must produce an array");
   }
   int expected = HloOpcodeArity(op);
   if (auto s = CheckArrayOperands(instr, ops, expected); !s.ok()) return s;
@@ -421,23 +451,37 @@ absl::StatusOr<Literal> EvalDataMovement(const HloInstruction& instr, Operands o
     if (auto s = CheckElementType(instr, *ops[0]); !s.ok()) return s;
   }
   switch (op) {
-    case HloOpcode::kBroadcast: return Broadcast(instr, *ops[0]);
-    case HloOpcode::kReshape: return Reshape(instr, *ops[0]);
-    case HloOpcode::kBitcast: return Bitcast(instr, *ops[0]);
-    case HloOpcode::kTranspose: return Transpose(instr, *ops[0]);
-    case HloOpcode::kCopy: return Reshape(instr, *ops[0]);  // same dims, logical data unchanged
-    case HloOpcode::kSlice: return Slice(instr, *ops[0]);
-    case HloOpcode::kDynamicSlice: return DynamicSlice(instr, ops);
+    case HloOpcode::kBroadcast:
+      return Broadcast(instr, *ops[0]);
+    case HloOpcode::kReshape:
+      return Reshape(instr, *ops[0]);
+    case HloOpcode::kBitcast:
+      return Bitcast(instr, *ops[0]);
+    case HloOpcode::kTranspose:
+      return Transpose(instr, *ops[0]);
+    case HloOpcode::kCopy:
+      return Reshape(instr, *ops[0]);  // same dims, logical data unchanged
+    case HloOpcode::kSlice:
+      return Slice(instr, *ops[0]);
+    case HloOpcode::kDynamicSlice:
+      return DynamicSlice(instr, ops);
     case HloOpcode::kDynamicUpdateSlice:
-      if (ops.size() < 2) return InvalidArgument(instr, "dynamic-update-slice needs an operand and an update");
+      if (ops.size() < 2)
+        return InvalidArgument(instr, "dynamic-update-slice needs an operand and an update");
       return DynamicUpdateSlice(instr, ops);
-    case HloOpcode::kConcatenate: return Concatenate(instr, ops);
-    case HloOpcode::kPad: return Pad(instr, ops);
-    case HloOpcode::kReverse: return Reverse(instr, *ops[0]);
-    case HloOpcode::kIota: return Iota(instr);
-    case HloOpcode::kGetDimensionSize: return GetDimensionSize(instr, *ops[0]);
+    case HloOpcode::kConcatenate:
+      return Concatenate(instr, ops);
+    case HloOpcode::kPad:
+      return Pad(instr, ops);
+    case HloOpcode::kReverse:
+      return Reverse(instr, *ops[0]);
+    case HloOpcode::kIota:
+      return Iota(instr);
+    case HloOpcode::kGetDimensionSize:
+      return GetDimensionSize(instr, *ops[0]);
     default:
-      return Unimplemented(instr, "'" + std::string(HloOpcodeString(op)) + "' is not a data movement opcode");
+      return Unimplemented(
+          instr, "'" + std::string(HloOpcodeString(op)) + "' is not a data movement opcode");
   }
 }
 

@@ -138,9 +138,9 @@ absl::StatusOr<Literal> EvalConvert(const HloInstruction& instr, const Literal& 
 absl::StatusOr<Literal> EvalBitcastConvert(const HloInstruction& instr, const Literal& a) {
   Literal out(instr.shape());
   if (out.size_bytes() != a.size_bytes()) {
-    return InvalidArgument(instr, absl::StrCat("bitcast-convert from ", a.shape().ToString(false),
-                                               " to ", instr.shape().ToString(false),
-                                               " changes the byte size"));
+    return InvalidArgument(instr,
+                           absl::StrCat("bitcast-convert from ", a.shape().ToString(false), " to ",
+                                        instr.shape().ToString(false), " changes the byte size"));
   }
   if (a.size_bytes() > 0) std::memcpy(out.untyped_data(), a.untyped_data(), a.size_bytes());
   return out;
@@ -198,22 +198,29 @@ absl::StatusOr<Literal> EvalReducePrecision(const HloInstruction& instr, const L
   const int m = static_cast<int>(instr.attrs().mantissa_bits);
   if (e < 1 || m < 0) {
     return InvalidArgument(instr, absl::StrCat("reduce-precision needs exponent_bits >= 1 and "
-                                               "mantissa_bits >= 0, got ", e, " and ", m));
+                                               "mantissa_bits >= 0, got ",
+                                               e, " and ", m));
   }
   Literal out(instr.shape());
   // Each type is reduced on its own bits (f16 denormals survive when exponent_bits >= 5).
   switch (a.shape().element_type()) {
     case PrimitiveType::F32:
-      UnaryLoop<float, float>(a, out, [&](float x) { return ReducePrecisionValue<float, uint32_t, 23, 8>(x, e, m); });
+      UnaryLoop<float, float>(
+          a, out, [&](float x) { return ReducePrecisionValue<float, uint32_t, 23, 8>(x, e, m); });
       return out;
     case PrimitiveType::F64:
-      UnaryLoop<double, double>(a, out, [&](double x) { return ReducePrecisionValue<double, uint64_t, 52, 11>(x, e, m); });
+      UnaryLoop<double, double>(a, out, [&](double x) {
+        return ReducePrecisionValue<double, uint64_t, 52, 11>(x, e, m);
+      });
       return out;
     case PrimitiveType::F16:
-      UnaryLoop<half, half>(a, out, [&](half x) { return ReducePrecisionValue<half, uint16_t, 10, 5>(x, e, m); });
+      UnaryLoop<half, half>(
+          a, out, [&](half x) { return ReducePrecisionValue<half, uint16_t, 10, 5>(x, e, m); });
       return out;
     case PrimitiveType::BF16:
-      UnaryLoop<bfloat16, bfloat16>(a, out, [&](bfloat16 x) { return ReducePrecisionValue<bfloat16, uint16_t, 7, 8>(x, e, m); });
+      UnaryLoop<bfloat16, bfloat16>(a, out, [&](bfloat16 x) {
+        return ReducePrecisionValue<bfloat16, uint16_t, 7, 8>(x, e, m);
+      });
       return out;
     default:
       return TypeError(instr, a.shape().element_type());
@@ -231,12 +238,12 @@ T Logistic(T x) {
 template <typename T>
 bool FloatOrComplexUnary(HloOpcode op, const Literal& a, Literal& out) {
   using C = Compute<T>;
-#define KILN_UNARY(OPC, EXPR)                                        \
-  case HloOpcode::OPC:                                               \
-    UnaryLoop<T, T>(a, out, [](T t) {                                \
-      C x = static_cast<C>(t);                                       \
-      return static_cast<T>(EXPR);                                   \
-    });                                                              \
+#define KILN_UNARY(OPC, EXPR)         \
+  case HloOpcode::OPC:                \
+    UnaryLoop<T, T>(a, out, [](T t) { \
+      C x = static_cast<C>(t);        \
+      return static_cast<T>(EXPR);    \
+    });                               \
     return true;
   switch (op) {
     KILN_UNARY(kNegate, -x)
@@ -302,7 +309,8 @@ bool IntegerUnary(HloOpcode op, const Literal& a, Literal& out) {
       UnaryLoop<T, T>(a, out, [](T x) { return static_cast<T>(std::popcount(static_cast<U>(x))); });
       return true;
     case HloOpcode::kClz:
-      UnaryLoop<T, T>(a, out, [](T x) { return static_cast<T>(std::countl_zero(static_cast<U>(x))); });
+      UnaryLoop<T, T>(a, out,
+                      [](T x) { return static_cast<T>(std::countl_zero(static_cast<U>(x))); });
       return true;
     case HloOpcode::kSign:
       UnaryLoop<T, T>(a, out, [](T x) { return static_cast<T>((T(0) < x) - (x < T(0))); });
@@ -316,9 +324,12 @@ absl::StatusOr<Literal> EvalUnary(const HloInstruction& instr, const Literal& a)
   const HloOpcode op = instr.opcode();
   const PrimitiveType in_type = a.shape().element_type();
   switch (op) {
-    case HloOpcode::kConvert: return EvalConvert(instr, a);
-    case HloOpcode::kBitcastConvert: return EvalBitcastConvert(instr, a);
-    case HloOpcode::kReducePrecision: return EvalReducePrecision(instr, a);
+    case HloOpcode::kConvert:
+      return EvalConvert(instr, a);
+    case HloOpcode::kBitcastConvert:
+      return EvalBitcastConvert(instr, a);
+    case HloOpcode::kReducePrecision:
+      return EvalReducePrecision(instr, a);
     case HloOpcode::kCopy: {
       // Literals are logical row-major, so a layout-changing copy moves no bytes.
       Literal out(instr.shape());
@@ -330,9 +341,9 @@ absl::StatusOr<Literal> EvalUnary(const HloInstruction& instr, const Literal& a)
   }
   Literal out(instr.shape());
   if (out.element_count() != a.element_count()) {
-    return InvalidArgument(instr, absl::StrCat("operand shape ", a.shape().ToString(false),
-                                               " does not match result shape ",
-                                               instr.shape().ToString(false)));
+    return InvalidArgument(
+        instr, absl::StrCat("operand shape ", a.shape().ToString(false),
+                            " does not match result shape ", instr.shape().ToString(false)));
   }
   const PrimitiveType out_type = out.shape().element_type();
 
@@ -356,14 +367,19 @@ absl::StatusOr<Literal> EvalUnary(const HloInstruction& instr, const Literal& a)
       if constexpr (IsComplexT<T>::value) {
         if (out_type != (sizeof(P) == 4 ? PrimitiveType::F32 : PrimitiveType::F64)) return;
         ok = true;
-        if (op == HloOpcode::kReal) UnaryLoop<T, P>(a, out, [](T x) { return x.real(); });
-        else if (op == HloOpcode::kImag) UnaryLoop<T, P>(a, out, [](T x) { return x.imag(); });
-        else UnaryLoop<T, P>(a, out, [](T x) { return std::abs(x); });
+        if (op == HloOpcode::kReal)
+          UnaryLoop<T, P>(a, out, [](T x) { return x.real(); });
+        else if (op == HloOpcode::kImag)
+          UnaryLoop<T, P>(a, out, [](T x) { return x.imag(); });
+        else
+          UnaryLoop<T, P>(a, out, [](T x) { return std::abs(x); });
       } else if constexpr (kIsFloatT<T>) {
         if (out_type != in_type) return;
         ok = true;
-        if (op == HloOpcode::kReal) UnaryLoop<T, T>(a, out, [](T x) { return x; });
-        else UnaryLoop<T, T>(a, out, [](T) { return T(0.0f); });
+        if (op == HloOpcode::kReal)
+          UnaryLoop<T, T>(a, out, [](T x) { return x; });
+        else
+          UnaryLoop<T, T>(a, out, [](T) { return T(0.0f); });
       }
     });
     if (!ok) return TypeError(instr, in_type);
@@ -371,10 +387,10 @@ absl::StatusOr<Literal> EvalUnary(const HloInstruction& instr, const Literal& a)
   }
 
   if (out_type != in_type) {
-    return InvalidArgument(instr, absl::StrCat("result element type ",
-                                               std::string(PrimitiveTypeName(out_type)),
-                                               " differs from operand element type ",
-                                               std::string(PrimitiveTypeName(in_type))));
+    return InvalidArgument(
+        instr, absl::StrCat("result element type ", std::string(PrimitiveTypeName(out_type)),
+                            " differs from operand element type ",
+                            std::string(PrimitiveTypeName(in_type))));
   }
   bool handled = false;
   PrimitiveTypeSwitch(in_type, [&](auto tag) {
@@ -482,7 +498,8 @@ bool IntegerBinary(HloOpcode op, const Literal& a, const Literal& b, Literal& ou
       return true;
     case HloOpcode::kShiftLeft:
       BinaryLoop<T, T, T>(a, b, out, [](T x, T y) {
-        return ShiftOutOfRange(y) ? T(0) : static_cast<T>(W(static_cast<U>(x)) << static_cast<U>(y));
+        return ShiftOutOfRange(y) ? T(0)
+                                  : static_cast<T>(W(static_cast<U>(x)) << static_cast<U>(y));
       });
       return true;
     case HloOpcode::kShiftRightLogical:
@@ -530,13 +547,13 @@ bool PredBinary(HloOpcode op, const Literal& a, const Literal& b, Literal& out) 
 template <typename T>
 bool FloatBinary(HloOpcode op, const Literal& a, const Literal& b, Literal& out) {
   using C = Compute<T>;
-#define KILN_BINARY(OPC, EXPR)                                       \
-  case HloOpcode::OPC:                                               \
-    BinaryLoop<T, T, T>(a, b, out, [](T tx, T ty) {                  \
-      C x = static_cast<C>(tx);                                      \
-      C y = static_cast<C>(ty);                                      \
-      return static_cast<T>(EXPR);                                   \
-    });                                                              \
+#define KILN_BINARY(OPC, EXPR)                      \
+  case HloOpcode::OPC:                              \
+    BinaryLoop<T, T, T>(a, b, out, [](T tx, T ty) { \
+      C x = static_cast<C>(tx);                     \
+      C y = static_cast<C>(ty);                     \
+      return static_cast<T>(EXPR);                  \
+    });                                             \
     return true;
   switch (op) {
     KILN_BINARY(kAdd, x + y)
@@ -589,12 +606,18 @@ bool ComplexBinary(HloOpcode op, const Literal& a, const Literal& b, Literal& ou
 template <typename T>
 bool ApplyDirection(ComparisonDirection d, T x, T y) {
   switch (d) {
-    case ComparisonDirection::kEq: return x == y;
-    case ComparisonDirection::kNe: return x != y;
-    case ComparisonDirection::kGe: return x >= y;
-    case ComparisonDirection::kGt: return x > y;
-    case ComparisonDirection::kLe: return x <= y;
-    case ComparisonDirection::kLt: return x < y;
+    case ComparisonDirection::kEq:
+      return x == y;
+    case ComparisonDirection::kNe:
+      return x != y;
+    case ComparisonDirection::kGe:
+      return x >= y;
+    case ComparisonDirection::kGt:
+      return x > y;
+    case ComparisonDirection::kLe:
+      return x <= y;
+    case ComparisonDirection::kLt:
+      return x < y;
   }
   return false;
 }
@@ -636,16 +659,29 @@ void CompareLoop(ComparisonDirection d, const Literal& a, const Literal& b, Lite
   }
   using C = Compute<T>;
   switch (d) {
-    case ComparisonDirection::kEq: run([](T x, T y) { return C(x) == C(y); }); return;
-    case ComparisonDirection::kNe: run([](T x, T y) { return C(x) != C(y); }); return;
-    case ComparisonDirection::kGe: run([](T x, T y) { return C(x) >= C(y); }); return;
-    case ComparisonDirection::kGt: run([](T x, T y) { return C(x) > C(y); }); return;
-    case ComparisonDirection::kLe: run([](T x, T y) { return C(x) <= C(y); }); return;
-    case ComparisonDirection::kLt: run([](T x, T y) { return C(x) < C(y); }); return;
+    case ComparisonDirection::kEq:
+      run([](T x, T y) { return C(x) == C(y); });
+      return;
+    case ComparisonDirection::kNe:
+      run([](T x, T y) { return C(x) != C(y); });
+      return;
+    case ComparisonDirection::kGe:
+      run([](T x, T y) { return C(x) >= C(y); });
+      return;
+    case ComparisonDirection::kGt:
+      run([](T x, T y) { return C(x) > C(y); });
+      return;
+    case ComparisonDirection::kLe:
+      run([](T x, T y) { return C(x) <= C(y); });
+      return;
+    case ComparisonDirection::kLt:
+      run([](T x, T y) { return C(x) < C(y); });
+      return;
   }
 }
 
-absl::StatusOr<Literal> EvalCompare(const HloInstruction& instr, const Literal& a, const Literal& b) {
+absl::StatusOr<Literal> EvalCompare(const HloInstruction& instr, const Literal& a,
+                                    const Literal& b) {
   if (!instr.attrs().comparison_direction) {
     return InvalidArgument(instr, "compare has no comparison direction");
   }
@@ -670,14 +706,17 @@ absl::StatusOr<Literal> EvalCompare(const HloInstruction& instr, const Literal& 
 
 // --- complex, stochastic-convert. ---------------------------------------------------------
 
-absl::StatusOr<Literal> EvalComplex(const HloInstruction& instr, const Literal& a, const Literal& b) {
+absl::StatusOr<Literal> EvalComplex(const HloInstruction& instr, const Literal& a,
+                                    const Literal& b) {
   Literal out(instr.shape());
   switch (a.shape().element_type()) {
     case PrimitiveType::F32:
-      BinaryLoop<float, float, std::complex<float>>(a, b, out, [](float x, float y) { return std::complex<float>(x, y); });
+      BinaryLoop<float, float, std::complex<float>>(
+          a, b, out, [](float x, float y) { return std::complex<float>(x, y); });
       return out;
     case PrimitiveType::F64:
-      BinaryLoop<double, double, std::complex<double>>(a, b, out, [](double x, double y) { return std::complex<double>(x, y); });
+      BinaryLoop<double, double, std::complex<double>>(
+          a, b, out, [](double x, double y) { return std::complex<double>(x, y); });
       return out;
     default:
       return TypeError(instr, a.shape().element_type());
@@ -714,8 +753,9 @@ absl::StatusOr<Literal> EvalStochasticConvert(const HloInstruction& instr, const
   const PrimitiveType tt = instr.shape().element_type();
   if (!IsFloating(ft) || !IsUnsignedInt(rt) || ByteSizeOf(ft) != ByteSizeOf(rt) ||
       !IsSignedInt(tt)) {
-    return InvalidArgument(instr, "stochastic-convert needs a float operand, unsigned random "
-                                  "bits of the same width and a signed integer result");
+    return InvalidArgument(instr,
+                           "stochastic-convert needs a float operand, unsigned random "
+                           "bits of the same width and a signed integer result");
   }
   Literal out(instr.shape());
   PrimitiveTypeSwitch(ft, [&](auto ftag) {
@@ -734,17 +774,18 @@ absl::StatusOr<Literal> EvalStochasticConvert(const HloInstruction& instr, const
   return out;
 }
 
-absl::StatusOr<Literal> EvalBinary(const HloInstruction& instr, const Literal& a, const Literal& b) {
+absl::StatusOr<Literal> EvalBinary(const HloInstruction& instr, const Literal& a,
+                                   const Literal& b) {
   const HloOpcode op = instr.opcode();
   if (op == HloOpcode::kCompare) return EvalCompare(instr, a, b);
   if (op == HloOpcode::kComplex) return EvalComplex(instr, a, b);
   if (op == HloOpcode::kStochasticConvert) return EvalStochasticConvert(instr, a, b);
   const PrimitiveType t = a.shape().element_type();
   if (b.shape().element_type() != t || instr.shape().element_type() != t) {
-    return InvalidArgument(instr, absl::StrCat("'", OpName(instr), "' needs equal element types, got ",
-                                               a.shape().ToString(false), ", ",
-                                               b.shape().ToString(false), " -> ",
-                                               instr.shape().ToString(false)));
+    return InvalidArgument(
+        instr, absl::StrCat("'", OpName(instr), "' needs equal element types, got ",
+                            a.shape().ToString(false), ", ", b.shape().ToString(false), " -> ",
+                            instr.shape().ToString(false)));
   }
   Literal out(instr.shape());
   bool handled = false;
@@ -794,16 +835,16 @@ struct Bytes16 {
 absl::StatusOr<Literal> EvalSelect(const HloInstruction& instr, Operands ops) {
   const Literal& pred = *ops[0];
   if (pred.shape().element_type() != PrimitiveType::PRED) {
-    return InvalidArgument(instr, "select predicate must be pred, got " + pred.shape().ToString(false));
+    return InvalidArgument(instr,
+                           "select predicate must be pred, got " + pred.shape().ToString(false));
   }
   Literal out(instr.shape());
   const int64_t n = out.element_count();
   for (int i = 0; i < 3; ++i) {
     if (ops[i]->element_count() != n && ops[i]->element_count() != 1) {
-      return InvalidArgument(instr, absl::StrCat("select operand ", i, " has shape ",
-                                                 ops[i]->shape().ToString(false),
-                                                 ", which does not match the result ",
-                                                 instr.shape().ToString(false)));
+      return InvalidArgument(
+          instr, absl::StrCat("select operand ", i, " has shape ", ops[i]->shape().ToString(false),
+                              ", which does not match the result ", instr.shape().ToString(false)));
     }
   }
   if (ops[1]->shape().element_type() != out.shape().element_type() ||
@@ -811,12 +852,23 @@ absl::StatusOr<Literal> EvalSelect(const HloInstruction& instr, Operands ops) {
     return InvalidArgument(instr, "select branches must have the result's element type");
   }
   switch (ByteSizeOf(out.shape().element_type())) {
-    case 1: SelectLoop<uint8_t>(pred, *ops[1], *ops[2], out); break;
-    case 2: SelectLoop<uint16_t>(pred, *ops[1], *ops[2], out); break;
-    case 4: SelectLoop<uint32_t>(pred, *ops[1], *ops[2], out); break;
-    case 8: SelectLoop<uint64_t>(pred, *ops[1], *ops[2], out); break;
-    case 16: SelectLoop<Bytes16>(pred, *ops[1], *ops[2], out); break;
-    default: return TypeError(instr, out.shape().element_type());
+    case 1:
+      SelectLoop<uint8_t>(pred, *ops[1], *ops[2], out);
+      break;
+    case 2:
+      SelectLoop<uint16_t>(pred, *ops[1], *ops[2], out);
+      break;
+    case 4:
+      SelectLoop<uint32_t>(pred, *ops[1], *ops[2], out);
+      break;
+    case 8:
+      SelectLoop<uint64_t>(pred, *ops[1], *ops[2], out);
+      break;
+    case 16:
+      SelectLoop<Bytes16>(pred, *ops[1], *ops[2], out);
+      break;
+    default:
+      return TypeError(instr, out.shape().element_type());
   }
   return out;
 }
@@ -828,10 +880,9 @@ absl::StatusOr<Literal> EvalClamp(const HloInstruction& instr, Operands ops) {
   for (int i = 0; i < 3; ++i) {
     if ((ops[i]->element_count() != n && ops[i]->element_count() != 1) ||
         ops[i]->shape().element_type() != t) {
-      return InvalidArgument(instr, absl::StrCat("clamp operand ", i, " has shape ",
-                                                 ops[i]->shape().ToString(false),
-                                                 ", which does not match the result ",
-                                                 instr.shape().ToString(false)));
+      return InvalidArgument(
+          instr, absl::StrCat("clamp operand ", i, " has shape ", ops[i]->shape().ToString(false),
+                              ", which does not match the result ", instr.shape().ToString(false)));
     }
   }
   if (IsComplex(t)) return TypeError(instr, t);
@@ -852,10 +903,14 @@ absl::StatusOr<Literal> EvalClamp(const HloInstruction& instr, Operands ops) {
         C h = static_cast<C>(hi[hi_s ? 0 : i]);
         C r;
         if constexpr (std::is_floating_point_v<C>) {
-          if (std::isnan(l)) r = l;
-          else if (std::isnan(v)) r = v;
-          else if (std::isnan(h)) r = h;
-          else r = std::min(h, std::max(v, l));
+          if (std::isnan(l))
+            r = l;
+          else if (std::isnan(v))
+            r = v;
+          else if (std::isnan(h))
+            r = h;
+          else
+            r = std::min(h, std::max(v, l));
         } else {
           r = std::min(h, std::max(v, l));
         }
@@ -881,9 +936,9 @@ absl::StatusOr<Literal> EvalElementwise(const HloInstruction& instr, Operands op
   if (IsElementwiseUnary(op)) {
     if (auto s = CheckArrayOperands(instr, ops, 1); !s.ok()) return s;
     if (op != HloOpcode::kBitcastConvert && ops[0]->element_count() != n) {
-      return InvalidArgument(instr, absl::StrCat("operand shape ", ops[0]->shape().ToString(false),
-                                                 " does not match result shape ",
-                                                 instr.shape().ToString(false)));
+      return InvalidArgument(
+          instr, absl::StrCat("operand shape ", ops[0]->shape().ToString(false),
+                              " does not match result shape ", instr.shape().ToString(false)));
     }
     return EvalUnary(instr, *ops[0]);
   }
@@ -891,10 +946,9 @@ absl::StatusOr<Literal> EvalElementwise(const HloInstruction& instr, Operands op
     if (auto s = CheckArrayOperands(instr, ops, 2); !s.ok()) return s;
     for (int i = 0; i < 2; ++i) {
       if (ops[i]->element_count() != n && ops[i]->element_count() != 1) {
-        return InvalidArgument(instr, absl::StrCat("operand ", i, " shape ",
-                                                   ops[i]->shape().ToString(false),
-                                                   " does not match result shape ",
-                                                   instr.shape().ToString(false)));
+        return InvalidArgument(
+            instr, absl::StrCat("operand ", i, " shape ", ops[i]->shape().ToString(false),
+                                " does not match result shape ", instr.shape().ToString(false)));
       }
     }
     return EvalBinary(instr, *ops[0], *ops[1]);

@@ -2,6 +2,7 @@
 // control flow and tuples itself and dispatches everything else to the opcode families.
 #include "hlo/evaluator/evaluator.h"
 
+#include <new>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/evaluator/evaluator_internal.h"
 #include "hlo/evaluator/evaluator_util.h"
+#include "hlo/evaluator/fft.h"
 
 namespace kiln {
 
@@ -48,8 +50,7 @@ absl::StatusOr<Plan> MakePlan(const HloComputation& computation) {
       }
       if (pos.contains(op)) continue;
       if (on_stack.contains(op)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("cycle through instruction %", op->name()));
+        return absl::InvalidArgumentError(absl::StrCat("cycle through instruction %", op->name()));
       }
       on_stack[op] = true;
       stack.push_back({op, 0});
@@ -79,13 +80,14 @@ absl::StatusOr<Plan> MakePlan(const HloComputation& computation) {
 
 bool IsUnsupportedOpcode(HloOpcode op) {
   switch (op) {
-    case HloOpcode::kAsyncStart: case HloOpcode::kAsyncUpdate: case HloOpcode::kAsyncDone:
-    case HloOpcode::kRngGetAndUpdateState: case HloOpcode::kDynamicReshape:
-    case HloOpcode::kFft:
+    case HloOpcode::kAsyncStart:
+    case HloOpcode::kAsyncUpdate:
+    case HloOpcode::kAsyncDone:
+    case HloOpcode::kRngGetAndUpdateState:
+    case HloOpcode::kDynamicReshape:
       return true;
     default:
-      return IsCollectiveOpcode(op) && op != HloOpcode::kReplicaId &&
-             op != HloOpcode::kPartitionId;
+      return IsCollectiveOpcode(op) && op != HloOpcode::kReplicaId && op != HloOpcode::kPartitionId;
   }
 }
 
@@ -109,7 +111,8 @@ namespace {
 // RAII guard for the nesting depth; clears the plan cache when the outermost call ends.
 class DepthGuard {
  public:
-  explicit DepthGuard(int& depth, absl::flat_hash_map<const HloComputation*, std::unique_ptr<Plan>>& plans)
+  explicit DepthGuard(int& depth,
+                      absl::flat_hash_map<const HloComputation*, std::unique_ptr<Plan>>& plans)
       : depth_(depth), plans_(plans) {
     ++depth_;
   }
@@ -158,12 +161,13 @@ absl::StatusOr<Literal> HloEvaluator::Evaluate(const HloModule& module,
                                                std::span<const Literal> args) {
   const HloComputation* entry = module.entry();
   if (entry == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " has no entry computation"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("module ", module.name(), " has no entry computation"));
   }
   if (static_cast<int>(args.size()) != entry->num_parameters()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "entry computation %", entry->name(), " takes ", entry->num_parameters(),
-        " arguments, got ", args.size()));
+    return absl::InvalidArgumentError(absl::StrCat("entry computation %", entry->name(), " takes ",
+                                                   entry->num_parameters(), " arguments, got ",
+                                                   args.size()));
   }
   std::vector<const Literal*> ptrs;
   for (int i = 0; i < entry->num_parameters(); ++i) {
@@ -184,288 +188,336 @@ absl::StatusOr<Literal> HloEvaluator::Evaluate(const HloModule& module,
 
 absl::StatusOr<Literal> HloEvaluator::EvaluateComputation(const HloComputation& computation,
                                                           std::span<const Literal* const> args) {
-  if (!state_) state_ = std::make_shared<State>();
-  if (state_->depth >= kMaxCallDepth) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "computations nested deeper than ", kMaxCallDepth, " levels (entering %",
-        computation.name(), "); is a computation calling itself?"));
-  }
-  DepthGuard guard(state_->depth, state_->plans);
+  try {
+    return [&]() -> absl::StatusOr<Literal> {
+      if (!state_) state_ = std::make_shared<State>();
+      if (state_->depth >= kMaxCallDepth) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("computations nested deeper than ", kMaxCallDepth, " levels (entering %",
+                         computation.name(), "); is a computation calling itself?"));
+      }
+      DepthGuard guard(state_->depth, state_->plans);
 
-  if (static_cast<int>(args.size()) != computation.num_parameters()) {
-    return absl::InvalidArgumentError(absl::StrCat("computation %", computation.name(), " takes ",
-                                                   computation.num_parameters(),
-                                                   " arguments, got ", args.size()));
-  }
-  auto& cached = state_->plans[&computation];
-  if (!cached) {
-    absl::StatusOr<Plan> plan = MakePlan(computation);
-    if (!plan.ok()) return plan.status();
-    cached = std::make_unique<Plan>(*std::move(plan));
-  }
-  const Plan& plan = *cached;
-  const int n = static_cast<int>(plan.order.size());
+      if (static_cast<int>(args.size()) != computation.num_parameters()) {
+        return absl::InvalidArgumentError(absl::StrCat("computation %", computation.name(),
+                                                       " takes ", computation.num_parameters(),
+                                                       " arguments, got ", args.size()));
+      }
+      auto& cached = state_->plans[&computation];
+      if (!cached) {
+        absl::StatusOr<Plan> plan = MakePlan(computation);
+        if (!plan.ok()) return plan.status();
+        cached = std::make_unique<Plan>(*std::move(plan));
+      }
+      const Plan& plan = *cached;
+      const int n = static_cast<int>(plan.order.size());
 
-  // A value is either borrowed (arguments, constants) or owned in `owned`.
-  std::vector<const Literal*> value(n, nullptr);
-  std::vector<Literal> owned(n);
-  std::vector<bool> is_owned(n, false);
-  std::vector<int> remaining = plan.use_count;
+      // A value is either borrowed (arguments, constants) or owned in `owned`.
+      std::vector<const Literal*> value(n, nullptr);
+      std::vector<Literal> owned(n);
+      std::vector<bool> is_owned(n, false);
+      std::vector<int> remaining = plan.use_count;
 
-  for (int i = 0; i < n; ++i) {
-    const HloInstruction& instr = *plan.order[i];
-    const std::vector<int>& ops = plan.operand_pos[i];
-    // Takes operand k's value, moving it when this is its only remaining use.
-    auto take = [&](int k) -> Literal {
-      int p = ops[k];
-      int uses_here = 0;
-      for (int q : ops) uses_here += q == p;
-      if (is_owned[p] && remaining[p] == 1 && uses_here == 1 && p != plan.root_pos) {
-        is_owned[p] = false;
-        value[p] = nullptr;
-        return std::move(owned[p]);
-      }
-      return *value[p];
-    };
+      for (int i = 0; i < n; ++i) {
+        const HloInstruction& instr = *plan.order[i];
+        const std::vector<int>& ops = plan.operand_pos[i];
+        // Takes operand k's value, moving it when this is its only remaining use.
+        auto take = [&](int k) -> Literal {
+          int p = ops[k];
+          int uses_here = 0;
+          for (int q : ops) uses_here += q == p;
+          if (is_owned[p] && remaining[p] == 1 && uses_here == 1 && p != plan.root_pos) {
+            is_owned[p] = false;
+            value[p] = nullptr;
+            return std::move(owned[p]);
+          }
+          return *value[p];
+        };
 
-    absl::StatusOr<Literal> result;
-    switch (instr.opcode()) {
-      case HloOpcode::kParameter: {
-        int64_t num = instr.parameter_number();
-        if (num < 0 || num >= static_cast<int64_t>(args.size()) || args[num] == nullptr) {
-          return eval::InvalidArgument(instr, absl::StrCat("parameter number ", num, " has no argument"));
+        absl::StatusOr<Literal> result;
+        switch (instr.opcode()) {
+          case HloOpcode::kParameter: {
+            int64_t num = instr.parameter_number();
+            if (num < 0 || num >= static_cast<int64_t>(args.size()) || args[num] == nullptr) {
+              return eval::InvalidArgument(
+                  instr, absl::StrCat("parameter number ", num, " has no argument"));
+            }
+            if (!args[num]->shape().Compatible(instr.shape())) {
+              return eval::InvalidArgument(
+                  instr,
+                  absl::StrCat("argument ", num, " has shape ", args[num]->shape().ToString(false),
+                               ", parameter expects ", instr.shape().ToString(false)));
+            }
+            value[i] = args[num];
+            break;
+          }
+          case HloOpcode::kConstant:
+            if (!instr.attrs().literal)
+              return eval::InvalidArgument(instr, "constant has no literal");
+            value[i] = &*instr.attrs().literal;
+            break;
+          case HloOpcode::kTuple: {
+            std::vector<Literal> elems;
+            elems.reserve(ops.size());
+            for (size_t k = 0; k < ops.size(); ++k) elems.push_back(take(static_cast<int>(k)));
+            result = Literal::MakeTuple(std::move(elems));
+            break;
+          }
+          case HloOpcode::kGetTupleElement: {
+            const int p = ops[0];
+            const Literal& t = *value[p];
+            int64_t idx = instr.tuple_index();
+            if (!t.IsTuple() || idx < 0 || idx >= static_cast<int64_t>(t.elements().size())) {
+              return eval::InvalidArgument(instr,
+                                           absl::StrCat("tuple index ", idx, " out of range for ",
+                                                        t.shape().ToString(false)));
+            }
+            // The last reader of an owned tuple takes the element apart instead of copying it.
+            if (is_owned[p] && remaining[p] == 1 && p != plan.root_pos) {
+              result = std::move(owned[p].elements()[idx]);
+            } else {
+              result = t.elements()[idx];
+            }
+            break;
+          }
+          default: {
+            std::vector<const Literal*> operand_values;
+            operand_values.reserve(ops.size());
+            for (int p : ops) operand_values.push_back(value[p]);
+            if (instr.opcode() == HloOpcode::kWhile && ops.size() == 1) {
+              // The loop state is replaced every iteration; start from the operand itself when
+              // nothing else reads it.
+              result = RunWhile(*this, instr, take(0));
+            } else {
+              result = EvaluateInstruction(instr, operand_values);
+            }
+            break;
+          }
         }
-        if (!args[num]->shape().Compatible(instr.shape())) {
-          return eval::InvalidArgument(instr, absl::StrCat(
-              "argument ", num, " has shape ", args[num]->shape().ToString(false),
-              ", parameter expects ", instr.shape().ToString(false)));
+        if (instr.opcode() != HloOpcode::kParameter && instr.opcode() != HloOpcode::kConstant) {
+          if (!result.ok()) return Annotate(result.status(), instr);
+          owned[i] = *std::move(result);
+          is_owned[i] = true;
+          value[i] = &owned[i];
         }
-        value[i] = args[num];
-        break;
-      }
-      case HloOpcode::kConstant:
-        if (!instr.attrs().literal) return eval::InvalidArgument(instr, "constant has no literal");
-        value[i] = &*instr.attrs().literal;
-        break;
-      case HloOpcode::kTuple: {
-        std::vector<Literal> elems;
-        elems.reserve(ops.size());
-        for (size_t k = 0; k < ops.size(); ++k) elems.push_back(take(static_cast<int>(k)));
-        result = Literal::MakeTuple(std::move(elems));
-        break;
-      }
-      case HloOpcode::kGetTupleElement: {
-        const int p = ops[0];
-        const Literal& t = *value[p];
-        int64_t idx = instr.tuple_index();
-        if (!t.IsTuple() || idx < 0 || idx >= static_cast<int64_t>(t.elements().size())) {
-          return eval::InvalidArgument(instr, absl::StrCat("tuple index ", idx, " out of range for ",
-                                                           t.shape().ToString(false)));
+        // Free operands whose users have all run.
+        for (size_t k = 0; k < ops.size(); ++k) {
+          int p = ops[k];
+          bool first = true;
+          for (size_t j = 0; j < k; ++j) first = first && ops[j] != p;
+          if (!first) continue;
+          if (--remaining[p] == 0 && p != plan.root_pos && is_owned[p]) {
+            owned[p] = Literal();
+            is_owned[p] = false;
+            value[p] = nullptr;
+          }
         }
-        // The last reader of an owned tuple takes the element apart instead of copying it.
-        if (is_owned[p] && remaining[p] == 1 && p != plan.root_pos) {
-          result = std::move(owned[p].elements()[idx]);
-        } else {
-          result = t.elements()[idx];
-        }
-        break;
       }
-      default: {
-        std::vector<const Literal*> operand_values;
-        operand_values.reserve(ops.size());
-        for (int p : ops) operand_values.push_back(value[p]);
-        if (instr.opcode() == HloOpcode::kWhile && ops.size() == 1) {
-          // The loop state is replaced every iteration; start from the operand itself when
-          // nothing else reads it.
-          result = RunWhile(*this, instr, take(0));
-        } else {
-          result = EvaluateInstruction(instr, operand_values);
-        }
-        break;
-      }
-    }
-    if (instr.opcode() != HloOpcode::kParameter && instr.opcode() != HloOpcode::kConstant) {
-      if (!result.ok()) return Annotate(result.status(), instr);
-      owned[i] = *std::move(result);
-      is_owned[i] = true;
-      value[i] = &owned[i];
-    }
-    // Free operands whose users have all run.
-    for (size_t k = 0; k < ops.size(); ++k) {
-      int p = ops[k];
-      bool first = true;
-      for (size_t j = 0; j < k; ++j) first = first && ops[j] != p;
-      if (!first) continue;
-      if (--remaining[p] == 0 && p != plan.root_pos && is_owned[p]) {
-        owned[p] = Literal();
-        is_owned[p] = false;
-        value[p] = nullptr;
-      }
-    }
+      const int r = plan.root_pos;
+      if (is_owned[r]) return std::move(owned[r]);
+      return *value[r];
+    }();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory in computation %", computation.name()));
   }
-  const int r = plan.root_pos;
-  if (is_owned[r]) return std::move(owned[r]);
-  return *value[r];
 }
 
-absl::StatusOr<Literal> HloEvaluator::EvaluateInstruction(const HloInstruction& instr,
-                                                          std::span<const Literal* const> operands) {
-  if (!state_) state_ = std::make_shared<State>();
-  const HloOpcode op = instr.opcode();
-  const std::string opname(HloOpcodeString(op));
-  for (size_t i = 0; i < operands.size(); ++i) {
-    if (operands[i] == nullptr) {
-      return eval::InvalidArgument(instr, absl::StrCat("operand ", i, " has no value"));
-    }
-  }
-  const int arity = HloOpcodeArity(op);
-  if (arity != kVariadic && static_cast<int>(operands.size()) != arity) {
-    return eval::InvalidArgument(instr, absl::StrCat(opname, " takes ", arity, " operands, got ",
-                                                     operands.size()));
-  }
-  eval::CallFn call = [this](const HloComputation& c, eval::Operands args) {
-    return EvaluateComputation(c, args);
-  };
-  auto called = [&](size_t i) -> const HloComputation* {
-    return i < instr.called_computations().size() ? instr.called_computations()[i] : nullptr;
-  };
-  absl::StatusOr<Literal> result;
-
-  if (IsElementwiseOpcode(op)) {
-    result = eval::EvalElementwise(instr, operands);
-    if (!result.ok()) return Annotate(result.status(), instr);
-    return result;
-  }
-  if (IsUnsupportedOpcode(op)) {
-    return eval::Unimplemented(instr, absl::StrCat("'", opname, "' is not supported by the evaluator"));
-  }
-
-  switch (op) {
-    case HloOpcode::kParameter:
-      return eval::InvalidArgument(instr, "a parameter has no value outside a computation");
-    case HloOpcode::kConstant:
-      if (!instr.attrs().literal) return eval::InvalidArgument(instr, "constant has no literal");
-      return *instr.attrs().literal;
-
-    case HloOpcode::kTuple: {
-      std::vector<Literal> elems;
-      for (const Literal* o : operands) elems.push_back(*o);
-      return Literal::MakeTuple(std::move(elems));
-    }
-    case HloOpcode::kGetTupleElement: {
-      int64_t idx = instr.tuple_index();
-      if (!operands[0]->IsTuple() || idx < 0 ||
-          idx >= static_cast<int64_t>(operands[0]->elements().size())) {
-        return eval::InvalidArgument(instr, absl::StrCat("tuple index ", idx, " out of range for ",
-                                                         operands[0]->shape().ToString(false)));
-      }
-      return operands[0]->elements()[idx];
-    }
-
-    case HloOpcode::kCall:
-    case HloOpcode::kFusion: {
-      const HloComputation* c = called(0);
-      if (c == nullptr) return eval::InvalidArgument(instr, opname + " has no called computation");
-      result = EvaluateComputation(*c, operands);
-      break;
-    }
-
-    case HloOpcode::kWhile:
-      return RunWhile(*this, instr, *operands[0]);
-
-    case HloOpcode::kConditional: {
-      const int64_t num_branches = static_cast<int64_t>(instr.called_computations().size());
-      if (num_branches == 0 || static_cast<int64_t>(operands.size()) != num_branches + 1) {
-        return eval::InvalidArgument(instr, absl::StrCat("conditional with ", num_branches,
-                                                         " branches needs ", num_branches + 1,
-                                                         " operands, got ", operands.size()));
-      }
-      const Literal& selector = *operands[0];
-      if (selector.IsTuple() || selector.element_count() != 1) {
-        return eval::InvalidArgument(instr, "conditional selector must be a scalar");
-      }
-      int64_t branch;
-      if (selector.shape().element_type() == PrimitiveType::PRED) {
-        if (num_branches != 2) {
-          return eval::InvalidArgument(instr, "a pred-selected conditional needs exactly two branches");
+absl::StatusOr<Literal> HloEvaluator::EvaluateInstruction(
+    const HloInstruction& instr, std::span<const Literal* const> operands) {
+  // Allocation failures (a huge broadcast, say) become errors, never exceptions.
+  try {
+    return [&]() -> absl::StatusOr<Literal> {
+      if (!state_) state_ = std::make_shared<State>();
+      const HloOpcode op = instr.opcode();
+      const std::string opname(HloOpcodeString(op));
+      for (size_t i = 0; i < operands.size(); ++i) {
+        if (operands[i] == nullptr) {
+          return eval::InvalidArgument(instr, absl::StrCat("operand ", i, " has no value"));
         }
-        branch = selector.data<bool>()[0] ? 0 : 1;
-      } else if (selector.shape().element_type() == PrimitiveType::S32) {
-        branch = selector.data<int32_t>()[0];
-        // Out-of-range indices run the last branch, as XLA defines it.
-        if (branch < 0 || branch >= num_branches) branch = num_branches - 1;
-      } else {
-        return eval::InvalidArgument(instr, "conditional selector must be pred or s32, got " +
-                                                selector.shape().ToString(false));
       }
-      const Literal* arg = operands[branch + 1];
-      result = EvaluateComputation(*called(branch), std::span<const Literal* const>(&arg, 1));
-      break;
-    }
-
-    case HloOpcode::kAfterAll:
-      return Literal(Shape::Token());
-    case HloOpcode::kAddDependency:
-    case HloOpcode::kOptimizationBarrier:
-    case HloOpcode::kDomain:
-      if (operands.empty()) return eval::InvalidArgument(instr, opname + " needs an operand");
-      return *operands[0];
-    case HloOpcode::kCopyStart: {
-      // (destination, source, context); copy-done returns the destination.
-      std::vector<Literal> elems;
-      elems.push_back(*operands[0]);
-      elems.push_back(*operands[0]);
-      elems.push_back(Literal(Shape::Scalar(PrimitiveType::U32)));
-      return Literal::MakeTuple(std::move(elems));
-    }
-    case HloOpcode::kCopyDone:
-      if (!operands[0]->IsTuple() || operands[0]->elements().empty()) {
-        return eval::InvalidArgument(instr, "copy-done needs the tuple of a copy-start");
+      const int arity = HloOpcodeArity(op);
+      if (arity != kVariadic && static_cast<int>(operands.size()) != arity) {
+        return eval::InvalidArgument(
+            instr, absl::StrCat(opname, " takes ", arity, " operands, got ", operands.size()));
       }
-      return operands[0]->elements()[0];
-    case HloOpcode::kSetDimensionSize:
-      // Kiln evaluates dynamic dimensions at their bound, so the size is not tracked.
-      return *operands[0];
-    case HloOpcode::kReplicaId:
-    case HloOpcode::kPartitionId: {
-      // A single device: replica and partition 0.
-      Literal zero(instr.shape());
-      return zero;
-    }
-    case HloOpcode::kCustomCall:
-      return eval::Unimplemented(instr, absl::StrCat("custom-call target '",
-                                                     instr.attrs().custom_call_target,
-                                                     "' is not supported by the evaluator"));
+      eval::CallFn call = [this](const HloComputation& c, eval::Operands args) {
+        return EvaluateComputation(c, args);
+      };
+      auto called = [&](size_t i) -> const HloComputation* {
+        return i < instr.called_computations().size() ? instr.called_computations()[i] : nullptr;
+      };
+      absl::StatusOr<Literal> result;
 
-    case HloOpcode::kBroadcast: case HloOpcode::kReshape: case HloOpcode::kBitcast:
-    case HloOpcode::kTranspose: case HloOpcode::kSlice: case HloOpcode::kDynamicSlice:
-    case HloOpcode::kDynamicUpdateSlice: case HloOpcode::kConcatenate: case HloOpcode::kPad:
-    case HloOpcode::kReverse: case HloOpcode::kIota: case HloOpcode::kGetDimensionSize:
-      result = eval::EvalDataMovement(instr, operands);
-      break;
-    case HloOpcode::kDot: case HloOpcode::kConvolution: case HloOpcode::kCholesky:
-    case HloOpcode::kTriangularSolve:
-      result = eval::EvalLinalg(instr, operands);
-      break;
-    case HloOpcode::kReduce: case HloOpcode::kReduceWindow: case HloOpcode::kSelectAndScatter:
-    case HloOpcode::kMap: case HloOpcode::kSort: case HloOpcode::kTopK:
-      result = eval::EvalReduction(instr, operands, call);
-      break;
-    case HloOpcode::kGather: case HloOpcode::kScatter:
-      result = eval::EvalIndexing(instr, operands, call);
-      break;
-    case HloOpcode::kBatchNormTraining: case HloOpcode::kBatchNormInference:
-    case HloOpcode::kBatchNormGrad:
-      result = eval::EvalBatchNorm(instr, operands);
-      break;
-    case HloOpcode::kRng: case HloOpcode::kRngBitGenerator:
-      result = eval::EvalRandom(instr, operands);
-      break;
-    default:
-      return eval::Unimplemented(instr, absl::StrCat("'", opname, "' is not supported by the evaluator"));
+      if (op == HloOpcode::kCopy && !operands.empty() && !operands[0]->shape().IsArray()) {
+        return *operands[0];  // copy of a tuple (or token): a deep copy of the value
+      }
+      if (IsElementwiseOpcode(op)) {
+        result = eval::EvalElementwise(instr, operands);
+        if (!result.ok()) return Annotate(result.status(), instr);
+        return result;
+      }
+      if (IsUnsupportedOpcode(op)) {
+        return eval::Unimplemented(
+            instr, absl::StrCat("'", opname, "' is not supported by the evaluator"));
+      }
+
+      switch (op) {
+        case HloOpcode::kParameter:
+          return eval::InvalidArgument(instr, "a parameter has no value outside a computation");
+        case HloOpcode::kConstant:
+          if (!instr.attrs().literal)
+            return eval::InvalidArgument(instr, "constant has no literal");
+          return *instr.attrs().literal;
+
+        case HloOpcode::kTuple: {
+          std::vector<Literal> elems;
+          for (const Literal* o : operands) elems.push_back(*o);
+          return Literal::MakeTuple(std::move(elems));
+        }
+        case HloOpcode::kGetTupleElement: {
+          int64_t idx = instr.tuple_index();
+          if (!operands[0]->IsTuple() || idx < 0 ||
+              idx >= static_cast<int64_t>(operands[0]->elements().size())) {
+            return eval::InvalidArgument(instr,
+                                         absl::StrCat("tuple index ", idx, " out of range for ",
+                                                      operands[0]->shape().ToString(false)));
+          }
+          return operands[0]->elements()[idx];
+        }
+
+        case HloOpcode::kCall:
+        case HloOpcode::kFusion: {
+          const HloComputation* c = called(0);
+          if (c == nullptr)
+            return eval::InvalidArgument(instr, opname + " has no called computation");
+          result = EvaluateComputation(*c, operands);
+          break;
+        }
+
+        case HloOpcode::kWhile:
+          return RunWhile(*this, instr, *operands[0]);
+
+        case HloOpcode::kConditional: {
+          const int64_t num_branches = static_cast<int64_t>(instr.called_computations().size());
+          if (num_branches == 0 || static_cast<int64_t>(operands.size()) != num_branches + 1) {
+            return eval::InvalidArgument(
+                instr, absl::StrCat("conditional with ", num_branches, " branches needs ",
+                                    num_branches + 1, " operands, got ", operands.size()));
+          }
+          const Literal& selector = *operands[0];
+          if (selector.IsTuple() || selector.element_count() != 1) {
+            return eval::InvalidArgument(instr, "conditional selector must be a scalar");
+          }
+          int64_t branch;
+          if (selector.shape().element_type() == PrimitiveType::PRED) {
+            if (num_branches != 2) {
+              return eval::InvalidArgument(
+                  instr, "a pred-selected conditional needs exactly two branches");
+            }
+            branch = selector.data<bool>()[0] ? 0 : 1;
+          } else if (selector.shape().element_type() == PrimitiveType::S32) {
+            branch = selector.data<int32_t>()[0];
+            // Out-of-range indices run the last branch, as XLA defines it.
+            if (branch < 0 || branch >= num_branches) branch = num_branches - 1;
+          } else {
+            return eval::InvalidArgument(instr, "conditional selector must be pred or s32, got " +
+                                                    selector.shape().ToString(false));
+          }
+          const Literal* arg = operands[branch + 1];
+          result = EvaluateComputation(*called(branch), std::span<const Literal* const>(&arg, 1));
+          break;
+        }
+
+        case HloOpcode::kAfterAll:
+          return Literal(Shape::Token());
+        case HloOpcode::kAddDependency:
+        case HloOpcode::kOptimizationBarrier:
+        case HloOpcode::kDomain:
+          if (operands.empty()) return eval::InvalidArgument(instr, opname + " needs an operand");
+          return *operands[0];
+        case HloOpcode::kCopyStart: {
+          // (destination, source, context); copy-done returns the destination.
+          std::vector<Literal> elems;
+          elems.push_back(*operands[0]);
+          elems.push_back(*operands[0]);
+          elems.push_back(Literal(Shape::Scalar(PrimitiveType::U32)));
+          return Literal::MakeTuple(std::move(elems));
+        }
+        case HloOpcode::kCopyDone:
+          if (!operands[0]->IsTuple() || operands[0]->elements().empty()) {
+            return eval::InvalidArgument(instr, "copy-done needs the tuple of a copy-start");
+          }
+          return operands[0]->elements()[0];
+        case HloOpcode::kSetDimensionSize:
+          // Kiln evaluates dynamic dimensions at their bound, so the size is not tracked.
+          return *operands[0];
+        case HloOpcode::kReplicaId:
+        case HloOpcode::kPartitionId: {
+          // A single device: replica and partition 0.
+          Literal zero(instr.shape());
+          return zero;
+        }
+        case HloOpcode::kCustomCall:
+          return eval::Unimplemented(
+              instr, absl::StrCat("custom-call target '", instr.attrs().custom_call_target,
+                                  "' is not supported by the evaluator"));
+
+        case HloOpcode::kBroadcast:
+        case HloOpcode::kReshape:
+        case HloOpcode::kBitcast:
+        case HloOpcode::kTranspose:
+        case HloOpcode::kSlice:
+        case HloOpcode::kDynamicSlice:
+        case HloOpcode::kDynamicUpdateSlice:
+        case HloOpcode::kConcatenate:
+        case HloOpcode::kPad:
+        case HloOpcode::kReverse:
+        case HloOpcode::kIota:
+        case HloOpcode::kGetDimensionSize:
+          result = eval::EvalDataMovement(instr, operands);
+          break;
+        case HloOpcode::kDot:
+        case HloOpcode::kConvolution:
+        case HloOpcode::kCholesky:
+        case HloOpcode::kTriangularSolve:
+          result = eval::EvalLinalg(instr, operands);
+          break;
+        case HloOpcode::kReduce:
+        case HloOpcode::kReduceWindow:
+        case HloOpcode::kSelectAndScatter:
+        case HloOpcode::kMap:
+        case HloOpcode::kSort:
+        case HloOpcode::kTopK:
+          result = eval::EvalReduction(instr, operands, call);
+          break;
+        case HloOpcode::kGather:
+        case HloOpcode::kScatter:
+          result = eval::EvalIndexing(instr, operands, call);
+          break;
+        case HloOpcode::kBatchNormTraining:
+        case HloOpcode::kBatchNormInference:
+        case HloOpcode::kBatchNormGrad:
+          result = eval::EvalBatchNorm(instr, operands);
+          break;
+        case HloOpcode::kRng:
+        case HloOpcode::kRngBitGenerator:
+          result = eval::EvalRandom(instr, operands);
+          break;
+        case HloOpcode::kFft:
+          result = eval::EvalFft(instr, operands);
+          break;
+        default:
+          return eval::Unimplemented(
+              instr, absl::StrCat("'", opname, "' is not supported by the evaluator"));
+      }
+      if (!result.ok()) return Annotate(result.status(), instr);
+      return result;
+    }();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of memory producing ", instr.shape().ToString(false), eval::InstrSuffix(instr)));
   }
-  if (!result.ok()) return Annotate(result.status(), instr);
-  return result;
 }
 
 }  // namespace kiln

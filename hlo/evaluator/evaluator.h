@@ -24,7 +24,7 @@ class HloEvaluator {
 
   // Nested computations (call, while body, reducer, ...) deeper than this fail with an error
   // instead of overflowing the stack. Loops themselves have no iteration limit.
-  static constexpr int kMaxCallDepth = 512;
+  static constexpr int kMaxCallDepth = 128;
 
  private:
   struct State;  // call depth and per-evaluation plan cache (evaluator.cc)

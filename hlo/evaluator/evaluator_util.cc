@@ -44,11 +44,16 @@ struct Bytes16 {
 void InnerCopyAny(const uint8_t* src, int64_t esize, int64_t start, int64_t stride, int64_t n,
                   uint8_t* dst) {
   switch (esize) {
-    case 1: return InnerCopy<uint8_t>(src, start, stride, n, dst);
-    case 2: return InnerCopy<uint16_t>(src, start, stride, n, dst);
-    case 4: return InnerCopy<uint32_t>(src, start, stride, n, dst);
-    case 8: return InnerCopy<uint64_t>(src, start, stride, n, dst);
-    case 16: return InnerCopy<Bytes16>(src, start, stride, n, dst);
+    case 1:
+      return InnerCopy<uint8_t>(src, start, stride, n, dst);
+    case 2:
+      return InnerCopy<uint16_t>(src, start, stride, n, dst);
+    case 4:
+      return InnerCopy<uint32_t>(src, start, stride, n, dst);
+    case 8:
+      return InnerCopy<uint64_t>(src, start, stride, n, dst);
+    case 16:
+      return InnerCopy<Bytes16>(src, start, stride, n, dst);
     default:
       for (int64_t i = 0; i < n; ++i)
         std::memcpy(dst + i * esize, src + (start + i * stride) * esize,
@@ -60,7 +65,8 @@ void InnerCopyAny(const uint8_t* src, int64_t esize, int64_t start, int64_t stri
 
 void StridedGather(const uint8_t* src, int64_t element_size, std::span<const int64_t> out_dims,
                    int64_t src_offset, std::span<const int64_t> src_strides, uint8_t* dst) {
-  std::vector<int64_t> dst_strides = RowMajorStrides(std::vector<int64_t>(out_dims.begin(), out_dims.end()));
+  std::vector<int64_t> dst_strides =
+      RowMajorStrides(std::vector<int64_t>(out_dims.begin(), out_dims.end()));
   StridedCopy(src, element_size, out_dims, src_offset, src_strides, dst, 0, dst_strides);
 }
 
@@ -124,14 +130,15 @@ absl::Status Unimplemented(const HloInstruction& instr, std::string_view message
 absl::Status CheckArrayOperands(const HloInstruction& instr, std::span<const Literal* const> ops,
                                 int expected_count) {
   if (expected_count >= 0 && static_cast<int>(ops.size()) != expected_count) {
-    return InvalidArgument(instr, absl::StrCat(std::string(HloOpcodeString(instr.opcode())), " expects ",
-                                               expected_count, " operands, got ", ops.size()));
+    return InvalidArgument(instr,
+                           absl::StrCat(std::string(HloOpcodeString(instr.opcode())), " expects ",
+                                        expected_count, " operands, got ", ops.size()));
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i] == nullptr || !ops[i]->shape().IsArray()) {
-      return InvalidArgument(instr, absl::StrCat("operand ", i, " of ",
-                                                 std::string(HloOpcodeString(instr.opcode())),
-                                                 " must be an array"));
+      return InvalidArgument(
+          instr, absl::StrCat("operand ", i, " of ", std::string(HloOpcodeString(instr.opcode())),
+                              " must be an array"));
     }
   }
   return absl::OkStatus();
