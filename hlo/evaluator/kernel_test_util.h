@@ -29,6 +29,8 @@ inline void ExpectValues(const Literal& l, std::vector<int64_t> dims, const std:
     double got = l.GetAsDouble(static_cast<int64_t>(i));
     if (std::isnan(e[i])) {
       EXPECT_TRUE(std::isnan(got)) << "element " << i;
+    } else if (std::isinf(e[i])) {
+      EXPECT_EQ(got, e[i]) << "element " << i;
     } else {
       EXPECT_NEAR(got, e[i], tol * std::max(1.0, std::fabs(e[i]))) << "element " << i;
     }

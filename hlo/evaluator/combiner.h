@@ -1,0 +1,120 @@
+// Recognizes the small called computations that reductions, scatters, sorts and
+// select-and-scatter use (a single add/max/compare of the parameters, or `ROOT =
+// parameter(1)`), so those ops can run a native loop instead of calling the computation
+// once per element; plus the scalar semantics of those recognized ops.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <type_traits>
+
+#include "hlo/attributes.h"
+#include "hlo/computation.h"
+#include "hlo/evaluator/kernel_util.h"
+#include "hlo/native_type.h"
+
+namespace kiln::eval {
+
+enum class CombinerKind { kOther, kAdd, kMultiply, kMaximum, kMinimum, kAnd, kOr, kAssign };
+
+// The kind of a two-parameter scalar computation whose root is one binary op of
+// parameter(0) and parameter(1) (either order for the commutative ones), or kAssign for
+// `ROOT = parameter(1)`. kOther for anything else.
+CombinerKind ClassifyCombiner(const HloComputation& comp);
+
+// A computation whose root is `compare(parameter(lhs), parameter(rhs))` on scalars.
+struct SimpleCompare {
+  int64_t lhs_param = 0, rhs_param = 1;
+  ComparisonDirection direction = ComparisonDirection::kLt;
+  bool total_order = false;
+};
+std::optional<SimpleCompare> ClassifyCompare(const HloComputation& comp);
+
+// Whether the fast path for `kind` is defined on element type T (and/or only on integers
+// and pred, max/min not on complex).
+template <typename T>
+constexpr bool CombinerSupports(CombinerKind kind) {
+  if constexpr (IsComplexT<T>::value) {
+    return kind == CombinerKind::kAdd || kind == CombinerKind::kMultiply ||
+           kind == CombinerKind::kAssign;
+  } else if constexpr (kIsFloatT<T>) {
+    return kind != CombinerKind::kAnd && kind != CombinerKind::kOr && kind != CombinerKind::kOther;
+  } else {
+    return kind != CombinerKind::kOther;
+  }
+}
+
+// Applies a recognized combiner to accumulation-type values (float max/min propagate NaN,
+// as XLA's maximum/minimum do).
+template <typename A>
+inline A ApplyCombiner(CombinerKind kind, A a, A b) {
+  switch (kind) {
+    case CombinerKind::kAdd: return static_cast<A>(a + b);
+    case CombinerKind::kMultiply: return static_cast<A>(a * b);
+    case CombinerKind::kAssign: return b;
+    default: break;
+  }
+  if constexpr (!IsComplexT<A>::value) {
+    switch (kind) {
+      case CombinerKind::kMaximum:
+        if constexpr (std::is_floating_point_v<A>) {
+          if (std::isnan(a)) return a;
+          if (std::isnan(b)) return b;
+        }
+        return a > b ? a : b;
+      case CombinerKind::kMinimum:
+        if constexpr (std::is_floating_point_v<A>) {
+          if (std::isnan(a)) return a;
+          if (std::isnan(b)) return b;
+        }
+        return a < b ? a : b;
+      default: break;
+    }
+    if constexpr (std::is_integral_v<A>) {
+      if (kind == CombinerKind::kAnd) return static_cast<A>(a & b);
+      if (kind == CombinerKind::kOr) return static_cast<A>(a | b);
+    }
+  }
+  return a;
+}
+
+// Key that orders floats as XLA's TOTALORDER comparison does:
+// -NaN < -inf < ... < -0 < +0 < ... < inf < +NaN.
+inline int64_t TotalOrderKey(double v) {
+  int64_t bits;
+  std::memcpy(&bits, &v, 8);
+  return bits < 0 ? bits ^ INT64_MAX : bits;
+}
+
+// compare(a, b) with `direction`; floats use IEEE partial order or the total order.
+template <typename T>
+inline bool CompareScalars(T a, T b, ComparisonDirection dir, bool total_order) {
+  if constexpr (IsComplexT<T>::value) {
+    if (dir == ComparisonDirection::kEq) return a == b;
+    if (dir == ComparisonDirection::kNe) return a != b;
+    return false;
+  } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    return CompareScalars<float>(static_cast<float>(a), static_cast<float>(b), dir, total_order);
+  } else if constexpr (kIsFloatT<T>) {
+    if (total_order) {
+      return CompareScalars<int64_t>(TotalOrderKey(static_cast<double>(static_cast<AccumT<T>>(a))),
+                                     TotalOrderKey(static_cast<double>(static_cast<AccumT<T>>(b))),
+                                     dir, false);
+    }
+  }
+  if constexpr (!IsComplexT<T>::value) {
+    switch (dir) {
+      case ComparisonDirection::kEq: return a == b;
+      case ComparisonDirection::kNe: return a != b;
+      case ComparisonDirection::kGe: return a >= b;
+      case ComparisonDirection::kGt: return a > b;
+      case ComparisonDirection::kLe: return a <= b;
+      case ComparisonDirection::kLt: return a < b;
+    }
+  }
+  return false;
+}
+
+}  // namespace kiln::eval
