@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
@@ -67,6 +68,15 @@ std::vector<HloInstruction*> HloComputation::MakeInstructionPostOrder() const {
   if (root_) visit(root_);
   for (const auto& i : instrs_) visit(i.get());
   return order;
+}
+
+void HloComputation::SortInstructionsInPostOrder() {
+  std::vector<HloInstruction*> order = MakeInstructionPostOrder();
+  absl::flat_hash_map<const HloInstruction*, size_t> rank;
+  for (size_t i = 0; i < order.size(); ++i) rank[order[i]] = i;
+  std::stable_sort(instrs_.begin(), instrs_.end(), [&](const auto& a, const auto& b) {
+    return rank.at(a.get()) < rank.at(b.get());
+  });
 }
 
 HloInstruction* HloComputation::FindInstruction(std::string_view name) const {

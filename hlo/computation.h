@@ -39,6 +39,9 @@ class HloComputation {
   std::vector<HloInstruction*> MakeInstructionPostOrder() const;
 
   HloInstruction* FindInstruction(std::string_view name) const;
+  // Reorders the instruction list (the text order) to MakeInstructionPostOrder(), so that
+  // instructions a pass appended print after their operands and before their users.
+  void SortInstructionsInPostOrder();
 
   HloModule* parent() const { return parent_; }
   void set_parent(HloModule* m) { parent_ = m; }

@@ -1,0 +1,29 @@
+// Sibling multi-output fusion ("multi-output-fusion"): fusions (and lone reduces) that read
+// the same large operand are merged into one fusion with a tuple root, so the operand is
+// read from memory once; their users then read their results through get-tuple-element.
+#pragma once
+
+#include <cstdint>
+
+#include "hlo/passes/pass.h"
+
+namespace kiln {
+
+struct MultiOutputFusionOptions {
+  // The shared operand must have at least this many elements to be worth merging for.
+  int64_t min_shared_elements = 2;
+  int64_t max_operands = 64;
+  int64_t max_instructions = 256;
+};
+
+class MultiOutputFusion : public HloPass {
+ public:
+  explicit MultiOutputFusion(MultiOutputFusionOptions options = {}) : options_(options) {}
+  std::string_view name() const override { return "multi-output-fusion"; }
+  absl::StatusOr<bool> Run(HloModule& module) override;
+
+ private:
+  MultiOutputFusionOptions options_;
+};
+
+}  // namespace kiln
