@@ -193,6 +193,9 @@ int RunCommand(const std::vector<std::string>& argv) {
   if (flags->positional.size() != 1) {
     return ReportError("run", "expected exactly one MODULE.hlo (see kiln run --help)", kExitUsage);
   }
+  if (flags->Has("dump-pass-re") && !flags->Has("dump-to")) {
+    return ReportError("run", "--dump-pass-re needs --dump-to DIR", kExitUsage);
+  }
   int benchmark_runs = 0;
   if (flags->Has("benchmark")) {
     std::string v = flags->Get("benchmark");

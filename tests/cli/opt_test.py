@@ -222,6 +222,50 @@ check('run --dump-to: writes the fusion dump',
       os.path.isdir(run_dump) and any(f.endswith('.fusion.txt') for f in os.listdir(run_dump)),
       str(os.listdir(run_dump) if os.path.isdir(run_dump) else 'no dir'))
 
+# A simplification pass is dumped under its own name: x*broadcast(1) and negate(negate(.))
+# fold away in algsimp, leaving the parameter.
+SIMP = """HloModule simp
+
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %one = f32[] constant(1)
+  %ones = f32[8]{0} broadcast(f32[] %one), dimensions={}
+  %m = f32[8]{0} multiply(f32[8]{0} %x, f32[8]{0} %ones)
+  %n = f32[8]{0} negate(f32[8]{0} %m)
+  ROOT %nn = f32[8]{0} negate(f32[8]{0} %n)
+}
+"""
+simp = os.path.join(TMP, 'simp.hlo')
+with open(simp, 'w') as f:
+    f.write(SIMP)
+dump_simp = os.path.join(TMP, 'dump_simp')
+rc, out, err = run(['opt', simp, '--dump-to', dump_simp])
+files = sorted(os.listdir(dump_simp)) if os.path.isdir(dump_simp) else []
+check('simplification: algsimp leaves the parameter and is dumped',
+      rc == 0 and re.search(r'ROOT %x = f32\[8\]\{0\} parameter\(0\)', out)
+      and 'simp.00.algsimp.txt' in files and 'changed' in err
+      and re.search(r'^instructions: 6 -> 1 ', err, re.M), f'rc={rc} {files} {out} {err}')
+
+# --no-verify: a module the verifier rejects (a dead instruction with a wrong declared
+# shape) is refused without it and optimized with it.
+BAD = SIMP.replace('%n = f32[8]{0} negate(f32[8]{0} %m)',
+                   '%n = f32[8]{0} negate(f32[8]{0} %m)\n  %bad = f32[4]{0} negate(f32[8]{0} %x)')
+bad = os.path.join(TMP, 'bad.hlo')
+with open(bad, 'w') as f:
+    f.write(BAD)
+rc1, _, err1 = run(['opt', bad])
+rc2, out2, _ = run(['opt', bad, '--no-verify'])
+check('--no-verify: verifier error without it, optimized with it',
+      rc1 != 0 and 'bad' in err1 and len(err1.strip().splitlines()) == 1 and rc2 == 0
+      and 'f32[4]' not in out2, f'rc1={rc1} {err1!r} rc2={rc2}')
+
+rc, out, _ = run(['opt', '--list-passes'])
+check('--list-passes names the passes', rc == 0 and {'dce', 'cse', 'constant-folding', 'algsimp',
+      'transpose-folding', 'tuple-simplifier', 'fusion', 'multi-output-fusion'} <= set(out.split()),
+      out)
+rc, _, err = run(['run', simp, '--dump-pass-re', 'x'])
+check('run --dump-pass-re without --dump-to is a usage error', rc == 2, f'rc={rc} {err!r}')
+
 # Unknown pass: non-zero exit and one line that lists the known passes.
 rc, out, err = run(['opt', mlp, '--passes=algsimp,no-such-pass'])
 lines = err.strip().splitlines()
