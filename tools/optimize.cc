@@ -3,6 +3,7 @@
 
 #include <regex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "hlo/dump/dump.h"
 #include "hlo/passes/fusion_pipeline.h"
@@ -21,7 +22,9 @@ absl::StatusOr<std::vector<std::unique_ptr<HloPass>>> MakeOptimizationPasses(
     return passes;
   }
   for (absl::string_view name : absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
-    absl::StatusOr<std::unique_ptr<HloPass>> p = MakePassByName(std::string(name));
+    // `--passes="dce, cse"` is forgiving about spaces after commas.
+    absl::StatusOr<std::unique_ptr<HloPass>> p =
+        MakePassByName(std::string(absl::StripAsciiWhitespace(name)));
     if (!p.ok()) return p.status();
     passes.push_back(std::move(*p));
   }
