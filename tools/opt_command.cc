@@ -16,6 +16,7 @@ namespace {
 constexpr const char* kOptUsage =
     "usage: kiln opt MODULE.hlo [--passes=a,b,c] [--dump-to DIR] [--dump-pass-re REGEX]\n"
     "                [--no-verify] [--buffer-report]\n"
+    "       kiln opt --list-passes\n"
     "Parses and verifies MODULE.hlo, runs the standard pipeline (simplification, then\n"
     "fusion) or the named passes in order, and prints the optimized module on stdout. On\n"
     "stderr: each pass (changed or not, runs, milliseconds), the entry computation's\n"
