@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
     std::printf("built without OpenBLAS: nothing to compare\n");
     return 0;
   }
-  kiln::cpu::CompileOptions blas_opts;  // default threshold: these dots go to BLAS
+  kiln::cpu::CompileOptions blas_opts;
+  blas_opts.plan.blas_min_mnk = 0;  // every size goes to BLAS, to see where it starts to pay
   kiln::cpu::CompileOptions emit_opts;
   emit_opts.plan.blas_min_mnk = INT64_MAX;  // force the emitted loop
   auto blas_compiler = kiln::cpu::CpuCompiler::Create(blas_opts);
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
   std::printf("threads: %d, runs: %d (median after one warm-up)\n", (*blas_compiler)->threads(),
               runs);
   struct Size { int64_t m, k, n; bool emitted; };
-  for (Size s : {Size{256, 784, 512, true}, Size{512, 512, 512, true},
+  for (Size s : {Size{8, 8, 8, true}, Size{16, 16, 16, true}, Size{32, 32, 32, true},
+                 Size{64, 64, 64, true}, Size{256, 784, 512, true}, Size{512, 512, 512, true},
                  Size{1024, 1024, 1024, false}, Size{2048, 2048, 2048, false}}) {
     auto module = kiln::ParseHloModule(DotModule(s.m, s.k, s.n), "bench");
     if (!module.ok()) {
@@ -100,15 +102,15 @@ int main(int argc, char** argv) {
     double diff = 0;
     for (int64_t i = 0; i < s.m * s.n; ++i)
       diff = std::max(diff, double(std::fabs(out.data<float>()[i] - direct.data<float>()[i])));
-    std::printf("dot f32 %lldx%lldx%lld: kiln (BLAS) %.3f ms %.1f GFLOP/s | cblas_sgemm direct "
-                "%.3f ms %.1f GFLOP/s | max diff %.2e\n",
+    std::printf("dot f32 %lldx%lldx%lld: kiln (BLAS) %.4f ms %.1f GFLOP/s | cblas_sgemm direct "
+                "%.4f ms %.1f GFLOP/s | max diff %.2e\n",
                 (long long)s.m, (long long)s.k, (long long)s.n, kiln_ms, gflop / kiln_ms * 1e3,
                 direct_ms, gflop / direct_ms * 1e3, diff);
     if (s.emitted) {
       auto eexe = (*emit_compiler)->Compile(mod);
       if (!eexe.ok()) return 1;
-      double emit_ms = MedianMs(std::min(runs, 3), [&] { out = *(*eexe)->Run(args); });
-      std::printf("  emitted loop (KILN threads): %.3f ms %.1f GFLOP/s\n", emit_ms,
+      double emit_ms = MedianMs(s.m * s.n * s.k > (1 << 20) ? std::min(runs, 3) : runs, [&] { out = *(*eexe)->Run(args); });
+      std::printf("  emitted loop (KILN threads): %.4f ms %.1f GFLOP/s\n", emit_ms,
                   gflop / emit_ms * 1e3);
     }
   }
