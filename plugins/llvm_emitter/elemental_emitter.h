@@ -24,10 +24,16 @@ namespace kiln::llvm_emit {
 // buffers[inputs.size() ..), each as a dense row-major array of its shape. Every instruction
 // reachable from an output without crossing an input is generated element by element, so it
 // must satisfy CanEmitElementally. Parameters of a fused computation must be inputs.
+//
+// The function is `void name(void** buffers, int64_t begin, int64_t end)`. With
+// `partition_outer`, every output's outermost loop runs over [begin, end) of dimension 0
+// only (all outputs must have rank >= 1 and the same dimension 0), so disjoint ranges can
+// run on different threads; otherwise begin/end are ignored and the whole output is written.
 struct KernelSpec {
   std::string name;
   std::vector<const HloInstruction*> inputs;
   std::vector<const HloInstruction*> outputs;
+  bool partition_outer = false;
 };
 
 // True when the emitter can generate the elements of `instr` from the elements of its
@@ -40,7 +46,7 @@ struct KernelSpec {
 bool CanEmitElementally(const HloInstruction& instr, std::string* why = nullptr);
 
 // Adds the kernel function to `module` (whose context and data layout it uses). The
-// function takes one `ptr` argument, the buffer table, and returns void.
+// function takes the buffer table (`ptr`) and the outer range (two i64), and returns void.
 absl::Status EmitKernel(const KernelSpec& spec, llvm::Module& module);
 
 }  // namespace kiln::llvm_emit
