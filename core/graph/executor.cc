@@ -162,20 +162,14 @@ absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g) {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(const Graph& graph,
+absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(Graph& graph,
                                                                      const PluginRegistry& registry,
                                                                      ExecutorOptions options) {
   if (absl::Status s = VerifyGraph(graph); !s.ok()) return s;
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph, registry, std::move(options)));
   if (ex->options_.must_compile) {
-    // One cluster holding every non-Placeholder node; LowerToHlo names any host-only node.
-    if (absl::StatusOr<std::unique_ptr<HloModule>> m = LowerToHlo(graph); !m.ok()) {
-      // Unknown dims are fine here (shapes come with the inputs); host-only ops are not.
-      for (const auto& n : graph.nodes()) {
-        const OpDef* def = OpRegistry::Global().Find(n->op);
-        if (!def->compilable()) return m.status();
-      }
-    }
+    // One cluster holding every non-Placeholder node: any host-only node is an error.
+    if (absl::Status s = CheckAllCompilable(graph); !s.ok()) return s;
     absl::StatusOr<std::vector<const Node*>> order = TopologicalOrder(graph);
     if (!order.ok()) return order.status();
     Cluster c;
@@ -185,6 +179,9 @@ absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(const Graph
     for (const Node* p : graph.Placeholders()) c.inputs.push_back({p->name, 0});
     c.outputs = graph.outputs();
     for (const Node* n : c.nodes) c.fingerprint += PrintNode(*n) + "\n";
+    for (const Node* n : c.nodes) {
+      if (c.requested_device.empty()) c.requested_device = n->requested_device;
+    }
     c.fingerprint += "whole graph\n";
     ex->clusters_.push_back(std::move(c));
   } else {
@@ -277,7 +274,7 @@ absl::StatusOr<std::vector<Literal>> GraphExecutor::Run(const std::vector<Litera
       for (size_t k = 0; k < c.outputs.size(); ++k) values[EdgeKey(c.outputs[k])] = std::move((*r)[k]);
       where = (*compiled)->plugin->name();
     }
-    for (const Node* n : c.nodes) const_cast<Node*>(n)->assigned_device = where;
+    for (const Node* n : c.nodes) graph_.FindMutable(n->name)->assigned_device = where;
     if (options_.log_placement && !placement_logged_) {
       for (const Node* n : c.nodes) {
         log() << fmt::format("kiln graph: node {} ({}) -> {} [{}]\n", n->name, n->op, where,

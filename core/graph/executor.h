@@ -42,8 +42,9 @@ struct ExecutorOptions {
 
 class GraphExecutor {
  public:
-  // `graph` and `registry` must outlive the executor.
-  static absl::StatusOr<std::unique_ptr<GraphExecutor>> Create(const Graph& graph,
+  // `graph` and `registry` must outlive the executor; runs record each node's
+  // assigned_device ("host" or the plugin name) in `graph`.
+  static absl::StatusOr<std::unique_ptr<GraphExecutor>> Create(Graph& graph,
                                                                const PluginRegistry& registry,
                                                                ExecutorOptions options);
   // Feeds the Placeholders in text order; returns the graph outputs.
@@ -53,7 +54,7 @@ class GraphExecutor {
   const std::vector<Cluster>& clusters() const { return clusters_; }
 
  private:
-  GraphExecutor(const Graph& g, const PluginRegistry& r, ExecutorOptions o)
+  GraphExecutor(Graph& g, const PluginRegistry& r, ExecutorOptions o)
       : graph_(g), registry_(r), options_(std::move(o)) {}
   struct Compiled {
     Plugin* plugin = nullptr;
@@ -62,7 +63,7 @@ class GraphExecutor {
   absl::StatusOr<const Compiled*> GetOrCompile(const Cluster& c, const std::vector<ValueInfo>& in);
   std::ostream& log() const;
 
-  const Graph& graph_;
+  Graph& graph_;
   const PluginRegistry& registry_;
   ExecutorOptions options_;
   std::vector<Cluster> clusters_;

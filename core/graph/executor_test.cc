@@ -42,6 +42,36 @@ TEST(Partition, ClustersDoNotCreateCycles) {
   EXPECT_EQ((*parts)[0].outputs, (std::vector<Edge>{{"a", 0}, {"s2", 0}}));
 }
 
+TEST(Partition, NodesRequestingDifferentDevicesStayApart) {
+  absl::StatusOr<Graph> g = ParseGraph(
+      "x = Placeholder[dtype=f32, shape=(2)]()\n"
+      "a = Neg[device=\"interpreter\"](x)\n"
+      "b = Exp[device=\"cpu-llvm\"](a)\n"
+      "c = Neg(b)\n"
+      "outputs: c\n");
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<std::vector<Cluster>> parts = PartitionGraph(*g);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  ASSERT_EQ(parts->size(), 2u);
+  EXPECT_EQ(Names((*parts)[0]), std::vector<std::string>{"a"});
+  EXPECT_EQ((*parts)[0].requested_device, "interpreter");
+  EXPECT_EQ(Names((*parts)[1]), (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ((*parts)[1].requested_device, "cpu-llvm");
+}
+
+TEST(Executor, MustCompileRejectsHostOnlyNodes) {
+  absl::StatusOr<Graph> g = ParseGraph(kDiamond, "d.graph");
+  ASSERT_TRUE(g.ok());
+  absl::StatusOr<PluginRegistry> reg = PluginRegistry::Discover();
+  ASSERT_TRUE(reg.ok());
+  ExecutorOptions opts;
+  opts.must_compile = true;
+  absl::StatusOr<std::unique_ptr<GraphExecutor>> ex = GraphExecutor::Create(*g, *reg, opts);
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.status().message(),
+            "d.graph:3:1: node u (Unique): data-dependent output shape, cannot be compiled");
+}
+
 TEST(Executor, RunsClustersAndHostOps) {
   absl::StatusOr<Graph> g = ParseGraph(kDiamond);
   ASSERT_TRUE(g.ok());

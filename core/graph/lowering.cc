@@ -95,21 +95,26 @@ absl::StatusOr<std::unique_ptr<HloModule>> LowerNodes(const Graph& g,
   return module;
 }
 
+absl::Status CheckAllCompilable(const Graph& g) {
+  absl::StatusOr<std::vector<const Node*>> order = TopologicalOrder(g);
+  if (!order.ok()) return order.status();
+  for (const Node* n : *order) {
+    const OpDef* def = OpRegistry::Global().Find(n->op);
+    if (def == nullptr || !def->compilable()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}node {} ({}): {}, cannot be compiled", n->loc.line ? n->loc.ToString() + ": " : "",
+          n->name, n->op, def ? def->host_only_reason : "unknown op"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<HloModule>> LowerToHlo(const Graph& g,
                                                       const std::map<std::string, ValueInfo>& feeds) {
   if (absl::Status s = VerifyStructure(g); !s.ok()) return s;
   absl::StatusOr<std::vector<const Node*>> order = TopologicalOrder(g);
   if (!order.ok()) return order.status();
-  const OpRegistry& reg = OpRegistry::Global();
-  // Must-compile: every node must have a lowering; say which one does not, and why.
-  for (const Node* n : *order) {
-    const OpDef* def = reg.Find(n->op);
-    if (!def->compilable()) {
-      return absl::InvalidArgumentError(fmt::format("{}node {} ({}): {}, cannot be compiled",
-                                                    n->loc.line ? n->loc.ToString() + ": " : "",
-                                                    n->name, n->op, def->host_only_reason));
-    }
-  }
+  if (absl::Status s = CheckAllCompilable(g); !s.ok()) return s;
   absl::StatusOr<ShapeMap> shapes = InferShapes(g, feeds);
   if (!shapes.ok()) return shapes.status();
   std::vector<Edge> inputs;

@@ -24,6 +24,10 @@ absl::StatusOr<std::unique_ptr<HloModule>> LowerNodes(const Graph& g,
                                                       const std::vector<Edge>& outputs,
                                                       const std::string& name);
 
+// Must-compile check: every node has a lowering, else InvalidArgument naming the first that
+// does not, `file:line:col: node n7 (Unique): data-dependent output shape, cannot be compiled`.
+absl::Status CheckAllCompilable(const Graph& g);
+
 // Must-compile lowering of the whole graph: Placeholders become parameters in their text
 // order (shapes from `feeds` where given, else declared and then fully known). A host-only
 // node is an InvalidArgument error: "node n7 (Unique): data-dependent output shape, cannot
