@@ -1,6 +1,7 @@
 // `kiln graph run`: parse and verify a .graph file, feed .npy inputs to its Placeholders,
 // run it (whole-graph compile or auto-jit clusters + host ops), write or print the outputs.
 #include <filesystem>
+#include <map>
 #include <iostream>
 
 #include "core/graph/executor.h"
@@ -21,7 +22,8 @@ constexpr const char* kGraphUsage =
     "                      [--device NAME|auto] [--must-compile|--auto-jit]\n"
     "                      [--log-device-placement] [--log-compiles]\n"
     "       kiln graph print FILE.graph      (parse, verify, print back)\n"
-    "       kiln graph lower FILE.graph      (must-compile lowering, print the HLO module)\n"
+    "       kiln graph lower FILE.graph [--input X.npy]...  (must-compile lowering, print HLO;\n"
+    "                                    inputs give shapes to Placeholders with -1 dims)\n"
     "One --input per Placeholder, in text order. --output-dir writes output_0.npy, ...;\n"
     "without it a summary is printed. --auto-jit (default) compiles maximal compilable\n"
     "clusters and runs host-only ops (Unique) on host kernels; --must-compile compiles the\n"
@@ -66,18 +68,24 @@ int GraphCommand(const std::vector<std::string>& argv) {
     std::cout << graph::PrintGraph(*g);
     return kExitOk;
   }
-  if (sub == "lower") {
-    absl::StatusOr<std::unique_ptr<HloModule>> m = graph::LowerToHlo(*g);
-    if (!m.ok()) return ReportError("graph", std::string(m.status().message()));
-    std::cout << (*m)->ToString();
-    return kExitOk;
-  }
-
   std::vector<Literal> inputs;
   for (const std::string& file : flags->All("input")) {
     absl::StatusOr<Literal> l = ReadNpyFile(file);
     if (!l.ok()) return ReportError("graph", std::string(l.status().message()));
     inputs.push_back(std::move(*l));
+  }
+  if (sub == "lower") {
+    // Inputs, when given, supply the shapes of Placeholders with unknown dimensions.
+    std::map<std::string, graph::ValueInfo> feeds;
+    std::vector<const graph::Node*> placeholders = g->Placeholders();
+    for (size_t i = 0; i < inputs.size() && i < placeholders.size(); ++i) {
+      feeds[placeholders[i]->name] = {inputs[i].shape().element_type(),
+                                      graph::TensorShape{inputs[i].shape().dimensions()}};
+    }
+    absl::StatusOr<std::unique_ptr<HloModule>> m = graph::LowerToHlo(*g, feeds);
+    if (!m.ok()) return ReportError("graph", std::string(m.status().message()));
+    std::cout << (*m)->ToString();
+    return kExitOk;
   }
   absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
   if (!registry.ok()) return ReportError("graph", std::string(registry.status().message()));

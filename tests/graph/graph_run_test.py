@@ -61,6 +61,12 @@ for rows in [2, 5]:  # the Placeholder's first dimension is -1: any batch size
     xd = rng.uniform(-1, 1, (rows, 3)).astype(f32)
     check(f"dense rows={rows}", "dense.graph", [xd, w], [np.maximum(xd @ w + bias, 0)],
           ["--must-compile"])
+# The same graphs on the reference interpreter, named explicitly.
+check("softmax interpreter", "softmax.graph", [logits],
+      [e / e.sum(axis=1, keepdims=True), logits.max(axis=1, keepdims=True)],
+      ["--device", "interpreter"])
+check("dense interpreter", "dense.graph", [xd, w], [np.maximum(xd @ w + bias, 0)],
+      ["--device", "interpreter", "--auto-jit"])
 
 a = rng.uniform(-1, 1, (3, 2)).astype(f32)
 b = rng.uniform(-1, 1, (4, 3)).astype(f32)
@@ -70,6 +76,27 @@ sq1 = d_ * d_ + 1
 check("ops", "ops.graph", [a, b],
       [np.exp(-d_) / np.sqrt(sq1), np.maximum(np.tanh(d_), 1 / (1 + np.exp(-d_))),
        np.minimum(np.log(sq1), 1 / np.sqrt(sq1))], rtol=1e-4, atol=1e-5)
+
+# `kiln graph lower` prints an HLO module that `kiln run` parses and runs to the same values.
+with tempfile.TemporaryDirectory() as d:
+    xd = rng.uniform(-1, 1, (3, 3)).astype(f32)
+    np.save(os.path.join(d, "x.npy"), xd)
+    np.save(os.path.join(d, "w.npy"), w)
+    ins = ["--input", os.path.join(d, "x.npy"), "--input", os.path.join(d, "w.npy")]
+    r = run(["lower", os.path.join(EX, "dense.graph")] + ins)
+    if r.returncode != 0:
+        failures.append(f"lower dense: {r.stderr.strip()}")
+    else:
+        hlo = os.path.join(d, "dense.hlo")
+        with open(hlo, "w") as f:
+            f.write(r.stdout)
+        rr = subprocess.run([KILN, "run", hlo, "--device", "interpreter", "--output-dir", d] + ins,
+                            capture_output=True, text=True, timeout=120)
+        got = np.load(os.path.join(d, "output_0.npy")) if rr.returncode == 0 else None
+        if got is None or not np.allclose(got, np.maximum(xd @ w + bias, 0), rtol=1e-5, atol=1e-5):
+            failures.append(f"lower dense + kiln run: {rr.stderr.strip()}")
+        else:
+            print("ok lower dense + kiln run")
 
 # Unique: host-only, so must-compile names it; auto-jit runs it between two clusters.
 xu = np.array([3, 1, 3, 2, 1, 7, 2, 3], f32)
