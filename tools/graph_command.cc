@@ -1,6 +1,7 @@
 // `kiln graph run`: parse and verify a .graph file, feed .npy inputs to its Placeholders,
 // run it (whole-graph compile or auto-jit clusters + host ops), write or print the outputs.
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <iostream>
 
@@ -20,14 +21,17 @@ namespace {
 constexpr const char* kGraphUsage =
     "usage: kiln graph run FILE.graph [--input X.npy]... [--output-dir DIR]\n"
     "                      [--device NAME|auto] [--must-compile|--auto-jit]\n"
-    "                      [--log-device-placement] [--log-compiles]\n"
+    "                      [--log-device-placement] [--log-compiles] [--soft-placement]\n"
+    "                      [--dump-clusters FILE.dot]\n"
     "       kiln graph print FILE.graph      (parse, verify, print back)\n"
     "       kiln graph lower FILE.graph [--input X.npy]...  (must-compile lowering, print HLO;\n"
     "                                    inputs give shapes to Placeholders with -1 dims)\n"
     "One --input per Placeholder, in text order. --output-dir writes output_0.npy, ...;\n"
     "without it a summary is printed. --auto-jit (default) compiles maximal compilable\n"
     "clusters and runs host-only ops (Unique) on host kernels; --must-compile compiles the\n"
-    "whole graph as one module and fails naming any node that cannot be compiled.\n";
+    "whole graph as one module and fails naming any node that cannot be compiled.\n"
+    "--soft-placement runs nodes whose requested device is unusable on --device instead of\n"
+    "failing. --dump-clusters writes the partition as Graphviz DOT.\n";
 
 absl::StatusOr<graph::Graph> LoadGraph(const std::string& path) {
   absl::StatusOr<std::string> text = ReadTextFile(path);
@@ -42,8 +46,9 @@ absl::StatusOr<graph::Graph> LoadGraph(const std::string& path) {
 
 int GraphCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.with_value = {"device", "input", "output-dir"};
-  spec.switches = {"help", "must-compile", "auto-jit", "log-device-placement", "log-compiles"};
+  spec.with_value = {"device", "input", "output-dir", "dump-clusters"};
+  spec.switches = {"help", "must-compile", "auto-jit", "log-device-placement", "log-compiles",
+                    "soft-placement"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("graph", std::string(flags.status().message()), kExitUsage);
   if (flags->Has("help")) {
@@ -94,9 +99,16 @@ int GraphCommand(const std::vector<std::string>& argv) {
   options.must_compile = flags->Has("must-compile");
   options.log_compiles = flags->Has("log-compiles");
   options.log_placement = flags->Has("log-device-placement");
+  options.soft_placement = flags->Has("soft-placement");
   absl::StatusOr<std::unique_ptr<graph::GraphExecutor>> ex =
       graph::GraphExecutor::Create(*g, *registry, options);
   if (!ex.ok()) return ReportError("graph", std::string(ex.status().message()));
+  if (flags->Has("dump-clusters")) {
+    const std::string file = flags->Get("dump-clusters");
+    std::ofstream out(file);
+    out << graph::ClustersToDot(*g, (*ex)->clusters());
+    if (!out) return ReportError("graph", fmt::format("--dump-clusters {}: cannot write", file));
+  }
   absl::StatusOr<std::vector<Literal>> outputs = (*ex)->Run(inputs);
   if (!outputs.ok()) return ReportError("graph", std::string(outputs.status().message()));
   if (options.log_compiles) {

@@ -162,6 +162,34 @@ absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g) {
   return out;
 }
 
+std::string ClustersToDot(const Graph& g, const std::vector<Cluster>& clusters) {
+  std::string s = "digraph graph_clusters {\n  node [shape=box, fontname=monospace];\n";
+  for (const Node* p : g.Placeholders()) {
+    s += fmt::format("  \"{}\" [label=\"{}\\nPlaceholder\", shape=ellipse];\n", p->name, p->name);
+  }
+  for (const Cluster& c : clusters) {
+    s += fmt::format("  subgraph cluster_{} {{\n    label=\"{}\"; style={};\n", c.id,
+                     c.compiled ? fmt::format("cluster_{}{}", c.id,
+                                              c.requested_device.empty() ? "" : " @" + c.requested_device)
+                                : "host",
+                     c.compiled ? "rounded" : "dashed");
+    for (const Node* n : c.nodes) {
+      s += fmt::format("    \"{}\" [label=\"{}\\n{}\"];\n", n->name, n->name, n->op);
+    }
+    s += "  }\n";
+  }
+  for (const auto& n : g.nodes()) {
+    for (const Edge& e : n->inputs) {
+      s += fmt::format("  \"{}\" -> \"{}\"{};\n", e.node, n->name,
+                       e.index ? fmt::format(" [label=\"{}\"]", e.index) : "");
+    }
+    for (const std::string& c : n->control_inputs) {
+      s += fmt::format("  \"{}\" -> \"{}\" [style=dashed];\n", c, n->name);
+    }
+  }
+  return s + "}\n";
+}
+
 absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(Graph& graph,
                                                                      const PluginRegistry& registry,
                                                                      ExecutorOptions options) {
@@ -196,7 +224,14 @@ std::ostream& GraphExecutor::log() const { return options_.log ? *options_.log :
 
 absl::StatusOr<const GraphExecutor::Compiled*> GraphExecutor::GetOrCompile(
     const Cluster& c, const std::vector<ValueInfo>& in) {
-  const std::string device = c.requested_device.empty() ? options_.device : c.requested_device;
+  std::string device = c.requested_device.empty() ? options_.device : c.requested_device;
+  if (device != options_.device && options_.soft_placement && device != "auto" &&
+      !registry_.Get(device).ok()) {
+    log() << fmt::format("kiln graph: soft placement: cluster_{} requested '{}' ({}); using {}\n",
+                         c.id, device, std::string(registry_.Get(device).status().message()),
+                         options_.device);
+    device = options_.device;
+  }
   std::string key = c.fingerprint + "device " + device + "\n";
   for (const ValueInfo& v : in) key += v.ToString() + ";";
   if (auto it = cache_.find(key); it != cache_.end()) return &it->second;

@@ -32,11 +32,18 @@ struct Cluster {
 // devices agree. Placeholders belong to no cluster. Clusters come in an executable order.
 absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g);
 
+// Graphviz DOT of the partition: one box per cluster (host ops in their own), data edges
+// solid, control edges dashed, Placeholders outside every cluster.
+std::string ClustersToDot(const Graph& g, const std::vector<Cluster>& clusters);
+
 struct ExecutorOptions {
   std::string device = "auto";
   bool must_compile = false;
   bool log_compiles = false;
   bool log_placement = false;
+  // A node's requested device that is not usable falls back to `device` (with a log line)
+  // instead of failing.
+  bool soft_placement = false;
   std::ostream* log = nullptr;  // where the logs go (stderr when null)
 };
 

@@ -118,6 +118,27 @@ if r is not None and r.returncode == 0:
     if "2 compilations" not in r.stderr or "node u (Unique) -> host" not in r.stderr:
         failures.append(f"unique logs: {r.stderr!r}")
 
+# A requested device that does not exist: an error, or --device with --soft-placement.
+with tempfile.TemporaryDirectory() as d:
+    g = os.path.join(d, "dev.graph")
+    with open(g, "w") as f:
+        f.write('x = Placeholder[dtype=f32, shape=(3)]()\ny = Neg[device="nope"](x)\noutputs: y\n')
+    xs = np.array([1, -2, 3], f32)
+    np.save(os.path.join(d, "x.npy"), xs)
+    base = ["run", g, "--input", os.path.join(d, "x.npy"), "--output-dir", d]
+    r = run(base)
+    if r.returncode != 1 or "no plugin named 'nope'" not in r.stderr:
+        failures.append(f"device nope: exit {r.returncode}, {r.stderr!r}")
+    r = run(base + ["--soft-placement", "--device", "interpreter", "--log-device-placement",
+                    "--dump-clusters", os.path.join(d, "c.dot")])
+    ok = r.returncode == 0 and np.array_equal(np.load(os.path.join(d, "output_0.npy")), -xs)
+    ok = ok and "node y (Neg) -> interpreter" in r.stderr
+    ok = ok and 'subgraph cluster_0' in open(os.path.join(d, "c.dot")).read()
+    if not ok:
+        failures.append(f"soft placement: exit {r.returncode}, {r.stderr!r}")
+    else:
+        print("ok device request: error, soft placement, cluster dump")
+
 # Located errors from the parser and verifier, one line each.
 bad_cases = [
     ("x = Placeholder[dtype=f32, shape=(2)]()\ny = Foo(x)\noutputs: y\n", "bad.graph:2:1: node y (Foo): unknown op 'Foo'"),
