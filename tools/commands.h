@@ -20,6 +20,7 @@ int RunCommand(const std::vector<std::string>& args);
 int PrintCommand(const std::vector<std::string>& args);
 int DevicesCommand(const std::vector<std::string>& args);
 int OptCommand(const std::vector<std::string>& args);
+int GraphCommand(const std::vector<std::string>& args);
 
 // Shared helpers.
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);

@@ -15,6 +15,8 @@ constexpr const char* kUsage =
     "  print MODULE.hlo\n"
     "  opt MODULE.hlo [--passes=a,b,c] [--dump-to DIR] [--dump-pass-re R] [--no-verify]\n"
     "                 [--buffer-report]\n"
+    "  graph run FILE.graph [--input X.npy]... [--output-dir DIR] [--device NAME|auto]\n"
+    "                       [--must-compile|--auto-jit] [--log-device-placement] [--log-compiles]\n"
     "  devices\n"
     "Run `kiln <command> --help` for details.\n";
 
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
     if (command == "print") return kiln::PrintCommand(args);
     if (command == "devices") return kiln::DevicesCommand(args);
     if (command == "opt") return kiln::OptCommand(args);
+    if (command == "graph") return kiln::GraphCommand(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::cout << kUsage;
       return kiln::kExitOk;

@@ -1,0 +1,137 @@
+// `kiln graph run`: parse and verify a .graph file, feed .npy inputs to its Placeholders,
+// run it (whole-graph compile or auto-jit clusters + host ops), write or print the outputs.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <iostream>
+
+#include "core/graph/executor.h"
+#include "core/graph/graph_text.h"
+#include "core/graph/lowering.h"
+#include "core/graph/verifier.h"
+#include "core/plugin_registry.h"
+#include "fmt/format.h"
+#include "tools/commands.h"
+#include "tools/flags.h"
+#include "tools/npy.h"
+
+namespace kiln {
+namespace {
+
+constexpr const char* kGraphUsage =
+    "usage: kiln graph run FILE.graph [--input X.npy]... [--output-dir DIR]\n"
+    "                      [--device NAME|auto] [--must-compile|--auto-jit]\n"
+    "                      [--log-device-placement] [--log-compiles] [--soft-placement]\n"
+    "                      [--dump-clusters FILE.dot]\n"
+    "       kiln graph print FILE.graph      (parse, verify, print back)\n"
+    "       kiln graph lower FILE.graph [--input X.npy]...  (must-compile lowering, print HLO;\n"
+    "                                    inputs give shapes to Placeholders with -1 dims)\n"
+    "One --input per Placeholder, in text order. --output-dir writes output_0.npy, ...;\n"
+    "without it a summary is printed. --auto-jit (default) compiles maximal compilable\n"
+    "clusters and runs host-only ops (Unique) on host kernels; --must-compile compiles the\n"
+    "whole graph as one module and fails naming any node that cannot be compiled.\n"
+    "--soft-placement runs nodes whose requested device is unusable on --device instead of\n"
+    "failing. --dump-clusters writes the partition as Graphviz DOT.\n";
+
+absl::StatusOr<graph::Graph> LoadGraph(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<graph::Graph> g = graph::ParseGraph(*text, path);
+  if (!g.ok()) return g.status();
+  if (absl::Status s = graph::VerifyGraph(*g); !s.ok()) return s;
+  return g;
+}
+
+}  // namespace
+
+int GraphCommand(const std::vector<std::string>& argv) {
+  FlagSpec spec;
+  spec.with_value = {"device", "input", "output-dir", "dump-clusters"};
+  spec.switches = {"help", "must-compile", "auto-jit", "log-device-placement", "log-compiles",
+                    "soft-placement"};
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
+  if (!flags.ok()) return ReportError("graph", std::string(flags.status().message()), kExitUsage);
+  if (flags->Has("help")) {
+    std::cout << kGraphUsage;
+    return kExitOk;
+  }
+  if (flags->positional.size() != 2) {
+    return ReportError("graph", "expected `run|print|lower FILE.graph` (see kiln graph --help)",
+                       kExitUsage);
+  }
+  const std::string& sub = flags->positional[0];
+  const std::string& path = flags->positional[1];
+  if (sub != "run" && sub != "print" && sub != "lower") {
+    return ReportError("graph", fmt::format("unknown graph subcommand '{}'", sub), kExitUsage);
+  }
+  if (flags->Has("must-compile") && flags->Has("auto-jit")) {
+    return ReportError("graph", "--must-compile and --auto-jit exclude each other", kExitUsage);
+  }
+  absl::StatusOr<graph::Graph> g = LoadGraph(path);
+  if (!g.ok()) return ReportError("graph", std::string(g.status().message()));
+  if (sub == "print") {
+    std::cout << graph::PrintGraph(*g);
+    return kExitOk;
+  }
+  std::vector<Literal> inputs;
+  for (const std::string& file : flags->All("input")) {
+    absl::StatusOr<Literal> l = ReadNpyFile(file);
+    if (!l.ok()) return ReportError("graph", std::string(l.status().message()));
+    inputs.push_back(std::move(*l));
+  }
+  if (sub == "lower") {
+    // Inputs, when given, supply the shapes of Placeholders with unknown dimensions.
+    std::map<std::string, graph::ValueInfo> feeds;
+    std::vector<const graph::Node*> placeholders = g->Placeholders();
+    for (size_t i = 0; i < inputs.size() && i < placeholders.size(); ++i) {
+      feeds[placeholders[i]->name] = {inputs[i].shape().element_type(),
+                                      graph::TensorShape{inputs[i].shape().dimensions()}};
+    }
+    absl::StatusOr<std::unique_ptr<HloModule>> m = graph::LowerToHlo(*g, feeds);
+    if (!m.ok()) return ReportError("graph", std::string(m.status().message()));
+    std::cout << (*m)->ToString();
+    return kExitOk;
+  }
+  absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
+  if (!registry.ok()) return ReportError("graph", std::string(registry.status().message()));
+  graph::ExecutorOptions options;
+  options.device = flags->Get("device", "auto");
+  options.must_compile = flags->Has("must-compile");
+  options.log_compiles = flags->Has("log-compiles");
+  options.log_placement = flags->Has("log-device-placement");
+  options.soft_placement = flags->Has("soft-placement");
+  absl::StatusOr<std::unique_ptr<graph::GraphExecutor>> ex =
+      graph::GraphExecutor::Create(*g, *registry, options);
+  if (!ex.ok()) return ReportError("graph", std::string(ex.status().message()));
+  if (flags->Has("dump-clusters")) {
+    const std::string file = flags->Get("dump-clusters");
+    std::ofstream out(file);
+    out << graph::ClustersToDot(*g, (*ex)->clusters());
+    if (!out) return ReportError("graph", fmt::format("--dump-clusters {}: cannot write", file));
+  }
+  absl::StatusOr<std::vector<Literal>> outputs = (*ex)->Run(inputs);
+  if (!outputs.ok()) return ReportError("graph", std::string(outputs.status().message()));
+  if (options.log_compiles) {
+    std::cerr << fmt::format("kiln graph: {} compilation{}\n", (*ex)->compile_count(),
+                             (*ex)->compile_count() == 1 ? "" : "s");
+  }
+  if (flags->Has("output-dir")) {
+    std::filesystem::path dir = flags->Get("output-dir");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return ReportError("graph", fmt::format("--output-dir {}: {}", dir.string(), ec.message()));
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      std::string file = (dir / fmt::format("output_{}.npy", i)).string();
+      if (absl::Status s = WriteNpyFile(file, (*outputs)[i]); !s.ok()) {
+        return ReportError("graph", std::string(s.message()));
+      }
+    }
+  } else {
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      std::cout << fmt::format("output_{}: {}\n", i, (*outputs)[i].ToString());
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace kiln
