@@ -87,6 +87,7 @@ class Inferrer {
   absl::StatusOr<Shape> Reshape();
   absl::StatusOr<Shape> Transpose();
   absl::StatusOr<Shape> Slice();
+  absl::Status CheckStartIndices(int first, const Shape& a);
   absl::StatusOr<Shape> DynamicSlice();
   absl::StatusOr<Shape> DynamicUpdateSlice();
   absl::StatusOr<Shape> Concatenate();
@@ -399,21 +400,29 @@ absl::StatusOr<Shape> Inferrer::Slice() {
   return ArrayOf(a.element_type(), dims);
 }
 
-absl::StatusOr<Shape> Inferrer::DynamicSlice() {
-  const Shape& a = op(0);
-  if (absl::Status s = RequireArray(a, "operand"); !s.ok()) return s;
-  // Current form: one scalar index per dimension. Old form: one rank-1 index vector.
-  bool vector_form = n() == 2 && op(1).IsArray() && op(1).rank() == 1 && a.rank() != 1;
-  if (!vector_form && n() != 1 + a.rank())
-    return Err("expects 1 + {} operands (one start index per dimension of {}) but has {}",
-               a.rank(), Str(a), n());
-  for (int i = 1; i < n(); ++i) {
+// Start-index operands of dynamic-slice/dynamic-update-slice, from operand `first` on.
+// Current form: one integral scalar per dimension of `a`. Old form: one rank-1 vector.
+absl::Status Inferrer::CheckStartIndices(int first, const Shape& a) {
+  bool vector_form = n() == first + 1 && op(first).IsArray() && op(first).rank() == 1 &&
+                     a.rank() != 1;
+  if (!vector_form && n() != first + a.rank())
+    return Err("expects {} + {} operands (one start index per dimension of {}) but has {}",
+               first, a.rank(), Str(a), n());
+  for (int i = first; i < n(); ++i) {
     const Shape& idx = op(i);
     if (!idx.IsArray() || !IsInteger(idx.element_type()) || (!vector_form && idx.rank() != 0))
       return Err("start index operand {} must be an integral scalar but is {}", i, Str(idx));
-    if (idx.element_type() != op(1).element_type())
-      return Err("start index operands have different types {} and {}", Str(op(1)), Str(idx));
+    if (idx.element_type() != op(first).element_type())
+      return Err("start index operands have different types {} and {}", Str(op(first)),
+                 Str(idx));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Shape> Inferrer::DynamicSlice() {
+  const Shape& a = op(0);
+  if (absl::Status s = RequireArray(a, "operand"); !s.ok()) return s;
+  if (absl::Status st = CheckStartIndices(1, a); !st.ok()) return st;
   const auto& sizes = attrs().dynamic_slice_sizes;
   if (static_cast<int>(sizes.size()) != a.rank())
     return Err("dynamic_slice_sizes={} has {} entries but operand {} has rank {}",
@@ -435,17 +444,7 @@ absl::StatusOr<Shape> Inferrer::DynamicUpdateSlice() {
                PrimitiveTypeName(u.element_type()), PrimitiveTypeName(a.element_type()));
   if (u.rank() != a.rank())
     return Err("update {} and operand {} have different ranks", Str(u), Str(a));
-  bool vector_form = n() == 3 && op(2).IsArray() && op(2).rank() == 1 && a.rank() != 1;
-  if (!vector_form && n() != 2 + a.rank())
-    return Err("expects 2 + {} operands (one start index per dimension of {}) but has {}",
-               a.rank(), Str(a), n());
-  for (int i = 2; i < n(); ++i) {
-    const Shape& idx = op(i);
-    if (!idx.IsArray() || !IsInteger(idx.element_type()) || (!vector_form && idx.rank() != 0))
-      return Err("start index operand {} must be an integral scalar but is {}", i, Str(idx));
-    if (idx.element_type() != op(2).element_type())
-      return Err("start index operands have different types {} and {}", Str(op(2)), Str(idx));
-  }
+  if (absl::Status st = CheckStartIndices(2, a); !st.ok()) return st;
   for (int i = 0; i < a.rank(); ++i)
     if (u.dimensions(i) > a.dimensions(i))
       return Err("update dimension {} has size {} but operand dimension has size {}", i,
