@@ -12,31 +12,15 @@
 
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
+#include "plugins/cpu_llvm/bench_util.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double MedianMs(int runs, const std::function<void()>& fn) {
-  fn();  // warm-up
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    auto t0 = Clock::now();
-    fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-kiln::Literal RandomF32(std::vector<int64_t> dims, uint32_t seed) {
-  kiln::Literal l(kiln::Shape(kiln::PrimitiveType::F32, dims));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (float& x : l.data<float>()) x = d(rng);
-  return l;
-}
+using kiln::bench::MedianMs;
+using kiln::bench::RandomF32;
 
 std::shared_ptr<const kiln::HloModule> Parse(const char* text) {
   auto m = kiln::ParseHloModule(text, "bench");
