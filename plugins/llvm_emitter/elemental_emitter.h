@@ -24,8 +24,17 @@ namespace kiln::llvm_emit {
 // buffers[inputs.size() ..), each as a dense row-major array of its shape. Every instruction
 // reachable from an output without crossing an input is generated element by element, so it
 // must satisfy CanEmitElementally. Parameters of a fused computation must be inputs.
+// Where the kernel runs. kCpu: `void name(ptr buffers)` with a loop nest over every output
+// element. kGpu: an NVPTX kernel `void name(ptr b0, ..., ptr bN)` (PTX_Kernel calling
+// convention, nvvm.annotations "kernel") in which each thread computes the output element
+// at linear index blockIdx.x * blockDim.x + threadIdx.x (threads past an output's element
+// count skip it), so the launch needs at least max(output elements) threads; math
+// functions become libdevice calls (__nv_expf, ...) that the caller links in.
+enum class KernelTarget { kCpu, kGpu };
+
 struct KernelSpec {
   std::string name;
+  KernelTarget target = KernelTarget::kCpu;
   std::vector<const HloInstruction*> inputs;
   std::vector<const HloInstruction*> outputs;
 };
@@ -39,8 +48,9 @@ struct KernelSpec {
 // not.
 bool CanEmitElementally(const HloInstruction& instr, std::string* why = nullptr);
 
-// Adds the kernel function to `module` (whose context and data layout it uses). The
-// function takes one `ptr` argument, the buffer table, and returns void.
+// Adds the kernel function to `module` (whose context and data layout it uses). For kCpu the
+// function takes one `ptr` argument, the buffer table; for kGpu one `ptr` per buffer (see
+// KernelTarget). Both return void.
 absl::Status EmitKernel(const KernelSpec& spec, llvm::Module& module);
 
 }  // namespace kiln::llvm_emit
