@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(
   if (!m.ok()) return m.status();
   exe->cu_module_ = *m;
   for (const llvm_emit::KernelSpec& spec : exe->plan_.kernels) {
-    absl::StatusOr<CUfunction> f = exe->driver_->GetFunction(exe->cu_module_, spec.name);
+    absl::StatusOr<CUfunction> f = exe->driver_->GetFunction(exe->cu_module_, PtxKernelName(spec.name));
     if (!f.ok()) return f.status();
     exe->functions_.push_back(*f);
   }

@@ -42,8 +42,11 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const Ptx
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(kTriple, err);
   if (target == nullptr) return absl::UnavailableError(absl::StrCat("NVPTX target: ", err));
   llvm::TargetOptions opts;
-  auto level = o.opt_level >= 3 ? llvm::CodeGenOpt::Aggressive
-               : o.opt_level == 0 ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default;
+  // Instruction selection runs without DAG optimizations: LLVM 16's NVPTX DAG combiner
+  // creates `mul i1` nodes it then cannot select (a fatal error that ends the process, seen on
+  // masked-softmax reductions of the corpus), and ptxas optimizes the PTX itself anyway. The
+  // IR is still optimized at o.opt_level before this.
+  auto level = llvm::CodeGenOpt::None;
   // Empty feature string: the PTX ISA version is the backend's default for this sm.
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       kTriple, o.sm, "", opts, llvm::Reloc::PIC_, std::nullopt, level));
@@ -75,6 +78,17 @@ absl::Status LinkLibdevice(llvm::Module& m, const std::string& path) {
 
 }  // namespace
 
+std::string PtxKernelName(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '$';
+    if (!ok) c = '_';
+  }
+  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out.insert(0, "_");
+  return out;
+}
+
 std::string FindLibdevice() {
   std::vector<std::string> roots;
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
@@ -100,6 +114,9 @@ absl::StatusOr<std::string> CompileToPtx(std::vector<llvm_emit::KernelSpec> spec
   std::set<std::string> kernels;
   for (llvm_emit::KernelSpec& spec : specs) {
     spec.target = llvm_emit::KernelTarget::kGpu;
+    spec.name = PtxKernelName(spec.name);
+    if (kernels.count(spec.name))
+      return absl::InvalidArgumentError(absl::StrCat("two kernels are both named ", spec.name));
     if (absl::Status s = llvm_emit::EmitKernel(spec, *module); !s.ok()) return s;
     kernels.insert(spec.name);
   }
@@ -122,7 +139,13 @@ absl::StatusOr<std::string> CompileToPtx(std::vector<llvm_emit::KernelSpec> spec
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(tm->get());
+  // No vectorization: each thread computes one element. No unrolling either (smaller
+  // kernels; ptxas unrolls where it pays).
+  llvm::PipelineTuningOptions pto;
+  pto.LoopUnrolling = false;
+  pto.LoopVectorization = false;
+  pto.SLPVectorization = false;
+  llvm::PassBuilder pb(tm->get(), pto);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -136,6 +159,8 @@ absl::StatusOr<std::string> CompileToPtx(std::vector<llvm_emit::KernelSpec> spec
                                     ? pb.buildO0DefaultPipeline(level)
                                     : pb.buildPerModuleDefaultPipeline(level);
   mpm.run(*module, mam);
+  // KILN_GPU_DUMP_IR=1 prints the optimized IR that goes to the NVPTX backend (debugging).
+  if (std::getenv("KILN_GPU_DUMP_IR") != nullptr) module->print(llvm::errs(), nullptr);
 
   llvm::SmallString<0> ptx;
   {

@@ -21,8 +21,12 @@ struct PtxOptions {
 // /usr/lib/cuda), or "" when none is found.
 std::string FindLibdevice();
 
+// The PTX entry name of a kernel spec named `name`: PTX identifiers allow only letters,
+// digits, '_' and '$', so every other character (HLO names have '.') becomes '_'.
+std::string PtxKernelName(const std::string& name);
+
 // Compiles `specs` (their target is forced to kGpu) into one PTX module holding one
-// `.entry` per spec, named as the spec. Kernels calling math functions need libdevice.
+// `.entry` per spec, named PtxKernelName(spec.name). Kernels calling math functions need libdevice.
 absl::StatusOr<std::string> CompileToPtx(std::vector<llvm_emit::KernelSpec> specs,
                                          const PtxOptions& options = {});
 

@@ -31,6 +31,11 @@ std::string FindPtxas() {
   return "";
 }
 
+std::string SourceRoot() {
+  const char* root = std::getenv("KILN_SOURCE_ROOT");
+  return root ? root : ".";
+}
+
 std::string ReadSource(const std::string& rel) {
   const char* root = std::getenv("KILN_SOURCE_ROOT");
   std::ifstream in(std::string(root ? root : ".") + "/" + rel);
@@ -45,15 +50,16 @@ int CountOf(const std::string& text, const std::string& what) {
   return n;
 }
 
-// Compiles `hlo` to PTX for both architectures and assembles each with ptxas.
-void CheckModule(const std::string& hlo, const std::string& name, int min_kernels) {
+// Compiles `hlo` to PTX for each architecture and assembles each with ptxas.
+void CheckModule(const std::string& hlo, const std::string& name, int min_kernels,
+                 std::vector<std::string> sms = {"sm_80", "sm_90"}) {
   std::string ptxas = FindPtxas();
   if (ptxas.empty()) GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to validate PTX)";
   auto module = ParseHloModule(hlo, name);
   ASSERT_TRUE(module.ok()) << module.status();
   cpu::Plan plan = cpu::MakePlan(**module, {});
   ASSERT_GE(static_cast<int>(plan.kernels.size()), min_kernels) << name;
-  for (const char* sm : {"sm_80", "sm_90"}) {
+  for (const std::string& sm : sms) {
     PtxOptions opts;
     opts.sm = sm;
     auto ptx = CompileToPtx(plan.kernels, opts);
@@ -151,6 +157,58 @@ ENTRY %main (v: f32[7], m: f32[5,7]) -> f32[7,5] {
   ROOT %t = f32[7,5]{0,1} transpose(f32[5,7]{1,0} %s), dimensions={1,0}
 }
 )", "bt", 1);
+}
+
+// A reduce over a select whose predicate is an `and` of two compares against iota (the
+// attention mask of the llama corpus module).
+TEST(GpuPtx, ReduceOverMaskedSelect) {
+  CheckModule(R"(HloModule mask
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(f32[] %a, f32[] %b)
+}
+ENTRY %main (x: f32[4,128], p: s32[1], q: s32[4]) -> f32[4] {
+  %x = f32[4,128]{1,0} parameter(0)
+  %p = s32[1]{0} parameter(1)
+  %q = s32[4]{0} parameter(2)
+  %iota = s32[128]{0} iota(), iota_dimension=0
+  %bi = s32[4,128]{1,0} broadcast(s32[128]{0} %iota), dimensions={1}
+  %bp = s32[4,128]{1,0} broadcast(s32[1]{0} %p), dimensions={0}
+  %bq = s32[4,128]{1,0} broadcast(s32[4]{0} %q), dimensions={0}
+  %c1 = pred[4,128]{1,0} compare(s32[4,128]{1,0} %bi, s32[4,128]{1,0} %bp), direction=LT
+  %c2 = pred[4,128]{1,0} compare(s32[4,128]{1,0} %bi, s32[4,128]{1,0} %bq), direction=GE
+  %m = pred[4,128]{1,0} and(pred[4,128]{1,0} %c1, pred[4,128]{1,0} %c2)
+  %neg = f32[] constant(-30000)
+  %bn = f32[4,128]{1,0} broadcast(f32[] %neg), dimensions={}
+  %s = f32[4,128]{1,0} select(pred[4,128]{1,0} %m, f32[4,128]{1,0} %x, f32[4,128]{1,0} %bn)
+  %ninf = f32[] constant(-inf)
+  ROOT %r = f32[4]{0} reduce(f32[4,128]{1,0} %s, f32[] %ninf), dimensions={1}, to_apply=%max
+}
+)", "mask", 1);
+}
+
+// Every module of the NumPy end-to-end set and the real-world corpus that parses: all the
+// kernels its plan makes must assemble (sm_80 only, to keep the test short).
+TEST(GpuPtx, E2eAndCorpusModules) {
+  if (FindPtxas().empty()) GTEST_SKIP() << "ptxas not found";
+  int checked = 0;
+  for (const char* dir : {"/tests/numpy_e2e/modules", "/tests/hlo_corpus"}) {
+    std::filesystem::path d = SourceRoot() + dir;
+    ASSERT_TRUE(std::filesystem::exists(d)) << d;
+    for (const auto& entry : std::filesystem::directory_iterator(d)) {
+      if (entry.path().extension() != ".hlo") continue;
+      std::ifstream in(entry.path());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::string name = entry.path().stem().string();
+      if (!ParseHloModule(ss.str(), name).ok()) continue;  // parser coverage is tested elsewhere
+      SCOPED_TRACE(name);
+      CheckModule(ss.str(), name, 0, {"sm_80"});
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10);
 }
 
 }  // namespace
