@@ -86,13 +86,14 @@ absl::Status GpuExecutable::RunKernel(const cpu::Step& step,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args) const {
-  const HloComputation* entry = module_->entry();
+absl::StatusOr<Literal> RunPlan(const HloModule& module, const cpu::Plan& plan,
+                                std::span<const Literal* const> args,
+                                const KernelRunner& run_kernel) {
+  const HloComputation* entry = module.entry();
   if (static_cast<int>(args.size()) != entry->num_parameters())
-    return absl::InvalidArgumentError(absl::StrCat("module ", module_->name(), " takes ",
+    return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " takes ",
                                                    entry->num_parameters(), " arguments, got ",
                                                    args.size()));
-  if (absl::Status s = driver_->MakeCurrent(); !s.ok()) return s;
   absl::flat_hash_map<const HloInstruction*, const Literal*> values;
   std::vector<std::unique_ptr<Literal>> owned;
   auto own = [&](const HloInstruction* h, Literal lit) {
@@ -100,7 +101,7 @@ absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args)
     values[h] = owned.back().get();
   };
   HloEvaluator evaluator;
-  for (const cpu::Step& step : plan_.steps) {
+  for (const cpu::Step& step : plan.steps) {
     const HloInstruction* h = step.instr;
     switch (step.kind) {
       case cpu::Disposition::kBookkeeping:
@@ -133,7 +134,7 @@ absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args)
         std::vector<const Literal*> inputs;
         for (const HloInstruction* s : step.sources) inputs.push_back(values.at(s));
         std::vector<Literal> outs;
-        if (absl::Status s = RunKernel(step, inputs, outs); !s.ok()) return s;
+        if (absl::Status s = run_kernel(step, inputs, outs); !s.ok()) return s;
         if (h->shape().IsTuple()) {
           own(h, Literal::MakeTuple(std::move(outs)));
         } else {
@@ -149,6 +150,13 @@ absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args)
   for (auto& o : owned)
     if (o.get() == values.at(root)) return std::move(*o);
   return *values.at(root);
+}
+
+absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args) const {
+  if (absl::Status s = driver_->MakeCurrent(); !s.ok()) return s;
+  return RunPlan(*module_, plan_, args,
+                 [this](const cpu::Step& step, const std::vector<const Literal*>& inputs,
+                        std::vector<Literal>& outputs) { return RunKernel(step, inputs, outputs); });
 }
 
 }  // namespace kiln::gpu

@@ -4,6 +4,7 @@
 // This first slice keeps every value on the host between steps. LLVM-free.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -16,6 +17,16 @@
 #include "plugins/gpu_nvptx/cuda_driver.h"
 
 namespace kiln::gpu {
+
+// Runs `plan` over `args` in post-order: bookkeeping and evaluator steps on the host, kernel
+// steps through `run_kernel` (which fills one Literal per spec output from the step's
+// source values). Shared by the driver path and the host emulation test.
+using KernelRunner = std::function<absl::Status(const cpu::Step& step,
+                                                const std::vector<const Literal*>& inputs,
+                                                std::vector<Literal>& outputs)>;
+absl::StatusOr<Literal> RunPlan(const HloModule& module, const cpu::Plan& plan,
+                                std::span<const Literal* const> args,
+                                const KernelRunner& run_kernel);
 
 class GpuExecutable {
  public:
