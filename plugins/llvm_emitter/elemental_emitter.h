@@ -3,6 +3,7 @@
 // nest over each output's index, generating every element by recursively generating the
 // elements of its operands at the mapped index (XLA's elemental approach: no intermediate
 // arrays in memory). Reduce and dot become inner accumulation loops inside the element.
+// In GPU mode (KernelTarget::kGpu) the loop nest is replaced by one element per thread.
 //
 // LLVM types appear in this header: include it only from plugins/llvm_emitter and from the
 // codegen plugins, never from code the core or hlo/ sees.
