@@ -19,11 +19,13 @@ inline constexpr int kExitMismatch = 3;
 int RunCommand(const std::vector<std::string>& args);
 int PrintCommand(const std::vector<std::string>& args);
 int DevicesCommand(const std::vector<std::string>& args);
+int OptCommand(const std::vector<std::string>& args);
 
 // Shared helpers.
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 // Reads, parses (errors `path:line:col: ...`) and verifies (errors `path: ...`) a module.
-absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path);
+// With verify=false the verifier is skipped (`kiln opt --no-verify`).
+absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, bool verify = true);
 // Prints `kiln <command>: error: <message>` as one line (newlines folded) on stderr.
 int ReportError(const std::string& command, const std::string& message, int exit_code = kExitError);
 

@@ -1,4 +1,4 @@
-// The `kiln` program: dispatches to the run / print / devices subcommands.
+// The `kiln` program: dispatches to the run / print / devices / opt subcommands.
 #include <exception>
 #include <iostream>
 #include <string>
@@ -11,8 +11,10 @@ namespace {
 constexpr const char* kUsage =
     "usage: kiln <command> [args]\n"
     "  run MODULE.hlo [--device NAME|auto] [--input FILE.npy]... [--output-dir DIR]\n"
-    "                 [--benchmark N] [--compare REF_DEVICE]\n"
+    "                 [--benchmark N] [--compare REF_DEVICE] [--dump-to DIR [--dump-pass-re R]]\n"
     "  print MODULE.hlo\n"
+    "  opt MODULE.hlo [--passes=a,b,c] [--dump-to DIR] [--dump-pass-re R] [--no-verify]\n"
+    "                 [--buffer-report]\n"
     "  devices\n"
     "Run `kiln <command> --help` for details.\n";
 
@@ -29,6 +31,7 @@ int main(int argc, char** argv) {
     if (command == "run") return kiln::RunCommand(args);
     if (command == "print") return kiln::PrintCommand(args);
     if (command == "devices") return kiln::DevicesCommand(args);
+    if (command == "opt") return kiln::OptCommand(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::cout << kUsage;
       return kiln::kExitOk;

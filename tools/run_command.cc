@@ -7,11 +7,13 @@
 
 #include "absl/strings/numbers.h"
 #include "core/plugin_registry.h"
+#include "hlo/text/parser.h"
 #include "fmt/format.h"
 #include "tools/commands.h"
 #include "tools/compare.h"
 #include "tools/flags.h"
 #include "tools/npy.h"
+#include "tools/optimize.h"
 #include "tools/random_inputs.h"
 
 namespace kiln {
@@ -19,12 +21,15 @@ namespace {
 
 constexpr const char* kRunUsage =
     "usage: kiln run MODULE.hlo [--device NAME|auto] [--input FILE.npy]... [--output-dir DIR]\n"
-    "                [--benchmark N] [--compare REF_DEVICE]\n"
+    "                [--benchmark N] [--compare REF_DEVICE] [--dump-to DIR [--dump-pass-re R]]\n"
     "Runs the entry computation. One --input per entry parameter, in order; without inputs,\n"
     "deterministic pseudo-random ones are generated (floats in [-1,1), ints in [-4,4) or\n"
     "[0,8), pred a coin flip). --output-dir writes output_0.npy, output_1.npy, ... (tuples\n"
     "flattened depth-first; bf16 written as float32). --benchmark N times N runs after one\n"
-    "warm-up. --compare runs on REF_DEVICE too and fails (exit 3) beyond dtype tolerance.\n";
+    "warm-up. --compare runs on REF_DEVICE too and fails (exit 3) beyond dtype tolerance.\n"
+    "--dump-to runs the standard optimization pipeline (as `kiln opt`) on a copy of the\n"
+    "module only to dump it after each pass that changed it (filtered by --dump-pass-re);\n"
+    "the device still gets the module as written. A failed dump is a warning.\n";
 
 // The seed for parameter i's generated input: fixed, so runs are reproducible.
 constexpr uint64_t kInputSeed = 0x6b696c6e;  // "kiln"
@@ -150,11 +155,34 @@ absl::StatusOr<RunResult> RunOn(const Plugin& plugin, const HloModule& module,
   return r;
 }
 
+// `--dump-to`: optimizes a copy (re-parsed from the module's text) only to dump it; the
+// copy never reaches a device. Problems are warnings: the run itself goes on as asked.
+void DumpOptimizationPasses(const std::string& path, const HloModule& module,
+                            const ParsedFlags& flags) {
+  auto warn = [](const std::string& m) {
+    std::string line = m;
+    for (char& c : line) {
+      if (c == '\n' || c == '\r') c = ' ';
+    }
+    std::cerr << "kiln run: warning: --dump-to: " << line << std::endl;
+  };
+  absl::StatusOr<std::unique_ptr<HloModule>> copy = ParseHloModule(module.ToString(), path);
+  if (!copy.ok()) return warn(std::string(copy.status().message()));
+  absl::StatusOr<std::vector<std::unique_ptr<HloPass>>> passes = MakeOptimizationPasses("");
+  if (!passes.ok()) return warn(std::string(passes.status().message()));
+  OptimizeOptions options;
+  options.dump_dir = flags.Get("dump-to");
+  options.dump_pass_regex = flags.Get("dump-pass-re");
+  absl::StatusOr<OptimizeResult> r = OptimizeModule(**copy, std::move(*passes), options);
+  if (!r.ok()) return warn(std::string(r.status().message()));
+}
+
 }  // namespace
 
 int RunCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.with_value = {"device", "input", "output-dir", "benchmark", "compare"};
+  spec.with_value = {"device", "input", "output-dir", "benchmark", "compare", "dump-to",
+                     "dump-pass-re"};
   spec.switches = {"help"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("run", std::string(flags.status().message()), kExitUsage);
@@ -164,6 +192,9 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
   if (flags->positional.size() != 1) {
     return ReportError("run", "expected exactly one MODULE.hlo (see kiln run --help)", kExitUsage);
+  }
+  if (flags->Has("dump-pass-re") && !flags->Has("dump-to")) {
+    return ReportError("run", "--dump-pass-re needs --dump-to DIR", kExitUsage);
   }
   int benchmark_runs = 0;
   if (flags->Has("benchmark")) {
@@ -179,6 +210,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadModule(path);
   if (!module.ok()) return ReportError("run", std::string(module.status().message()));
   const HloComputation& entry = *(*module)->entry();
+  if (flags->Has("dump-to")) DumpOptimizationPasses(path, **module, *flags);
 
   absl::StatusOr<std::vector<Literal>> args = MakeArguments(entry, flags->All("input"));
   if (!args.ok()) return ReportError("run", std::string(args.status().message()));

@@ -62,14 +62,17 @@ uint64_t StructuralHash(const HloModule& module) {
 
 CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
                              std::vector<KernelFn> kernels, std::shared_ptr<CpuJit> jit,
-                             std::string ir)
+                             std::string ir, std::shared_ptr<ThreadPool> pool,
+                             int64_t parallel_min_work)
     : module_(std::move(module)), plan_(std::move(plan)), kernels_(std::move(kernels)),
-      jit_(std::move(jit)), ir_(std::move(ir)) {}
+      jit_(std::move(jit)), ir_(std::move(ir)), pool_(std::move(pool)),
+      parallel_min_work_(parallel_min_work) {}
 
 std::vector<std::string> CpuExecutable::NativeInstructions() const {
   std::vector<std::string> out;
   for (const auto& [h, d] : plan_.dispositions)
-    if (d == Disposition::kKernel || d == Disposition::kInlined) out.push_back(h->name());
+    if (d == Disposition::kKernel || d == Disposition::kInlined || d == Disposition::kLibrary)
+      out.push_back(h->name());
   return out;
 }
 
@@ -139,12 +142,27 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
           outs.emplace_back(o->shape());
           buffers.push_back(outs.back().untyped_data());
         }
-        kernels_[step.kernel](buffers.data());
+        KernelFn fn = kernels_[step.kernel];
+        if (step.outer_extent >= 2 && pool_ != nullptr && pool_->size() > 1 &&
+            step.work >= parallel_min_work_) {
+          void** table = buffers.data();
+          pool_->ParallelFor(step.outer_extent,
+                             [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
+        } else {
+          fn(buffers.data(), 0, step.outer_extent);
+        }
         if (h->shape().IsTuple()) {
           own(h, Literal::MakeTuple(std::move(outs)));
         } else {
           own(h, std::move(outs[0]));
         }
+        break;
+      }
+      case Disposition::kLibrary: {
+        Literal out(h->shape());
+        RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
+                   values.at(step.sources[1])->untyped_data(), out.untyped_data());
+        own(h, std::move(out));
         break;
       }
       case Disposition::kInlined:
@@ -160,7 +178,10 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
 absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOptions& options) {
   absl::StatusOr<std::unique_ptr<CpuJit>> jit = CpuJit::Create(options.jit);
   if (!jit.ok()) return jit.status();
-  return std::unique_ptr<CpuCompiler>(new CpuCompiler(options, std::move(*jit)));
+  int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
+  SetBlasThreads(threads);
+  return std::unique_ptr<CpuCompiler>(
+      new CpuCompiler(options, std::move(*jit), std::make_shared<ThreadPool>(threads)));
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
@@ -186,7 +207,8 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
       jit_->Compile(plan.kernels, options_.keep_ir ? &ir : nullptr);
   if (!fns.ok()) return fns.status();
   auto exe = std::make_shared<const CpuExecutable>(std::move(module), std::move(plan),
-                                                   std::move(*fns), jit_, std::move(ir));
+                                                   std::move(*fns), jit_, std::move(ir), pool_,
+                                                   options_.plan.parallel_min_work);
   cache_[key].push_back(exe);
   return exe;
 }

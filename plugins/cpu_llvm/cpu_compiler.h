@@ -16,6 +16,7 @@
 #include "hlo/module.h"
 #include "plugins/cpu_llvm/jit.h"
 #include "plugins/cpu_llvm/plan.h"
+#include "plugins/cpu_llvm/thread_pool.h"
 
 namespace kiln::cpu {
 
@@ -23,12 +24,17 @@ struct CompileOptions {
   PlanOptions plan;
   JitOptions jit;
   bool keep_ir = false;  // keep the optimized LLVM IR in the executable (tests, debugging)
+  // Threads for kernels (and the BLAS library's own threads): 0 = DefaultThreadCount()
+  // (KILN_CPU_THREADS, else the hardware's). The BLAS setting is process-wide: the last
+  // compiler created sets it.
+  int threads = 0;
 };
 
 class CpuExecutable {
  public:
   CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan, std::vector<KernelFn> kernels,
-                std::shared_ptr<CpuJit> jit, std::string ir);
+                std::shared_ptr<CpuJit> jit, std::string ir, std::shared_ptr<ThreadPool> pool,
+                int64_t parallel_min_work);
 
   // Runs the entry computation; `args` must match the entry parameters.
   absl::StatusOr<Literal> Run(std::span<const Literal> args) const;
@@ -47,6 +53,8 @@ class CpuExecutable {
   std::vector<KernelFn> kernels_;
   std::shared_ptr<CpuJit> jit_;  // owns the kernels' code
   std::string ir_;
+  std::shared_ptr<ThreadPool> pool_;
+  int64_t parallel_min_work_;
 };
 
 class CpuCompiler {
@@ -58,13 +66,16 @@ class CpuCompiler {
   int64_t cache_hits() const { return hits_; }
   int64_t cache_misses() const { return misses_; }
   const CpuJit& jit() const { return *jit_; }
+  int threads() const { return pool_->size(); }
 
  private:
-  CpuCompiler(const CompileOptions& options, std::shared_ptr<CpuJit> jit)
-      : options_(options), jit_(std::move(jit)) {}
+  CpuCompiler(const CompileOptions& options, std::shared_ptr<CpuJit> jit,
+              std::shared_ptr<ThreadPool> pool)
+      : options_(options), jit_(std::move(jit)), pool_(std::move(pool)) {}
 
   CompileOptions options_;
   std::shared_ptr<CpuJit> jit_;
+  std::shared_ptr<ThreadPool> pool_;
   std::mutex mu_;
   // Fingerprint -> executables with that fingerprint (the module text tells collisions apart).
   absl::flat_hash_map<uint64_t, std::vector<std::shared_ptr<const CpuExecutable>>> cache_;

@@ -12,8 +12,12 @@
 
 namespace kiln::cpu {
 
-// The entry point of every kernel: `buffers` holds the inputs, then the outputs.
-using KernelFn = void (*)(void** buffers);
+#include <cstdint>
+
+// The entry point of every kernel: `buffers` holds the inputs, then the outputs; [begin,
+// end) is the range of the outer dimension to compute when the kernel's spec has
+// `partition_outer` (ignored otherwise).
+using KernelFn = void (*)(void** buffers, int64_t begin, int64_t end);
 
 struct JitOptions {
   int opt_level = 3;               // 0..3

@@ -12,6 +12,7 @@ std::string_view DispositionName(Disposition d) {
   switch (d) {
     case Disposition::kKernel: return "kernel";
     case Disposition::kInlined: return "inlined";
+    case Disposition::kLibrary: return "library";
     case Disposition::kEvaluator: return "evaluator";
     case Disposition::kBookkeeping: return "bookkeeping";
   }
@@ -72,6 +73,49 @@ bool IsExpensive(const HloInstruction& h) {
   return h.opcode() == HloOpcode::kReduce || h.opcode() == HloOpcode::kDot;
 }
 
+int64_t Elements(const Shape& s) { return s.IsArray() ? s.num_elements() : 0; }
+
+// Element operations a kernel performs: every generated instruction's elements, plus the
+// inner loops of reductions and dots.
+int64_t EstimateWork(const llvm_emit::KernelSpec& spec) {
+  absl::flat_hash_set<const HloInstruction*> stop(spec.inputs.begin(), spec.inputs.end());
+  absl::flat_hash_set<const HloInstruction*> seen;
+  std::vector<const HloInstruction*> stack(spec.outputs.begin(), spec.outputs.end());
+  int64_t work = 0;
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    stack.pop_back();
+    if (stop.contains(h) || !seen.insert(h).second) continue;
+    work += Elements(h->shape());
+    if (h->opcode() == HloOpcode::kReduce && h->operand_count() > 0) {
+      work += Elements(h->operand(0)->shape());
+    } else if (h->opcode() == HloOpcode::kDot && h->attrs().dot_dimension_numbers) {
+      int64_t k = 1;
+      for (int64_t d : h->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
+        if (d >= 0 && d < h->operand(0)->shape().rank()) k *= h->operand(0)->shape().dimensions(d);
+      work += Elements(h->shape()) * k;
+    }
+    for (const HloInstruction* o : h->operands()) stack.push_back(o);
+  }
+  return work;
+}
+
+// Marks the kernel's outer loop as partitionable when every output has the same leading
+// dimension (of at least 2), and fills the step's extent and work.
+void SetPartition(llvm_emit::KernelSpec& spec, Step& step) {
+  step.work = EstimateWork(spec);
+  int64_t extent = -1;
+  for (const HloInstruction* o : spec.outputs) {
+    if (!o->shape().IsArray() || o->shape().rank() == 0) return;
+    int64_t d0 = o->shape().dimensions(0);
+    if (extent >= 0 && d0 != extent) return;
+    extent = d0;
+  }
+  if (extent < 2) return;
+  spec.partition_outer = true;
+  step.outer_extent = extent;
+}
+
 }  // namespace
 
 Plan MakePlan(const HloModule& module, const PlanOptions& options) {
@@ -83,8 +127,16 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
   // Which instructions the emitter can generate (outside fusions).
   absl::flat_hash_map<const HloInstruction*, std::string> why_not;
   absl::flat_hash_set<const HloInstruction*> emittable;
+  absl::flat_hash_map<const HloInstruction*, GemmShape> gemms;
   for (const HloInstruction* h : order) {
     std::string why;
+    if (h->opcode() == HloOpcode::kDot) {
+      if (std::optional<GemmShape> g = MatchBlasDot(*h, options.blas_min_mnk)) {
+        // Not emittable: its operands are materialized and its users read its buffer.
+        gemms[h] = *g;
+        continue;
+      }
+    }
     if (h->opcode() == HloOpcode::kFusion) {
       if (!CanEmitFusion(*h, &why)) why_not[h] = why;
     } else if (!IsBookkeeping(*h)) {
@@ -107,6 +159,10 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
     step.instr = h;
     if (IsBookkeeping(*h)) {
       step.kind = Disposition::kBookkeeping;
+    } else if (auto g = gemms.find(h); g != gemms.end()) {
+      step.kind = Disposition::kLibrary;
+      step.gemm = g->second;
+      for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
     } else if (auto w = why_not.find(h); w != why_not.end()) {
       step.kind = Disposition::kEvaluator;
       step.why = w->second;
@@ -123,6 +179,7 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
       }
       for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
       step.kernel = static_cast<int>(plan.kernels.size());
+      SetPartition(spec, step);
       plan.kernels.push_back(std::move(spec));
     } else if (!materialized(h)) {
       plan.dispositions.emplace_back(h, Disposition::kInlined);
@@ -148,6 +205,7 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
       }
       step.sources = spec.inputs;
       step.kernel = static_cast<int>(plan.kernels.size());
+      SetPartition(spec, step);
       plan.kernels.push_back(std::move(spec));
     }
     plan.dispositions.emplace_back(h, step.kind);

@@ -3,10 +3,13 @@
 // evaluator, and which are bookkeeping (parameters, constants, tuples). LLVM-free.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hlo/module.h"
+#include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/llvm_emitter/elemental_emitter.h"
 
 namespace kiln::cpu {
@@ -14,6 +17,7 @@ namespace kiln::cpu {
 enum class Disposition {
   kKernel,        // computed by its own JIT kernel (its result is materialized)
   kInlined,       // generated element by element inside the kernel of a user
+  kLibrary,       // a library call computes it (a large dot: BLAS GEMM)
   kEvaluator,     // the HLO evaluator computes it (the emitter cannot)
   kBookkeeping,   // parameter, constant, tuple, get-tuple-element: no computation
 };
@@ -23,6 +27,14 @@ struct PlanOptions {
   // Generate chains of unfused elementwise/data-movement instructions inside the kernel of
   // their consumer instead of one kernel (and one intermediate array) per instruction.
   bool fuse_unfused = true;
+  // Unfused f32/f64 dots with batch*m*n*k at least this go to BLAS (when the build has it
+  // and the operands are plain or transposed row-major matrices); smaller ones are emitted.
+  // Dots inside fusions are always emitted. (Measured with bench_dot_cpu_llvm, 1 thread:
+  // 16^3 ties with the emitted loop, 32^3 is 1.5x faster through BLAS, 64^3 19x.)
+  int64_t blas_min_mnk = int64_t{1} << 14;
+  // Kernels whose estimated work (element operations) is at least this run their outer loop
+  // across the thread pool.
+  int64_t parallel_min_work = int64_t{1} << 16;
 };
 
 // One step of the run, in post-order.
@@ -33,6 +45,11 @@ struct Step {
   // For kKernel: entry instructions whose values feed the kernel's input buffers, in order.
   std::vector<const HloInstruction*> sources;
   std::string why;  // for kEvaluator: why the emitter cannot do it
+  std::optional<GemmShape> gemm;  // for kLibrary
+  // For kKernel: the size of the partitioned outer dimension (KernelSpec::partition_outer),
+  // else 0; and the estimated work in element operations.
+  int64_t outer_extent = 0;
+  int64_t work = 0;
 };
 
 struct Plan {

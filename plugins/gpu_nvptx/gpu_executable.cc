@@ -1,6 +1,8 @@
 // Compiling a module to PTX, loading it, and running the plan with device kernels.
 #include "plugins/gpu_nvptx/gpu_executable.h"
 
+#include <limits>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
@@ -13,6 +15,13 @@ namespace {
 constexpr int kBlockSize = 256;
 }  // namespace
 
+cpu::PlanOptions GpuPlanOptions() {
+  cpu::PlanOptions o;
+  o.blas_min_mnk = std::numeric_limits<int64_t>::max();
+  o.parallel_min_work = std::numeric_limits<int64_t>::max();
+  return o;
+}
+
 absl::StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(
     std::shared_ptr<const HloModule> module, std::shared_ptr<CudaDriver> driver) {
   if (module == nullptr || module->entry() == nullptr)
@@ -20,7 +29,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(
   std::unique_ptr<GpuExecutable> exe(new GpuExecutable());
   exe->module_ = std::move(module);
   exe->driver_ = std::move(driver);
-  exe->plan_ = cpu::MakePlan(*exe->module_, {});
+  exe->plan_ = cpu::MakePlan(*exe->module_, GpuPlanOptions());
   PtxOptions opts;
   opts.sm = exe->driver_->TargetSm();
   absl::StatusOr<std::string> ptx = CompileToPtx(exe->plan_.kernels, opts);
@@ -121,6 +130,7 @@ absl::StatusOr<Literal> RunPlan(const HloModule& module, const cpu::Plan& plan,
           own(h, Literal::MakeTuple(std::move(elems)));
         }
         break;
+      case cpu::Disposition::kLibrary:  // not planned for the GPU; the evaluator is correct
       case cpu::Disposition::kEvaluator: {
         // Not a GPU kernel in this slice: the host evaluator computes it.
         std::vector<const Literal*> ops;

@@ -18,6 +18,10 @@
 
 namespace kiln::gpu {
 
+// How the GPU path plans a module: cpu-llvm's planner without BLAS library calls (every dot
+// the emitter can do becomes a kernel) and without CPU thread partitioning.
+cpu::PlanOptions GpuPlanOptions();
+
 // Runs `plan` over `args` in post-order: bookkeeping and evaluator steps on the host, kernel
 // steps through `run_kernel` (which fills one Literal per spec output from the step's
 // source values). Shared by the driver path and the host emulation test.

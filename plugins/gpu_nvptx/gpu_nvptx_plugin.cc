@@ -175,7 +175,7 @@ KILN_Error* Capability(KILN_Capability_Args* args) {
     if (!module.ok()) return MakeError(module.status());
     // Supported = compiled to native code (or pure bookkeeping); the instructions the
     // executable would hand to its evaluator fallback are reported unsupported with why.
-    kiln::cpu::Plan plan = kiln::cpu::MakePlan(**module, {});
+    kiln::cpu::Plan plan = kiln::cpu::MakePlan(**module, kiln::gpu::GpuPlanOptions());
     for (const kiln::cpu::Step& step : plan.steps) {
       if (step.kind == kiln::cpu::Disposition::kEvaluator) {
         if (args->report_unsupported != nullptr) {

@@ -177,7 +177,7 @@ TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
       HloEvaluator evaluator;
       auto want = evaluator.Evaluate(module, args);
       if (!want.ok()) continue;  // evaluator coverage is tested elsewhere
-      cpu::Plan plan = cpu::MakePlan(module, {});
+      cpu::Plan plan = cpu::MakePlan(module, GpuPlanOptions());
       auto emu = Compile(plan.kernels);
       ASSERT_TRUE(emu.ok()) << emu.status();
       int launches = 0;

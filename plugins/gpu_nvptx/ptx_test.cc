@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "hlo/text/parser.h"
 #include "plugins/cpu_llvm/plan.h"
+#include "plugins/gpu_nvptx/gpu_executable.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
 
 namespace kiln::gpu {
@@ -57,7 +58,7 @@ void CheckModule(const std::string& hlo, const std::string& name, int min_kernel
   if (ptxas.empty()) GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to validate PTX)";
   auto module = ParseHloModule(hlo, name);
   ASSERT_TRUE(module.ok()) << module.status();
-  cpu::Plan plan = cpu::MakePlan(**module, {});
+  cpu::Plan plan = cpu::MakePlan(**module, kiln::gpu::GpuPlanOptions());
   ASSERT_GE(static_cast<int>(plan.kernels.size()), min_kernels) << name;
   for (const std::string& sm : sms) {
     PtxOptions opts;

@@ -243,9 +243,16 @@ class KernelEmitter {
 
   // Loops and scopes.
   absl::Status EmitLoop(int64_t trip_count, const std::string& name,
+                        const std::function<absl::Status(llvm::Value*)>& body) {
+    return EmitLoop(C64(0), C64(trip_count), name, body);
+  }
+  // A loop over [lo, hi) with bounds known at run time (the partitioned outer loop).
+  absl::Status EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
                         const std::function<absl::Status(llvm::Value*)>& body);
+  // With `outer_lo`/`outer_hi`, dimension 0 runs over that range instead of [0, dims[0]).
   absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
-                            const std::function<absl::Status(const Index&)>& body);
+                            const std::function<absl::Status(const Index&)>& body,
+                            llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr);
   // Runs `arm` in a fresh block under `cond` / its negation and merges the two values.
   absl::StatusOr<llvm::Value*> EmitIfElse(llvm::Value* cond,
                                           const std::function<absl::StatusOr<llvm::Value*>()>& then_fn,
@@ -308,7 +315,7 @@ llvm::AllocaInst* KernelEmitter::EntryAlloca(llvm::Type* t, const std::string& n
   return eb.CreateAlloca(t, nullptr, name);
 }
 
-absl::Status KernelEmitter::EmitLoop(int64_t trip_count, const std::string& name,
+absl::Status KernelEmitter::EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
                                      const std::function<absl::Status(llvm::Value*)>& body) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, name + ".header", fn_);
@@ -317,8 +324,8 @@ absl::Status KernelEmitter::EmitLoop(int64_t trip_count, const std::string& name
   b_.CreateBr(header);
   b_.SetInsertPoint(header);
   llvm::PHINode* iv = b_.CreatePHI(I64(), 2, name + ".iv");
-  iv->addIncoming(C64(0), pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(iv, C64(trip_count)), body_bb, exit);
+  iv->addIncoming(lo, pre);
+  b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), body_bb, exit);
   b_.SetInsertPoint(body_bb);
   PushScope();
   absl::Status st = body(iv);
@@ -332,12 +339,15 @@ absl::Status KernelEmitter::EmitLoop(int64_t trip_count, const std::string& name
 }
 
 absl::Status KernelEmitter::EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
-                                         const std::function<absl::Status(const Index&)>& body) {
+                                         const std::function<absl::Status(const Index&)>& body,
+                                         llvm::Value* outer_lo, llvm::Value* outer_hi) {
   // Outermost loop over dimension 0; the linear index is built as the loops nest so the
   // innermost loop walks memory contiguously (what the loop vectorizer wants).
   std::function<absl::Status(size_t, Index)> nest = [&](size_t d, Index idx) -> absl::Status {
     if (d == dims.size()) return body(idx);
-    return EmitLoop(dims[d], absl::StrCat(name, ".d", d), [&](llvm::Value* iv) {
+    bool ranged = d == 0 && outer_lo != nullptr;
+    return EmitLoop(ranged ? outer_lo : C64(0), ranged ? outer_hi : C64(dims[d]),
+                    absl::StrCat(name, ".d", d), [&](llvm::Value* iv) {
       Index inner = idx;
       inner.multi.push_back(iv);
       inner.linear = d == 0 ? iv
@@ -1042,7 +1052,11 @@ absl::Status KernelEmitter::Emit() {
   llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
   // The body takes each buffer as a noalias argument (the executor never aliases them); it is
   // inlined into the entry point, which unpacks the buffer table.
-  auto* impl_ty = llvm::FunctionType::get(b_.getVoidTy(), std::vector<llvm::Type*>(n, ptr), false);
+  // The last two arguments are the [begin, end) range of the partitioned outer dimension.
+  std::vector<llvm::Type*> params(n, ptr);
+  params.push_back(I64());
+  params.push_back(I64());
+  auto* impl_ty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   fn_ = llvm::Function::Create(impl_ty, llvm::GlobalValue::InternalLinkage, spec_.name + ".body",
                                module_);
   fn_->addFnAttr(llvm::Attribute::AlwaysInline);
@@ -1077,12 +1091,14 @@ absl::Status KernelEmitter::Emit() {
           KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
           b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(st, out, idx.linear));
           return absl::OkStatus();
-        }));
+        },
+        spec_.partition_outer ? fn_->getArg(n) : nullptr,
+        spec_.partition_outer ? fn_->getArg(n + 1) : nullptr));
   }
   b_.CreateRetVoid();
   PopScope();
 
-  auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false);
+  auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, I64(), I64()}, false);
   llvm::Function* kernel = llvm::Function::Create(entry_ty, llvm::GlobalValue::ExternalLinkage,
                                                   spec_.name, module_);
   kernel->addFnAttr(llvm::Attribute::NoUnwind);
@@ -1092,6 +1108,8 @@ absl::Status KernelEmitter::Emit() {
     llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, kernel->getArg(0), i);
     args.push_back(b_.CreateLoad(ptr, slot, absl::StrCat("buf", i)));
   }
+  args.push_back(kernel->getArg(1));
+  args.push_back(kernel->getArg(2));
   b_.CreateCall(fn_, args);
   b_.CreateRetVoid();
 
@@ -1149,6 +1167,8 @@ llvm::Function* KernelEmitter::EmitGpuEntry(size_t n) {
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel));
   std::vector<llvm::Value*> args;
   for (size_t i = 0; i < n; ++i) args.push_back(kernel->getArg(i));
+  // The CPU outer-range arguments of the body are unused on the GPU.
+  while (args.size() < fn_->arg_size()) args.push_back(C64(0));
   b_.CreateCall(fn_, args);
   b_.CreateRetVoid();
   // Older NVPTX backends find kernels through this metadata rather than the calling convention.

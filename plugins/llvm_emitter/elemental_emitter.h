@@ -25,12 +25,16 @@ namespace kiln::llvm_emit {
 // buffers[inputs.size() ..), each as a dense row-major array of its shape. Every instruction
 // reachable from an output without crossing an input is generated element by element, so it
 // must satisfy CanEmitElementally. Parameters of a fused computation must be inputs.
-// Where the kernel runs. kCpu: `void name(ptr buffers)` with a loop nest over every output
-// element. kGpu: an NVPTX kernel `void name(ptr b0, ..., ptr bN)` (PTX_Kernel calling
-// convention, nvvm.annotations "kernel") in which each thread computes the output element
-// at linear index blockIdx.x * blockDim.x + threadIdx.x (threads past an output's element
-// count skip it), so the launch needs at least max(output elements) threads; math
-// functions become libdevice calls (__nv_expf, ...) that the caller links in.
+//
+// kCpu: the function is `void name(void** buffers, int64_t begin, int64_t end)`. With
+// `partition_outer`, every output's outermost loop runs over [begin, end) of dimension 0
+// only (all outputs must have rank >= 1 and the same dimension 0), so disjoint ranges can
+// run on different threads; otherwise begin/end are ignored and the whole output is written.
+// kGpu: an NVPTX kernel `void name(ptr b0, ..., ptr bN)` (PTX_Kernel calling convention,
+// nvvm.annotations "kernel") in which each thread computes the output element at linear
+// index blockIdx.x * blockDim.x + threadIdx.x (threads past an output's element count skip
+// it), so the launch needs at least max(output elements) threads; math functions become
+// libdevice calls (__nv_expf, ...) that the caller links in. partition_outer is ignored.
 enum class KernelTarget { kCpu, kGpu };
 
 struct KernelSpec {
@@ -38,6 +42,7 @@ struct KernelSpec {
   KernelTarget target = KernelTarget::kCpu;
   std::vector<const HloInstruction*> inputs;
   std::vector<const HloInstruction*> outputs;
+  bool partition_outer = false;
 };
 
 // True when the emitter can generate the elements of `instr` from the elements of its
@@ -50,8 +55,8 @@ struct KernelSpec {
 bool CanEmitElementally(const HloInstruction& instr, std::string* why = nullptr);
 
 // Adds the kernel function to `module` (whose context and data layout it uses). For kCpu the
-// function takes one `ptr` argument, the buffer table; for kGpu one `ptr` per buffer (see
-// KernelTarget). Both return void.
+// function takes the buffer table (`ptr`) and the outer range (two i64); for kGpu one `ptr`
+// per buffer (see KernelTarget). Both return void.
 absl::Status EmitKernel(const KernelSpec& spec, llvm::Module& module);
 
 }  // namespace kiln::llvm_emit

@@ -1,0 +1,422 @@
+// The C ABI of host-memory plugins, implemented once over a HostBackend: clients with one
+// host device, buffers as Literals, argument checking, executables whose serialized form
+// is the HLO text (deserializing compiles again; backends cache).
+#include "plugins/common/host_plugin.h"
+
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "hlo/text/parser.h"
+#include "hlo/verifier.h"
+#include "plugins/common/c_api_support.h"
+
+using kiln::plugin_support::CheckArgs;
+using kiln::plugin_support::Guard;
+using kiln::plugin_support::MakeError;
+
+struct KILN_Device {
+  int32_t id = 0;
+  std::string kind;
+};
+
+struct KILN_Client {
+  KILN_Device device;
+  std::vector<KILN_Device*> devices{&device};
+};
+
+struct KILN_Executable {
+  std::string hlo_text;
+  std::shared_ptr<const kiln::HloModule> module;
+  std::unique_ptr<kiln::plugin_support::HostProgram> program;
+  size_t num_outputs = 0;
+};
+
+struct KILN_Buffer {
+  kiln::Literal literal;
+};
+
+namespace kiln::plugin_support {
+namespace {
+
+// One plugin per shared object, so the kit's state is process-wide within that object.
+struct State {
+  const HostPluginInfo* info = nullptr;
+  bool initialized = false;
+  std::unique_ptr<HostBackend> backend;
+  std::string unavailable_reason;
+};
+State& GetState() {
+  static State state;
+  return state;
+}
+
+// A dtype the C ABI may hand us: the array types of hlo PrimitiveType.
+bool ValidDType(int d) { return d >= KILN_DTYPE_PRED && d <= KILN_DTYPE_C128; }
+
+absl::StatusOr<std::unique_ptr<HloModule>> ParseAndVerify(const char* text, size_t size) {
+  if (text == nullptr) return absl::InvalidArgumentError("hlo_text is null");
+  auto module = ParseHloModule(std::string_view(text, size), "<module>");
+  if (!module.ok()) return module.status();
+  if (absl::Status s = VerifyModule(**module); !s.ok()) return s;
+  if ((*module)->entry() == nullptr) return absl::InvalidArgumentError("module has no entry computation");
+  return module;
+}
+
+KILN_Error* Initialize(KILN_Initialize_Args* args) {
+  return Guard("initialize", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Initialize_Args, unavailable_reason),
+                            "initialize")) {
+      return e;
+    }
+    State& s = GetState();
+    if (!s.initialized) {
+      auto backend = s.info->make_backend();
+      if (backend.ok()) {
+        s.backend = std::move(*backend);
+      } else {
+        s.unavailable_reason = std::string(backend.status().message());
+      }
+      s.initialized = true;
+    }
+    args->available = s.backend ? 1 : 0;
+    args->unavailable_reason = s.backend ? nullptr : s.unavailable_reason.c_str();
+    return nullptr;
+  });
+}
+
+KILN_Error* Attributes(KILN_Attributes_Args* args) {
+  static const KILN_Attribute kAttrs[] = {
+      {"version", "0.1.0"},
+      {"platform", "host"},
+      {"description", GetState().info->description},
+  };
+  return Guard("attributes", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Attributes_Args, num_attributes),
+                            "attributes")) {
+      return e;
+    }
+    args->attributes = kAttrs;
+    args->num_attributes = sizeof(kAttrs) / sizeof(kAttrs[0]);
+    return nullptr;
+  });
+}
+
+KILN_Error* ClientCreate(KILN_Client_Create_Args* args) {
+  return Guard("client_create", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Client_Create_Args, client),
+                            "client_create")) {
+      return e;
+    }
+    if (GetState().backend == nullptr) {
+      return MakeError(KILN_ERROR_FAILED_PRECONDITION,
+                       std::string(GetState().info->name) + " is not available: " +
+                           GetState().unavailable_reason);
+    }
+    auto client = std::make_unique<KILN_Client>();
+    client->device.kind = GetState().info->device_kind;
+    args->client = client.release();
+    return nullptr;
+  });
+}
+
+KILN_Error* ClientDestroy(KILN_Client_Destroy_Args* args) {
+  return Guard("client_destroy", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Client_Destroy_Args, client),
+                            "client_destroy")) {
+      return e;
+    }
+    delete args->client;
+    return nullptr;
+  });
+}
+
+KILN_Error* ClientDevices(KILN_Client_Devices_Args* args) {
+  return Guard("client_devices", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Client_Devices_Args, num_devices),
+                            "client_devices")) {
+      return e;
+    }
+    if (args->client == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "client is null");
+    args->devices = args->client->devices.data();
+    args->num_devices = args->client->devices.size();
+    return nullptr;
+  });
+}
+
+KILN_Error* DeviceDescription(KILN_Device_Description_Args* args) {
+  return Guard("device_description", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Device_Description_Args, kind),
+                            "device_description")) {
+      return e;
+    }
+    if (args->device == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "device is null");
+    args->id = args->device->id;
+    args->kind = args->device->kind.c_str();
+    return nullptr;
+  });
+}
+
+KILN_Error* Capability(KILN_Capability_Args* args) {
+  return Guard("capability", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Capability_Args, user_data),
+                            "capability")) {
+      return e;
+    }
+    if (args->report_supported == nullptr) {
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "report_supported is null");
+    }
+    auto module = ParseAndVerify(args->hlo_text, args->hlo_text_size);
+    if (!module.ok()) return MakeError(module.status());
+    HostBackend* backend = GetState().backend.get();
+    if (backend == nullptr) return MakeError(KILN_ERROR_FAILED_PRECONDITION, "not initialized");
+    backend->Capability(**module, [&](const HloInstruction& instr, const std::string* why) {
+      if (why == nullptr) {
+        args->report_supported(args->user_data, instr.name().c_str());
+      } else if (args->report_unsupported != nullptr) {
+        args->report_unsupported(args->user_data, instr.name().c_str(), why->c_str());
+      }
+    });
+    return nullptr;
+  });
+}
+
+KILN_Error* MakeExecutable(std::string text, KILN_Executable** out) {
+  auto module = ParseAndVerify(text.data(), text.size());
+  if (!module.ok()) return MakeError(module.status());
+  HostBackend* backend = GetState().backend.get();
+  if (backend == nullptr) return MakeError(KILN_ERROR_FAILED_PRECONDITION, "not initialized");
+  auto exe = std::make_unique<KILN_Executable>();
+  exe->num_outputs = FlattenShape((*module)->entry()->root()->shape()).size();
+  exe->module = std::shared_ptr<const HloModule>(std::move(*module));
+  auto program = backend->Compile(exe->module);
+  if (!program.ok()) return MakeError(program.status());
+  exe->program = std::move(*program);
+  exe->hlo_text = std::move(text);
+  *out = exe.release();
+  return nullptr;
+}
+
+KILN_Error* Compile(KILN_Compile_Args* args) {
+  return Guard("compile", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Compile_Args, executable), "compile")) {
+      return e;
+    }
+    if (args->hlo_text == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "hlo_text is null");
+    return MakeExecutable(std::string(args->hlo_text, args->hlo_text_size), &args->executable);
+  });
+}
+
+KILN_Error* ExecutableInfo(KILN_Executable_Info_Args* args) {
+  return Guard("executable_info", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Executable_Info_Args, num_outputs),
+                            "executable_info")) {
+      return e;
+    }
+    if (args->executable == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "executable is null");
+    args->num_parameters = args->executable->module->entry()->num_parameters();
+    args->num_outputs = args->executable->num_outputs;
+    return nullptr;
+  });
+}
+
+KILN_Error* ExecutableSerialize(KILN_Executable_Serialize_Args* args) {
+  return Guard("executable_serialize", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Executable_Serialize_Args, user_data),
+                            "executable_serialize")) {
+      return e;
+    }
+    if (args->executable == nullptr || args->write == nullptr) {
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "executable or write is null");
+    }
+    const std::string& text = args->executable->hlo_text;
+    args->write(args->user_data, text.data(), text.size());
+    return nullptr;
+  });
+}
+
+KILN_Error* ExecutableDeserialize(KILN_Executable_Deserialize_Args* args) {
+  return Guard("executable_deserialize", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Executable_Deserialize_Args, executable),
+                            "executable_deserialize")) {
+      return e;
+    }
+    if (args->bytes == nullptr && args->size != 0) {
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "bytes is null");
+    }
+    std::string text(static_cast<const char*>(args->bytes), args->size);
+    return MakeExecutable(std::move(text), &args->executable);
+  });
+}
+
+KILN_Error* ExecutableDestroy(KILN_Executable_Destroy_Args* args) {
+  return Guard("executable_destroy", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Executable_Destroy_Args, executable),
+                            "executable_destroy")) {
+      return e;
+    }
+    delete args->executable;
+    return nullptr;
+  });
+}
+
+KILN_Error* Execute(KILN_Execute_Args* args) {
+  return Guard("execute", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Execute_Args, num_outputs), "execute")) {
+      return e;
+    }
+    if (args->executable == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "executable is null");
+    const HloComputation& entry = *args->executable->module->entry();
+    if (args->num_arguments != static_cast<size_t>(entry.num_parameters())) {
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT,
+                       "expected " + std::to_string(entry.num_parameters()) + " arguments, got " +
+                           std::to_string(args->num_arguments));
+    }
+    if (args->num_outputs != args->executable->num_outputs || args->outputs == nullptr) {
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT,
+                       "expected room for " + std::to_string(args->executable->num_outputs) +
+                           " outputs, got " + std::to_string(args->num_outputs));
+    }
+    std::vector<const Literal*> operands;
+    for (size_t i = 0; i < args->num_arguments; ++i) {
+      KILN_Buffer* b = args->arguments[i];
+      const HloInstruction* param = entry.parameter(static_cast<int>(i));
+      if (b == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "argument " + std::to_string(i) + " is null");
+      if (param == nullptr || !b->literal.shape().Compatible(param->shape())) {
+        return MakeError(KILN_ERROR_INVALID_ARGUMENT,
+                         "argument " + std::to_string(i) + " has shape " +
+                             b->literal.shape().ToString(false) + ", parameter '" +
+                             (param ? param->name() : std::string("?")) + "' expects " +
+                             (param ? param->shape().ToString(false) : std::string("?")));
+      }
+      operands.push_back(&b->literal);
+    }
+    auto result = args->executable->program->Run(operands);
+    if (!result.ok()) return MakeError(result.status());
+    std::vector<Literal> leaves;
+    if (result->IsTuple()) {
+      leaves = std::move(*result).DecomposeTuple();
+    } else {
+      leaves.push_back(std::move(*result));
+    }
+    if (leaves.size() != args->num_outputs) {
+      return MakeError(KILN_ERROR_INTERNAL, "program returned " + std::to_string(leaves.size()) +
+                                                " leaves, expected " + std::to_string(args->num_outputs));
+    }
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      args->outputs[i] = new KILN_Buffer{std::move(leaves[i])};
+    }
+    return nullptr;
+  });
+}
+
+KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
+  return Guard("buffer_from_host", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_FromHost_Args, buffer),
+                            "buffer_from_host")) {
+      return e;
+    }
+    if (!ValidDType(args->dtype)) {
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(args->dtype));
+    }
+    if (args->num_dims > 0 && args->dims == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "dims is null");
+    std::vector<int64_t> dims(args->dims, args->dims + args->num_dims);
+    for (int64_t d : dims) {
+      if (d < 0) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "negative dimension");
+    }
+    Shape shape(static_cast<PrimitiveType>(args->dtype), dims);
+    if (static_cast<size_t>(shape.byte_size()) != args->data_size) {
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT,
+                       "data_size " + std::to_string(args->data_size) + " does not match " +
+                           shape.ToString(false) + " (" + std::to_string(shape.byte_size()) + " bytes)");
+    }
+    if (args->data == nullptr && args->data_size != 0) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "data is null");
+    auto buffer = std::make_unique<KILN_Buffer>(KILN_Buffer{Literal(shape)});
+    if (args->data_size != 0) std::memcpy(buffer->literal.untyped_data(), args->data, args->data_size);
+    args->buffer = buffer.release();
+    return nullptr;
+  });
+}
+
+KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* args) {
+  return Guard("buffer_to_host", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_ToHost_Args, dst_size),
+                            "buffer_to_host")) {
+      return e;
+    }
+    if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
+    const Literal& lit = args->buffer->literal;
+    if (args->dst_size != static_cast<size_t>(lit.size_bytes())) {
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "dst_size " + std::to_string(args->dst_size) +
+                                                        " does not match the buffer's " +
+                                                        std::to_string(lit.size_bytes()) + " bytes");
+    }
+    if (args->dst_size != 0) std::memcpy(args->dst, lit.untyped_data(), args->dst_size);
+    return nullptr;
+  });
+}
+
+KILN_Error* BufferInfo(KILN_Buffer_Info_Args* args) {
+  return Guard("buffer_info", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_Info_Args, byte_size),
+                            "buffer_info")) {
+      return e;
+    }
+    if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
+    const Shape& shape = args->buffer->literal.shape();
+    args->dtype = static_cast<KILN_DType>(shape.element_type());
+    args->dims = shape.dimensions().data();
+    args->num_dims = shape.dimensions().size();
+    args->byte_size = static_cast<size_t>(args->buffer->literal.size_bytes());
+    return nullptr;
+  });
+}
+
+KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* args) {
+  return Guard("buffer_destroy", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_Destroy_Args, buffer),
+                            "buffer_destroy")) {
+      return e;
+    }
+    delete args->buffer;
+    return nullptr;
+  });
+}
+
+}  // namespace
+
+const KILN_Api* HostPluginApi(const HostPluginInfo& info) {
+  static const KILN_Api api = [&] {
+    GetState().info = &info;
+    KILN_Api a{};
+    a.struct_size = sizeof(KILN_Api);
+    a.api_major = KILN_API_MAJOR;
+    a.api_minor = KILN_API_MINOR;
+    a.plugin_name = info.name;
+    a.default_priority = info.default_priority;
+    a.error_destroy = DestroyError;
+    a.error_message = ErrorMessage;
+    a.error_code = ErrorCode;
+    a.initialize = Initialize;
+    a.attributes = Attributes;
+    a.client_create = ClientCreate;
+    a.client_destroy = ClientDestroy;
+    a.client_devices = ClientDevices;
+    a.device_description = DeviceDescription;
+    a.capability = Capability;
+    a.compile = Compile;
+    a.executable_info = ExecutableInfo;
+    a.executable_serialize = ExecutableSerialize;
+    a.executable_deserialize = ExecutableDeserialize;
+    a.executable_destroy = ExecutableDestroy;
+    a.execute = Execute;
+    a.buffer_from_host = BufferFromHost;
+    a.buffer_to_host = BufferToHost;
+    a.buffer_info = BufferInfo;
+    a.buffer_destroy = BufferDestroy;
+    return a;
+  }();
+  return &api;
+}
+
+}  // namespace kiln::plugin_support

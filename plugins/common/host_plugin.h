@@ -1,0 +1,54 @@
+// The kit for plugins whose buffers live in host memory (interpreter, cpu-llvm): a plugin
+// supplies a HostBackend (capability + compile) and gets the whole C ABI from
+// host_plugin.cc — clients, devices, host buffers, argument checks, executables serialized
+// as HLO text. Private to plugins; the core never includes it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "hlo/literal.h"
+#include "hlo/module.h"
+#include "kiln_plugin_api.h"
+
+namespace kiln::plugin_support {
+
+// A compiled module, run on host literals (one per entry parameter); returns the root value.
+class HostProgram {
+ public:
+  virtual ~HostProgram() = default;
+  virtual absl::StatusOr<Literal> Run(std::span<const Literal* const> args) = 0;
+};
+
+class HostBackend {
+ public:
+  virtual ~HostBackend() = default;
+  // Calls `report(instr, why)` for every entry instruction: `why` is null when the plugin
+  // runs it, otherwise the reason it does not.
+  virtual void Capability(
+      const HloModule& module,
+      const std::function<void(const HloInstruction&, const std::string* why)>& report) = 0;
+  // `module` is parsed and verified; the program may keep it.
+  virtual absl::StatusOr<std::unique_ptr<HostProgram>> Compile(
+      std::shared_ptr<const HloModule> module) = 0;
+};
+
+struct HostPluginInfo {
+  const char* name;
+  int32_t default_priority;
+  const char* device_kind;  // e.g. "host-cpu-llvm"
+  const char* description;
+  // Called once, at initialize. An error makes the plugin report itself unavailable with
+  // the error's message as the reason.
+  absl::StatusOr<std::unique_ptr<HostBackend>> (*make_backend)();
+};
+
+// The C ABI table of a host plugin; `info` must outlive the process (a static constant).
+const KILN_Api* HostPluginApi(const HostPluginInfo& info);
+
+}  // namespace kiln::plugin_support
