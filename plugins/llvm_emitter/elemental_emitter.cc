@@ -15,6 +15,7 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
@@ -293,6 +294,10 @@ class KernelEmitter {
                         std::vector<llvm::Value*> args);
   llvm::Value* CallIntrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Type*> types,
                              std::vector<llvm::Value*> args);
+  bool gpu() const { return spec_.target == KernelTarget::kGpu; }
+  // The GPU body: each thread generates the element of every output at its global index.
+  absl::Status EmitGpuBody();
+  llvm::Function* EmitGpuEntry(size_t n);
 
   const KernelSpec& spec_;
   llvm::Module& module_;
@@ -484,6 +489,17 @@ llvm::Value* KernelEmitter::ConvertValue(llvm::Value* v, PT from, PT to) {
 
 llvm::Value* KernelEmitter::CallIntrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Type*> types,
                                           std::vector<llvm::Value*> args) {
+  if (gpu()) {
+    // The NVPTX backend cannot select these transcendental intrinsics: call libdevice.
+    switch (id) {
+      case llvm::Intrinsic::exp: return CallMath("expf", "exp", PT::F32, args);
+      case llvm::Intrinsic::log: return CallMath("logf", "log", PT::F32, args);
+      case llvm::Intrinsic::sin: return CallMath("sinf", "sin", PT::F32, args);
+      case llvm::Intrinsic::cos: return CallMath("cosf", "cos", PT::F32, args);
+      case llvm::Intrinsic::pow: return CallMath("powf", "pow", PT::F32, args);
+      default: break;
+    }
+  }
   llvm::Function* f = llvm::Intrinsic::getDeclaration(&module_, id, types);
   return b_.CreateCall(f, args);
 }
@@ -493,7 +509,8 @@ llvm::Value* KernelEmitter::CallMath(const std::string& f32_name, const std::str
   // libm functions, resolved against the host process by the JIT. Marked as touching no
   // memory so that CSE and loop-invariant motion treat them like arithmetic.
   llvm::Type* ty = args[0]->getType();
-  const std::string& name = ty->isDoubleTy() ? f64_name : f32_name;
+  // On the GPU the same functions come from libdevice, prefixed __nv_.
+  const std::string name = (gpu() ? "__nv_" : "") + (ty->isDoubleTy() ? f64_name : f32_name);
   std::vector<llvm::Type*> params(args.size(), ty);
   llvm::FunctionCallee callee =
       module_.getOrInsertFunction(name, llvm::FunctionType::get(ty, params, false));
@@ -1053,6 +1070,16 @@ absl::Status KernelEmitter::Emit() {
   b_.SetInsertPoint(entry);
   for (size_t i = 0; i < spec_.inputs.size(); ++i) input_ptrs_[spec_.inputs[i]] = fn_->getArg(i);
   scopes_.clear();
+  if (gpu()) {
+    KILN_EMIT_RETURN_IF_ERROR(EmitGpuBody());
+    llvm::Function* kernel = EmitGpuEntry(n);
+    std::string err;
+    llvm::raw_string_ostream os(err);
+    if (llvm::verifyFunction(*fn_, &os) || llvm::verifyFunction(*kernel, &os))
+      return absl::InternalError(absl::StrCat("emitter produced invalid IR for ", spec_.name,
+                                              ": ", os.str()));
+    return absl::OkStatus();
+  }
   PushScope();
   for (size_t o = 0; o < spec_.outputs.size(); ++o) {
     const HloInstruction* root = spec_.outputs[o];
@@ -1092,6 +1119,63 @@ absl::Status KernelEmitter::Emit() {
     return absl::InternalError(absl::StrCat("emitter produced invalid IR for ", spec_.name, ": ",
                                             os.str()));
   return absl::OkStatus();
+}
+
+absl::Status KernelEmitter::EmitGpuBody() {
+  // Global thread index, zero-extended to the i64 the element generators index with.
+  auto sreg = [&](llvm::Intrinsic::ID id) {
+    return b_.CreateZExt(CallIntrinsic(id, {}, {}), I64());
+  };
+  llvm::Value* tid = b_.CreateAdd(
+      b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+                   sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), "", true, true),
+      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "tid", true, true);
+  for (size_t o = 0; o < spec_.outputs.size(); ++o) {
+    const HloInstruction* root = spec_.outputs[o];
+    llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
+    PT t = root->shape().element_type();
+    llvm::Type* st = StorageType(t, ctx_);
+    auto* in_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat("out", o, ".in"), fn_);
+    auto* next_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat("out", o, ".done"), fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(tid, C64(root->shape().num_elements())), in_bb, next_bb);
+    b_.SetInsertPoint(in_bb);
+    // A scope per output: values generated under this bounds check do not dominate the next.
+    PushScope();
+    Index idx = Delinearize(tid, root->shape().dimensions());
+    absl::StatusOr<llvm::Value*> v = Element(root, idx);
+    PopScope();
+    if (!v.ok()) return v.status();
+    b_.CreateStore(ToStorage(*v, t), b_.CreateInBoundsGEP(st, out, tid));
+    b_.CreateBr(next_bb);
+    b_.SetInsertPoint(next_bb);
+  }
+  b_.CreateRetVoid();
+  return absl::OkStatus();
+}
+
+llvm::Function* KernelEmitter::EmitGpuEntry(size_t n) {
+  llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
+  auto* ty = llvm::FunctionType::get(b_.getVoidTy(), std::vector<llvm::Type*>(n, ptr), false);
+  llvm::Function* kernel =
+      llvm::Function::Create(ty, llvm::GlobalValue::ExternalLinkage, spec_.name, module_);
+  kernel->setCallingConv(llvm::CallingConv::PTX_Kernel);
+  kernel->addFnAttr(llvm::Attribute::NoUnwind);
+  for (size_t i = 0; i < n; ++i) {
+    kernel->addParamAttr(i, llvm::Attribute::NoAlias);
+    kernel->addParamAttr(i, llvm::Attribute::NoCapture);
+  }
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel));
+  std::vector<llvm::Value*> args;
+  for (size_t i = 0; i < n; ++i) args.push_back(kernel->getArg(i));
+  // The CPU outer-range arguments of the body are unused on the GPU.
+  while (args.size() < fn_->arg_size()) args.push_back(C64(0));
+  b_.CreateCall(fn_, args);
+  b_.CreateRetVoid();
+  // Older NVPTX backends find kernels through this metadata rather than the calling convention.
+  llvm::Metadata* md[] = {llvm::ValueAsMetadata::get(kernel), llvm::MDString::get(ctx_, "kernel"),
+                          llvm::ValueAsMetadata::get(b_.getInt32(1))};
+  module_.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(ctx_, md));
+  return kernel;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // nest over each output's index, generating every element by recursively generating the
 // elements of its operands at the mapped index (XLA's elemental approach: no intermediate
 // arrays in memory). Reduce and dot become inner accumulation loops inside the element.
+// In GPU mode (KernelTarget::kGpu) the loop nest is replaced by one element per thread.
 //
 // LLVM types appear in this header: include it only from plugins/llvm_emitter and from the
 // codegen plugins, never from code the core or hlo/ sees.
@@ -25,12 +26,20 @@ namespace kiln::llvm_emit {
 // reachable from an output without crossing an input is generated element by element, so it
 // must satisfy CanEmitElementally. Parameters of a fused computation must be inputs.
 //
-// The function is `void name(void** buffers, int64_t begin, int64_t end)`. With
+// kCpu: the function is `void name(void** buffers, int64_t begin, int64_t end)`. With
 // `partition_outer`, every output's outermost loop runs over [begin, end) of dimension 0
 // only (all outputs must have rank >= 1 and the same dimension 0), so disjoint ranges can
 // run on different threads; otherwise begin/end are ignored and the whole output is written.
+// kGpu: an NVPTX kernel `void name(ptr b0, ..., ptr bN)` (PTX_Kernel calling convention,
+// nvvm.annotations "kernel") in which each thread computes the output element at linear
+// index blockIdx.x * blockDim.x + threadIdx.x (threads past an output's element count skip
+// it), so the launch needs at least max(output elements) threads; math functions become
+// libdevice calls (__nv_expf, ...) that the caller links in. partition_outer is ignored.
+enum class KernelTarget { kCpu, kGpu };
+
 struct KernelSpec {
   std::string name;
+  KernelTarget target = KernelTarget::kCpu;
   std::vector<const HloInstruction*> inputs;
   std::vector<const HloInstruction*> outputs;
   bool partition_outer = false;
@@ -45,8 +54,9 @@ struct KernelSpec {
 // not.
 bool CanEmitElementally(const HloInstruction& instr, std::string* why = nullptr);
 
-// Adds the kernel function to `module` (whose context and data layout it uses). The
-// function takes the buffer table (`ptr`) and the outer range (two i64), and returns void.
+// Adds the kernel function to `module` (whose context and data layout it uses). For kCpu the
+// function takes the buffer table (`ptr`) and the outer range (two i64); for kGpu one `ptr`
+// per buffer (see KernelTarget). Both return void.
 absl::Status EmitKernel(const KernelSpec& spec, llvm::Module& module);
 
 }  // namespace kiln::llvm_emit

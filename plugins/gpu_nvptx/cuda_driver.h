@@ -1,0 +1,76 @@
+// The CUDA driver API, loaded at run time with dlopen("libcuda.so.1"): the few types and entry
+// points the gpu-nvptx plugin uses, declared here (no cuda.h, no link against libcuda), and
+// CUresult codes turned into absl::Status with clear messages. LLVM-free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::gpu {
+
+// Opaque driver handles and the result code, as the driver ABI defines them.
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+using CUcontext = CUctx_st*;
+using CUmodule = CUmod_st*;
+using CUfunction = CUfunc_st*;
+using CUstream = CUstream_st*;
+
+constexpr CUresult kCudaSuccess = 0;
+constexpr CUresult kCudaErrorOutOfMemory = 2;
+constexpr int kAttrComputeCapabilityMajor = 75;
+constexpr int kAttrComputeCapabilityMinor = 76;
+
+// The loaded driver: function pointers into libcuda, with device 0's primary context.
+class CudaDriver {
+ public:
+  // dlopen + cuInit + device 0 + its primary context. The error (UNAVAILABLE) is the reason
+  // the plugin reports, e.g. "no CUDA driver: libcuda.so.1 not found".
+  static absl::StatusOr<std::unique_ptr<CudaDriver>> Load();
+  ~CudaDriver();
+  CudaDriver(const CudaDriver&) = delete;
+  CudaDriver& operator=(const CudaDriver&) = delete;
+
+  const std::string& device_name() const { return device_name_; }
+  int compute_capability() const { return cc_major_ * 10 + cc_minor_; }  // 80, 90, ...
+  // The NVPTX CPU to generate for: the device's own sm when LLVM 16 knows it, else sm_80/sm_90.
+  std::string TargetSm() const;
+
+  // Makes the primary context current on the calling thread.
+  absl::Status MakeCurrent();
+  absl::StatusOr<CUmodule> LoadModule(const std::string& ptx);
+  void UnloadModule(CUmodule m);
+  absl::StatusOr<CUfunction> GetFunction(CUmodule m, const std::string& name);
+  // Out of memory becomes RESOURCE_EXHAUSTED naming the size.
+  absl::StatusOr<CUdeviceptr> Alloc(size_t bytes);
+  void Free(CUdeviceptr p);
+  absl::Status CopyToDevice(CUdeviceptr dst, const void* src, size_t bytes);
+  absl::Status CopyToHost(void* dst, CUdeviceptr src, size_t bytes);
+  // One-dimensional launch of `threads` threads in blocks of `block`, then a synchronize.
+  absl::Status LaunchAndWait(CUfunction f, const std::string& name, int64_t threads, int block,
+                             void** params);
+
+  // Turns a driver result into a status naming `what` and the driver's own error text.
+  absl::Status Check(CUresult r, const std::string& what) const;
+
+ private:
+  struct Api;
+  CudaDriver(void* handle, std::unique_ptr<Api> api);
+  void* handle_;
+  std::unique_ptr<Api> api_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  std::string device_name_;
+  int cc_major_ = 0, cc_minor_ = 0;
+};
+
+}  // namespace kiln::gpu

@@ -1,0 +1,123 @@
+// GPU results against the reference HLO evaluator on the example and NumPy end-to-end modules
+// with random inputs. Needs a CUDA driver and GPU: skipped (with the reason) where there is
+// none, so it is the test to run first on a GPU machine.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/text/parser.h"
+#include "plugins/gpu_nvptx/gpu_executable.h"
+
+namespace kiln::gpu {
+namespace {
+
+using PT = PrimitiveType;
+
+Literal RandomLiteral(const Shape& s, std::mt19937& rng) {
+  if (s.IsTuple()) {
+    std::vector<Literal> elems;
+    for (const Shape& e : s.tuple_shapes()) elems.push_back(RandomLiteral(e, rng));
+    return Literal::MakeTuple(std::move(elems));
+  }
+  Literal l(s);
+  PT t = s.element_type();
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(-20, 20), bit(0, 1), usmall(0, 40);
+  for (int64_t i = 0; i < l.element_count(); ++i) {
+    if (IsFloating(t)) l.SetFromDouble(i, real(rng));
+    else if (t == PT::PRED) l.SetFromDouble(i, bit(rng));
+    else if (IsUnsignedInt(t)) l.SetFromDouble(i, usmall(rng));
+    else l.SetFromDouble(i, small(rng));
+  }
+  return l;
+}
+
+// libdevice's float functions are within a few ulp; reductions may sum in another order.
+double Tolerance(PT t) {
+  switch (t) {
+    case PT::F16: return 1e-2;
+    case PT::BF16: return 2e-2;
+    case PT::F32: return 1e-4;
+    case PT::F64: return 1e-9;
+    default: return 0;
+  }
+}
+
+void ExpectClose(const Literal& got, const Literal& want, const std::string& where) {
+  ASSERT_EQ(got.shape().IsTuple(), want.shape().IsTuple()) << where;
+  if (want.IsTuple()) {
+    ASSERT_EQ(got.elements().size(), want.elements().size()) << where;
+    for (size_t i = 0; i < want.elements().size(); ++i)
+      ExpectClose(got.element(i), want.element(i), where + "{" + std::to_string(i) + "}");
+    return;
+  }
+  ASSERT_TRUE(got.shape().Compatible(want.shape())) << where;
+  double tol = Tolerance(want.shape().element_type());
+  int bad = 0;
+  for (int64_t i = 0; i < want.element_count() && bad < 5; ++i) {
+    double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::fabs(g - w) > tol * (1 + std::fabs(w))) {
+      ADD_FAILURE() << where << " element " << i << ": gpu " << g << " evaluator " << w;
+      ++bad;
+    }
+  }
+}
+
+TEST(GpuVsEvaluator, ExampleAndE2eModules) {
+  auto driver = CudaDriver::Load();
+  if (!driver.ok()) GTEST_SKIP() << "no usable GPU: " << driver.status().message();
+  std::shared_ptr<CudaDriver> d(std::move(*driver));
+  std::printf("GPU: %s, PTX for %s\n", d->device_name().c_str(), d->TargetSm().c_str());
+  const char* root = std::getenv("KILN_SOURCE_ROOT");
+  int checked = 0;
+  for (const char* dir : {"/examples/hlo", "/tests/numpy_e2e/modules"}) {
+    std::filesystem::path p = std::string(root ? root : ".") + dir;
+    for (const auto& entry : std::filesystem::directory_iterator(p)) {
+      if (entry.path().extension() != ".hlo") continue;
+      std::ifstream in(entry.path());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::string name = entry.path().filename().string();
+      SCOPED_TRACE(name);
+      auto parsed = ParseHloModule(ss.str(), name);
+      ASSERT_TRUE(parsed.ok()) << parsed.status();
+      std::shared_ptr<const HloModule> module = std::move(*parsed);
+      std::mt19937 rng(1234);
+      std::vector<Literal> args;
+      std::vector<const Literal*> ptrs;
+      for (const HloInstruction* param : module->entry()->parameters())
+        args.push_back(RandomLiteral(param->shape(), rng));
+      for (const Literal& a : args) ptrs.push_back(&a);
+      HloEvaluator evaluator;
+      auto want = evaluator.Evaluate(*module, args);
+      if (!want.ok()) continue;  // evaluator coverage is tested elsewhere
+      auto exe = GpuExecutable::Create(module, d);
+      ASSERT_TRUE(exe.ok()) << exe.status();
+      auto got = (*exe)->Run(ptrs);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ExpectClose(*got, *want, name);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 3);
+}
+
+TEST(GpuVsEvaluator, OutOfMemoryIsResourceExhausted) {
+  auto driver = CudaDriver::Load();
+  if (!driver.ok()) GTEST_SKIP() << "no usable GPU: " << driver.status().message();
+  ASSERT_TRUE((*driver)->MakeCurrent().ok());
+  auto p = (*driver)->Alloc(size_t{1} << 50);  // 1 PiB: more than any GPU has
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted) << p.status();
+  EXPECT_NE(std::string(p.status().message()).find("1125899906842624 bytes"), std::string::npos)
+      << p.status();
+}
+
+}  // namespace
+}  // namespace kiln::gpu
