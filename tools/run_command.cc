@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <new>
 
 #include "absl/strings/numbers.h"
 #include "core/plugin_registry.h"
@@ -58,7 +59,14 @@ absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
   std::vector<Literal> args;
   if (inputs.empty()) {
     for (int i = 0; i < n; ++i) {
-      args.push_back(MakeRandomLiteral(entry.parameter(i)->shape(), kInputSeed + i));
+      const Shape& shape = entry.parameter(i)->shape();
+      try {
+        args.push_back(MakeRandomLiteral(shape, kInputSeed + i));
+      } catch (const std::bad_alloc&) {
+        return absl::ResourceExhaustedError(fmt::format(
+            "cannot allocate {} bytes for a generated input to {} ({})", shape.byte_size(),
+            ParamLabel(*entry.parameter(i)), shape.ToString(false)));
+      }
     }
     return args;
   }

@@ -317,6 +317,11 @@ def test_input_errors_are_one_line():
         g.write(f.read()[:-8])  # header intact, data short
     rc, _, err = run(['run', mod, '--input', trunc, '--input', w, '--input', b])
     one_line_error(rc, err, 'trunc.npy', 'data size mismatch')
+    huge = write('huge.hlo', 'HloModule huge\nENTRY %main (x: f32[100000000000]) -> f32[100000000000] {\n'
+                 '  %x = f32[100000000000]{0} parameter(0)\n'
+                 '  ROOT %n = f32[100000000000]{0} negate(f32[100000000000]{0} %x)\n}\n')
+    rc, _, err = run(['run', huge, '--device', 'interpreter'])
+    one_line_error(rc, err, 'cannot allocate 400000000000 bytes', "parameter 0 'x'")
     rc, _, err = run(['run', os.path.join(TMP, 'missing.hlo')])
     one_line_error(rc, err, 'missing.hlo')
     rc, _, err = run(['run', mod, '--device', 'no-such-device'])
