@@ -110,7 +110,9 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
         if (h->opcode() == HloOpcode::kParameter) {
           values[h] = args[h->parameter_number()];
         } else if (h->opcode() == HloOpcode::kConstant) {
-          values[h] = &h->literal();
+          absl::StatusOr<const Literal*> value = ConstantValue(*h);
+          if (!value.ok()) return value.status();
+          values[h] = *value;
         } else if (h->opcode() == HloOpcode::kGetTupleElement) {
           const Literal* t = values.at(h->operand(0));
           if (!t->IsTuple() || h->tuple_index() < 0 ||

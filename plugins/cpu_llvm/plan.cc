@@ -214,4 +214,11 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
   return plan;
 }
 
+absl::StatusOr<const Literal*> ConstantValue(const HloInstruction& constant) {
+  if (!constant.attrs().literal.has_value())
+    return absl::InvalidArgumentError("constant " + constant.name() +
+                                      " has no value (the dump elided it as {...})");
+  return &constant.literal();
+}
+
 }  // namespace kiln::cpu

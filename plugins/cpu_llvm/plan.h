@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "hlo/module.h"
 #include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/llvm_emitter/elemental_emitter.h"
@@ -64,5 +65,8 @@ struct Plan {
 bool CanEmitFusion(const HloInstruction& fusion, std::string* why);
 
 Plan MakePlan(const HloModule& module, const PlanOptions& options);
+
+// The value of a constant, or an error when the dump elided it (`constant({...})`).
+absl::StatusOr<const Literal*> ConstantValue(const HloInstruction& constant);
 
 }  // namespace kiln::cpu

@@ -194,6 +194,8 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
     if (op == HloOpcode::kSelect || op == HloOpcode::kClamp) return true;
     return no(absl::StrCat(std::string(HloOpcodeString(op)), " is not supported by the emitter"));
   }
+  if (op == HloOpcode::kConstant && !instr.attrs().literal.has_value())
+    return no("the constant's value was elided in the dump ({...})");
   switch (op) {
     case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kBroadcast:
     case HloOpcode::kReshape: case HloOpcode::kTranspose: case HloOpcode::kSlice:

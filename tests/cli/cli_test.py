@@ -322,6 +322,13 @@ def test_input_errors_are_one_line():
                  '  ROOT %n = f32[100000000000]{0} negate(f32[100000000000]{0} %x)\n}\n')
     rc, _, err = run(['run', huge, '--device', 'interpreter'])
     one_line_error(rc, err, 'cannot allocate 400000000000 bytes', "parameter 0 'x'")
+    elided = write('elided.hlo', 'HloModule m\nENTRY %e () -> f32[3] {\n'
+                   '  ROOT %c = f32[3]{0} constant({...})\n}\n')
+    for device in ['interpreter', 'cpu-llvm']:
+        rc, _, err = run(['run', elided, '--device', device])
+        if device == 'cpu-llvm' and 'no plugin named' in err:
+            continue  # built without LLVM
+        one_line_error(rc, err, 'has no value', 'elided')
     rc, _, err = run(['run', os.path.join(TMP, 'missing.hlo')])
     one_line_error(rc, err, 'missing.hlo')
     rc, _, err = run(['run', mod, '--device', 'no-such-device'])
