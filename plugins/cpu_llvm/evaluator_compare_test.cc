@@ -10,63 +10,19 @@
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
 
 namespace kiln::cpu {
 namespace {
 
+using codegen_testing::ExpectClose;
+using codegen_testing::RandomLiteral;
+
 using PT = PrimitiveType;
 
-Literal RandomLiteral(const Shape& s, std::mt19937& rng) {
-  if (s.IsTuple()) {
-    std::vector<Literal> elems;
-    for (const Shape& e : s.tuple_shapes()) elems.push_back(RandomLiteral(e, rng));
-    return Literal::MakeTuple(std::move(elems));
-  }
-  Literal l(s);
-  PT t = s.element_type();
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(-20, 20), bit(0, 1), usmall(0, 40);
-  for (int64_t i = 0; i < l.element_count(); ++i) {
-    if (IsFloating(t)) l.SetFromDouble(i, real(rng));
-    else if (t == PT::PRED) l.SetFromDouble(i, bit(rng));
-    else if (IsUnsignedInt(t)) l.SetFromDouble(i, usmall(rng));
-    else l.SetFromDouble(i, small(rng));
-  }
-  return l;
-}
 
-double Tolerance(PT t) {
-  switch (t) {
-    case PT::F16: return 1e-2;
-    case PT::BF16: return 2e-2;
-    case PT::F32: return 2e-4;
-    case PT::F64: return 1e-9;
-    default: return 0;
-  }
-}
 
-void ExpectClose(const Literal& got, const Literal& want, const std::string& where) {
-  ASSERT_EQ(got.shape().IsTuple(), want.shape().IsTuple()) << where;
-  if (want.IsTuple()) {
-    ASSERT_EQ(got.elements().size(), want.elements().size()) << where;
-    for (size_t i = 0; i < want.elements().size(); ++i)
-      ExpectClose(got.element(i), want.element(i), where + "{" + std::to_string(i) + "}");
-    return;
-  }
-  ASSERT_TRUE(got.shape().Compatible(want.shape()))
-      << where << ": " << got.shape().ToString() << " vs " << want.shape().ToString();
-  double tol = Tolerance(want.shape().element_type());
-  int bad = 0;
-  for (int64_t i = 0; i < want.element_count() && bad < 5; ++i) {
-    double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
-    if (std::isnan(w) && std::isnan(g)) continue;
-    if (std::fabs(g - w) > tol * (1 + std::fabs(w))) {
-      ADD_FAILURE() << where << " element " << i << ": jit " << g << " evaluator " << w;
-      ++bad;
-    }
-  }
-}
 
 // Compiles `text` (with and without grouping unfused instructions into shared kernels),
 // runs it on random inputs and compares with the evaluator. Returns the kernel count, or
@@ -102,7 +58,7 @@ int CompareWithEvaluator(const std::string& text, const std::string& name) {
     auto got = (*exe)->Run(args);
     EXPECT_TRUE(got.ok()) << name << ": " << got.status();
     if (!got.ok()) return -1;
-    ExpectClose(*got, *want, name + (fuse ? " (grouped)" : " (per instruction)"));
+    ExpectClose(*got, *want, name + (fuse ? " (grouped)" : " (per instruction)"), "jit", 2e-4);
     if (fuse) kernels = (*exe)->kernel_count();
   }
   return kernels;

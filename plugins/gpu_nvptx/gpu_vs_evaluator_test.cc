@@ -11,63 +11,19 @@
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
 
 namespace kiln::gpu {
 namespace {
 
+using codegen_testing::ExpectClose;
+using codegen_testing::RandomLiteral;
+
 using PT = PrimitiveType;
 
-Literal RandomLiteral(const Shape& s, std::mt19937& rng) {
-  if (s.IsTuple()) {
-    std::vector<Literal> elems;
-    for (const Shape& e : s.tuple_shapes()) elems.push_back(RandomLiteral(e, rng));
-    return Literal::MakeTuple(std::move(elems));
-  }
-  Literal l(s);
-  PT t = s.element_type();
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(-20, 20), bit(0, 1), usmall(0, 40);
-  for (int64_t i = 0; i < l.element_count(); ++i) {
-    if (IsFloating(t)) l.SetFromDouble(i, real(rng));
-    else if (t == PT::PRED) l.SetFromDouble(i, bit(rng));
-    else if (IsUnsignedInt(t)) l.SetFromDouble(i, usmall(rng));
-    else l.SetFromDouble(i, small(rng));
-  }
-  return l;
-}
 
-// libdevice's float functions are within a few ulp; reductions may sum in another order.
-double Tolerance(PT t) {
-  switch (t) {
-    case PT::F16: return 1e-2;
-    case PT::BF16: return 2e-2;
-    case PT::F32: return 1e-4;
-    case PT::F64: return 1e-9;
-    default: return 0;
-  }
-}
 
-void ExpectClose(const Literal& got, const Literal& want, const std::string& where) {
-  ASSERT_EQ(got.shape().IsTuple(), want.shape().IsTuple()) << where;
-  if (want.IsTuple()) {
-    ASSERT_EQ(got.elements().size(), want.elements().size()) << where;
-    for (size_t i = 0; i < want.elements().size(); ++i)
-      ExpectClose(got.element(i), want.element(i), where + "{" + std::to_string(i) + "}");
-    return;
-  }
-  ASSERT_TRUE(got.shape().Compatible(want.shape())) << where;
-  double tol = Tolerance(want.shape().element_type());
-  int bad = 0;
-  for (int64_t i = 0; i < want.element_count() && bad < 5; ++i) {
-    double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
-    if (std::isnan(w) && std::isnan(g)) continue;
-    if (std::fabs(g - w) > tol * (1 + std::fabs(w))) {
-      ADD_FAILURE() << where << " element " << i << ": gpu " << g << " evaluator " << w;
-      ++bad;
-    }
-  }
-}
 
 TEST(GpuVsEvaluator, ExampleAndE2eModules) {
   auto driver = CudaDriver::Load();
@@ -101,7 +57,7 @@ TEST(GpuVsEvaluator, ExampleAndE2eModules) {
       ASSERT_TRUE(exe.ok()) << exe.status();
       auto got = (*exe)->Run(ptrs);
       ASSERT_TRUE(got.ok()) << got.status();
-      ExpectClose(*got, *want, name);
+      ExpectClose(*got, *want, name, "gpu", 1e-4);
       ++checked;
     }
   }

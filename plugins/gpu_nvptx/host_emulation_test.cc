@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
@@ -23,6 +24,9 @@
 
 namespace kiln::gpu {
 namespace {
+
+using codegen_testing::ExpectClose;
+using codegen_testing::RandomLiteral;
 
 using PT = PrimitiveType;
 using EmuFn = void (*)(void** buffers);
@@ -111,46 +115,7 @@ absl::StatusOr<Emulation> Compile(const std::vector<llvm_emit::KernelSpec>& spec
   return emu;
 }
 
-Literal RandomLiteral(const Shape& s, std::mt19937& rng) {
-  if (s.IsTuple()) {
-    std::vector<Literal> elems;
-    for (const Shape& e : s.tuple_shapes()) elems.push_back(RandomLiteral(e, rng));
-    return Literal::MakeTuple(std::move(elems));
-  }
-  Literal l(s);
-  PT t = s.element_type();
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> small(-20, 20), bit(0, 1), usmall(0, 40);
-  for (int64_t i = 0; i < l.element_count(); ++i) {
-    if (IsFloating(t)) l.SetFromDouble(i, real(rng));
-    else if (t == PT::PRED) l.SetFromDouble(i, bit(rng));
-    else if (IsUnsignedInt(t)) l.SetFromDouble(i, usmall(rng));
-    else l.SetFromDouble(i, small(rng));
-  }
-  return l;
-}
 
-void ExpectClose(const Literal& got, const Literal& want, const std::string& where) {
-  ASSERT_EQ(got.shape().IsTuple(), want.shape().IsTuple()) << where;
-  if (want.IsTuple()) {
-    ASSERT_EQ(got.elements().size(), want.elements().size()) << where;
-    for (size_t i = 0; i < want.elements().size(); ++i)
-      ExpectClose(got.element(i), want.element(i), where + "{" + std::to_string(i) + "}");
-    return;
-  }
-  ASSERT_TRUE(got.shape().Compatible(want.shape())) << where;
-  PT t = want.shape().element_type();
-  double tol = t == PT::F16 ? 1e-2 : t == PT::BF16 ? 2e-2 : t == PT::F32 ? 2e-4 : t == PT::F64 ? 1e-9 : 0;
-  int bad = 0;
-  for (int64_t i = 0; i < want.element_count() && bad < 5; ++i) {
-    double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
-    if (std::isnan(w) && std::isnan(g)) continue;
-    if (std::fabs(g - w) > tol * (1 + std::fabs(w))) {
-      ADD_FAILURE() << where << " element " << i << ": emulated gpu " << g << " evaluator " << w;
-      ++bad;
-    }
-  }
-}
 
 TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
   const char* root = std::getenv("KILN_SOURCE_ROOT");
@@ -202,7 +167,7 @@ TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
                            return absl::OkStatus();
                          });
       ASSERT_TRUE(got.ok()) << got.status();
-      ExpectClose(*got, *want, name);
+      ExpectClose(*got, *want, name, "emulated gpu", 2e-4);
       if (!plan.kernels.empty()) {
         EXPECT_GT(launches, 0);
       }
