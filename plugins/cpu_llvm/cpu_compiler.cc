@@ -1,6 +1,8 @@
 // Compilation with caching, and running a compiled module step by step.
 #include "plugins/cpu_llvm/cpu_compiler.h"
 
+#include "plugins/cpu_llvm/step_values.h"
+
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
 #include "hlo/evaluator/evaluator.h"
@@ -95,44 +97,18 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
                        (args[i] ? args[i]->shape().ToString(false) : std::string("null")), ", the parameter wants ",
                        entry->parameter(i)->shape().ToString(false)));
   }
-  absl::flat_hash_map<const HloInstruction*, const Literal*> values;
-  std::vector<std::unique_ptr<Literal>> owned;
-  auto own = [&](const HloInstruction* h, Literal lit) {
-    owned.push_back(std::make_unique<Literal>(std::move(lit)));
-    values[h] = owned.back().get();
-  };
+  StepValues values;
   HloEvaluator evaluator;
   std::vector<void*> buffers;
   for (const Step& step : plan_.steps) {
     const HloInstruction* h = step.instr;
     switch (step.kind) {
       case Disposition::kBookkeeping:
-        if (h->opcode() == HloOpcode::kParameter) {
-          values[h] = args[h->parameter_number()];
-        } else if (h->opcode() == HloOpcode::kConstant) {
-          absl::StatusOr<const Literal*> value = ConstantValue(*h);
-          if (!value.ok()) return value.status();
-          values[h] = *value;
-        } else if (h->opcode() == HloOpcode::kGetTupleElement) {
-          const Literal* t = values.at(h->operand(0));
-          if (!t->IsTuple() || h->tuple_index() < 0 ||
-              h->tuple_index() >= static_cast<int64_t>(t->elements().size()))
-            return absl::InvalidArgumentError(absl::StrCat("bad get-tuple-element ", h->name()));
-          values[h] = &t->element(h->tuple_index());
-        } else {  // tuple
-          std::vector<Literal> elems;
-          for (const HloInstruction* o : h->operands()) elems.push_back(*values.at(o));
-          own(h, Literal::MakeTuple(std::move(elems)));
-        }
+        if (absl::Status st = values.RunBookkeeping(*h, args); !st.ok()) return st;
         break;
-      case Disposition::kEvaluator: {
-        std::vector<const Literal*> ops;
-        for (const HloInstruction* o : h->operands()) ops.push_back(values.at(o));
-        absl::StatusOr<Literal> r = evaluator.EvaluateInstruction(*h, ops);
-        if (!r.ok()) return r.status();
-        own(h, std::move(*r));
+      case Disposition::kEvaluator:
+        if (absl::Status st = values.RunOnEvaluator(*h, evaluator); !st.ok()) return st;
         break;
-      }
       case Disposition::kKernel: {
         const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
         buffers.clear();
@@ -153,28 +129,21 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
         } else {
           fn(buffers.data(), 0, step.outer_extent);
         }
-        if (h->shape().IsTuple()) {
-          own(h, Literal::MakeTuple(std::move(outs)));
-        } else {
-          own(h, std::move(outs[0]));
-        }
+        values.OwnOutputs(h, std::move(outs));
         break;
       }
       case Disposition::kLibrary: {
         Literal out(h->shape());
         RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
                    values.at(step.sources[1])->untyped_data(), out.untyped_data());
-        own(h, std::move(out));
+        values.Own(h, std::move(out));
         break;
       }
       case Disposition::kInlined:
         break;
     }
   }
-  const HloInstruction* root = entry->root();
-  for (auto& o : owned)
-    if (o.get() == values.at(root)) return std::move(*o);
-  return *values.at(root);  // a parameter or constant: copy it
+  return values.TakeResult(entry->root());
 }
 
 absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOptions& options) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
 #include "hlo/evaluator/evaluator.h"
+#include "plugins/cpu_llvm/step_values.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
 
 namespace kiln::gpu {
@@ -103,65 +104,32 @@ absl::StatusOr<Literal> RunPlan(const HloModule& module, const cpu::Plan& plan,
     return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " takes ",
                                                    entry->num_parameters(), " arguments, got ",
                                                    args.size()));
-  absl::flat_hash_map<const HloInstruction*, const Literal*> values;
-  std::vector<std::unique_ptr<Literal>> owned;
-  auto own = [&](const HloInstruction* h, Literal lit) {
-    owned.push_back(std::make_unique<Literal>(std::move(lit)));
-    values[h] = owned.back().get();
-  };
+  cpu::StepValues values;
   HloEvaluator evaluator;
   for (const cpu::Step& step : plan.steps) {
     const HloInstruction* h = step.instr;
     switch (step.kind) {
       case cpu::Disposition::kBookkeeping:
-        if (h->opcode() == HloOpcode::kParameter) {
-          values[h] = args[h->parameter_number()];
-        } else if (h->opcode() == HloOpcode::kConstant) {
-          absl::StatusOr<const Literal*> value = cpu::ConstantValue(*h);
-          if (!value.ok()) return value.status();
-          values[h] = *value;
-        } else if (h->opcode() == HloOpcode::kGetTupleElement) {
-          const Literal* t = values.at(h->operand(0));
-          if (!t->IsTuple() || h->tuple_index() < 0 ||
-              h->tuple_index() >= static_cast<int64_t>(t->elements().size()))
-            return absl::InvalidArgumentError(absl::StrCat("bad get-tuple-element ", h->name()));
-          values[h] = &t->element(h->tuple_index());
-        } else {  // tuple
-          std::vector<Literal> elems;
-          for (const HloInstruction* o : h->operands()) elems.push_back(*values.at(o));
-          own(h, Literal::MakeTuple(std::move(elems)));
-        }
+        if (absl::Status st = values.RunBookkeeping(*h, args); !st.ok()) return st;
         break;
       case cpu::Disposition::kLibrary:  // not planned for the GPU; the evaluator is correct
-      case cpu::Disposition::kEvaluator: {
+      case cpu::Disposition::kEvaluator:
         // Not a GPU kernel in this slice: the host evaluator computes it.
-        std::vector<const Literal*> ops;
-        for (const HloInstruction* o : h->operands()) ops.push_back(values.at(o));
-        absl::StatusOr<Literal> r = evaluator.EvaluateInstruction(*h, ops);
-        if (!r.ok()) return r.status();
-        own(h, std::move(*r));
+        if (absl::Status st = values.RunOnEvaluator(*h, evaluator); !st.ok()) return st;
         break;
-      }
       case cpu::Disposition::kKernel: {
         std::vector<const Literal*> inputs;
         for (const HloInstruction* s : step.sources) inputs.push_back(values.at(s));
         std::vector<Literal> outs;
         if (absl::Status s = run_kernel(step, inputs, outs); !s.ok()) return s;
-        if (h->shape().IsTuple()) {
-          own(h, Literal::MakeTuple(std::move(outs)));
-        } else {
-          own(h, std::move(outs[0]));
-        }
+        values.OwnOutputs(h, std::move(outs));
         break;
       }
       case cpu::Disposition::kInlined:
         break;
     }
   }
-  const HloInstruction* root = entry->root();
-  for (auto& o : owned)
-    if (o.get() == values.at(root)) return std::move(*o);
-  return *values.at(root);
+  return values.TakeResult(entry->root());
 }
 
 absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args) const {
