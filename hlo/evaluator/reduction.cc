@@ -46,6 +46,43 @@ absl::Status CallAndSplit(const CallFn& call, const HloComputation& comp,
   return absl::OkStatus();
 }
 
+// The general path of reduce and reduce-window: folds the N inputs' elements at a linear
+// index into the N accumulators by calling the reducer computation.
+class ReducerFold {
+ public:
+  ReducerFold(const HloInstruction& instr, Operands ops, size_t n,
+              const std::vector<Literal>& outs, const CallFn& call)
+      : instr_(instr), ops_(ops), n_(n), outs_(outs), call_(call), xs_(n), args_(2 * n) {
+    for (size_t i = 0; i < n; ++i)
+      xs_[i] = Literal(Shape::Scalar(ops[i]->shape().element_type()));
+  }
+
+  absl::Status Fold(int64_t lin, std::vector<Literal>& acc) {
+    for (size_t i = 0; i < n_; ++i) {
+      StoreScalar(xs_[i], 0, ScalarAt(*ops_[i], lin));
+      args_[i] = &acc[i];
+      args_[n_ + i] = &xs_[i];
+    }
+    std::vector<Literal> next(n_);
+    if (auto st = CallAndSplit(call_, *instr_.to_apply(), args_, n_, next); !st.ok()) return st;
+    for (size_t i = 0; i < n_; ++i) {
+      if (next[i].shape().element_type() != outs_[i].shape().element_type())
+        return EvalError(instr_, "reducer result type differs from the accumulator type");
+      acc[i] = std::move(next[i]);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const HloInstruction& instr_;
+  Operands ops_;
+  size_t n_;
+  const std::vector<Literal>& outs_;
+  const CallFn& call_;
+  std::vector<Literal> xs_;
+  std::vector<const Literal*> args_;
+};
+
 // The array shapes of a result that is one array (n == 1) or a tuple of n arrays.
 absl::StatusOr<std::vector<Shape>> ResultShapes(const HloInstruction& instr, size_t n) {
   const Shape& s = instr.shape();
@@ -152,9 +189,8 @@ absl::StatusOr<Literal> EvalReduce(const HloInstruction& instr, Operands ops, co
   if (done) return Pack(std::move(outs));
 
   // General path: call the reducer per element.
-  std::vector<Literal> acc(n), xs(n);
-  for (size_t i = 0; i < n; ++i) xs[i] = Literal(Shape::Scalar(ops[i]->shape().element_type()));
-  std::vector<const Literal*> args(2 * n);
+  std::vector<Literal> acc(n);
+  ReducerFold fold(instr, ops, n, outs, call);
   std::vector<int64_t> oi(out_dims.size(), 0), ri(red_dims.size(), 0);
   if (out_n == 0) return Pack(std::move(outs));
   int64_t olinear = 0;
@@ -167,18 +203,7 @@ absl::StatusOr<Literal> EvalReduce(const HloInstruction& instr, Operands ops, co
       do {
         int64_t lin = base;
         for (size_t j = 0; j < red_list.size(); ++j) lin += ri[j] * in_strides[red_list[j]];
-        for (size_t i = 0; i < n; ++i) {
-          StoreScalar(xs[i], 0, ScalarAt(*ops[i], lin));
-          args[i] = &acc[i];
-          args[n + i] = &xs[i];
-        }
-        std::vector<Literal> next(n);
-        if (auto st = CallAndSplit(call, *instr.to_apply(), args, n, next); !st.ok()) return st;
-        for (size_t i = 0; i < n; ++i) {
-          if (next[i].shape().element_type() != outs[i].shape().element_type())
-            return EvalError(instr, "reducer result type differs from the accumulator type");
-          acc[i] = std::move(next[i]);
-        }
+        if (auto st = fold.Fold(lin, acc); !st.ok()) return st;
       } while (NextIndex(ri, red_dims));
     }
     for (size_t i = 0; i < n; ++i) StoreScalar(outs[i], olinear, acc[i]);
@@ -282,27 +307,14 @@ absl::StatusOr<Literal> EvalReduceWindow(const HloInstruction& instr, Operands o
   }
   if (done) return Pack(std::move(outs));
 
-  std::vector<Literal> acc(n), xs(n);
-  for (size_t i = 0; i < n; ++i) xs[i] = Literal(Shape::Scalar(ops[i]->shape().element_type()));
-  std::vector<const Literal*> args(2 * n);
+  std::vector<Literal> acc(n);
+  ReducerFold fold(instr, ops, n, outs, call);
   std::vector<int64_t> oi(rank, 0);
   int64_t olinear = 0;
   do {
     for (size_t i = 0; i < n; ++i) acc[i] = *ops[n + i];
     auto st = for_window(oi, [&](int64_t lin) -> absl::Status {
-      for (size_t i = 0; i < n; ++i) {
-        StoreScalar(xs[i], 0, ScalarAt(*ops[i], lin));
-        args[i] = &acc[i];
-        args[n + i] = &xs[i];
-      }
-      std::vector<Literal> next(n);
-      if (auto s = CallAndSplit(call, *instr.to_apply(), args, n, next); !s.ok()) return s;
-      for (size_t i = 0; i < n; ++i) {
-        if (next[i].shape().element_type() != outs[i].shape().element_type())
-          return EvalError(instr, "reducer result type differs from the accumulator type");
-        acc[i] = std::move(next[i]);
-      }
-      return absl::OkStatus();
+      return fold.Fold(lin, acc);
     });
     if (!st.ok()) return st;
     for (size_t i = 0; i < n; ++i) StoreScalar(outs[i], olinear, acc[i]);
