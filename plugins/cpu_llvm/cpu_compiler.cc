@@ -134,8 +134,13 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
       }
       case Disposition::kLibrary: {
         Literal out(h->shape());
-        RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
-                   values.at(step.sources[1])->untyped_data(), out.untyped_data());
+        if (step.conv) {
+          RunLibraryConv(*step.conv, values.at(step.sources[0])->data<float>().data(),
+                         values.at(step.sources[1])->data<float>().data(), out.data<float>().data());
+        } else {
+          RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
+                     values.at(step.sources[1])->untyped_data(), out.untyped_data());
+        }
         values.Own(h, std::move(out));
         break;
       }

@@ -128,8 +128,15 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
   absl::flat_hash_map<const HloInstruction*, std::string> why_not;
   absl::flat_hash_set<const HloInstruction*> emittable;
   absl::flat_hash_map<const HloInstruction*, GemmShape> gemms;
+  absl::flat_hash_map<const HloInstruction*, ConvGemm> convs;
   for (const HloInstruction* h : order) {
     std::string why;
+    if (h->opcode() == HloOpcode::kConvolution) {
+      if (std::optional<ConvGemm> c = MatchLibraryConv(*h, options.blas_min_mnk)) {
+        convs[h] = *c;
+        continue;
+      }
+    }
     if (h->opcode() == HloOpcode::kDot) {
       if (std::optional<GemmShape> g = MatchBlasDot(*h, options.blas_min_mnk)) {
         // Not emittable: its operands are materialized and its users read its buffer.
@@ -162,6 +169,10 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
     } else if (auto g = gemms.find(h); g != gemms.end()) {
       step.kind = Disposition::kLibrary;
       step.gemm = g->second;
+      for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
+    } else if (auto c = convs.find(h); c != convs.end()) {
+      step.kind = Disposition::kLibrary;
+      step.conv = c->second;
       for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
     } else if (auto w = why_not.find(h); w != why_not.end()) {
       step.kind = Disposition::kEvaluator;
