@@ -17,6 +17,7 @@ namespace kiln::cpu {
 class StepValues {
  public:
   const Literal* at(const HloInstruction* h) const { return values_.at(h); }
+  bool contains(const HloInstruction* h) const { return values_.contains(h); }
   // Takes ownership of `value` as the result of `h`.
   void Own(const HloInstruction* h, Literal value);
   // A kernel's outputs: one literal, or the elements of `h`'s tuple result.
