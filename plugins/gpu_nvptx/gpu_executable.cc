@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
 #include "plugins/gpu_nvptx/device_plan_runner.h"
+#include "plugins/gpu_nvptx/ptx_cache.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
 
 namespace kiln::gpu {
@@ -32,7 +33,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(
   exe->plan_ = cpu::MakePlan(*exe->module_, GpuPlanOptions());
   PtxOptions opts;
   opts.sm = exe->driver_->TargetSm();
-  absl::StatusOr<std::string> ptx = CompileToPtx(exe->plan_.kernels, opts);
+  absl::StatusOr<std::string> ptx = CompilePtxCached(*exe->module_, exe->plan_.kernels, opts);
   if (!ptx.ok()) return ptx.status();
   exe->ptx_ = std::move(*ptx);
   if (exe->plan_.kernels.empty()) return exe;
