@@ -175,7 +175,9 @@ std::string ClustersToDot(const Graph& g, const std::vector<Cluster>& clusters) 
   for (const Cluster& c : clusters) {
     s += fmt::format("  subgraph cluster_{} {{\n    label=\"{}\"; style={};\n", c.id,
                      c.compiled ? fmt::format("cluster_{}{}", c.id,
-                                              c.requested_device.empty() ? "" : " @" + c.requested_device)
+                                              !c.device.empty() ? " on " + c.device
+                                              : c.requested_device.empty() ? ""
+                                                                           : " @" + c.requested_device)
                                 : "host",
                      c.compiled ? "rounded" : "dashed");
     for (const Node* n : c.nodes) {
