@@ -143,6 +143,24 @@ std::string NoPluginError(const HloInstruction& instr, const std::vector<PluginC
                      HloOpcodeString(instr.opcode()), why);
 }
 
+// One plugin's report as a capability row; false (with `skipped` noted) when the query failed.
+bool ToCapability(const PluginEntry& e, const absl::StatusOr<CapabilityReport>& report,
+                  PluginCapability* cap, std::vector<std::string>* skipped) {
+  cap->plugin = e.name;
+  cap->handle = e.plugin.get();
+  if (!report.ok()) {
+    if (report.status().code() != absl::StatusCode::kUnimplemented) {
+      if (skipped) skipped->push_back(fmt::format("{}: {}", e.name, std::string(report.status().message())));
+      return false;
+    }
+    cap->supports_all = true;  // no capability entry: the plugin claims everything
+    return true;
+  }
+  cap->supported.insert(report->supported.begin(), report->supported.end());
+  for (const auto& [instr, reason] : report->unsupported) cap->reasons[instr] = reason;
+  return true;
+}
+
 }  // namespace
 
 int LeafCount(const Shape& shape) {
@@ -160,20 +178,9 @@ std::vector<PluginCapability> QueryCapabilities(const PluginRegistry& registry,
   std::vector<PluginCapability> caps;
   for (const PluginEntry* e : registry.Candidates()) {
     PluginCapability cap;
-    cap.plugin = e->name;
-    cap.handle = e->plugin.get();
-    absl::StatusOr<CapabilityReport> report = e->plugin->Capability(hlo_text);
-    if (!report.ok()) {
-      if (report.status().code() != absl::StatusCode::kUnimplemented) {
-        if (skipped) skipped->push_back(fmt::format("{}: {}", e->name, std::string(report.status().message())));
-        continue;
-      }
-      cap.supports_all = true;
-    } else {
-      cap.supported.insert(report->supported.begin(), report->supported.end());
-      for (auto& [instr, reason] : report->unsupported) cap.reasons[instr] = reason;
+    if (ToCapability(*e, e->plugin->Capability(hlo_text), &cap, skipped)) {
+      caps.push_back(std::move(cap));
     }
-    caps.push_back(std::move(cap));
   }
   return caps;
 }
@@ -303,24 +310,34 @@ absl::StatusOr<std::vector<HloCluster>> PartitionModule(const HloModule& module,
 }
 
 absl::StatusOr<ModulePlacement> PlaceModule(const PluginRegistry& registry, const HloModule& module,
-                                            const PartitionOptions& options) {
-  const std::string text = module.ToString();
+                                            const PartitionOptions& options,
+                                            std::string_view module_text) {
+  const std::string printed = module_text.empty() ? module.ToString() : std::string();
+  const std::string_view text = module_text.empty() ? std::string_view(printed) : module_text;
   std::vector<const PluginEntry*> candidates = registry.Candidates();
   ModulePlacement placement;
-  // The common case costs one capability query, as `Select("auto")` always did.
   if (candidates.empty()) {
     absl::StatusOr<Plugin*> p = registry.Select("auto", text);  // says why there is none
     if (!p.ok()) return p.status();
     return absl::InternalError("no candidate plugin, yet auto selection succeeded");
   }
+  // The common case costs one capability query, as `Select("auto")` always did.
   absl::StatusOr<CapabilityReport> top = candidates.front()->plugin->Capability(text);
   if ((top.ok() && top->unsupported.empty()) ||
       (!top.ok() && top.status().code() == absl::StatusCode::kUnimplemented)) {
     placement.whole = candidates.front()->plugin.get();
     return placement;
   }
+  // Every other plugin is asked once; the top plugin's answer is reused.
   std::vector<std::string> skipped;
-  std::vector<PluginCapability> caps = QueryCapabilities(registry, text, &skipped);
+  std::vector<PluginCapability> caps;
+  for (const PluginEntry* e : candidates) {
+    PluginCapability cap;
+    if (ToCapability(*e, e == candidates.front() ? top : e->plugin->Capability(text), &cap,
+                     &skipped)) {
+      caps.push_back(std::move(cap));
+    }
+  }
   absl::StatusOr<std::vector<HloCluster>> clusters = PartitionModule(module, caps, options);
   if (!clusters.ok()) {
     std::string extra = skipped.empty() ? "" : fmt::format(" (capability query failed: {})",

@@ -70,8 +70,10 @@ struct ModulePlacement {
   Plugin* whole = nullptr;
   std::vector<HloCluster> clusters;
 };
+// `module_text`, when given, is `module.ToString()` (saves printing it again).
 absl::StatusOr<ModulePlacement> PlaceModule(const PluginRegistry& registry, const HloModule& module,
-                                            const PartitionOptions& options = {});
+                                            const PartitionOptions& options = {},
+                                            std::string_view module_text = {});
 
 // Number of array leaves of a shape (tuples flattened depth-first; a token has none).
 int LeafCount(const Shape& shape);

@@ -266,7 +266,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   // A named device runs the whole module; auto may partition it across plugins.
   ModulePlacement placement;
   if (device == "auto") {
-    absl::StatusOr<ModulePlacement> p = PlaceModule(*registry, **module, partition_options);
+    absl::StatusOr<ModulePlacement> p = PlaceModule(*registry, **module, partition_options, text);
     if (!p.ok()) return ReportError("run", std::string(p.status().message()));
     placement = std::move(*p);
   } else {
