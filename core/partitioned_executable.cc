@@ -93,10 +93,10 @@ std::string PartitionDeviceNames(const std::vector<HloCluster>& clusters) {
   return fmt::format("{}", fmt::join(names, "+"));
 }
 
-std::string DescribePartition(const std::vector<HloCluster>& clusters) {
+std::string DescribePartition(const std::vector<HloCluster>& clusters, std::string_view prefix) {
   std::string s;
   for (const HloCluster& c : clusters) {
-    s += fmt::format("cluster {}: {} ({} instruction{}, {} input{}, {} output{})\n", c.id, c.plugin,
+    s += fmt::format("{}cluster {}: {} ({} instruction{}, {} input{}, {} output{})\n", prefix, c.id, c.plugin,
                      c.instructions.size(), c.instructions.size() == 1 ? "" : "s", c.inputs.size(),
                      c.inputs.size() == 1 ? "" : "s", c.outputs.size(),
                      c.outputs.size() == 1 ? "" : "s");

@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -36,7 +37,8 @@ class PartitionedExecutable {
 // The plugins used, in order of first use, joined with '+' ("test-elementwise+cpu-llvm").
 std::string PartitionDeviceNames(const std::vector<HloCluster>& clusters);
 
-// `--log-partition` lines: `cluster 0: test-elementwise (12 instructions)` per cluster.
-std::string DescribePartition(const std::vector<HloCluster>& clusters);
+// `--log-partition` lines, one per cluster, each after `prefix`:
+// `cluster 0: test-elementwise (4 instructions, 1 input, 1 output)`.
+std::string DescribePartition(const std::vector<HloCluster>& clusters, std::string_view prefix = "");
 
 }  // namespace kiln

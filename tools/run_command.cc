@@ -36,8 +36,8 @@ constexpr const char* kRunUsage =
     "the device still gets the module as written. A failed dump is a warning.\n"
     "With --device auto, when the highest-priority plugin cannot run every entry instruction,\n"
     "the module is partitioned: each cluster runs on the highest-priority plugin that can run\n"
-    "it (clusters under --min-cluster-size instructions, default 4, move to the next plugin\n"
-    "when they can); --log-partition prints the clusters on stderr.\n";
+    "it (a cluster under --min-cluster-size instructions, default 4, joins a neighbouring\n"
+    "lower-priority plugin that can run it all); --log-partition prints the clusters on stderr.\n";
 
 // The seed for parameter i's generated input: fixed, so runs are reproducible.
 constexpr uint64_t kInputSeed = 0x6b696c6e;  // "kiln"
@@ -284,10 +284,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   } else {
     run_device = PartitionDeviceNames(placement.clusters);
     if (flags->Has("log-partition")) {
-      std::string lines = DescribePartition(placement.clusters);
-      for (size_t at = 0, nl; (nl = lines.find('\n', at)) != std::string::npos; at = nl + 1) {
-        std::cerr << "kiln run: " << lines.substr(at, nl + 1 - at);
-      }
+      std::cerr << DescribePartition(placement.clusters, "kiln run: ");
     }
   }
   const int warmup = benchmark_runs > 0 ? 1 : 0, runs = std::max(benchmark_runs, 1);
