@@ -114,7 +114,17 @@ absl::StatusOr<std::string> ClusterModuleText(const HloCluster& c, const std::st
       }
     }
   }
-  for (const HloInstruction* i : c.instructions) body += "  " + InstructionLine(*i, members) + "\n";
+  // One array output is the root itself (no tuple: plugins that run only arrays still can).
+  const HloInstruction* direct_root =
+      c.outputs.size() == 1 && c.outputs[0]->shape().IsArray() ? c.outputs[0] : nullptr;
+  for (const HloInstruction* i : c.instructions) {
+    body += (i == direct_root ? "  ROOT " : "  ") + InstructionLine(*i, members) + "\n";
+  }
+  std::string name = fmt::format("cluster_{}", c.id);
+  if (direct_root != nullptr) {
+    return fmt::format("HloModule {}\n{}\nENTRY %{} ({}) -> {} {{\n{}}}\n", name, callees, name,
+                       fmt::join(signature, ", "), direct_root->shape().ToString(), body);
+  }
   std::vector<std::string> root_operands;
   std::vector<Shape> root_shapes;
   for (const HloInstruction* out : c.outputs) {
@@ -124,7 +134,6 @@ absl::StatusOr<std::string> ClusterModuleText(const HloCluster& c, const std::st
     }
   }
   Shape root = Shape::Tuple(root_shapes);
-  std::string name = fmt::format("cluster_{}", c.id);
   return fmt::format("HloModule {}\n{}\nENTRY %{} ({}) -> {} {{\n{}  ROOT %kiln_cluster_root = {} "
                      "tuple({})\n}}\n",
                      name, callees, name, fmt::join(signature, ", "), root.ToString(), body,

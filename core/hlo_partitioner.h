@@ -41,8 +41,8 @@ struct HloCluster {
   // Values from outside (entry parameters, other clusters' instructions), in first-use order;
   // each becomes one parameter per array leaf (tuples travel as their leaves).
   std::vector<const HloInstruction*> inputs;
-  // Values used by later clusters or the entry root; the module's root is a tuple of their
-  // array leaves in this order.
+  // Values used by later clusters or the entry root; the module's root is that value when it
+  // is a single array, else a tuple of their array leaves in this order.
   std::vector<const HloInstruction*> outputs;
   std::string module_text;  // the cluster as a module (callees copied along, verified)
 };
