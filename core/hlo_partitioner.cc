@@ -281,6 +281,14 @@ absl::StatusOr<std::vector<HloCluster>> PartitionModule(const HloModule& module,
     c.plugin = caps[rank[v]].plugin;
     c.handle = caps[rank[v]].handle;
   }
+  for (HloCluster& c : clusters) {
+    const int own = rank[index.at(c.instructions.front())];
+    for (int r = own + 1; r < static_cast<int>(caps.size()); ++r) {
+      bool all = true;
+      for (const HloInstruction* i : c.instructions) all = all && caps[r].Supports(i->name());
+      if (all) c.fallbacks.push_back({caps[r].plugin, caps[r].handle});
+    }
+  }
   auto cluster_of = [&](const HloInstruction* i) {
     auto it = index.find(i);
     return it == index.end() ? -1 : con.cluster_of[it->second];

@@ -45,6 +45,11 @@ struct HloCluster {
   // is a single array, else a tuple of their array leaves in this order.
   std::vector<const HloInstruction*> outputs;
   std::string module_text;  // the cluster as a module (callees copied along, verified)
+  // Lower-priority plugins that also run every instruction of the cluster, in order: tried
+  // when `plugin` fails to compile the cluster module (e.g. it cannot return a tuple).
+  std::vector<std::pair<std::string, Plugin*>> fallbacks;
+  // Why the cluster left its first plugin, when it did (set by PartitionedExecutable).
+  std::string fallback_note;
 };
 
 struct PartitionOptions {

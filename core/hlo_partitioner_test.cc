@@ -269,6 +269,40 @@ TEST(HloPartitionerPlugins, SortDeclinedByCpuLlvmFallsToTheInterpreter) {
   ExpectSameAsEvaluator(*m, p->clusters);
 }
 
+// The C example plugin claims multiply/add but compiles only single-array modules: a cluster
+// of them with two outputs (a tuple root) moves to the next plugin that runs all of it.
+TEST(HloPartitionerPlugins, AClusterThePluginCannotCompileFallsBack) {
+  std::unique_ptr<HloModule> m = Parse(R"(HloModule two_outputs
+ENTRY %main (x: f32[8], y: f32[8]) -> (f32[8], f32[8]) {
+  %x = f32[8]{0} parameter(0)
+  %y = f32[8]{0} parameter(1)
+  %a = f32[8]{0} multiply(f32[8]{0} %x, f32[8]{0} %y)
+  %b = f32[8]{0} add(f32[8]{0} %a, f32[8]{0} %x)
+  %ra = f32[8]{0} reverse(f32[8]{0} %a), dimensions={0}
+  %rb = f32[8]{0} reverse(f32[8]{0} %b), dimensions={0}
+  ROOT %t = (f32[8]{0}, f32[8]{0}) tuple(f32[8]{0} %ra, f32[8]{0} %rb)
+}
+)");
+  ASSERT_NE(m, nullptr);
+  PluginRegistry r =
+      PluginRegistry::Discover(DeviceConfig{}, {KILN_EXAMPLE_PLUGIN_DIR, KILN_BUILD_PLUGIN_DIR});
+  PartitionOptions no_rule;
+  no_rule.min_cluster_size = 1;
+  absl::StatusOr<ModulePlacement> p = PlaceModule(r, *m, no_rule);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->clusters.size(), 2u);
+  EXPECT_EQ(p->clusters[0].plugin, "elementwise-example");
+  EXPECT_EQ(Names(p->clusters[0]), (std::vector<std::string>{"a", "b"}));
+  absl::StatusOr<std::unique_ptr<PartitionedExecutable>> exe =
+      PartitionedExecutable::Compile(*m, p->clusters);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  const HloCluster& moved = (*exe)->clusters()[0];
+  EXPECT_EQ(moved.plugin, NextAfterTestPlugin());
+  EXPECT_EQ(moved.fallback_note.rfind("elementwise-example failed to compile it (", 0), 0u)
+      << moved.fallback_note;
+  ExpectSameAsEvaluator(*m, (*exe)->clusters());
+}
+
 TEST(HloPartitionerPlugins, CustomCallNobodyRunsIsAClearError) {
   absl::StatusOr<std::unique_ptr<HloModule>> m = ParseHloModule(
       R"(HloModule cc

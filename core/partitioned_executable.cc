@@ -24,12 +24,25 @@ absl::StatusOr<std::unique_ptr<PartitionedExecutable>> PartitionedExecutable::Co
     const HloModule& module, std::vector<HloCluster> clusters, const CompileOptions& options) {
   std::unique_ptr<PartitionedExecutable> exe(
       new PartitionedExecutable(module, std::move(clusters)));
-  for (const HloCluster& c : exe->clusters_) {
+  for (HloCluster& c : exe->clusters_) {
     if (c.handle == nullptr) return absl::InternalError(fmt::format("cluster_{} has no plugin", c.id));
     absl::StatusOr<std::unique_ptr<Executable>> e = c.handle->CompileText(c.module_text, options);
+    // A plugin can claim every instruction yet refuse the cluster module as a whole (a tuple
+    // root, say): the next plugin that runs all of it takes over.
+    const absl::Status first = e.status();
+    for (const auto& [name, handle] : c.fallbacks) {
+      if (e.ok()) break;
+      e = handle->CompileText(c.module_text, options);
+      if (e.ok()) {
+        c.fallback_note = fmt::format("{} failed to compile it ({}); using {}", c.plugin,
+                                      std::string(first.message()), name);
+        c.plugin = name;
+        c.handle = handle;
+      }
+    }
     if (!e.ok()) {
-      return absl::Status(e.status().code(), fmt::format("cluster_{} on {}: {}", c.id, c.plugin,
-                                                         std::string(e.status().message())));
+      return absl::Status(first.code(), fmt::format("cluster_{} on {}: {}", c.id, c.plugin,
+                                                    std::string(first.message())));
     }
     exe->executables_.push_back(std::move(*e));
   }
@@ -100,6 +113,7 @@ std::string DescribePartition(const std::vector<HloCluster>& clusters, std::stri
                      c.instructions.size(), c.instructions.size() == 1 ? "" : "s", c.inputs.size(),
                      c.inputs.size() == 1 ? "" : "s", c.outputs.size(),
                      c.outputs.size() == 1 ? "" : "s");
+    if (!c.fallback_note.empty()) s += fmt::format("{}  cluster {}: {}\n", prefix, c.id, c.fallback_note);
   }
   return s;
 }

@@ -172,14 +172,16 @@ absl::StatusOr<RunResult> RunOn(const Plugin& plugin, const HloModule& module,
 
 // RunOn for a module partitioned across plugins: values pass through host memory between
 // clusters, so every timed run includes those copies.
-absl::StatusOr<RunResult> RunPartitioned(const HloModule& module, std::vector<HloCluster> clusters,
+// `clusters` is updated to what was compiled (a cluster may have moved to a fallback plugin).
+absl::StatusOr<RunResult> RunPartitioned(const HloModule& module, std::vector<HloCluster>* clusters,
                                          const std::vector<Literal>& args, int warmup, int runs) {
   RunResult r;
   auto t0 = Clock::now();
   absl::StatusOr<std::unique_ptr<PartitionedExecutable>> exe =
-      PartitionedExecutable::Compile(module, std::move(clusters));
+      PartitionedExecutable::Compile(module, *clusters);
   r.compile_ms = Ms(Clock::now() - t0);
   if (!exe.ok()) return exe.status();
+  *clusters = (*exe)->clusters();
   for (int i = 0; i < warmup + runs; ++i) {
     auto start = Clock::now();
     absl::StatusOr<std::vector<Literal>> out = (*exe)->Execute(args);
@@ -275,24 +277,19 @@ int RunCommand(const std::vector<std::string>& argv) {
     placement.whole = *p;
   }
   std::string run_device;
+  const int warmup = benchmark_runs > 0 ? 1 : 0, runs = std::max(benchmark_runs, 1);
+  absl::StatusOr<RunResult> result;
   if (placement.whole != nullptr) {
     run_device = placement.whole->name();
     if (flags->Has("log-partition")) {
       std::cerr << fmt::format("kiln run: cluster 0: {} ({} instructions, whole module)\n",
                                run_device, entry.instruction_count());
     }
-  } else {
-    run_device = PartitionDeviceNames(placement.clusters);
-    if (flags->Has("log-partition")) {
-      std::cerr << DescribePartition(placement.clusters, "kiln run: ");
-    }
-  }
-  const int warmup = benchmark_runs > 0 ? 1 : 0, runs = std::max(benchmark_runs, 1);
-  absl::StatusOr<RunResult> result;
-  if (placement.whole != nullptr) {
     result = RunOn(*placement.whole, **module, *args, warmup, runs);
   } else {
-    result = RunPartitioned(**module, std::move(placement.clusters), *args, warmup, runs);
+    result = RunPartitioned(**module, &placement.clusters, *args, warmup, runs);
+    run_device = PartitionDeviceNames(placement.clusters);
+    if (flags->Has("log-partition")) std::cerr << DescribePartition(placement.clusters, "kiln run: ");
   }
   if (!result.ok()) return ReportError("run", std::string(result.status().message()));
 
