@@ -133,6 +133,18 @@ checker.check("index", "ops_index.graph", [xi, k, m, h],
                np.where(np.arange(3)[:, None] == h[None, :], 2.5, -1).astype(f32),
                xi[k], xi[:, m]], COMPILED)
 
+# Unknown dimensions: the same graph at two input sizes.
+for rows, cols in [(3, 4), (6, 2)]:
+    xd = uniform(rows, cols)
+    kd = rng.integers(0, cols, 5).astype(s32)
+    sd = xd[::-2, :]
+    shd = xd - xd.max(axis=1, keepdims=True)
+    checker.check(f"dynamic {rows}x{cols}", "ops_dynamic.graph", [xd, kd],
+                  [sd, np.concatenate([xd, sd], axis=0),
+                   np.tile(xd, (1, 2)), np.pad(xd, [(0, 1), (2, 0)]), xd[:, kd],
+                   shd - np.log(np.exp(shd).sum(axis=1, keepdims=True)),
+                   np.argmin(xd, axis=1).astype(s64)], COMPILED)
+
 # Host-only Where / NonZero: data-dependent sizes, run by host kernels between clusters.
 xw = uniform(3, 4)
 coords = np.argwhere(xw > 0).astype(s64)
