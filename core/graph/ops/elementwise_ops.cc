@@ -64,16 +64,20 @@ absl::StatusOr<Infos> SelectV2Shape(const Node&, const Infos& in) {
   return Infos{{in[1].dtype, *s}};
 }
 
-absl::StatusOr<std::vector<HloInstruction*>> LowerSelect(LowerContext& ctx) {
-  const std::vector<int64_t>& dims = ctx.output(0).shape.dims;
-  HloInstruction* c = ctx.input(0);
-  if (c->shape().rank() == 1 && dims.size() > 1) {
-    c = ctx.Broadcast(c, dims, {0});  // Select's per-row condition
-  } else {
-    c = ctx.BroadcastTo(c, dims);
-  }
-  return std::vector<HloInstruction*>{
-      ctx.Select(c, ctx.BroadcastTo(ctx.input(1), dims), ctx.BroadcastTo(ctx.input(2), dims))};
+// `per_row`: Select's vector condition picks whole rows (leading dimension); otherwise the
+// condition broadcasts like NumPy (right-aligned), as in SelectV2.
+LowerFn LowerSelect(bool per_row) {
+  return [per_row](LowerContext& ctx) -> absl::StatusOr<std::vector<HloInstruction*>> {
+    const std::vector<int64_t>& dims = ctx.output(0).shape.dims;
+    HloInstruction* c = ctx.input(0);
+    if (per_row && c->shape().rank() == 1 && dims.size() > 1) {
+      c = ctx.Broadcast(c, dims, {0});
+    } else {
+      c = ctx.BroadcastTo(c, dims);
+    }
+    return std::vector<HloInstruction*>{
+        ctx.Select(c, ctx.BroadcastTo(ctx.input(1), dims), ctx.BroadcastTo(ctx.input(2), dims))};
+  };
 }
 
 absl::StatusOr<Infos> CastShape(const Node& n, const Infos& in) {
@@ -140,9 +144,9 @@ void RegisterElementwiseOps(OpRegistry& r) {
                 }});
   }
   r.Register({.name = "Select", .min_inputs = 3, .max_inputs = 3, .shape_fn = SelectShape,
-              .lower = LowerSelect});
+              .lower = LowerSelect(true)});
   r.Register({.name = "SelectV2", .min_inputs = 3, .max_inputs = 3, .shape_fn = SelectV2Shape,
-              .lower = LowerSelect});
+              .lower = LowerSelect(false)});
   r.Register({.name = "Cast", .min_inputs = 1, .max_inputs = 1,
               .attrs = {{"DstT", AttrKind::kType, true}, {"SrcT", AttrKind::kType}},
               .shape_fn = CastShape,
