@@ -3,7 +3,8 @@
 
 usage: graph_ops_test.py KILN SOURCE_ROOT DEVICE
 The graphs are tests/graph/ops_*.graph; compilable ones run with --must-compile (one module on
-DEVICE), ops_where.graph with --auto-jit (host-only Where/NonZero between clusters).
+DEVICE), ops_where.graph with --auto-jit (host-only Where/NonZero between clusters); also
+examples/graph/cnn.graph (conv, pool, dense, log-softmax, argmax together).
 Convolution and pooling references are direct loops, not library calls.
 """
 import math
@@ -144,6 +145,17 @@ for rows, cols in [(3, 4), (6, 2)]:
                    np.tile(xd, (1, 2)), np.pad(xd, [(0, 1), (2, 0)]), xd[:, kd],
                    shd - np.log(np.exp(shd).sum(axis=1, keepdims=True)),
                    np.argmin(xd, axis=1).astype(s64)], COMPILED)
+
+# examples/graph/cnn.graph: the ops together, at two batch sizes.
+kc, wc = uniform(3, 3, 1, 4), uniform(64, 10)
+for batch in [1, 3]:
+    xc = uniform(batch, 8, 8, 1)
+    pooled = pool_ref(np.maximum(conv2d_ref(xc, kc, (1, 1), "SAME"), 0), (2, 2), (2, 2), "VALID", np.max)
+    logits = pooled.reshape(batch, -1) @ wc
+    shc = logits - logits.max(axis=1, keepdims=True)
+    lp = shc - np.log(np.exp(shc).sum(axis=1, keepdims=True))
+    checker.check(f"cnn example batch={batch}", os.path.join(ROOT, "examples", "graph", "cnn.graph"),
+                  [xc, kc, wc], [lp, np.argmax(lp, axis=1).astype(s64)], COMPILED, rtol=1e-4, atol=1e-5)
 
 # Host-only Where / NonZero: data-dependent sizes, run by host kernels between clusters.
 xw = uniform(3, 4)
