@@ -24,8 +24,11 @@ const OpRegistry& OpRegistry::Global() {
   static const OpRegistry* registry = [] {
     auto* r = new OpRegistry;
     RegisterArrayOps(*r);
+    RegisterSliceOps(*r);
+    RegisterIndexOps(*r);
     RegisterElementwiseOps(*r);
     RegisterNnOps(*r);
+    RegisterConvOps(*r);
     RegisterReductionOps(*r);
     RegisterHostOps(*r);
     return r;
@@ -64,16 +67,12 @@ bool AttrBool(const Node& n, const std::string& name, bool fallback) {
 }
 
 absl::StatusOr<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b) {
-  if (a.rank() == 0) return b;
-  if (b.rank() == 0) return a;
-  if (a.rank() != b.rank()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "shapes {} and {} do not broadcast (ranks differ; only equal ranks or scalars)",
-        a.ToString(), b.ToString()));
-  }
+  // Right-aligned: the shorter shape gets leading size-1 dimensions.
+  const int rank = std::max(a.rank(), b.rank());
   TensorShape out;
-  for (int i = 0; i < a.rank(); ++i) {
-    int64_t x = a.dims[i], y = b.dims[i];
+  for (int i = 0; i < rank; ++i) {
+    const int ia = i - (rank - a.rank()), ib = i - (rank - b.rank());
+    const int64_t x = ia < 0 ? 1 : a.dims[ia], y = ib < 0 ? 1 : b.dims[ib];
     if (x == y || y == 1) {
       out.dims.push_back(x);
     } else if (x == 1) {
@@ -155,21 +154,64 @@ HloInstruction* LowerContext::Reshape(HloInstruction* x, const std::vector<int64
 HloInstruction* LowerContext::BroadcastTo(HloInstruction* x, const std::vector<int64_t>& dims) {
   const std::vector<int64_t>& have = x->shape().dimensions();
   if (have == dims) return x;
-  if (have.empty()) return Broadcast(x, dims, {});
-  // Equal rank: drop the size-1 dimensions that stretch, broadcast the rest in place.
+  // Right-aligned: x's dimension i is result dimension i + lead; the size-1 dimensions that
+  // stretch are reshaped away, the rest broadcast in place.
+  const size_t lead = dims.size() - have.size();
   std::vector<int64_t> kept_dims, mapping;
   for (size_t i = 0; i < have.size(); ++i) {
-    if (have[i] == dims[i]) {
+    if (have[i] == dims[lead + i]) {
       kept_dims.push_back(have[i]);
-      mapping.push_back(static_cast<int64_t>(i));
+      mapping.push_back(static_cast<int64_t>(lead + i));
     }
   }
   return Broadcast(Reshape(x, kept_dims), dims, mapping);
 }
 
-HloInstruction* LowerContext::Reduce(HloInstruction* x, const std::vector<int64_t>& axes,
-                                     HloOpcode op, double init) {
-  const PrimitiveType t = x->shape().element_type();
+HloInstruction* LowerContext::Compare(ComparisonDirection dir, HloInstruction* a,
+                                      HloInstruction* b) {
+  auto c = std::make_unique<HloInstruction>(
+      HloOpcode::kCompare, HloShape(PrimitiveType::PRED, a->shape().dimensions()),
+      std::vector<HloInstruction*>{a, b});
+  c->mutable_attrs().comparison_direction = dir;
+  return Add(std::move(c));
+}
+
+HloInstruction* LowerContext::Convert(HloInstruction* x, PrimitiveType t) {
+  if (x->shape().element_type() == t) return x;
+  return Add(HloInstruction::CreateUnary(HloOpcode::kConvert, HloShape(t, x->shape().dimensions()),
+                                         x));
+}
+
+HloInstruction* LowerContext::Select(HloInstruction* pred, HloInstruction* a, HloInstruction* b) {
+  return Add(std::make_unique<HloInstruction>(HloOpcode::kSelect, a->shape(),
+                                              std::vector<HloInstruction*>{pred, a, b}));
+}
+
+HloInstruction* LowerContext::Iota(PrimitiveType t, const std::vector<int64_t>& dims,
+                                   int64_t dim) {
+  auto i = std::make_unique<HloInstruction>(HloOpcode::kIota, HloShape(t, dims));
+  i->mutable_attrs().iota_dimension = dim;
+  return Add(std::move(i));
+}
+
+HloInstruction* LowerContext::Slice(HloInstruction* x, const std::vector<int64_t>& starts,
+                                    const std::vector<int64_t>& limits,
+                                    const std::vector<int64_t>& strides) {
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    dims.push_back(std::max<int64_t>(0, (limits[i] - starts[i] + strides[i] - 1) / strides[i]));
+  }
+  if (dims == x->shape().dimensions()) return x;
+  auto s = std::make_unique<HloInstruction>(
+      HloOpcode::kSlice, HloShape(x->shape().element_type(), dims),
+      std::vector<HloInstruction*>{x});
+  s->mutable_attrs().slice_starts = starts;
+  s->mutable_attrs().slice_limits = limits;
+  s->mutable_attrs().slice_strides = strides;
+  return Add(std::move(s));
+}
+
+HloComputation* LowerContext::ScalarReducer(HloOpcode op, PrimitiveType t) {
   const std::string name = fmt::format("reducer_{}_{}", HloOpcodeString(op), PrimitiveTypeName(t));
   HloComputation* reducer = module_->FindComputation(name);
   if (reducer == nullptr) {
@@ -184,6 +226,32 @@ HloInstruction* LowerContext::Reduce(HloInstruction* x, const std::vector<int64_
     c->set_root(r);
     reducer = module_->AddComputation(std::move(c));
   }
+  return reducer;
+}
+
+HloInstruction* LowerContext::ReduceWindow(HloInstruction* x, const Window& window,
+                                           HloOpcode op, double init) {
+  const PrimitiveType t = x->shape().element_type();
+  std::vector<int64_t> out_dims;
+  for (size_t i = 0; i < window.dimensions.size(); ++i) {
+    const WindowDimension& w = window.dimensions[i];
+    const int64_t padded = x->shape().dimensions(static_cast<int>(i)) + w.padding_low +
+                           w.padding_high;
+    const int64_t span = (w.size - 1) * w.window_dilation + 1;
+    out_dims.push_back(padded < span ? 0 : (padded - span) / w.stride + 1);
+  }
+  auto r = std::make_unique<HloInstruction>(
+      HloOpcode::kReduceWindow, HloShape(t, out_dims),
+      std::vector<HloInstruction*>{x, ScalarConstant(t, init)});
+  r->mutable_attrs().window = window;
+  r->AppendCalledComputation(ScalarReducer(op, t));
+  return Add(std::move(r));
+}
+
+HloInstruction* LowerContext::Reduce(HloInstruction* x, const std::vector<int64_t>& axes,
+                                     HloOpcode op, double init) {
+  const PrimitiveType t = x->shape().element_type();
+  HloComputation* reducer = ScalarReducer(op, t);
   std::vector<int64_t> out_dims;
   for (int64_t i = 0; i < x->shape().rank(); ++i) {
     if (!std::binary_search(axes.begin(), axes.end(), i)) {

@@ -49,12 +49,24 @@ class LowerContext {
   // Broadcasts `x` into `dims`; `mapping[i]` is the result dimension of x's dimension i.
   HloInstruction* Broadcast(HloInstruction* x, const std::vector<int64_t>& dims,
                             const std::vector<int64_t>& mapping);
-  // NumPy broadcasting of an equal-rank (size-1 dims stretch) or scalar operand to `dims`.
+  // NumPy broadcasting of `x` to `dims` (right-aligned; size-1 dimensions stretch).
   HloInstruction* BroadcastTo(HloInstruction* x, const std::vector<int64_t>& dims);
+  HloInstruction* Compare(ComparisonDirection dir, HloInstruction* a, HloInstruction* b);  // pred
+  HloInstruction* Convert(HloInstruction* x, PrimitiveType t);
+  HloInstruction* Select(HloInstruction* pred, HloInstruction* a, HloInstruction* b);  // same shapes
+  HloInstruction* Iota(PrimitiveType t, const std::vector<int64_t>& dims, int64_t dim);
+  // slice={[start:limit:stride]...} (positive strides).
+  HloInstruction* Slice(HloInstruction* x, const std::vector<int64_t>& starts,
+                        const std::vector<int64_t>& limits, const std::vector<int64_t>& strides);
   HloInstruction* Reshape(HloInstruction* x, const std::vector<int64_t>& dims);
   // reduce(x, init) over `axes` with a scalar `op` (add/maximum/...) reducer.
   HloInstruction* Reduce(HloInstruction* x, const std::vector<int64_t>& axes, HloOpcode op,
                          double init);
+  // reduce-window(x, init) with a scalar `op` reducer; the padding reads as `init`.
+  HloInstruction* ReduceWindow(HloInstruction* x, const Window& window, HloOpcode op,
+                               double init);
+  // The scalar (a, b) -> op(a, b) computation, made once per module.
+  HloComputation* ScalarReducer(HloOpcode op, PrimitiveType t);
   static Shape HloShape(PrimitiveType t, const std::vector<int64_t>& dims);
 
  private:
@@ -105,7 +117,7 @@ class OpRegistry {
 // Helpers for shape functions.
 absl::StatusOr<int64_t> AttrInt(const Node& n, const std::string& name, int64_t fallback);
 bool AttrBool(const Node& n, const std::string& name, bool fallback);
-// NumPy broadcasting of equal-rank or scalar shapes; -1 (unknown) is compatible with all.
+// NumPy broadcasting (right-aligned, size-1 dims stretch); -1 (unknown) is compatible with all.
 absl::StatusOr<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b);
 // Normalizes (negative -> from the end) and checks axes against `rank`; sorted, unique.
 absl::StatusOr<std::vector<int64_t>> NormalizeAxes(std::vector<int64_t> axes, int rank);

@@ -12,35 +12,12 @@ import tempfile
 
 import numpy as np
 
+from graph_check import GraphChecker
+
 KILN, ROOT = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 EX = os.path.join(ROOT, "examples", "graph")
-failures = []
-
-
-def run(args):
-    return subprocess.run([KILN, "graph"] + args, capture_output=True, text=True, timeout=120)
-
-
-def check(name, graph, inputs, expected, extra=(), rtol=1e-5, atol=1e-5):
-    with tempfile.TemporaryDirectory() as d:
-        args = ["run", os.path.join(EX, graph), "--output-dir", d] + list(extra)
-        for i, a in enumerate(inputs):
-            p = os.path.join(d, f"in_{i}.npy")
-            np.save(p, a)
-            args += ["--input", p]
-        r = run(args)
-        if r.returncode != 0:
-            failures.append(f"{name}: exit {r.returncode}: {r.stderr.strip()}")
-            return r
-        for i, want in enumerate(expected):
-            got = np.load(os.path.join(d, f"output_{i}.npy"))
-            want = np.asarray(want)
-            if got.shape != want.shape or got.dtype != want.dtype:
-                failures.append(f"{name}: output_{i} {got.dtype}{got.shape}, want {want.dtype}{want.shape}")
-            elif not np.allclose(got, want, rtol=rtol, atol=atol):
-                failures.append(f"{name}: output_{i} differs: max abs {np.max(np.abs(got - want))}")
-        print(f"ok {name}")
-        return r
+checker = GraphChecker(KILN, EX)
+run, check, failures = checker.run, checker.check, checker.failures
 
 
 rng = np.random.default_rng(7)

@@ -1,4 +1,9 @@
-// Graph ops that make or rearrange arrays: Placeholder, Const, Identity, Reshape, Transpose.
+// Graph ops that make or rearrange arrays: Placeholder, Const, Identity, Reshape, Transpose,
+// Fill (`dims` attribute, scalar value input), ZerosLike/OnesLike, ExpandDims (`axis`
+// attribute), Squeeze (`squeeze_dims`, default: every size-1 dimension).
+// Slicing/joining ops: slice_ops.cc; gathers and one-hot: index_ops.cc.
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "core/graph/ops/ops.h"
 #include "fmt/format.h"
@@ -92,6 +97,73 @@ absl::StatusOr<Infos> TransposeShape(const Node& n, const Infos& in) {
   return Infos{{in[0].dtype, out}};
 }
 
+absl::StatusOr<Infos> FillShape(const Node& n, const Infos& in) {
+  const TensorShape& dims = n.FindAttr("dims")->shape();
+  if (!dims.IsFullyDefined()) {
+    return absl::InvalidArgumentError(fmt::format("Fill dims {} must be known", dims.ToString()));
+  }
+  if (in[0].shape.rank() != 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("Fill value must be a scalar, got {}", in[0].ToString()));
+  }
+  return Infos{{in[0].dtype, dims}};
+}
+
+absl::StatusOr<Infos> ExpandDimsShape(const Node& n, const Infos& in) {
+  const int rank = in[0].shape.rank();
+  int64_t axis = n.FindAttr("axis")->i();
+  if (axis < -rank - 1 || axis > rank) {
+    return absl::InvalidArgumentError(
+        fmt::format("axis {} is out of range for inserting into rank {}", axis, rank));
+  }
+  if (axis < 0) axis += rank + 1;
+  TensorShape out = in[0].shape;
+  out.dims.insert(out.dims.begin() + axis, 1);
+  return Infos{{in[0].dtype, out}};
+}
+
+absl::StatusOr<Infos> SqueezeShape(const Node& n, const Infos& in) {
+  const TensorShape& s = in[0].shape;
+  std::vector<int64_t> axes;
+  if (const AttrValue* a = n.FindAttr("squeeze_dims")) {
+    absl::StatusOr<std::vector<int64_t>> norm = NormalizeAxes(a->ints(), s.rank());
+    if (!norm.ok()) return norm.status();
+    axes = *norm;
+    for (int64_t ax : axes) {
+      if (s.dims[ax] != 1 && s.dims[ax] >= 0) {
+        return absl::InvalidArgumentError(fmt::format(
+            "cannot squeeze dimension {} of {}: its size is not 1", ax, s.ToString()));
+      }
+    }
+  } else {
+    for (int i = 0; i < s.rank(); ++i) {
+      if (s.dims[i] < 0) {
+        return absl::InvalidArgumentError(fmt::format(
+            "Squeeze of {} needs squeeze_dims (dimension {} is unknown)", s.ToString(), i));
+      }
+      if (s.dims[i] == 1) axes.push_back(i);
+    }
+  }
+  TensorShape out;
+  for (int i = 0; i < s.rank(); ++i) {
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) out.dims.push_back(s.dims[i]);
+  }
+  return Infos{{in[0].dtype, out}};
+}
+
+// A lowering that only reshapes its input to the inferred output shape.
+absl::StatusOr<std::vector<HloInstruction*>> LowerAsReshape(LowerContext& ctx) {
+  return std::vector<HloInstruction*>{ctx.Reshape(ctx.input(0), ctx.output(0).shape.dims)};
+}
+
+LowerFn LowerFilledLike(double value) {
+  return [value](LowerContext& ctx) -> absl::StatusOr<std::vector<HloInstruction*>> {
+    const ValueInfo& out = ctx.output(0);
+    return std::vector<HloInstruction*>{
+        ctx.BroadcastTo(ctx.ScalarConstant(out.dtype, value), out.shape.dims)};
+  };
+}
+
 }  // namespace
 
 void RegisterArrayOps(OpRegistry& r) {
@@ -115,10 +187,26 @@ void RegisterArrayOps(OpRegistry& r) {
               }});
   r.Register({.name = "Reshape", .min_inputs = 1, .max_inputs = 1,
               .attrs = {{"shape", AttrKind::kShape, true}},
-              .shape_fn = ReshapeShape,
+              .shape_fn = ReshapeShape, .lower = LowerAsReshape});
+  r.Register({.name = "ExpandDims", .min_inputs = 1, .max_inputs = 1,
+              .attrs = {{"axis", AttrKind::kInt, true}},
+              .shape_fn = ExpandDimsShape, .lower = LowerAsReshape});
+  r.Register({.name = "Squeeze", .min_inputs = 1, .max_inputs = 1,
+              .attrs = {{"squeeze_dims", AttrKind::kInts}},
+              .shape_fn = SqueezeShape, .lower = LowerAsReshape});
+  r.Register({.name = "Fill", .min_inputs = 1, .max_inputs = 1,
+              .attrs = {{"dims", AttrKind::kShape, true}},
+              .shape_fn = FillShape,
               .lower = [](LowerContext& ctx) -> absl::StatusOr<std::vector<HloInstruction*>> {
-                return std::vector<HloInstruction*>{ctx.Reshape(ctx.input(0), ctx.output(0).shape.dims)};
+                return std::vector<HloInstruction*>{
+                    ctx.BroadcastTo(ctx.input(0), ctx.output(0).shape.dims)};
               }});
+  r.Register({.name = "ZerosLike", .min_inputs = 1, .max_inputs = 1,
+              .shape_fn = [](const Node&, const Infos& in) -> absl::StatusOr<Infos> { return in; },
+              .lower = LowerFilledLike(0)});
+  r.Register({.name = "OnesLike", .min_inputs = 1, .max_inputs = 1,
+              .shape_fn = [](const Node&, const Infos& in) -> absl::StatusOr<Infos> { return in; },
+              .lower = LowerFilledLike(1)});
   r.Register({.name = "Transpose", .min_inputs = 1, .max_inputs = 1,
               .attrs = {{"perm", AttrKind::kInts, true}},
               .shape_fn = TransposeShape,

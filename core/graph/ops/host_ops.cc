@@ -1,5 +1,7 @@
-// Host-only graph ops, run by host kernels in the core: Unique (data-dependent output
-// shape, so it has no lowering and can never be inside a compiled cluster).
+// Host-only graph ops, run by host kernels in the core: Unique, Where (one input: the
+// coordinates of the non-zero/true elements, s64 [n, rank], like TF's raw Where op) and
+// NonZero (the same, transposed to [rank, n] like ONNX / np.nonzero stacked). Their output
+// sizes depend on the data, so they have no lowering and never sit in a compiled cluster.
 #include <algorithm>
 
 #include "core/graph/ops/ops.h"
@@ -42,12 +44,61 @@ absl::StatusOr<std::vector<Literal>> UniqueKernel(const Node&, const std::vector
   return out;
 }
 
+// The three-argument tf.where is SelectV2 (compiled); the raw Where op has one input.
+absl::StatusOr<Infos> WhereShape(const Node& n, const Infos& in, bool transposed) {
+  if (in.size() != 1) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{} takes one input (the coordinates of the true elements), got {}; for the "
+        "three-argument tf.where use SelectV2", n.op, in.size()));
+  }
+  const int64_t rank = in[0].shape.rank();
+  return Infos{{PrimitiveType::S64,
+                transposed ? TensorShape{{rank, -1}} : TensorShape{{-1, rank}}}};
+}
+
+// Coordinates of the non-zero elements in row-major order.
+HostKernel WhereKernel(bool transposed) {
+  return [transposed](const Node&, const std::vector<Literal>& in)
+             -> absl::StatusOr<std::vector<Literal>> {
+    const Literal& x = in[0];
+    const std::vector<int64_t>& dims = x.shape().dimensions();
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    std::vector<int64_t> hits;
+    for (int64_t i = 0; i < x.element_count(); ++i) {
+      if (x.GetAsDouble(i) != 0) hits.push_back(i);
+    }
+    const int64_t n = static_cast<int64_t>(hits.size());
+    Literal out(transposed ? Shape(PrimitiveType::S64, {rank, n})
+                           : Shape(PrimitiveType::S64, {n, rank}));
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t rest = hits[k];
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        out.SetFromDouble(transposed ? d * n + k : k * rank + d,
+                          static_cast<double>(rest % dims[d]));
+        rest /= dims[d];
+      }
+    }
+    std::vector<Literal> result;
+    result.push_back(std::move(out));
+    return result;
+  };
+}
+
 }  // namespace
 
 void RegisterHostOps(OpRegistry& r) {
   r.Register({.name = "Unique", .min_inputs = 1, .max_inputs = 1, .num_outputs = 2,
               .shape_fn = UniqueShape, .host_kernel = UniqueKernel,
               .host_only_reason = "data-dependent output shape"});
+  for (const char* name : {"Where", "NonZero"}) {
+    const bool transposed = std::string(name) == "NonZero";
+    r.Register({.name = name, .min_inputs = 1, .max_inputs = 3,
+                .shape_fn = [transposed](const Node& n, const Infos& in) {
+                  return WhereShape(n, in, transposed);
+                },
+                .host_kernel = WhereKernel(transposed),
+                .host_only_reason = "data-dependent output shape"});
+  }
 }
 
 }  // namespace kiln::graph

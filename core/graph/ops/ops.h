@@ -5,10 +5,13 @@
 
 namespace kiln::graph {
 
-void RegisterArrayOps(OpRegistry& r);        // Placeholder, Const, Identity, Reshape, Transpose
-void RegisterElementwiseOps(OpRegistry& r);  // Add..Minimum, Neg..Relu
-void RegisterNnOps(OpRegistry& r);           // MatMul, BiasAdd, Softmax
-void RegisterReductionOps(OpRegistry& r);    // Sum, Mean, Max
-void RegisterHostOps(OpRegistry& r);         // Unique (host kernel)
+void RegisterArrayOps(OpRegistry& r);        // Placeholder, Const, Identity, Reshape, ... Squeeze
+void RegisterSliceOps(OpRegistry& r);        // Slice, StridedSlice, Pad, ConcatV2, Tile
+void RegisterIndexOps(OpRegistry& r);        // Gather, GatherV2, OneHot
+void RegisterElementwiseOps(OpRegistry& r);  // Add..Pow, comparisons, Select, Cast, Neg..Relu
+void RegisterNnOps(OpRegistry& r);           // MatMul, BatchMatMul, BiasAdd, Softmax, Gelu
+void RegisterConvOps(OpRegistry& r);         // Conv2D, MaxPool, AvgPool
+void RegisterReductionOps(OpRegistry& r);    // Sum, Mean, Max, Min, Prod, ArgMax, ArgMin
+void RegisterHostOps(OpRegistry& r);         // Unique, Where, NonZero (host kernels)
 
 }  // namespace kiln::graph
