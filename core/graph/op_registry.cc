@@ -28,6 +28,8 @@ const OpRegistry& OpRegistry::Global() {
     RegisterNnOps(*r);
     RegisterReductionOps(*r);
     RegisterHostOps(*r);
+    RegisterStateOps(*r);
+    RegisterTrainingOps(*r);
     return r;
   }();
   return *registry;

@@ -10,5 +10,7 @@ void RegisterElementwiseOps(OpRegistry& r);  // Add..Minimum, Neg..Relu
 void RegisterNnOps(OpRegistry& r);           // MatMul, BiasAdd, Softmax
 void RegisterReductionOps(OpRegistry& r);    // Sum, Mean, Max
 void RegisterHostOps(OpRegistry& r);         // Unique (host kernel)
+void RegisterStateOps(OpRegistry& r);        // VariableV2, Assign*, ApplyGradientDescent
+void RegisterTrainingOps(OpRegistry& r);     // *CrossEntropyWithLogits, ReluGrad, ...Grad
 
 }  // namespace kiln::graph
