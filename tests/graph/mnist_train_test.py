@@ -76,41 +76,56 @@ def numpy_sgd(x, labels, steps, lr=np.float32(0.2)):
 
 
 x, labels = make_batch(0)
+want = numpy_sgd(x, labels, STEPS)
+print("numpy:", " ".join(f"{v:.4f}" for v in want))
+
+
+def train(d, extra):
+    return subprocess.run([KILN, "graph", "run", os.path.join(EX, "mnist_train.graph"),
+                           "--input", os.path.join(d, "x.npy"), "--input", os.path.join(d, "labels.npy"),
+                           "--output-dir", d] + extra, capture_output=True, text=True, timeout=300)
+
+
 with tempfile.TemporaryDirectory() as d:
     np.save(os.path.join(d, "x.npy"), x)
     np.save(os.path.join(d, "labels.npy"), labels)
-    r = subprocess.run([KILN, "graph", "run", os.path.join(EX, "mnist_train.graph"),
-                        "--input", os.path.join(d, "x.npy"), "--input", os.path.join(d, "labels.npy"),
-                        "--steps", str(STEPS), "--output-dir", d, "--log-compiles",
-                        "--log-device-placement"],
-                       capture_output=True, text=True, timeout=300)
-    if r.returncode != 0:
-        sys.exit(f"FAIL kiln exit {r.returncode}: {r.stderr.strip()}")
-    got = [float(v) for v in re.findall(r"^step \d+: loss = (\S+)$", r.stdout, re.M)]
-    last = float(np.load(os.path.join(d, "output_0.npy")))
-
-want = numpy_sgd(x, labels, STEPS)
-print("kiln :", " ".join(f"{v:.4f}" for v in got))
-print("numpy:", " ".join(f"{v:.4f}" for v in want))
-if len(got) != STEPS:
-    failures.append(f"{len(got)} step lines, want {STEPS}: {r.stdout!r}")
-elif not np.allclose(got, want, rtol=2e-4, atol=1e-5):
-    failures.append(f"loss differs from NumPy: max abs {np.max(np.abs(np.subtract(got, want)))}")
-if got and abs(last - got[-1]) > 1e-6 * abs(got[-1]) + 1e-6:
-    failures.append(f"output_0.npy {last} is not the last step's loss {got[-1]}")
-if got and not got[-1] < 0.5 * got[0]:
-    failures.append(f"loss did not decrease substantially: {got[0]} -> {got[-1]}")
-# The compile cache holds across steps: one compilation per compiled cluster, not per step.
-m = re.search(r"kiln graph: (\d+) compilations?", r.stderr)
-clusters = len(set(re.findall(r"-> \S+ \[(cluster_\d+)\]", r.stderr)))
-if m is None or int(m.group(1)) != clusters:
-    failures.append(f"expected {clusters} compilations over {STEPS} steps: {r.stderr!r}")
-for var in ["w1", "b1", "w2", "b2"]:
-    line = f"kiln graph: colocate node upd_{var} (ApplyGradientDescent) with variable {var} on host"
-    if line not in r.stderr or f"node upd_{var} (ApplyGradientDescent) -> host" not in r.stderr:
-        failures.append(f"placement of upd_{var} not logged as colocated: {r.stderr!r}")
+    # The default device (the compiled clusters on the best plugin) and the interpreter.
+    for device in ["auto", "interpreter"]:
+        r = train(d, ["--steps", str(STEPS), "--device", device, "--log-compiles",
+                      "--log-device-placement"])
+        if r.returncode != 0:
+            failures.append(f"{device}: kiln exit {r.returncode}: {r.stderr.strip()}")
+            continue
+        got = [float(v) for v in re.findall(r"^step \d+: loss = (\S+)$", r.stdout, re.M)]
+        last = float(np.load(os.path.join(d, "output_0.npy")))
+        print(f"{device}:", " ".join(f"{v:.4f}" for v in got))
+        if len(got) != STEPS:
+            failures.append(f"{device}: {len(got)} step lines, want {STEPS}: {r.stdout!r}")
+            continue
+        if not np.allclose(got, want, rtol=2e-4, atol=1e-5):
+            failures.append(f"{device}: loss differs from NumPy: max abs "
+                            f"{np.max(np.abs(np.subtract(got, want)))}")
+        if abs(last - got[-1]) > 1e-6 * abs(got[-1]) + 1e-6:
+            failures.append(f"{device}: output_0.npy {last} is not the last step's loss {got[-1]}")
+        if not got[-1] < 0.5 * got[0]:
+            failures.append(f"{device}: loss did not decrease substantially: {got[0]} -> {got[-1]}")
+        # The compile cache holds across steps: one compilation per compiled cluster.
+        m = re.search(r"kiln graph: (\d+) compilations?", r.stderr)
+        clusters = len(set(re.findall(r"-> \S+ \[(cluster_\d+)\]", r.stderr)))
+        if m is None or int(m.group(1)) != clusters:
+            failures.append(f"{device}: expected {clusters} compilations over {STEPS} steps: {r.stderr!r}")
+        for var in ["w1", "b1", "w2", "b2"]:
+            line = f"kiln graph: colocate node upd_{var} (ApplyGradientDescent) with variable {var} on host"
+            if line not in r.stderr or f"node upd_{var} (ApplyGradientDescent) -> host" not in r.stderr:
+                failures.append(f"{device}: placement of upd_{var} not logged as colocated: {r.stderr!r}")
+        print(f"ok mnist_train on {device}: {STEPS} steps match NumPy, loss {got[0]:.4f} -> {got[-1]:.4f}")
+    r = train(d, ["--steps", "0"])
+    if r.returncode != 2 or "--steps 0: expected a positive integer" not in r.stderr:
+        failures.append(f"--steps 0: exit {r.returncode}, {r.stderr!r}")
+    else:
+        print("ok --steps 0 is a usage error")
 
 if failures:
     print("\n".join("FAIL " + f for f in failures))
     sys.exit(1)
-print(f"ok mnist_train: {STEPS} steps match NumPy, loss {got[0]:.4f} -> {got[-1]:.4f}")
+print("all mnist_train checks passed")
