@@ -1,11 +1,13 @@
 // `kiln graph run`: parse and verify a .graph file, feed .npy inputs to its Placeholders,
 // run it (whole-graph compile or auto-jit clusters + host ops), write or print the outputs.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <iostream>
 
 #include "core/graph/cluster_picture.h"
+#include "absl/strings/numbers.h"
 #include "core/graph/executor.h"
 #include "core/graph/graph_text.h"
 #include "core/graph/lowering.h"
@@ -23,7 +25,7 @@ constexpr const char* kGraphUsage =
     "usage: kiln graph run FILE.graph [--input X.npy]... [--output-dir DIR]\n"
     "                      [--device NAME|auto] [--must-compile|--auto-jit]\n"
     "                      [--log-device-placement] [--log-compiles] [--soft-placement]\n"
-    "                      [--dump-clusters FILE.dot|FILE.svg|FILE.html]\n"
+    "                      [--dump-clusters FILE.dot|FILE.svg|FILE.html] [--steps N]\n"
     "       kiln graph print FILE.graph      (parse, verify, print back)\n"
     "       kiln graph lower FILE.graph [--input X.npy]...  (must-compile lowering, print HLO;\n"
     "                                    inputs give shapes to Placeholders with -1 dims)\n"
@@ -36,7 +38,11 @@ constexpr const char* kGraphUsage =
     "--soft-placement runs nodes whose requested device is unusable (or declines them) on\n"
     "--device (or by capability) instead of failing. --dump-clusters writes the partition as\n"
     "Graphviz DOT, or by the file's extension as an SVG picture or an HTML page (clusters\n"
-    "coloured by device; no Graphviz needed).\n";
+    "coloured by device; no Graphviz needed).\n"
+    "--steps N (Kiln extension, for training graphs) runs the graph N times with the same\n"
+    "inputs, keeping variable state (VariableV2) between runs, and prints one line per step:\n"
+    "`step 3: loss = 0.4321` (scalars by value, other outputs by type and shape);\n"
+    "--output-dir then holds the last step's outputs.\n";
 
 absl::StatusOr<graph::Graph> LoadGraph(const std::string& path) {
   absl::StatusOr<std::string> text = ReadTextFile(path);
@@ -47,11 +53,26 @@ absl::StatusOr<graph::Graph> LoadGraph(const std::string& path) {
   return g;
 }
 
+// `step 3: loss = 0.4321, logits = f32(256,10)`: scalars by value, arrays by shape.
+std::string StepSummary(int step, const std::vector<graph::Edge>& names,
+                        const std::vector<Literal>& values) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Shape& s = values[i].shape();
+    parts.push_back(fmt::format(
+        "{} = {}", names[i].ToString(),
+        s.dimensions().empty() && !values[i].IsTuple()
+            ? fmt::format("{:.7g}", values[i].GetAsDouble(0))
+            : fmt::format("{}({})", PrimitiveTypeName(s.element_type()), fmt::join(s.dimensions(), ","))));
+  }
+  return fmt::format("step {}: {}\n", step, fmt::join(parts, ", "));
+}
+
 }  // namespace
 
 int GraphCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.with_value = {"device", "input", "output-dir", "dump-clusters"};
+  spec.with_value = {"device", "input", "output-dir", "dump-clusters", "steps"};
   spec.switches = {"help", "must-compile", "auto-jit", "log-device-placement", "log-compiles",
                     "soft-placement"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
@@ -117,8 +138,22 @@ int GraphCommand(const std::vector<std::string>& argv) {
                              : graph::ClustersToDot(*g, (*ex)->clusters()));
     if (!out) return ReportError("graph", fmt::format("--dump-clusters {}: cannot write", file));
   }
-  absl::StatusOr<std::vector<Literal>> outputs = (*ex)->Run(inputs);
-  if (!outputs.ok()) return ReportError("graph", std::string(outputs.status().message()));
+  int steps = 0;  // 0: one run, outputs printed in full
+  if (flags->Has("steps")) {
+    const std::string s = flags->Get("steps");
+    if (!absl::SimpleAtoi(s, &steps) || steps < 1) {
+      return ReportError("graph", fmt::format("--steps {}: expected a positive integer", s), kExitUsage);
+    }
+  }
+  absl::StatusOr<std::vector<Literal>> outputs;
+  for (int step = 1; step <= std::max(steps, 1); ++step) {
+    outputs = (*ex)->Run(inputs);
+    if (!outputs.ok()) {
+      return ReportError("graph", (steps ? fmt::format("step {}: ", step) : "") +
+                                      std::string(outputs.status().message()));
+    }
+    if (steps) std::cout << StepSummary(step, g->outputs(), *outputs) << std::flush;
+  }
   if (options.log_compiles) {
     std::cerr << fmt::format("kiln graph: {} compilation{}\n", (*ex)->compile_count(),
                              (*ex)->compile_count() == 1 ? "" : "s");
@@ -134,7 +169,7 @@ int GraphCommand(const std::vector<std::string>& argv) {
         return ReportError("graph", std::string(s.message()));
       }
     }
-  } else {
+  } else if (steps == 0) {
     for (size_t i = 0; i < outputs->size(); ++i) {
       std::cout << fmt::format("output_{}: {}\n", i, (*outputs)[i].ToString());
     }

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <set>
 
+#include "core/graph/colocation.h"
 #include "core/graph/graph_text.h"
 #include "core/graph/lowering.h"
 #include "core/graph/verifier.h"
@@ -202,6 +203,13 @@ absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(Graph& grap
                                                                      ExecutorOptions options) {
   if (absl::Status s = VerifyGraph(graph); !s.ok()) return s;
   std::unique_ptr<GraphExecutor> ex(new GraphExecutor(graph, registry, std::move(options)));
+  // Placement: nodes with reference inputs go where their variables live.
+  if (absl::Status s = ColocateWithReferences(graph, ex->options_.soft_placement,
+                                              ex->options_.log_placement ? &ex->log() : nullptr)
+                           .status();
+      !s.ok()) {
+    return s;
+  }
   if (ex->options_.must_compile) {
     // One cluster holding every non-Placeholder node: any host-only node is an error.
     if (absl::Status s = CheckAllCompilable(graph); !s.ok()) return s;
@@ -281,6 +289,7 @@ absl::StatusOr<std::vector<Literal>> GraphExecutor::Run(const std::vector<Litera
                                                   placeholders.size() == 1 ? "" : "s",
                                                   inputs.size()));
   }
+  variables_.Discard();  // updates staged by an earlier run that failed
   std::map<std::string, Literal> values;  // EdgeKey -> value
   std::map<std::string, ValueInfo> feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -303,7 +312,10 @@ absl::StatusOr<std::vector<Literal>> GraphExecutor::Run(const std::vector<Litera
     std::string where;
     if (!c.compiled) {
       const Node& n = *c.nodes[0];
-      absl::StatusOr<std::vector<Literal>> r = OpRegistry::Global().Find(n.op)->host_kernel(n, args);
+      const OpDef& def = *OpRegistry::Global().Find(n.op);
+      absl::StatusOr<std::vector<Literal>> r = def.stateful_kernel
+                                                   ? def.stateful_kernel(n, args, variables_)
+                                                   : def.host_kernel(n, args);
       if (!r.ok()) {
         return absl::InvalidArgumentError(fmt::format("node {} ({}) on host: {}", n.name, n.op,
                                                       std::string(r.status().message())));
@@ -331,6 +343,7 @@ absl::StatusOr<std::vector<Literal>> GraphExecutor::Run(const std::vector<Litera
     }
   }
   placement_logged_ = true;
+  variables_.Commit();
   std::vector<Literal> out;
   for (const Edge& e : graph_.outputs()) out.push_back(values.at(EdgeKey(e)));
   return out;

@@ -13,6 +13,7 @@
 #include "core/graph/graph.h"
 #include "core/graph/op_registry.h"
 #include "core/graph/placer.h"
+#include "core/graph/variable_store.h"
 #include "core/plugin_registry.h"
 
 namespace kiln::graph {
@@ -63,6 +64,8 @@ class GraphExecutor {
   absl::StatusOr<std::vector<Literal>> Run(const std::vector<Literal>& inputs);
 
   int compile_count() const { return compile_count_; }
+  // Variable values, kept across runs; a run's updates are committed when it succeeds.
+  VariableStore& variables() { return variables_; }
   const std::vector<Cluster>& clusters() const { return clusters_; }
 
  private:
@@ -81,6 +84,7 @@ class GraphExecutor {
   std::vector<Cluster> clusters_;
   std::map<std::string, Compiled> cache_;
   int compile_count_ = 0;
+  VariableStore variables_;
   bool placement_logged_ = false;
 };
 

@@ -31,6 +31,8 @@ const OpRegistry& OpRegistry::Global() {
     RegisterConvOps(*r);
     RegisterReductionOps(*r);
     RegisterHostOps(*r);
+    RegisterStateOps(*r);
+    RegisterTrainingOps(*r);
     return r;
   }();
   return *registry;

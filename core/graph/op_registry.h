@@ -80,6 +80,10 @@ class LowerContext {
 using LowerFn = std::function<absl::StatusOr<std::vector<HloInstruction*>>(LowerContext& ctx)>;
 using HostKernel = std::function<absl::StatusOr<std::vector<Literal>>(
     const Node& node, const std::vector<Literal>& inputs)>;
+class VariableStore;
+// A host kernel that reads or updates variables (VariableV2 and the update ops).
+using StatefulKernel = std::function<absl::StatusOr<std::vector<Literal>>(
+    const Node& node, const std::vector<Literal>& inputs, VariableStore& variables)>;
 
 struct AttrSpec {
   std::string name;
@@ -98,6 +102,9 @@ struct OpDef {
   LowerFn lower;            // null for host-only ops
   HostKernel host_kernel;   // set for host-only ops
   std::string host_only_reason;  // why it cannot be compiled, e.g. "data-dependent output shape"
+  StatefulKernel stateful_kernel;  // set for ops on variable state (instead of host_kernel)
+  bool is_variable = false;        // its output is a reference to a variable (VariableV2)
+  int num_ref_inputs = 0;  // the first inputs must be references to variables (Assign's var)
   bool compilable() const { return static_cast<bool>(lower); }
   const AttrSpec* FindAttr(const std::string& n) const;
 };

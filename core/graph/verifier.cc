@@ -47,6 +47,20 @@ absl::Status CheckAttrs(const Node& n, const OpDef& def) {
   return absl::OkStatus();
 }
 
+// Reference inputs (Assign's first, ...) must come straight from a variable (VariableV2).
+absl::Status CheckReferenceInputs(const Graph& g, const Node& n) {
+  const OpRegistry& reg = OpRegistry::Global();
+  const int refs = reg.Find(n.op)->num_ref_inputs;
+  for (int k = 0; k < refs && k < static_cast<int>(n.inputs.size()); ++k) {
+    const Node* src = g.Find(n.inputs[k].node);
+    if (!reg.Find(src->op)->is_variable) {
+      return NodeError(n, fmt::format("input {} must be a reference to a variable (VariableV2), "
+                                      "got {} ({})", k, n.inputs[k].ToString(), src->op));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status VerifyStructure(const Graph& g) {
@@ -87,6 +101,7 @@ absl::Status VerifyStructure(const Graph& g) {
         return NodeError(*np, fmt::format("control input: unknown node '{}'", c));
       }
     }
+    if (absl::Status s = CheckReferenceInputs(g, *np); !s.ok()) return s;
   }
   if (g.outputs().empty()) return absl::InvalidArgumentError("the graph has no outputs");
   std::string out_where = g.outputs_loc.ToString();

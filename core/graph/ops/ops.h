@@ -13,5 +13,7 @@ void RegisterNnOps(OpRegistry& r);           // MatMul, BatchMatMul, BiasAdd, So
 void RegisterConvOps(OpRegistry& r);         // Conv2D, MaxPool, AvgPool
 void RegisterReductionOps(OpRegistry& r);    // Sum, Mean, Max, Min, Prod, ArgMax, ArgMin
 void RegisterHostOps(OpRegistry& r);         // Unique, Where, NonZero (host kernels)
+void RegisterStateOps(OpRegistry& r);        // VariableV2, Assign*, ApplyGradientDescent
+void RegisterTrainingOps(OpRegistry& r);     // *CrossEntropyWithLogits, ReluGrad, ...Grad
 
 }  // namespace kiln::graph
