@@ -16,7 +16,7 @@ namespace {
 
 bool Compilable(const Node& n) {
   const OpDef* def = OpRegistry::Global().Find(n.op);
-  return def != nullptr && def->compilable();
+  return def != nullptr && def->compilable(n);
 }
 
 std::string EdgeKey(const Edge& e) { return e.node + ":" + std::to_string(e.index); }

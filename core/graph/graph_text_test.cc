@@ -176,9 +176,10 @@ TEST(GraphVerifier, OpShapeErrorsNameTheNode) {
   EXPECT_EQ(err("i = Cast[DstT=s32](x)\ny = GatherV2[batch_dims=1](x, i)"),
             "t.graph:3:1: node y (GatherV2): batch_dims other than 0 is not supported");
   EXPECT_EQ(err("y = Gather(x, x)"), at + "(Gather): indices must be an integer type, got f32(2,3)");
-  EXPECT_EQ(err("c = Less(x, x)\ny = Where(c, x, x)"),
+  EXPECT_EQ(err("c = Less(x, x)\ny = Where(c, x, x)"), "ok");  // the select form
+  EXPECT_EQ(err("c = Less(x, x)\ny = Where(c, x)"),
             "t.graph:3:1: node y (Where): Where takes one input (the coordinates of the true "
-            "elements), got 3; for the three-argument tf.where use SelectV2");
+            "elements) or three (condition, x, y); got 2");
   EXPECT_EQ(err("z = Placeholder[dtype=f32, shape=(4,1,3)]()\ny = Add(x, z)\nw = Sub(z, x)"), "ok");
   EXPECT_EQ(err("z = Placeholder[dtype=f32, shape=(4,2,2)]()\ny = Add(x, z)"),
             "t.graph:3:1: node y (Add): shapes (2,3) and (4,2,2) do not broadcast (dimension 2: 3 vs 2)");

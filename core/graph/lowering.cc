@@ -47,7 +47,7 @@ absl::StatusOr<std::unique_ptr<HloModule>> LowerNodes(const Graph& g,
   }
   for (const Node* n : nodes) {
     const OpDef* def = reg.Find(n->op);
-    if (def == nullptr || !def->compilable()) {
+    if (def == nullptr || !def->compilable(*n)) {
       return absl::InvalidArgumentError(fmt::format(
           "node {} ({}): {}, cannot be compiled", n->name, n->op,
           def ? def->host_only_reason : "unknown op"));
@@ -100,7 +100,7 @@ absl::Status CheckAllCompilable(const Graph& g) {
   if (!order.ok()) return order.status();
   for (const Node* n : *order) {
     const OpDef* def = OpRegistry::Global().Find(n->op);
-    if (def == nullptr || !def->compilable()) {
+    if (def == nullptr || !def->compilable(*n)) {
       return absl::InvalidArgumentError(fmt::format(
           "{}node {} ({}): {}, cannot be compiled", n->loc.line ? n->loc.ToString() + ": " : "",
           n->name, n->op, def ? def->host_only_reason : "unknown op"));

@@ -105,7 +105,12 @@ struct OpDef {
   StatefulKernel stateful_kernel;  // set for ops on variable state (instead of host_kernel)
   bool is_variable = false;        // its output is a reference to a variable (VariableV2)
   int num_ref_inputs = 0;  // the first inputs must be references to variables (Assign's var)
-  bool compilable() const { return static_cast<bool>(lower); }
+  // For ops that are compiled in some forms and host-only in others (Where: three inputs
+  // lower to a select, one input has a data-dependent shape): true when `lower` applies.
+  std::function<bool(const Node&)> lower_if;
+  bool compilable(const Node& n) const {
+    return static_cast<bool>(lower) && (!lower_if || lower_if(n));
+  }
   const AttrSpec* FindAttr(const std::string& n) const;
 };
 

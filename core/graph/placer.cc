@@ -89,7 +89,7 @@ absl::StatusOr<Placement> Placer::Place(const Graph& g) {
     const Node& n = *node;
     if (n.op == "Placeholder") continue;
     const OpDef* def = reg.Find(n.op);
-    if (def == nullptr || !def->compilable()) {
+    if (def == nullptr || !def->compilable(n)) {
       placement[n.name] = "host";
       continue;
     }

@@ -94,7 +94,8 @@ x, y, rows = uniform(3, 4), uniform(3, 4), np.array([True, False, True])
 checker.check("compare/select", "ops_compare.graph", [i, j, x, y, rows],
               [i == j, i != j, i < j, i <= j, i > j, i >= j, np.where(i < j, x, y),
                np.where(rows[:, None], x, y), np.where(i >= j, x, f32(0)),
-               np.where(i == j, f32(0), y), np.where(j < 2, x, y)], COMPILED)
+               np.where(i == j, f32(0), y), np.where(j < 2, x, y),
+               np.where(i > j, x, f32(0))], COMPILED)
 
 # Batched matmuls, log-softmax, convolution, pooling.
 p, q, w, v = uniform(2, 3, 4), uniform(2, 5, 4), uniform(4, 6), uniform(3, 1, 5, 3)

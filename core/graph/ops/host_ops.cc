@@ -48,8 +48,8 @@ absl::StatusOr<std::vector<Literal>> UniqueKernel(const Node&, const std::vector
 absl::StatusOr<Infos> WhereShape(const Node& n, const Infos& in, bool transposed) {
   if (in.size() != 1) {
     return absl::InvalidArgumentError(fmt::format(
-        "{} takes one input (the coordinates of the true elements), got {}; for the "
-        "three-argument tf.where use SelectV2", n.op, in.size()));
+        "{} takes one input (the coordinates of the true elements){}; got {}", n.op,
+        transposed ? "" : " or three (condition, x, y)", in.size()));
   }
   const int64_t rank = in[0].shape.rank();
   return Infos{{PrimitiveType::S64,
@@ -90,15 +90,22 @@ void RegisterHostOps(OpRegistry& r) {
   r.Register({.name = "Unique", .min_inputs = 1, .max_inputs = 1, .num_outputs = 2,
               .shape_fn = UniqueShape, .host_kernel = UniqueKernel,
               .host_only_reason = "data-dependent output shape"});
-  for (const char* name : {"Where", "NonZero"}) {
-    const bool transposed = std::string(name) == "NonZero";
-    r.Register({.name = name, .min_inputs = 1, .max_inputs = 3,
-                .shape_fn = [transposed](const Node& n, const Infos& in) {
-                  return WhereShape(n, in, transposed);
-                },
-                .host_kernel = WhereKernel(transposed),
-                .host_only_reason = "data-dependent output shape"});
-  }
+  r.Register({.name = "NonZero", .min_inputs = 1, .max_inputs = 1,
+              .shape_fn = [](const Node& n, const Infos& in) { return WhereShape(n, in, true); },
+              .host_kernel = WhereKernel(true),
+              .host_only_reason = "data-dependent output shape"});
+  // Where(cond) is a host kernel; Where(cond, x, y) is tf.where's select form and compiles
+  // exactly like SelectV2 (looked up when used, so registration order does not matter).
+  auto select_v2 = [] { return OpRegistry::Global().Find("SelectV2"); };
+  r.Register({.name = "Where", .min_inputs = 1, .max_inputs = 3,
+              .shape_fn = [select_v2](const Node& n, const Infos& in) -> absl::StatusOr<Infos> {
+                if (in.size() == 3) return select_v2()->shape_fn(n, in);
+                return WhereShape(n, in, false);
+              },
+              .lower = [select_v2](LowerContext& ctx) { return select_v2()->lower(ctx); },
+              .host_kernel = WhereKernel(false),
+              .host_only_reason = "data-dependent output shape (one-input Where)",
+              .lower_if = [](const Node& n) { return n.inputs.size() == 3; }});
 }
 
 }  // namespace kiln::graph
