@@ -5,6 +5,7 @@
 #include <iostream>
 #include <set>
 
+#include "core/cluster_contraction.h"
 #include "core/graph/colocation.h"
 #include "core/graph/graph_text.h"
 #include "core/graph/lowering.h"
@@ -34,97 +35,50 @@ absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g, const Placem
   for (const Node* n : *order) {
     if (n->op != "Placeholder") nodes.push_back(n);
   }
-  std::map<std::string, int> cid;  // node -> cluster id
+  // Contraction (core/cluster_contraction.h): compilable nodes are labelled by device (the
+  // placer's, else the requested one); host-kernel nodes stay alone.
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]->name] = static_cast<int>(i);
+  std::vector<std::vector<int>> preds(nodes.size());
+  std::vector<int> label(nodes.size(), -1);
+  std::vector<std::string> node_device(nodes.size());
+  std::map<std::string, int> device_label;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = *nodes[i];
+    auto add_pred = [&](const std::string& p) {
+      if (auto it = index.find(p); it != index.end()) preds[i].push_back(it->second);
+    };
+    for (const Edge& e : n.inputs) add_pred(e.node);
+    for (const std::string& c : n.control_inputs) add_pred(c);
+    auto assigned = placement.find(n.name);
+    node_device[i] = assigned != placement.end() ? assigned->second : n.requested_device;
+  }
+  // Without a placement, a compilable node that requests no device joins its neighbours':
+  // the first compilable predecessor's with one, else the first such successor's.
+  std::vector<std::vector<int>> succs(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int p : preds[i]) succs[p].push_back(static_cast<int>(i));
+  auto inherit = [&](size_t i, const std::vector<int>& from) {
+    for (int j : from)
+      if (node_device[i].empty() && Compilable(*nodes[j])) node_device[i] = node_device[j];
+  };
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (Compilable(*nodes[i])) inherit(i, preds[i]);
+  for (size_t i = nodes.size(); i-- > 0;)
+    if (Compilable(*nodes[i])) inherit(i, succs[i]);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (Compilable(*nodes[i]))
+      label[i] = device_label.emplace(node_device[i], static_cast<int>(device_label.size()))
+                     .first->second;
+  const Contraction contraction = ContractByLabel(preds, label);
+  std::map<std::string, int> cid;  // node -> cluster id (executable order)
   std::map<int, std::string> device;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    cid[nodes[i]->name] = static_cast<int>(i);
-    auto assigned = placement.find(nodes[i]->name);
-    device[static_cast<int>(i)] =
-        assigned != placement.end() ? assigned->second : nodes[i]->requested_device;
+    cid[nodes[i]->name] = contraction.cluster_of[i];
+    device[contraction.cluster_of[i]] = node_device[i];
   }
-  auto preds = [&](const Node& n) {
-    std::vector<std::string> p;
-    for (const Edge& e : n.inputs) p.push_back(e.node);
-    for (const std::string& c : n.control_inputs) p.push_back(c);
-    return p;
-  };
-  // Cluster-level successor sets, recomputed after every merge (graphs here are small).
-  auto cluster_succs = [&] {
-    std::map<int, std::set<int>> succ;
-    for (const Node* n : nodes) {
-      for (const std::string& p : preds(*n)) {
-        auto it = cid.find(p);
-        if (it != cid.end() && it->second != cid[n->name]) succ[it->second].insert(cid[n->name]);
-      }
-    }
-    return succ;
-  };
-  // Merging a and b (a -> b) is safe iff b cannot be reached from a except directly.
-  auto safe = [&](int a, int b) {
-    std::map<int, std::set<int>> succ = cluster_succs();
-    std::set<int> seen;
-    std::vector<int> work;
-    for (int s : succ[a]) {
-      if (s != b) work.push_back(s);
-    }
-    while (!work.empty()) {
-      int c = work.back();
-      work.pop_back();
-      if (c == b) return false;
-      if (!seen.insert(c).second) continue;
-      for (int s : succ[c]) work.push_back(s);
-    }
-    return true;
-  };
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (const Node* n : nodes) {
-      if (!Compilable(*n)) continue;
-      for (const std::string& p : preds(*n)) {
-        auto it = cid.find(p);
-        if (it == cid.end() || !Compilable(*g.Find(p))) continue;
-        int a = it->second, b = cid[n->name];
-        if (a == b) continue;
-        const std::string& da = device[a];
-        const std::string& db = device[b];
-        if (!da.empty() && !db.empty() && da != db) continue;
-        if (!safe(a, b)) continue;
-        for (auto& [name, c] : cid) {
-          if (c == b) c = a;
-        }
-        if (da.empty()) device[a] = db;
-        changed = true;
-      }
-    }
-  }
-  // Clusters in an executable order: by a topological order of the cluster graph.
-  std::map<int, std::set<int>> succ = cluster_succs();
-  std::map<int, int> indeg;
-  std::vector<int> ids;
-  for (const Node* n : nodes) {
-    int c = cid[n->name];
-    if (!indeg.count(c)) {
-      indeg[c] = 0;
-      ids.push_back(c);
-    }
-  }
-  for (auto& [a, ss] : succ) {
-    for (int b : ss) ++indeg[b];
-  }
-  std::vector<int> ready, sorted;
-  for (int c : ids) {
-    if (indeg[c] == 0) ready.push_back(c);
-  }
-  while (!ready.empty()) {
-    int c = ready.front();
-    ready.erase(ready.begin());
-    sorted.push_back(c);
-    for (int s : succ[c]) {
-      if (--indeg[s] == 0) ready.push_back(s);
-    }
-  }
-  if (sorted.size() != ids.size()) return absl::InternalError("partition created a cycle");
+  std::vector<int> sorted(contraction.num_clusters);
+  for (int c = 0; c < contraction.num_clusters; ++c) sorted[c] = c;
   std::set<std::string> graph_outputs;
   for (const Edge& e : g.outputs()) graph_outputs.insert(EdgeKey(e));
   std::vector<Cluster> out;
