@@ -530,7 +530,8 @@ def main():
             sys.exit(f'{exe} not found: build first (ninja -C {OPTS.build})')
     print(f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, threads={OPTS.threads} '
           f'(KILN_CPU_THREADS, torch.set_num_threads, OPENBLAS_NUM_THREADS), runs={OPTS.runs}, '
-          f'numpy {np.__version__}, torch {"found" if HAVE_TORCH else "missing"}')
+          f'numpy {np.__version__}, torch {"found" if HAVE_TORCH else "missing"}, '
+          f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
     rates, bw = stream_bandwidth()
     peak = sgemm_gflops(2048, 2048, 2048, runs=7, best=True)
     print('STREAM (GB/s, best of 7): ' + ', '.join(
