@@ -264,8 +264,9 @@ def lstm_cell(batch=64, width=256, hidden=256):
                     2 * 4 * batch * hidden, flops, 'rw')
 
 
-def lstm_stacked(layers=3, hidden=60, steps=20, batch=64):
-    hlo = open(os.path.join(HLO, 'lstm_stacked.hlo')).read()
+def lstm_stacked(layers=3, hidden=60, steps=20, batch=64, file='lstm_stacked.hlo',
+                 name='stacked LSTM 3x60, 20 steps b64'):
+    hlo = open(os.path.join(HLO, file)).read()
     xs = [f32(steps, batch, hidden)]
     for _ in range(layers):
         xs += [f32(hidden, 4 * hidden, scale=0.2), f32(hidden, 4 * hidden, scale=0.2),
@@ -296,7 +297,11 @@ def lstm_stacked(layers=3, hidden=60, steps=20, batch=64):
                 'decomposed': lambda *a: run(torch_lstm_step, zeros, *a)}
     flops = steps * layers * 2 * 2 * batch * hidden * 4 * hidden
     out_bytes = 4 * (steps + 2 * layers) * batch * hidden
-    return Workload('stacked LSTM 3x60, 20 steps b64', hlo, xs, ref, fns, out_bytes, flops, 'rw')
+    return Workload(name, hlo, xs, ref, fns, out_bytes, flops, 'rw')
+
+
+def lstm_stacked_while():
+    return lstm_stacked(file='lstm_stacked_while.hlo', name='  same, as a while loop')
 
 
 def median_ms(fn, runs):
@@ -358,7 +363,7 @@ def ratio(a, b):
 
 
 WORKLOADS = (sum_xyz, softmax, layernorm_gelu, dense_relu, mlp_train_step, lstm_cell,
-             lstm_stacked)
+             lstm_stacked, lstm_stacked_while)
 
 
 def torch_worker(index, folder):
@@ -435,8 +440,8 @@ def workload_table(tmp, bw, peak_gflops):
           '  PyTorch not installed: run benchmarks/install_peers.sh')
 
 
-def dot_table(tmp, peak_gflops):
-    print('\nDot through kiln (cpu-llvm) vs NumPy/OpenBLAS sgemm, same shape, same threads:')
+def dot_table(tmp):
+    print('Dot through kiln (cpu-llvm) vs NumPy/OpenBLAS sgemm, same shape, same threads:')
     for m, k, n in ((256, 784, 512), (2048, 2048, 2048)):
         hlo = f"""HloModule dot
 ENTRY %main (a: f32[{m},{k}], b: f32[{k},{n}]) -> f32[{m},{n}] {{
@@ -533,16 +538,20 @@ def main():
           f'numpy {np.__version__}, torch {"found" if HAVE_TORCH else "missing"}, '
           f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
     rates, bw = stream_bandwidth()
-    peak = sgemm_gflops(2048, 2048, 2048, runs=7, best=True)
     print('STREAM (GB/s, best of 7): ' + ', '.join(
         f'{k}/{t}t {v:.1f}' for (k, t), v in sorted(rates.items())))
-    print(f'bound = max(bytes in+out / bandwidth (read-only: {bw["read"]:.1f} GB/s, with writes: '
-          f'{bw["rw"]:.1f} GB/s), flops / {peak:.0f} GFLOP/s (OpenBLAS sgemm 2048^3, best of 7))')
-    print(f'interpreter: --benchmark 1 (one warm-up + one timed run), {OPTS.interp_timeout:.0f} s '
-          'timeout per workload\n')
+    # The peak is taken twice (best of 7 each) around the dot table: a bound must not be
+    # loose because another job held the cores for one measurement.
+    peak = sgemm_gflops(2048, 2048, 2048, runs=7, best=True)
     with tempfile.TemporaryDirectory() as tmp:
+        dot_table(tmp)
+        peak = max(peak, sgemm_gflops(2048, 2048, 2048, runs=7, best=True))
+        print(f'\nbound = max(bytes in+out / bandwidth (read-only: {bw["read"]:.1f} GB/s, with '
+              f'writes: {bw["rw"]:.1f} GB/s), flops / {peak:.0f} GFLOP/s (OpenBLAS sgemm 2048^3, '
+              'best run))')
+        print(f'interpreter: --benchmark 1 (one warm-up + one timed run), '
+              f'{OPTS.interp_timeout:.0f} s timeout per workload\n')
         workload_table(tmp, bw, peak)
-        dot_table(tmp, peak)
         memory_report(tmp)
     cd = os.path.join(OPTS.build, 'benchmarks', 'bench_compile_dispatch')
     if os.path.exists(cd):

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the LSTM workload modules as HLO text, unrolled the way JAX lowers a Python loop:
   lstm_cell.hlo     one LSTM cell step, batch 64, input 256, hidden 256;
-  lstm_stacked.hlo  a 3-deep, 60-wide stacked LSTM over 20 steps, batch 64 (input width 60).
+  lstm_stacked.hlo  a 3-deep, 60-wide stacked LSTM over 20 steps, batch 64 (input width 60);
+  lstm_stacked_while.hlo  the same as one while loop over the steps (like jax.lax.scan).
 Gates are PyTorch's (i, f, g, o) column blocks of x@W + h@U + b; c' = s(f)c + s(i)tanh(g),
 h' = s(o)tanh(c'). The stacked module starts from h = c = 0 and returns (ys[T,B,H], h_n[L,B,H],
 c_n[L,B,H]) like torch.nn.LSTM. Usage: gen_lstm.py [OUT_DIR] (default: this folder)."""
@@ -101,9 +102,74 @@ def lstm_stacked(layers=3, hidden=60, steps=20, batch=64, width=60):
         f'  ROOT %out = ({seq}, {st}, {st}) tuple({seq} %ys, {st} %h_n, {st} %c_n)', '}', ''])
 
 
+def lstm_stacked_while(layers=3, hidden=60, steps=20, batch=64, width=60):
+    """The same network as lstm_stacked as one while loop over the steps (what jax.lax.scan
+    lowers to): state (t, xs, weights..., h[L,B,H], c[L,B,H], ys[T,B,H])."""
+    bh, st = f'f32[{batch},{hidden}]', f'f32[{layers},{batch},{hidden}]'
+    seq_x, seq = f'f32[{steps},{batch},{width}]', f'f32[{steps},{batch},{hidden}]'
+    weights = []
+    for l in range(layers):
+        fan_in = width if l == 0 else hidden
+        weights += [(f'w{l}', f'f32[{fan_in},{4 * hidden}]'), (f'u{l}', f'f32[{hidden},{4 * hidden}]'),
+                    (f'b{l}', f'f32[{4 * hidden}]')]
+    fields = [('t', 's32[]'), ('xs', seq_x)] + weights + [('h', st), ('c', st), ('ys', seq)]
+    state = '(' + ', '.join(t for _, t in fields) + ')'
+    gtes = [f'  %{n} = {t} get-tuple-element({state} %state), index={i}'
+            for i, (n, t) in enumerate(fields)]
+    body = ['  %z = s32[] constant(0)', '  %one = s32[] constant(1)',
+            '  %t1 = s32[] add(s32[] %t, s32[] %one)',
+            f'  %x_s = f32[1,{batch},{width}] dynamic-slice({seq_x} %xs, s32[] %t, s32[] %z, s32[] %z), '
+            f'dynamic_slice_sizes={{1,{batch},{width}}}',
+            f'  %x = f32[{batch},{width}] reshape(f32[1,{batch},{width}] %x_s)']
+    x, x_width, hs, cs = '%x', width, [], []
+    for l in range(layers):
+        for v in 'hc':
+            body += [f'  %{v}{l}_s = f32[1,{batch},{hidden}] slice({st} %{v}), '
+                     f'slice={{[{l}:{l + 1}], [0:{batch}], [0:{hidden}]}}',
+                     f'  %{v}{l} = {bh} reshape(f32[1,{batch},{hidden}] %{v}{l}_s)']
+        lines, h, c = cell(f'l{l}_', batch, x_width, hidden, x, f'%h{l}', f'%c{l}', f'%w{l}',
+                           f'%u{l}', f'%b{l}')
+        body += lines + [f'  %{h[1:]}3 = f32[1,{batch},{hidden}] reshape({bh} {h})',
+                         f'  %{c[1:]}3 = f32[1,{batch},{hidden}] reshape({bh} {c})']
+        hs.append(f'f32[1,{batch},{hidden}] {h}3')
+        cs.append(f'f32[1,{batch},{hidden}] {c}3')
+        x, x_width = h, hidden
+    body += [f'  %h_next = {st} concatenate({", ".join(hs)}), dimensions={{0}}',
+             f'  %c_next = {st} concatenate({", ".join(cs)}), dimensions={{0}}',
+             f'  %ys_next = {seq} dynamic-update-slice({seq} %ys, {hs[-1]}, s32[] %t, s32[] %z, '
+             's32[] %z)']
+    nxt = ['s32[] %t1', f'{seq_x} %xs'] + [f'{t} %{n}' for n, t in weights] + [
+        f'{st} %h_next', f'{st} %c_next', f'{seq} %ys_next']
+    sig = ', '.join(f'{n}: {t}' for n, t in [('xs', seq_x)] + weights)
+    return '\n'.join([
+        f'// The {layers}-deep, {hidden}-wide stacked LSTM of lstm_stacked.hlo ({steps} steps, batch '
+        f'{batch}) as one while loop', '// over the steps; written by gen_lstm.py. Outputs (ys, h_n, c_n).',
+        'HloModule lstm_stacked_while', '',
+        f'%cond (state: {state}) -> pred[] {{', f'  %state = {state} parameter(0)',
+        f'  %t = s32[] get-tuple-element({state} %state), index=0',
+        f'  %n = s32[] constant({steps})',
+        '  ROOT %lt = pred[] compare(s32[] %t, s32[] %n), direction=LT', '}', '',
+        f'%body (state: {state}) -> {state} {{', f'  %state = {state} parameter(0)', *gtes, *body,
+        f'  ROOT %next = {state} tuple({", ".join(nxt)})', '}', '',
+        f'ENTRY %main ({sig}) -> ({seq}, {st}, {st}) {{',
+        f'  %xs = {seq_x} parameter(0)',
+        *[f'  %{n} = {t} parameter({i + 1})' for i, (n, t) in enumerate(weights)],
+        '  %t0 = s32[] constant(0)', '  %zero = f32[] constant(0)',
+        f'  %h0 = {st} broadcast(f32[] %zero), dimensions={{}}',
+        f'  %ys0 = {seq} broadcast(f32[] %zero), dimensions={{}}',
+        f'  %init = {state} tuple(' + ', '.join(['s32[] %t0', f'{seq_x} %xs'] + [
+            f'{t} %{n}' for n, t in weights] + [f'{st} %h0', f'{st} %h0', f'{seq} %ys0']) + ')',
+        f'  %loop = {state} while({state} %init), condition=%cond, body=%body',
+        *[f'  %out_{n} = {t} get-tuple-element({state} %loop), index={i}'
+          for i, (n, t) in enumerate(fields) if n in ('h', 'c', 'ys')],
+        f'  ROOT %out = ({seq}, {st}, {st}) tuple({seq} %out_ys, {st} %out_h, {st} %out_c)',
+        '}', ''])
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-    for name, text in (('lstm_cell.hlo', lstm_cell()), ('lstm_stacked.hlo', lstm_stacked())):
+    for name, text in (('lstm_cell.hlo', lstm_cell()), ('lstm_stacked.hlo', lstm_stacked()),
+                       ('lstm_stacked_while.hlo', lstm_stacked_while())):
         with open(os.path.join(out, name), 'w') as f:
             f.write(text)
 

@@ -169,6 +169,7 @@ CASES = {
     'examples/hlo/mlp_train_step.hlo': mlp_train_step,
     'examples/hlo/lstm_cell.hlo': lstm_cell,
     'examples/hlo/lstm_stacked.hlo': lstm_stacked,
+    'examples/hlo/lstm_stacked_while.hlo': lstm_stacked,
     'tests/numpy_e2e/modules/layernorm_gelu.hlo': layernorm_gelu,
     'tests/numpy_e2e/modules/attention.hlo': attention,
     'tests/numpy_e2e/modules/conv2d.hlo': conv2d,
