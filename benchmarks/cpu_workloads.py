@@ -1,17 +1,53 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test): the cpu-llvm issue's workloads through `kiln run --benchmark`
-against NumPy measured in the same run, plus a bound from a copy kernel (NumPy's np.copyto,
-one thread) and NumPy's sgemm rate, both measured in the same run. Prints ratios, since the machine
-is shared and noisy. Usage: cpu_workloads.py [KILN] [DEVICE] [RUNS]"""
+"""Benchmark (not a test) of Kiln issue #4: the seven CPU workloads through `kiln run
+--benchmark` on cpu-llvm and on the interpreter, against NumPy and PyTorch eager measured in
+the same run on the same inputs and thread count, and against a bound made of the STREAM-like
+bandwidth (build/benchmarks/stream_bound) and NumPy/OpenBLAS's sgemm rate, also measured in
+this run. Then the dot rate against the same BLAS, compile and dispatch costs through the C ABI
+(build/benchmarks/bench_compile_dispatch), and the MLP training step's peak memory against
+PyTorch eager. Prints ratios: the machine is shared and noisy, only same-run ratios mean much.
+
+Usage: benchmarks/cpu_workloads.py [--build DIR] [--threads T] [--runs N] [--interp-timeout S]
+PyTorch comes from benchmarks/install_peers.sh; without it the PyTorch column says so."""
+import argparse
+import importlib.util
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 
-import numpy as np
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARGS = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ARGS.add_argument('--build', default=os.path.join(ROOT, 'build'))
+ARGS.add_argument('--threads', type=int, default=os.cpu_count() or 1)
+ARGS.add_argument('--runs', type=int, default=20, help='timed runs per measurement (median)')
+ARGS.add_argument('--interp-timeout', type=float, default=120,
+                  help='seconds per interpreter workload (it runs --benchmark 1)')
+ARGS.add_argument('--torch-worker', nargs=2, metavar=('INDEX', 'DIR'), help=argparse.SUPPRESS)
+OPTS = ARGS.parse_args()
+# Peers get kiln's thread count; OpenBLAS reads this at import (torch.set_num_threads does not
+# reach Debian torch's OpenBLAS matmuls).
+os.environ['OPENBLAS_NUM_THREADS'] = str(OPTS.threads)
+os.environ['OMP_NUM_THREADS'] = str(OPTS.threads)
 
-ADD = """%add (a: f32[], b: f32[]) -> f32[] {
+import numpy as np  # noqa: E402
+
+# PyTorch runs in a child process per workload (--torch-worker): in one process with NumPy,
+# OpenBLAS's spinning threads and torch's OpenMP threads fight over the 2 cores and torch
+# measures several times slower than it is.
+HAVE_TORCH = importlib.util.find_spec('torch') is not None
+# Sleeping (not spinning) OpenMP workers: with spinning ones, torch's OpenMP threads and
+# OpenBLAS's threads starve each other on 2 cores (measured: MLP step 156 ms vs 6.8 ms).
+TORCH_ENV = dict(os.environ, OMP_WAIT_POLICY='PASSIVE')
+torch = F = None
+
+KILN = os.path.join(OPTS.build, 'tools', 'kiln')
+HLO = os.path.join(ROOT, 'examples', 'hlo')
+rng = np.random.default_rng(4)
+
+REDUCERS = """%add (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
   ROOT %s = f32[] add(f32[] %a, f32[] %b)
@@ -24,9 +60,33 @@ ADD = """%add (a: f32[], b: f32[]) -> f32[] {
 """
 
 
-def sum_xyz(n):
+def f32(*shape, scale=1.0):
+    return (rng.uniform(-scale, scale, size=shape)).astype(np.float32)
+
+
+def nbytes(arrays):
+    return sum(a.nbytes for a in arrays)
+
+
+def tt(arrays):
+    return [torch.from_numpy(a.copy()) for a in arrays]  # copies: the SGD step updates in place
+
+
+class Workload:
+    """One row: HLO text, inputs, NumPy and PyTorch versions, and what bounds it.
+    `mix` names the STREAM figure for its traffic: 'read' (read-only) or 'rw'."""
+
+    def __init__(self, name, hlo, inputs, numpy_fn, torch_fns, out_bytes, flops, mix):
+        self.name, self.hlo, self.inputs, self.numpy_fn = name, hlo, inputs, numpy_fn
+        self.flops, self.mix = flops, mix
+        # torch_fns(inputs) -> {variant: fn(*tensors)}; called only in the torch worker.
+        self.torch_fns = torch_fns if callable(torch_fns) else lambda inputs: torch_fns
+        self.bytes = nbytes(inputs) + out_bytes
+
+
+def sum_xyz(n=1 << 24):
     hlo = f"""HloModule sum_xyz
-{ADD}
+{REDUCERS}
 ENTRY %main (x: f32[{n}], y: f32[{n}], z: f32[{n}]) -> f32[] {{
   %x = f32[{n}] parameter(0)
   %y = f32[{n}] parameter(1)
@@ -37,13 +97,14 @@ ENTRY %main (x: f32[{n}], y: f32[{n}], z: f32[{n}]) -> f32[] {{
   ROOT %r = f32[] reduce(%s, %zero), dimensions={{0}}, to_apply=%add
 }}
 """
-    args = [np.random.rand(n).astype(np.float32) for _ in range(3)]
-    return hlo, args, lambda x, y, z: np.sum(x + y * z), 3 * 4 * n, 0
+    xs = [f32(n) for _ in range(3)]
+    return Workload('reduce_sum(x+y*z) 3xf32[2^24]', hlo, xs, lambda x, y, z: np.sum(x + y * z),
+                    {'decomposed': lambda x, y, z: torch.sum(x + y * z)}, 4, 0, 'read')
 
 
-def softmax(r, c):
+def softmax(r=4096, c=1024):
     hlo = f"""HloModule softmax
-{ADD}
+{REDUCERS}
 ENTRY %main (x: f32[{r},{c}]) -> f32[{r},{c}] {{
   %x = f32[{r},{c}] parameter(0)
   %ninf = f32[] constant(-inf)
@@ -61,12 +122,18 @@ ENTRY %main (x: f32[{r},{c}]) -> f32[{r},{c}] {{
     def ref(x):
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
-    return hlo, [np.random.rand(r, c).astype(np.float32)], ref, 2 * 4 * r * c, 0
+
+    def decomposed(x):
+        e = torch.exp(x - x.amax(1, keepdim=True))
+        return e / e.sum(1, keepdim=True)
+    return Workload('softmax f32[4096,1024]', hlo, [f32(r, c, scale=4)], ref,
+                    {'torch.softmax': lambda x: torch.softmax(x, 1), 'decomposed': decomposed},
+                    4 * r * c, 0, 'rw')
 
 
-def layernorm_gelu(r, c):
+def layernorm_gelu(r=8192, c=768):
     hlo = f"""HloModule layernorm_gelu
-{ADD}
+{REDUCERS}
 ENTRY %main (x: f32[{r},{c}]) -> f32[{r},{c}] {{
   %x = f32[{r},{c}] parameter(0)
   %zero = f32[] constant(0)
@@ -106,30 +173,135 @@ ENTRY %main (x: f32[{r},{c}]) -> f32[{r},{c}] {{
 """
 
     def ref(x):
-        mu = x.mean(1, keepdims=True)
-        xc = x - mu
+        xc = x - x.mean(1, keepdims=True)
         y = xc / np.sqrt((xc * xc).mean(1, keepdims=True) + 1e-5)
         return 0.5 * y * (1 + np.tanh(0.797884583 * (y + 0.044715 * y ** 3)))
-    return hlo, [np.random.rand(r, c).astype(np.float32)], ref, 2 * 4 * r * c, 0
+
+    def decomposed(x):
+        xc = x - x.mean(1, keepdim=True)
+        y = xc * torch.rsqrt((xc * xc).mean(1, keepdim=True) + 1e-5)
+        return 0.5 * y * (1 + torch.tanh(0.797884583 * (y + 0.044715 * y * y * y)))
+    return Workload('layernorm+gelu f32[8192,768]', hlo, [f32(r, c, scale=3)], ref,
+                    {'F.layer_norm+F.gelu': lambda x: F.gelu(F.layer_norm(x, (c,), eps=1e-5),
+                                                             approximate='tanh'),
+                     'decomposed': decomposed}, 4 * r * c, 0, 'rw')
 
 
-def dense_relu(m, k, n):
-    hlo = f"""HloModule dense_relu
-ENTRY %main (x: f32[{m},{k}], w: f32[{k},{n}], b: f32[{n}]) -> f32[{m},{n}] {{
-  %x = f32[{m},{k}] parameter(0)
-  %w = f32[{k},{n}] parameter(1)
-  %b = f32[{n}] parameter(2)
-  %d = f32[{m},{n}] dot(%x, %w), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
-  %bb = f32[{m},{n}] broadcast(%b), dimensions={{1}}
-  %s = f32[{m},{n}] add(%d, %bb)
-  %zero = f32[] constant(0)
-  %zb = f32[{m},{n}] broadcast(%zero), dimensions={{}}
-  ROOT %r = f32[{m},{n}] maximum(%s, %zb)
-}}
-"""
-    args = [np.random.rand(m, k).astype(np.float32), np.random.rand(k, n).astype(np.float32),
-            np.random.rand(n).astype(np.float32)]
-    return hlo, args, lambda x, w, b: np.maximum(x @ w + b, 0), 4 * (m * k + k * n + m * n), 2 * m * k * n
+def dense_relu(m=256, k=784, n=512):
+    hlo = open(os.path.join(HLO, 'dense_relu.hlo')).read()
+    xs = [f32(m, k), f32(k, n, scale=0.05), f32(n)]
+    return Workload('relu(x@W+b) 256x784x512', hlo, xs, lambda x, w, b: np.maximum(x @ w + b, 0),
+                    {'addmm+relu': lambda x, w, b: torch.relu(torch.addmm(b, x, w)),
+                     'decomposed': lambda x, w, b: torch.relu(x @ w + b)},
+                    4 * m * n, 2 * m * k * n, 'rw')
+
+
+def mlp_train_step(batch=256, d_in=784, hidden=512, classes=10, lr=0.1):
+    hlo = open(os.path.join(HLO, 'mlp_train_step.hlo')).read()
+    labels = rng.integers(0, classes, size=batch).astype(np.int32)
+    xs = [f32(batch, d_in), labels, f32(d_in, hidden, scale=0.05), f32(hidden, scale=0.1),
+          f32(hidden, classes, scale=0.1), f32(classes, scale=0.1)]
+
+    def ref(x, labels, w1, b1, w2, b2):
+        pre = x @ w1 + b1
+        h = np.maximum(pre, 0)
+        logits = h @ w2 + b2
+        shifted = logits - logits.max(1, keepdims=True)
+        e = np.exp(shifted)
+        s = e.sum(1, keepdims=True)
+        onehot = np.eye(classes, dtype=np.float32)[labels]
+        loss = -(onehot * (shifted - np.log(s))).sum() / batch
+        dlogits = (e / s - onehot) / batch
+        dpre = (dlogits @ w2.T) * (pre > 0)
+        return (loss, w1 - lr * (x.T @ dpre), b1 - lr * dpre.sum(0), w2 - lr * (h.T @ dlogits),
+                b2 - lr * dlogits.sum(0))
+
+    def eager_step(x, labels, w1, b1, w2, b2):
+        # Forward, autograd backward, SGD update in place: what a PyTorch training loop does.
+        for p in (w1, b1, w2, b2):
+            p.requires_grad_(True)
+        loss = F.cross_entropy(torch.relu(x @ w1 + b1) @ w2 + b2, labels.long())
+        loss.backward()
+        with torch.no_grad():
+            for p in (w1, b1, w2, b2):
+                p -= lr * p.grad
+                p.grad = None
+        return loss
+    flops = 2 * batch * d_in * hidden * 2 + 2 * batch * hidden * classes * 3
+    return Workload('MLP 784-512-10 train step b256', hlo, xs, ref,
+                    {'autograd+SGD': eager_step}, nbytes(xs[2:]) + 4, flops, 'rw')
+
+
+def torch_lstm_step(x, h, c, w, u, b):
+    i, f, g, o = (x @ w + h @ u + b).chunk(4, 1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c
+
+
+def np_lstm_step(x, h, c, w, u, b):
+    i, f, g, o = np.split(x @ w + h @ u + b, 4, axis=1)
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    c = sig(f) * c + sig(i) * np.tanh(g)
+    return sig(o) * np.tanh(c), c
+
+
+def lstm_cell(batch=64, width=256, hidden=256):
+    hlo = open(os.path.join(HLO, 'lstm_cell.hlo')).read()
+    xs = [f32(batch, width), f32(batch, hidden), f32(batch, hidden), f32(width, 4 * hidden, scale=0.1),
+          f32(hidden, 4 * hidden, scale=0.1), f32(4 * hidden)]
+
+    def fns(xs):
+        cell = torch.nn.LSTMCell(width, hidden)
+        with torch.no_grad():
+            cell.weight_ih.copy_(torch.from_numpy(xs[3].T.copy()))
+            cell.weight_hh.copy_(torch.from_numpy(xs[4].T.copy()))
+            cell.bias_ih.copy_(torch.from_numpy(xs[5]))
+            cell.bias_hh.zero_()
+        return {'nn.LSTMCell': lambda x, h, c, w, u, b: cell(x, (h, c)),
+                'decomposed': torch_lstm_step}
+    flops = 2 * batch * (width + hidden) * 4 * hidden
+    return Workload('LSTM cell b64 256->256', hlo, xs, np_lstm_step, fns,
+                    2 * 4 * batch * hidden, flops, 'rw')
+
+
+def lstm_stacked(layers=3, hidden=60, steps=20, batch=64, file='lstm_stacked.hlo',
+                 name='stacked LSTM 3x60, 20 steps b64'):
+    hlo = open(os.path.join(HLO, file)).read()
+    xs = [f32(steps, batch, hidden)]
+    for _ in range(layers):
+        xs += [f32(hidden, 4 * hidden, scale=0.2), f32(hidden, 4 * hidden, scale=0.2),
+               f32(4 * hidden, scale=0.2)]
+
+    def run(step, zeros, xs_, *wub):
+        h, c, ys = [zeros] * layers, [zeros] * layers, []
+        for t in range(steps):
+            x = xs_[t]
+            for l in range(layers):
+                h[l], c[l] = step(x, h[l], c[l], *wub[3 * l:3 * l + 3])
+                x = h[l]
+            ys.append(x)
+        return ys, h, c
+    def ref(*a):
+        return tuple(np.stack(v) for v in run(np_lstm_step, np.zeros((batch, hidden), np.float32), *a))
+
+    def fns(xs):
+        zeros = torch.zeros(batch, hidden)
+        net = torch.nn.LSTM(hidden, hidden, num_layers=layers)
+        with torch.no_grad():
+            for l in range(layers):
+                getattr(net, f'weight_ih_l{l}').copy_(torch.from_numpy(xs[1 + 3 * l].T.copy()))
+                getattr(net, f'weight_hh_l{l}').copy_(torch.from_numpy(xs[2 + 3 * l].T.copy()))
+                getattr(net, f'bias_ih_l{l}').copy_(torch.from_numpy(xs[3 + 3 * l]))
+                getattr(net, f'bias_hh_l{l}').zero_()
+        return {'nn.LSTM': lambda xs_, *wub: net(xs_),
+                'decomposed': lambda *a: run(torch_lstm_step, zeros, *a)}
+    flops = steps * layers * 2 * 2 * batch * hidden * 4 * hidden
+    out_bytes = 4 * (steps + 2 * layers) * batch * hidden
+    return Workload(name, hlo, xs, ref, fns, out_bytes, flops, 'rw')
+
+
+def lstm_stacked_while():
+    return lstm_stacked(file='lstm_stacked_while.hlo', name='  same, as a while loop')
 
 
 def median_ms(fn, runs):
@@ -142,51 +314,265 @@ def median_ms(fn, runs):
     return sorted(t)[len(t) // 2]
 
 
-def copy_gbps():
-    a = np.ones(1 << 25, np.float32)
-    b = np.empty_like(a)
-    ms = median_ms(lambda: np.copyto(b, a), 5)
-    return 2 * a.nbytes / ms / 1e6
+def kiln_run(hlo_path, input_paths, device, runs, timeout=None, output_dir=None):
+    """`kiln run --benchmark` (DESIGN.md contract): returns median_ms, or a reason string."""
+    cmd = [KILN, 'run', hlo_path, '--device', device, '--benchmark', str(runs)]
+    for p in input_paths:
+        cmd += ['--input', p]
+    if output_dir:
+        cmd += ['--output-dir', output_dir]
+    env = dict(os.environ, KILN_CPU_THREADS=str(OPTS.threads))
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return f'>{timeout:.0f}s'
+    if out.returncode != 0:
+        return 'failed: ' + out.stderr.strip().splitlines()[-1]
+    fields = dict(kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())
+    return float(fields['median_ms'])
 
 
-def sgemm_gflops():
-    a = np.random.rand(1024, 1024).astype(np.float32)
-    ms = median_ms(lambda: a @ a, 5)
-    return 2 * 1024 ** 3 / ms / 1e6
+def stream_bandwidth():
+    """GB/s by traffic mix at OPTS.threads threads: 'read' = read-only sum, 'rw' = the best of
+    copy, non-temporal copy and triad (the most this machine moves with writes)."""
+    exe = os.path.join(OPTS.build, 'benchmarks', 'stream_bound')
+    out = subprocess.run([exe, str(OPTS.threads)], capture_output=True, text=True, check=True)
+    rates = {}
+    for line in out.stdout.splitlines():
+        f = dict(kv.split('=') for kv in line.split()[1:])
+        rates[(f['kernel'], int(f['threads']))] = float(f['gbps'])
+    t = OPTS.threads
+    return rates, {'read': rates[('sum', t)],
+                   'rw': max(rates[(k, t)] for k in ('copy', 'copy_nt', 'triad'))}
+
+
+def sgemm_gflops(m, k, n, runs=5, best=False):
+    """NumPy/OpenBLAS sgemm rate: from the median run, or the fastest one with best=True."""
+    a, b = f32(m, k), f32(k, n)
+    ms = median_ms(lambda: a @ b, runs) if not best else min(
+        median_ms(lambda: a @ b, 1) for _ in range(runs))
+    return 2 * m * k * n / ms / 1e6
+
+
+def fmt_ms(v):
+    return f'{v:.2f}' if isinstance(v, float) else str(v)
+
+
+def ratio(a, b):
+    return f'{a / b:.2f}' if isinstance(a, float) and isinstance(b, float) else '-'
+
+
+WORKLOADS = (sum_xyz, softmax, layernorm_gelu, dense_relu, mlp_train_step, lstm_cell,
+             lstm_stacked, lstm_stacked_while)
+
+
+def torch_worker(index, folder):
+    """Child process: times each PyTorch variant of WORKLOADS[index] on the inputs saved in
+    `folder`; prints `variant ms` lines."""
+    global torch, F
+    import torch
+    import torch.nn.functional as F
+    torch.set_num_threads(OPTS.threads)
+    w = WORKLOADS[index]()
+    inputs = [np.load(os.path.join(folder, f'in{i}.npy')) for i in range(len(w.inputs))]
+    for label, fn in w.torch_fns(inputs).items():
+        args = tt(inputs)
+        with torch.enable_grad() if label == 'autograd+SGD' else torch.no_grad():
+            print(label, median_ms(lambda: fn(*args), OPTS.runs), flush=True)
+
+
+def torch_ms(index, folder):
+    """{variant: ms} from a torch worker, or a reason string."""
+    if not HAVE_TORCH:
+        return 'no torch'
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), '--build', OPTS.build,
+                          '--threads', str(OPTS.threads), '--runs', str(OPTS.runs),
+                          '--torch-worker', str(index), folder], capture_output=True, text=True,
+                         env=TORCH_ENV)
+    if out.returncode != 0:
+        return 'failed: ' + (out.stderr.strip().splitlines() or ['?'])[-1]
+    return {line.rsplit(' ', 1)[0]: float(line.rsplit(' ', 1)[1])
+            for line in out.stdout.strip().splitlines()}
+
+
+def workload_table(tmp, measure_bound):
+    """Measures every workload, then calls measure_bound() -> (bandwidth by mix, sgemm peak)
+    and prints the table."""
+    cols = ['workload', 'kiln ms', 'interp ms', 'numpy ms', 'torch ms', 'bound ms',
+            'kiln/bound', 'torch/kiln', 'numpy/kiln', 'max|kiln-np|']
+    widths = [32, 8, 9, 8, 8, 8, 10, 10, 10, 12]
+    notes, measured = [], []
+    for index, make in enumerate(WORKLOADS):
+        w = make()
+        path = os.path.join(tmp, 'module.hlo')
+        with open(path, 'w') as f:
+            f.write(w.hlo)
+        inputs = []
+        for i, a in enumerate(w.inputs):
+            inputs.append(os.path.join(tmp, f'in{i}.npy'))
+            np.save(inputs[-1], a)
+        out_dir = os.path.join(tmp, 'out')
+        os.makedirs(out_dir, exist_ok=True)
+        kms = kiln_run(path, inputs, 'cpu-llvm', OPTS.runs, output_dir=out_dir)
+        ims = kiln_run(path, inputs, 'interpreter', 1, timeout=OPTS.interp_timeout)
+        nms = median_ms(lambda: w.numpy_fn(*w.inputs), OPTS.runs)
+        err = '-'
+        if isinstance(kms, float):
+            want = w.numpy_fn(*w.inputs)
+            want = want if isinstance(want, tuple) else (want,)
+            got = [np.load(os.path.join(out_dir, f'output_{i}.npy')) for i in range(len(want))]
+            err = f'{max(float(np.abs(g - np.asarray(v)).max()) for g, v in zip(got, want)):.1e}'
+        variants = torch_ms(index, tmp)
+        tms = variants
+        if isinstance(variants, dict):
+            label = min(variants, key=variants.get)
+            tms = variants[label]
+            notes += [f'  {w.name}: {k} {v:.2f} ms' for k, v in variants.items()]
+        else:
+            notes.append(f'  {w.name}: {variants}')
+        measured.append((w, kms, ims, nms, tms, err))
+    bw, peak_gflops = measure_bound()
+    print('| ' + ' | '.join(c.ljust(w) for c, w in zip(cols, widths)) + ' |')
+    print('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
+    for w, kms, ims, nms, tms, err in measured:
+        bound = max(w.bytes / bw[w.mix] / 1e6, w.flops / peak_gflops / 1e6)
+        row = [w.name, fmt_ms(kms), fmt_ms(ims), fmt_ms(nms), fmt_ms(tms), f'{bound:.2f}',
+               ratio(kms, bound), ratio(tms, kms), ratio(nms, kms), err]
+        print('| ' + ' | '.join(c.ljust(w_) for c, w_ in zip(row, widths)) + ' |')
+    print('PyTorch eager variants, each workload in its own process with OMP_WAIT_POLICY=PASSIVE '
+          '(the torch column is the fastest):')
+    print('\n'.join(notes) if HAVE_TORCH else
+          '  PyTorch not installed: run benchmarks/install_peers.sh')
+
+
+def dot_table(tmp):
+    print('Dot through kiln (cpu-llvm) vs NumPy/OpenBLAS sgemm, same shape, same threads:')
+    for m, k, n in ((256, 784, 512), (2048, 2048, 2048)):
+        hlo = f"""HloModule dot
+ENTRY %main (a: f32[{m},{k}], b: f32[{k},{n}]) -> f32[{m},{n}] {{
+  %a = f32[{m},{k}] parameter(0)
+  %b = f32[{k},{n}] parameter(1)
+  ROOT %d = f32[{m},{n}] dot(%a, %b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+}}
+"""
+        path = os.path.join(tmp, 'dot.hlo')
+        with open(path, 'w') as f:
+            f.write(hlo)
+        kms = kiln_run(path, [], 'cpu-llvm', 10)
+        blas = sgemm_gflops(m, k, n, 10)
+        if isinstance(kms, float):
+            kg = 2 * m * k * n / kms / 1e6
+            print(f'  {m}x{k}x{n}: kiln {kg:.0f} GFLOP/s, OpenBLAS {blas:.0f} GFLOP/s, '
+                  f'kiln = {100 * kg / blas:.0f}% (goal >= 90%)')
+        else:
+            print(f'  {m}x{k}x{n}: kiln {kms}')
+
+
+# A small launcher between this (large) process and the measured one: on Linux a child's
+# ru_maxrss starts from its parent's RSS at fork, so the measured process must be a grandchild.
+LAUNCH = """import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+print(r.stdout, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(r.returncode)
+"""
+
+
+def peak_rss_mb(cmd, env=None):
+    """Runs cmd as a grandchild; returns (its max RSS in MB, its stdout)."""
+    out = subprocess.run([sys.executable, '-c', LAUNCH] + cmd, capture_output=True, text=True,
+                         env=env, check=True).stdout.split()
+    return int(out[-1]) / 1024, ' '.join(out[:-1])
+
+
+TORCH_STEP_RSS = """
+import resource, sys
+import numpy as np, torch, torch.nn.functional as F
+torch.set_num_threads(int(sys.argv[1]))
+base = int(open('/proc/self/statm').read().split()[1]) * resource.getpagesize()
+x, labels, w1, b1, w2, b2 = (torch.from_numpy(np.load(p)) for p in sys.argv[2:8])
+for _ in range(5):
+    for p in (w1, b1, w2, b2):
+        p.requires_grad_(True)
+    loss = F.cross_entropy(torch.relu(x @ w1 + b1) @ w2 + b2, labels.long())
+    loss.backward()
+    with torch.no_grad():
+        for p in (w1, b1, w2, b2):
+            p -= 0.1 * p.grad
+            p.grad = None
+print(base / 2**20, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def memory_report(tmp):
+    print('\nPeak memory of the MLP training step (max RSS over a baseline):')
+    w = mlp_train_step()
+    inputs = []
+    for i, a in enumerate(w.inputs):
+        inputs.append(os.path.join(tmp, f'mem{i}.npy'))
+        np.save(inputs[-1], a)
+    tiny = os.path.join(tmp, 'tiny.hlo')
+    with open(tiny, 'w') as f:
+        f.write('HloModule tiny\nENTRY %main (a: f32[4]) -> f32[4] {\n'
+                '  ROOT %a = f32[4] parameter(0)\n}\n')
+    env = dict(os.environ, KILN_CPU_THREADS=str(OPTS.threads))
+    run = [KILN, 'run', '--device', 'cpu-llvm', '--benchmark', '5']
+    base, _ = peak_rss_mb(run[:2] + [tiny] + run[2:], env)
+    peak, _ = peak_rss_mb(run[:2] + [os.path.join(HLO, 'mlp_train_step.hlo')] + run[2:] +
+                          [a for p in inputs for a in ('--input', p)], env)
+    print(f'  kiln cpu-llvm: {peak - base:.1f} MB (peak {peak:.1f} MB minus {base:.1f} MB for '
+          'the same command on a trivial module: process, plugins, LLVM)')
+    if not HAVE_TORCH:
+        print('  PyTorch: not installed (benchmarks/install_peers.sh)')
+        return
+    _, out = peak_rss_mb([sys.executable, '-c', TORCH_STEP_RSS, str(OPTS.threads)] + inputs,
+                         TORCH_ENV)
+    tbase, tpeak = (float(v) for v in out.split())
+    print(f'  PyTorch eager: {tpeak - tbase:.1f} MB (peak {tpeak:.1f} MB minus {tbase:.1f} MB '
+          'after imports)')
+    print(f'  both include loading the {nbytes(w.inputs) / 2**20:.1f} MB of inputs; 5 steps each')
 
 
 def main():
-    kiln = sys.argv[1] if len(sys.argv) > 1 else 'build/tools/kiln'
-    device = sys.argv[2] if len(sys.argv) > 2 else 'cpu-llvm'
-    runs = sys.argv[3] if len(sys.argv) > 3 else '10'
-    bw = copy_gbps()
-    gf = sgemm_gflops()
-    print(f'copy bandwidth (NumPy, 1 thread, this run): {bw:.1f} GB/s; '
-          f'sgemm (NumPy/OpenBLAS, this run): {gf:.0f} GFLOP/s')
-    print('bound = max(minimum bytes / copy bandwidth, flops / sgemm rate)')
-    print(f'{"workload":28s} {"kiln ms":>9s} {"numpy ms":>9s} {"numpy/kiln":>10s} {"bound ms":>9s} {"kiln/bound":>10s}')
-    cases = [('sum(x+y*z) 3xf32[2^24]', sum_xyz(1 << 24)),
-             ('softmax f32[4096,1024]', softmax(4096, 1024)),
-             ('layernorm+gelu f32[8192,768]', layernorm_gelu(8192, 768)),
-             ('relu(x@W+b) 256x784x512', dense_relu(256, 784, 512))]
+    if OPTS.torch_worker:
+        return torch_worker(int(OPTS.torch_worker[0]), OPTS.torch_worker[1])
+    for exe in (KILN, os.path.join(OPTS.build, 'benchmarks', 'stream_bound')):
+        if not os.path.exists(exe):
+            sys.exit(f'{exe} not found: build first (ninja -C {OPTS.build})')
+    print(f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, threads={OPTS.threads} '
+          f'(KILN_CPU_THREADS, torch.set_num_threads, OPENBLAS_NUM_THREADS), runs={OPTS.runs}, '
+          f'numpy {np.__version__}, torch {"found" if HAVE_TORCH else "missing"}, '
+          f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
+    # Bandwidth and the sgemm peak are measured before and after the workloads and the best
+    # is kept: a bound must not be loose because another job held the cores for a moment.
+    rates, bw = stream_bandwidth()
+    peak = sgemm_gflops(2048, 2048, 2048, runs=7, best=True)
+
+    def measure_bound():
+        rates2, bw2 = stream_bandwidth()
+        best = {k: max(v, rates2[k]) for k, v in rates.items()}
+        print('STREAM (GB/s, best of 7, before and after): ' + ', '.join(
+            f'{k}/{t}t {v:.1f}' for (k, t), v in sorted(best.items())))
+        bw_best = {m: max(bw[m], bw2[m]) for m in bw}
+        peak_best = max(peak, sgemm_gflops(2048, 2048, 2048, runs=7, best=True))
+        print(f'bound = max(bytes in+out / bandwidth (read-only: {bw_best["read"]:.1f} GB/s, with '
+              f'writes: {bw_best["rw"]:.1f} GB/s), flops / {peak_best:.0f} GFLOP/s (OpenBLAS '
+              'sgemm 2048^3, best run))')
+        print(f'interpreter: --benchmark 1 (one warm-up + one timed run), '
+              f'{OPTS.interp_timeout:.0f} s timeout per workload\n')
+        return bw_best, peak_best
+
     with tempfile.TemporaryDirectory() as tmp:
-        for name, (hlo, args, ref, min_bytes, flops) in cases:
-            path = os.path.join(tmp, 'm.hlo')
-            open(path, 'w').write(hlo)
-            cmd = [kiln, 'run', path, '--device', device, '--benchmark', runs]
-            for i, a in enumerate(args):
-                p = os.path.join(tmp, f'in{i}.npy')
-                np.save(p, a)
-                cmd += ['--input', p]
-            out = subprocess.run(cmd, capture_output=True, text=True)
-            if out.returncode != 0:
-                print(f'{name:28s} kiln failed: {out.stderr.strip()}')
-                continue
-            fields = dict(kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())
-            kms = float(fields['median_ms'])
-            nms = median_ms(lambda: ref(*args), int(runs))
-            bound = max(min_bytes / bw / 1e6, flops / gf / 1e6)
-            print(f'{name:28s} {kms:9.2f} {nms:9.2f} {nms / kms:10.2f} {bound:9.2f} {kms / bound:10.2f}')
+        dot_table(tmp)
+        print()
+        workload_table(tmp, measure_bound)
+        memory_report(tmp)
+    cd = os.path.join(OPTS.build, 'benchmarks', 'bench_compile_dispatch')
+    if os.path.exists(cd):
+        print('\nCompile and dispatch through the C ABI (bench_compile_dispatch):')
+        env = dict(os.environ, KILN_CPU_THREADS=str(OPTS.threads))
+        out = subprocess.run([cd], capture_output=True, text=True, env=env)
+        print('\n'.join('  ' + line for line in (out.stdout + out.stderr).strip().splitlines()[1:-1]
+                        or [out.stderr.strip()]))
 
 
 if __name__ == '__main__':

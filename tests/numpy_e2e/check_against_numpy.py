@@ -128,11 +128,48 @@ def int_ops():
     return [a, b], [div.astype(np.int32), rem.astype(np.int32), sl, sra, clz]
 
 
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def lstm_step(x, h, c, w, u, b):
+    """PyTorch's LSTM cell in float64: gates (i, f, g, o) are column blocks of x@W + h@U + b."""
+    i, f, g, o = np.split(x @ w + h @ u + b, 4, axis=1)
+    c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+    return sigmoid(o) * np.tanh(c), c
+
+
+def lstm_cell():
+    x, h, c = f32(64, 256), f32(64, 256), f32(64, 256, lo=-2, hi=2)
+    w, u, b = f32(256, 1024, lo=-0.1, hi=0.1), f32(256, 1024, lo=-0.1, hi=0.1), f32(1024)
+    return [x, h, c, w, u, b], list(lstm_step(*(a.astype(np.float64) for a in (x, h, c, w, u, b))))
+
+
+def lstm_stacked():
+    layers, hidden, steps, batch = 3, 60, 20, 64
+    xs = f32(steps, batch, hidden)
+    weights = [[f32(hidden, 4 * hidden, lo=-0.2, hi=0.2), f32(hidden, 4 * hidden, lo=-0.2, hi=0.2),
+                f32(4 * hidden, lo=-0.2, hi=0.2)] for _ in range(layers)]
+    h = [np.zeros((batch, hidden))] * layers
+    c = [np.zeros((batch, hidden))] * layers
+    ys = []
+    for t in range(steps):
+        x = xs[t].astype(np.float64)
+        for l, (w, u, b) in enumerate(weights):
+            h[l], c[l] = lstm_step(x, h[l], c[l], w.astype(np.float64), u.astype(np.float64), b)
+            x = h[l]
+        ys.append(x)
+    return [xs] + [a for wub in weights for a in wub], [np.stack(ys), np.stack(h), np.stack(c)]
+
+
 CASES = {
     'examples/hlo/model_fn.hlo': model_fn,
     'examples/hlo/softmax.hlo': softmax_case,
     'examples/hlo/dense_relu.hlo': dense_relu,
     'examples/hlo/mlp_train_step.hlo': mlp_train_step,
+    'examples/hlo/lstm_cell.hlo': lstm_cell,
+    'examples/hlo/lstm_stacked.hlo': lstm_stacked,
+    'examples/hlo/lstm_stacked_while.hlo': lstm_stacked,
     'tests/numpy_e2e/modules/layernorm_gelu.hlo': layernorm_gelu,
     'tests/numpy_e2e/modules/attention.hlo': attention,
     'tests/numpy_e2e/modules/conv2d.hlo': conv2d,
