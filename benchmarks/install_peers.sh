@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the benchmark peers that setup.sh leaves out to keep CI fast: Debian's PyTorch
-# (python3-torch; NumPy is already a build dependency). benchmarks/cpu_workloads.py skips
+# (python3-torch; NumPy is already a build dependency) and Eigen (libeigen3-dev, a peer in
+# benchmarks/gemm_libraries.cc; reconfigure the build after installing it). benchmarks/cpu_workloads.py skips
 # the PyTorch column with a note when torch is missing.
 set -euo pipefail
 
-packages=(python3-numpy python3-torch)
+packages=(python3-numpy python3-torch libeigen3-dev)  # Eigen: build/benchmarks/gemm_libraries
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
