@@ -4,7 +4,10 @@
 #include "plugins/common/host_plugin.h"
 
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "hlo/text/parser.h"
@@ -28,7 +31,7 @@ struct KILN_Client {
 struct KILN_Executable {
   std::string hlo_text;
   std::shared_ptr<const kiln::HloModule> module;
-  std::unique_ptr<kiln::plugin_support::HostProgram> program;
+  std::shared_ptr<kiln::plugin_support::HostProgram> program;  // shared by equal texts
   size_t num_outputs = 0;
 };
 
@@ -49,6 +52,38 @@ struct State {
 State& GetState() {
   static State state;
   return state;
+}
+
+// Compiled programs by exact module text, so compiling a module again (frameworks create an
+// executable per call site or per trace) skips parsing, verification and codegen: a hit is
+// one hash and one comparison of the text. Bounded: cleared when it holds kMaxEntries.
+struct CompiledText {
+  std::shared_ptr<const HloModule> module;
+  std::shared_ptr<HostProgram> program;
+  size_t num_outputs = 0;
+};
+class TextCache {
+ public:
+  static constexpr size_t kMaxEntries = 256;
+  std::optional<CompiledText> Find(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(text);
+    if (it == entries_.end()) return std::nullopt;
+    return it->second;
+  }
+  void Add(const std::string& text, CompiledText c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_.emplace(text, std::move(c));
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, CompiledText> entries_;
+};
+TextCache& GetTextCache() {
+  static TextCache cache;
+  return cache;
 }
 
 // A dtype the C ABI may hand us: the array types of hlo PrimitiveType.
@@ -182,6 +217,15 @@ KILN_Error* Capability(KILN_Capability_Args* args) {
 }
 
 KILN_Error* MakeExecutable(std::string text, KILN_Executable** out) {
+  if (std::optional<CompiledText> hit = GetTextCache().Find(text)) {
+    auto exe = std::make_unique<KILN_Executable>();
+    exe->module = std::move(hit->module);
+    exe->program = std::move(hit->program);
+    exe->num_outputs = hit->num_outputs;
+    exe->hlo_text = std::move(text);
+    *out = exe.release();
+    return nullptr;
+  }
   auto module = ParseAndVerify(text.data(), text.size());
   if (!module.ok()) return MakeError(module.status());
   HostBackend* backend = GetState().backend.get();
@@ -192,6 +236,7 @@ KILN_Error* MakeExecutable(std::string text, KILN_Executable** out) {
   auto program = backend->Compile(exe->module);
   if (!program.ok()) return MakeError(program.status());
   exe->program = std::move(*program);
+  GetTextCache().Add(text, {exe->module, exe->program, exe->num_outputs});
   exe->hlo_text = std::move(text);
   *out = exe.release();
   return nullptr;
