@@ -97,10 +97,20 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
                        (args[i] ? args[i]->shape().ToString(false) : std::string("null")), ", the parameter wants ",
                        entry->parameter(i)->shape().ToString(false)));
   }
-  StepValues values;
+  std::vector<Value> values;
+  values.reserve(args.size());
+  for (const Literal* a : args) values.push_back(Value::Borrowed(a));
   HloEvaluator evaluator;
-  std::vector<void*> buffers;
-  for (const Step& step : plan_.steps) {
+  absl::StatusOr<Value> root = RunComputation(plan_, values, evaluator);
+  if (!root.ok()) return root.status();
+  return Materialize(*std::move(root));
+}
+
+absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
+                                                    std::span<const Value> args,
+                                                    HloEvaluator& evaluator) const {
+  StepValues values;
+  for (const Step& step : p.steps) {
     const HloInstruction* h = step.instr;
     switch (step.kind) {
       case Disposition::kBookkeeping:
@@ -109,29 +119,12 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
       case Disposition::kEvaluator:
         if (absl::Status st = values.RunOnEvaluator(*h, evaluator); !st.ok()) return st;
         break;
-      case Disposition::kKernel: {
-        const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
-        buffers.clear();
-        for (const HloInstruction* s : step.sources)
-          buffers.push_back(const_cast<uint8_t*>(values.at(s)->untyped_data()));
-        std::vector<Literal> outs;
-        outs.reserve(spec.outputs.size());
-        for (const HloInstruction* o : spec.outputs) {
-          outs.emplace_back(o->shape());
-          buffers.push_back(outs.back().untyped_data());
-        }
-        KernelFn fn = kernels_[step.kernel];
-        if (step.outer_extent >= 2 && pool_ != nullptr && pool_->size() > 1 &&
-            step.work >= parallel_min_work_) {
-          void** table = buffers.data();
-          pool_->ParallelFor(step.outer_extent,
-                             [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
-        } else {
-          fn(buffers.data(), 0, step.outer_extent);
-        }
-        values.OwnOutputs(h, std::move(outs));
+      case Disposition::kControlFlow:
+        if (absl::Status st = RunControlFlow(step, values, evaluator); !st.ok()) return st;
         break;
-      }
+      case Disposition::kKernel:
+        RunKernel(step, values);
+        break;
       case Disposition::kLibrary: {
         Literal out(h->shape());
         RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
@@ -143,7 +136,79 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
         break;
     }
   }
-  return values.TakeResult(entry->root());
+  return values.TakeValue(p.computation->root());
+}
+
+void CpuExecutable::RunKernel(const Step& step, StepValues& values) const {
+  const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
+  std::vector<void*> buffers;
+  buffers.reserve(step.sources.size() + spec.outputs.size());
+  for (const HloInstruction* s : step.sources)
+    buffers.push_back(const_cast<uint8_t*>(values.at(s)->untyped_data()));
+  std::vector<Literal> outs;
+  outs.reserve(spec.outputs.size());
+  for (const HloInstruction* o : spec.outputs) {
+    outs.emplace_back(o->shape());
+    buffers.push_back(outs.back().untyped_data());
+  }
+  KernelFn fn = kernels_[step.kernel];
+  if (step.outer_extent >= 2 && pool_ != nullptr && pool_->size() > 1 &&
+      step.work >= parallel_min_work_) {
+    void** table = buffers.data();
+    pool_->ParallelFor(step.outer_extent,
+                       [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
+  } else {
+    fn(buffers.data(), 0, step.outer_extent);
+  }
+  values.OwnOutputs(step.instr, std::move(outs));
+}
+
+absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
+                                           HloEvaluator& evaluator) const {
+  const HloInstruction* h = step.instr;
+  auto annotate = [h](const absl::Status& st) {
+    return absl::Status(st.code(), absl::StrCat(st.message(), " (in ", h->name(), ")"));
+  };
+  if (h->opcode() == HloOpcode::kWhile) {
+    const ComputationPlan& cond = plan_.called[step.called[0]];
+    const ComputationPlan& body = plan_.called[step.called[1]];
+    // The state's elements pass from one iteration to the next by reference: an element the
+    // body returns unchanged is not copied, and one it replaces is freed.
+    Value state = values.value(h->operand(0));
+    for (;;) {
+      absl::StatusOr<Value> go = RunComputation(cond, std::span<const Value>(&state, 1), evaluator);
+      if (!go.ok()) return annotate(go.status());
+      if (go->literal == nullptr || go->literal->IsTuple())
+        return annotate(absl::InternalError("while condition did not return a pred scalar"));
+      if (!go->literal->data<bool>()[0]) break;
+      absl::StatusOr<Value> next = RunComputation(body, std::span<const Value>(&state, 1), evaluator);
+      if (!next.ok()) return annotate(next.status());
+      state = *std::move(next);
+    }
+    values.Set(h, std::move(state));
+    return absl::OkStatus();
+  }
+  std::vector<Value> args;
+  int sub = step.called[0];
+  if (h->opcode() == HloOpcode::kConditional) {
+    const Literal* selector = values.at(h->operand(0));
+    const int64_t n = static_cast<int64_t>(step.called.size());
+    int64_t branch;
+    if (selector->shape().element_type() == PrimitiveType::PRED) {
+      branch = selector->data<bool>()[0] ? 0 : 1;
+    } else {
+      branch = selector->data<int32_t>()[0];
+      if (branch < 0 || branch >= n) branch = n - 1;  // out of range: the last branch (XLA)
+    }
+    sub = step.called[branch];
+    args.push_back(values.value(h->operand(branch + 1)));
+  } else {  // call
+    for (const HloInstruction* o : h->operands()) args.push_back(values.value(o));
+  }
+  absl::StatusOr<Value> r = RunComputation(plan_.called[sub], args, evaluator);
+  if (!r.ok()) return annotate(r.status());
+  values.Set(h, *std::move(r));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOptions& options) {

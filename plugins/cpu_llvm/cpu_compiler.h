@@ -18,7 +18,14 @@
 #include "plugins/cpu_llvm/plan.h"
 #include "plugins/cpu_llvm/thread_pool.h"
 
+namespace kiln {
+class HloEvaluator;
+}
+
 namespace kiln::cpu {
+
+struct Value;
+class StepValues;
 
 struct CompileOptions {
   PlanOptions plan;
@@ -55,6 +62,13 @@ class CpuExecutable {
   std::string ir_;
   std::shared_ptr<ThreadPool> pool_;
   int64_t parallel_min_work_;
+
+  // Runs one computation's steps (the entry, or a sub-plan of control flow) on `args`.
+  absl::StatusOr<Value> RunComputation(const ComputationPlan& p, std::span<const Value> args,
+                                       HloEvaluator& evaluator) const;
+  // A while/conditional/call step: runs its sub-plans and sets its value.
+  absl::Status RunControlFlow(const Step& step, StepValues& values, HloEvaluator& evaluator) const;
+  void RunKernel(const Step& step, StepValues& values) const;
 };
 
 class CpuCompiler {

@@ -20,6 +20,7 @@ cpu::PlanOptions GpuPlanOptions() {
   cpu::PlanOptions o;
   o.blas_min_mnk = std::numeric_limits<int64_t>::max();
   o.parallel_min_work = std::numeric_limits<int64_t>::max();
+  o.native_control_flow = false;  // the runner below does not drive sub-plans yet
   return o;
 }
 
@@ -112,7 +113,8 @@ absl::StatusOr<Literal> RunPlan(const HloModule& module, const cpu::Plan& plan,
       case cpu::Disposition::kBookkeeping:
         if (absl::Status st = values.RunBookkeeping(*h, args); !st.ok()) return st;
         break;
-      case cpu::Disposition::kLibrary:  // not planned for the GPU; the evaluator is correct
+      case cpu::Disposition::kLibrary:      // not planned for the GPU; the evaluator is correct
+      case cpu::Disposition::kControlFlow:  // likewise (GpuPlanOptions)
       case cpu::Disposition::kEvaluator:
         // Not a GPU kernel in this slice: the host evaluator computes it.
         if (absl::Status st = values.RunOnEvaluator(*h, evaluator); !st.ok()) return st;
