@@ -3,6 +3,8 @@
 
 #include "plugins/cpu_llvm/step_values.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
 #include "hlo/evaluator/evaluator.h"
@@ -216,8 +218,26 @@ absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOp
   if (!jit.ok()) return jit.status();
   int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
   SetBlasThreads(threads);
-  return std::unique_ptr<CpuCompiler>(
+  std::unique_ptr<CpuCompiler> compiler(
       new CpuCompiler(options, std::move(*jit), std::make_shared<ThreadPool>(threads)));
+  if (!options.cache_dir.has_value()) compiler->object_cache_ = ObjectCache::FromEnvironment();
+  else if (!options.cache_dir->empty())
+    compiler->object_cache_ = std::make_unique<ObjectCache>(*options.cache_dir);
+  return compiler;
+}
+
+CompileStats CpuCompiler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CompileStats{plan_ms_, jit_->stats()};
+}
+
+std::string CpuCompiler::ObjectCacheKey(const HloModule& module, uint64_t key,
+                                        const std::string& text) const {
+  const PlanOptions& p = options_.plan;
+  return absl::StrCat("kiln-cpu-objects v", ObjectCache::kFormatVersion, ";", CodeVersion(), ";",
+                      jit_->CacheKey(), ";plan ", p.fuse_unfused, ",", p.blas_min_mnk, ",",
+                      p.parallel_min_work, ",", p.native_control_flow, ";", module.name(), ";",
+                      absl::Hex(key), ";", absl::Hex(HashString(0, text)));
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
@@ -237,10 +257,18 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
     }
   }
   ++misses_;
+  auto t0 = std::chrono::steady_clock::now();
   Plan plan = MakePlan(*module, options_.plan);
+  plan_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::string ir;
-  absl::StatusOr<std::vector<KernelFn>> fns =
-      jit_->Compile(plan.kernels, options_.keep_ir ? &ir : nullptr);
+  JitRequest request;
+  request.ir_out = options_.keep_ir ? &ir : nullptr;
+  request.pool = pool_.get();
+  if (object_cache_ != nullptr && !plan.kernels.empty()) {
+    request.cache = object_cache_.get();
+    request.cache_key = ObjectCacheKey(*module, key, text);
+  }
+  absl::StatusOr<std::vector<KernelFn>> fns = jit_->Compile(plan.kernels, request);
   if (!fns.ok()) return fns.status();
   auto exe = std::make_shared<const CpuExecutable>(std::move(module), std::move(plan),
                                                    std::move(*fns), jit_, std::move(ir), pool_,

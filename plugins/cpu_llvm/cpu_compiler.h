@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +36,15 @@ struct CompileOptions {
   // (KILN_CPU_THREADS, else the hardware's). The BLAS setting is process-wide: the last
   // compiler created sets it.
   int threads = 0;
+  // Directory of the on-disk object cache: unset = KILN_CPU_CACHE_DIR (off when that is
+  // unset or empty); an empty string turns it off.
+  std::optional<std::string> cache_dir;
+};
+
+// Where a compiler's compile time went (sums over its compiles, milliseconds).
+struct CompileStats {
+  double plan_ms = 0;
+  JitStats jit;
 };
 
 class CpuExecutable {
@@ -80,6 +90,9 @@ class CpuCompiler {
   int64_t cache_hits() const { return hits_; }
   int64_t cache_misses() const { return misses_; }
   const CpuJit& jit() const { return *jit_; }
+  CompileStats stats() const;
+  // The on-disk object cache, or null when off.
+  const ObjectCache* object_cache() const { return object_cache_.get(); }
   int threads() const { return pool_->size(); }
 
  private:
@@ -87,10 +100,14 @@ class CpuCompiler {
               std::shared_ptr<ThreadPool> pool)
       : options_(options), jit_(std::move(jit)), pool_(std::move(pool)) {}
 
+  std::string ObjectCacheKey(const HloModule& module, uint64_t key, const std::string& text) const;
+
   CompileOptions options_;
   std::shared_ptr<CpuJit> jit_;
   std::shared_ptr<ThreadPool> pool_;
-  std::mutex mu_;
+  std::unique_ptr<ObjectCache> object_cache_;
+  mutable std::mutex mu_;
+  double plan_ms_ = 0;
   // Fingerprint -> executables with that fingerprint (the module text tells collisions apart).
   absl::flat_hash_map<uint64_t, std::vector<std::shared_ptr<const CpuExecutable>>> cache_;
   int64_t hits_ = 0, misses_ = 0;
