@@ -5,6 +5,7 @@
 #include <map>
 #include <iostream>
 
+#include "core/graph/cluster_picture.h"
 #include "core/graph/executor.h"
 #include "core/graph/graph_text.h"
 #include "core/graph/lowering.h"
@@ -22,7 +23,7 @@ constexpr const char* kGraphUsage =
     "usage: kiln graph run FILE.graph [--input X.npy]... [--output-dir DIR]\n"
     "                      [--device NAME|auto] [--must-compile|--auto-jit]\n"
     "                      [--log-device-placement] [--log-compiles] [--soft-placement]\n"
-    "                      [--dump-clusters FILE.dot]\n"
+    "                      [--dump-clusters FILE.dot|FILE.svg|FILE.html]\n"
     "       kiln graph print FILE.graph      (parse, verify, print back)\n"
     "       kiln graph lower FILE.graph [--input X.npy]...  (must-compile lowering, print HLO;\n"
     "                                    inputs give shapes to Placeholders with -1 dims)\n"
@@ -30,8 +31,12 @@ constexpr const char* kGraphUsage =
     "without it a summary is printed. --auto-jit (default) compiles maximal compilable\n"
     "clusters and runs host-only ops (Unique) on host kernels; --must-compile compiles the\n"
     "whole graph as one module and fails naming any node that cannot be compiled.\n"
-    "--soft-placement runs nodes whose requested device is unusable on --device instead of\n"
-    "failing. --dump-clusters writes the partition as Graphviz DOT.\n";
+    "Each compilable node runs on the highest-priority plugin whose capability accepts it (or\n"
+    "its `device` attribute, else --device); clusters hold nodes of one device.\n"
+    "--soft-placement runs nodes whose requested device is unusable (or declines them) on\n"
+    "--device (or by capability) instead of failing. --dump-clusters writes the partition as\n"
+    "Graphviz DOT, or by the file's extension as an SVG picture or an HTML page (clusters\n"
+    "coloured by device; no Graphviz needed).\n";
 
 absl::StatusOr<graph::Graph> LoadGraph(const std::string& path) {
   absl::StatusOr<std::string> text = ReadTextFile(path);
@@ -106,7 +111,10 @@ int GraphCommand(const std::vector<std::string>& argv) {
   if (flags->Has("dump-clusters")) {
     const std::string file = flags->Get("dump-clusters");
     std::ofstream out(file);
-    out << graph::ClustersToDot(*g, (*ex)->clusters());
+    const std::string ext = std::filesystem::path(file).extension().string();
+    out << (ext == ".svg"    ? graph::ClustersToSvg(*g, (*ex)->clusters())
+            : ext == ".html" ? graph::ClustersToHtml(*g, (*ex)->clusters())
+                             : graph::ClustersToDot(*g, (*ex)->clusters()));
     if (!out) return ReportError("graph", fmt::format("--dump-clusters {}: cannot write", file));
   }
   absl::StatusOr<std::vector<Literal>> outputs = (*ex)->Run(inputs);

@@ -7,6 +7,8 @@
 #include <new>
 
 #include "absl/strings/numbers.h"
+#include "core/hlo_partitioner.h"
+#include "core/partitioned_executable.h"
 #include "core/plugin_registry.h"
 #include "hlo/text/parser.h"
 #include "fmt/format.h"
@@ -23,6 +25,7 @@ namespace {
 constexpr const char* kRunUsage =
     "usage: kiln run MODULE.hlo [--device NAME|auto] [--input FILE.npy]... [--output-dir DIR]\n"
     "                [--benchmark N] [--compare REF_DEVICE] [--dump-to DIR [--dump-pass-re R]]\n"
+    "                [--log-partition] [--min-cluster-size N]\n"
     "Runs the entry computation. One --input per entry parameter, in order; without inputs,\n"
     "deterministic pseudo-random ones are generated (floats in [-1,1), ints in [-4,4) or\n"
     "[0,8), pred a coin flip). --output-dir writes output_0.npy, output_1.npy, ... (tuples\n"
@@ -30,7 +33,11 @@ constexpr const char* kRunUsage =
     "warm-up. --compare runs on REF_DEVICE too and fails (exit 3) beyond dtype tolerance.\n"
     "--dump-to runs the standard optimization pipeline (as `kiln opt`) on a copy of the\n"
     "module only to dump it after each pass that changed it (filtered by --dump-pass-re);\n"
-    "the device still gets the module as written. A failed dump is a warning.\n";
+    "the device still gets the module as written. A failed dump is a warning.\n"
+    "With --device auto, when the highest-priority plugin cannot run every entry instruction,\n"
+    "the module is partitioned: each cluster runs on the highest-priority plugin that can run\n"
+    "it (a cluster under --min-cluster-size instructions, default 4, joins a neighbouring\n"
+    "lower-priority plugin that can run it all); --log-partition prints the clusters on stderr.\n";
 
 // The seed for parameter i's generated input: fixed, so runs are reproducible.
 constexpr uint64_t kInputSeed = 0x6b696c6e;  // "kiln"
@@ -163,6 +170,29 @@ absl::StatusOr<RunResult> RunOn(const Plugin& plugin, const HloModule& module,
   return r;
 }
 
+// RunOn for a module partitioned across plugins: values pass through host memory between
+// clusters, so every timed run includes those copies.
+// `clusters` is updated to what was compiled (a cluster may have moved to a fallback plugin).
+absl::StatusOr<RunResult> RunPartitioned(const HloModule& module, std::vector<HloCluster>* clusters,
+                                         const std::vector<Literal>& args, int warmup, int runs) {
+  RunResult r;
+  auto t0 = Clock::now();
+  absl::StatusOr<std::unique_ptr<PartitionedExecutable>> exe =
+      PartitionedExecutable::Compile(module, *clusters);
+  r.compile_ms = Ms(Clock::now() - t0);
+  if (!exe.ok()) return exe.status();
+  *clusters = (*exe)->clusters();
+  for (int i = 0; i < warmup + runs; ++i) {
+    auto start = Clock::now();
+    absl::StatusOr<std::vector<Literal>> out = (*exe)->Execute(args);
+    double ms = Ms(Clock::now() - start);
+    if (!out.ok()) return out.status();
+    if (i >= warmup) r.run_ms.push_back(ms);
+    r.outputs = std::move(*out);
+  }
+  return r;
+}
+
 // `--dump-to`: optimizes a copy (re-parsed from the module's text) only to dump it; the
 // copy never reaches a device. Problems are warnings: the run itself goes on as asked.
 void DumpOptimizationPasses(const std::string& path, const HloModule& module,
@@ -190,8 +220,8 @@ void DumpOptimizationPasses(const std::string& path, const HloModule& module,
 int RunCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
   spec.with_value = {"device", "input", "output-dir", "benchmark", "compare", "dump-to",
-                     "dump-pass-re"};
-  spec.switches = {"help"};
+                     "dump-pass-re", "min-cluster-size"};
+  spec.switches = {"help", "log-partition"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("run", std::string(flags.status().message()), kExitUsage);
   if (flags->Has("help")) {
@@ -212,6 +242,15 @@ int RunCommand(const std::vector<std::string>& argv) {
                          kExitUsage);
     }
   }
+  PartitionOptions partition_options;
+  if (flags->Has("min-cluster-size")) {
+    std::string v = flags->Get("min-cluster-size");
+    if (!absl::SimpleAtoi(v, &partition_options.min_cluster_size) ||
+        partition_options.min_cluster_size < 1) {
+      return ReportError("run", fmt::format("--min-cluster-size needs a positive integer, got '{}'", v),
+                         kExitUsage);
+    }
+  }
   const std::string device = flags->Get("device", "auto");
   const std::string& path = flags->positional[0];
 
@@ -226,11 +265,32 @@ int RunCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
   if (!registry.ok()) return ReportError("run", std::string(registry.status().message()));
   const std::string text = (*module)->ToString();
-  absl::StatusOr<Plugin*> plugin = registry->Select(device, text);
-  if (!plugin.ok()) return ReportError("run", std::string(plugin.status().message()));
-
-  absl::StatusOr<RunResult> result =
-      RunOn(**plugin, **module, *args, benchmark_runs > 0 ? 1 : 0, std::max(benchmark_runs, 1));
+  // A named device runs the whole module; auto may partition it across plugins.
+  ModulePlacement placement;
+  if (device == "auto") {
+    absl::StatusOr<ModulePlacement> p = PlaceModule(*registry, **module, partition_options, text);
+    if (!p.ok()) return ReportError("run", std::string(p.status().message()));
+    placement = std::move(*p);
+  } else {
+    absl::StatusOr<Plugin*> p = registry->Select(device, text);
+    if (!p.ok()) return ReportError("run", std::string(p.status().message()));
+    placement.whole = *p;
+  }
+  std::string run_device;
+  const int warmup = benchmark_runs > 0 ? 1 : 0, runs = std::max(benchmark_runs, 1);
+  absl::StatusOr<RunResult> result;
+  if (placement.whole != nullptr) {
+    run_device = placement.whole->name();
+    if (flags->Has("log-partition")) {
+      std::cerr << fmt::format("kiln run: cluster 0: {} ({} instructions, whole module)\n",
+                               run_device, entry.instruction_count());
+    }
+    result = RunOn(*placement.whole, **module, *args, warmup, runs);
+  } else {
+    result = RunPartitioned(**module, &placement.clusters, *args, warmup, runs);
+    run_device = PartitionDeviceNames(placement.clusters);
+    if (flags->Has("log-partition")) std::cerr << DescribePartition(placement.clusters, "kiln run: ");
+  }
   if (!result.ok()) return ReportError("run", std::string(result.status().message()));
 
   // Outputs: files, or a summary on stdout.
@@ -265,7 +325,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     }
     if (expected->outputs.size() != result->outputs.size()) {
       return ReportError("run", fmt::format("--compare: {} gave {} outputs, {} gave {}",
-                                            (*plugin)->name(), result->outputs.size(),
+                                            run_device, result->outputs.size(),
                                             (*ref)->name(), expected->outputs.size()),
                          kExitMismatch);
     }
@@ -274,14 +334,14 @@ int RunCommand(const std::vector<std::string>& argv) {
       Tolerance tol = ToleranceFor(expected->outputs[i].shape().element_type());
       std::cout << fmt::format("compare output_{} {} vs {}: {} max_abs={:.3g} max_rel={:.3g} "
                                "(atol={:.0e} rtol={:.0e}){}\n",
-                               i, (*plugin)->name(), (*ref)->name(), c.ok ? "ok" : "MISMATCH",
+                               i, run_device, (*ref)->name(), c.ok ? "ok" : "MISMATCH",
                                c.max_abs, c.max_rel, tol.atol, tol.rtol,
                                c.ok ? "" : fmt::format(" {} mismatches; {}", c.mismatches, c.detail));
       if (!c.ok) status = kExitMismatch;
     }
     if (status != kExitOk) {
       ReportError("run", fmt::format("--compare: {} differs from {} beyond tolerance",
-                                     (*plugin)->name(), (*ref)->name()),
+                                     run_device, (*ref)->name()),
                   kExitMismatch);
     }
   }
@@ -293,7 +353,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
     std::cout << fmt::format("compile_ms={:.3f} median_ms={:.3f} min_ms={:.3f} runs={} device={}",
                              result->compile_ms, median, times.front(), benchmark_runs,
-                             (*plugin)->name())
+                             run_device)
               << std::endl;
   }
   return status;

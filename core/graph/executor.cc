@@ -26,7 +26,7 @@ ValueInfo InfoOf(const Literal& l) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g) {
+absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g, const Placement& placement) {
   absl::StatusOr<std::vector<const Node*>> order = TopologicalOrder(g);
   if (!order.ok()) return order.status();
   std::vector<const Node*> nodes;
@@ -37,7 +37,9 @@ absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g) {
   std::map<int, std::string> device;
   for (size_t i = 0; i < nodes.size(); ++i) {
     cid[nodes[i]->name] = static_cast<int>(i);
-    device[static_cast<int>(i)] = nodes[i]->requested_device;
+    auto assigned = placement.find(nodes[i]->name);
+    device[static_cast<int>(i)] =
+        assigned != placement.end() ? assigned->second : nodes[i]->requested_device;
   }
   auto preds = [&](const Node& n) {
     std::vector<std::string> p;
@@ -128,10 +130,13 @@ absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g) {
   for (int c : sorted) {
     Cluster cl;
     cl.id = static_cast<int>(out.size());
-    cl.requested_device = device[c];
     for (const Node* n : nodes) {
       if (cid[n->name] == c) cl.nodes.push_back(n);
     }
+    for (const Node* n : cl.nodes) {
+      if (cl.requested_device.empty()) cl.requested_device = n->requested_device;
+    }
+    if (!placement.empty()) cl.device = device[c];
     cl.compiled = Compilable(*cl.nodes[0]);
     std::set<std::string> in_seen, out_seen;
     for (const Node* n : cl.nodes) {
@@ -170,7 +175,9 @@ std::string ClustersToDot(const Graph& g, const std::vector<Cluster>& clusters) 
   for (const Cluster& c : clusters) {
     s += fmt::format("  subgraph cluster_{} {{\n    label=\"{}\"; style={};\n", c.id,
                      c.compiled ? fmt::format("cluster_{}{}", c.id,
-                                              c.requested_device.empty() ? "" : " @" + c.requested_device)
+                                              !c.device.empty() ? " on " + c.device
+                                              : c.requested_device.empty() ? ""
+                                                                           : " @" + c.requested_device)
                                 : "host",
                      c.compiled ? "rounded" : "dashed");
     for (const Node* n : c.nodes) {
@@ -213,7 +220,11 @@ absl::StatusOr<std::unique_ptr<GraphExecutor>> GraphExecutor::Create(Graph& grap
     c.fingerprint += "whole graph\n";
     ex->clusters_.push_back(std::move(c));
   } else {
-    absl::StatusOr<std::vector<Cluster>> parts = PartitionGraph(graph);
+    Placer placer(registry, {ex->options_.device, ex->options_.soft_placement, ex->options_.log});
+    absl::StatusOr<Placement> placement = placer.Place(graph);
+    if (!placement.ok()) return placement.status();
+    for (const auto& [name, device] : *placement) graph.FindMutable(name)->assigned_device = device;
+    absl::StatusOr<std::vector<Cluster>> parts = PartitionGraph(graph, *placement);
     if (!parts.ok()) return parts.status();
     ex->clusters_ = std::move(*parts);
   }
@@ -224,8 +235,10 @@ std::ostream& GraphExecutor::log() const { return options_.log ? *options_.log :
 
 absl::StatusOr<const GraphExecutor::Compiled*> GraphExecutor::GetOrCompile(
     const Cluster& c, const std::vector<ValueInfo>& in) {
-  std::string device = c.requested_device.empty() ? options_.device : c.requested_device;
-  if (device != options_.device && options_.soft_placement && device != "auto" &&
+  std::string device = !c.device.empty()              ? c.device
+                       : c.requested_device.empty() ? options_.device
+                                                    : c.requested_device;
+  if (c.device.empty() && device != options_.device && options_.soft_placement && device != "auto" &&
       !registry_.Get(device).ok()) {
     log() << fmt::format("kiln graph: soft placement: cluster_{} requested '{}' ({}); using {}\n",
                          c.id, device, std::string(registry_.Get(device).status().message()),

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "core/graph/graph.h"
 #include "core/graph/op_registry.h"
+#include "core/graph/placer.h"
 #include "core/plugin_registry.h"
 
 namespace kiln::graph {
@@ -24,13 +25,17 @@ struct Cluster {
   std::vector<Edge> inputs;        // values produced outside, in first-use order
   std::vector<Edge> outputs;       // values used outside or as graph outputs
   std::string requested_device;    // from the nodes' `device` attributes, if any
+  std::string device;              // assigned by the placer ("host" for host ops); empty:
+                                   // chosen when compiling (must-compile)
   std::string fingerprint;         // the cluster's nodes and boundary, as text
 };
 
 // Auto-jit partition: contracts compilable neighbours into one cluster only when no path
-// leaves the pair and re-enters (so the cluster graph stays acyclic) and their requested
-// devices agree. Placeholders belong to no cluster. Clusters come in an executable order.
-absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g);
+// leaves the pair and re-enters (so the cluster graph stays acyclic) and their devices agree:
+// the assigned ones in `placement` (core/graph/placer.h) when given, else the requested ones.
+// Placeholders belong to no cluster. Clusters come in an executable order.
+absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g,
+                                                    const Placement& placement = {});
 
 // Graphviz DOT of the partition: one box per cluster (host ops in their own), data edges
 // solid, control edges dashed, Placeholders outside every cluster.

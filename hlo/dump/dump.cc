@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/container/flat_hash_map.h"
+#include "hlo/dump/band_svg.h"
 #include "fmt/format.h"
 
 namespace kiln {
@@ -20,20 +21,6 @@ std::string EscapeDot(std::string_view s) {
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
     out += c;
-  }
-  return out;
-}
-
-std::string EscapeHtml(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
   }
   return out;
 }
@@ -158,19 +145,19 @@ class DotWriter {
 std::string Html(const HloModule& module, std::string_view pass, std::string_view svg,
                  std::string_view dot) {
   std::string out = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" +
-                    EscapeHtml(module.name()) + " after " + EscapeHtml(pass) +
+                    EscapeXml(module.name()) + " after " + EscapeXml(pass) +
                     "</title>\n<style>body{font-family:sans-serif} pre{background:#f6f6f6;"
                     "padding:8px;overflow:auto}</style></head><body>\n<h1>" +
-                    EscapeHtml(module.name()) + " after " + EscapeHtml(pass) + "</h1>\n";
+                    EscapeXml(module.name()) + " after " + EscapeXml(pass) + "</h1>\n";
   if (!svg.empty()) {
     size_t at = svg.find("<svg");
     out += std::string(at == std::string_view::npos ? svg : svg.substr(at));
   } else {
     out += "<p>Graphviz <code>dot</code> was not found; render the graph below with "
            "<code>dot -Tsvg</code> or any Graphviz viewer.</p>\n<h2>Graph (DOT)</h2>\n<pre>" +
-           EscapeHtml(dot) + "</pre>\n";
+           EscapeXml(dot) + "</pre>\n";
   }
-  out += "<h2>Module text</h2>\n<pre>" + EscapeHtml(module.ToString()) + "</pre>\n</body></html>\n";
+  out += "<h2>Module text</h2>\n<pre>" + EscapeXml(module.ToString()) + "</pre>\n</body></html>\n";
   return out;
 }
 

@@ -1,5 +1,5 @@
 // Benchmark (not a test): f32 dot GFLOP/s through cpu-llvm (BLAS-routed and the emitted
-// loop) against cblas_sgemm called directly on the same arrays, in one run.
+// loop) against the GEMM library (RunBlasDot: oneDNN or OpenBLAS) called directly on the same arrays.
 // Usage: bench_dot_cpu_llvm [runs]   (median of `runs` timed runs after one warm-up; thread
 // count from KILN_CPU_THREADS, applied to OpenBLAS too)
 #include <algorithm>
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     double diff = 0;
     for (int64_t i = 0; i < s.m * s.n; ++i)
       diff = std::max(diff, double(std::fabs(out.data<float>()[i] - direct.data<float>()[i])));
-    std::printf("dot f32 %lldx%lldx%lld: kiln (BLAS) %.4f ms %.1f GFLOP/s | cblas_sgemm direct "
+    std::printf("dot f32 %lldx%lldx%lld: kiln (BLAS) %.4f ms %.1f GFLOP/s | library direct "
                 "%.4f ms %.1f GFLOP/s | max diff %.2e\n",
                 (long long)s.m, (long long)s.k, (long long)s.n, kiln_ms, gflop / kiln_ms * 1e3,
                 direct_ms, gflop / direct_ms * 1e3, diff);

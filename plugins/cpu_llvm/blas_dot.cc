@@ -1,13 +1,27 @@
-// Matching dots to GEMM calls and calling OpenBLAS's CBLAS interface.
+// Matching dots to GEMM calls, and the calls: f32 through oneDNN's dnnl_sgemm when the
+// build has it, else OpenBLAS's cblas_sgemm; f64 through cblas_dgemm. oneDNN because on this
+// project's AVX-512 machines it measured 1.8-2x OpenBLAS's sgemm GFLOP/s at every workload
+// shape (benchmarks/gemm_libraries.cc; Debian's OpenBLAS 0.3.21 runs Zen 4 on AVX2 kernels).
 #include "plugins/cpu_llvm/blas_dot.h"
+
+#include <atomic>
 
 #include "absl/strings/str_cat.h"
 
 #ifdef KILN_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
+#ifdef KILN_HAVE_ONEDNN
+#include <dnnl.h>
+#include <omp.h>
+#endif
 
 namespace kiln::cpu {
+namespace {
+// oneDNN's sgemm runs on OpenMP; the thread count is per calling thread in OpenMP, so each
+// call sets it from here (0: the OpenMP default).
+std::atomic<int> blas_threads{0};
+}  // namespace
 
 bool HaveBlas() {
 #ifdef KILN_HAVE_OPENBLAS
@@ -87,6 +101,14 @@ void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out) {
                   static_cast<const double*>(b) + i * sb, ldb, 0.0,
                   static_cast<double*>(out) + i * sc, ldc);
     } else {
+#ifdef KILN_HAVE_ONEDNN
+      if (int t = blas_threads.load(std::memory_order_relaxed); t > 0) omp_set_num_threads(t);
+      dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n, g.k, 1.0f,
+                 static_cast<const float*>(a) + i * sa, lda,
+                 static_cast<const float*>(b) + i * sb, ldb, 0.0f,
+                 static_cast<float*>(out) + i * sc, ldc);
+      continue;
+#endif
       cblas_sgemm(CblasRowMajor, ta, tb, g.m, g.n, g.k, 1.0f,
                   static_cast<const float*>(a) + i * sa, lda,
                   static_cast<const float*>(b) + i * sb, ldb, 0.0f,
@@ -99,6 +121,7 @@ void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out) {
 }
 
 void SetBlasThreads(int threads) {
+  blas_threads.store(threads, std::memory_order_relaxed);
 #ifdef KILN_HAVE_OPENBLAS
   openblas_set_num_threads(threads);
 #else

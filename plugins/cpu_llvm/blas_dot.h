@@ -1,4 +1,5 @@
-// Large f32/f64 dots handed to a BLAS library (OpenBLAS's cblas_sgemm/dgemm): which dots
+// Large f32/f64 dots handed to a GEMM library (oneDNN dnnl_sgemm for f32 when built with it,
+// else OpenBLAS cblas_sgemm; cblas_dgemm for f64): which dots
 // qualify (row-major operands whose layout is a plain or transposed matrix per batch) and
 // the call itself. Without OpenBLAS at build time no dot qualifies. LLVM-free.
 #pragma once

@@ -129,8 +129,13 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
         break;
       case Disposition::kLibrary: {
         Literal out(h->shape());
-        RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
-                   values.at(step.sources[1])->untyped_data(), out.untyped_data());
+        if (step.conv) {
+          RunLibraryConv(*step.conv, values.at(step.sources[0])->data<float>().data(),
+                         values.at(step.sources[1])->data<float>().data(), out.data<float>().data());
+        } else {
+          RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
+                     values.at(step.sources[1])->untyped_data(), out.untyped_data());
+        }
         values.Own(h, std::move(out));
         break;
       }
@@ -220,9 +225,8 @@ absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOp
   SetBlasThreads(threads);
   std::unique_ptr<CpuCompiler> compiler(
       new CpuCompiler(options, std::move(*jit), std::make_shared<ThreadPool>(threads)));
-  if (!options.cache_dir.has_value()) compiler->object_cache_ = ObjectCache::FromEnvironment();
-  else if (!options.cache_dir->empty())
-    compiler->object_cache_ = std::make_unique<ObjectCache>(*options.cache_dir);
+  if (!options.cache_dir.has_value()) compiler->object_cache_ = DiskCache::FromEnv("KILN_CPU_CACHE_DIR");
+  else if (!options.cache_dir->empty()) compiler->object_cache_.emplace(*options.cache_dir);
   return compiler;
 }
 
@@ -231,13 +235,14 @@ CompileStats CpuCompiler::stats() const {
   return CompileStats{plan_ms_, jit_->stats()};
 }
 
-std::string CpuCompiler::ObjectCacheKey(const HloModule& module, uint64_t key,
-                                        const std::string& text) const {
+// Everything the objects depend on: the compiling binary, LLVM, target and options, and the
+// module text (the cache stores the whole key, so it is compared, not just hashed).
+std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
   const PlanOptions& p = options_.plan;
-  return absl::StrCat("kiln-cpu-objects v", ObjectCache::kFormatVersion, ";", CodeVersion(), ";",
-                      jit_->CacheKey(), ";plan ", p.fuse_unfused, ",", p.blas_min_mnk, ",",
-                      p.parallel_min_work, ",", p.native_control_flow, ";", module.name(), ";",
-                      absl::Hex(key), ";", absl::Hex(HashString(0, text)));
+  return absl::StrCat("cpu-llvm objects\nbinary=",
+                      BinaryIdentity(reinterpret_cast<const void*>(&StructuralHash)), "\n",
+                      jit_->CacheKey(), "\nplan=", p.fuse_unfused, ",", p.blas_min_mnk, ",",
+                      p.parallel_min_work, ",", p.native_control_flow, "\n", text);
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
@@ -264,9 +269,9 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
   JitRequest request;
   request.ir_out = options_.keep_ir ? &ir : nullptr;
   request.pool = pool_.get();
-  if (object_cache_ != nullptr && !plan.kernels.empty()) {
-    request.cache = object_cache_.get();
-    request.cache_key = ObjectCacheKey(*module, key, text);
+  if (object_cache_.has_value() && !plan.kernels.empty()) {
+    request.cache = &*object_cache_;
+    request.cache_key = ObjectCacheKey(text);
   }
   absl::StatusOr<std::vector<KernelFn>> fns = jit_->Compile(plan.kernels, request);
   if (!fns.ok()) return fns.status();

@@ -92,7 +92,7 @@ class CpuCompiler {
   const CpuJit& jit() const { return *jit_; }
   CompileStats stats() const;
   // The on-disk object cache, or null when off.
-  const ObjectCache* object_cache() const { return object_cache_.get(); }
+  const DiskCache* object_cache() const { return object_cache_ ? &*object_cache_ : nullptr; }
   int threads() const { return pool_->size(); }
 
  private:
@@ -100,12 +100,12 @@ class CpuCompiler {
               std::shared_ptr<ThreadPool> pool)
       : options_(options), jit_(std::move(jit)), pool_(std::move(pool)) {}
 
-  std::string ObjectCacheKey(const HloModule& module, uint64_t key, const std::string& text) const;
+  std::string ObjectCacheKey(const std::string& text) const;
 
   CompileOptions options_;
   std::shared_ptr<CpuJit> jit_;
   std::shared_ptr<ThreadPool> pool_;
-  std::unique_ptr<ObjectCache> object_cache_;
+  std::optional<DiskCache> object_cache_;
   mutable std::mutex mu_;
   double plan_ms_ = 0;
   // Fingerprint -> executables with that fingerprint (the module text tells collisions apart).

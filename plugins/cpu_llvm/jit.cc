@@ -6,6 +6,7 @@
 #include <chrono>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "fmt/format.h"
@@ -65,6 +66,43 @@ int64_t KernelSize(const llvm_emit::KernelSpec& spec) {
     for (const HloInstruction* o : h->operands()) stack.push_back(o);
   }
   return static_cast<int64_t>(seen.size());
+}
+
+// A cache entry holds the objects of all groups: a count, then each as length + bytes.
+void PutU64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+}
+std::string PackObjects(const std::vector<std::string>& objects) {
+  std::string out;
+  PutU64(out, objects.size());
+  for (const std::string& o : objects) {
+    PutU64(out, o.size());
+    out += o;
+  }
+  return out;
+}
+// Nullopt when `data` is not a well-formed pack (the cache checksums entries, so this only
+// guards against an entry written by an incompatible build under the same key).
+std::optional<std::vector<std::string>> UnpackObjects(std::string_view data) {
+  size_t pos = 0;
+  auto u64 = [&](uint64_t& v) {
+    if (data.size() - pos < 8) return false;
+    v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(data[pos + i])} << (8 * i);
+    pos += 8;
+    return true;
+  };
+  uint64_t count = 0;
+  if (!u64(count) || count > data.size()) return std::nullopt;
+  std::vector<std::string> objects;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t n = 0;
+    if (!u64(n) || data.size() - pos < n) return std::nullopt;
+    objects.emplace_back(data.substr(pos, n));
+    pos += n;
+  }
+  if (pos != data.size()) return std::nullopt;
+  return objects;
 }
 
 // One group of kernels compiled to an object on one thread.
@@ -261,8 +299,11 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
   const bool use_cache = request.cache != nullptr && !request.cache_key.empty() &&
                          request.ir_out == nullptr;
   if (use_cache) {
-    if (std::optional<std::vector<std::string>> objects = request.cache->Load(request.cache_key)) {
-      absl::StatusOr<std::vector<KernelFn>> fns = im.Load(*objects, specs);
+    if (std::optional<std::string> entry = request.cache->Load(request.cache_key)) {
+      std::optional<std::vector<std::string>> objects = UnpackObjects(*entry);
+      absl::StatusOr<std::vector<KernelFn>> fns =
+          objects ? im.Load(*objects, specs)
+                  : absl::DataLossError("the entry does not hold kernel objects");
       if (fns.ok()) {
         ++im.stats.cache_loads;
         return fns;
@@ -312,7 +353,11 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
     if (request.ir_out != nullptr) *request.ir_out += r.ir;
     objects.push_back(std::move(r.object));
   }
-  if (use_cache) request.cache->Store(request.cache_key, objects);
+  // A cache that cannot be written only costs the next process a compilation.
+  if (use_cache) {
+    if (absl::Status st = request.cache->Store(request.cache_key, PackObjects(objects)); !st.ok())
+      fmt::print(stderr, "kiln: warning: cpu-llvm: {}\n", std::string(st.message()));
+  }
   return im.Load(objects, specs);
 }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "plugins/cpu_llvm/object_cache.h"
+#include "plugins/common/disk_cache.h"
 #include "plugins/cpu_llvm/thread_pool.h"
 #include "plugins/llvm_emitter/elemental_emitter.h"
 
@@ -41,7 +41,7 @@ struct JitRequest {
   // Kernels are split into up to pool->size() LLVM modules optimized and compiled in parallel.
   ThreadPool* pool = nullptr;
   // With a cache and a key: load the objects from it, or compile and store them.
-  const ObjectCache* cache = nullptr;
+  const DiskCache* cache = nullptr;
   std::string cache_key;
 };
 

@@ -1,8 +1,6 @@
-// The on-disk object cache: entries round-trip, damaged entries are rejected (never
-// trusted, never a crash), and a fresh compiler with the same module loads the objects
-// instead of running LLVM, with results still equal to the evaluator's.
-#include "plugins/cpu_llvm/object_cache.h"
-
+// cpu-llvm's on-disk object cache (KILN_CPU_CACHE_DIR, on plugins/common/disk_cache): a
+// fresh compiler with the same module loads the objects instead of running LLVM, with
+// results still equal to the evaluator's; a damaged entry is recompiled and replaced.
 #include <unistd.h>
 
 #include <filesystem>
@@ -49,33 +47,6 @@ std::string ReadFile(const fs::path& p) {
 void WriteFile(const fs::path& p, const std::string& s) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out << s;
-}
-
-TEST(ObjectCache, RoundTripAndDamagedEntries) {
-  TempDir dir;
-  ObjectCache cache(dir.path().string());
-  EXPECT_FALSE(cache.Load("k1").has_value());  // no entry yet
-  std::vector<std::string> objects = {"first object", std::string("\0binary\xff", 8), ""};
-  cache.Store("k1", objects);
-  ASSERT_TRUE(fs::exists(cache.PathFor("k1")));
-  auto loaded = cache.Load("k1");
-  ASSERT_TRUE(loaded.has_value());
-  EXPECT_EQ(*loaded, objects);
-  EXPECT_EQ(dir.Entries().size(), 1u);  // the temporary was renamed, not left behind
-
-  const std::string good = ReadFile(cache.PathFor("k1"));
-  // Every single-byte change and every truncation is rejected.
-  for (size_t i = 0; i < good.size(); i += 7) {
-    std::string bad = good;
-    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
-    WriteFile(cache.PathFor("k1"), bad);
-    EXPECT_FALSE(cache.Load("k1").has_value()) << "flipped byte " << i;
-    WriteFile(cache.PathFor("k1"), good.substr(0, i));
-    EXPECT_FALSE(cache.Load("k1").has_value()) << "truncated to " << i;
-  }
-  // An entry stored for another key (a file-name collision) is not used.
-  WriteFile(cache.PathFor("k2"), good);
-  EXPECT_FALSE(cache.Load("k2").has_value());
 }
 
 constexpr const char* kModule = R"(HloModule cached
@@ -128,7 +99,7 @@ TEST(ObjectCache, FreshCompilerLoadsObjectsInsteadOfRunningLlvm) {
   EXPECT_EQ(first.cache_loads, 0);
   std::vector<fs::path> entries = dir.Entries();
   ASSERT_EQ(entries.size(), 1u);
-  EXPECT_EQ(entries[0].extension(), ".kobj");
+  EXPECT_GT(fs::file_size(entries[0]), 1000u);  // holds the kernels' machine code
 
   JitStats second = CompileInFreshCompiler(dir.path());
   EXPECT_EQ(second.codegen_modules, 0);  // LLVM's optimizer and code generator did not run

@@ -218,6 +218,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
   absl::flat_hash_map<const HloInstruction*, std::string> why_not;
   absl::flat_hash_set<const HloInstruction*> emittable;
   absl::flat_hash_map<const HloInstruction*, GemmShape> gemms;
+  absl::flat_hash_map<const HloInstruction*, ConvGemm> convs;
   absl::flat_hash_map<const HloInstruction*, std::vector<int>> control_flow;
   for (const HloInstruction* h : order) {
     std::string why;
@@ -225,6 +226,12 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       if (auto c = PlanCalled(*h, options, plan, called, &why)) control_flow[h] = *c;
       else why_not[h] = why;
       continue;
+    }
+    if (h->opcode() == HloOpcode::kConvolution) {
+      if (std::optional<ConvGemm> c = MatchLibraryConv(*h, options.blas_min_mnk)) {
+        convs[h] = *c;
+        continue;
+      }
     }
     if (h->opcode() == HloOpcode::kDot) {
       if (std::optional<GemmShape> g = MatchBlasDot(*h, options.blas_min_mnk)) {
@@ -258,6 +265,10 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
     } else if (auto g = gemms.find(h); g != gemms.end()) {
       step.kind = Disposition::kLibrary;
       step.gemm = g->second;
+      for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
+    } else if (auto c = convs.find(h); c != convs.end()) {
+      step.kind = Disposition::kLibrary;
+      step.conv = c->second;
       for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
     } else if (auto w = why_not.find(h); w != why_not.end()) {
       step.kind = Disposition::kEvaluator;

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "hlo/module.h"
 #include "plugins/cpu_llvm/blas_dot.h"
+#include "plugins/cpu_llvm/conv_library.h"
 #include "plugins/llvm_emitter/elemental_emitter.h"
 
 namespace kiln::cpu {
@@ -19,7 +20,7 @@ namespace kiln::cpu {
 enum class Disposition {
   kKernel,        // computed by its own JIT kernel (its result is materialized)
   kInlined,       // generated element by element inside the kernel of a user
-  kLibrary,       // a library call computes it (a large dot: BLAS GEMM)
+  kLibrary,       // a library call computes it (a large dot or convolution: GEMM)
   kControlFlow,   // while/conditional/call: the runner drives the sub-plans of its computations
   kEvaluator,     // the HLO evaluator computes it (the emitter cannot)
   kBookkeeping,   // parameter, constant, tuple, get-tuple-element: no computation
@@ -51,7 +52,8 @@ struct Step {
   // For kKernel: entry instructions whose values feed the kernel's input buffers, in order.
   std::vector<const HloInstruction*> sources;
   std::string why;  // for kEvaluator: why the emitter cannot do it
-  std::optional<GemmShape> gemm;  // for kLibrary
+  std::optional<GemmShape> gemm;  // for kLibrary: a dot
+  std::optional<ConvGemm> conv;   // for kLibrary: a convolution (im2col + GEMM)
   // For kKernel: the size of the partitioned outer dimension (KernelSpec::partition_outer),
   // else 0; and the estimated work in element operations.
   int64_t outer_extent = 0;

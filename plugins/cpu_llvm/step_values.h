@@ -40,6 +40,7 @@ class StepValues {
   const Literal* at(const HloInstruction* h);
   const Value& value(const HloInstruction* h) const { return values_.at(h); }
   void Set(const HloInstruction* h, Value v) { values_[h] = std::move(v); }
+  bool contains(const HloInstruction* h) const { return values_.contains(h); }
   // Takes ownership of `value` as the result of `h`.
   void Own(const HloInstruction* h, Literal value) { Set(h, Value::Owned(std::move(value))); }
   // A kernel's outputs: one literal, or the elements of `h`'s tuple result.

@@ -27,6 +27,10 @@ struct CudaDriver::Api {
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void**, void**);
+  CUresult (*cuStreamCreate)(CUstream*, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
 };
@@ -45,6 +49,7 @@ CudaDriver::CudaDriver(void* handle, std::unique_ptr<Api> api)
     : handle_(handle), api_(std::move(api)) {}
 
 CudaDriver::~CudaDriver() {
+  allocator_.reset();  // cached blocks go back while the context is alive
   if (context_ != nullptr) api_->cuDevicePrimaryCtxRelease(device_);
   // The driver library stays loaded: unloading libcuda in a live process is not safe.
 }
@@ -82,13 +87,18 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
             Resolve(handle, "cuMemFree_v2", api->cuMemFree) &&
             Resolve(handle, "cuMemcpyHtoD_v2", api->cuMemcpyHtoD) &&
             Resolve(handle, "cuMemcpyDtoH_v2", api->cuMemcpyDtoH) &&
-            Resolve(handle, "cuLaunchKernel", api->cuLaunchKernel);
+            Resolve(handle, "cuLaunchKernel", api->cuLaunchKernel) &&
+            Resolve(handle, "cuStreamCreate", api->cuStreamCreate) &&
+            Resolve(handle, "cuStreamDestroy_v2", api->cuStreamDestroy) &&
+            Resolve(handle, "cuStreamSynchronize", api->cuStreamSynchronize) &&
+            Resolve(handle, "cuMemcpyHtoDAsync_v2", api->cuMemcpyHtoDAsync);
   Resolve(handle, "cuGetErrorName", api->cuGetErrorName);
   Resolve(handle, "cuGetErrorString", api->cuGetErrorString);
   if (!ok)
     return absl::UnavailableError(
         "CUDA driver libcuda.so.1 is too old: a driver API entry point is missing");
   std::unique_ptr<CudaDriver> d(new CudaDriver(handle, std::move(api)));
+  d->allocator_ = std::make_unique<CachingAllocator>(d.get());
   auto unavailable = [](const absl::Status& s) { return absl::UnavailableError(s.message()); };
   if (absl::Status s = d->Check(d->api_->cuInit(0), "cuInit"); !s.ok()) return unavailable(s);
   int count = 0;
@@ -169,20 +179,47 @@ absl::Status CudaDriver::CopyToHost(void* dst, CUdeviceptr src, size_t bytes) {
   return Check(api_->cuMemcpyDtoH(dst, src, bytes), absl::StrCat("cuMemcpyDtoH of ", bytes, " bytes"));
 }
 
-absl::Status CudaDriver::LaunchAndWait(CUfunction f, const std::string& name, int64_t threads,
-                                       int block, void** params) {
+absl::StatusOr<CUstream> CudaDriver::CreateStream() {
+  CUstream st = nullptr;
+  // 1 = CU_STREAM_NON_BLOCKING: no implicit synchronization with the legacy default stream.
+  if (absl::Status s = Check(api_->cuStreamCreate(&st, 1), "cuStreamCreate"); !s.ok()) return s;
+  return st;
+}
+
+void CudaDriver::DestroyStream(CUstream st) {
+  if (st != nullptr) api_->cuStreamDestroy(st);
+}
+
+absl::Status CudaDriver::SynchronizeStream(CUstream st) {
+  return Check(api_->cuStreamSynchronize(st), "cuStreamSynchronize");
+}
+
+absl::Status CudaDriver::CopyToDeviceAsync(CUdeviceptr dst, const void* src, size_t bytes,
+                                           CUstream st) {
+  if (bytes == 0) return absl::OkStatus();
+  return Check(api_->cuMemcpyHtoDAsync(dst, src, bytes, st),
+               absl::StrCat("cuMemcpyHtoDAsync of ", bytes, " bytes"));
+}
+
+absl::Status CudaDriver::Launch(CUfunction f, const std::string& name, int64_t threads, int block,
+                                void** params, CUstream st) {
   if (threads <= 0) return absl::OkStatus();
   int64_t grid = (threads + block - 1) / block;
   if (grid > 0x7fffffff)
     return absl::ResourceExhaustedError(absl::StrCat("kernel ", name, ": ", threads,
                                                      " threads exceed the grid limit"));
-  if (absl::Status s = Check(api_->cuLaunchKernel(f, static_cast<unsigned>(grid), 1, 1,
-                                                  static_cast<unsigned>(block), 1, 1, 0, nullptr,
-                                                  params, nullptr),
-                             absl::StrCat("cuLaunchKernel(", name, ")"));
-      !s.ok())
-    return s;
-  return Check(api_->cuCtxSynchronize(), absl::StrCat("kernel ", name));
+  return Check(api_->cuLaunchKernel(f, static_cast<unsigned>(grid), 1, 1,
+                                    static_cast<unsigned>(block), 1, 1, 0, st, params, nullptr),
+               absl::StrCat("cuLaunchKernel(", name, ")"));
+}
+
+absl::StatusOr<DevicePtr> CudaDriver::Allocate(size_t bytes) {
+  if (absl::Status s = MakeCurrent(); !s.ok()) return s;
+  return Alloc(bytes);
+}
+
+void CudaDriver::Deallocate(DevicePtr p) {
+  if (MakeCurrent().ok()) Free(p);
 }
 
 }  // namespace kiln::gpu

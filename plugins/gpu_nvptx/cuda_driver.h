@@ -9,6 +9,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "plugins/gpu_nvptx/caching_allocator.h"
+#include "plugins/gpu_nvptx/device_runtime.h"
 
 namespace kiln::gpu {
 
@@ -30,13 +32,14 @@ constexpr CUresult kCudaErrorOutOfMemory = 2;
 constexpr int kAttrComputeCapabilityMajor = 75;
 constexpr int kAttrComputeCapabilityMinor = 76;
 
-// The loaded driver: function pointers into libcuda, with device 0's primary context.
-class CudaDriver {
+// The loaded driver: function pointers into libcuda, with device 0's primary context, and
+// the device memory of that context (with its caching allocator, shared by all executables).
+class CudaDriver : public DeviceMemory {
  public:
   // dlopen + cuInit + device 0 + its primary context. The error (UNAVAILABLE) is the reason
   // the plugin reports, e.g. "no CUDA driver: libcuda.so.1 not found".
   static absl::StatusOr<std::unique_ptr<CudaDriver>> Load();
-  ~CudaDriver();
+  ~CudaDriver() override;
   CudaDriver(const CudaDriver&) = delete;
   CudaDriver& operator=(const CudaDriver&) = delete;
 
@@ -55,9 +58,18 @@ class CudaDriver {
   void Free(CUdeviceptr p);
   absl::Status CopyToDevice(CUdeviceptr dst, const void* src, size_t bytes);
   absl::Status CopyToHost(void* dst, CUdeviceptr src, size_t bytes);
-  // One-dimensional launch of `threads` threads in blocks of `block`, then a synchronize.
-  absl::Status LaunchAndWait(CUfunction f, const std::string& name, int64_t threads, int block,
-                             void** params);
+  absl::StatusOr<CUstream> CreateStream();
+  void DestroyStream(CUstream st);
+  absl::Status SynchronizeStream(CUstream st);
+  absl::Status CopyToDeviceAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream st);
+  // One-dimensional launch of `threads` threads in blocks of `block`, queued on `st`.
+  absl::Status Launch(CUfunction f, const std::string& name, int64_t threads, int block,
+                      void** params, CUstream st);
+
+  // DeviceMemory (makes the context current first).
+  absl::StatusOr<DevicePtr> Allocate(size_t bytes) override;
+  void Deallocate(DevicePtr p) override;
+  CachingAllocator& allocator() { return *allocator_; }
 
   // Turns a driver result into a status naming `what` and the driver's own error text.
   absl::Status Check(CUresult r, const std::string& what) const;
@@ -71,6 +83,7 @@ class CudaDriver {
   CUcontext context_ = nullptr;
   std::string device_name_;
   int cc_major_ = 0, cc_minor_ = 0;
+  std::unique_ptr<CachingAllocator> allocator_;
 };
 
 }  // namespace kiln::gpu

@@ -6,8 +6,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
-#include "hlo/evaluator/evaluator.h"
-#include "plugins/cpu_llvm/step_values.h"
+#include "plugins/gpu_nvptx/device_plan_runner.h"
+#include "plugins/gpu_nvptx/ptx_cache.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
 
 namespace kiln::gpu {
@@ -20,7 +20,7 @@ cpu::PlanOptions GpuPlanOptions() {
   cpu::PlanOptions o;
   o.blas_min_mnk = std::numeric_limits<int64_t>::max();
   o.parallel_min_work = std::numeric_limits<int64_t>::max();
-  o.native_control_flow = false;  // the runner below does not drive sub-plans yet
+  o.native_control_flow = false;  // the device runner does not drive sub-plans yet
   return o;
 }
 
@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(
   exe->plan_ = cpu::MakePlan(*exe->module_, GpuPlanOptions());
   PtxOptions opts;
   opts.sm = exe->driver_->TargetSm();
-  absl::StatusOr<std::string> ptx = CompileToPtx(exe->plan_.kernels, opts);
+  absl::StatusOr<std::string> ptx = CompilePtxCached(*exe->module_, exe->plan_.kernels, opts);
   if (!ptx.ok()) return ptx.status();
   exe->ptx_ = std::move(*ptx);
   if (exe->plan_.kernels.empty()) return exe;
@@ -54,91 +54,59 @@ GpuExecutable::~GpuExecutable() {
   if (cu_module_ != nullptr && driver_->MakeCurrent().ok()) driver_->UnloadModule(cu_module_);
 }
 
-absl::Status GpuExecutable::RunKernel(const cpu::Step& step,
-                                      const std::vector<const Literal*>& inputs,
-                                      std::vector<Literal>& outputs) const {
-  const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
-  // Device buffers freed on every path out of here.
-  std::vector<CUdeviceptr> bufs;
-  struct Freer {
-    CudaDriver* d;
-    std::vector<CUdeviceptr>* b;
-    ~Freer() {
-      for (CUdeviceptr p : *b) d->Free(p);
-    }
-  } freer{driver_.get(), &bufs};
-  for (const Literal* in : inputs) {
-    absl::StatusOr<CUdeviceptr> p = driver_->Alloc(in->size_bytes());
-    if (!p.ok()) return p.status();
-    bufs.push_back(*p);
-    if (absl::Status s = driver_->CopyToDevice(*p, in->untyped_data(), in->size_bytes()); !s.ok())
-      return s;
-  }
-  int64_t threads = 0;
-  for (const HloInstruction* o : spec.outputs) {
-    outputs.emplace_back(o->shape());
-    absl::StatusOr<CUdeviceptr> p = driver_->Alloc(outputs.back().size_bytes());
-    if (!p.ok()) return p.status();
-    bufs.push_back(*p);
-    threads = std::max(threads, o->shape().num_elements());
-  }
-  std::vector<void*> params;
-  for (CUdeviceptr& p : bufs) params.push_back(&p);
-  if (absl::Status s = driver_->LaunchAndWait(functions_[step.kernel], spec.name, threads,
-                                              kBlockSize, params.data());
-      !s.ok())
-    return s;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (absl::Status s = driver_->CopyToHost(outputs[i].untyped_data(), bufs[inputs.size() + i],
-                                             outputs[i].size_bytes());
-        !s.ok())
-      return s;
-  }
-  return absl::OkStatus();
-}
+namespace {
 
-absl::StatusOr<Literal> RunPlan(const HloModule& module, const cpu::Plan& plan,
-                                std::span<const Literal* const> args,
-                                const KernelRunner& run_kernel) {
-  const HloComputation* entry = module.entry();
-  if (static_cast<int>(args.size()) != entry->num_parameters())
-    return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " takes ",
-                                                   entry->num_parameters(), " arguments, got ",
-                                                   args.size()));
-  cpu::StepValues values;
-  HloEvaluator evaluator;
-  for (const cpu::Step& step : plan.steps) {
-    const HloInstruction* h = step.instr;
-    switch (step.kind) {
-      case cpu::Disposition::kBookkeeping:
-        if (absl::Status st = values.RunBookkeeping(*h, args); !st.ok()) return st;
-        break;
-      case cpu::Disposition::kLibrary:      // not planned for the GPU; the evaluator is correct
-      case cpu::Disposition::kControlFlow:  // likewise (GpuPlanOptions)
-      case cpu::Disposition::kEvaluator:
-        // Not a GPU kernel in this slice: the host evaluator computes it.
-        if (absl::Status st = values.RunOnEvaluator(*h, evaluator); !st.ok()) return st;
-        break;
-      case cpu::Disposition::kKernel: {
-        std::vector<const Literal*> inputs;
-        for (const HloInstruction* s : step.sources) inputs.push_back(values.at(s));
-        std::vector<Literal> outs;
-        if (absl::Status s = run_kernel(step, inputs, outs); !s.ok()) return s;
-        values.OwnOutputs(h, std::move(outs));
-        break;
-      }
-      case cpu::Disposition::kInlined:
-        break;
+// One run's stream: copies and launches queued on it, synchronized before results are read.
+class CudaRun : public DeviceRuntime {
+ public:
+  CudaRun(CudaDriver& d, const cpu::Plan& plan, const std::vector<CUfunction>& functions)
+      : d_(d), plan_(plan), functions_(functions) {}
+  ~CudaRun() override {
+    if (stream_ != nullptr) {
+      (void)d_.SynchronizeStream(stream_);  // buffers go back to the cache only when idle
+      d_.DestroyStream(stream_);
     }
   }
-  return values.TakeResult(entry->root());
-}
+  absl::Status Start() {
+    absl::StatusOr<CUstream> st = d_.CreateStream();
+    if (!st.ok()) return st.status();
+    stream_ = *st;
+    return absl::OkStatus();
+  }
+  absl::Status CopyToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    return d_.CopyToDeviceAsync(dst, src, bytes, stream_);
+  }
+  absl::Status CopyToHost(void* dst, DevicePtr src, size_t bytes) override {
+    if (absl::Status s = Synchronize(); !s.ok()) return s;
+    return d_.CopyToHost(dst, src, bytes);
+  }
+  absl::Status Launch(int kernel, int64_t threads, std::span<const DevicePtr> buffers) override {
+    std::vector<CUdeviceptr> args(buffers.begin(), buffers.end());
+    std::vector<void*> params;
+    for (CUdeviceptr& p : args) params.push_back(&p);
+    return d_.Launch(functions_[kernel], plan_.kernels[kernel].name, threads, kBlockSize,
+                     params.data(), stream_);
+  }
+  absl::Status Synchronize() override {
+    absl::Status s = d_.SynchronizeStream(stream_);
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat("running the module: ", s.message()));
+    return s;
+  }
+
+ private:
+  CudaDriver& d_;
+  const cpu::Plan& plan_;
+  const std::vector<CUfunction>& functions_;
+  CUstream stream_ = nullptr;
+};
+
+}  // namespace
 
 absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args) const {
   if (absl::Status s = driver_->MakeCurrent(); !s.ok()) return s;
-  return RunPlan(*module_, plan_, args,
-                 [this](const cpu::Step& step, const std::vector<const Literal*>& inputs,
-                        std::vector<Literal>& outputs) { return RunKernel(step, inputs, outputs); });
+  CudaRun run(*driver_, plan_, functions_);
+  if (absl::Status s = run.Start(); !s.ok()) return s;
+  return RunPlanOnDevice(*module_, plan_, args, run, driver_->allocator());
 }
 
 }  // namespace kiln::gpu

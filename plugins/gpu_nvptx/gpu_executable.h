@@ -1,10 +1,9 @@
 // A module compiled for the GPU: its plan (shared with cpu-llvm: which instructions are kernels,
 // which fall back to the host HLO evaluator), the PTX of its kernels loaded into the driver,
-// and a step-by-step run that copies each kernel's inputs to the device and its outputs back.
-// This first slice keeps every value on the host between steps. LLVM-free.
+// and runs on a stream of their own with values resident on the device between kernels
+// (device_plan_runner.h) and buffers from the driver's caching allocator. LLVM-free.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,16 +21,6 @@ namespace kiln::gpu {
 // the emitter can do becomes a kernel) and without CPU thread partitioning.
 cpu::PlanOptions GpuPlanOptions();
 
-// Runs `plan` over `args` in post-order: bookkeeping and evaluator steps on the host, kernel
-// steps through `run_kernel` (which fills one Literal per spec output from the step's
-// source values). Shared by the driver path and the host emulation test.
-using KernelRunner = std::function<absl::Status(const cpu::Step& step,
-                                                const std::vector<const Literal*>& inputs,
-                                                std::vector<Literal>& outputs)>;
-absl::StatusOr<Literal> RunPlan(const HloModule& module, const cpu::Plan& plan,
-                                std::span<const Literal* const> args,
-                                const KernelRunner& run_kernel);
-
 class GpuExecutable {
  public:
   static absl::StatusOr<std::unique_ptr<GpuExecutable>> Create(
@@ -39,14 +28,13 @@ class GpuExecutable {
   ~GpuExecutable();
 
   absl::StatusOr<Literal> Run(std::span<const Literal* const> args) const;
+  const cpu::Plan& plan() const { return plan_; }
 
   const HloModule& module() const { return *module_; }
   const std::string& ptx() const { return ptx_; }
 
  private:
   GpuExecutable() = default;
-  absl::Status RunKernel(const cpu::Step& step, const std::vector<const Literal*>& inputs,
-                         std::vector<Literal>& outputs) const;
 
   std::shared_ptr<const HloModule> module_;
   std::shared_ptr<CudaDriver> driver_;

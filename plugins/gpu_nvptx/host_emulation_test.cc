@@ -1,9 +1,13 @@
 // The GPU kernel form checked for values without a GPU: the kernels the GPU path emits
 // (KernelTarget::kGpu) are compiled for the host with the thread index read from a global
 // and libdevice calls mapped to libm, "launched" by looping over the thread indices, and
-// the module's result (run by the same RunPlan as the driver path) is compared with the
+// the module's result (run by the same RunPlanOnDevice as the driver path, on a host
+// "device") is compared with the
 // HLO evaluator on the example and NumPy end-to-end modules.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -19,6 +23,8 @@
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
+#include "plugins/gpu_nvptx/caching_allocator.h"
+#include "plugins/gpu_nvptx/device_plan_runner.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
 
@@ -117,6 +123,70 @@ absl::StatusOr<Emulation> Compile(const std::vector<llvm_emit::KernelSpec>& spec
 
 
 
+// A "device" in host memory: allocations are malloc'ed blocks, launches loop over the
+// thread indices (one past the end, so the kernels' bounds checks are exercised).
+class HostDevice : public DeviceMemory, public DeviceRuntime {
+ public:
+  explicit HostDevice(const Emulation& emu) : emu_(emu) {}
+  ~HostDevice() override {
+    for (auto& [p, n] : blocks_) std::free(reinterpret_cast<void*>(p));
+  }
+  absl::StatusOr<DevicePtr> Allocate(size_t bytes) override {
+    void* p = std::malloc(bytes);
+    if (p == nullptr) return absl::ResourceExhaustedError("host device out of memory");
+    blocks_[reinterpret_cast<DevicePtr>(p)] = bytes;
+    ++allocations_;
+    return reinterpret_cast<DevicePtr>(p);
+  }
+  void Deallocate(DevicePtr p) override {
+    blocks_.erase(p);
+    std::free(reinterpret_cast<void*>(p));
+  }
+  absl::Status CopyToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    if (auto s = Check(dst, bytes); !s.ok()) return s;
+    std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    return absl::OkStatus();
+  }
+  absl::Status CopyToHost(void* dst, DevicePtr src, size_t bytes) override {
+    if (auto s = Check(src, bytes); !s.ok()) return s;
+    std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+    return absl::OkStatus();
+  }
+  absl::Status Launch(int kernel, int64_t threads, std::span<const DevicePtr> buffers) override {
+    std::vector<void*> bufs;
+    for (DevicePtr p : buffers) {
+      if (!blocks_.contains(p)) return absl::InternalError("kernel argument is not a live block");
+      bufs.push_back(reinterpret_cast<void*>(p));
+    }
+    for (int64_t t = 0; t <= threads; ++t) {
+      *emu_.thread = static_cast<int32_t>(t);
+      emu_.kernels[kernel](bufs.data());
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+  int allocations() const { return allocations_; }
+
+ private:
+  // Copies must stay inside one live block.
+  absl::Status Check(DevicePtr p, size_t bytes) const {
+    auto it = blocks_.find(p);
+    if (it == blocks_.end() || it->second < bytes)
+      return absl::InternalError("copy outside a live device block");
+    return absl::OkStatus();
+  }
+  const Emulation& emu_;
+  std::map<DevicePtr, size_t> blocks_;
+  int allocations_ = 0;
+};
+
+int64_t CountConstants(const HloModule& m) {
+  int64_t n = 0;
+  for (const HloInstruction* h : m.entry()->instructions())
+    n += h->opcode() == HloOpcode::kConstant;
+  return n;
+}
+
 TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
   const char* root = std::getenv("KILN_SOURCE_ROOT");
   int checked = 0;
@@ -145,36 +215,119 @@ TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
       cpu::Plan plan = cpu::MakePlan(module, GpuPlanOptions());
       auto emu = Compile(plan.kernels);
       ASSERT_TRUE(emu.ok()) << emu.status();
-      int launches = 0;
-      auto got = RunPlan(module, plan, ptrs,
-                         [&](const cpu::Step& step, const std::vector<const Literal*>& inputs,
-                             std::vector<Literal>& outputs) -> absl::Status {
-                           std::vector<void*> bufs;
-                           for (const Literal* in : inputs)
-                             bufs.push_back(const_cast<uint8_t*>(in->untyped_data()));
-                           int64_t threads = 0;
-                           for (const HloInstruction* o : plan.kernels[step.kernel].outputs) {
-                             outputs.emplace_back(o->shape());
-                             bufs.push_back(outputs.back().untyped_data());
-                             threads = std::max(threads, o->shape().num_elements());
-                           }
-                           // One thread past the end: the bounds checks must keep it out.
-                           for (int64_t t = 0; t <= threads; ++t) {
-                             *emu->thread = static_cast<int32_t>(t);
-                             emu->kernels[step.kernel](bufs.data());
-                           }
-                           ++launches;
-                           return absl::OkStatus();
-                         });
+      HostDevice device(*emu);
+      CachingAllocator allocator(&device);
+      DeviceRunStats stats;
+      auto got = RunPlanOnDevice(module, plan, ptrs, device, allocator, &stats);
       ASSERT_TRUE(got.ok()) << got.status();
       ExpectClose(*got, *want, name, "emulated gpu", 2e-4);
       if (!plan.kernels.empty()) {
-        EXPECT_GT(launches, 0);
+        EXPECT_GT(stats.launches, 0);
       }
+      // Device-resident values: each argument crosses at most once, and only the result
+      // (or values a host step needs) comes back.
+      EXPECT_LE(stats.uploads, static_cast<int64_t>(args.size()) + CountConstants(module));
+      // Every buffer of the run went back to the cache.
+      EXPECT_EQ(allocator.stats().live_bytes, 0u);
       ++checked;
     }
   }
   EXPECT_GT(checked, 3);
+}
+
+// Two kernels in a row (a row reduction feeding a division): the intermediate stays on the
+// device, the arguments go up once, only the result comes down; a second run takes every
+// buffer from the cache.
+TEST(GpuKernelHostEmulation, ValuesStayOnDeviceAndBuffersAreReused) {
+  auto parsed = ParseHloModule(R"(
+HloModule chain
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[8,33]) -> f32[8,33] {
+  %x = f32[8,33] parameter(0)
+  %e = f32[8,33] exponential(%x)
+  %zero = f32[] constant(0)
+  %sum = f32[8] reduce(%e, %zero), dimensions={1}, to_apply=%add
+  %b = f32[8,33] broadcast(%sum), dimensions={0}
+  ROOT %d = f32[8,33] divide(%e, %b)
+}
+)", "chain");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const HloModule& module = **parsed;
+  cpu::Plan plan = cpu::MakePlan(module, GpuPlanOptions());
+  ASSERT_GE(plan.kernels.size(), 2u);
+  auto emu = Compile(plan.kernels);
+  ASSERT_TRUE(emu.ok()) << emu.status();
+  HostDevice device(*emu);
+  CachingAllocator allocator(&device);
+  std::mt19937 rng(7);
+  Literal x = RandomLiteral(module.entry()->parameter(0)->shape(), rng);
+  const Literal* args[] = {&x};
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(module, std::vector<Literal>{x});
+  ASSERT_TRUE(want.ok()) << want.status();
+
+  DeviceRunStats first;
+  auto got = RunPlanOnDevice(module, plan, args, device, allocator, &first);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectClose(*got, *want, "chain", "emulated gpu", 1e-5);
+  EXPECT_EQ(first.launches, static_cast<int64_t>(plan.kernels.size()));
+  EXPECT_EQ(first.uploads, 1);
+  EXPECT_EQ(first.downloads, 1);
+  const int allocations = device.allocations();
+  EXPECT_EQ(allocator.stats().device_allocations, allocations);
+
+  DeviceRunStats second;
+  got = RunPlanOnDevice(module, plan, args, device, allocator, &second);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectClose(*got, *want, "chain", "emulated gpu (second run)", 1e-5);
+  EXPECT_EQ(device.allocations(), allocations);  // all from the cache
+  EXPECT_GT(allocator.stats().reused, 0);
+}
+
+TEST(CachingAllocator, ReusesFitsAndReleasesOnOutOfMemory) {
+  struct Budget : DeviceMemory {
+    size_t left = 4096;
+    int allocations = 0;
+    std::map<DevicePtr, size_t> live;
+    DevicePtr next = 4096;
+    absl::StatusOr<DevicePtr> Allocate(size_t bytes) override {
+      if (bytes > left) return absl::ResourceExhaustedError("out of budget");
+      left -= bytes;
+      ++allocations;
+      live[next] = bytes;
+      next += bytes;
+      return next - bytes;
+    }
+    void Deallocate(DevicePtr p) override {
+      left += live.at(p);
+      live.erase(p);
+    }
+  } memory;
+  CachingAllocator a(&memory);
+  auto p1 = a.Allocate(1000);  // rounded to 1024
+  ASSERT_TRUE(p1.ok());
+  a.Deallocate(*p1);
+  auto p2 = a.Allocate(600);  // fits the cached 1024 block (at least half used)
+  ASSERT_TRUE(p2.ok());
+  EXPECT_EQ(*p2, *p1);
+  EXPECT_EQ(memory.allocations, 1);
+  a.Deallocate(*p2);
+  auto small = a.Allocate(100);  // would waste most of the 1024 block: a new one
+  ASSERT_TRUE(small.ok());
+  EXPECT_NE(*small, *p1);
+  EXPECT_EQ(memory.allocations, 2);
+  // 4096 - 1024 (cached) - 256 (live) left: 3000 only fits after the cache is released.
+  auto big = a.Allocate(3000);
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ(a.stats().cached_bytes, 0u);
+  auto too_big = a.Allocate(8192);
+  EXPECT_TRUE(absl::IsResourceExhausted(too_big.status()));
+  a.Deallocate(*big);
+  a.Deallocate(*small);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "hlo/text/parser.h"
 #include "plugins/cpu_llvm/plan.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
+#include "plugins/gpu_nvptx/ptx_cache.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
 
 namespace kiln::gpu {
@@ -210,6 +211,52 @@ TEST(GpuPtx, E2eAndCorpusModules) {
     }
   }
   EXPECT_GT(checked, 10);
+}
+
+// The PTX disk cache: a second compilation of the same module and target reads the stored
+// PTX (identical text, no LLVM), another target misses, and without the variable nothing is
+// written.
+TEST(GpuPtxCache, SecondCompilationHitsAndTargetsAreSeparate) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("kiln_ptx_cache_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto module = ParseHloModule(ReadSource("examples/hlo/softmax.hlo"), "softmax");
+  ASSERT_TRUE(module.ok()) << module.status();
+  cpu::Plan plan = cpu::MakePlan(**module, GpuPlanOptions());
+  auto entries = [&] {
+    int n = 0;
+    if (std::filesystem::exists(dir))
+      for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.path().extension() == ".kc";
+    return n;
+  };
+
+  ::unsetenv("KILN_GPU_CACHE_DIR");
+  bool hit = true;
+  auto uncached = CompilePtxCached(**module, plan.kernels, {}, &hit);
+  ASSERT_TRUE(uncached.ok()) << uncached.status();
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(entries(), 0);
+
+  ::setenv("KILN_GPU_CACHE_DIR", dir.c_str(), 1);
+  auto first = CompilePtxCached(**module, plan.kernels, {}, &hit);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(entries(), 1);
+  EXPECT_EQ(*first, *uncached);
+  auto second = CompilePtxCached(**module, plan.kernels, {}, &hit);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(*second, *first);
+
+  PtxOptions sm90;
+  sm90.sm = "sm_90";
+  auto other = CompilePtxCached(**module, plan.kernels, sm90, &hit);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_FALSE(hit);
+  EXPECT_NE(other->find(".target sm_90"), std::string::npos);
+  EXPECT_EQ(entries(), 2);
+  ::unsetenv("KILN_GPU_CACHE_DIR");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

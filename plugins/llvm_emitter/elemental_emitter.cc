@@ -855,6 +855,13 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
                      (root->opcode() == HloOpcode::kAdd || root->opcode() == HloOpcode::kMultiply) &&
                      root->operand(0)->opcode() == HloOpcode::kParameter &&
                      root->operand(1)->opcode() == HloOpcode::kParameter;
+  // A 16-bit float add/multiply reducer accumulates in f32 and rounds once at the end, as
+  // the HLO evaluator (and XLA's CPU backend after float normalization) does.
+  bool widen16 = (t == PT::F16 || t == PT::BF16) &&
+                 (root->opcode() == HloOpcode::kAdd || root->opcode() == HloOpcode::kMultiply) &&
+                 root->operand(0)->opcode() == HloOpcode::kParameter &&
+                 root->operand(1)->opcode() == HloOpcode::kParameter &&
+                 root->operand(0) != root->operand(1);
   KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(reduced_dims, h->name(), [&](const Index& r) -> absl::Status {
     Index in;
     size_t kept = 0, red = 0;
@@ -862,14 +869,20 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
       in.multi.push_back(reduced[d] ? r.multi[red++] : idx.multi[kept++]);
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
     llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
-    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next, EmitScalarCall(h->to_apply(), {cur, v}));
+    llvm::Value* next;
+    if (widen16) {
+      next = root->opcode() == HloOpcode::kAdd ? b_.CreateFAdd(cur, v) : b_.CreateFMul(cur, v);
+    } else {
+      KILN_EMIT_ASSIGN_OR_RETURN(next, EmitScalarCall(h->to_apply(), {cur, v}));
+    }
     if (reassociate) {
       if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
     }
     b_.CreateStore(next, acc);
     return absl::OkStatus();
   }));
-  return b_.CreateLoad(init->getType(), acc);
+  llvm::Value* result = b_.CreateLoad(init->getType(), acc);
+  return widen16 ? RoundToType(result, t) : result;
 }
 
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, const Index& idx) {

@@ -1,0 +1,40 @@
+// What running a plan on a GPU needs from the device: memory (DeviceMemory), and per run a
+// stream of copies and kernel launches with a synchronize (DeviceRuntime). The CUDA driver implements it (gpu_executable.cc); tests
+// implement it on the host (host memory, kernels "launched" by looping over thread indices)
+// so the device-resident run logic is checked without a GPU. LLVM-free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::gpu {
+
+using DevicePtr = uint64_t;  // 0 is never a valid allocation
+
+// Device memory, stream-independent (the caching allocator sits on it).
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  // Out of memory is RESOURCE_EXHAUSTED naming the size.
+  virtual absl::StatusOr<DevicePtr> Allocate(size_t bytes) = 0;
+  virtual void Deallocate(DevicePtr p) = 0;
+};
+
+// One run's queue of work (a stream).
+class DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime() = default;
+  // Queued in order with launches. `src` must stay valid until the next Synchronize.
+  virtual absl::Status CopyToDevice(DevicePtr dst, const void* src, size_t bytes) = 0;
+  // Waits for the queued work, then copies.
+  virtual absl::Status CopyToHost(void* dst, DevicePtr src, size_t bytes) = 0;
+  // Queues plan kernel number `kernel` over `threads` threads with `buffers` (inputs then
+  // outputs) as its arguments.
+  virtual absl::Status Launch(int kernel, int64_t threads, std::span<const DevicePtr> buffers) = 0;
+  virtual absl::Status Synchronize() = 0;
+};
+
+}  // namespace kiln::gpu

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""One device against a reference device (`kiln run --compare REF`) on every module we have.
+
+usage: cross_device_test.py KILN SOURCE_ROOT DEVICE REF
+
+- Every module of tests/hlo_corpus, examples/hlo and tests/numpy_e2e/modules: when REF runs
+  it, DEVICE must agree within the dtype tolerance of `--compare`; when REF cannot (custom
+  calls, collectives, memory), DEVICE must fail too, with one clear `error:` line and exit
+  code 1, never a crash or a hang.
+- The f32 example and NumPy e2e modules again in bf16 and in f16 (every `f32` of the text
+  replaced), so low-precision rounding is compared too.
+"""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+KILN, ROOT, DEVICE, REF = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+TIMEOUT = 240
+failures = []
+counts = {"agree": 0, "both fail": 0}
+
+
+def run(args):
+    try:
+        return subprocess.run([KILN, "run"] + args, capture_output=True, text=True,
+                               timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def check(path, label):
+    with tempfile.TemporaryDirectory() as d:
+        ref = run([path, "--device", REF, "--output-dir", d])
+        if ref is None:
+            failures.append(f"{label}: {REF} timed out")
+            return
+        if ref.returncode != 0:
+            got = run([path, "--device", DEVICE, "--output-dir", d])
+            if got is None or got.returncode != 1 or "error:" not in got.stderr:
+                rc = "timeout" if got is None else got.returncode
+                failures.append(f"{label}: {REF} fails but {DEVICE} gives rc={rc}")
+            else:
+                counts["both fail"] += 1
+            return
+        got = run([path, "--device", DEVICE, "--compare", REF, "--output-dir", d])
+        if got is None or got.returncode != 0:
+            err = "timeout" if got is None else got.stderr.strip().splitlines()[-1:]
+            failures.append(f"{label}: {DEVICE} vs {REF}: {err}")
+            return
+        mismatches = [l for l in got.stderr.splitlines() if l.startswith("compare") and ": ok " not in l]
+        if mismatches:
+            failures.append(f"{label}: {mismatches[0]}")
+        else:
+            counts["agree"] += 1
+
+
+modules = sorted(glob.glob(os.path.join(ROOT, "tests", "hlo_corpus", "*.hlo")))
+f32_modules = sorted(glob.glob(os.path.join(ROOT, "examples", "hlo", "*.hlo")) +
+                     glob.glob(os.path.join(ROOT, "tests", "numpy_e2e", "modules", "*.hlo")))
+for path in modules + f32_modules:
+    check(path, os.path.relpath(path, ROOT))
+
+with tempfile.TemporaryDirectory() as tmp:
+    for low in ("bf16", "f16"):
+        for path in f32_modules:
+            text = open(path).read()
+            if "f32" not in text:
+                continue
+            low_path = os.path.join(tmp, f"{low}_{os.path.basename(path)}")
+            with open(low_path, "w") as f:
+                f.write(text.replace("f32", low))
+            check(low_path, f"{os.path.relpath(path, ROOT)} as {low}")
+
+print(f"{DEVICE} vs {REF}: {counts['agree']} agree, {counts['both fail']} fail on both")
+for f in failures:
+    print("FAIL", f)
+sys.exit(1 if failures else 0)

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Partitioning by plugin capability through the CLI, with the test-elementwise plugin.
+
+usage: partition_test.py KILN TEST_PLUGIN_DIR SOURCE_ROOT HAVE_CPU_LLVM(0|1)
+`kiln run --device auto` splits a module between test-elementwise and the next plugin,
+sends a sort cpu-llvm declines to the interpreter, names an instruction no plugin runs;
+`kiln graph run` places nodes per capability and draws the clusters as SVG/HTML. Every
+value is checked against NumPy.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+KILN, PLUGIN_DIR, ROOT = (os.path.abspath(a) for a in sys.argv[1:4])
+NEXT = 'cpu-llvm' if sys.argv[4] == '1' else 'interpreter'
+TMP = tempfile.mkdtemp(prefix='kiln_partition_')
+WITH_PLUGIN = dict(os.environ, KILN_PLUGIN_PATH=PLUGIN_DIR)
+failures = []
+
+MIXED = '''HloModule mixed
+
+%add_f32 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+
+ENTRY %main (x: f32[4,3], w: f32[3,5], y: f32[4,5]) -> (f32[4,5], f32[4]) {
+  %x = f32[4,3]{1,0} parameter(0)
+  %w = f32[3,5]{1,0} parameter(1)
+  %y = f32[4,5]{1,0} parameter(2)
+  %x2 = f32[4,3]{1,0} multiply(f32[4,3]{1,0} %x, f32[4,3]{1,0} %x)
+  %x3 = f32[4,3]{1,0} add(f32[4,3]{1,0} %x2, f32[4,3]{1,0} %x)
+  %x4 = f32[4,3]{1,0} tanh(f32[4,3]{1,0} %x3)
+  %x5 = f32[4,3]{1,0} subtract(f32[4,3]{1,0} %x4, f32[4,3]{1,0} %x)
+  %dot = f32[4,5]{1,0} dot(f32[4,3]{1,0} %x5, f32[3,5]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %e1 = f32[4,5]{1,0} multiply(f32[4,5]{1,0} %dot, f32[4,5]{1,0} %y)
+  %e2 = f32[4,5]{1,0} exponential(f32[4,5]{1,0} %e1)
+  %e3 = f32[4,5]{1,0} add(f32[4,5]{1,0} %e2, f32[4,5]{1,0} %dot)
+  %e4 = f32[4,5]{1,0} negate(f32[4,5]{1,0} %e3)
+  %zero = f32[] constant(0)
+  %r = f32[4]{0} reduce(f32[4,5]{1,0} %e4, f32[] %zero), dimensions={1}, to_apply=%add_f32
+  ROOT %out = (f32[4,5]{1,0}, f32[4]{0}) tuple(f32[4,5]{1,0} %e4, f32[4]{0} %r)
+}
+'''
+
+SORT_BETWEEN = '''HloModule sort_between
+
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(f32[] %a, f32[] %b), direction=LT
+}
+
+ENTRY %main (x: f32[16], y: f32[16]) -> f32[16] {
+  %x = f32[16]{0} parameter(0)
+  %y = f32[16]{0} parameter(1)
+  %a = f32[16]{0} multiply(f32[16]{0} %x, f32[16]{0} %y)
+  %b = f32[16]{0} add(f32[16]{0} %a, f32[16]{0} %x)
+  %c = f32[16]{0} tanh(f32[16]{0} %b)
+  %d = f32[16]{0} subtract(f32[16]{0} %c, f32[16]{0} %y)
+  %s = f32[16]{0} sort(f32[16]{0} %d), dimensions={0}, to_apply=%lt
+  %e = f32[16]{0} multiply(f32[16]{0} %s, f32[16]{0} %s)
+  %f = f32[16]{0} add(f32[16]{0} %e, f32[16]{0} %x)
+  %g = f32[16]{0} exponential(f32[16]{0} %f)
+  ROOT %h = f32[16]{0} negate(f32[16]{0} %g)
+}
+'''
+
+GRAPH = '''x = Placeholder[dtype=f32, shape=(-1,3)]()
+w = Placeholder[dtype=f32, shape=(3,4)]()
+a = Mul(x, x)
+b = Add(a, x)
+c = Tanh(b)
+m = MatMul(c, w)
+e = Exp(m)
+f = Neg(e)
+outputs: f, m
+'''
+
+
+def write(name, text):
+    path = os.path.join(TMP, name)
+    with open(path, 'w') as f:
+        f.write(text)
+    return path
+
+
+def save(name, a):
+    path = os.path.join(TMP, name)
+    np.save(path, a)
+    return path
+
+
+def run(args, env=WITH_PLUGIN):
+    return subprocess.run([KILN] + args, capture_output=True, text=True, env=env, timeout=120)
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def close(name, got_path, want, rtol=1e-5, atol=1e-5):
+    got = np.load(got_path)
+    expect(got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=atol),
+           f'{name}: got {got!r}, want {want!r}')
+
+
+rng = np.random.default_rng(11)
+f32 = np.float32
+
+# (a) elementwise clusters on test-elementwise, dot and reduce on the next plugin.
+x = rng.uniform(-1, 1, (4, 3)).astype(f32)
+w = rng.uniform(-1, 1, (3, 5)).astype(f32)
+y = rng.uniform(-1, 1, (4, 5)).astype(f32)
+dot = (np.tanh(x * x + x) - x) @ w
+e4 = -(np.exp(dot * y) + dot)
+out = os.path.join(TMP, 'mixed')
+mixed = write('mixed.hlo', MIXED)
+inputs = ['--input', save('x.npy', x), '--input', save('w.npy', w), '--input', save('y.npy', y)]
+r = run(['run', mixed] + inputs + ['--output-dir', out, '--log-partition', '--benchmark', '2'])
+if expect(r.returncode == 0, f'mixed: exit {r.returncode}: {r.stderr}'):
+    for line in ['cluster 0: test-elementwise (4 instructions', f'cluster 1: {NEXT} (1 instruction,',
+                 'cluster 2: test-elementwise (4 instructions', f'cluster 3: {NEXT} (2 instructions']:
+        expect(line in r.stderr, f'mixed: no {line!r} in {r.stderr!r}')
+    last = r.stdout.strip().splitlines()[-1]
+    expect(re.fullmatch(r'compile_ms=[0-9.]+ median_ms=[0-9.]+ min_ms=[0-9.]+ runs=2 '
+                        rf'device=test-elementwise\+{NEXT}', last), f'mixed: {last!r}')
+    close('mixed output_0', os.path.join(out, 'output_0.npy'), e4)
+    close('mixed output_1', os.path.join(out, 'output_1.npy'), e4.sum(axis=1))
+    print('ok mixed module partitioned: test-elementwise +', NEXT)
+r = run(['run', mixed] + inputs + ['--compare', 'interpreter'])
+expect(r.returncode == 0 and r.stdout.count(' ok ') == 2, f'mixed --compare: {r.stdout} {r.stderr}')
+
+# Without the test plugin one plugin runs everything: no partition.
+r = run(['run', mixed, '--log-partition'], env=dict(os.environ))
+expect(r.returncode == 0 and f'cluster 0: {NEXT} (' in r.stderr and 'whole module' in r.stderr,
+       f'whole module: {r.stderr!r}')
+
+# (c) a sort cpu-llvm declines runs on the interpreter between two cpu-llvm clusters.
+if NEXT == 'cpu-llvm':
+    sx = rng.uniform(-1, 1, 16).astype(f32)
+    sy = rng.uniform(-1, 1, 16).astype(f32)
+    s = np.sort(np.tanh(sx * sy + sx) - sy)
+    out = os.path.join(TMP, 'sort')
+    r = run(['run', write('sort.hlo', SORT_BETWEEN), '--input', save('sx.npy', sx), '--input',
+             save('sy.npy', sy), '--output-dir', out, '--log-partition'], env=dict(os.environ))
+    if expect(r.returncode == 0, f'sort: exit {r.returncode}: {r.stderr}'):
+        for line in ['cluster 0: cpu-llvm (4 instructions', 'cluster 1: interpreter (1 instruction,',
+                     'cluster 2: cpu-llvm (4 instructions']:
+            expect(line in r.stderr, f'sort: no {line!r} in {r.stderr!r}')
+        close('sort', os.path.join(out, 'output_0.npy'), -np.exp(s * s + sx), rtol=1e-5, atol=1e-5)
+        print('ok sort declined by cpu-llvm runs on the interpreter')
+
+# (c) a custom-call no plugin runs: one clear line naming it, non-zero exit.
+cc = os.path.join(ROOT, 'tests', 'hlo_corpus', '006_jaxdecomp_pfft3d_f64_customcall.hlo')
+r = run(['run', cc])
+expect(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and
+       "no available plugin can run instruction 'custom-call.4.0' (custom-call)" in r.stderr and
+       "interpreter: 'custom-call.4.0' is a custom-call ('pfft3d')" in r.stderr,
+       f'custom-call: exit {r.returncode}: {r.stderr!r}')
+r = run(['run', mixed, '--min-cluster-size', '0'])
+expect(r.returncode != 0 and '--min-cluster-size needs a positive integer' in r.stderr,
+       f'bad --min-cluster-size: {r.stderr!r}')
+
+# (b) graph placement per node: elementwise on test-elementwise, MatMul on the next plugin.
+gx = rng.uniform(-1, 1, (5, 3)).astype(f32)
+gw = rng.uniform(-1, 1, (3, 4)).astype(f32)
+m = np.tanh(gx * gx + gx) @ gw
+out = os.path.join(TMP, 'graph')
+svg, html = os.path.join(TMP, 'c.svg'), os.path.join(TMP, 'c.html')
+base = ['graph', 'run', write('mm.graph', GRAPH), '--input', save('gx.npy', gx), '--input',
+        save('gw.npy', gw), '--output-dir', out, '--log-device-placement']
+r = run(base + ['--dump-clusters', svg])
+if expect(r.returncode == 0, f'graph: exit {r.returncode}: {r.stderr}'):
+    for n, op in [('a', 'Mul'), ('b', 'Add'), ('c', 'Tanh'), ('e', 'Exp'), ('f', 'Neg')]:
+        expect(f'node {n} ({op}) -> test-elementwise' in r.stderr, f'graph {n}: {r.stderr!r}')
+    expect(f'node m (MatMul) -> {NEXT}' in r.stderr, f'graph m: {r.stderr!r}')
+    close('graph f', os.path.join(out, 'output_0.npy'), -np.exp(m), rtol=1e-4)
+    close('graph m', os.path.join(out, 'output_1.npy'), m)
+    labels = [t.text for t in ET.parse(svg).getroot().iter('{http://www.w3.org/2000/svg}text')]
+    expect('cluster_0 on test-elementwise' in labels and f'cluster_1 on {NEXT}' in labels,
+           f'svg labels: {labels}')
+    print('ok graph placement per node and SVG picture')
+r = run(base + ['--dump-clusters', html])
+expect(r.returncode == 0 and '<svg' in open(html).read() and 'subgraph cluster_0' in open(html).read(),
+       f'html dump: {r.stderr!r}')
+
+if failures:
+    print('\n'.join('FAIL ' + f for f in failures))
+    sys.exit(1)
+print('all partition checks passed')
