@@ -4,6 +4,8 @@
 #include "plugins/cpu_llvm/step_values.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
@@ -265,6 +267,9 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
   auto t0 = std::chrono::steady_clock::now();
   Plan plan = MakePlan(*module, options_.plan);
   plan_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Debugging aid: every computation's dispositions (kernel, control-flow, evaluator, ...).
+  if (const char* dump = std::getenv("KILN_CPU_DUMP_PLAN"); dump != nullptr && *dump != '\0')
+    std::fprintf(stderr, "cpu-llvm plan of %s:\n%s", module->name().c_str(), PlanToString(plan).c_str());
   std::string ir;
   JitRequest request;
   request.ir_out = options_.keep_ir ? &ir : nullptr;

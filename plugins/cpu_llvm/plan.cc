@@ -341,7 +341,8 @@ std::string PlanToString(const Plan& plan) {
   std::string out;
   auto print = [&](const ComputationPlan& p) {
     absl::StrAppend(&out, "%", p.computation ? p.computation->name() : "?", ":\n");
-    for (const auto& [h, d] : p.dispositions) absl::StrAppend(&out, "  ", h->name(), " ", std::string(DispositionName(d)), "\n");
+    for (const auto& [h, d] : p.dispositions)
+      absl::StrAppend(&out, "  ", h->name(), " ", std::string(DispositionName(d)), "\n");
   };
   print(plan);
   for (const ComputationPlan& p : plan.called) print(p);
