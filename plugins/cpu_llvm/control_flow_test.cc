@@ -43,14 +43,15 @@ std::vector<std::string> ControlFlowOnEvaluator(const Plan& plan) {
 // Compiles `text`, checks that nothing in it runs on the evaluator, and compares runs on
 // each argument set with the evaluator.
 void CompareRuns(const std::string& text, const std::string& name,
-                 const std::vector<std::vector<Literal>>& arg_sets) {
+                 const std::vector<std::vector<Literal>>& arg_sets, int evaluator_steps = 0) {
   std::shared_ptr<const HloModule> module = Parse(text, name);
   ASSERT_NE(module, nullptr);
   auto compiler = CpuCompiler::Create();
   ASSERT_TRUE(compiler.ok()) << compiler.status();
   auto exe = (*compiler)->Compile(module);
   ASSERT_TRUE(exe.ok()) << name << ": " << exe.status();
-  EXPECT_EQ(EvaluatorStepCount((*exe)->plan()), 0) << PlanToString((*exe)->plan());
+  EXPECT_EQ(EvaluatorStepCount((*exe)->plan()), evaluator_steps) << PlanToString((*exe)->plan());
+  EXPECT_EQ(ControlFlowOnEvaluator((*exe)->plan()), std::vector<std::string>());
   EXPECT_FALSE((*exe)->plan().called.empty());
   for (size_t i = 0; i < arg_sets.size(); ++i) {
     HloEvaluator evaluator;
@@ -309,6 +310,56 @@ ENTRY %main (x: f32[5,3], y: f32[3]) -> (f32[5,3], f32[3]) {
 })";
 
 TEST(CpuLlvmControlFlow, Call) { CompareRuns(kCall, "calls", RandomArgs(kCall, 1)); }
+
+// A loop whose body mixes a conditional (on the counter's parity) with a sort the emitter
+// cannot do (an evaluator step inside the sub-plan).
+constexpr const char* kMixedBody = R"(HloModule mixed
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+%double (v: f32[12]) -> f32[12] {
+  %v = f32[12]{0} parameter(0)
+  ROOT %d = f32[12]{0} add(%v, %v)
+}
+%shift (v: f32[12]) -> f32[12] {
+  %v = f32[12]{0} parameter(0)
+  %c = f32[] constant(-0.75)
+  %cb = f32[12]{0} broadcast(%c), dimensions={}
+  ROOT %s = f32[12]{0} add(%v, %cb)
+}
+%cond (s: (s32[], f32[12])) -> pred[] {
+  %s = (s32[], f32[12]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+%body (s: (s32[], f32[12])) -> (s32[], f32[12]) {
+  %s = (s32[], f32[12]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %v = f32[12]{0} get-tuple-element(%s), index=1
+  %two = s32[] constant(2)
+  %r = s32[] remainder(%i, %two)
+  %z = s32[] constant(0)
+  %even = pred[] compare(%r, %z), direction=EQ
+  %c = f32[12]{0} conditional(%even, %v, %v), true_computation=%double, false_computation=%shift
+  %sorted = f32[12]{0} sort(%c), dimensions={0}, to_apply=%lt
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[12]{0}) tuple(%i1, %sorted)
+}
+ENTRY %main (v: f32[12]) -> f32[12] {
+  %v = f32[12]{0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[12]{0}) tuple(%zero, %v)
+  %w = (s32[], f32[12]{0}) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[12]{0} get-tuple-element(%w), index=1
+})";
+
+TEST(CpuLlvmControlFlow, LoopBodyWithConditionalAndEvaluatorStep) {
+  CompareRuns(kMixedBody, "mixed", RandomArgs(kMixedBody, 2), /*evaluator_steps=*/1);
+}
 
 // The repository's modules with while/conditional/call: none of them on the evaluator.
 TEST(CpuLlvmControlFlow, RepositoryModulesPlanControlFlowNatively) {
