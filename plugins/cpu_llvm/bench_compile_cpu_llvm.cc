@@ -21,7 +21,7 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 
 struct Trial {
   double parse = 0, verify = 0, plan = 0, emit = 0, opt = 0, codegen = 0, load = 0, compile = 0;
-  int64_t kernels = 0, modules = 0;
+  int64_t kernels = 0, modules = 0, shared = 0;
 };
 
 }  // namespace
@@ -80,9 +80,11 @@ int main(int argc, char** argv) {
     r.load = s.jit.load_ms;
     r.kernels = (*exe)->kernel_count();
     r.modules = s.jit.codegen_modules;
+    r.shared = s.jit.shared_kernels;
     all.push_back(r);
-    if (t == 0) fmt::print("threads {}, {} kernels in {} LLVM modules\n", (*compiler)->threads(),
-                           r.kernels, r.modules);
+    if (t == 0)
+      fmt::print("threads {}, {} kernels ({} identical to another, compiled once) in {} LLVM modules\n",
+                 (*compiler)->threads(), r.kernels, r.shared, r.modules);
   }
   auto print = [](const char* label, const Trial& r) {
     fmt::print("{:>8}: parse {:.1f} verify {:.1f} | compile {:.1f} ms = plan {:.1f} + emit {:.1f} "

@@ -2,6 +2,8 @@
 // optionally cached on disk) and symbol lookup for CPU kernels.
 #include "plugins/cpu_llvm/jit.h"
 
+#include "plugins/cpu_llvm/kernel_signature.h"
+
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -9,6 +11,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "absl/container/flat_hash_map.h"
 #include "fmt/format.h"
 #include "hlo/instruction.h"
 #include "llvm/Config/llvm-config.h"
@@ -129,9 +132,10 @@ struct CpuJit::Impl {
   void Optimize(llvm::Module& m, llvm::TargetMachine& tm);
   GroupResult CompileGroup(const std::vector<const llvm_emit::KernelSpec*>& specs,
                            llvm::TargetMachine& tm, bool want_ir);
-  // Objects (from the cache or compiled) loaded into a fresh JITDylib; the entry points.
+  // Objects (from the cache or compiled) loaded into a fresh JITDylib; the entry points of
+  // the functions named `names`.
   absl::StatusOr<std::vector<KernelFn>> Load(const std::vector<std::string>& objects,
-                                             const std::vector<llvm_emit::KernelSpec>& specs);
+                                             const std::vector<std::string>& names);
 };
 
 CpuJit::CpuJit(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -269,7 +273,7 @@ GroupResult CpuJit::Impl::CompileGroup(const std::vector<const llvm_emit::Kernel
 }
 
 absl::StatusOr<std::vector<KernelFn>> CpuJit::Impl::Load(
-    const std::vector<std::string>& objects, const std::vector<llvm_emit::KernelSpec>& specs) {
+    const std::vector<std::string>& objects, const std::vector<std::string>& names) {
   Clock::time_point t0 = Clock::now();
   // A JITDylib per compile: kernel names only need to be unique within one module.
   std::string dylib = absl::StrCat("kiln_m", next_module++);
@@ -282,9 +286,9 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Impl::Load(
     if (err) return absl::InternalError("cpu-llvm: cannot load kernel object: " + ToString(std::move(err)));
   }
   std::vector<KernelFn> fns;
-  for (const llvm_emit::KernelSpec& spec : specs) {
-    auto sym = jit->lookup(*jd, spec.name);
-    if (!sym) return absl::InternalError(absl::StrCat("cpu-llvm: cannot load kernel ", spec.name, ": ", ToString(sym.takeError())));
+  for (const std::string& name : names) {
+    auto sym = jit->lookup(*jd, name);
+    if (!sym) return absl::InternalError(absl::StrCat("cpu-llvm: cannot load kernel ", name, ": ", ToString(sym.takeError())));
     fns.push_back(sym->toPtr<KernelFn>());
   }
   stats.load_ms += Ms(Clock::now() - t0);
@@ -296,13 +300,27 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
   std::lock_guard<std::mutex> lock(impl_->mu);
   Impl& im = *impl_;
   ++im.stats.compiles;
+  if (specs.empty()) return std::vector<KernelFn>();
   const bool use_cache = request.cache != nullptr && !request.cache_key.empty() &&
                          request.ir_out == nullptr;
+  // Identical kernels (the same fusion in every layer) are compiled once: each spec is
+  // served by the function of the first spec with its signature.
+  std::vector<const llvm_emit::KernelSpec*> unique;
+  std::vector<std::string> names;
+  {
+    absl::flat_hash_map<std::string, const llvm_emit::KernelSpec*> first;
+    for (const llvm_emit::KernelSpec& spec : specs) {
+      auto [it, inserted] = first.emplace(KernelSignature(spec), &spec);
+      if (inserted) unique.push_back(&spec);
+      else ++im.stats.shared_kernels;
+      names.push_back(it->second->name);
+    }
+  }
   if (use_cache) {
     if (std::optional<std::string> entry = request.cache->Load(request.cache_key)) {
       std::optional<std::vector<std::string>> objects = UnpackObjects(*entry);
       absl::StatusOr<std::vector<KernelFn>> fns =
-          objects ? im.Load(*objects, specs)
+          objects ? im.Load(*objects, names)
                   : absl::DataLossError("the entry does not hold kernel objects");
       if (fns.ok()) {
         ++im.stats.cache_loads;
@@ -315,20 +333,20 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
   // Split the kernels into groups of about equal size, one LLVM module per thread.
   int groups = 1;
   if (request.pool != nullptr)
-    groups = static_cast<int>(std::min<size_t>(request.pool->size(), specs.size()));
+    groups = static_cast<int>(std::min<size_t>(request.pool->size(), unique.size()));
   groups = std::max(groups, 1);
   std::vector<std::vector<const llvm_emit::KernelSpec*>> members(groups);
   std::vector<int64_t> load(groups, 0);
-  std::vector<size_t> order(specs.size());
-  std::vector<int64_t> size(specs.size());
-  for (size_t i = 0; i < specs.size(); ++i) {
+  std::vector<size_t> order(unique.size());
+  std::vector<int64_t> size(unique.size());
+  for (size_t i = 0; i < unique.size(); ++i) {
     order[i] = i;
-    size[i] = KernelSize(specs[i]);
+    size[i] = KernelSize(*unique[i]);
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size[a] > size[b]; });
   for (size_t i : order) {
     int g = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-    members[g].push_back(&specs[i]);
+    members[g].push_back(unique[i]);
     load[g] += size[i];
   }
   while (static_cast<int>(im.tms.size()) < groups) {
@@ -358,7 +376,7 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
     if (absl::Status st = request.cache->Store(request.cache_key, PackObjects(objects)); !st.ok())
       fmt::print(stderr, "kiln: warning: cpu-llvm: {}\n", std::string(st.message()));
   }
-  return im.Load(objects, specs);
+  return im.Load(objects, names);
 }
 
 }  // namespace kiln::cpu

@@ -33,6 +33,7 @@ struct JitStats {
   int64_t compiles = 0;         // Compile calls
   int64_t codegen_modules = 0;  // LLVM modules optimized and compiled to objects
   int64_t cache_loads = 0;      // compiles whose objects came from the object cache
+  int64_t shared_kernels = 0;   // kernels served by an identical kernel's code
   double emit_ms = 0, optimize_ms = 0, codegen_ms = 0, load_ms = 0;
 };
 
