@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include "hlo/instruction.h"
 #include "llvm/Config/llvm-config.h"
@@ -57,18 +58,17 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 
 // Instructions generated for a kernel (what its compile time grows with), to balance groups.
 int64_t KernelSize(const llvm_emit::KernelSpec& spec) {
+  absl::flat_hash_set<const HloInstruction*> seen(spec.inputs.begin(), spec.inputs.end());
   std::vector<const HloInstruction*> stack(spec.outputs.begin(), spec.outputs.end());
-  std::vector<const HloInstruction*> seen;
+  int64_t n = 0;
   while (!stack.empty()) {
     const HloInstruction* h = stack.back();
     stack.pop_back();
-    if (std::find(seen.begin(), seen.end(), h) != seen.end() ||
-        std::find(spec.inputs.begin(), spec.inputs.end(), h) != spec.inputs.end())
-      continue;
-    seen.push_back(h);
+    if (!seen.insert(h).second) continue;
+    ++n;
     for (const HloInstruction* o : h->operands()) stack.push_back(o);
   }
-  return static_cast<int64_t>(seen.size());
+  return n;
 }
 
 // A cache entry holds the objects of all groups: a count, then each as length + bytes.
