@@ -3,6 +3,10 @@
 
 #include "plugins/cpu_llvm/step_values.h"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
 #include "hlo/evaluator/evaluator.h"
@@ -97,10 +101,20 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
                        (args[i] ? args[i]->shape().ToString(false) : std::string("null")), ", the parameter wants ",
                        entry->parameter(i)->shape().ToString(false)));
   }
-  StepValues values;
+  std::vector<Value> values;
+  values.reserve(args.size());
+  for (const Literal* a : args) values.push_back(Value::Borrowed(a));
   HloEvaluator evaluator;
-  std::vector<void*> buffers;
-  for (const Step& step : plan_.steps) {
+  absl::StatusOr<Value> root = RunComputation(plan_, values, evaluator);
+  if (!root.ok()) return root.status();
+  return Materialize(*std::move(root));
+}
+
+absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
+                                                    std::span<const Value> args,
+                                                    HloEvaluator& evaluator) const {
+  StepValues values;
+  for (const Step& step : p.steps) {
     const HloInstruction* h = step.instr;
     switch (step.kind) {
       case Disposition::kBookkeeping:
@@ -109,29 +123,12 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
       case Disposition::kEvaluator:
         if (absl::Status st = values.RunOnEvaluator(*h, evaluator); !st.ok()) return st;
         break;
-      case Disposition::kKernel: {
-        const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
-        buffers.clear();
-        for (const HloInstruction* s : step.sources)
-          buffers.push_back(const_cast<uint8_t*>(values.at(s)->untyped_data()));
-        std::vector<Literal> outs;
-        outs.reserve(spec.outputs.size());
-        for (const HloInstruction* o : spec.outputs) {
-          outs.emplace_back(o->shape());
-          buffers.push_back(outs.back().untyped_data());
-        }
-        KernelFn fn = kernels_[step.kernel];
-        if (step.outer_extent >= 2 && pool_ != nullptr && pool_->size() > 1 &&
-            step.work >= parallel_min_work_) {
-          void** table = buffers.data();
-          pool_->ParallelFor(step.outer_extent,
-                             [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
-        } else {
-          fn(buffers.data(), 0, step.outer_extent);
-        }
-        values.OwnOutputs(h, std::move(outs));
+      case Disposition::kControlFlow:
+        if (absl::Status st = RunControlFlow(step, values, evaluator); !st.ok()) return st;
         break;
-      }
+      case Disposition::kKernel:
+        RunKernel(step, values);
+        break;
       case Disposition::kLibrary: {
         Literal out(h->shape());
         if (step.conv) {
@@ -148,7 +145,79 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
         break;
     }
   }
-  return values.TakeResult(entry->root());
+  return values.TakeValue(p.computation->root());
+}
+
+void CpuExecutable::RunKernel(const Step& step, StepValues& values) const {
+  const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
+  std::vector<void*> buffers;
+  buffers.reserve(step.sources.size() + spec.outputs.size());
+  for (const HloInstruction* s : step.sources)
+    buffers.push_back(const_cast<uint8_t*>(values.at(s)->untyped_data()));
+  std::vector<Literal> outs;
+  outs.reserve(spec.outputs.size());
+  for (const HloInstruction* o : spec.outputs) {
+    outs.emplace_back(o->shape());
+    buffers.push_back(outs.back().untyped_data());
+  }
+  KernelFn fn = kernels_[step.kernel];
+  if (step.outer_extent >= 2 && pool_ != nullptr && pool_->size() > 1 &&
+      step.work >= parallel_min_work_) {
+    void** table = buffers.data();
+    pool_->ParallelFor(step.outer_extent,
+                       [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
+  } else {
+    fn(buffers.data(), 0, step.outer_extent);
+  }
+  values.OwnOutputs(step.instr, std::move(outs));
+}
+
+absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
+                                           HloEvaluator& evaluator) const {
+  const HloInstruction* h = step.instr;
+  auto annotate = [h](const absl::Status& st) {
+    return absl::Status(st.code(), absl::StrCat(st.message(), " (in ", h->name(), ")"));
+  };
+  if (h->opcode() == HloOpcode::kWhile) {
+    const ComputationPlan& cond = plan_.called[step.called[0]];
+    const ComputationPlan& body = plan_.called[step.called[1]];
+    // The state's elements pass from one iteration to the next by reference: an element the
+    // body returns unchanged is not copied, and one it replaces is freed.
+    Value state = values.value(h->operand(0));
+    for (;;) {
+      absl::StatusOr<Value> go = RunComputation(cond, std::span<const Value>(&state, 1), evaluator);
+      if (!go.ok()) return annotate(go.status());
+      if (go->literal == nullptr || go->literal->IsTuple())
+        return annotate(absl::InternalError("while condition did not return a pred scalar"));
+      if (!go->literal->data<bool>()[0]) break;
+      absl::StatusOr<Value> next = RunComputation(body, std::span<const Value>(&state, 1), evaluator);
+      if (!next.ok()) return annotate(next.status());
+      state = *std::move(next);
+    }
+    values.Set(h, std::move(state));
+    return absl::OkStatus();
+  }
+  std::vector<Value> args;
+  int sub = step.called[0];
+  if (h->opcode() == HloOpcode::kConditional) {
+    const Literal* selector = values.at(h->operand(0));
+    const int64_t n = static_cast<int64_t>(step.called.size());
+    int64_t branch;
+    if (selector->shape().element_type() == PrimitiveType::PRED) {
+      branch = selector->data<bool>()[0] ? 0 : 1;
+    } else {
+      branch = selector->data<int32_t>()[0];
+      if (branch < 0 || branch >= n) branch = n - 1;  // out of range: the last branch (XLA)
+    }
+    sub = step.called[branch];
+    args.push_back(values.value(h->operand(branch + 1)));
+  } else {  // call
+    for (const HloInstruction* o : h->operands()) args.push_back(values.value(o));
+  }
+  absl::StatusOr<Value> r = RunComputation(plan_.called[sub], args, evaluator);
+  if (!r.ok()) return annotate(r.status());
+  values.Set(h, *std::move(r));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOptions& options) {
@@ -156,8 +225,26 @@ absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOp
   if (!jit.ok()) return jit.status();
   int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
   SetBlasThreads(threads);
-  return std::unique_ptr<CpuCompiler>(
+  std::unique_ptr<CpuCompiler> compiler(
       new CpuCompiler(options, std::move(*jit), std::make_shared<ThreadPool>(threads)));
+  if (!options.cache_dir.has_value()) compiler->object_cache_ = DiskCache::FromEnv("KILN_CPU_CACHE_DIR");
+  else if (!options.cache_dir->empty()) compiler->object_cache_.emplace(*options.cache_dir);
+  return compiler;
+}
+
+CompileStats CpuCompiler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return CompileStats{plan_ms_, jit_->stats()};
+}
+
+// Everything the objects depend on: the compiling binary, LLVM, target and options, and the
+// module text (the cache stores the whole key, so it is compared, not just hashed).
+std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
+  const PlanOptions& p = options_.plan;
+  return absl::StrCat("cpu-llvm objects\nbinary=",
+                      BinaryIdentity(reinterpret_cast<const void*>(&StructuralHash)), "\n",
+                      jit_->CacheKey(), "\nplan=", p.fuse_unfused, ",", p.blas_min_mnk, ",",
+                      p.parallel_min_work, ",", p.native_control_flow, "\n", text);
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
@@ -177,10 +264,21 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
     }
   }
   ++misses_;
+  auto t0 = std::chrono::steady_clock::now();
   Plan plan = MakePlan(*module, options_.plan);
+  plan_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Debugging aid: every computation's dispositions (kernel, control-flow, evaluator, ...).
+  if (const char* dump = std::getenv("KILN_CPU_DUMP_PLAN"); dump != nullptr && *dump != '\0')
+    std::fprintf(stderr, "cpu-llvm plan of %s:\n%s", module->name().c_str(), PlanToString(plan).c_str());
   std::string ir;
-  absl::StatusOr<std::vector<KernelFn>> fns =
-      jit_->Compile(plan.kernels, options_.keep_ir ? &ir : nullptr);
+  JitRequest request;
+  request.ir_out = options_.keep_ir ? &ir : nullptr;
+  request.pool = pool_.get();
+  if (object_cache_.has_value() && !plan.kernels.empty()) {
+    request.cache = &*object_cache_;
+    request.cache_key = ObjectCacheKey(text);
+  }
+  absl::StatusOr<std::vector<KernelFn>> fns = jit_->Compile(plan.kernels, request);
   if (!fns.ok()) return fns.status();
   auto exe = std::make_shared<const CpuExecutable>(std::move(module), std::move(plan),
                                                    std::move(*fns), jit_, std::move(ir), pool_,

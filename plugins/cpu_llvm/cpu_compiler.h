@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,7 +19,14 @@
 #include "plugins/cpu_llvm/plan.h"
 #include "plugins/cpu_llvm/thread_pool.h"
 
+namespace kiln {
+class HloEvaluator;
+}
+
 namespace kiln::cpu {
+
+struct Value;
+class StepValues;
 
 struct CompileOptions {
   PlanOptions plan;
@@ -28,6 +36,15 @@ struct CompileOptions {
   // (KILN_CPU_THREADS, else the hardware's). The BLAS setting is process-wide: the last
   // compiler created sets it.
   int threads = 0;
+  // Directory of the on-disk object cache: unset = KILN_CPU_CACHE_DIR (off when that is
+  // unset or empty); an empty string turns it off.
+  std::optional<std::string> cache_dir;
+};
+
+// Where a compiler's compile time went (sums over its compiles, milliseconds).
+struct CompileStats {
+  double plan_ms = 0;
+  JitStats jit;
 };
 
 class CpuExecutable {
@@ -55,6 +72,13 @@ class CpuExecutable {
   std::string ir_;
   std::shared_ptr<ThreadPool> pool_;
   int64_t parallel_min_work_;
+
+  // Runs one computation's steps (the entry, or a sub-plan of control flow) on `args`.
+  absl::StatusOr<Value> RunComputation(const ComputationPlan& p, std::span<const Value> args,
+                                       HloEvaluator& evaluator) const;
+  // A while/conditional/call step: runs its sub-plans and sets its value.
+  absl::Status RunControlFlow(const Step& step, StepValues& values, HloEvaluator& evaluator) const;
+  void RunKernel(const Step& step, StepValues& values) const;
 };
 
 class CpuCompiler {
@@ -66,6 +90,9 @@ class CpuCompiler {
   int64_t cache_hits() const { return hits_; }
   int64_t cache_misses() const { return misses_; }
   const CpuJit& jit() const { return *jit_; }
+  CompileStats stats() const;
+  // The on-disk object cache, or null when off.
+  const DiskCache* object_cache() const { return object_cache_ ? &*object_cache_ : nullptr; }
   int threads() const { return pool_->size(); }
 
  private:
@@ -73,10 +100,14 @@ class CpuCompiler {
               std::shared_ptr<ThreadPool> pool)
       : options_(options), jit_(std::move(jit)), pool_(std::move(pool)) {}
 
+  std::string ObjectCacheKey(const std::string& text) const;
+
   CompileOptions options_;
   std::shared_ptr<CpuJit> jit_;
   std::shared_ptr<ThreadPool> pool_;
-  std::mutex mu_;
+  std::optional<DiskCache> object_cache_;
+  mutable std::mutex mu_;
+  double plan_ms_ = 0;
   // Fingerprint -> executables with that fingerprint (the module text tells collisions apart).
   absl::flat_hash_map<uint64_t, std::vector<std::shared_ptr<const CpuExecutable>>> cache_;
   int64_t hits_ = 0, misses_ = 0;

@@ -1,20 +1,33 @@
-// ORC LLJIT set-up, the optimization pipeline and symbol lookup for CPU kernels.
+// ORC LLJIT set-up, the optimization pipeline, object code generation (in parallel groups,
+// optionally cached on disk) and symbol lookup for CPU kernels.
 #include "plugins/cpu_llvm/jit.h"
 
-#include <atomic>
+#include "plugins/cpu_llvm/kernel_signature.h"
+
+#include <algorithm>
+#include <chrono>
 #include <mutex>
+#include <optional>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "fmt/format.h"
+#include "hlo/instruction.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/Host.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -40,18 +53,89 @@ bool LoadLibmvec() {
   return loaded;
 }
 
+using Clock = std::chrono::steady_clock;
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// Instructions generated for a kernel (what its compile time grows with), to balance groups.
+int64_t KernelSize(const llvm_emit::KernelSpec& spec) {
+  absl::flat_hash_set<const HloInstruction*> seen(spec.inputs.begin(), spec.inputs.end());
+  std::vector<const HloInstruction*> stack(spec.outputs.begin(), spec.outputs.end());
+  int64_t n = 0;
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    stack.pop_back();
+    if (!seen.insert(h).second) continue;
+    ++n;
+    for (const HloInstruction* o : h->operands()) stack.push_back(o);
+  }
+  return n;
+}
+
+// A cache entry holds the objects of all groups: a count, then each as length + bytes.
+void PutU64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+}
+std::string PackObjects(const std::vector<std::string>& objects) {
+  std::string out;
+  PutU64(out, objects.size());
+  for (const std::string& o : objects) {
+    PutU64(out, o.size());
+    out += o;
+  }
+  return out;
+}
+// Nullopt when `data` is not a well-formed pack (the cache checksums entries, so this only
+// guards against an entry written by an incompatible build under the same key).
+std::optional<std::vector<std::string>> UnpackObjects(std::string_view data) {
+  size_t pos = 0;
+  auto u64 = [&](uint64_t& v) {
+    if (data.size() - pos < 8) return false;
+    v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<unsigned char>(data[pos + i])} << (8 * i);
+    pos += 8;
+    return true;
+  };
+  uint64_t count = 0;
+  if (!u64(count) || count > data.size()) return std::nullopt;
+  std::vector<std::string> objects;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t n = 0;
+    if (!u64(n) || data.size() - pos < n) return std::nullopt;
+    objects.emplace_back(data.substr(pos, n));
+    pos += n;
+  }
+  if (pos != data.size()) return std::nullopt;
+  return objects;
+}
+
+// One group of kernels compiled to an object on one thread.
+struct GroupResult {
+  absl::Status status;
+  std::string object, ir;
+  double emit_ms = 0, optimize_ms = 0, codegen_ms = 0;
+};
+
 }  // namespace
 
 struct CpuJit::Impl {
   JitOptions options;
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  std::unique_ptr<llvm::TargetMachine> tm;
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb;
+  // One target machine per parallel group (a TargetMachine is not shared across threads).
+  std::vector<std::unique_ptr<llvm::TargetMachine>> tms;
   std::string cpu, features;
   bool use_libmvec = false;
   std::mutex mu;
   int64_t next_module = 0;
+  JitStats stats;
 
-  absl::Status Optimize(llvm::Module& m);
+  void Optimize(llvm::Module& m, llvm::TargetMachine& tm);
+  GroupResult CompileGroup(const std::vector<const llvm_emit::KernelSpec*>& specs,
+                           llvm::TargetMachine& tm, bool want_ir);
+  // Objects (from the cache or compiled) loaded into a fresh JITDylib; the entry points of
+  // the functions named `names`.
+  absl::StatusOr<std::vector<KernelFn>> Load(const std::vector<std::string>& objects,
+                                             const std::vector<std::string>& names);
 };
 
 CpuJit::CpuJit(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -84,7 +168,8 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create(const JitOptions& options
                                                     : llvm::CodeGenOpt::Default);
   auto tm = jtmb->createTargetMachine();
   if (!tm) return absl::InternalError("cpu-llvm: cannot create the target machine: " + ToString(tm.takeError()));
-  impl->tm = std::move(*tm);
+  impl->tms.push_back(std::move(*tm));
+  impl->jtmb = *jtmb;
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit) return absl::InternalError("cpu-llvm: cannot create the JIT: " + ToString(jit.takeError()));
   impl->jit = std::move(*jit);
@@ -101,21 +186,33 @@ std::string CpuJit::TargetDescription() const {
   return absl::StrCat(impl_->cpu, impl_->use_libmvec ? " (libmvec)" : "");
 }
 
-absl::Status CpuJit::Impl::Optimize(llvm::Module& m) {
+std::string CpuJit::CacheKey() const {
+  const JitOptions& o = impl_->options;
+  return absl::StrCat("llvm", LLVM_VERSION_STRING, ";", impl_->jit->getTargetTriple().str(), ";",
+                      impl_->cpu, ";", impl_->features, ";O", o.opt_level, ";vec", o.vectorize,
+                      ";libmvec", impl_->use_libmvec);
+}
+
+JitStats CpuJit::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
+
+void CpuJit::Impl::Optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = options.vectorize;
   pto.SLPVectorization = options.vectorize;
   pto.LoopInterleaving = options.vectorize;
   pto.LoopUnrolling = true;
-  llvm::PassBuilder pb(tm.get(), pto);
+  llvm::PassBuilder pb(&tm, pto);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::TargetLibraryInfoImpl tlii(tm->getTargetTriple());
+  llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
   if (use_libmvec)
     tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
-                                            tm->getTargetTriple());
+                                            tm.getTargetTriple());
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
@@ -130,48 +227,156 @@ absl::Status CpuJit::Impl::Optimize(llvm::Module& m) {
                                     ? pb.buildO0DefaultPipeline(level)
                                     : pb.buildPerModuleDefaultPipeline(level);
   mpm.run(m, mam);
-  return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
-    const std::vector<llvm_emit::KernelSpec>& specs, std::string* ir_out) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  // Kernel names are made unique per compile: all modules share one JITDylib.
-  std::string prefix = absl::StrCat("kiln_m", impl_->next_module++, "_");
+GroupResult CpuJit::Impl::CompileGroup(const std::vector<const llvm_emit::KernelSpec*>& specs,
+                                       llvm::TargetMachine& tm, bool want_ir) {
+  GroupResult r;
+  Clock::time_point t0 = Clock::now();
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto module = std::make_unique<llvm::Module>(prefix + "module", *ctx);
-  module->setDataLayout(impl_->jit->getDataLayout());
-  module->setTargetTriple(impl_->tm->getTargetTriple().str());
-  std::vector<std::string> names;
-  for (const llvm_emit::KernelSpec& spec : specs) {
-    llvm_emit::KernelSpec renamed = spec;
-    renamed.name = prefix + spec.name;
-    absl::Status st = llvm_emit::EmitKernel(renamed, *module);
-    if (!st.ok()) return st;
-    names.push_back(renamed.name);
+  auto module = std::make_unique<llvm::Module>("kiln_kernels", *ctx);
+  module->setDataLayout(tm.createDataLayout());
+  module->setTargetTriple(tm.getTargetTriple().str());
+  for (const llvm_emit::KernelSpec* spec : specs) {
+    r.status = llvm_emit::EmitKernel(*spec, *module);
+    if (!r.status.ok()) return r;
   }
   // Function attributes the backend reads for the host CPU (the vectorizers use TTI).
   for (llvm::Function& f : *module) {
     if (f.isDeclaration()) continue;
-    f.addFnAttr("target-cpu", impl_->cpu);
-    f.addFnAttr("target-features", impl_->features);
+    f.addFnAttr("target-cpu", cpu);
+    f.addFnAttr("target-features", features);
   }
-  absl::Status st = impl_->Optimize(*module);
-  if (!st.ok()) return st;
-  if (ir_out != nullptr) {
-    llvm::raw_string_ostream os(*ir_out);
+  Clock::time_point t1 = Clock::now();
+  Optimize(*module, tm);
+  Clock::time_point t2 = Clock::now();
+  if (want_ir) {
+    llvm::raw_string_ostream os(r.ir);
     module->print(os, nullptr);
   }
-  llvm::Error err = impl_->jit->addIRModule(
-      llvm::orc::ThreadSafeModule(std::move(module), std::move(ctx)));
-  if (err) return absl::InternalError("cpu-llvm: cannot add the module to the JIT: " + ToString(std::move(err)));
+  llvm::SmallVector<char, 0> buffer;
+  {
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) {
+      r.status = absl::InternalError("cpu-llvm: the target cannot emit object files");
+      return r;
+    }
+    pm.run(*module);
+  }
+  r.object.assign(buffer.begin(), buffer.end());
+  Clock::time_point t3 = Clock::now();
+  r.emit_ms = Ms(t1 - t0);
+  r.optimize_ms = Ms(t2 - t1);
+  r.codegen_ms = Ms(t3 - t2);
+  return r;
+}
+
+absl::StatusOr<std::vector<KernelFn>> CpuJit::Impl::Load(
+    const std::vector<std::string>& objects, const std::vector<std::string>& names) {
+  Clock::time_point t0 = Clock::now();
+  // A JITDylib per compile: kernel names only need to be unique within one module.
+  std::string dylib = absl::StrCat("kiln_m", next_module++);
+  auto jd = jit->createJITDylib(dylib);
+  if (!jd) return absl::InternalError("cpu-llvm: cannot create a JITDylib: " + ToString(jd.takeError()));
+  jd->addToLinkOrder(jit->getMainJITDylib());  // libm, libmvec, helpers from the process
+  for (size_t i = 0; i < objects.size(); ++i) {
+    llvm::Error err = jit->addObjectFile(
+        *jd, llvm::MemoryBuffer::getMemBufferCopy(objects[i], absl::StrCat(dylib, "_", i)));
+    if (err) return absl::InternalError("cpu-llvm: cannot load kernel object: " + ToString(std::move(err)));
+  }
   std::vector<KernelFn> fns;
   for (const std::string& name : names) {
-    auto sym = impl_->jit->lookup(name);
-    if (!sym) return absl::InternalError(absl::StrCat("cpu-llvm: cannot compile kernel ", name, ": ", ToString(sym.takeError())));
+    auto sym = jit->lookup(*jd, name);
+    if (!sym) return absl::InternalError(absl::StrCat("cpu-llvm: cannot load kernel ", name, ": ", ToString(sym.takeError())));
     fns.push_back(sym->toPtr<KernelFn>());
   }
+  stats.load_ms += Ms(Clock::now() - t0);
   return fns;
+}
+
+absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
+    const std::vector<llvm_emit::KernelSpec>& specs, const JitRequest& request) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  Impl& im = *impl_;
+  ++im.stats.compiles;
+  if (specs.empty()) return std::vector<KernelFn>();
+  const bool use_cache = request.cache != nullptr && !request.cache_key.empty() &&
+                         request.ir_out == nullptr;
+  // Identical kernels (the same fusion in every layer) are compiled once: each spec is
+  // served by the function of the first spec with its signature.
+  std::vector<const llvm_emit::KernelSpec*> unique;
+  std::vector<std::string> names;
+  {
+    absl::flat_hash_map<std::string, const llvm_emit::KernelSpec*> first;
+    for (const llvm_emit::KernelSpec& spec : specs) {
+      auto [it, inserted] = first.emplace(KernelSignature(spec), &spec);
+      if (inserted) unique.push_back(&spec);
+      else ++im.stats.shared_kernels;
+      names.push_back(it->second->name);
+    }
+  }
+  if (use_cache) {
+    if (std::optional<std::string> entry = request.cache->Load(request.cache_key)) {
+      std::optional<std::vector<std::string>> objects = UnpackObjects(*entry);
+      absl::StatusOr<std::vector<KernelFn>> fns =
+          objects ? im.Load(*objects, names)
+                  : absl::DataLossError("the entry does not hold kernel objects");
+      if (fns.ok()) {
+        ++im.stats.cache_loads;
+        return fns;
+      }
+      fmt::print(stderr, "kiln: warning: cpu-llvm object cache {}: {}; recompiling\n",
+                 request.cache->PathFor(request.cache_key), std::string(fns.status().message()));
+    }
+  }
+  // Split the kernels into groups of about equal size, one LLVM module per thread.
+  int groups = 1;
+  if (request.pool != nullptr)
+    groups = static_cast<int>(std::min<size_t>(request.pool->size(), unique.size()));
+  groups = std::max(groups, 1);
+  std::vector<std::vector<const llvm_emit::KernelSpec*>> members(groups);
+  std::vector<int64_t> load(groups, 0);
+  std::vector<size_t> order(unique.size());
+  std::vector<int64_t> size(unique.size());
+  for (size_t i = 0; i < unique.size(); ++i) {
+    order[i] = i;
+    size[i] = KernelSize(*unique[i]);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size[a] > size[b]; });
+  for (size_t i : order) {
+    int g = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    members[g].push_back(unique[i]);
+    load[g] += size[i];
+  }
+  while (static_cast<int>(im.tms.size()) < groups) {
+    auto tm = im.jtmb->createTargetMachine();
+    if (!tm) return absl::InternalError("cpu-llvm: cannot create a target machine: " + ToString(tm.takeError()));
+    im.tms.push_back(std::move(*tm));
+  }
+  std::vector<GroupResult> results(groups);
+  auto compile = [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g)
+      results[g] = im.CompileGroup(members[g], *im.tms[g], request.ir_out != nullptr);
+  };
+  if (groups > 1) request.pool->ParallelFor(groups, compile);
+  else compile(0, groups);
+  std::vector<std::string> objects;
+  for (GroupResult& r : results) {
+    if (!r.status.ok()) return r.status;
+    im.stats.emit_ms += r.emit_ms;
+    im.stats.optimize_ms += r.optimize_ms;
+    im.stats.codegen_ms += r.codegen_ms;
+    ++im.stats.codegen_modules;
+    if (request.ir_out != nullptr) *request.ir_out += r.ir;
+    objects.push_back(std::move(r.object));
+  }
+  // A cache that cannot be written only costs the next process a compilation.
+  if (use_cache) {
+    if (absl::Status st = request.cache->Store(request.cache_key, PackObjects(objects)); !st.ok())
+      fmt::print(stderr, "kiln: warning: cpu-llvm: {}\n", std::string(st.message()));
+  }
+  return im.Load(objects, names);
 }
 
 }  // namespace kiln::cpu

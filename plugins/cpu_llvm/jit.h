@@ -1,18 +1,20 @@
-// The CPU JIT: compiles kernels from the elemental emitter with LLVM's ORC LLJIT for the
-// host CPU (its own features, O3 with loop and SLP vectorization) and hands back function
-// pointers. No LLVM types in this header: only the codegen's own files include LLVM.
+// The CPU JIT: compiles kernels from the elemental emitter with LLVM for the host CPU (its
+// own features, O3 with loop and SLP vectorization) into object code, loads it with ORC and
+// hands back function pointers. No LLVM types in this header: only the codegen's own files
+// include LLVM.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "plugins/common/disk_cache.h"
+#include "plugins/cpu_llvm/thread_pool.h"
 #include "plugins/llvm_emitter/elemental_emitter.h"
 
 namespace kiln::cpu {
-
-#include <cstdint>
 
 // The entry point of every kernel: `buffers` holds the inputs, then the outputs; [begin,
 // end) is the range of the outer dimension to compute when the kernel's spec has
@@ -25,6 +27,25 @@ struct JitOptions {
   bool vector_math_library = true; // map exp/log/sin/cos to glibc's libmvec when vectorizing
 };
 
+// Where compile time went, summed over a CpuJit's compiles (milliseconds of wall time per
+// phase; with several groups in parallel, the phases of all groups are summed).
+struct JitStats {
+  int64_t compiles = 0;         // Compile calls
+  int64_t codegen_modules = 0;  // LLVM modules optimized and compiled to objects
+  int64_t cache_loads = 0;      // compiles whose objects came from the object cache
+  int64_t shared_kernels = 0;   // kernels served by an identical kernel's code
+  double emit_ms = 0, optimize_ms = 0, codegen_ms = 0, load_ms = 0;
+};
+
+struct JitRequest {
+  std::string* ir_out = nullptr;  // receives the optimized LLVM IR (tests, debugging)
+  // Kernels are split into up to pool->size() LLVM modules optimized and compiled in parallel.
+  ThreadPool* pool = nullptr;
+  // With a cache and a key: load the objects from it, or compile and store them.
+  const DiskCache* cache = nullptr;
+  std::string cache_key;
+};
+
 class CpuJit {
  public:
   static absl::StatusOr<std::unique_ptr<CpuJit>> Create(const JitOptions& options = {});
@@ -32,14 +53,16 @@ class CpuJit {
   CpuJit(const CpuJit&) = delete;
   CpuJit& operator=(const CpuJit&) = delete;
 
-  // Emits every kernel into one LLVM module, optimizes and compiles it, and returns the
-  // kernels' entry points in the order of `specs`. They stay valid while this JIT lives.
-  // With `ir_out`, the optimized LLVM IR is written there (for tests and debugging).
+  // Compiles every kernel and returns their entry points in the order of `specs`. They stay
+  // valid while this JIT lives. Each call gets its own symbol namespace (JITDylib).
   absl::StatusOr<std::vector<KernelFn>> Compile(const std::vector<llvm_emit::KernelSpec>& specs,
-                                                std::string* ir_out = nullptr);
+                                                const JitRequest& request = {});
 
   // The CPU name and feature string the JIT targets, e.g. "skylake-avx512".
   std::string TargetDescription() const;
+  // What makes objects from this JIT valid elsewhere: CPU, features and options.
+  std::string CacheKey() const;
+  JitStats stats() const;
 
  private:
   struct Impl;

@@ -13,6 +13,7 @@ std::string_view DispositionName(Disposition d) {
     case Disposition::kKernel: return "kernel";
     case Disposition::kInlined: return "inlined";
     case Disposition::kLibrary: return "library";
+    case Disposition::kControlFlow: return "control-flow";
     case Disposition::kEvaluator: return "evaluator";
     case Disposition::kBookkeeping: return "bookkeeping";
   }
@@ -116,12 +117,101 @@ void SetPartition(llvm_emit::KernelSpec& spec, Step& step) {
   step.outer_extent = extent;
 }
 
-}  // namespace
+// Computations already planned (index into Plan::called) and those being planned (a call
+// cycle is bad input: it falls back to the evaluator, which reports it).
+struct CalledPlans {
+  absl::flat_hash_map<const HloComputation*, int> index;
+  absl::flat_hash_set<const HloComputation*> active;
+};
 
-Plan MakePlan(const HloModule& module, const PlanOptions& options) {
-  Plan plan;
-  const HloComputation* entry = module.entry();
-  if (entry == nullptr) return plan;
+void PlanComputation(const HloComputation* entry, const PlanOptions& options, Plan& plan,
+                     CalledPlans& called);
+
+bool IsControlFlow(const HloInstruction& h) {
+  return h.opcode() == HloOpcode::kWhile || h.opcode() == HloOpcode::kConditional ||
+         h.opcode() == HloOpcode::kCall;
+}
+
+// The shapes the runner relies on; anything else stays on the evaluator, which reports it.
+bool ControlFlowWellFormed(const HloInstruction& h, std::string* why) {
+  const std::vector<HloComputation*>& comps = h.called_computations();
+  for (const HloComputation* c : comps) {
+    if (c == nullptr || c->root() == nullptr) {
+      *why = "missing called computation";
+      return false;
+    }
+  }
+  auto params_are = [&](const HloComputation* c, int n) {
+    if (c->num_parameters() == n) return true;
+    *why = absl::StrCat("%", c->name(), " takes ", c->num_parameters(), " parameters, not ", n);
+    return false;
+  };
+  if (h.opcode() == HloOpcode::kWhile) {
+    if (comps.size() != 2 || h.operand_count() != 1) {
+      *why = "while needs one operand, a condition and a body";
+      return false;
+    }
+    const Shape& p = comps[0]->root()->shape();
+    if (!p.IsArray() || p.element_type() != PrimitiveType::PRED || p.num_elements() != 1) {
+      *why = "while condition must return a pred scalar";
+      return false;
+    }
+    return params_are(comps[0], 1) && params_are(comps[1], 1);
+  }
+  if (h.opcode() == HloOpcode::kConditional) {
+    const Shape& sel = h.operand(0)->shape();
+    bool by_pred = sel.IsArray() && sel.element_type() == PrimitiveType::PRED;
+    bool by_index = sel.IsArray() && sel.element_type() == PrimitiveType::S32;
+    if (comps.empty() || h.operand_count() != static_cast<int64_t>(comps.size()) + 1 ||
+        !(by_pred ? comps.size() == 2 : by_index) || sel.num_elements() != 1) {
+      *why = "conditional needs a pred (two branches) or s32 scalar selector and one operand per branch";
+      return false;
+    }
+    for (const HloComputation* c : comps)
+      if (!params_are(c, 1)) return false;
+    return true;
+  }
+  if (comps.size() != 1) {
+    *why = "call needs one computation";
+    return false;
+  }
+  return params_are(comps[0], static_cast<int>(h.operand_count()));
+}
+
+// Plans the computations a while/conditional/call runs, each once; their indexes in
+// Plan::called, or nullopt with `why`.
+std::optional<std::vector<int>> PlanCalled(const HloInstruction& h, const PlanOptions& options,
+                                           Plan& plan, CalledPlans& called, std::string* why) {
+  if (!ControlFlowWellFormed(h, why)) return std::nullopt;
+  std::vector<int> out;
+  for (const HloComputation* c : h.called_computations()) {
+    if (auto it = called.index.find(c); it != called.index.end()) {
+      out.push_back(it->second);
+      continue;
+    }
+    if (!called.active.insert(c).second) {
+      *why = absl::StrCat("%", c->name(), " calls itself");
+      return std::nullopt;
+    }
+    // Plan into plan.steps/dispositions, then move them into the sub-plan.
+    ComputationPlan outer = std::move(static_cast<ComputationPlan&>(plan));
+    static_cast<ComputationPlan&>(plan) = ComputationPlan();
+    plan.computation = c;
+    PlanComputation(c, options, plan, called);
+    ComputationPlan sub = std::move(static_cast<ComputationPlan&>(plan));
+    static_cast<ComputationPlan&>(plan) = std::move(outer);
+    called.active.erase(c);
+    called.index[c] = static_cast<int>(plan.called.size());
+    out.push_back(static_cast<int>(plan.called.size()));
+    plan.called.push_back(std::move(sub));
+  }
+  return out;
+}
+
+// Plans one computation (the entry, or one run by control flow) into plan.steps and
+// plan.dispositions; its kernels are appended to plan.kernels.
+void PlanComputation(const HloComputation* entry, const PlanOptions& options, Plan& plan,
+                     CalledPlans& called) {
   std::vector<HloInstruction*> order = entry->MakeInstructionPostOrder();
 
   // Which instructions the emitter can generate (outside fusions).
@@ -129,8 +219,14 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
   absl::flat_hash_set<const HloInstruction*> emittable;
   absl::flat_hash_map<const HloInstruction*, GemmShape> gemms;
   absl::flat_hash_map<const HloInstruction*, ConvGemm> convs;
+  absl::flat_hash_map<const HloInstruction*, std::vector<int>> control_flow;
   for (const HloInstruction* h : order) {
     std::string why;
+    if (options.native_control_flow && IsControlFlow(*h)) {
+      if (auto c = PlanCalled(*h, options, plan, called, &why)) control_flow[h] = *c;
+      else why_not[h] = why;
+      continue;
+    }
     if (h->opcode() == HloOpcode::kConvolution) {
       if (std::optional<ConvGemm> c = MatchLibraryConv(*h, options.blas_min_mnk)) {
         convs[h] = *c;
@@ -177,6 +273,10 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
     } else if (auto w = why_not.find(h); w != why_not.end()) {
       step.kind = Disposition::kEvaluator;
       step.why = w->second;
+    } else if (auto c = control_flow.find(h); c != control_flow.end()) {
+      step.kind = Disposition::kControlFlow;
+      step.called = c->second;
+      for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
     } else if (h->opcode() == HloOpcode::kFusion) {
       step.kind = Disposition::kKernel;
       llvm_emit::KernelSpec spec;
@@ -222,7 +322,41 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
     plan.dispositions.emplace_back(h, step.kind);
     plan.steps.push_back(std::move(step));
   }
+}
+
+}  // namespace
+
+Plan MakePlan(const HloModule& module, const PlanOptions& options) {
+  Plan plan;
+  const HloComputation* entry = module.entry();
+  if (entry == nullptr) return plan;
+  plan.computation = entry;
+  CalledPlans called;
+  called.active.insert(entry);
+  PlanComputation(entry, options, plan, called);
   return plan;
+}
+
+std::string PlanToString(const Plan& plan) {
+  std::string out;
+  auto print = [&](const ComputationPlan& p) {
+    absl::StrAppend(&out, "%", p.computation ? p.computation->name() : "?", ":\n");
+    for (const auto& [h, d] : p.dispositions)
+      absl::StrAppend(&out, "  ", h->name(), " ", std::string(DispositionName(d)), "\n");
+  };
+  print(plan);
+  for (const ComputationPlan& p : plan.called) print(p);
+  return out;
+}
+
+int EvaluatorStepCount(const Plan& plan) {
+  int n = 0;
+  auto count = [&](const ComputationPlan& p) {
+    for (const auto& [h, d] : p.dispositions) n += d == Disposition::kEvaluator;
+  };
+  count(plan);
+  for (const ComputationPlan& p : plan.called) count(p);
+  return n;
 }
 
 absl::StatusOr<const Literal*> ConstantValue(const HloInstruction& constant) {

@@ -1,6 +1,7 @@
 // How the CPU codegen runs an entry computation: which instructions become JIT kernels
 // (and which of them are generated inside another kernel), which fall back to the HLO
-// evaluator, and which are bookkeeping (parameters, constants, tuples). LLVM-free.
+// evaluator, which are bookkeeping (parameters, constants, tuples), and which are control
+// flow (while/conditional/call) whose computations are planned the same way. LLVM-free.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@ enum class Disposition {
   kKernel,        // computed by its own JIT kernel (its result is materialized)
   kInlined,       // generated element by element inside the kernel of a user
   kLibrary,       // a library call computes it (a large dot or convolution: GEMM)
+  kControlFlow,   // while/conditional/call: the runner drives the sub-plans of its computations
   kEvaluator,     // the HLO evaluator computes it (the emitter cannot)
   kBookkeeping,   // parameter, constant, tuple, get-tuple-element: no computation
 };
@@ -37,6 +39,9 @@ struct PlanOptions {
   // Kernels whose estimated work (element operations) is at least this run their outer loop
   // across the thread pool.
   int64_t parallel_min_work = int64_t{1} << 16;
+  // Plan the computations of while/conditional/call as sub-plans (kControlFlow) instead of
+  // handing the whole instruction to the evaluator. The GPU runner does not drive them yet.
+  bool native_control_flow = true;
 };
 
 // One step of the run, in post-order.
@@ -53,13 +58,25 @@ struct Step {
   // else 0; and the estimated work in element operations.
   int64_t outer_extent = 0;
   int64_t work = 0;
+  // For kControlFlow: indexes into Plan::called of the computations it runs (while:
+  // condition then body; conditional: the branches in order; call: the callee).
+  std::vector<int> called;
 };
 
-struct Plan {
+// The steps of one computation.
+struct ComputationPlan {
+  const HloComputation* computation = nullptr;
   std::vector<Step> steps;
-  std::vector<llvm_emit::KernelSpec> kernels;
-  // Disposition of every entry instruction, in post-order (the capability report).
+  // Disposition of every instruction, in post-order (the capability report).
   std::vector<std::pair<const HloInstruction*, Disposition>> dispositions;
+};
+
+// The entry's steps, plus one sub-plan per computation run by a kControlFlow step (a
+// computation called from several places is planned once). Kernels of all of them are in
+// one list, so they compile together.
+struct Plan : ComputationPlan {
+  std::vector<llvm_emit::KernelSpec> kernels;
+  std::vector<ComputationPlan> called;
 };
 
 // True when every instruction of a fused computation can be emitted (a root tuple of
@@ -67,6 +84,12 @@ struct Plan {
 bool CanEmitFusion(const HloInstruction& fusion, std::string* why);
 
 Plan MakePlan(const HloModule& module, const PlanOptions& options);
+
+// Every computation's dispositions, one line per instruction (debugging, tests).
+std::string PlanToString(const Plan& plan);
+
+// Number of instructions, in the entry and every sub-plan, that run on the evaluator.
+int EvaluatorStepCount(const Plan& plan);
 
 // The value of a constant, or an error when the dump elided it (`constant({...})`).
 absl::StatusOr<const Literal*> ConstantValue(const HloInstruction& constant);

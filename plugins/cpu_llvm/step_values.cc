@@ -6,14 +6,55 @@
 
 namespace kiln::cpu {
 
-void StepValues::Own(const HloInstruction* h, Literal value) {
-  owned_.push_back(std::make_unique<Literal>(std::move(value)));
-  values_[h] = owned_.back().get();
+Value Value::Borrowed(const Literal* l) {
+  Value v;
+  v.literal = std::shared_ptr<const Literal>(std::shared_ptr<const Literal>(), l);
+  return v;
+}
+
+Value Value::Owned(Literal l) {
+  Value v;
+  v.literal = std::make_shared<const Literal>(std::move(l));
+  return v;
+}
+
+int64_t Value::TupleSize() const {
+  if (literal == nullptr) return static_cast<int64_t>(elements.size());
+  return literal->IsTuple() ? static_cast<int64_t>(literal->elements().size()) : 0;
+}
+
+Value Value::Element(int64_t i) const {
+  if (literal == nullptr) return elements[i];
+  Value v;
+  // Shares ownership of the whole tuple literal (none when it is borrowed).
+  v.literal = std::shared_ptr<const Literal>(literal, &literal->element(static_cast<int>(i)));
+  return v;
+}
+
+Literal Materialize(Value v) {
+  if (v.literal == nullptr) {
+    std::vector<Literal> elems;
+    elems.reserve(v.elements.size());
+    for (Value& e : v.elements) elems.push_back(Materialize(std::move(e)));
+    return Literal::MakeTuple(std::move(elems));
+  }
+  // use_count is 0 for borrowed literals; 1 when this value is the only owner of a literal
+  // made with Owned (an element of a shared tuple literal counts its parent's owners).
+  if (v.literal.use_count() == 1) return std::move(const_cast<Literal&>(*v.literal));
+  return *v.literal;
+}
+
+const Literal* StepValues::at(const HloInstruction* h) {
+  Value& v = values_.at(h);
+  if (v.literal == nullptr) v = Value::Owned(Materialize(v));
+  return v.literal.get();
 }
 
 void StepValues::OwnOutputs(const HloInstruction* h, std::vector<Literal> outputs) {
   if (h->shape().IsTuple()) {
-    Own(h, Literal::MakeTuple(std::move(outputs)));
+    Value t;
+    for (Literal& o : outputs) t.elements.push_back(Value::Owned(std::move(o)));
+    Set(h, std::move(t));
   } else {
     Own(h, std::move(outputs[0]));
   }
@@ -21,39 +62,46 @@ void StepValues::OwnOutputs(const HloInstruction* h, std::vector<Literal> output
 
 absl::Status StepValues::RunBookkeeping(const HloInstruction& h,
                                         std::span<const Literal* const> args) {
+  if (h.opcode() != HloOpcode::kParameter) return RunBookkeeping(h, std::span<const Value>());
+  Set(&h, Value::Borrowed(args[h.parameter_number()]));
+  return absl::OkStatus();
+}
+
+absl::Status StepValues::RunBookkeeping(const HloInstruction& h, std::span<const Value> args) {
   if (h.opcode() == HloOpcode::kParameter) {
-    values_[&h] = args[h.parameter_number()];
+    if (h.parameter_number() < 0 || h.parameter_number() >= static_cast<int64_t>(args.size()))
+      return absl::InvalidArgumentError(absl::StrCat("parameter ", h.name(), " has no argument"));
+    Set(&h, args[h.parameter_number()]);
   } else if (h.opcode() == HloOpcode::kConstant) {
     absl::StatusOr<const Literal*> value = ConstantValue(h);
     if (!value.ok()) return value.status();
-    values_[&h] = *value;
+    Set(&h, Value::Borrowed(*value));
   } else if (h.opcode() == HloOpcode::kGetTupleElement) {
-    const Literal* t = values_.at(h.operand(0));
-    if (!t->IsTuple() || h.tuple_index() < 0 ||
-        h.tuple_index() >= static_cast<int64_t>(t->elements().size()))
+    const Value& t = values_.at(h.operand(0));
+    if (!t.IsTuple() || h.tuple_index() < 0 || h.tuple_index() >= t.TupleSize())
       return absl::InvalidArgumentError(absl::StrCat("bad get-tuple-element ", h.name()));
-    values_[&h] = &t->element(h.tuple_index());
+    Set(&h, t.Element(h.tuple_index()));
   } else {  // tuple
-    std::vector<Literal> elems;
-    for (const HloInstruction* o : h.operands()) elems.push_back(*values_.at(o));
-    Own(&h, Literal::MakeTuple(std::move(elems)));
+    Value t;
+    for (const HloInstruction* o : h.operands()) t.elements.push_back(values_.at(o));
+    Set(&h, std::move(t));
   }
   return absl::OkStatus();
 }
 
 absl::Status StepValues::RunOnEvaluator(const HloInstruction& h, HloEvaluator& evaluator) {
   std::vector<const Literal*> ops;
-  for (const HloInstruction* o : h.operands()) ops.push_back(values_.at(o));
+  for (const HloInstruction* o : h.operands()) ops.push_back(at(o));
   absl::StatusOr<Literal> r = evaluator.EvaluateInstruction(h, ops);
   if (!r.ok()) return r.status();
   Own(&h, std::move(*r));
   return absl::OkStatus();
 }
 
-Literal StepValues::TakeResult(const HloInstruction* root) {
-  for (auto& o : owned_)
-    if (o.get() == values_.at(root)) return std::move(*o);
-  return *values_.at(root);
+Value StepValues::TakeValue(const HloInstruction* root) {
+  Value v = std::move(values_.at(root));
+  values_.clear();
+  return v;
 }
 
 }  // namespace kiln::cpu

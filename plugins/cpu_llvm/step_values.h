@@ -1,6 +1,7 @@
 // The values of a plan's instructions during one run, shared by the cpu-llvm and gpu-nvptx
 // runners: arguments and constants are borrowed, results are owned; bookkeeping steps and
-// evaluator steps are executed here so both runners do them the same way.
+// evaluator steps are executed here so both runners do them the same way. Tuples are
+// bookkeeping: a tuple value refers to its elements' literals, it does not copy them.
 #pragma once
 
 #include <memory>
@@ -14,25 +15,49 @@
 
 namespace kiln::cpu {
 
+// A value in a run: one literal (an array, or a whole tuple literal such as a tuple
+// argument), or a tuple made of element values. Literals are shared: a result lives as long
+// as some value refers to it (a while loop's state outlives the body run that made it);
+// borrowed literals (arguments, constants) have no owner and are never freed here.
+struct Value {
+  std::shared_ptr<const Literal> literal;
+  std::vector<Value> elements;  // the tuple's elements when `literal` is null
+
+  static Value Borrowed(const Literal* l);
+  static Value Owned(Literal l);
+  bool IsTuple() const { return literal == nullptr || literal->IsTuple(); }
+  int64_t TupleSize() const;
+  Value Element(int64_t i) const;  // i must be in [0, TupleSize())
+};
+
+// The value as one literal: moved out where `v` holds the only reference to an owned
+// literal, copied otherwise (borrowed, or shared with another value).
+Literal Materialize(Value v);
+
 class StepValues {
  public:
-  const Literal* at(const HloInstruction* h) const { return values_.at(h); }
+  // The literal of `h` (an array, or a tuple literal made once on first use).
+  const Literal* at(const HloInstruction* h);
+  const Value& value(const HloInstruction* h) const { return values_.at(h); }
+  void Set(const HloInstruction* h, Value v) { values_[h] = std::move(v); }
   bool contains(const HloInstruction* h) const { return values_.contains(h); }
   // Takes ownership of `value` as the result of `h`.
-  void Own(const HloInstruction* h, Literal value);
+  void Own(const HloInstruction* h, Literal value) { Set(h, Value::Owned(std::move(value))); }
   // A kernel's outputs: one literal, or the elements of `h`'s tuple result.
   void OwnOutputs(const HloInstruction* h, std::vector<Literal> outputs);
-  // Parameter, constant, get-tuple-element or tuple.
+  // Parameter, constant, get-tuple-element or tuple. The literal form borrows the entry's
+  // arguments; the Value form takes a called computation's arguments.
   absl::Status RunBookkeeping(const HloInstruction& h, std::span<const Literal* const> args);
+  absl::Status RunBookkeeping(const HloInstruction& h, std::span<const Value> args);
   // One instruction on the host evaluator.
   absl::Status RunOnEvaluator(const HloInstruction& h, HloEvaluator& evaluator);
-  // The root's value, moved out when this run owns it (copied when it is an argument or
-  // constant).
-  Literal TakeResult(const HloInstruction* root);
+  // The root's value; the run's other values are dropped, so results only the root refers
+  // to are moved, not copied.
+  Value TakeValue(const HloInstruction* root);
+  Literal TakeResult(const HloInstruction* root) { return Materialize(TakeValue(root)); }
 
  private:
-  absl::flat_hash_map<const HloInstruction*, const Literal*> values_;
-  std::vector<std::unique_ptr<Literal>> owned_;
+  absl::flat_hash_map<const HloInstruction*, Value> values_;
 };
 
 }  // namespace kiln::cpu

@@ -117,7 +117,8 @@ absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const cpu::Plan
         if (absl::Status s = EnsureOperandsOnHost(*h, dev); !s.ok()) return s;
         if (absl::Status s = host.RunBookkeeping(*h, args); !s.ok()) return s;
         break;
-      case cpu::Disposition::kLibrary:  // not planned for the GPU; the evaluator is correct
+      case cpu::Disposition::kLibrary:      // not planned for the GPU; the evaluator is correct
+      case cpu::Disposition::kControlFlow:  // likewise (GpuPlanOptions)
       case cpu::Disposition::kEvaluator:
         if (absl::Status s = EnsureOperandsOnHost(*h, dev); !s.ok()) return s;
         if (absl::Status s = host.RunOnEvaluator(*h, evaluator); !s.ok()) return s;

@@ -20,6 +20,7 @@ cpu::PlanOptions GpuPlanOptions() {
   cpu::PlanOptions o;
   o.blas_min_mnk = std::numeric_limits<int64_t>::max();
   o.parallel_min_work = std::numeric_limits<int64_t>::max();
+  o.native_control_flow = false;  // the device runner does not drive sub-plans yet
   return o;
 }
 
