@@ -1,5 +1,6 @@
 // JIT kernels from the elemental emitter against values computed independently in the test
 // (plain C++ loops in double precision, or hand-computed).
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -171,6 +172,59 @@ TEST(CpuLlvmEmitter, SoftmaxUnfused) {
   EXPECT_EQ(again->get(), exe->get());
   EXPECT_EQ((*compiler)->cache_hits(), 1);
   EXPECT_EQ((*compiler)->cache_misses(), 1);
+}
+
+// A recurrence c[t] = tanh(x) * c[t-1] + logistic(x) read by one reduction kernel per
+// step (like an LSTM's cell state): each c[t] is needed by two kernels and is costly, so it
+// is computed once into memory instead of being regenerated from c[0] inside every later
+// kernel (quadratic work).
+TEST(CpuLlvmEmitter, SharedCostlyValuesAreMaterialized) {
+  Fixture f;
+  const int64_t N = 16, T = 12;
+  Shape s(PT::F32, {N});
+  HloComputation* add = AddReducer(*f.module, HloOpcode::kAdd, PT::F32, "add");
+  HloInstruction* x = f.b->Param(0, s);
+  HloInstruction* a = f.b->Unary(HloOpcode::kTanh, x);
+  HloInstruction* b = f.b->Unary(HloOpcode::kLogistic, x);
+  HloInstruction* c = x;
+  std::vector<HloInstruction*> sums, cs;
+  for (int64_t t = 0; t < T; ++t) {
+    c = f.b->Binary(HloOpcode::kAdd, f.b->Binary(HloOpcode::kMultiply, a, c), b);
+    cs.push_back(c);
+    sums.push_back(f.b->Reduce(f.b->Unary(HloOpcode::kTanh, c), f.b->Const(PT::F32, 0), {0}, add));
+  }
+  std::vector<Shape> shapes(T, Shape(PT::F32, {}));
+  f.entry->set_root(f.b->Op(HloOpcode::kTuple, Shape::Tuple(shapes), sums));
+  Plan plan = MakePlan(*f.module, {});
+  // Every c[t] but the last (read by one kernel only) is its own kernel.
+  for (const auto& [h, d] : plan.dispositions) {
+    auto it = std::find(cs.begin(), cs.end(), h);
+    if (it != cs.end()) {
+      EXPECT_EQ(d, it + 1 == cs.end() ? Disposition::kInlined : Disposition::kKernel) << h->name();
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(plan.kernels.size()), 2 * T - 1);
+
+  Literal lx = Random(s, 9, -1, 1);
+  auto compiler = CpuCompiler::Create(CompileOptions{});
+  ASSERT_TRUE(compiler.ok());
+  auto exe = (*compiler)->Compile(f.module);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  auto r = (*exe)->Run({&lx, 1});
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<double> cv(N), want;
+  for (int64_t i = 0; i < N; ++i) cv[i] = lx.GetAsDouble(i);
+  for (int64_t t = 0; t < T; ++t) {
+    double sum = 0;
+    for (int64_t i = 0; i < N; ++i) {
+      double xi = lx.GetAsDouble(i);
+      cv[i] = std::tanh(xi) * cv[i] + 1 / (1 + std::exp(-xi));
+      sum += std::tanh(cv[i]);
+    }
+    want.push_back(sum);
+  }
+  ASSERT_EQ(r->elements().size(), static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) EXPECT_NEAR(r->element(t).GetAsDouble(0), want[t], 1e-4) << t;
 }
 
 TEST(CpuLlvmEmitter, F16AddRoundsLikeHalfArithmetic) {

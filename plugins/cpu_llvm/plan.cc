@@ -248,13 +248,65 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
     }
   }
   // An emittable instruction gets its own kernel unless every user is an emittable
-  // instruction that can generate it inline.
-  auto materialized = [&](const HloInstruction* h) {
+  // instruction that can generate it inline ...
+  auto base_materialized = [&](const HloInstruction* h) {
     if (!options.fuse_unfused || h == entry->root() || IsExpensive(*h) || h->user_count() == 0)
       return true;
     for (const HloInstruction* u : h->users())
       if (!emittable.contains(u)) return true;
     return false;
+  };
+  // ... and unless it would be generated inside several kernels while costly to generate:
+  // a value shared by kernels is then computed once into memory. Without this, a chain such
+  // as an LSTM's cell state (c[t] feeds both h[t]'s kernel and c[t+1]) is regenerated from
+  // the first step inside every later kernel: quadratic work.
+  absl::flat_hash_set<const HloInstruction*> shared;
+  {
+    // Cost of generating h inline: its inlined cone (transcendentals weigh more), capped.
+    constexpr int64_t kCap = 64, kMaxDuplicatedCost = 16;  // softmax's exp(x - max) is duplicated
+    absl::flat_hash_map<const HloInstruction*, int64_t> cost;
+    auto op_cost = [](const HloInstruction& h) -> int64_t {
+      switch (h.opcode()) {
+        case HloOpcode::kExp: case HloOpcode::kExpm1: case HloOpcode::kLog:
+        case HloOpcode::kLog1p: case HloOpcode::kLogistic: case HloOpcode::kTanh:
+        case HloOpcode::kErf: case HloOpcode::kPower: case HloOpcode::kSin:
+        case HloOpcode::kCos: case HloOpcode::kAtan2: case HloOpcode::kSqrt:
+        case HloOpcode::kRsqrt: case HloOpcode::kDivide:
+          return 8;
+        default:
+          return 1;
+      }
+    };
+    for (const HloInstruction* h : order) {  // operands first
+      if (!emittable.contains(h)) continue;
+      int64_t c = op_cost(*h);
+      for (const HloInstruction* o : h->operands())
+        if (emittable.contains(o) && !base_materialized(o)) c += cost[o];
+      cost[h] = std::min(c, kCap);
+    }
+    // Kernels that would generate each value, users before operands.
+    absl::flat_hash_map<const HloInstruction*, absl::flat_hash_set<const HloInstruction*>> in;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const HloInstruction* h = *it;
+      if (!emittable.contains(h) || base_materialized(h)) continue;
+      absl::flat_hash_set<const HloInstruction*> kernels;
+      for (const HloInstruction* u : h->users()) {
+        if (base_materialized(u) || shared.contains(u)) {
+          kernels.insert(u);
+        } else {
+          const auto& uk = in[u];
+          kernels.insert(uk.begin(), uk.end());
+        }
+      }
+      if (kernels.size() > 1 && cost[h] > kMaxDuplicatedCost) {
+        shared.insert(h);
+      } else {
+        in[h] = std::move(kernels);
+      }
+    }
+  }
+  auto materialized = [&](const HloInstruction* h) {
+    return base_materialized(h) || shared.contains(h);
   };
 
   for (const HloInstruction* h : order) {
