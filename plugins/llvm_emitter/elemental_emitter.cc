@@ -19,6 +19,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
+#include "plugins/llvm_emitter/fast_math.h"
 
 namespace kiln::llvm_emit {
 namespace {
@@ -625,6 +626,18 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, l
   llvm::Type* ty = x->getType();
   llvm::Value* r = nullptr;
   bool f = IsFloatType(in);
+  // f32 (and f16/bf16, computed in f32) on the CPU: vectorizable polynomial versions instead
+  // of libm calls (fast_math.h). f64 and the GPU keep libm / libdevice.
+  if (!gpu() && ty->isFloatTy()) {
+    switch (h->opcode()) {
+      case HloOpcode::kExp: return RoundToType(FastExpF32(b_, x), out);
+      case HloOpcode::kLog: return RoundToType(FastLogF32(b_, x), out);
+      case HloOpcode::kTanh: return RoundToType(FastTanhF32(b_, x), out);
+      case HloOpcode::kErf: return RoundToType(FastErfF32(b_, x), out);
+      case HloOpcode::kLogistic: return RoundToType(FastLogisticF32(b_, x), out);
+      default: break;
+    }
+  }
   switch (h->opcode()) {
     case HloOpcode::kAbs:
       if (f) r = CallIntrinsic(llvm::Intrinsic::fabs, {ty}, {x});
