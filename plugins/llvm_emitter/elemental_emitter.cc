@@ -931,6 +931,19 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
                      (root->opcode() == HloOpcode::kAdd || root->opcode() == HloOpcode::kMultiply) &&
                      root->operand(0)->opcode() == HloOpcode::kParameter &&
                      root->operand(1)->opcode() == HloOpcode::kParameter;
+  // A float max/min reducer: the NaN-propagating select chain is a serial dependency the
+  // vectorizer cannot split. Instead accumulate maxnum/minnum (nnan nsz, so it may be split
+  // into lanes) and, separately, whether a NaN was seen; a NaN anywhere gives NaN.
+  bool minmax = (t == PT::F32 || t == PT::F64) &&
+                (root->opcode() == HloOpcode::kMaximum || root->opcode() == HloOpcode::kMinimum) &&
+                root->operand(0)->opcode() == HloOpcode::kParameter &&
+                root->operand(1)->opcode() == HloOpcode::kParameter &&
+                root->operand(0) != root->operand(1) && !gpu();
+  llvm::AllocaInst* nan_seen = nullptr;
+  if (minmax) {
+    nan_seen = EntryAlloca(b_.getInt1Ty(), h->name() + ".nan");
+    b_.CreateStore(b_.CreateFCmpUNO(init, init), nan_seen);
+  }
   KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(reduced_dims, h->name(), [&](const Index& r) -> absl::Status {
     Index in;
     size_t kept = 0, red = 0;
@@ -938,6 +951,16 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
       in.multi.push_back(reduced[d] ? r.multi[red++] : idx.multi[kept++]);
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
     llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
+    if (minmax) {
+      auto id = root->opcode() == HloOpcode::kMaximum ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum;
+      auto* m = llvm::cast<llvm::Instruction>(CallIntrinsic(id, {v->getType()}, {cur, v}));
+      m->setHasNoNaNs(true);
+      m->setHasNoSignedZeros(true);
+      b_.CreateStore(m, acc);
+      llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), nan_seen);
+      b_.CreateStore(b_.CreateOr(seen, b_.CreateFCmpUNO(v, v)), nan_seen);
+      return absl::OkStatus();
+    }
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next, EmitScalarCall(h->to_apply(), {cur, v}));
     if (reassociate) {
       if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
@@ -945,7 +968,11 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
     b_.CreateStore(next, acc);
     return absl::OkStatus();
   }));
-  return b_.CreateLoad(init->getType(), acc);
+  llvm::Value* result = b_.CreateLoad(init->getType(), acc);
+  if (minmax)
+    result = b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan_seen),
+                             llvm::ConstantFP::getNaN(result->getType()), result);
+  return result;
 }
 
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, const Index& idx) {
