@@ -149,29 +149,33 @@ TEST(CpuLlvmEmitter, SoftmaxUnfused) {
   HloInstruction* sum = f.b->Reduce(e, f.b->Const(PT::F32, 0), {1}, add);
   f.entry->set_root(f.b->Binary(HloOpcode::kDivide, e, f.b->Broadcast(sum, {R, C}, {0})));
   Literal lx = Random(s, 4, -5, 5);
-  CompileOptions opts;
-  auto compiler = CpuCompiler::Create(opts);
-  ASSERT_TRUE(compiler.ok());
-  auto exe = (*compiler)->Compile(f.module);
-  ASSERT_TRUE(exe.ok()) << exe.status();
-  // rowmax, rowsum and the root are kernels; subtract/exp/broadcasts are generated inline.
-  EXPECT_EQ((*exe)->kernel_count(), 3);
-  auto r = (*exe)->Run({&lx, 1});
-  ASSERT_TRUE(r.ok()) << r.status();
-  std::vector<double> want;
-  for (int i = 0; i < R; ++i) {
-    double m = -INFINITY, sumv = 0;
-    for (int j = 0; j < C; ++j) m = std::max(m, lx.GetAsDouble(i * C + j));
-    for (int j = 0; j < C; ++j) sumv += std::exp(lx.GetAsDouble(i * C + j) - m);
-    for (int j = 0; j < C; ++j) want.push_back(std::exp(lx.GetAsDouble(i * C + j) - m) / sumv);
+  for (bool inline_rows : {false, true}) {
+    CompileOptions opts;
+    opts.plan.inline_row_reductions = inline_rows;
+    auto compiler = CpuCompiler::Create(opts);
+    ASSERT_TRUE(compiler.ok());
+    auto exe = (*compiler)->Compile(f.module);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    // Without row inlining rowmax, rowsum and the root are kernels (subtract/exp/broadcasts
+    // are generated inline); with it, one kernel computes both row statistics per row.
+    EXPECT_EQ((*exe)->kernel_count(), inline_rows ? 1 : 3);
+    auto r = (*exe)->Run({&lx, 1});
+    ASSERT_TRUE(r.ok()) << r.status();
+    std::vector<double> want;
+    for (int i = 0; i < R; ++i) {
+      double m = -INFINITY, sumv = 0;
+      for (int j = 0; j < C; ++j) m = std::max(m, lx.GetAsDouble(i * C + j));
+      for (int j = 0; j < C; ++j) sumv += std::exp(lx.GetAsDouble(i * C + j) - m);
+      for (int j = 0; j < C; ++j) want.push_back(std::exp(lx.GetAsDouble(i * C + j) - m) / sumv);
+    }
+    ExpectNear(*r, want, 1e-5, 1e-7);
+    // Compiling the same module again is a cache hit and returns the same executable.
+    auto again = (*compiler)->Compile(f.module);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->get(), exe->get());
+    EXPECT_EQ((*compiler)->cache_hits(), 1);
+    EXPECT_EQ((*compiler)->cache_misses(), 1);
   }
-  ExpectNear(*r, want, 1e-5, 1e-7);
-  // Compiling the same module again is a cache hit and returns the same executable.
-  auto again = (*compiler)->Compile(f.module);
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->get(), exe->get());
-  EXPECT_EQ((*compiler)->cache_hits(), 1);
-  EXPECT_EQ((*compiler)->cache_misses(), 1);
 }
 
 // A recurrence c[t] = tanh(x) * c[t-1] + logistic(x) read by one reduction kernel per

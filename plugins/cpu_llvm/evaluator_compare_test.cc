@@ -241,5 +241,160 @@ ENTRY %main (x: f32[6,8], y: f32[6,4]) -> f32[12,10] {
 })", "dm");
 }
 
+constexpr const char* kMax = R"(
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%min (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] minimum(%a, %b)
+}
+)";
+
+// Layernorm + GELU(tanh) as in benchmarks/cpu_workloads.py: both row statistics are
+// generated inside the one output kernel, once per row.
+TEST(CpuLlvmVsEvaluator, LayernormGeluOneKernel) {
+  KILN_COMPARE(1, std::string("HloModule ln\n") + kAdd + R"(
+ENTRY %main (x: f32[37,96]) -> f32[37,96] {
+  %x = f32[37,96] parameter(0)
+  %zero = f32[] constant(0)
+  %invn = f32[] constant(0.010416666666666666)
+  %invnb = f32[37] broadcast(%invn), dimensions={}
+  %sum = f32[37] reduce(%x, %zero), dimensions={1}, to_apply=%add
+  %mean = f32[37] multiply(%sum, %invnb)
+  %meanb = f32[37,96] broadcast(%mean), dimensions={0}
+  %xc = f32[37,96] subtract(%x, %meanb)
+  %sq = f32[37,96] multiply(%xc, %xc)
+  %ss = f32[37] reduce(%sq, %zero), dimensions={1}, to_apply=%add
+  %var = f32[37] multiply(%ss, %invnb)
+  %eps = f32[] constant(1e-05)
+  %epsb = f32[37] broadcast(%eps), dimensions={}
+  %ve = f32[37] add(%var, %epsb)
+  %rs = f32[37] rsqrt(%ve)
+  %rsb = f32[37,96] broadcast(%rs), dimensions={0}
+  %y = f32[37,96] multiply(%xc, %rsb)
+  %half = f32[] constant(0.5)
+  %one = f32[] constant(1)
+  %k = f32[] constant(0.797884583)
+  %a = f32[] constant(0.044715)
+  %halfb = f32[37,96] broadcast(%half), dimensions={}
+  %oneb = f32[37,96] broadcast(%one), dimensions={}
+  %kb = f32[37,96] broadcast(%k), dimensions={}
+  %ab = f32[37,96] broadcast(%a), dimensions={}
+  %y2 = f32[37,96] multiply(%y, %y)
+  %y3 = f32[37,96] multiply(%y2, %y)
+  %ay3 = f32[37,96] multiply(%ab, %y3)
+  %in = f32[37,96] add(%y, %ay3)
+  %kin = f32[37,96] multiply(%kb, %in)
+  %t = f32[37,96] tanh(%kin)
+  %ot = f32[37,96] add(%oneb, %t)
+  %hy = f32[37,96] multiply(%halfb, %y)
+  ROOT %g = f32[37,96] multiply(%hy, %ot)
+})", "layernorm_gelu");
+}
+
+// Softmax over the last axis of a rank-3 array: statistics indexed by two outer loops.
+TEST(CpuLlvmVsEvaluator, Softmax3dRowStatistics) {
+  KILN_COMPARE(1, std::string("HloModule sm3\n") + kAdd + kMax + R"(
+ENTRY %main (x: f32[4,6,33]) -> f32[4,6,33] {
+  %x = f32[4,6,33] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %m = f32[4,6] reduce(%x, %ninf), dimensions={2}, to_apply=%max
+  %mb = f32[4,6,33] broadcast(%m), dimensions={0,1}
+  %d = f32[4,6,33] subtract(%x, %mb)
+  %e = f32[4,6,33] exponential(%d)
+  %zero = f32[] constant(0)
+  %s = f32[4,6] reduce(%e, %zero), dimensions={2}, to_apply=%add
+  %sb = f32[4,6,33] broadcast(%s), dimensions={0,1}
+  ROOT %y = f32[4,6,33] divide(%e, %sb)
+})", "softmax3d");
+}
+
+// A column statistic would be needed at every element of the inner loop: it stays a kernel.
+TEST(CpuLlvmVsEvaluator, ColumnStatisticStaysMaterialized) {
+  KILN_COMPARE(2, std::string("HloModule col\n") + kAdd + R"(
+ENTRY %main (x: f32[40,24]) -> f32[40,24] {
+  %x = f32[40,24] parameter(0)
+  %zero = f32[] constant(0)
+  %c = f32[24] reduce(%x, %zero), dimensions={0}, to_apply=%add
+  %cb = f32[40,24] broadcast(%c), dimensions={1}
+  ROOT %d = f32[40,24] subtract(%x, %cb)
+})", "column_stat");
+}
+
+// Row statistics inside a fusion, one of them read under a concatenate's branch (generated
+// there, not hoisted out of the branch) and a scalar statistic under a clamp.
+TEST(CpuLlvmVsEvaluator, FusedRowStatisticsUnderBranches) {
+  KILN_COMPARE(1, std::string("HloModule fr\n") + kAdd + kMax + R"(
+%fused (p: f32[12,20], q: f32[12,5]) -> f32[12,25] {
+  %p = f32[12,20] parameter(0)
+  %q = f32[12,5] parameter(1)
+  %ninf = f32[] constant(-inf)
+  %zero = f32[] constant(0)
+  %m = f32[12] reduce(%p, %ninf), dimensions={1}, to_apply=%max
+  %mb = f32[12,20] broadcast(%m), dimensions={0}
+  %d = f32[12,20] subtract(%p, %mb)
+  %total = f32[] reduce(%q, %zero), dimensions={0,1}, to_apply=%add
+  %lo = f32[] negate(%total)
+  %cl = f32[12,5] clamp(%lo, %q, %total)
+  %s = f32[12] reduce(%cl, %zero), dimensions={1}, to_apply=%add
+  %sb = f32[12,5] broadcast(%s), dimensions={0}
+  %qs = f32[12,5] multiply(%cl, %sb)
+  ROOT %c = f32[12,25] concatenate(%d, %qs), dimensions={1}
+}
+ENTRY %main (x: f32[12,20], y: f32[12,5]) -> f32[12,25] {
+  %x = f32[12,20] parameter(0)
+  %y = f32[12,5] parameter(1)
+  ROOT %f = f32[12,25] fusion(%x, %y), kind=kLoop, calls=%fused
+})", "fused_rows");
+}
+
+// Max/min reductions give NaN for rows holding a NaN (log of the negative inputs) and the
+// extreme value elsewhere; rows of three leave about one row in eight NaN-free.
+TEST(CpuLlvmVsEvaluator, MaxMinReductionsPropagateNaN) {
+  KILN_COMPARE(-1, std::string("HloModule nan\n") + kMax + R"(
+ENTRY %main (x: f32[64,3], y: f64[64,3]) -> (f32[64], f32[64], f64[64]) {
+  %x = f32[64,3] parameter(0)
+  %l = f32[64,3] log(%x)
+  %ninf = f32[] constant(-inf)
+  %inf = f32[] constant(inf)
+  %mx = f32[64] reduce(%l, %ninf), dimensions={1}, to_apply=%max
+  %mn = f32[64] reduce(%l, %inf), dimensions={1}, to_apply=%min
+  %y = f64[64,3] parameter(1)
+  %ly = f64[64,3] log(%y)
+  %ninfd = f64[] constant(-inf)
+  %mxd = f64[64] reduce(%ly, %ninfd), dimensions={1}, to_apply=%maxd
+  ROOT %t = (f32[64], f32[64], f64[64]) tuple(%mx, %mn, %mxd)
+}
+%maxd (a: f64[], b: f64[]) -> f64[] {
+  %a = f64[] parameter(0)
+  %b = f64[] parameter(1)
+  ROOT %m = f64[] maximum(%a, %b)
+})", "nan_minmax");
+}
+
+// The f32 polynomial math over a wide range (inputs scaled to [-60, 60]; log of |x|); each
+// tuple element is its own kernel.
+TEST(CpuLlvmVsEvaluator, FastMathWideRange) {
+  KILN_COMPARE(5, R"(
+HloModule wide
+ENTRY %main (x: f32[4096]) -> (f32[4096], f32[4096], f32[4096], f32[4096], f32[4096]) {
+  %x = f32[4096] parameter(0)
+  %c = f32[] constant(60)
+  %cb = f32[4096] broadcast(%c), dimensions={}
+  %w = f32[4096] multiply(%x, %cb)
+  %e = f32[4096] exponential(%w)
+  %a = f32[4096] abs(%w)
+  %l = f32[4096] log(%a)
+  %t = f32[4096] tanh(%w)
+  %r = f32[4096] erf(%w)
+  %g = f32[4096] logistic(%w)
+  ROOT %o = (f32[4096], f32[4096], f32[4096], f32[4096], f32[4096]) tuple(%e, %l, %t, %r, %g)
+})", "wide");
+}
+
 }  // namespace
 }  // namespace kiln::cpu

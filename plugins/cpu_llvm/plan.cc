@@ -1,6 +1,8 @@
 // Partitions an entry computation into JIT kernels, evaluator steps and bookkeeping.
 #include "plugins/cpu_llvm/plan.h"
 
+#include <functional>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -69,9 +71,33 @@ bool IsInlinableConstant(const HloInstruction& h) {
   return h.opcode() == HloOpcode::kConstant && llvm_emit::CanEmitElementally(h);
 }
 
-// Recomputing these per element of a consumer costs a whole loop each: always materialize.
+// Recomputing these per element of a consumer costs a whole loop each: materialize them
+// unless the emitter can hoist them out of the consumer's inner loops (RowLevelUses).
 bool IsExpensive(const HloInstruction& h) {
   return h.opcode() == HloOpcode::kReduce || h.opcode() == HloOpcode::kDot;
+}
+
+// True when every use of `h` reaches it with an index made of the consumer's loop variables
+// and never the innermost one: users are elementwise ops, broadcasts along leading dimensions
+// (a row statistic spread over its rows), or reduces reading `h` as their input (each element
+// once), up to where a result is materialized. The emitter then generates `h` once per outer
+// iteration (before the inner loop) instead of once per element, so a reduce used that way
+// can be inlined: softmax and layernorm become one pass over each row.
+template <typename Materialized>
+bool RowLevelUses(const HloInstruction* h, const Materialized& materialized) {
+  for (const HloInstruction* u : h->users()) {
+    if (u->opcode() == HloOpcode::kReduce) continue;
+    if (u->opcode() == HloOpcode::kBroadcast) {
+      const std::vector<int64_t>& dims = u->dimensions();
+      if (u->shape().rank() <= h->shape().rank()) return false;
+      for (size_t i = 0; i < dims.size(); ++i)
+        if (dims[i] != static_cast<int64_t>(i)) return false;
+    } else if (!IsElementwiseOpcode(u->opcode())) {
+      return false;
+    }
+    if (!materialized(u) && !RowLevelUses(u, materialized)) return false;
+  }
+  return true;
 }
 
 int64_t Elements(const Shape& s) { return s.IsArray() ? s.num_elements() : 0; }
@@ -249,12 +275,13 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
   }
   // An emittable instruction gets its own kernel unless every user is an emittable
   // instruction that can generate it inline ...
-  auto base_materialized = [&](const HloInstruction* h) {
-    if (!options.fuse_unfused || h == entry->root() || IsExpensive(*h) || h->user_count() == 0)
-      return true;
+  std::function<bool(const HloInstruction*)> base_materialized = [&](const HloInstruction* h) {
+    if (!options.fuse_unfused || h == entry->root() || h->user_count() == 0) return true;
     for (const HloInstruction* u : h->users())
       if (!emittable.contains(u)) return true;
-    return false;
+    if (h->opcode() == HloOpcode::kReduce && options.inline_row_reductions)
+      return !RowLevelUses(h, base_materialized);
+    return IsExpensive(*h);
   };
   // ... and unless it would be generated inside several kernels while costly to generate:
   // a value shared by kernels is then computed once into memory. Without this, a chain such

@@ -31,6 +31,11 @@ struct PlanOptions {
   // Generate chains of unfused elementwise/data-movement instructions inside the kernel of
   // their consumer instead of one kernel (and one intermediate array) per instruction.
   bool fuse_unfused = true;
+  // With fuse_unfused: a reduce whose users only spread it along leading dimensions (row
+  // statistics: softmax's max and sum, layernorm's mean and variance) is generated inside its
+  // consumers' kernels, once per row before the row's inner loop, instead of as a kernel of
+  // its own (one pass over the data instead of one per statistic).
+  bool inline_row_reductions = true;
   // Unfused f32/f64 dots with batch*m*n*k at least this go to BLAS (when the build has it
   // and the operands are plain or transposed row-major matrices); smaller ones are emitted.
   // Dots inside fusions are always emitted. (Measured with bench_dot_cpu_llvm, 1 thread:

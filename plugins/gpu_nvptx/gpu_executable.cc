@@ -21,6 +21,9 @@ cpu::PlanOptions GpuPlanOptions() {
   o.blas_min_mnk = std::numeric_limits<int64_t>::max();
   o.parallel_min_work = std::numeric_limits<int64_t>::max();
   o.native_control_flow = false;  // the device runner does not drive sub-plans yet
+  // One thread per element: a row statistic generated inline would be recomputed by every
+  // thread of the row, so reductions stay kernels of their own on the GPU.
+  o.inline_row_reductions = false;
   return o;
 }
 

@@ -1,7 +1,9 @@
 // The elemental emitter: generates LLVM IR for a kernel, one element at a time (see header).
 #include "plugins/llvm_emitter/elemental_emitter.h"
 
+#include <algorithm>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <utility>
@@ -19,6 +21,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
+#include "plugins/llvm_emitter/fast_math.h"
 
 namespace kiln::llvm_emit {
 namespace {
@@ -310,6 +313,19 @@ class KernelEmitter {
   absl::flat_hash_map<const HloInstruction*, llvm::Value*> bound_scalars_;  // reducer params
   absl::flat_hash_map<const HloInstruction*, llvm::GlobalVariable*> constant_globals_;
   std::vector<Cache> scopes_;
+  // The loops being emitted, outermost first: where a loop-invariant reduce or dot can be
+  // hoisted to (see HoistedElement).
+  struct LoopFrame {
+    llvm::Value* iv;
+    llvm::Instruction* entry_br;  // the branch into the loop's header from its preheader
+    size_t scope_depth;           // scopes_.size() when the loop started
+  };
+  std::vector<LoopFrame> loops_;
+  int conditional_depth_ = 0;  // > 0 inside an EmitIfElse arm: nothing is hoisted from there
+  // A reduce or dot whose index values are outer loop variables (a row statistic under a
+  // broadcast) generated once before the first loop it does not depend on, instead of once
+  // per element of the inner loops; nullptr when it cannot be hoisted.
+  absl::StatusOr<llvm::Value*> HoistedElement(const HloInstruction* h, const Index& idx);
 };
 
 llvm::AllocaInst* KernelEmitter::EntryAlloca(llvm::Type* t, const std::string& name) {
@@ -323,15 +339,17 @@ absl::Status KernelEmitter::EmitLoop(llvm::Value* lo, llvm::Value* hi, const std
   auto* header = llvm::BasicBlock::Create(ctx_, name + ".header", fn_);
   auto* body_bb = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
   auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", fn_);
-  b_.CreateBr(header);
+  llvm::Instruction* entry_br = b_.CreateBr(header);
   b_.SetInsertPoint(header);
   llvm::PHINode* iv = b_.CreatePHI(I64(), 2, name + ".iv");
   iv->addIncoming(lo, pre);
   b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), body_bb, exit);
   b_.SetInsertPoint(body_bb);
+  loops_.push_back({iv, entry_br, scopes_.size()});
   PushScope();
   absl::Status st = body(iv);
   PopScope();
+  loops_.pop_back();
   if (!st.ok()) return st;
   llvm::Value* next = b_.CreateAdd(iv, C64(1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
   iv->addIncoming(next, b_.GetInsertBlock());
@@ -372,14 +390,18 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitIfElse(
   b_.CreateCondBr(cond, then_bb, else_bb);
   b_.SetInsertPoint(then_bb);
   PushScope();
+  ++conditional_depth_;
   absl::StatusOr<llvm::Value*> tv = then_fn();
+  --conditional_depth_;
   PopScope();
   if (!tv.ok()) return tv.status();
   llvm::BasicBlock* then_end = b_.GetInsertBlock();
   b_.CreateBr(merge);
   b_.SetInsertPoint(else_bb);
   PushScope();
+  ++conditional_depth_;
   absl::StatusOr<llvm::Value*> ev = else_fn();
+  --conditional_depth_;
   PopScope();
   if (!ev.ok()) return ev.status();
   llvm::BasicBlock* else_end = b_.GetInsertBlock();
@@ -563,8 +585,50 @@ absl::StatusOr<llvm::Value*> KernelEmitter::Element(const HloInstruction* h, con
     auto f = it->find(key);
     if (f != it->end()) return f->second;
   }
+  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * hoisted, HoistedElement(h, idx));
+  if (hoisted != nullptr) return hoisted;
   KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, ElementUncached(h, idx));
   scopes_.back()[key] = v;
+  return v;
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::HoistedElement(const HloInstruction* h,
+                                                           const Index& idx) {
+  if (gpu() || conditional_depth_ > 0 ||
+      (h->opcode() != HloOpcode::kReduce && h->opcode() != HloOpcode::kDot))
+    return nullptr;
+  // The innermost loop whose variable the index uses; only plain loop variables and
+  // constants are recognized (anything computed may live inside an inner loop).
+  int needed = -1;
+  for (llvm::Value* v : idx.multi) {
+    if (llvm::isa<llvm::Constant>(v)) continue;
+    int found = -1;
+    for (size_t l = 0; l < loops_.size(); ++l)
+      if (loops_[l].iv == v) found = static_cast<int>(l);
+    if (found < 0) return nullptr;
+    needed = std::max(needed, found);
+  }
+  size_t target = static_cast<size_t>(needed + 1);
+  if (target >= loops_.size()) return nullptr;
+  // Emit between the target loop's preheader and its header: split the preheader there and
+  // generate the value with only the scopes and loops that enclose that point.
+  LoopFrame frame = loops_[target];
+  llvm::IRBuilderBase::InsertPoint ip = b_.saveIP();
+  llvm::BasicBlock* pre = frame.entry_br->getParent();
+  llvm::BasicBlock* cont = pre->splitBasicBlock(frame.entry_br, "hoist.cont");
+  pre->getTerminator()->eraseFromParent();
+  b_.SetInsertPoint(pre);
+  std::vector<Cache> inner_scopes(std::make_move_iterator(scopes_.begin() + frame.scope_depth),
+                                  std::make_move_iterator(scopes_.end()));
+  scopes_.resize(frame.scope_depth);
+  std::vector<LoopFrame> inner_loops(loops_.begin() + target, loops_.end());
+  loops_.resize(target);
+  absl::StatusOr<llvm::Value*> v = ElementUncached(h, Index{idx.multi, nullptr});
+  if (v.ok()) scopes_.back()[{h, idx.multi}] = *v;
+  b_.CreateBr(cont);
+  for (Cache& c : inner_scopes) scopes_.push_back(std::move(c));
+  loops_.insert(loops_.end(), inner_loops.begin(), inner_loops.end());
+  b_.restoreIP(ip);
   return v;
 }
 
@@ -625,6 +689,18 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, l
   llvm::Type* ty = x->getType();
   llvm::Value* r = nullptr;
   bool f = IsFloatType(in);
+  // f32 (and f16/bf16, computed in f32) on the CPU: vectorizable polynomial versions instead
+  // of libm calls (fast_math.h). f64 and the GPU keep libm / libdevice.
+  if (!gpu() && ty->isFloatTy()) {
+    switch (h->opcode()) {
+      case HloOpcode::kExp: return RoundToType(FastExpF32(b_, x), out);
+      case HloOpcode::kLog: return RoundToType(FastLogF32(b_, x), out);
+      case HloOpcode::kTanh: return RoundToType(FastTanhF32(b_, x), out);
+      case HloOpcode::kErf: return RoundToType(FastErfF32(b_, x), out);
+      case HloOpcode::kLogistic: return RoundToType(FastLogisticF32(b_, x), out);
+      default: break;
+    }
+  }
   switch (h->opcode()) {
     case HloOpcode::kAbs:
       if (f) r = CallIntrinsic(llvm::Intrinsic::fabs, {ty}, {x});
@@ -862,6 +938,19 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
                  root->operand(0)->opcode() == HloOpcode::kParameter &&
                  root->operand(1)->opcode() == HloOpcode::kParameter &&
                  root->operand(0) != root->operand(1);
+  // A float max/min reducer: the NaN-propagating select chain is a serial dependency the
+  // vectorizer cannot split. Instead accumulate maxnum/minnum (nnan nsz, so it may be split
+  // into lanes) and, separately, whether a NaN was seen; a NaN anywhere gives NaN.
+  bool minmax = (t == PT::F32 || t == PT::F64) &&
+                (root->opcode() == HloOpcode::kMaximum || root->opcode() == HloOpcode::kMinimum) &&
+                root->operand(0)->opcode() == HloOpcode::kParameter &&
+                root->operand(1)->opcode() == HloOpcode::kParameter &&
+                root->operand(0) != root->operand(1) && !gpu();
+  llvm::AllocaInst* nan_seen = nullptr;
+  if (minmax) {
+    nan_seen = EntryAlloca(b_.getInt1Ty(), h->name() + ".nan");
+    b_.CreateStore(b_.CreateFCmpUNO(init, init), nan_seen);
+  }
   KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(reduced_dims, h->name(), [&](const Index& r) -> absl::Status {
     Index in;
     size_t kept = 0, red = 0;
@@ -869,6 +958,16 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
       in.multi.push_back(reduced[d] ? r.multi[red++] : idx.multi[kept++]);
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
     llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
+    if (minmax) {
+      auto id = root->opcode() == HloOpcode::kMaximum ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum;
+      auto* m = llvm::cast<llvm::Instruction>(CallIntrinsic(id, {v->getType()}, {cur, v}));
+      m->setHasNoNaNs(true);
+      m->setHasNoSignedZeros(true);
+      b_.CreateStore(m, acc);
+      llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), nan_seen);
+      b_.CreateStore(b_.CreateOr(seen, b_.CreateFCmpUNO(v, v)), nan_seen);
+      return absl::OkStatus();
+    }
     llvm::Value* next;
     if (widen16) {
       next = root->opcode() == HloOpcode::kAdd ? b_.CreateFAdd(cur, v) : b_.CreateFMul(cur, v);
@@ -882,6 +981,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
     return absl::OkStatus();
   }));
   llvm::Value* result = b_.CreateLoad(init->getType(), acc);
+  if (minmax)
+    result = b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan_seen),
+                             llvm::ConstantFP::getNaN(result->getType()), result);
   return widen16 ? RoundToType(result, t) : result;
 }
 

@@ -1,0 +1,166 @@
+// f32 math as plain IR (see header). Everything is branch-free: both sides of a case split are
+// computed and a select picks one, which is what lets the loop vectorizer handle them.
+#include "plugins/llvm_emitter/fast_math.h"
+
+#include <cmath>
+#include <vector>
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Intrinsics.h"
+
+namespace kiln::llvm_emit {
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+// ln 2 split so that n * kLn2Hi is exact for |n| < 2^8 (kLn2Hi has 16 significant bits).
+constexpr float kLn2Hi = 0.693145751953125f;
+constexpr float kLn2Lo = 1.428606765330187e-06f;
+
+llvm::Value* F(llvm::IRBuilder<>& b, double v) { return llvm::ConstantFP::get(b.getFloatTy(), v); }
+
+llvm::Value* Intr(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id, std::vector<llvm::Value*> args) {
+  return b.CreateIntrinsic(id, {b.getFloatTy()}, args);
+}
+
+llvm::Value* MulAdd(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, llvm::Value* z) {
+  return Intr(b, llvm::Intrinsic::fmuladd, {x, y, z});
+}
+
+// c[0] + u*(c[1] + u*(c[2] + ...)).
+llvm::Value* Horner(llvm::IRBuilder<>& b, llvm::Value* u, const std::vector<double>& c) {
+  llvm::Value* acc = F(b, c.back());
+  for (size_t i = c.size() - 1; i-- > 0;) acc = MulAdd(b, acc, u, F(b, c[i]));
+  return acc;
+}
+
+// 1/k! for k in [from, to]: Taylor coefficients of exp.
+std::vector<double> InverseFactorials(int from, int to) {
+  std::vector<double> c;
+  double f = 1;
+  for (int k = 1; k < from; ++k) f *= k;
+  for (int k = from; k <= to; ++k) {
+    if (k > 0) f *= k;
+    c.push_back(1 / f);
+  }
+  return c;
+}
+
+// 2^n for an i32 n in [-126, 127], built from the exponent bits.
+llvm::Value* Pow2(llvm::IRBuilder<>& b, llvm::Value* n) {
+  return b.CreateBitCast(b.CreateShl(b.CreateAdd(n, b.getInt32(127)), 23), b.getFloatTy());
+}
+
+// x = n ln2 + r with |r| <= ln2 / 2; returns r and sets n (an integral float).
+llvm::Value* ReduceLn2(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value** n) {
+  *n = Intr(b, llvm::Intrinsic::roundeven, {b.CreateFMul(x, F(b, kLog2e))});
+  llvm::Value* r = MulAdd(b, *n, F(b, -kLn2Hi), x);
+  return MulAdd(b, *n, F(b, -kLn2Lo), r);
+}
+
+llvm::Value* IsNan(llvm::IRBuilder<>& b, llvm::Value* x) { return b.CreateFCmpUNO(x, x); }
+
+}  // namespace
+
+llvm::Value* FastExpF32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  // Clamp (NaN becomes 89, fixed by the last select) so 2^n below stays representable in two
+  // halves: exp(89) overflows to inf and exp(-104) underflows to 0 by themselves.
+  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOLT(x, F(b, 89)), x, F(b, 89));
+  xc = b.CreateSelect(b.CreateFCmpOGT(xc, F(b, -104)), xc, F(b, -104));
+  llvm::Value* n;
+  llvm::Value* r = ReduceLn2(b, xc, &n);
+  // e^r, Taylor to degree 7: truncation below 6e-9 relative for |r| <= ln2 / 2.
+  llvm::Value* p = Horner(b, r, InverseFactorials(0, 7));
+  // 2^n as 2^(n/2) * 2^(n - n/2): n in [-150, 128] would not fit one exponent field, and a
+  // denormal result is rounded once, in the last multiply.
+  llvm::Value* ni = b.CreateFPToSI(n, b.getInt32Ty());
+  llvm::Value* n1 = b.CreateAShr(ni, 1);
+  llvm::Value* n2 = b.CreateSub(ni, n1);
+  llvm::Value* res = b.CreateFMul(b.CreateFMul(p, Pow2(b, n1)), Pow2(b, n2));
+  return b.CreateSelect(IsNan(b, x), x, res);
+}
+
+llvm::Value* FastLogF32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Type* i32 = b.getInt32Ty();
+  // Denormals: scale into the normal range first.
+  llvm::Value* tiny = b.CreateFCmpOLT(x, F(b, 0x1p-126));
+  llvm::Value* xs = b.CreateSelect(tiny, b.CreateFMul(x, F(b, 0x1p23)), x);
+  llvm::Value* bits = b.CreateBitCast(xs, i32);
+  llvm::Value* e = b.CreateSub(b.CreateLShr(bits, 23), b.getInt32(127));
+  e = b.CreateSub(e, b.CreateSelect(tiny, b.getInt32(23), b.getInt32(0)));
+  // x = m 2^e with m in [sqrt(1/2), sqrt(2)).
+  llvm::Value* m = b.CreateBitCast(
+      b.CreateOr(b.CreateAnd(bits, b.getInt32(0x7fffff)), b.getInt32(0x3f800000)), b.getFloatTy());
+  llvm::Value* big = b.CreateFCmpOGT(m, F(b, 1.41421356237309515));
+  m = b.CreateSelect(big, b.CreateFMul(m, F(b, 0.5)), m);
+  e = b.CreateAdd(e, b.CreateZExt(big, i32));
+  // log(m) = 2 atanh(s), s = (m-1)/(m+1), |s| <= 0.172: the odd series to s^9 (truncation
+  // below 3e-9 relative).
+  llvm::Value* f = b.CreateFSub(m, F(b, 1));
+  llvm::Value* s = b.CreateFDiv(f, b.CreateFAdd(f, F(b, 2)));
+  llvm::Value* z = b.CreateFMul(s, s);
+  llvm::Value* series = Horner(b, z, {2.0, 2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9});
+  llvm::Value* log_m = b.CreateFMul(s, series);
+  llvm::Value* ef = b.CreateSIToFP(e, b.getFloatTy());
+  llvm::Value* res = MulAdd(b, ef, F(b, kLn2Hi), MulAdd(b, ef, F(b, kLn2Lo), log_m));
+  // Special cases: log(+inf) = inf, log(+-0) = -inf, negative or NaN -> NaN.
+  res = b.CreateSelect(b.CreateFCmpOEQ(x, F(b, INFINITY)), x, res);
+  res = b.CreateSelect(b.CreateFCmpOEQ(x, F(b, 0)), F(b, -INFINITY), res);
+  res = b.CreateSelect(b.CreateFCmpOLT(x, F(b, 0)), F(b, NAN), res);
+  return b.CreateSelect(IsNan(b, x), x, res);
+}
+
+llvm::Value* FastTanhF32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  // tanh|x| = expm1(2|x|) / (expm1(2|x|) + 2): no cancellation anywhere. |x| >= 9.5 rounds
+  // to 1 in f32, so clamp there (NaN also becomes 9.5, fixed by the last select).
+  llvm::Value* a = Intr(b, llvm::Intrinsic::fabs, {x});
+  a = b.CreateSelect(b.CreateFCmpOLT(a, F(b, 9.5)), a, F(b, 9.5));
+  llvm::Value* t = b.CreateFAdd(a, a);
+  llvm::Value* n;
+  llvm::Value* r = ReduceLn2(b, t, &n);
+  // expm1(r) = r (1 + r/2 + ... + r^7/8!), then expm1(t) = 2^n expm1(r) + (2^n - 1), where
+  // 2^n - 1 is exact (n <= 28).
+  llvm::Value* p = b.CreateFMul(r, Horner(b, r, InverseFactorials(1, 8)));
+  llvm::Value* s = Pow2(b, b.CreateFPToSI(n, b.getInt32Ty()));
+  llvm::Value* em1 = MulAdd(b, s, p, b.CreateFSub(s, F(b, 1)));
+  llvm::Value* th = b.CreateFDiv(em1, b.CreateFAdd(em1, F(b, 2)));
+  llvm::Value* res = Intr(b, llvm::Intrinsic::copysign, {th, x});
+  return b.CreateSelect(IsNan(b, x), x, res);
+}
+
+llvm::Value* FastErfF32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Value* a = Intr(b, llvm::Intrinsic::fabs, {x});
+  // |x| < 1: the Maclaurin series 2/sqrt(pi) sum (-1)^k x^(2k+1) / (k! (2k+1)), k <= 11
+  // (truncation below 1e-10).
+  std::vector<double> c;
+  double fact = 1;
+  for (int k = 0; k <= 11; ++k) {
+    if (k > 0) fact *= k;
+    c.push_back((k % 2 ? -1 : 1) * 1.1283791670955126 / (fact * (2 * k + 1)));
+  }
+  llvm::Value* small = b.CreateFMul(x, Horner(b, b.CreateFMul(x, x), c));
+  // |x| >= 1: erf = 1 - exp(-x^2) R(x), R fitted on [1, 4] (fit_erfc.py); erf rounds to 1 in
+  // f32 from 3.92 on, so clamp at 4 (inf and NaN become 4; NaN is fixed by the last select).
+  llvm::Value* ac = b.CreateSelect(b.CreateFCmpOLT(a, F(b, 4)), a, F(b, 4));
+  llvm::Value* u = b.CreateFMul(b.CreateFSub(ac, F(b, 2.5)), F(b, 1 / 1.5));
+  llvm::Value* rr = Horner(b, u, {0.21080636427594104, -0.11152100469538084,
+                                  0.056110472584285281, -0.027005725289762025,
+                                  0.012489703671470438, -0.0055673329094010852,
+                                  0.0024017016954648125, -0.0010171177746035077,
+                                  0.00041450809783922366, -0.00014394859758813411,
+                                  5.4947248224645443e-05, -3.6928723684809496e-05,
+                                  1.3819088998657932e-05});
+  llvm::Value* erfc = b.CreateFMul(FastExpF32(b, b.CreateFNeg(b.CreateFMul(ac, ac))), rr);
+  llvm::Value* large = Intr(b, llvm::Intrinsic::copysign, {b.CreateFSub(F(b, 1), erfc), x});
+  llvm::Value* res = b.CreateSelect(b.CreateFCmpOLT(a, F(b, 1)), small, large);
+  return b.CreateSelect(IsNan(b, x), x, res);
+}
+
+llvm::Value* FastLogisticF32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  // With e = exp(-|x|) <= 1: 1 / (1 + e) for x >= 0, e / (1 + e) below (no overflow of
+  // exp(-x) for very negative x, whose results are tiny but not zero).
+  llvm::Value* e = FastExpF32(b, b.CreateFNeg(Intr(b, llvm::Intrinsic::fabs, {x})));
+  llvm::Value* num = b.CreateSelect(b.CreateFCmpOLT(x, F(b, 0)), e, F(b, 1));
+  return b.CreateFDiv(num, b.CreateFAdd(F(b, 1), e));
+}
+
+}  // namespace kiln::llvm_emit
