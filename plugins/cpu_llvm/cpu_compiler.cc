@@ -121,14 +121,22 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
           buffers.push_back(outs.back().untyped_data());
         }
         KernelFn fn = kernels_[step.kernel];
-        if (step.outer_extent >= 2 && pool_ != nullptr && pool_->size() > 1 &&
+        // A two-stage reduction: parts in parallel into `partials`, then the combining call.
+        Literal partials;
+        if (step.reduce_parts > 0) {
+          partials = Literal(Shape(spec.outputs[0]->shape().element_type(), {step.reduce_parts}));
+          buffers.push_back(partials.untyped_data());
+        }
+        int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
+        if (extent >= 2 && pool_ != nullptr && pool_->size() > 1 &&
             step.work >= parallel_min_work_) {
           void** table = buffers.data();
-          pool_->ParallelFor(step.outer_extent,
+          pool_->ParallelFor(extent,
                              [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
         } else {
-          fn(buffers.data(), 0, step.outer_extent);
+          fn(buffers.data(), 0, extent);
         }
+        if (step.reduce_parts > 0) fn(buffers.data(), extent, extent + 1);
         values.OwnOutputs(h, std::move(outs));
         break;
       }

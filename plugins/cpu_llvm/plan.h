@@ -41,6 +41,10 @@ struct PlanOptions {
   // Kernels whose estimated work (element operations) is at least this run their outer loop
   // across the thread pool.
   int64_t parallel_min_work = int64_t{1} << 16;
+  // A kernel computing one reduce to a scalar with at least parallel_min_work is split into
+  // this many parts (slices of the input's dimension 0) reduced in parallel, then combined
+  // (KernelSpec::reduce_parts). A fixed count, so results do not depend on the thread count.
+  int64_t reduce_parts = 16;
 };
 
 // One step of the run, in post-order.
@@ -56,6 +60,8 @@ struct Step {
   // else 0; and the estimated work in element operations.
   int64_t outer_extent = 0;
   int64_t work = 0;
+  // For kKernel: KernelSpec::reduce_parts (a two-stage reduction to a scalar), else 0.
+  int64_t reduce_parts = 0;
 };
 
 struct Plan {
