@@ -20,6 +20,10 @@ cpu::PlanOptions GpuPlanOptions() {
   cpu::PlanOptions o;
   o.blas_min_mnk = std::numeric_limits<int64_t>::max();
   o.parallel_min_work = std::numeric_limits<int64_t>::max();
+  // One thread per element: an inlined row statistic would be recomputed by every thread
+  // (only the CPU loop nest hoists it), and scalar reductions are not split in parts.
+  o.inline_row_reductions = false;
+  o.reduce_parts = 0;
   return o;
 }
 
