@@ -151,7 +151,7 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
 void CpuExecutable::RunKernel(const Step& step, StepValues& values) const {
   const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
   std::vector<void*> buffers;
-  buffers.reserve(step.sources.size() + spec.outputs.size());
+  buffers.reserve(step.sources.size() + spec.outputs.size() + 1);
   for (const HloInstruction* s : step.sources)
     buffers.push_back(const_cast<uint8_t*>(values.at(s)->untyped_data()));
   std::vector<Literal> outs;
@@ -161,14 +161,20 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values) const {
     buffers.push_back(outs.back().untyped_data());
   }
   KernelFn fn = kernels_[step.kernel];
-  if (step.outer_extent >= 2 && pool_ != nullptr && pool_->size() > 1 &&
-      step.work >= parallel_min_work_) {
-    void** table = buffers.data();
-    pool_->ParallelFor(step.outer_extent,
-                       [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
-  } else {
-    fn(buffers.data(), 0, step.outer_extent);
+  // A two-stage reduction: parts in parallel into `partials`, then the combining call.
+  Literal partials;
+  if (step.reduce_parts > 0) {
+    partials = Literal(Shape(spec.outputs[0]->shape().element_type(), {step.reduce_parts}));
+    buffers.push_back(partials.untyped_data());
   }
+  const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
+  if (extent >= 2 && pool_ != nullptr && pool_->size() > 1 && step.work >= parallel_min_work_) {
+    void** table = buffers.data();
+    pool_->ParallelFor(extent, [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
+  } else {
+    fn(buffers.data(), 0, extent);
+  }
+  if (step.reduce_parts > 0) fn(buffers.data(), extent, extent + 1);
   values.OwnOutputs(step.instr, std::move(outs));
 }
 

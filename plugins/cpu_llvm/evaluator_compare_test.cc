@@ -396,5 +396,21 @@ ENTRY %main (x: f32[4096]) -> (f32[4096], f32[4096], f32[4096], f32[4096], f32[4
 })", "wide");
 }
 
+// Reductions to a scalar large enough to run in two stages (16 parts, then a combine), and
+// one whose dimension 0 is shorter than the part count.
+TEST(CpuLlvmVsEvaluator, TwoStageScalarReductions) {
+  KILN_COMPARE(3, std::string("HloModule two\n") + kAdd + kMax + R"(
+ENTRY %main (x: f32[300,257], y: f32[5,20000]) -> (f32[], f32[], f32[]) {
+  %x = f32[300,257] parameter(0)
+  %y = f32[5,20000] parameter(1)
+  %zero = f32[] constant(0)
+  %ninf = f32[] constant(-inf)
+  %s = f32[] reduce(%x, %zero), dimensions={0,1}, to_apply=%add
+  %m = f32[] reduce(%x, %ninf), dimensions={0,1}, to_apply=%max
+  %sy = f32[] reduce(%y, %zero), dimensions={0,1}, to_apply=%add
+  ROOT %t = (f32[], f32[], f32[]) tuple(%s, %m, %sy)
+})", "two_stage");
+}
+
 }  // namespace
 }  // namespace kiln::cpu

@@ -1,6 +1,7 @@
 // Partitions an entry computation into JIT kernels, evaluator steps and bookkeeping.
 #include "plugins/cpu_llvm/plan.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "absl/container/flat_hash_map.h"
@@ -128,9 +129,17 @@ int64_t EstimateWork(const llvm_emit::KernelSpec& spec) {
 }
 
 // Marks the kernel's outer loop as partitionable when every output has the same leading
-// dimension (of at least 2), and fills the step's extent and work.
-void SetPartition(llvm_emit::KernelSpec& spec, Step& step) {
+// dimension (of at least 2), and fills the step's extent and work. A large reduction to a
+// scalar is split into parts instead.
+void SetPartition(llvm_emit::KernelSpec& spec, Step& step, const PlanOptions& options) {
   step.work = EstimateWork(spec);
+  if (spec.outputs.size() == 1 && spec.outputs[0]->opcode() == HloOpcode::kReduce &&
+      spec.outputs[0]->shape().rank() == 0 && spec.outputs[0]->operand(0)->shape().rank() > 0 &&
+      options.reduce_parts >= 2 && step.work >= options.parallel_min_work) {
+    int64_t d0 = spec.outputs[0]->operand(0)->shape().dimensions(0);
+    if (d0 >= 2) spec.reduce_parts = step.reduce_parts = std::min(options.reduce_parts, d0);
+    return;
+  }
   int64_t extent = -1;
   for (const HloInstruction* o : spec.outputs) {
     if (!o->shape().IsArray() || o->shape().rank() == 0) return;
@@ -369,7 +378,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       }
       for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
       step.kernel = static_cast<int>(plan.kernels.size());
-      SetPartition(spec, step);
+      SetPartition(spec, step, options);
       plan.kernels.push_back(std::move(spec));
     } else if (!materialized(h)) {
       plan.dispositions.emplace_back(h, Disposition::kInlined);
@@ -395,7 +404,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       }
       step.sources = spec.inputs;
       step.kernel = static_cast<int>(plan.kernels.size());
-      SetPartition(spec, step);
+      SetPartition(spec, step, options);
       plan.kernels.push_back(std::move(spec));
     }
     plan.dispositions.emplace_back(h, step.kind);

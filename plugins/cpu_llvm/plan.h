@@ -47,6 +47,10 @@ struct PlanOptions {
   // Plan the computations of while/conditional/call as sub-plans (kControlFlow) instead of
   // handing the whole instruction to the evaluator. The GPU runner does not drive them yet.
   bool native_control_flow = true;
+  // A kernel computing one reduce to a scalar with at least parallel_min_work is split into
+  // this many parts (slices of the input's dimension 0) reduced in parallel, then combined
+  // (KernelSpec::reduce_parts). A fixed count, so results do not depend on the thread count.
+  int64_t reduce_parts = 16;
 };
 
 // One step of the run, in post-order.
@@ -66,6 +70,8 @@ struct Step {
   // For kControlFlow: indexes into Plan::called of the computations it runs (while:
   // condition then body; conditional: the branches in order; call: the callee).
   std::vector<int> called;
+  // For kKernel: KernelSpec::reduce_parts (a two-stage reduction to a scalar), else 0.
+  int64_t reduce_parts = 0;
 };
 
 // The steps of one computation.

@@ -24,6 +24,7 @@ cpu::PlanOptions GpuPlanOptions() {
   // One thread per element: a row statistic generated inline would be recomputed by every
   // thread of the row, so reductions stay kernels of their own on the GPU.
   o.inline_row_reductions = false;
+  o.reduce_parts = 0;  // scalar reductions are not split in parts on the GPU
   return o;
 }
 

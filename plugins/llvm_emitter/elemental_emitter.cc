@@ -290,7 +290,12 @@ class KernelEmitter {
   absl::StatusOr<llvm::Value*> EmitConcatenate(const HloInstruction* h, const Index& idx, int k,
                                                int64_t offset);
   absl::StatusOr<llvm::Value*> EmitPad(const HloInstruction* h, const Index& idx);
-  absl::StatusOr<llvm::Value*> EmitReduce(const HloInstruction* h, const Index& idx);
+  // With `outer_lo`/`outer_hi`, the outermost reduced dimension covers only that range.
+  absl::StatusOr<llvm::Value*> EmitReduce(const HloInstruction* h, const Index& idx,
+                                          llvm::Value* outer_lo = nullptr,
+                                          llvm::Value* outer_hi = nullptr);
+  // The body of a KernelSpec::reduce_parts kernel (two-stage reduction to a scalar).
+  absl::Status EmitReduceParts(llvm::Value* begin, llvm::Value* end);
   absl::StatusOr<llvm::Value*> EmitDot(const HloInstruction* h, const Index& idx);
   // Applies a scalar computation (a reducer) to already generated argument values.
   absl::StatusOr<llvm::Value*> EmitScalarCall(const HloComputation* comp,
@@ -908,7 +913,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitPad(const HloInstruction* h, con
                     [&]() -> absl::StatusOr<llvm::Value*> { return pad_value; });
 }
 
-absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, const Index& idx) {
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, const Index& idx,
+                                                      llvm::Value* outer_lo,
+                                                      llvm::Value* outer_hi) {
   const HloInstruction* input = h->operand(0);
   const std::vector<int64_t>& in_dims = input->shape().dimensions();
   std::vector<bool> reduced(in_dims.size(), false);
@@ -979,7 +986,7 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
     }
     b_.CreateStore(next, acc);
     return absl::OkStatus();
-  }));
+  }, outer_lo, outer_hi));
   llvm::Value* result = b_.CreateLoad(init->getType(), acc);
   if (minmax)
     result = b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan_seen),
@@ -1165,7 +1172,16 @@ absl::Status KernelEmitter::Emit() {
           absl::StrCat("kernel ", spec_.name, ": output ", h->name(), " has unsupported shape ",
                        h->shape().ToString()));
   }
-  size_t n = spec_.inputs.size() + spec_.outputs.size();
+  const bool parts = spec_.reduce_parts > 0 && !gpu();
+  if (parts) {
+    const HloInstruction* r = spec_.outputs.size() == 1 ? spec_.outputs[0] : nullptr;
+    if (r == nullptr || r->opcode() != HloOpcode::kReduce || r->shape().rank() != 0 ||
+        r->operand(0)->shape().rank() == 0 || input_ptrs_.contains(r))
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel ", spec_.name, ": reduce_parts needs one rank-0 reduce output of an array"));
+  }
+  // A reduce_parts kernel has the partials buffer after the output.
+  size_t n = spec_.inputs.size() + spec_.outputs.size() + (parts ? 1 : 0);
   llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
   // The body takes each buffer as a noalias argument (the executor never aliases them); it is
   // inlined into the entry point, which unpacks the buffer table.
@@ -1198,7 +1214,8 @@ absl::Status KernelEmitter::Emit() {
     return absl::OkStatus();
   }
   PushScope();
-  for (size_t o = 0; o < spec_.outputs.size(); ++o) {
+  if (parts) KILN_EMIT_RETURN_IF_ERROR(EmitReduceParts(fn_->getArg(n), fn_->getArg(n + 1)));
+  for (size_t o = 0; o < spec_.outputs.size() && !parts; ++o) {
     const HloInstruction* root = spec_.outputs[o];
     llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
     PT t = root->shape().element_type();
@@ -1235,6 +1252,47 @@ absl::Status KernelEmitter::Emit() {
   if (llvm::verifyFunction(*fn_, &os) || llvm::verifyFunction(*kernel, &os))
     return absl::InternalError(absl::StrCat("emitter produced invalid IR for ", spec_.name, ": ",
                                             os.str()));
+  return absl::OkStatus();
+}
+
+absl::Status KernelEmitter::EmitReduceParts(llvm::Value* begin, llvm::Value* end) {
+  const HloInstruction* r = spec_.outputs[0];
+  PT t = r->shape().element_type();
+  llvm::Type* st = StorageType(t, ctx_);
+  const int64_t p_count = spec_.reduce_parts;
+  const int64_t d0 = r->operand(0)->shape().dimensions(0);
+  llvm::Value* out = fn_->getArg(spec_.inputs.size());
+  llvm::Value* partials = fn_->getArg(spec_.inputs.size() + 1);
+  // Stage one: part p reduces rows [p d0 / P, (p+1) d0 / P) of dimension 0.
+  llvm::Value* parts_end = b_.CreateSelect(b_.CreateICmpSLT(end, C64(p_count)), end, C64(p_count));
+  KILN_EMIT_RETURN_IF_ERROR(EmitLoop(begin, parts_end, "part", [&](llvm::Value* p) -> absl::Status {
+    llvm::Value* lo = b_.CreateSDiv(b_.CreateMul(p, C64(d0)), C64(p_count));
+    llvm::Value* hi = b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(d0)), C64(p_count));
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, EmitReduce(r, Index{{}, C64(0)}, lo, hi));
+    b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(st, partials, p));
+    return absl::OkStatus();
+  }));
+  // Stage two, when the range includes part P: fold the partials in order.
+  auto* combine = llvm::BasicBlock::Create(ctx_, "combine", fn_);
+  auto* done = llvm::BasicBlock::Create(ctx_, "combine.done", fn_);
+  b_.CreateCondBr(b_.CreateICmpSGT(end, C64(p_count)), combine, done);
+  b_.SetInsertPoint(combine);
+  PushScope();
+  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(r->operand(1), Index{{}, C64(0)}));
+  llvm::AllocaInst* acc = EntryAlloca(init->getType(), r->name() + ".combine");
+  b_.CreateStore(init, acc);
+  absl::Status st_loop = EmitLoop(C64(0), C64(p_count), "combine", [&](llvm::Value* p) -> absl::Status {
+    llvm::Value* v = ToCompute(b_.CreateLoad(st, b_.CreateInBoundsGEP(st, partials, p)), t);
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next,
+                               EmitScalarCall(r->to_apply(), {b_.CreateLoad(init->getType(), acc), v}));
+    b_.CreateStore(next, acc);
+    return absl::OkStatus();
+  });
+  PopScope();
+  KILN_EMIT_RETURN_IF_ERROR(st_loop);
+  b_.CreateStore(ToStorage(b_.CreateLoad(init->getType(), acc), t), out);
+  b_.CreateBr(done);
+  b_.SetInsertPoint(done);
   return absl::OkStatus();
 }
 

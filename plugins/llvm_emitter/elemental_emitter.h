@@ -43,6 +43,12 @@ struct KernelSpec {
   std::vector<const HloInstruction*> inputs;
   std::vector<const HloInstruction*> outputs;
   bool partition_outer = false;
+  // kCpu, two-stage reduction to a scalar: the one output is a rank-0 reduce, and the buffer
+  // table has one more buffer after the output: `reduce_parts` partial results. Calls with
+  // [begin, end) inside [0, reduce_parts) reduce part p (the p-th slice of the input's
+  // dimension 0) into partials[p], so parts can run on different threads; a call whose range
+  // includes reduce_parts then combines the partials into the output (call it last).
+  int64_t reduce_parts = 0;
 };
 
 // True when the emitter can generate the elements of `instr` from the elements of its
