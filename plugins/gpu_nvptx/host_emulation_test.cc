@@ -164,8 +164,34 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
     }
     return absl::OkStatus();
   }
+  // A plain row-major loop (the definition of GemmShape), independent of the cuBLAS mapping,
+  // so the runner's plumbing is checked against the evaluator.
+  absl::Status Gemm(const cpu::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
+    if (g.f64) return absl::InternalError("host device: f64 GEMM step");
+    const size_t sa = g.m * g.k, sb = g.k * g.n, sc = g.m * g.n;
+    if (auto s = Check(a, g.batch * sa * 4); !s.ok()) return s;
+    if (auto s = Check(b, g.batch * sb * 4); !s.ok()) return s;
+    if (auto s = Check(out, g.batch * sc * 4); !s.ok()) return s;
+    const float* A = reinterpret_cast<const float*>(a);
+    const float* B = reinterpret_cast<const float*>(b);
+    float* C = reinterpret_cast<float*>(out);
+    for (int64_t t = 0; t < g.batch; ++t)
+      for (int64_t i = 0; i < g.m; ++i)
+        for (int64_t j = 0; j < g.n; ++j) {
+          double acc = 0;
+          for (int64_t p = 0; p < g.k; ++p) {
+            float av = g.trans_a ? A[t * sa + p * g.m + i] : A[t * sa + i * g.k + p];
+            float bv = g.trans_b ? B[t * sb + j * g.k + p] : B[t * sb + p * g.n + j];
+            acc += static_cast<double>(av) * bv;
+          }
+          C[t * sc + i * g.n + j] = static_cast<float>(acc);
+        }
+    ++gemms_;
+    return absl::OkStatus();
+  }
   absl::Status Synchronize() override { return absl::OkStatus(); }
   int allocations() const { return allocations_; }
+  int gemms() const { return gemms_; }
 
  private:
   // Copies must stay inside one live block.
@@ -178,6 +204,7 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
   const Emulation& emu_;
   std::map<DevicePtr, size_t> blocks_;
   int allocations_ = 0;
+  int gemms_ = 0;
 };
 
 int64_t CountConstants(const HloModule& m) {
@@ -286,6 +313,65 @@ ENTRY %main (x: f32[8,33]) -> f32[8,33] {
   ExpectClose(*got, *want, "chain", "emulated gpu (second run)", 1e-5);
   EXPECT_EQ(device.allocations(), allocations);  // all from the cache
   EXPECT_GT(allocator.stats().reused, 0);
+}
+
+// With a device GEMM library, large f32 dots (batched, transposed operands) become library
+// steps: their operands and results stay on the device between the GEMM and the kernels
+// around it, and the result matches the evaluator. Without it the same dots are kernels.
+TEST(GpuKernelHostEmulation, LargeDotsGoToDeviceGemm) {
+  auto parsed = ParseHloModule(R"(
+HloModule gemms
+ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
+  %x = f32[2,48,64] parameter(0)
+  %y = f32[2,80,64] parameter(1)
+  %w = f32[64,96] parameter(2)
+  %ex = f32[2,48,64] exponential(%x)
+  %d1 = f32[2,48,80] dot(%ex, %y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}
+  %t = f32[2,80,48] transpose(%d1), dimensions={0,2,1}
+  %d2 = f32[2,48,64] dot(%t, %y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %n = f32[2,48,64] negate(%d2)
+  %r = f32[96,64] reshape(%n)
+  ROOT %d3 = f32[96,96] dot(%r, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)", "gemms");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const HloModule& module = **parsed;
+  std::mt19937 rng(11);
+  std::vector<Literal> args;
+  std::vector<const Literal*> ptrs;
+  for (const HloInstruction* p : module.entry()->parameters())
+    args.push_back(RandomLiteral(p->shape(), rng));
+  for (const Literal& a : args) ptrs.push_back(&a);
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(module, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (bool device_gemm : {true, false}) {
+    SCOPED_TRACE(device_gemm ? "device gemm" : "dot kernels");
+    cpu::Plan plan = cpu::MakePlan(module, GpuPlanOptions(device_gemm));
+    int library = 0;
+    bool transposed = false;
+    for (const cpu::Step& s : plan.steps)
+      if (s.kind == cpu::Disposition::kLibrary) {
+        ++library;
+        ASSERT_TRUE(s.gemm.has_value());
+        transposed |= s.gemm->trans_a || s.gemm->trans_b;
+      }
+    EXPECT_EQ(library, device_gemm ? 3 : 0);
+    if (device_gemm) EXPECT_TRUE(transposed);
+    auto emu = Compile(plan.kernels);
+    ASSERT_TRUE(emu.ok()) << emu.status();
+    HostDevice device(*emu);
+    CachingAllocator allocator(&device);
+    DeviceRunStats stats;
+    auto got = RunPlanOnDevice(module, plan, ptrs, device, allocator, &stats);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectClose(*got, *want, "gemms", "emulated gpu", 2e-4);
+    EXPECT_EQ(stats.gemms, library);
+    EXPECT_EQ(device.gemms(), library);
+    EXPECT_EQ(stats.uploads, 3);    // each argument once
+    EXPECT_EQ(stats.downloads, 1);  // only the result
+    EXPECT_EQ(allocator.stats().live_bytes, 0u);
+  }
 }
 
 TEST(CachingAllocator, ReusesFitsAndReleasesOnOutOfMemory) {
