@@ -12,10 +12,6 @@
 
 namespace kiln::gpu {
 
-namespace {
-constexpr int kBlockSize = 256;
-}  // namespace
-
 cpu::PlanOptions GpuPlanOptions(bool device_gemm) {
   cpu::PlanOptions o;
   o.device_gemm_min_mnk = device_gemm ? kGpuGemmMinMnk : 0;
@@ -87,7 +83,7 @@ class CudaRun : public DeviceRuntime {
     std::vector<CUdeviceptr> args(buffers.begin(), buffers.end());
     std::vector<void*> params;
     for (CUdeviceptr& p : args) params.push_back(&p);
-    return d_.Launch(functions_[kernel], plan_.kernels[kernel].name, threads, kBlockSize,
+    return d_.Launch(functions_[kernel], plan_.kernels[kernel].name, ComputeLaunchDims(threads),
                      params.data(), stream_);
   }
   absl::Status Gemm(const cpu::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
