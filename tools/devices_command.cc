@@ -48,6 +48,7 @@ int DevicesCommand(const std::vector<std::string>& args) {
       }
       for (const auto& [k, v] : e.plugin->attributes()) {
         if (k == "version") details += fmt::format(" version {}", v);
+        if (k == "gemm") details += fmt::format(" gemm: {}", v);  // gpu-nvptx: cuBLAS or why not
       }
     } else {
       details = e.reason;

@@ -38,6 +38,15 @@ std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk
     return std::nullopt;
   };
   if (!HaveBlas()) return no("built without a BLAS library");
+  return MatchGemmDot(dot, min_mnk, why);
+}
+
+std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk,
+                                      std::string* why) {
+  auto no = [&](std::string reason) -> std::optional<GemmShape> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
   if (dot.opcode() != HloOpcode::kDot || dot.operand_count() != 2 ||
       !dot.attrs().dot_dimension_numbers)
     return no("not a dot");

@@ -30,6 +30,11 @@ bool HaveBlas();
 std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk,
                                       std::string* why = nullptr);
 
+// The same match without asking whether this build has a host BLAS (a device GEMM library,
+// e.g. gpu-nvptx's cuBLAS, computes it instead).
+std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk,
+                                      std::string* why = nullptr);
+
 // Computes the dot into `out` (overwritten). `a`, `b`, `out` are the lhs, rhs and result
 // buffers, dense row-major.
 void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out);

@@ -269,7 +269,11 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       }
     }
     if (h->opcode() == HloOpcode::kDot) {
-      if (std::optional<GemmShape> g = MatchBlasDot(*h, options.blas_min_mnk)) {
+      std::optional<GemmShape> g =
+          options.device_gemm_min_mnk > 0 ? MatchGemmDot(*h, options.device_gemm_min_mnk)
+                                           : MatchBlasDot(*h, options.blas_min_mnk);
+      if (g && options.device_gemm_min_mnk > 0 && g->f64) g.reset();  // f32 only on the device
+      if (g) {
         // Not emittable: its operands are materialized and its users read its buffer.
         gemms[h] = *g;
         continue;

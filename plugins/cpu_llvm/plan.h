@@ -41,6 +41,9 @@ struct PlanOptions {
   // Dots inside fusions are always emitted. (Measured with bench_dot_cpu_llvm, 1 thread:
   // 16^3 ties with the emitted loop, 32^3 is 1.5x faster through BLAS, 64^3 19x.)
   int64_t blas_min_mnk = int64_t{1} << 14;
+  // When > 0: unfused f32 dots of the same forms with batch*m*n*k at least this go to a
+  // device GEMM library step (gpu-nvptx's cuBLAS) whether or not the host has a BLAS.
+  int64_t device_gemm_min_mnk = 0;
   // Kernels whose estimated work (element operations) is at least this run their outer loop
   // across the thread pool.
   int64_t parallel_min_work = int64_t{1} << 16;

@@ -201,15 +201,12 @@ absl::Status CudaDriver::CopyToDeviceAsync(CUdeviceptr dst, const void* src, siz
                absl::StrCat("cuMemcpyHtoDAsync of ", bytes, " bytes"));
 }
 
-absl::Status CudaDriver::Launch(CUfunction f, const std::string& name, int64_t threads, int block,
+absl::Status CudaDriver::Launch(CUfunction f, const std::string& name, const LaunchDims& dims,
                                 void** params, CUstream st) {
-  if (threads <= 0) return absl::OkStatus();
-  int64_t grid = (threads + block - 1) / block;
-  if (grid > 0x7fffffff)
-    return absl::ResourceExhaustedError(absl::StrCat("kernel ", name, ": ", threads,
-                                                     " threads exceed the grid limit"));
-  return Check(api_->cuLaunchKernel(f, static_cast<unsigned>(grid), 1, 1,
-                                    static_cast<unsigned>(block), 1, 1, 0, st, params, nullptr),
+  if (dims.blocks <= 0) return absl::OkStatus();
+  return Check(api_->cuLaunchKernel(f, static_cast<unsigned>(dims.blocks), 1, 1,
+                                    static_cast<unsigned>(dims.threads_per_block), 1, 1, 0, st,
+                                    params, nullptr),
                absl::StrCat("cuLaunchKernel(", name, ")"));
 }
 

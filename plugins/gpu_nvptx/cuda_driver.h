@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "plugins/gpu_nvptx/caching_allocator.h"
 #include "plugins/gpu_nvptx/device_runtime.h"
+#include "plugins/gpu_nvptx/launch_dims.h"
 
 namespace kiln::gpu {
 
@@ -62,8 +63,8 @@ class CudaDriver : public DeviceMemory {
   void DestroyStream(CUstream st);
   absl::Status SynchronizeStream(CUstream st);
   absl::Status CopyToDeviceAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream st);
-  // One-dimensional launch of `threads` threads in blocks of `block`, queued on `st`.
-  absl::Status Launch(CUfunction f, const std::string& name, int64_t threads, int block,
+  // One-dimensional launch (launch_dims.h), queued on `st`.
+  absl::Status Launch(CUfunction f, const std::string& name, const LaunchDims& dims,
                       void** params, CUstream st);
 
   // DeviceMemory (makes the context current first).

@@ -117,8 +117,22 @@ absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const cpu::Plan
         if (absl::Status s = EnsureOperandsOnHost(*h, dev); !s.ok()) return s;
         if (absl::Status s = host.RunBookkeeping(*h, args); !s.ok()) return s;
         break;
-      case cpu::Disposition::kLibrary:      // not planned for the GPU; the evaluator is correct
-      case cpu::Disposition::kControlFlow:  // likewise (GpuPlanOptions)
+      case cpu::Disposition::kLibrary:
+        if (step.gemm && !step.gemm->f64 && step.sources.size() == 2) {
+          // A large dot: the device GEMM library, operands and result on the device.
+          absl::StatusOr<DevicePtr> a = dev.EnsureDevice(step.sources[0]);
+          if (!a.ok()) return a.status();
+          absl::StatusOr<DevicePtr> b = dev.EnsureDevice(step.sources[1]);
+          if (!b.ok()) return b.status();
+          absl::StatusOr<DevicePtr> out = dev.NewBuffer(static_cast<size_t>(h->shape().byte_size()));
+          if (!out.ok()) return out.status();
+          if (absl::Status s = runtime.Gemm(*step.gemm, *a, *b, *out); !s.ok()) return s;
+          ++st.gemms;
+          dev.Set(h, {*out});
+          break;
+        }
+        [[fallthrough]];  // other library steps are not planned for the GPU: the evaluator
+      case cpu::Disposition::kControlFlow:  // not planned for the GPU (GpuPlanOptions)
       case cpu::Disposition::kEvaluator:
         if (absl::Status s = EnsureOperandsOnHost(*h, dev); !s.ok()) return s;
         if (absl::Status s = host.RunOnEvaluator(*h, evaluator); !s.ok()) return s;

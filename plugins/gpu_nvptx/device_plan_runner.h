@@ -18,7 +18,7 @@
 namespace kiln::gpu {
 
 struct DeviceRunStats {
-  int64_t uploads = 0, downloads = 0, launches = 0;
+  int64_t uploads = 0, downloads = 0, launches = 0, gemms = 0;
 };
 
 absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const cpu::Plan& plan,

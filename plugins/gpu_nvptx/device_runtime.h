@@ -9,6 +9,7 @@
 #include <span>
 
 #include "absl/status/statusor.h"
+#include "plugins/cpu_llvm/blas_dot.h"
 
 namespace kiln::gpu {
 
@@ -31,9 +32,13 @@ class DeviceRuntime {
   virtual absl::Status CopyToDevice(DevicePtr dst, const void* src, size_t bytes) = 0;
   // Waits for the queued work, then copies.
   virtual absl::Status CopyToHost(void* dst, DevicePtr src, size_t bytes) = 0;
-  // Queues plan kernel number `kernel` over `threads` threads with `buffers` (inputs then
+  // Queues plan kernel number `kernel` for `threads` elements (launch_dims.h picks the
+  // grid; kernels loop grid-stride over the rest) with `buffers` (inputs then
   // outputs) as its arguments.
   virtual absl::Status Launch(int kernel, int64_t threads, std::span<const DevicePtr> buffers) = 0;
+  // Queues the f32 GEMM `g` (a plan library step): out = op(a) * op(b), all dense
+  // row-major, `g.batch` matrices back to back. The CUDA run calls cuBLAS.
+  virtual absl::Status Gemm(const cpu::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) = 0;
   virtual absl::Status Synchronize() = 0;
 };
 

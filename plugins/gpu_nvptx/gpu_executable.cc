@@ -12,12 +12,9 @@
 
 namespace kiln::gpu {
 
-namespace {
-constexpr int kBlockSize = 256;
-}  // namespace
-
-cpu::PlanOptions GpuPlanOptions() {
+cpu::PlanOptions GpuPlanOptions(bool device_gemm) {
   cpu::PlanOptions o;
+  o.device_gemm_min_mnk = device_gemm ? kGpuGemmMinMnk : 0;
   o.blas_min_mnk = std::numeric_limits<int64_t>::max();
   o.parallel_min_work = std::numeric_limits<int64_t>::max();
   o.native_control_flow = false;  // the device runner does not drive sub-plans yet
@@ -29,13 +26,15 @@ cpu::PlanOptions GpuPlanOptions() {
 }
 
 absl::StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(
-    std::shared_ptr<const HloModule> module, std::shared_ptr<CudaDriver> driver) {
+    std::shared_ptr<const HloModule> module, std::shared_ptr<CudaDriver> driver,
+    std::shared_ptr<Cublas> cublas) {
   if (module == nullptr || module->entry() == nullptr)
     return absl::InvalidArgumentError("gpu-nvptx: module has no entry computation");
   std::unique_ptr<GpuExecutable> exe(new GpuExecutable());
   exe->module_ = std::move(module);
   exe->driver_ = std::move(driver);
-  exe->plan_ = cpu::MakePlan(*exe->module_, GpuPlanOptions());
+  exe->cublas_ = std::move(cublas);
+  exe->plan_ = cpu::MakePlan(*exe->module_, GpuPlanOptions(exe->cublas_ != nullptr));
   PtxOptions opts;
   opts.sm = exe->driver_->TargetSm();
   absl::StatusOr<std::string> ptx = CompilePtxCached(*exe->module_, exe->plan_.kernels, opts);
@@ -63,8 +62,9 @@ namespace {
 // One run's stream: copies and launches queued on it, synchronized before results are read.
 class CudaRun : public DeviceRuntime {
  public:
-  CudaRun(CudaDriver& d, const cpu::Plan& plan, const std::vector<CUfunction>& functions)
-      : d_(d), plan_(plan), functions_(functions) {}
+  CudaRun(CudaDriver& d, Cublas* cublas, const cpu::Plan& plan,
+          const std::vector<CUfunction>& functions)
+      : d_(d), cublas_(cublas), plan_(plan), functions_(functions) {}
   ~CudaRun() override {
     if (stream_ != nullptr) {
       (void)d_.SynchronizeStream(stream_);  // buffers go back to the cache only when idle
@@ -88,8 +88,12 @@ class CudaRun : public DeviceRuntime {
     std::vector<CUdeviceptr> args(buffers.begin(), buffers.end());
     std::vector<void*> params;
     for (CUdeviceptr& p : args) params.push_back(&p);
-    return d_.Launch(functions_[kernel], plan_.kernels[kernel].name, threads, kBlockSize,
+    return d_.Launch(functions_[kernel], plan_.kernels[kernel].name, ComputeLaunchDims(threads),
                      params.data(), stream_);
+  }
+  absl::Status Gemm(const cpu::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
+    if (cublas_ == nullptr) return absl::InternalError("gpu-nvptx: GEMM step without cuBLAS");
+    return cublas_->Sgemm(g, a, b, out, stream_);
   }
   absl::Status Synchronize() override {
     absl::Status s = d_.SynchronizeStream(stream_);
@@ -99,6 +103,7 @@ class CudaRun : public DeviceRuntime {
 
  private:
   CudaDriver& d_;
+  Cublas* cublas_;
   const cpu::Plan& plan_;
   const std::vector<CUfunction>& functions_;
   CUstream stream_ = nullptr;
@@ -108,7 +113,7 @@ class CudaRun : public DeviceRuntime {
 
 absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args) const {
   if (absl::Status s = driver_->MakeCurrent(); !s.ok()) return s;
-  CudaRun run(*driver_, plan_, functions_);
+  CudaRun run(*driver_, cublas_.get(), plan_, functions_);
   if (absl::Status s = run.Start(); !s.ok()) return s;
   return RunPlanOnDevice(*module_, plan_, args, run, driver_->allocator());
 }

@@ -13,18 +13,25 @@
 #include "hlo/literal.h"
 #include "hlo/module.h"
 #include "plugins/cpu_llvm/plan.h"
+#include "plugins/gpu_nvptx/cublas.h"
 #include "plugins/gpu_nvptx/cuda_driver.h"
 
 namespace kiln::gpu {
 
-// How the GPU path plans a module: cpu-llvm's planner without BLAS library calls (every dot
-// the emitter can do becomes a kernel) and without CPU thread partitioning.
-cpu::PlanOptions GpuPlanOptions();
+// Unfused f32 dots with batch*m*n*k at least this go to cuBLAS (64^3; not yet measured on a
+// GPU: smaller dots are emitted kernels, which avoid the library call's fixed cost).
+constexpr int64_t kGpuGemmMinMnk = int64_t{1} << 18;
+
+// How the GPU path plans a module: cpu-llvm's planner without host BLAS calls and without
+// CPU thread partitioning; with `device_gemm` (cuBLAS loaded) large f32 dots become GEMM
+// library steps, otherwise every dot the emitter can do is a kernel.
+cpu::PlanOptions GpuPlanOptions(bool device_gemm = false);
 
 class GpuExecutable {
  public:
   static absl::StatusOr<std::unique_ptr<GpuExecutable>> Create(
-      std::shared_ptr<const HloModule> module, std::shared_ptr<CudaDriver> driver);
+      std::shared_ptr<const HloModule> module, std::shared_ptr<CudaDriver> driver,
+      std::shared_ptr<Cublas> cublas = nullptr);
   ~GpuExecutable();
 
   absl::StatusOr<Literal> Run(std::span<const Literal* const> args) const;
@@ -38,6 +45,7 @@ class GpuExecutable {
 
   std::shared_ptr<const HloModule> module_;
   std::shared_ptr<CudaDriver> driver_;
+  std::shared_ptr<Cublas> cublas_;  // null: dots are kernels
   cpu::Plan plan_;
   std::string ptx_;
   CUmodule cu_module_ = nullptr;

@@ -31,6 +31,7 @@ struct KILN_Client {
   KILN_Device device;
   std::vector<KILN_Device*> devices{&device};
   std::shared_ptr<kiln::gpu::CudaDriver> driver;
+  std::shared_ptr<kiln::gpu::Cublas> cublas;  // null: dots are emitted as kernels
 };
 
 struct KILN_Executable {
@@ -51,6 +52,8 @@ constexpr const char* kName = "gpu-nvptx";
 struct DriverState {
   std::shared_ptr<kiln::gpu::CudaDriver> driver;
   std::string reason;
+  std::shared_ptr<kiln::gpu::Cublas> cublas;  // null: dots are emitted as kernels
+  std::string gemm;  // how large dots run, for the "gemm" attribute
 };
 const DriverState& Driver() {
   static const DriverState state = [] {
@@ -58,7 +61,18 @@ const DriverState& Driver() {
     auto d = kiln::gpu::CudaDriver::Load();
     if (d.ok()) {
       s.driver = std::shared_ptr<kiln::gpu::CudaDriver>(std::move(*d));
+      // cuBLAS is optional; its handle belongs to the driver's context.
+      absl::StatusOr<std::unique_ptr<kiln::gpu::Cublas>> c = absl::UnavailableError("no context");
+      if (absl::Status st = s.driver->MakeCurrent(); st.ok()) c = kiln::gpu::Cublas::Load();
+      else c = st;
+      if (c.ok()) {
+        s.cublas = std::shared_ptr<kiln::gpu::Cublas>(std::move(*c));
+        s.gemm = "cuBLAS (" + s.cublas->library() + ") for large f32 dots";
+      } else {
+        s.gemm = "emitted kernels (" + std::string(c.status().message()) + ")";
+      }
     } else {
+      s.gemm = "none (no CUDA driver)";
       s.reason = std::string(d.status().message());
     }
     return s;
@@ -97,6 +111,7 @@ KILN_Error* Attributes(KILN_Attributes_Args* args) {
       {"version", "0.1.0"},
       {"platform", "cuda"},
       {"description", "LLVM NVPTX elemental codegen run through the CUDA driver API"},
+      {"gemm", Driver().gemm.c_str()},
   };
   return Guard("attributes", [&]() -> KILN_Error* {
     if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Attributes_Args, num_attributes),
@@ -119,6 +134,7 @@ KILN_Error* ClientCreate(KILN_Client_Create_Args* args) {
     if (!d.driver) return MakeError(KILN_ERROR_UNAVAILABLE, "gpu-nvptx is unavailable: " + d.reason);
     auto client = std::make_unique<KILN_Client>();
     client->driver = d.driver;
+    client->cublas = d.cublas;
     client->device.kind = "cuda:" + d.driver->device_name() + " (" + d.driver->TargetSm() + ")";
     args->client = client.release();
     return nullptr;
@@ -202,7 +218,7 @@ KILN_Error* MakeExecutable(KILN_Client* client, std::string text, KILN_Executabl
   auto exe = std::make_unique<KILN_Executable>();
   exe->num_outputs = kiln::FlattenShape((*module)->entry()->root()->shape()).size();
   auto compiled = kiln::gpu::GpuExecutable::Create(
-      std::shared_ptr<const kiln::HloModule>(std::move(*module)), client->driver);
+      std::shared_ptr<const kiln::HloModule>(std::move(*module)), client->driver, client->cublas);
   if (!compiled.ok()) return MakeError(compiled.status());
   exe->exe = std::move(*compiled);
   exe->hlo_text = std::move(text);

@@ -64,6 +64,55 @@ TEST(GpuVsEvaluator, ExampleAndE2eModules) {
   EXPECT_GT(checked, 3);
 }
 
+// Large f32 dots through cuBLAS (plain, transposed and batched operands: the row-major ->
+// column-major mapping on the real library) against the evaluator.
+TEST(GpuVsEvaluator, LargeDotsThroughCublas) {
+  auto driver = CudaDriver::Load();
+  if (!driver.ok()) GTEST_SKIP() << "no usable GPU: " << driver.status().message();
+  std::shared_ptr<CudaDriver> d(std::move(*driver));
+  ASSERT_TRUE(d->MakeCurrent().ok());
+  auto cublas = Cublas::Load();
+  if (!cublas.ok()) GTEST_SKIP() << cublas.status().message();
+  std::shared_ptr<Cublas> blas(std::move(*cublas));
+  auto parsed = ParseHloModule(R"(
+HloModule gemms
+ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96], v: f32[96,64], u: f32[96,96]) -> (f32[2,48,64], f32[96,96], f32[64,96], f32[96,64]) {
+  %x = f32[2,48,64] parameter(0)
+  %y = f32[2,80,64] parameter(1)
+  %w = f32[64,96] parameter(2)
+  %v = f32[96,64] parameter(3)
+  %u = f32[96,96] parameter(4)
+  %d1 = f32[2,48,80] dot(%x, %y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}
+  %t = f32[2,80,48] transpose(%d1), dimensions={0,2,1}
+  %d2 = f32[2,48,64] dot(%t, %y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %r = f32[96,64] reshape(%x)
+  %d3 = f32[96,96] dot(%r, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %d4 = f32[64,96] dot(%v, %u), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  %d5 = f32[96,64] dot(%u, %w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  ROOT %out = (f32[2,48,64], f32[96,96], f32[64,96], f32[96,64]) tuple(%d2, %d3, %d4, %d5)
+}
+)", "gemms");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::shared_ptr<const HloModule> module = std::move(*parsed);
+  std::mt19937 rng(5);
+  std::vector<Literal> args;
+  std::vector<const Literal*> ptrs;
+  for (const HloInstruction* param : module->entry()->parameters())
+    args.push_back(RandomLiteral(param->shape(), rng));
+  for (const Literal& a : args) ptrs.push_back(&a);
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*module, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto exe = GpuExecutable::Create(module, d, blas);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  int library = 0;
+  for (const cpu::Step& s : (*exe)->plan().steps) library += s.kind == cpu::Disposition::kLibrary;
+  EXPECT_EQ(library, 5);
+  auto got = (*exe)->Run(ptrs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectClose(*got, *want, "gemms", "gpu cublas", 1e-3);
+}
+
 TEST(GpuVsEvaluator, OutOfMemoryIsResourceExhausted) {
   auto driver = CudaDriver::Load();
   if (!driver.ok()) GTEST_SKIP() << "no usable GPU: " << driver.status().message();

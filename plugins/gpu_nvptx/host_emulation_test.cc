@@ -26,6 +26,7 @@
 #include "plugins/gpu_nvptx/caching_allocator.h"
 #include "plugins/gpu_nvptx/device_plan_runner.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
+#include "plugins/gpu_nvptx/launch_dims.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
 
 namespace kiln::gpu {
@@ -42,6 +43,7 @@ struct Emulation {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::vector<EmuFn> kernels;
   int32_t* thread = nullptr;
+  int32_t* grid = nullptr;  // the emulated number of threads (nctaid.x; ntid.x is 1)
 };
 
 absl::StatusOr<Emulation> Compile(const std::vector<llvm_emit::KernelSpec>& specs) {
@@ -69,6 +71,9 @@ absl::StatusOr<Emulation> Compile(const std::vector<llvm_emit::KernelSpec>& spec
   auto* thread = new llvm::GlobalVariable(*m, b.getInt32Ty(), false,
                                           llvm::GlobalValue::ExternalLinkage, b.getInt32(0),
                                           "kiln_emu_thread");
+  auto* grid = new llvm::GlobalVariable(*m, b.getInt32Ty(), false,
+                                        llvm::GlobalValue::ExternalLinkage, b.getInt32(1),
+                                        "kiln_emu_grid");
   for (llvm_emit::KernelSpec spec : specs) {
     spec.target = llvm_emit::KernelTarget::kGpu;
     spec.name = PtxKernelName(spec.name);
@@ -87,7 +92,7 @@ absl::StatusOr<Emulation> Compile(const std::vector<llvm_emit::KernelSpec>& spec
     b.CreateRetVoid();
     names.push_back(spec.name + "_emu");
   }
-  // Thread index: blockIdx = global index, blockDim = 1, threadIdx = 0.
+  // Thread index: blockIdx = global index, blockDim = 1, threadIdx = 0, gridDim = threads.
   std::vector<llvm::Function*> drop;
   for (llvm::Function& f : *m) {
     llvm::StringRef n = f.getName();
@@ -99,7 +104,8 @@ absl::StatusOr<Emulation> Compile(const std::vector<llvm_emit::KernelSpec>& spec
     for (llvm::User* u : llvm::make_early_inc_range(f.users())) {
       auto* call = llvm::cast<llvm::CallInst>(u);
       b.SetInsertPoint(call);
-      llvm::Value* v = n.endswith("ctaid.x") ? static_cast<llvm::Value*>(b.CreateLoad(b.getInt32Ty(), thread))
+      llvm::Value* v = n.endswith("nctaid.x") ? static_cast<llvm::Value*>(b.CreateLoad(b.getInt32Ty(), grid))
+                       : n.endswith("ctaid.x") ? static_cast<llvm::Value*>(b.CreateLoad(b.getInt32Ty(), thread))
                        : n.endswith("ntid.x") ? b.getInt32(1)
                                               : b.getInt32(0);
       call->replaceAllUsesWith(v);
@@ -118,6 +124,9 @@ absl::StatusOr<Emulation> Compile(const std::vector<llvm_emit::KernelSpec>& spec
   auto t = emu.jit->lookup("kiln_emu_thread");
   if (!t) return absl::InternalError(llvm::toString(t.takeError()));
   emu.thread = t->toPtr<int32_t*>();
+  auto g = emu.jit->lookup("kiln_emu_grid");
+  if (!g) return absl::InternalError(llvm::toString(g.takeError()));
+  emu.grid = g->toPtr<int32_t*>();
   return emu;
 }
 
@@ -158,14 +167,47 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
       if (!blocks_.contains(p)) return absl::InternalError("kernel argument is not a live block");
       bufs.push_back(reinterpret_cast<void*>(p));
     }
-    for (int64_t t = 0; t <= threads; ++t) {
+    // The driver's launch dimensions (grid capped at max_blocks_): every emulated thread
+    // loops grid-stride, and the last block's spare threads exercise the bounds checks.
+    LaunchDims dims = ComputeLaunchDims(threads, max_blocks_);
+    const int64_t n = dims.blocks * dims.threads_per_block;
+    *emu_.grid = static_cast<int32_t>(n);
+    for (int64_t t = 0; t < n; ++t) {
       *emu_.thread = static_cast<int32_t>(t);
       emu_.kernels[kernel](bufs.data());
     }
     return absl::OkStatus();
   }
+  // A smaller grid cap than the driver's, so the grid-stride loops take several steps.
+  void set_max_blocks(int64_t b) { max_blocks_ = b; }
+  // A plain row-major loop (the definition of GemmShape), independent of the cuBLAS mapping,
+  // so the runner's plumbing is checked against the evaluator.
+  absl::Status Gemm(const cpu::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
+    if (g.f64) return absl::InternalError("host device: f64 GEMM step");
+    const size_t sa = g.m * g.k, sb = g.k * g.n, sc = g.m * g.n;
+    if (auto s = Check(a, g.batch * sa * 4); !s.ok()) return s;
+    if (auto s = Check(b, g.batch * sb * 4); !s.ok()) return s;
+    if (auto s = Check(out, g.batch * sc * 4); !s.ok()) return s;
+    const float* A = reinterpret_cast<const float*>(a);
+    const float* B = reinterpret_cast<const float*>(b);
+    float* C = reinterpret_cast<float*>(out);
+    for (int64_t t = 0; t < g.batch; ++t)
+      for (int64_t i = 0; i < g.m; ++i)
+        for (int64_t j = 0; j < g.n; ++j) {
+          double acc = 0;
+          for (int64_t p = 0; p < g.k; ++p) {
+            float av = g.trans_a ? A[t * sa + p * g.m + i] : A[t * sa + i * g.k + p];
+            float bv = g.trans_b ? B[t * sb + j * g.k + p] : B[t * sb + p * g.n + j];
+            acc += static_cast<double>(av) * bv;
+          }
+          C[t * sc + i * g.n + j] = static_cast<float>(acc);
+        }
+    ++gemms_;
+    return absl::OkStatus();
+  }
   absl::Status Synchronize() override { return absl::OkStatus(); }
   int allocations() const { return allocations_; }
+  int gemms() const { return gemms_; }
 
  private:
   // Copies must stay inside one live block.
@@ -178,6 +220,8 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
   const Emulation& emu_;
   std::map<DevicePtr, size_t> blocks_;
   int allocations_ = 0;
+  int gemms_ = 0;
+  int64_t max_blocks_ = kMaxBlocks;
 };
 
 int64_t CountConstants(const HloModule& m) {
@@ -221,6 +265,13 @@ TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
       auto got = RunPlanOnDevice(module, plan, ptrs, device, allocator, &stats);
       ASSERT_TRUE(got.ok()) << got.status();
       ExpectClose(*got, *want, name, "emulated gpu", 2e-4);
+      // One block of (at most) 256 threads: every larger output is covered by striding.
+      HostDevice one_block(*emu);
+      one_block.set_max_blocks(1);
+      CachingAllocator one_block_allocator(&one_block);
+      auto strided = RunPlanOnDevice(module, plan, ptrs, one_block, one_block_allocator);
+      ASSERT_TRUE(strided.ok()) << strided.status();
+      ExpectClose(*strided, *want, name, "emulated gpu, 1 block", 2e-4);
       if (!plan.kernels.empty()) {
         EXPECT_GT(stats.launches, 0);
       }
@@ -286,6 +337,79 @@ ENTRY %main (x: f32[8,33]) -> f32[8,33] {
   ExpectClose(*got, *want, "chain", "emulated gpu (second run)", 1e-5);
   EXPECT_EQ(device.allocations(), allocations);  // all from the cache
   EXPECT_GT(allocator.stats().reused, 0);
+}
+
+// With a device GEMM library, large f32 dots (batched, transposed operands) become library
+// steps: their operands and results stay on the device between the GEMM and the kernels
+// around it, and the result matches the evaluator. Without it the same dots are kernels.
+TEST(GpuKernelHostEmulation, LargeDotsGoToDeviceGemm) {
+  auto parsed = ParseHloModule(R"(
+HloModule gemms
+ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
+  %x = f32[2,48,64] parameter(0)
+  %y = f32[2,80,64] parameter(1)
+  %w = f32[64,96] parameter(2)
+  %ex = f32[2,48,64] exponential(%x)
+  %d1 = f32[2,48,80] dot(%ex, %y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}
+  %t = f32[2,80,48] transpose(%d1), dimensions={0,2,1}
+  %d2 = f32[2,48,64] dot(%t, %y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  %n = f32[2,48,64] negate(%d2)
+  %r = f32[96,64] reshape(%n)
+  ROOT %d3 = f32[96,96] dot(%r, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)", "gemms");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const HloModule& module = **parsed;
+  std::mt19937 rng(11);
+  std::vector<Literal> args;
+  std::vector<const Literal*> ptrs;
+  for (const HloInstruction* p : module.entry()->parameters())
+    args.push_back(RandomLiteral(p->shape(), rng));
+  for (const Literal& a : args) ptrs.push_back(&a);
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(module, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (bool device_gemm : {true, false}) {
+    SCOPED_TRACE(device_gemm ? "device gemm" : "dot kernels");
+    cpu::Plan plan = cpu::MakePlan(module, GpuPlanOptions(device_gemm));
+    int library = 0;
+    bool transposed = false;
+    for (const cpu::Step& s : plan.steps)
+      if (s.kind == cpu::Disposition::kLibrary) {
+        ++library;
+        ASSERT_TRUE(s.gemm.has_value());
+        transposed |= s.gemm->trans_a || s.gemm->trans_b;
+      }
+    EXPECT_EQ(library, device_gemm ? 3 : 0);
+    if (device_gemm) EXPECT_TRUE(transposed);
+    auto emu = Compile(plan.kernels);
+    ASSERT_TRUE(emu.ok()) << emu.status();
+    HostDevice device(*emu);
+    CachingAllocator allocator(&device);
+    DeviceRunStats stats;
+    auto got = RunPlanOnDevice(module, plan, ptrs, device, allocator, &stats);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectClose(*got, *want, "gemms", "emulated gpu", 2e-4);
+    EXPECT_EQ(stats.gemms, library);
+    EXPECT_EQ(device.gemms(), library);
+    EXPECT_EQ(stats.uploads, 3);    // each argument once
+    EXPECT_EQ(stats.downloads, 1);  // only the result
+    EXPECT_EQ(allocator.stats().live_bytes, 0u);
+  }
+}
+
+TEST(LaunchDims, FromTheOutputSize) {
+  EXPECT_EQ(ComputeLaunchDims(0).blocks, 0);
+  LaunchDims small = ComputeLaunchDims(33);  // one block, rounded up to whole warps
+  EXPECT_EQ(small.blocks, 1);
+  EXPECT_EQ(small.threads_per_block, 64);
+  LaunchDims mid = ComputeLaunchDims(1000);
+  EXPECT_EQ(mid.threads_per_block, kThreadsPerBlock);
+  EXPECT_EQ(mid.blocks, (1000 + kThreadsPerBlock - 1) / kThreadsPerBlock);
+  // Far past the 2^31-1 grid limit: capped, the kernels' loops cover the rest.
+  LaunchDims huge = ComputeLaunchDims(int64_t{1} << 40);
+  EXPECT_EQ(huge.blocks, kMaxBlocks);
+  EXPECT_LE(huge.blocks, 0x7fffffff);
 }
 
 TEST(CachingAllocator, ReusesFitsAndReleasesOnOutOfMemory) {

@@ -1297,14 +1297,30 @@ absl::Status KernelEmitter::EmitReduceParts(llvm::Value* begin, llvm::Value* end
 }
 
 absl::Status KernelEmitter::EmitGpuBody() {
-  // Global thread index, zero-extended to the i64 the element generators index with.
+  // Grid-stride loop: element i = ctaid*ntid + tid, then i += nctaid*ntid while some output
+  // has element i, so any grid size covers any output (the launcher caps the grid).
   auto sreg = [&](llvm::Intrinsic::ID id) {
     return b_.CreateZExt(CallIntrinsic(id, {}, {}), I64());
   };
-  llvm::Value* tid = b_.CreateAdd(
-      b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
-                   sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), "", true, true),
-      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "tid", true, true);
+  llvm::Value* ntid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+  llvm::Value* start = b_.CreateAdd(
+      b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ntid, "", true, true),
+      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "tid0", true, true);
+  llvm::Value* stride =
+      b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "stride", true, true);
+  int64_t total = 0;
+  for (const HloInstruction* root : spec_.outputs)
+    total = std::max(total, root->shape().num_elements());
+  llvm::BasicBlock* pre_bb = b_.GetInsertBlock();
+  auto* head_bb = llvm::BasicBlock::Create(ctx_, "gs.head", fn_);
+  auto* body_bb = llvm::BasicBlock::Create(ctx_, "gs.body", fn_);
+  auto* exit_bb = llvm::BasicBlock::Create(ctx_, "gs.exit", fn_);
+  b_.CreateBr(head_bb);
+  b_.SetInsertPoint(head_bb);
+  llvm::PHINode* tid = b_.CreatePHI(I64(), 2, "tid");
+  tid->addIncoming(start, pre_bb);
+  b_.CreateCondBr(b_.CreateICmpSLT(tid, C64(total)), body_bb, exit_bb);
+  b_.SetInsertPoint(body_bb);
   for (size_t o = 0; o < spec_.outputs.size(); ++o) {
     const HloInstruction* root = spec_.outputs[o];
     llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
@@ -1324,6 +1340,9 @@ absl::Status KernelEmitter::EmitGpuBody() {
     b_.CreateBr(next_bb);
     b_.SetInsertPoint(next_bb);
   }
+  tid->addIncoming(b_.CreateAdd(tid, stride, "tid.next", true, true), b_.GetInsertBlock());
+  b_.CreateBr(head_bb);
+  b_.SetInsertPoint(exit_bb);
   b_.CreateRetVoid();
   return absl::OkStatus();
 }
