@@ -18,7 +18,8 @@ namespace kiln::gpu {
 namespace {
 
 using codegen_testing::ExpectClose;
-using codegen_testing::RandomLiteral;
+using codegen_testing::RandomArgs;
+using codegen_testing::RandomArguments;
 
 using PT = PrimitiveType;
 
@@ -44,12 +45,9 @@ TEST(GpuVsEvaluator, ExampleAndE2eModules) {
       auto parsed = ParseHloModule(ss.str(), name);
       ASSERT_TRUE(parsed.ok()) << parsed.status();
       std::shared_ptr<const HloModule> module = std::move(*parsed);
-      std::mt19937 rng(1234);
-      std::vector<Literal> args;
-      std::vector<const Literal*> ptrs;
-      for (const HloInstruction* param : module->entry()->parameters())
-        args.push_back(RandomLiteral(param->shape(), rng));
-      for (const Literal& a : args) ptrs.push_back(&a);
+      RandomArgs random = RandomArguments(*module, 1234);
+      const std::vector<Literal>& args = random.values;
+      const std::vector<const Literal*>& ptrs = random.ptrs;
       HloEvaluator evaluator;
       auto want = evaluator.Evaluate(*module, args);
       if (!want.ok()) continue;  // evaluator coverage is tested elsewhere
@@ -94,12 +92,9 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96], v: f32[96,64], u: 
 )", "gemms");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   std::shared_ptr<const HloModule> module = std::move(*parsed);
-  std::mt19937 rng(5);
-  std::vector<Literal> args;
-  std::vector<const Literal*> ptrs;
-  for (const HloInstruction* param : module->entry()->parameters())
-    args.push_back(RandomLiteral(param->shape(), rng));
-  for (const Literal& a : args) ptrs.push_back(&a);
+  RandomArgs random = RandomArguments(*module, 5);
+  const std::vector<Literal>& args = random.values;
+  const std::vector<const Literal*>& ptrs = random.ptrs;
   HloEvaluator evaluator;
   auto want = evaluator.Evaluate(*module, args);
   ASSERT_TRUE(want.ok()) << want.status();

@@ -33,6 +33,8 @@ namespace kiln::gpu {
 namespace {
 
 using codegen_testing::ExpectClose;
+using codegen_testing::RandomArgs;
+using codegen_testing::RandomArguments;
 using codegen_testing::RandomLiteral;
 
 using PT = PrimitiveType;
@@ -247,12 +249,9 @@ TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
       auto parsed = ParseHloModule(ss.str(), name);
       ASSERT_TRUE(parsed.ok()) << parsed.status();
       const HloModule& module = **parsed;
-      std::mt19937 rng(1234);
-      std::vector<Literal> args;
-      std::vector<const Literal*> ptrs;
-      for (const HloInstruction* param : module.entry()->parameters())
-        args.push_back(RandomLiteral(param->shape(), rng));
-      for (const Literal& a : args) ptrs.push_back(&a);
+      RandomArgs random = RandomArguments(module, 1234);
+      const std::vector<Literal>& args = random.values;
+      const std::vector<const Literal*>& ptrs = random.ptrs;
       HloEvaluator evaluator;
       auto want = evaluator.Evaluate(module, args);
       if (!want.ok()) continue;  // evaluator coverage is tested elsewhere
@@ -360,12 +359,9 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
 )", "gemms");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   const HloModule& module = **parsed;
-  std::mt19937 rng(11);
-  std::vector<Literal> args;
-  std::vector<const Literal*> ptrs;
-  for (const HloInstruction* p : module.entry()->parameters())
-    args.push_back(RandomLiteral(p->shape(), rng));
-  for (const Literal& a : args) ptrs.push_back(&a);
+  RandomArgs random = RandomArguments(module, 11);
+  const std::vector<Literal>& args = random.values;
+  const std::vector<const Literal*>& ptrs = random.ptrs;
   HloEvaluator evaluator;
   auto want = evaluator.Evaluate(module, args);
   ASSERT_TRUE(want.ok()) << want.status();

@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "hlo/literal.h"
+#include "hlo/module.h"
 
 namespace kiln::codegen_testing {
 
@@ -30,6 +31,24 @@ inline Literal RandomLiteral(const Shape& s, std::mt19937& rng) {
     else l.SetFromDouble(i, small(rng));
   }
   return l;
+}
+
+// One random literal per entry parameter of `module` (RandomLiteral, seeded with `seed`),
+// and pointers to them in the form the runners take. Move-only: `ptrs` points into `values`.
+struct RandomArgs {
+  std::vector<Literal> values;
+  std::vector<const Literal*> ptrs;
+  RandomArgs() = default;
+  RandomArgs(RandomArgs&&) = default;
+  RandomArgs(const RandomArgs&) = delete;
+};
+inline RandomArgs RandomArguments(const HloModule& module, uint32_t seed) {
+  std::mt19937 rng(seed);
+  RandomArgs a;
+  for (const HloInstruction* p : module.entry()->parameters())
+    a.values.push_back(RandomLiteral(p->shape(), rng));
+  for (const Literal& v : a.values) a.ptrs.push_back(&v);
+  return a;
 }
 
 // Relative tolerance per element type; integers and pred must match exactly.
