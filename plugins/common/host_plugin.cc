@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
 #include "hlo/verifier.h"
 #include "plugins/common/c_api_support.h"
@@ -40,6 +41,22 @@ struct KILN_Buffer {
 };
 
 namespace kiln::plugin_support {
+
+absl::StatusOr<Literal> EvaluatorProgram::Run(std::span<const Literal* const> args) {
+  HloEvaluator evaluator;
+  return evaluator.EvaluateComputation(*module_->entry(), args);
+}
+
+void ReportEachInstruction(
+    const HloModule& module,
+    const std::function<std::optional<std::string>(const HloInstruction&)>& unsupported,
+    const std::function<void(const HloInstruction&, const std::string* why)>& report) {
+  for (const HloInstruction* instr : module.entry()->instructions()) {
+    std::optional<std::string> why = unsupported(*instr);
+    report(*instr, why ? &*why : nullptr);
+  }
+}
+
 namespace {
 
 // One plugin per shared object, so the kit's state is process-wide within that object.

@@ -38,6 +38,24 @@ class HostBackend {
       std::shared_ptr<const HloModule> module) = 0;
 };
 
+// Runs the module's entry computation on the HLO evaluator (the interpreter plugin, and test
+// plugins that differ from it only in what they accept).
+class EvaluatorProgram : public HostProgram {
+ public:
+  explicit EvaluatorProgram(std::shared_ptr<const HloModule> module) : module_(std::move(module)) {}
+  absl::StatusOr<Literal> Run(std::span<const Literal* const> args) override;
+
+ private:
+  std::shared_ptr<const HloModule> module_;
+};
+
+// HostBackend::Capability for a backend that decides per instruction: reports every entry
+// instruction with `unsupported(instr)`'s reason, or as runnable when it returns nullopt.
+void ReportEachInstruction(
+    const HloModule& module,
+    const std::function<std::optional<std::string>(const HloInstruction&)>& unsupported,
+    const std::function<void(const HloInstruction&, const std::string* why)>& report);
+
 struct HostPluginInfo {
   const char* name;
   int32_t default_priority;

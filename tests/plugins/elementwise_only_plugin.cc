@@ -5,7 +5,6 @@
 #include <optional>
 #include <string>
 
-#include "hlo/evaluator/evaluator.h"
 #include "hlo/opcode.h"
 #include "plugins/common/host_plugin.h"
 
@@ -21,27 +20,12 @@ std::optional<std::string> UnsupportedReason(const HloInstruction& instr) {
   return "is '" + std::string(HloOpcodeString(op)) + "', not an elementwise op";
 }
 
-class EvaluatorProgram : public plugin_support::HostProgram {
- public:
-  explicit EvaluatorProgram(std::shared_ptr<const HloModule> module) : module_(std::move(module)) {}
-  absl::StatusOr<Literal> Run(std::span<const Literal* const> args) override {
-    HloEvaluator evaluator;
-    return evaluator.EvaluateComputation(*module_->entry(), args);
-  }
-
- private:
-  std::shared_ptr<const HloModule> module_;
-};
-
 class ElementwiseOnlyBackend : public plugin_support::HostBackend {
  public:
   void Capability(const HloModule& module,
                   const std::function<void(const HloInstruction&, const std::string*)>& report)
       override {
-    for (const HloInstruction* instr : module.entry()->instructions()) {
-      std::optional<std::string> why = UnsupportedReason(*instr);
-      report(*instr, why ? &*why : nullptr);
-    }
+    plugin_support::ReportEachInstruction(module, UnsupportedReason, report);
   }
   // Refuses what it declared unsupported, so a wrong placement fails loudly in tests.
   absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> Compile(
@@ -51,7 +35,7 @@ class ElementwiseOnlyBackend : public plugin_support::HostBackend {
         return absl::UnimplementedError("instruction '" + instr->name() + "' " + *why);
       }
     }
-    return std::make_unique<EvaluatorProgram>(std::move(module));
+    return std::make_unique<plugin_support::EvaluatorProgram>(std::move(module));
   }
 };
 
