@@ -292,7 +292,8 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
     if (!options.fuse_unfused || h == entry->root() || h->user_count() == 0) return true;
     for (const HloInstruction* u : h->users())
       if (!emittable.contains(u)) return true;
-    if (h->opcode() == HloOpcode::kReduce && options.inline_row_reductions)
+    if (h->opcode() == HloOpcode::kReduce && options.inline_row_reductions &&
+        (options.row_reduction_filter == nullptr || options.row_reduction_filter(*h)))
       return !RowLevelUses(h, base_materialized);
     return IsExpensive(*h);
   };

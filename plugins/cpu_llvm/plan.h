@@ -36,6 +36,9 @@ struct PlanOptions {
   // consumers' kernels, once per row before the row's inner loop, instead of as a kernel of
   // its own (one pass over the data instead of one per statistic).
   bool inline_row_reductions = true;
+  // When set, only the reduces it accepts are inlined that way (the GPU generates a row
+  // statistic cooperatively only for long reductions over the trailing dimensions).
+  bool (*row_reduction_filter)(const HloInstruction& reduce) = nullptr;
   // Unfused f32/f64 dots with batch*m*n*k at least this go to BLAS (when the build has it
   // and the operands are plain or transposed row-major matrices); smaller ones are emitted.
   // Dots inside fusions are always emitted. (Measured with bench_dot_cpu_llvm, 1 thread:

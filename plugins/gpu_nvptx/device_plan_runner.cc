@@ -90,11 +90,12 @@ absl::Status EnsureOperandsOnHost(const HloInstruction& h, DeviceValues& dev) {
 
 }  // namespace
 
-absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const cpu::Plan& plan,
+absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const DevicePlan& device_plan,
                                         std::span<const Literal* const> args,
                                         DeviceRuntime& runtime, CachingAllocator& allocator,
                                         DeviceRunStats* stats) {
   const HloComputation* entry = module.entry();
+  const cpu::Plan& plan = device_plan.plan;
   if (static_cast<int>(args.size()) != entry->num_parameters())
     return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " takes ",
                                                    entry->num_parameters(), " arguments, got ",
@@ -146,16 +147,24 @@ absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const cpu::Plan
           buffers.push_back(*p);
         }
         std::vector<DevicePtr> outs;
-        int64_t threads = 0;
         for (const HloInstruction* o : spec.outputs) {
           absl::StatusOr<DevicePtr> p =
               dev.NewBuffer(static_cast<size_t>(o->shape().byte_size()));
           if (!p.ok()) return p.status();
           outs.push_back(*p);
           buffers.push_back(*p);
-          threads = std::max(threads, o->shape().num_elements());
         }
-        if (absl::Status s = runtime.Launch(step.kernel, threads, buffers); !s.ok()) return s;
+        const KernelLaunches& kl = device_plan.launches[step.kernel];
+        if (kl.scratch_bytes > 0) {
+          absl::StatusOr<DevicePtr> p = dev.NewBuffer(static_cast<size_t>(kl.scratch_bytes));
+          if (!p.ok()) return p.status();
+          buffers.push_back(*p);
+        }
+        for (size_t e = 0; e < kl.launches.size(); ++e) {
+          if (absl::Status s = runtime.Launch(step.kernel, static_cast<int>(e), kl.launches[e], buffers);
+              !s.ok())
+            return s;
+        }
         ++st.launches;
         dev.Set(h, std::move(outs));
         break;

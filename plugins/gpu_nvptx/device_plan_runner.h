@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "hlo/literal.h"
 #include "hlo/module.h"
-#include "plugins/cpu_llvm/plan.h"
+#include "plugins/gpu_nvptx/device_plan.h"
 #include "plugins/gpu_nvptx/caching_allocator.h"
 #include "plugins/gpu_nvptx/device_runtime.h"
 
@@ -21,7 +21,7 @@ struct DeviceRunStats {
   int64_t uploads = 0, downloads = 0, launches = 0, gemms = 0;
 };
 
-absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const cpu::Plan& plan,
+absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const DevicePlan& device_plan,
                                         std::span<const Literal* const> args,
                                         DeviceRuntime& runtime, CachingAllocator& allocator,
                                         DeviceRunStats* stats = nullptr);

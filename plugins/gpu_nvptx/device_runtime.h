@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "plugins/cpu_llvm/blas_dot.h"
+#include "plugins/gpu_nvptx/device_plan.h"
 
 namespace kiln::gpu {
 
@@ -32,10 +33,10 @@ class DeviceRuntime {
   virtual absl::Status CopyToDevice(DevicePtr dst, const void* src, size_t bytes) = 0;
   // Waits for the queued work, then copies.
   virtual absl::Status CopyToHost(void* dst, DevicePtr src, size_t bytes) = 0;
-  // Queues plan kernel number `kernel` for `threads` elements (launch_dims.h picks the
-  // grid; kernels loop grid-stride over the rest) with `buffers` (inputs then
-  // outputs) as its arguments.
-  virtual absl::Status Launch(int kernel, int64_t threads, std::span<const DevicePtr> buffers) = 0;
+  // Queues launch number `entry` of plan kernel number `kernel` (device_plan.h: `l` says
+  // its entry and dimensions) with `buffers` (inputs, outputs, scratch) as its arguments.
+  virtual absl::Status Launch(int kernel, int entry, const KernelLaunch& l,
+                              std::span<const DevicePtr> buffers) = 0;
   // Queues the f32 GEMM `g` (a plan library step): out = op(a) * op(b), all dense
   // row-major, `g.batch` matrices back to back. The CUDA run calls cuBLAS.
   virtual absl::Status Gemm(const cpu::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) = 0;

@@ -1,6 +1,7 @@
 // Compiling a module to PTX, loading it, and running the plan with device kernels.
 #include "plugins/gpu_nvptx/gpu_executable.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "absl/container/flat_hash_map.h"
@@ -9,6 +10,7 @@
 #include "plugins/gpu_nvptx/device_plan_runner.h"
 #include "plugins/gpu_nvptx/ptx_cache.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
+#include "plugins/llvm_emitter/gpu_layout.h"
 
 namespace kiln::gpu {
 
@@ -18,10 +20,16 @@ cpu::PlanOptions GpuPlanOptions(bool device_gemm) {
   o.blas_min_mnk = std::numeric_limits<int64_t>::max();
   o.parallel_min_work = std::numeric_limits<int64_t>::max();
   o.native_control_flow = false;  // the device runner does not drive sub-plans yet
-  // One thread per element: a row statistic generated inline would be recomputed by every
-  // thread of the row, so reductions stay kernels of their own on the GPU.
-  o.inline_row_reductions = false;
-  o.reduce_parts = 0;  // scalar reductions are not split in parts on the GPU
+  // Long reductions over the trailing dimensions are generated inside their consumers'
+  // kernels, which then run a block per row (llvm_emitter/gpu_layout.h): softmax and
+  // layernorm become one kernel. Other reduces stay kernels of their own.
+  o.inline_row_reductions = true;
+  o.row_reduction_filter = [](const HloInstruction& r) {
+    if (!llvm_emit::IsTrailingReduce(r)) return false;
+    return r.operand(0)->shape().num_elements() >=
+           llvm_emit::kGpuMinRowColumns * std::max<int64_t>(r.shape().num_elements(), 1);
+  };
+  o.reduce_parts = 0;  // the GPU layout splits large reductions to a scalar itself
   return o;
 }
 
@@ -34,21 +42,24 @@ absl::StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(
   exe->module_ = std::move(module);
   exe->driver_ = std::move(driver);
   exe->cublas_ = std::move(cublas);
-  exe->plan_ = cpu::MakePlan(*exe->module_, GpuPlanOptions(exe->cublas_ != nullptr));
+  exe->plan_ = MakeDevicePlan(*exe->module_, GpuPlanOptions(exe->cublas_ != nullptr));
   PtxOptions opts;
   opts.sm = exe->driver_->TargetSm();
-  absl::StatusOr<std::string> ptx = CompilePtxCached(*exe->module_, exe->plan_.kernels, opts);
+  absl::StatusOr<std::string> ptx = CompilePtxCached(*exe->module_, exe->plan_.plan.kernels, opts);
   if (!ptx.ok()) return ptx.status();
   exe->ptx_ = std::move(*ptx);
-  if (exe->plan_.kernels.empty()) return exe;
+  if (exe->plan_.plan.kernels.empty()) return exe;
   if (absl::Status s = exe->driver_->MakeCurrent(); !s.ok()) return s;
   absl::StatusOr<CUmodule> m = exe->driver_->LoadModule(exe->ptx_);
   if (!m.ok()) return m.status();
   exe->cu_module_ = *m;
-  for (const llvm_emit::KernelSpec& spec : exe->plan_.kernels) {
-    absl::StatusOr<CUfunction> f = exe->driver_->GetFunction(exe->cu_module_, PtxKernelName(spec.name));
-    if (!f.ok()) return f.status();
-    exe->functions_.push_back(*f);
+  for (const KernelLaunches& k : exe->plan_.launches) {
+    std::vector<CUfunction>& fs = exe->functions_.emplace_back();
+    for (const KernelLaunch& l : k.launches) {
+      absl::StatusOr<CUfunction> f = exe->driver_->GetFunction(exe->cu_module_, l.entry);
+      if (!f.ok()) return f.status();
+      fs.push_back(*f);
+    }
   }
   return exe;
 }
@@ -62,9 +73,8 @@ namespace {
 // One run's stream: copies and launches queued on it, synchronized before results are read.
 class CudaRun : public DeviceRuntime {
  public:
-  CudaRun(CudaDriver& d, Cublas* cublas, const cpu::Plan& plan,
-          const std::vector<CUfunction>& functions)
-      : d_(d), cublas_(cublas), plan_(plan), functions_(functions) {}
+  CudaRun(CudaDriver& d, Cublas* cublas, const std::vector<std::vector<CUfunction>>& functions)
+      : d_(d), cublas_(cublas), functions_(functions) {}
   ~CudaRun() override {
     if (stream_ != nullptr) {
       (void)d_.SynchronizeStream(stream_);  // buffers go back to the cache only when idle
@@ -84,12 +94,12 @@ class CudaRun : public DeviceRuntime {
     if (absl::Status s = Synchronize(); !s.ok()) return s;
     return d_.CopyToHost(dst, src, bytes);
   }
-  absl::Status Launch(int kernel, int64_t threads, std::span<const DevicePtr> buffers) override {
+  absl::Status Launch(int kernel, int entry, const KernelLaunch& l,
+                      std::span<const DevicePtr> buffers) override {
     std::vector<CUdeviceptr> args(buffers.begin(), buffers.end());
     std::vector<void*> params;
     for (CUdeviceptr& p : args) params.push_back(&p);
-    return d_.Launch(functions_[kernel], plan_.kernels[kernel].name, ComputeLaunchDims(threads),
-                     params.data(), stream_);
+    return d_.Launch(functions_[kernel][entry], l.entry, DimsOf(l), params.data(), stream_);
   }
   absl::Status Gemm(const cpu::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
     if (cublas_ == nullptr) return absl::InternalError("gpu-nvptx: GEMM step without cuBLAS");
@@ -104,8 +114,7 @@ class CudaRun : public DeviceRuntime {
  private:
   CudaDriver& d_;
   Cublas* cublas_;
-  const cpu::Plan& plan_;
-  const std::vector<CUfunction>& functions_;
+  const std::vector<std::vector<CUfunction>>& functions_;
   CUstream stream_ = nullptr;
 };
 
@@ -113,7 +122,7 @@ class CudaRun : public DeviceRuntime {
 
 absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args) const {
   if (absl::Status s = driver_->MakeCurrent(); !s.ok()) return s;
-  CudaRun run(*driver_, cublas_.get(), plan_, functions_);
+  CudaRun run(*driver_, cublas_.get(), functions_);
   if (absl::Status s = run.Start(); !s.ok()) return s;
   return RunPlanOnDevice(*module_, plan_, args, run, driver_->allocator());
 }

@@ -13,6 +13,7 @@
 #include "hlo/literal.h"
 #include "hlo/module.h"
 #include "plugins/cpu_llvm/plan.h"
+#include "plugins/gpu_nvptx/device_plan.h"
 #include "plugins/gpu_nvptx/cublas.h"
 #include "plugins/gpu_nvptx/cuda_driver.h"
 
@@ -35,7 +36,7 @@ class GpuExecutable {
   ~GpuExecutable();
 
   absl::StatusOr<Literal> Run(std::span<const Literal* const> args) const;
-  const cpu::Plan& plan() const { return plan_; }
+  const cpu::Plan& plan() const { return plan_.plan; }
 
   const HloModule& module() const { return *module_; }
   const std::string& ptx() const { return ptx_; }
@@ -46,10 +47,10 @@ class GpuExecutable {
   std::shared_ptr<const HloModule> module_;
   std::shared_ptr<CudaDriver> driver_;
   std::shared_ptr<Cublas> cublas_;  // null: dots are kernels
-  cpu::Plan plan_;
+  DevicePlan plan_;
   std::string ptx_;
   CUmodule cu_module_ = nullptr;
-  std::vector<CUfunction> functions_;  // one per plan_.kernels entry
+  std::vector<std::vector<CUfunction>> functions_;  // per plan kernel, one per launch
 };
 
 }  // namespace kiln::gpu

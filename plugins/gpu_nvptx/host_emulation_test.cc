@@ -12,11 +12,15 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <barrier>
+#include <thread>
 
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
 #include "plugins/llvm_emitter/codegen_test_util.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
@@ -24,9 +28,11 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
 #include "plugins/gpu_nvptx/caching_allocator.h"
+#include "plugins/gpu_nvptx/device_plan.h"
 #include "plugins/gpu_nvptx/device_plan_runner.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
 #include "plugins/gpu_nvptx/launch_dims.h"
+#include "plugins/llvm_emitter/gpu_layout.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
 
 namespace kiln::gpu {
@@ -40,13 +46,100 @@ using codegen_testing::RandomLiteral;
 using PT = PrimitiveType;
 using EmuFn = void (*)(void** buffers);
 
-// Host JIT of GPU-form kernels; `thread` is the emulated global thread index.
+// The emulated GPU thread: its special registers, and for block launches the block's
+// barrier and shuffle slots. Kernels read them through the kiln_emu_* functions below,
+// which replace the NVPTX intrinsics in the host-compiled kernels.
+struct EmuBlock {
+  explicit EmuBlock(int threads) : barrier(threads), slots(threads) {}
+  std::barrier<> barrier;
+  std::vector<uint32_t> slots;
+};
+thread_local int32_t t_tid = 0, t_ntid = 1, t_ctaid = 0, t_nctaid = 1;
+thread_local EmuBlock* t_block = nullptr;
+
+extern "C" int32_t kiln_emu_tid() { return t_tid; }
+extern "C" int32_t kiln_emu_ntid() { return t_ntid; }
+extern "C" int32_t kiln_emu_ctaid() { return t_ctaid; }
+extern "C" int32_t kiln_emu_nctaid() { return t_nctaid; }
+extern "C" void kiln_emu_barrier() { t_block->barrier.arrive_and_wait(); }
+// shfl.sync.bfly over the whole block: every thread of the block must call it, which the
+// emitted reductions guarantee (they shuffle in uniform control flow); lane ^ mask stays
+// inside the warp for masks below 32.
+extern "C" uint32_t kiln_emu_shfl_bfly(uint32_t v, int32_t mask) {
+  t_block->slots[t_tid] = v;
+  t_block->barrier.arrive_and_wait();
+  uint32_t r = t_block->slots[t_tid ^ mask];
+  t_block->barrier.arrive_and_wait();
+  return r;
+}
+
+// Host JIT of GPU-form kernels: kernels[k][e] is launch e of plan kernel k.
 struct Emulation {
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  std::vector<EmuFn> kernels;
-  int32_t* thread = nullptr;
-  int32_t* grid = nullptr;  // the emulated number of threads (nctaid.x; ntid.x is 1)
+  std::vector<std::vector<EmuFn>> kernels;
 };
+
+// Replaces the NVPTX-only pieces of `m` with host equivalents: special registers, barrier
+// and shuffle become calls to the kiln_emu_* functions, shared-memory globals (one copy per
+// block: blocks run one after another) plain globals, libdevice calls libm calls.
+void MakeHostRunnable(llvm::Module& m) {
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  std::vector<llvm::Function*> drop;
+  for (llvm::Function& f : m) {
+    llvm::StringRef n = f.getName();
+    if (n.startswith("__nv_")) {
+      f.setName(n.drop_front(5));  // libdevice __nv_expf -> libm expf
+      continue;
+    }
+    if (!n.startswith("llvm.nvvm.")) continue;
+    for (llvm::User* u : llvm::make_early_inc_range(f.users())) {
+      auto* call = llvm::cast<llvm::CallInst>(u);
+      b.SetInsertPoint(call);
+      auto callee = [&](const char* name, llvm::Type* ret, std::vector<llvm::Type*> params) {
+        return m.getOrInsertFunction(name, llvm::FunctionType::get(ret, params, false));
+      };
+      llvm::Value* v = nullptr;
+      if (n.startswith("llvm.nvvm.read.ptx.sreg.")) {
+        const char* name = n.endswith("nctaid.x") ? "kiln_emu_nctaid"
+                           : n.endswith("ctaid.x") ? "kiln_emu_ctaid"
+                           : n.endswith("ntid.x")  ? "kiln_emu_ntid"
+                                                   : "kiln_emu_tid";
+        v = b.CreateCall(callee(name, b.getInt32Ty(), {}));
+      } else if (n == "llvm.nvvm.barrier0") {
+        b.CreateCall(callee("kiln_emu_barrier", b.getVoidTy(), {}));
+      } else if (n.startswith("llvm.nvvm.shfl.sync.bfly.i32")) {
+        v = b.CreateCall(callee("kiln_emu_shfl_bfly", b.getInt32Ty(), {b.getInt32Ty(), b.getInt32Ty()}),
+                         {call->getArgOperand(1), call->getArgOperand(2)});
+      } else {
+        ADD_FAILURE() << "no host emulation for " << n.str();
+        continue;
+      }
+      if (v != nullptr) call->replaceAllUsesWith(v);
+      call->eraseFromParent();
+    }
+    drop.push_back(&f);
+  }
+  for (llvm::Function* f : drop)
+    if (f->use_empty()) f->eraseFromParent();
+  std::vector<llvm::GlobalVariable*> shared;
+  for (llvm::GlobalVariable& g : m.globals())
+    if (g.getAddressSpace() == 3) shared.push_back(&g);
+  for (llvm::GlobalVariable* g : shared) {
+    auto* host = new llvm::GlobalVariable(m, g->getValueType(), false,
+                                          llvm::GlobalValue::InternalLinkage,
+                                          llvm::Constant::getNullValue(g->getValueType()),
+                                          g->getName() + ".host");
+    // The emitter reaches shared memory through addrspacecasts to generic pointers.
+    for (llvm::User* u : llvm::make_early_inc_range(g->users())) {
+      auto* ce = llvm::dyn_cast<llvm::ConstantExpr>(u);
+      ASSERT_TRUE(ce != nullptr && ce->getOpcode() == llvm::Instruction::AddrSpaceCast);
+      ce->replaceAllUsesWith(host);
+    }
+    g->removeDeadConstantUsers();
+    g->eraseFromParent();
+  }
+}
 
 absl::StatusOr<Emulation> Compile(const std::vector<llvm_emit::KernelSpec>& specs) {
   static bool init = [] {
@@ -63,76 +156,61 @@ absl::StatusOr<Emulation> Compile(const std::vector<llvm_emit::KernelSpec>& spec
       emu.jit->getDataLayout().getGlobalPrefix());
   if (!gen) return absl::InternalError(llvm::toString(gen.takeError()));
   emu.jit->getMainJITDylib().addGenerator(std::move(*gen));
+  llvm::orc::SymbolMap runtime;
+  auto add = [&](const char* name, auto* fn) {
+    runtime[emu.jit->mangleAndIntern(name)] = llvm::JITEvaluatedSymbol(
+        llvm::pointerToJITTargetAddress(fn), llvm::JITSymbolFlags::Exported);
+  };
+  add("kiln_emu_tid", &kiln_emu_tid);
+  add("kiln_emu_ntid", &kiln_emu_ntid);
+  add("kiln_emu_ctaid", &kiln_emu_ctaid);
+  add("kiln_emu_nctaid", &kiln_emu_nctaid);
+  add("kiln_emu_barrier", &kiln_emu_barrier);
+  add("kiln_emu_shfl_bfly", &kiln_emu_shfl_bfly);
+  if (auto err = emu.jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(runtime)))
+    return absl::InternalError(llvm::toString(std::move(err)));
 
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto m = std::make_unique<llvm::Module>("emu", *ctx);
   m->setDataLayout(emu.jit->getDataLayout());
   m->setTargetTriple(emu.jit->getTargetTriple().str());
-  std::vector<std::string> names;
+  std::vector<std::vector<std::string>> names;
   llvm::IRBuilder<> b(*ctx);
-  auto* thread = new llvm::GlobalVariable(*m, b.getInt32Ty(), false,
-                                          llvm::GlobalValue::ExternalLinkage, b.getInt32(0),
-                                          "kiln_emu_thread");
-  auto* grid = new llvm::GlobalVariable(*m, b.getInt32Ty(), false,
-                                        llvm::GlobalValue::ExternalLinkage, b.getInt32(1),
-                                        "kiln_emu_grid");
   for (llvm_emit::KernelSpec spec : specs) {
     spec.target = llvm_emit::KernelTarget::kGpu;
     spec.name = PtxKernelName(spec.name);
     if (absl::Status s = llvm_emit::EmitKernel(spec, *m); !s.ok()) return s;
-    llvm::Function* k = m->getFunction(spec.name);
-    k->setCallingConv(llvm::CallingConv::C);
-    // A wrapper taking the buffer table, so the test can call any arity.
-    llvm::Type* ptr = b.getPtrTy();
-    auto* w = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
-                                     llvm::GlobalValue::ExternalLinkage, spec.name + "_emu", *m);
-    b.SetInsertPoint(llvm::BasicBlock::Create(*ctx, "entry", w));
-    std::vector<llvm::Value*> args;
-    for (size_t i = 0; i < k->arg_size(); ++i)
-      args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, w->getArg(0), i)));
-    b.CreateCall(k, args);
-    b.CreateRetVoid();
-    names.push_back(spec.name + "_emu");
-  }
-  // Thread index: blockIdx = global index, blockDim = 1, threadIdx = 0, gridDim = threads.
-  std::vector<llvm::Function*> drop;
-  for (llvm::Function& f : *m) {
-    llvm::StringRef n = f.getName();
-    if (!n.startswith("llvm.nvvm.read.ptx.sreg.") && !n.startswith("__nv_")) continue;
-    if (n.startswith("__nv_")) {
-      f.setName(n.drop_front(5));  // libdevice __nv_expf -> libm expf
-      continue;
+    std::vector<std::string>& entries = names.emplace_back();
+    for (const KernelLaunch& l : LaunchesFor(spec).launches) {
+      llvm::Function* k = m->getFunction(l.entry);
+      if (k == nullptr) return absl::InternalError("no kernel entry " + l.entry);
+      k->setCallingConv(llvm::CallingConv::C);
+      // A wrapper taking the buffer table, so the test can call any arity.
+      llvm::Type* ptr = b.getPtrTy();
+      auto* w = llvm::Function::Create(llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
+                                       llvm::GlobalValue::ExternalLinkage, l.entry + "_emu", *m);
+      b.SetInsertPoint(llvm::BasicBlock::Create(*ctx, "entry", w));
+      std::vector<llvm::Value*> args;
+      for (size_t i = 0; i < k->arg_size(); ++i)
+        args.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, w->getArg(0), i)));
+      b.CreateCall(k, args);
+      b.CreateRetVoid();
+      entries.push_back(l.entry + "_emu");
     }
-    for (llvm::User* u : llvm::make_early_inc_range(f.users())) {
-      auto* call = llvm::cast<llvm::CallInst>(u);
-      b.SetInsertPoint(call);
-      llvm::Value* v = n.endswith("nctaid.x") ? static_cast<llvm::Value*>(b.CreateLoad(b.getInt32Ty(), grid))
-                       : n.endswith("ctaid.x") ? static_cast<llvm::Value*>(b.CreateLoad(b.getInt32Ty(), thread))
-                       : n.endswith("ntid.x") ? b.getInt32(1)
-                                              : b.getInt32(0);
-      call->replaceAllUsesWith(v);
-      call->eraseFromParent();
-    }
-    drop.push_back(&f);
   }
-  for (llvm::Function* f : drop) f->eraseFromParent();
+  MakeHostRunnable(*m);
   if (auto err = emu.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
     return absl::InternalError(llvm::toString(std::move(err)));
-  for (const std::string& n : names) {
-    auto sym = emu.jit->lookup(n);
-    if (!sym) return absl::InternalError(llvm::toString(sym.takeError()));
-    emu.kernels.push_back(sym->toPtr<EmuFn>());
+  for (const std::vector<std::string>& entries : names) {
+    std::vector<EmuFn>& fns = emu.kernels.emplace_back();
+    for (const std::string& n : entries) {
+      auto sym = emu.jit->lookup(n);
+      if (!sym) return absl::InternalError(llvm::toString(sym.takeError()));
+      fns.push_back(sym->toPtr<EmuFn>());
+    }
   }
-  auto t = emu.jit->lookup("kiln_emu_thread");
-  if (!t) return absl::InternalError(llvm::toString(t.takeError()));
-  emu.thread = t->toPtr<int32_t*>();
-  auto g = emu.jit->lookup("kiln_emu_grid");
-  if (!g) return absl::InternalError(llvm::toString(g.takeError()));
-  emu.grid = g->toPtr<int32_t*>();
   return emu;
 }
-
-
 
 // A "device" in host memory: allocations are malloc'ed blocks, launches loop over the
 // thread indices (one past the end, so the kernels' bounds checks are exercised).
@@ -163,23 +241,52 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
     std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
     return absl::OkStatus();
   }
-  absl::Status Launch(int kernel, int64_t threads, std::span<const DevicePtr> buffers) override {
+  absl::Status Launch(int kernel, int entry, const KernelLaunch& l,
+                      std::span<const DevicePtr> buffers) override {
     std::vector<void*> bufs;
     for (DevicePtr p : buffers) {
       if (!blocks_.contains(p)) return absl::InternalError("kernel argument is not a live block");
       bufs.push_back(reinterpret_cast<void*>(p));
     }
-    // The driver's launch dimensions (grid capped at max_blocks_): every emulated thread
-    // loops grid-stride, and the last block's spare threads exercise the bounds checks.
-    LaunchDims dims = ComputeLaunchDims(threads, max_blocks_);
-    const int64_t n = dims.blocks * dims.threads_per_block;
-    *emu_.grid = static_cast<int32_t>(n);
-    for (int64_t t = 0; t < n; ++t) {
-      *emu_.thread = static_cast<int32_t>(t);
-      emu_.kernels[kernel](bufs.data());
+    // The driver's launch dimensions (grid capped at max_blocks_).
+    const LaunchDims dims = DimsOf(l, max_blocks_);
+    EmuFn fn = emu_.kernels[kernel][entry];
+    if (l.elements > 0) {
+      // One thread per element: no thread talks to another, so the threads run one after
+      // another (block index = global index, one thread per block). Every emulated thread
+      // loops grid-stride; the last block's spare threads exercise the bounds checks.
+      const int64_t n = dims.blocks * dims.threads_per_block;
+      t_tid = 0;
+      t_ntid = 1;
+      t_nctaid = static_cast<int32_t>(n);
+      for (int64_t t = 0; t < n; ++t) {
+        t_ctaid = static_cast<int32_t>(t);
+        fn(bufs.data());
+      }
+      return absl::OkStatus();
     }
+    // Block kernels (rows, split reductions) shuffle and synchronize: a host thread per GPU
+    // thread, the blocks one after another.
+    EmuBlock block(dims.threads_per_block);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < dims.threads_per_block; ++t) {
+      threads.emplace_back([&, t] {
+        t_tid = t;
+        t_ntid = dims.threads_per_block;
+        t_nctaid = static_cast<int32_t>(dims.blocks);
+        t_block = &block;
+        for (int64_t c = 0; c < dims.blocks; ++c) {
+          t_ctaid = static_cast<int32_t>(c);
+          fn(bufs.data());
+          block.barrier.arrive_and_wait();  // the block's shared memory is reused by the next
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    ++block_launches_;
     return absl::OkStatus();
   }
+  int block_launches() const { return block_launches_; }
   // A smaller grid cap than the driver's, so the grid-stride loops take several steps.
   void set_max_blocks(int64_t b) { max_blocks_ = b; }
   // A plain row-major loop (the definition of GemmShape), independent of the cuBLAS mapping,
@@ -224,6 +331,7 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
   int allocations_ = 0;
   int gemms_ = 0;
   int64_t max_blocks_ = kMaxBlocks;
+  int block_launches_ = 0;
 };
 
 int64_t CountConstants(const HloModule& m) {
@@ -255,20 +363,21 @@ TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
       HloEvaluator evaluator;
       auto want = evaluator.Evaluate(module, args);
       if (!want.ok()) continue;  // evaluator coverage is tested elsewhere
-      cpu::Plan plan = cpu::MakePlan(module, GpuPlanOptions());
+      DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
+      const cpu::Plan& plan = device_plan.plan;
       auto emu = Compile(plan.kernels);
       ASSERT_TRUE(emu.ok()) << emu.status();
       HostDevice device(*emu);
       CachingAllocator allocator(&device);
       DeviceRunStats stats;
-      auto got = RunPlanOnDevice(module, plan, ptrs, device, allocator, &stats);
+      auto got = RunPlanOnDevice(module, device_plan, ptrs, device, allocator, &stats);
       ASSERT_TRUE(got.ok()) << got.status();
       ExpectClose(*got, *want, name, "emulated gpu", 2e-4);
       // One block of (at most) 256 threads: every larger output is covered by striding.
       HostDevice one_block(*emu);
       one_block.set_max_blocks(1);
       CachingAllocator one_block_allocator(&one_block);
-      auto strided = RunPlanOnDevice(module, plan, ptrs, one_block, one_block_allocator);
+      auto strided = RunPlanOnDevice(module, device_plan, ptrs, one_block, one_block_allocator);
       ASSERT_TRUE(strided.ok()) << strided.status();
       ExpectClose(*strided, *want, name, "emulated gpu, 1 block", 2e-4);
       if (!plan.kernels.empty()) {
@@ -307,7 +416,8 @@ ENTRY %main (x: f32[8,33]) -> f32[8,33] {
 )", "chain");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   const HloModule& module = **parsed;
-  cpu::Plan plan = cpu::MakePlan(module, GpuPlanOptions());
+  DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
+  const cpu::Plan& plan = device_plan.plan;
   ASSERT_GE(plan.kernels.size(), 2u);
   auto emu = Compile(plan.kernels);
   ASSERT_TRUE(emu.ok()) << emu.status();
@@ -321,7 +431,7 @@ ENTRY %main (x: f32[8,33]) -> f32[8,33] {
   ASSERT_TRUE(want.ok()) << want.status();
 
   DeviceRunStats first;
-  auto got = RunPlanOnDevice(module, plan, args, device, allocator, &first);
+  auto got = RunPlanOnDevice(module, device_plan, args, device, allocator, &first);
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectClose(*got, *want, "chain", "emulated gpu", 1e-5);
   EXPECT_EQ(first.launches, static_cast<int64_t>(plan.kernels.size()));
@@ -331,7 +441,7 @@ ENTRY %main (x: f32[8,33]) -> f32[8,33] {
   EXPECT_EQ(allocator.stats().device_allocations, allocations);
 
   DeviceRunStats second;
-  got = RunPlanOnDevice(module, plan, args, device, allocator, &second);
+  got = RunPlanOnDevice(module, device_plan, args, device, allocator, &second);
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectClose(*got, *want, "chain", "emulated gpu (second run)", 1e-5);
   EXPECT_EQ(device.allocations(), allocations);  // all from the cache
@@ -367,7 +477,8 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
   ASSERT_TRUE(want.ok()) << want.status();
   for (bool device_gemm : {true, false}) {
     SCOPED_TRACE(device_gemm ? "device gemm" : "dot kernels");
-    cpu::Plan plan = cpu::MakePlan(module, GpuPlanOptions(device_gemm));
+    DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions(device_gemm));
+    const cpu::Plan& plan = device_plan.plan;
     int library = 0;
     bool transposed = false;
     for (const cpu::Step& s : plan.steps)
@@ -383,7 +494,7 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
     HostDevice device(*emu);
     CachingAllocator allocator(&device);
     DeviceRunStats stats;
-    auto got = RunPlanOnDevice(module, plan, ptrs, device, allocator, &stats);
+    auto got = RunPlanOnDevice(module, device_plan, ptrs, device, allocator, &stats);
     ASSERT_TRUE(got.ok()) << got.status();
     ExpectClose(*got, *want, "gemms", "emulated gpu", 2e-4);
     EXPECT_EQ(stats.gemms, library);
@@ -392,6 +503,223 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
     EXPECT_EQ(stats.downloads, 1);  // only the result
     EXPECT_EQ(allocator.stats().live_bytes, 0u);
   }
+}
+
+// Runs `text` on the emulated GPU (with the driver's grid and with one block, so row and
+// part loops stride) against the evaluator; returns each kernel's layout kind.
+std::vector<llvm_emit::GpuLayout::Kind> CheckAgainstEvaluator(const std::string& text,
+                                                              std::vector<Literal> args = {},
+                                                              double tolerance = 2e-5) {
+  auto parsed = ParseHloModule(text, "rows");
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return {};
+  const HloModule& module = **parsed;
+  if (args.empty()) args = RandomArguments(module, 99).values;
+  std::vector<const Literal*> ptrs;
+  for (const Literal& a : args) ptrs.push_back(&a);
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(module, args);
+  EXPECT_TRUE(want.ok()) << want.status();
+  DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
+  auto emu = Compile(device_plan.plan.kernels);
+  EXPECT_TRUE(emu.ok()) << emu.status();
+  if (!want.ok() || !emu.ok()) return {};
+  for (int64_t max_blocks : {kMaxBlocks, int64_t{1}}) {
+    HostDevice device(*emu);
+    device.set_max_blocks(max_blocks);
+    CachingAllocator allocator(&device);
+    auto got = RunPlanOnDevice(module, device_plan, ptrs, device, allocator);
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (got.ok())
+      ExpectClose(*got, *want, absl::StrCat(module.name(), ", grid cap ", max_blocks),
+                  "emulated gpu", tolerance);
+    EXPECT_EQ(allocator.stats().live_bytes, 0u);
+  }
+  std::vector<llvm_emit::GpuLayout::Kind> kinds;
+  for (const llvm_emit::KernelSpec& spec : device_plan.plan.kernels)
+    kinds.push_back(llvm_emit::AnalyzeGpuKernel(spec).kind);
+  return kinds;
+}
+
+using Kind = llvm_emit::GpuLayout::Kind;
+using Kinds = std::vector<Kind>;
+
+constexpr char kReducers[] = R"(
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+)";
+
+// Softmax with rows not a multiple of the block (1000 columns, 256 threads) becomes one
+// kernel, a block per row, with the max and the sum combined across the block.
+TEST(GpuRowKernels, SoftmaxIsOneRowKernel) {
+  std::string text = absl::StrCat("HloModule softmax\n", kReducers, R"(
+ENTRY %main (x: f32[37,1000]) -> f32[37,1000] {
+  %x = f32[37,1000] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %m = f32[37] reduce(%x, %ninf), dimensions={1}, to_apply=%max
+  %mb = f32[37,1000] broadcast(%m), dimensions={0}
+  %d = f32[37,1000] subtract(%x, %mb)
+  %e = f32[37,1000] exponential(%d)
+  %zero = f32[] constant(0)
+  %s = f32[37] reduce(%e, %zero), dimensions={1}, to_apply=%add
+  %sb = f32[37,1000] broadcast(%s), dimensions={0}
+  ROOT %y = f32[37,1000] divide(%e, %sb)
+}
+)");
+  EXPECT_EQ(CheckAgainstEvaluator(text), Kinds{Kind::kRows});
+}
+
+// Layernorm: the variance reads the mean (a statistic of a statistic), then GELU; rows of
+// 300 over a 3-D input whose two leading dimensions are the rows.
+TEST(GpuRowKernels, LayernormGeluIsOneRowKernel) {
+  std::string text = absl::StrCat("HloModule layernorm\n", kReducers, R"(
+ENTRY %main (x: f32[3,7,300], g: f32[300]) -> f32[3,7,300] {
+  %x = f32[3,7,300] parameter(0)
+  %g = f32[300] parameter(1)
+  %zero = f32[] constant(0)
+  %n = f32[] constant(300)
+  %s = f32[3,7] reduce(%x, %zero), dimensions={2}, to_apply=%add
+  %nb = f32[3,7] broadcast(%n), dimensions={}
+  %mean = f32[3,7] divide(%s, %nb)
+  %mb = f32[3,7,300] broadcast(%mean), dimensions={0,1}
+  %c = f32[3,7,300] subtract(%x, %mb)
+  %sq = f32[3,7,300] multiply(%c, %c)
+  %vs = f32[3,7] reduce(%sq, %zero), dimensions={2}, to_apply=%add
+  %var = f32[3,7] divide(%vs, %nb)
+  %eps = f32[] constant(1e-5)
+  %eb = f32[3,7] broadcast(%eps), dimensions={}
+  %ve = f32[3,7] add(%var, %eb)
+  %r = f32[3,7] rsqrt(%ve)
+  %rb = f32[3,7,300] broadcast(%r), dimensions={0,1}
+  %y = f32[3,7,300] multiply(%c, %rb)
+  %gb = f32[3,7,300] broadcast(%g), dimensions={2}
+  %z = f32[3,7,300] multiply(%y, %gb)
+  %h0 = f32[] constant(0.5)
+  %half = f32[3,7,300] broadcast(%h0), dimensions={}
+  %t = f32[3,7,300] tanh(%z)
+  %one0 = f32[] constant(1)
+  %one = f32[3,7,300] broadcast(%one0), dimensions={}
+  %u = f32[3,7,300] add(%t, %one)
+  %h = f32[3,7,300] multiply(%z, %half)
+  ROOT %o = f32[3,7,300] multiply(%h, %u)
+}
+)");
+  EXPECT_EQ(CheckAgainstEvaluator(text, {}, 1e-4), Kinds{Kind::kRows});
+}
+
+// Row reductions as outputs, over two trailing dimensions, in f64 (64-bit shuffles), s64
+// and pred, with a non-identity init applied exactly once, and a NaN that must propagate.
+TEST(GpuRowKernels, RowReductionsOfEveryKind) {
+  std::string text = R"(HloModule rowreduce
+%addd (a: f64[], b: f64[]) -> f64[] {
+  %a = f64[] parameter(0)
+  %b = f64[] parameter(1)
+  ROOT %s = f64[] add(%a, %b)
+}
+%maxs (a: s64[], b: s64[]) -> s64[] {
+  %a = s64[] parameter(0)
+  %b = s64[] parameter(1)
+  ROOT %m = s64[] maximum(%a, %b)
+}
+%orp (a: pred[], b: pred[]) -> pred[] {
+  %a = pred[] parameter(0)
+  %b = pred[] parameter(1)
+  ROOT %o = pred[] or(%a, %b)
+}
+%maxf (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+ENTRY %main (x: f64[5,4,70], i: s64[6,130], p: pred[9,100], f: f32[4,500]) -> (f64[5], s64[6], pred[9], f32[4]) {
+  %x = f64[5,4,70] parameter(0)
+  %i = s64[6,130] parameter(1)
+  %p = pred[9,100] parameter(2)
+  %f = f32[4,500] parameter(3)
+  %three = f64[] constant(3.5)
+  %sx = f64[5] reduce(%x, %three), dimensions={1,2}, to_apply=%addd
+  %lo = s64[] constant(-9223372036854775808)
+  %mi = s64[6] reduce(%i, %lo), dimensions={1}, to_apply=%maxs
+  %no = pred[] constant(false)
+  %op = pred[9] reduce(%p, %no), dimensions={1}, to_apply=%orp
+  %ninf = f32[] constant(-inf)
+  %mf = f32[4] reduce(%f, %ninf), dimensions={1}, to_apply=%maxf
+  ROOT %t = (f64[5], s64[6], pred[9], f32[4]) tuple(%sx, %mi, %op, %mf)
+}
+)";
+  auto parsed = ParseHloModule(text, "rowreduce");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  RandomArgs args = RandomArguments(**parsed, 5);
+  // Mostly-false predicates, so `or` depends on single elements; a NaN in row 2 of f.
+  Literal& p = args.values[2];
+  for (int64_t k = 0; k < p.shape().num_elements(); ++k) p.Set<bool>({k / 100, k % 100}, false);
+  p.Set<bool>({3, 77}, true);
+  args.values[3].Set<float>({2, 411}, std::nanf(""));
+  Kinds kinds = CheckAgainstEvaluator(text, std::move(args.values));
+  EXPECT_EQ(kinds, (Kinds{Kind::kRows, Kind::kRows, Kind::kRows, Kind::kRows}));
+}
+
+// A large reduction to a scalar is split across blocks and combined by a second launch; the
+// init value (not an identity) counts once. Integers must match exactly, bf16 accumulates
+// in f32 and rounds once as the evaluator does.
+TEST(GpuRowKernels, ScalarReductionsSplitAcrossBlocks) {
+  std::string text = R"(HloModule split
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%addi (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+%addb (a: bf16[], b: bf16[]) -> bf16[] {
+  %a = bf16[] parameter(0)
+  %b = bf16[] parameter(1)
+  ROOT %s = bf16[] add(%a, %b)
+}
+ENTRY %main (x: f32[300000], y: f32[300000], z: f32[300000], i: s32[257,300], b: bf16[70000]) -> (f32[], s32[], bf16[]) {
+  %x = f32[300000] parameter(0)
+  %y = f32[300000] parameter(1)
+  %z = f32[300000] parameter(2)
+  %yz = f32[300000] multiply(%y, %z)
+  %xyz = f32[300000] add(%x, %yz)
+  %init = f32[] constant(3.5)
+  %s = f32[] reduce(%xyz, %init), dimensions={0}, to_apply=%add
+  %i = s32[257,300] parameter(3)
+  %seven = s32[] constant(7)
+  %si = s32[] reduce(%i, %seven), dimensions={0,1}, to_apply=%addi
+  %b = bf16[70000] parameter(4)
+  %bz = bf16[] constant(0)
+  %sb = bf16[] reduce(%b, %bz), dimensions={0}, to_apply=%addb
+  ROOT %t = (f32[], s32[], bf16[]) tuple(%s, %si, %sb)
+}
+)";
+  Kinds kinds = CheckAgainstEvaluator(text, {}, 1e-4);
+  EXPECT_EQ(kinds, (Kinds{Kind::kSplitReduce, Kind::kSplitReduce, Kind::kSplitReduce}));
+}
+
+// Short rows (below kGpuMinRowColumns) and column reductions keep one thread per element.
+TEST(GpuRowKernels, ShortRowsAndColumnsStayPerElement) {
+  std::string text = absl::StrCat("HloModule short\n", kReducers, R"(
+ENTRY %main (x: f32[500,20]) -> (f32[500], f32[20]) {
+  %x = f32[500,20] parameter(0)
+  %zero = f32[] constant(0)
+  %r = f32[500] reduce(%x, %zero), dimensions={1}, to_apply=%add
+  %c = f32[20] reduce(%x, %zero), dimensions={0}, to_apply=%add
+  ROOT %t = (f32[500], f32[20]) tuple(%r, %c)
+}
+)");
+  EXPECT_EQ(CheckAgainstEvaluator(text, {}, 1e-4), (Kinds{Kind::kElements, Kind::kElements}));
 }
 
 TEST(LaunchDims, FromTheOutputSize) {

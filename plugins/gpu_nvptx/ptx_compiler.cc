@@ -127,10 +127,10 @@ absl::StatusOr<std::string> CompileToPtx(std::vector<llvm_emit::KernelSpec> spec
                                                                           : options.libdevice);
         !s.ok())
       return s;
-    // Only the kernels are entry points: everything libdevice brought in may be inlined
-    // and dropped.
+    // Only the kernel entries (a kernel may have several, e.g. a split reduction's combine
+    // stage) are entry points: everything libdevice brought in may be inlined and dropped.
     for (llvm::Function& f : *module)
-      if (!f.isDeclaration() && !kernels.count(f.getName().str()))
+      if (!f.isDeclaration() && f.getCallingConv() != llvm::CallingConv::PTX_Kernel)
         f.setLinkage(llvm::GlobalValue::InternalLinkage);
   }
 

@@ -15,6 +15,7 @@
 #include "plugins/cpu_llvm/plan.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
 #include "plugins/gpu_nvptx/ptx_cache.h"
+#include "plugins/gpu_nvptx/device_plan.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
 
 namespace kiln::gpu {
@@ -53,20 +54,26 @@ int CountOf(const std::string& text, const std::string& what) {
 }
 
 // Compiles `hlo` to PTX for each architecture and assembles each with ptxas.
+// `ptx_out` (optional) receives the last architecture's PTX.
 void CheckModule(const std::string& hlo, const std::string& name, int min_kernels,
-                 std::vector<std::string> sms = {"sm_80", "sm_90"}) {
+                 std::vector<std::string> sms = {"sm_80", "sm_90"},
+                 std::string* ptx_out = nullptr) {
   std::string ptxas = FindPtxas();
   if (ptxas.empty()) GTEST_SKIP() << "ptxas not found (install the CUDA toolkit to validate PTX)";
   auto module = ParseHloModule(hlo, name);
   ASSERT_TRUE(module.ok()) << module.status();
-  cpu::Plan plan = cpu::MakePlan(**module, kiln::gpu::GpuPlanOptions());
+  DevicePlan device_plan = MakeDevicePlan(**module, kiln::gpu::GpuPlanOptions());
+  const cpu::Plan& plan = device_plan.plan;
   ASSERT_GE(static_cast<int>(plan.kernels.size()), min_kernels) << name;
+  int entries = 0;
+  for (const KernelLaunches& k : device_plan.launches) entries += static_cast<int>(k.launches.size());
   for (const std::string& sm : sms) {
     PtxOptions opts;
     opts.sm = sm;
     auto ptx = CompileToPtx(plan.kernels, opts);
     ASSERT_TRUE(ptx.ok()) << name << " " << sm << ": " << ptx.status();
-    EXPECT_EQ(CountOf(*ptx, ".entry "), static_cast<int>(plan.kernels.size())) << *ptx;
+    EXPECT_EQ(CountOf(*ptx, ".entry "), entries) << *ptx;
+    if (ptx_out != nullptr) *ptx_out = *ptx;
     EXPECT_NE(ptx->find(std::string(".target ") + sm), std::string::npos);
     // No unresolved calls: libdevice must have been linked and inlined.
     EXPECT_EQ(ptx->find(".extern .func"), std::string::npos) << *ptx;
@@ -88,7 +95,49 @@ void CheckModule(const std::string& hlo, const std::string& name, int min_kernel
 
 TEST(GpuPtx, ModelFnExample) { CheckModule(ReadSource("examples/hlo/model_fn.hlo"), "model_fn", 1); }
 
-TEST(GpuPtx, SoftmaxExample) { CheckModule(ReadSource("examples/hlo/softmax.hlo"), "softmax", 2); }
+TEST(GpuPtx, SoftmaxExample) { CheckModule(ReadSource("examples/hlo/softmax.hlo"), "softmax", 1); }
+
+// Row kernels (a block per row: warp shuffles, shared memory, barriers) and a reduction to
+// a scalar split across blocks (two entries) assemble for both architectures.
+TEST(GpuPtx, RowAndSplitReductionKernels) {
+  std::string ptx;
+  CheckModule(R"(HloModule rows
+%max_f32 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(f32[] %a, f32[] %b)
+}
+%add_f32 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+%add_f64 (a: f64[], b: f64[]) -> f64[] {
+  %a = f64[] parameter(0)
+  %b = f64[] parameter(1)
+  ROOT %s = f64[] add(f64[] %a, f64[] %b)
+}
+ENTRY %main (x: f32[512,1024], v: f64[1048576]) -> (f32[512,1024], f64[]) {
+  %x = f32[512,1024] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %m = f32[512] reduce(%x, %ninf), dimensions={1}, to_apply=%max_f32
+  %mb = f32[512,1024] broadcast(%m), dimensions={0}
+  %d = f32[512,1024] subtract(%x, %mb)
+  %e = f32[512,1024] exponential(%d)
+  %zero = f32[] constant(0)
+  %s = f32[512] reduce(%e, %zero), dimensions={1}, to_apply=%add_f32
+  %sb = f32[512,1024] broadcast(%s), dimensions={0}
+  %y = f32[512,1024] divide(%e, %sb)
+  %v = f64[1048576] parameter(1)
+  %z = f64[] constant(0)
+  %sv = f64[] reduce(%v, %z), dimensions={0}, to_apply=%add_f64
+  ROOT %t = (f32[512,1024], f64[]) tuple(%y, %sv)
+})", "rows", 2, {"sm_80", "sm_90"}, &ptx);
+  EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
+  EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
+  EXPECT_NE(ptx.find(".shared"), std::string::npos);
+  EXPECT_NE(ptx.find("_combine("), std::string::npos);
+}
 
 TEST(GpuPtx, SoftmaxLoopFusions) {
   CheckModule(R"(HloModule softmax_fused
@@ -222,7 +271,7 @@ TEST(GpuPtxCache, SecondCompilationHitsAndTargetsAreSeparate) {
   std::filesystem::remove_all(dir);
   auto module = ParseHloModule(ReadSource("examples/hlo/softmax.hlo"), "softmax");
   ASSERT_TRUE(module.ok()) << module.status();
-  cpu::Plan plan = cpu::MakePlan(**module, GpuPlanOptions());
+  cpu::Plan plan = MakeDevicePlan(**module, GpuPlanOptions()).plan;
   auto entries = [&] {
     int n = 0;
     if (std::filesystem::exists(dir))

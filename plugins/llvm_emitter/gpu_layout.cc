@@ -1,0 +1,92 @@
+#include "plugins/llvm_emitter/gpu_layout.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/container/flat_hash_set.h"
+
+namespace kiln::llvm_emit {
+
+bool IsTrailingReduce(const HloInstruction& reduce) {
+  if (reduce.opcode() != HloOpcode::kReduce || reduce.operand_count() != 2) return false;
+  std::vector<int64_t> dims = reduce.dimensions();
+  std::sort(dims.begin(), dims.end());
+  const int64_t rank = reduce.operand(0)->shape().rank();
+  const int64_t kept = rank - static_cast<int64_t>(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != kept + static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+namespace {
+
+int64_t Product(const std::vector<int64_t>& dims, size_t from = 0) {
+  int64_t p = 1;
+  for (size_t i = from; i < dims.size(); ++i) p *= dims[i];
+  return p;
+}
+
+// Elements of each row a trailing reduce combines.
+int64_t RowColumns(const HloInstruction& reduce) {
+  return Product(reduce.operand(0)->shape().dimensions(), reduce.shape().rank());
+}
+
+int WarpRoundedThreads(int64_t columns) {
+  int64_t t = std::min<int64_t>(kGpuMaxBlockThreads, (columns + 31) / 32 * 32);
+  return static_cast<int>(std::max<int64_t>(t, 32));
+}
+
+}  // namespace
+
+std::vector<const HloInstruction*> GpuRowStatistics(const KernelSpec& spec) {
+  absl::flat_hash_set<const HloInstruction*> stop(spec.inputs.begin(), spec.inputs.end());
+  absl::flat_hash_set<const HloInstruction*> seen;
+  std::vector<const HloInstruction*> stats;
+  std::function<void(const HloInstruction*)> visit = [&](const HloInstruction* h) {
+    if (stop.contains(h) || !seen.insert(h).second) return;
+    for (const HloInstruction* o : h->operands()) visit(o);
+    if (IsTrailingReduce(*h) && RowColumns(*h) >= kGpuMinRowColumns) stats.push_back(h);
+  };
+  for (const HloInstruction* o : spec.outputs) visit(o);
+  return stats;
+}
+
+GpuLayout AnalyzeGpuKernel(const KernelSpec& spec) {
+  GpuLayout layout;
+  if (spec.outputs.size() == 1) {
+    const HloInstruction* r = spec.outputs[0];
+    bool is_input = std::find(spec.inputs.begin(), spec.inputs.end(), r) != spec.inputs.end();
+    if (!is_input && r->opcode() == HloOpcode::kReduce && r->operand_count() == 2 &&
+        r->shape().IsArray() && r->shape().rank() == 0 &&
+        r->operand(0)->shape().num_elements() >= kGpuMinSplitElements) {
+      const int64_t n = r->operand(0)->shape().num_elements();
+      layout.kind = GpuLayout::Kind::kSplitReduce;
+      layout.threads = kGpuMaxBlockThreads;
+      // At least 8 elements per thread; 1024 blocks of 256 threads fill any current GPU.
+      layout.parts = std::clamp<int64_t>(n / (int64_t{kGpuMaxBlockThreads} * 8), 1, 1024);
+      return layout;
+    }
+  }
+  std::vector<const HloInstruction*> stats = GpuRowStatistics(spec);
+  if (stats.empty()) return layout;
+  const std::vector<int64_t>& row_dims = stats[0]->shape().dimensions();
+  int64_t columns = 0;
+  for (const HloInstruction* s : stats) {
+    if (s->shape().dimensions() != row_dims) return layout;
+    columns = std::max(columns, RowColumns(*s));
+  }
+  for (const HloInstruction* o : spec.outputs) {
+    if (!o->shape().IsArray()) return layout;
+    const std::vector<int64_t>& d = o->shape().dimensions();
+    if (d.size() < row_dims.size() || !std::equal(row_dims.begin(), row_dims.end(), d.begin()))
+      return layout;
+  }
+  if (Product(row_dims) == 0) return layout;
+  layout.kind = GpuLayout::Kind::kRows;
+  layout.row_dims = row_dims;
+  layout.rows = Product(row_dims);
+  layout.threads = WarpRoundedThreads(columns);
+  return layout;
+}
+
+}  // namespace kiln::llvm_emit

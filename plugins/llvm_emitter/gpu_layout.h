@@ -1,0 +1,54 @@
+// How a GPU-form kernel (KernelTarget::kGpu) maps onto threads, decided from its HLO alone so
+// the emitter and the launcher agree. LLVM-free.
+//
+// - kElements: one thread per output element (grid-stride); reduces and dots inside run
+//   their loops per thread. Right for elementwise kernels and column reductions (adjacent
+//   threads read adjacent columns).
+// - kRows: one block per row (grid-stride over rows). The kernel holds row reductions
+//   (reduce over the trailing dimensions of its input, at least kGpuMinRowColumns of them):
+//   the block's threads read the row cooperatively (coalesced), combine their partial
+//   results with warp shuffles and shared memory, and every thread then generates its share
+//   of the row's output elements with the statistics in registers. Softmax and
+//   layernorm+GELU become one kernel with one read of each row.
+// - kSplitReduce: the kernel is one large reduce to a scalar. Stage one (the kernel itself)
+//   has `parts` blocks, each reducing one contiguous slice of the input into a partial;
+//   stage two (the entry named name + kGpuCombineSuffix) is one block combining the partials
+//   and the init value. Both stages take the buffers followed by the partials buffer.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "plugins/llvm_emitter/elemental_emitter.h"
+
+namespace kiln::llvm_emit {
+
+// Row reductions shorter than this stay per-thread loops: a block per row would idle most
+// of its threads.
+constexpr int64_t kGpuMinRowColumns = 64;
+// A reduce to a scalar over at least this many elements is split across blocks.
+constexpr int64_t kGpuMinSplitElements = int64_t{1} << 16;
+constexpr int kGpuMaxBlockThreads = 256;
+constexpr char kGpuCombineSuffix[] = "_combine";
+
+struct GpuLayout {
+  enum class Kind { kElements, kRows, kSplitReduce };
+  Kind kind = Kind::kElements;
+  std::vector<int64_t> row_dims;  // kRows: the statistics' shape (the outputs' leading dims)
+  int64_t rows = 0;               // kRows: product of row_dims
+  int threads = 0;                // kRows, kSplitReduce: threads per block (whole warps)
+  int64_t parts = 0;              // kSplitReduce: blocks of stage one = partials
+  // Bytes of the partials buffer (kSplitReduce): one 8-byte slot per part.
+  int64_t partials_bytes() const { return parts * 8; }
+};
+
+// True when `reduce` reduces exactly the trailing dimensions of its input.
+bool IsTrailingReduce(const HloInstruction& reduce);
+
+// The reduces of the kernel's DAG (from its outputs, not crossing its inputs) that kRows
+// computes cooperatively, in post-order (operands first).
+std::vector<const HloInstruction*> GpuRowStatistics(const KernelSpec& spec);
+
+GpuLayout AnalyzeGpuKernel(const KernelSpec& spec);
+
+}  // namespace kiln::llvm_emit
