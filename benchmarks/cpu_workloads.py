@@ -34,6 +34,8 @@ os.environ['OMP_NUM_THREADS'] = str(OPTS.threads)
 
 import numpy as np  # noqa: E402
 
+import workload_hlo  # noqa: E402  (HLO text shared with gpu_workloads.py)
+
 # PyTorch runs in a child process per workload (--torch-worker): in one process with NumPy,
 # OpenBLAS's spinning threads and torch's OpenMP threads fight over the 2 cores and torch
 # measures several times slower than it is.
@@ -46,18 +48,6 @@ torch = F = None
 KILN = os.path.join(OPTS.build, 'tools', 'kiln')
 HLO = os.path.join(ROOT, 'examples', 'hlo')
 rng = np.random.default_rng(4)
-
-REDUCERS = """%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}
-%max (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %m = f32[] maximum(f32[] %a, f32[] %b)
-}
-"""
 
 
 def f32(*shape, scale=1.0):
@@ -85,39 +75,14 @@ class Workload:
 
 
 def sum_xyz(n=1 << 24):
-    hlo = f"""HloModule sum_xyz
-{REDUCERS}
-ENTRY %main (x: f32[{n}], y: f32[{n}], z: f32[{n}]) -> f32[] {{
-  %x = f32[{n}] parameter(0)
-  %y = f32[{n}] parameter(1)
-  %z = f32[{n}] parameter(2)
-  %yz = f32[{n}] multiply(%y, %z)
-  %s = f32[{n}] add(%x, %yz)
-  %zero = f32[] constant(0)
-  ROOT %r = f32[] reduce(%s, %zero), dimensions={{0}}, to_apply=%add
-}}
-"""
+    hlo = workload_hlo.sum_xyz(n)
     xs = [f32(n) for _ in range(3)]
     return Workload('reduce_sum(x+y*z) 3xf32[2^24]', hlo, xs, lambda x, y, z: np.sum(x + y * z),
                     {'decomposed': lambda x, y, z: torch.sum(x + y * z)}, 4, 0, 'read')
 
 
 def softmax(r=4096, c=1024):
-    hlo = f"""HloModule softmax
-{REDUCERS}
-ENTRY %main (x: f32[{r},{c}]) -> f32[{r},{c}] {{
-  %x = f32[{r},{c}] parameter(0)
-  %ninf = f32[] constant(-inf)
-  %m = f32[{r}] reduce(%x, %ninf), dimensions={{1}}, to_apply=%max
-  %mb = f32[{r},{c}] broadcast(%m), dimensions={{0}}
-  %d = f32[{r},{c}] subtract(%x, %mb)
-  %e = f32[{r},{c}] exponential(%d)
-  %zero = f32[] constant(0)
-  %s = f32[{r}] reduce(%e, %zero), dimensions={{1}}, to_apply=%add
-  %sb = f32[{r},{c}] broadcast(%s), dimensions={{0}}
-  ROOT %y = f32[{r},{c}] divide(%e, %sb)
-}}
-"""
+    hlo = workload_hlo.softmax(r, c)
 
     def ref(x):
         e = np.exp(x - x.max(axis=1, keepdims=True))
@@ -132,45 +97,7 @@ ENTRY %main (x: f32[{r},{c}]) -> f32[{r},{c}] {{
 
 
 def layernorm_gelu(r=8192, c=768):
-    hlo = f"""HloModule layernorm_gelu
-{REDUCERS}
-ENTRY %main (x: f32[{r},{c}]) -> f32[{r},{c}] {{
-  %x = f32[{r},{c}] parameter(0)
-  %zero = f32[] constant(0)
-  %invn = f32[] constant({1.0 / c!r})
-  %invnb = f32[{r}] broadcast(%invn), dimensions={{}}
-  %sum = f32[{r}] reduce(%x, %zero), dimensions={{1}}, to_apply=%add
-  %mean = f32[{r}] multiply(%sum, %invnb)
-  %meanb = f32[{r},{c}] broadcast(%mean), dimensions={{0}}
-  %xc = f32[{r},{c}] subtract(%x, %meanb)
-  %sq = f32[{r},{c}] multiply(%xc, %xc)
-  %ss = f32[{r}] reduce(%sq, %zero), dimensions={{1}}, to_apply=%add
-  %var = f32[{r}] multiply(%ss, %invnb)
-  %eps = f32[] constant(1e-05)
-  %epsb = f32[{r}] broadcast(%eps), dimensions={{}}
-  %ve = f32[{r}] add(%var, %epsb)
-  %rs = f32[{r}] rsqrt(%ve)
-  %rsb = f32[{r},{c}] broadcast(%rs), dimensions={{0}}
-  %y = f32[{r},{c}] multiply(%xc, %rsb)
-  %half = f32[] constant(0.5)
-  %one = f32[] constant(1)
-  %k = f32[] constant(0.797884583)
-  %a = f32[] constant(0.044715)
-  %halfb = f32[{r},{c}] broadcast(%half), dimensions={{}}
-  %oneb = f32[{r},{c}] broadcast(%one), dimensions={{}}
-  %kb = f32[{r},{c}] broadcast(%k), dimensions={{}}
-  %ab = f32[{r},{c}] broadcast(%a), dimensions={{}}
-  %y2 = f32[{r},{c}] multiply(%y, %y)
-  %y3 = f32[{r},{c}] multiply(%y2, %y)
-  %ay3 = f32[{r},{c}] multiply(%ab, %y3)
-  %in = f32[{r},{c}] add(%y, %ay3)
-  %kin = f32[{r},{c}] multiply(%kb, %in)
-  %t = f32[{r},{c}] tanh(%kin)
-  %ot = f32[{r},{c}] add(%oneb, %t)
-  %hy = f32[{r},{c}] multiply(%halfb, %y)
-  ROOT %g = f32[{r},{c}] multiply(%hy, %ot)
-}}
-"""
+    hlo = workload_hlo.layernorm_gelu(r, c)
 
     def ref(x):
         xc = x - x.mean(1, keepdims=True)
@@ -197,7 +124,7 @@ def dense_relu(m=256, k=784, n=512):
 
 
 def mlp_train_step(batch=256, d_in=784, hidden=512, classes=10, lr=0.1):
-    hlo = open(os.path.join(HLO, 'mlp_train_step.hlo')).read()
+    hlo = workload_hlo.mlp_train_step(batch, d_in, hidden, classes, lr)
     labels = rng.integers(0, classes, size=batch).astype(np.int32)
     xs = [f32(batch, d_in), labels, f32(d_in, hidden, scale=0.05), f32(hidden, scale=0.1),
           f32(hidden, classes, scale=0.1), f32(classes, scale=0.1)]
