@@ -25,6 +25,8 @@
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
 #include "plugins/gpu_nvptx/caching_allocator.h"
@@ -122,6 +124,17 @@ void MakeHostRunnable(llvm::Module& m) {
   }
   for (llvm::Function* f : drop)
     if (f->use_empty()) f->eraseFromParent();
+  // The kernel entries' round trips through addrspace(1) (global memory): generic again.
+  for (llvm::Function& f : m)
+    for (llvm::Instruction& i : llvm::make_early_inc_range(llvm::instructions(f))) {
+      auto* back = llvm::dyn_cast<llvm::AddrSpaceCastInst>(&i);
+      if (back == nullptr || back->getDestAddressSpace() != 0) continue;
+      auto* to_global = llvm::dyn_cast<llvm::AddrSpaceCastInst>(back->getPointerOperand());
+      if (to_global == nullptr || to_global->getSrcAddressSpace() != 0) continue;
+      back->replaceAllUsesWith(to_global->getPointerOperand());
+      back->eraseFromParent();
+      if (to_global->use_empty()) to_global->eraseFromParent();
+    }
   std::vector<llvm::GlobalVariable*> shared;
   for (llvm::GlobalVariable& g : m.globals())
     if (g.getAddressSpace() == 3) shared.push_back(&g);

@@ -20,6 +20,8 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/IPO/AlwaysInliner.h"
+#include "llvm/Transforms/Scalar/InferAddressSpaces.h"
 
 namespace kiln::gpu {
 namespace {
@@ -158,7 +160,21 @@ absl::StatusOr<std::string> CompileToPtx(std::vector<llvm_emit::KernelSpec> spec
   llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
                                     ? pb.buildO0DefaultPipeline(level)
                                     : pb.buildPerModuleDefaultPipeline(level);
+  // Generic pointers that provably point to global or shared memory become ld.global /
+  // ld.shared (the codegen, which runs at CodeGenOpt::None below, does not infer them).
+  // Before the optimizer, once the bodies are inlined into the entries: later, instcombine
+  // would have folded the entries' global round trips away.
+  auto infer_address_spaces = [&] {
+    llvm::FunctionPassManager fpm;
+    fpm.addPass(llvm::InferAddressSpacesPass());
+    llvm::ModulePassManager m;
+    m.addPass(llvm::AlwaysInlinerPass());
+    m.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+    m.run(*module, mam);
+  };
+  if (level != llvm::OptimizationLevel::O0) infer_address_spaces();
   mpm.run(*module, mam);
+  if (level != llvm::OptimizationLevel::O0) infer_address_spaces();  // shared memory
   // KILN_GPU_DUMP_IR=1 prints the optimized IR that goes to the NVPTX backend (debugging).
   if (std::getenv("KILN_GPU_DUMP_IR") != nullptr) module->print(llvm::errs(), nullptr);
 

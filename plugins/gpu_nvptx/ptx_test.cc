@@ -244,7 +244,7 @@ ENTRY %main (x: f32[4,128], p: s32[1], q: s32[4]) -> f32[4] {
 TEST(GpuPtx, E2eAndCorpusModules) {
   if (FindPtxas().empty()) GTEST_SKIP() << "ptxas not found";
   int checked = 0;
-  for (const char* dir : {"/tests/numpy_e2e/modules", "/tests/hlo_corpus"}) {
+  for (const char* dir : {"/examples/hlo", "/tests/numpy_e2e/modules", "/tests/hlo_corpus"}) {
     std::filesystem::path d = SourceRoot() + dir;
     ASSERT_TRUE(std::filesystem::exists(d)) << d;
     for (const auto& entry : std::filesystem::directory_iterator(d)) {

@@ -1720,7 +1720,12 @@ llvm::Function* KernelEmitter::EmitGpuEntry(size_t n, const std::string& name) {
   }
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel));
   std::vector<llvm::Value*> args;
-  for (size_t i = 0; i < n; ++i) args.push_back(kernel->getArg(i));
+  // Buffers are global memory: the round trip through addrspace(1) lets address-space
+  // inference turn generic loads and stores into ld.global / st.global.
+  for (size_t i = 0; i < n; ++i) {
+    llvm::Value* global = b_.CreateAddrSpaceCast(kernel->getArg(i), llvm::PointerType::get(ctx_, 1));
+    args.push_back(b_.CreateAddrSpaceCast(global, ptr));
+  }
   // The CPU outer-range arguments of the body are unused on the GPU.
   while (args.size() < fn_->arg_size()) args.push_back(C64(0));
   b_.CreateCall(fn_, args);
