@@ -28,6 +28,11 @@ KernelLaunches LaunchesFor(const llvm_emit::KernelSpec& spec) {
       k.launches.push_back({entry + llvm_emit::kGpuCombineSuffix, 0, {1, layout.threads}});
       k.scratch_bytes = layout.partials_bytes();
       break;
+    case Kind::kSplitColumns:
+      k.launches.push_back({entry, layout.parts * layout.columns, {}});
+      k.launches.push_back({entry + llvm_emit::kGpuCombineSuffix, layout.columns, {}});
+      k.scratch_bytes = layout.partials_bytes();
+      break;
   }
   return k;
 }

@@ -721,18 +721,49 @@ ENTRY %main (x: f32[300000], y: f32[300000], z: f32[300000], i: s32[257,300], b:
   EXPECT_EQ(kinds, (Kinds{Kind::kSplitReduce, Kind::kSplitReduce, Kind::kSplitReduce}));
 }
 
-// Short rows (below kGpuMinRowColumns) and column reductions keep one thread per element.
-TEST(GpuRowKernels, ShortRowsAndColumnsStayPerElement) {
-  std::string text = absl::StrCat("HloModule short\n", kReducers, R"(
-ENTRY %main (x: f32[500,20]) -> (f32[500], f32[20]) {
+// Short rows (below kGpuMinRowColumns) keep one thread per element; column reductions
+// (over leading dimensions, like bias gradients) split each column's rows into parts, in
+// f32 (of a fused product), s32 over two leading dimensions with a non-identity init, and
+// f64; a short column (31 rows) stays one thread per column.
+TEST(GpuRowKernels, ShortRowsAndColumnReductions) {
+  std::string text = R"(HloModule columns
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%addi (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %s = s32[] add(%a, %b)
+}
+%maxd (a: f64[], b: f64[]) -> f64[] {
+  %a = f64[] parameter(0)
+  %b = f64[] parameter(1)
+  ROOT %m = f64[] maximum(%a, %b)
+}
+ENTRY %main (x: f32[500,20], y: f32[3000,70], w: f32[3000,70], i: s32[40,50,6], d: f64[999,3], e: f32[31,8]) -> (f32[500], f32[70], s32[6], f64[3], f32[8]) {
   %x = f32[500,20] parameter(0)
   %zero = f32[] constant(0)
   %r = f32[500] reduce(%x, %zero), dimensions={1}, to_apply=%add
-  %c = f32[20] reduce(%x, %zero), dimensions={0}, to_apply=%add
-  ROOT %t = (f32[500], f32[20]) tuple(%r, %c)
+  %y = f32[3000,70] parameter(1)
+  %w = f32[3000,70] parameter(2)
+  %yw = f32[3000,70] multiply(%y, %w)
+  %c = f32[70] reduce(%yw, %zero), dimensions={0}, to_apply=%add
+  %i = s32[40,50,6] parameter(3)
+  %five = s32[] constant(5)
+  %ci = s32[6] reduce(%i, %five), dimensions={0,1}, to_apply=%addi
+  %d = f64[999,3] parameter(4)
+  %ninf = f64[] constant(-inf)
+  %cd = f64[3] reduce(%d, %ninf), dimensions={0}, to_apply=%maxd
+  %e = f32[31,8] parameter(5)
+  %ce = f32[8] reduce(%e, %zero), dimensions={0}, to_apply=%add
+  ROOT %t = (f32[500], f32[70], s32[6], f64[3], f32[8]) tuple(%r, %c, %ci, %cd, %ce)
 }
-)");
-  EXPECT_EQ(CheckAgainstEvaluator(text, {}, 1e-4), (Kinds{Kind::kElements, Kind::kElements}));
+)";
+  EXPECT_EQ(CheckAgainstEvaluator(text, {}, 1e-4),
+            (Kinds{Kind::kElements, Kind::kSplitColumns, Kind::kSplitColumns, Kind::kSplitColumns,
+                   Kind::kElements}));
 }
 
 TEST(LaunchDims, FromTheOutputSize) {

@@ -328,6 +328,8 @@ class KernelEmitter {
   absl::Status EmitGpuRowsBody();
   // kSplitReduce: stage one (a partial per block) or stage two (combine the partials).
   absl::Status EmitGpuSplitStage(bool combine);
+  // kSplitColumns: stage one (a partial per part and column) or two (fold each column's).
+  absl::Status EmitGpuColumnStage(bool combine);
   // A kernel entry named `name` calling the current body `fn_` with its n buffers.
   llvm::Function* EmitGpuEntry(size_t n, const std::string& name);
   absl::Status VerifyGpu(llvm::Function* kernel);
@@ -1300,13 +1302,15 @@ void KernelEmitter::StartBody(const std::string& name, size_t n) {
 absl::Status KernelEmitter::EmitGpu() {
   layout_ = AnalyzeGpuKernel(spec_);
   size_t n = spec_.inputs.size() + spec_.outputs.size();
-  if (layout_.kind == GpuLayout::Kind::kSplitReduce) {
+  if (layout_.kind == GpuLayout::Kind::kSplitReduce ||
+      layout_.kind == GpuLayout::Kind::kSplitColumns) {
     // Both stages take the partials buffer after the output.
+    const bool columns = layout_.kind == GpuLayout::Kind::kSplitColumns;
     StartBody(spec_.name + ".body", n + 1);
-    KILN_EMIT_RETURN_IF_ERROR(EmitGpuSplitStage(/*combine=*/false));
+    KILN_EMIT_RETURN_IF_ERROR(columns ? EmitGpuColumnStage(false) : EmitGpuSplitStage(false));
     KILN_EMIT_RETURN_IF_ERROR(VerifyGpu(EmitGpuEntry(n + 1, spec_.name)));
     StartBody(spec_.name + ".combine.body", n + 1);
-    KILN_EMIT_RETURN_IF_ERROR(EmitGpuSplitStage(/*combine=*/true));
+    KILN_EMIT_RETURN_IF_ERROR(columns ? EmitGpuColumnStage(true) : EmitGpuSplitStage(true));
     return VerifyGpu(EmitGpuEntry(n + 1, spec_.name + kGpuCombineSuffix));
   }
   StartBody(spec_.name + ".body", n);
@@ -1706,6 +1710,86 @@ absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
 }
 
 #undef KILN_EMIT_IN_THREAD_ZERO
+
+absl::Status KernelEmitter::EmitGpuColumnStage(bool combine) {
+  auto sreg = [&](llvm::Intrinsic::ID id) { return b_.CreateZExt(CallIntrinsic(id, {}, {}), I64()); };
+  const HloInstruction* r = spec_.outputs[0];
+  const HloInstruction* input = r->operand(0);
+  const int64_t columns = layout_.columns;
+  const int64_t parts = layout_.parts;
+  const int64_t rows = input->shape().num_elements() / columns;
+  const std::vector<int64_t>& in_dims = input->shape().dimensions();
+  const std::vector<int64_t> row_dims(in_dims.begin(), in_dims.end() - r->shape().rank());
+  llvm::Value* out = fn_->getArg(spec_.inputs.size());
+  llvm::Value* partials = fn_->getArg(spec_.inputs.size() + 1);  // [parts, columns], 8-byte slots
+  llvm::Value* ntid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+  llvm::Value* start = b_.CreateAdd(
+      b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ntid, "", true, true),
+      ThreadIdx(), "", true, true);
+  llvm::Value* stride = b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "", true, true);
+  PushScope();
+  absl::Status st;
+  absl::StatusOr<llvm::Value*> init_or = Element(r->operand(1), Index{{}, C64(0)});
+  if (!init_or.ok()) st = init_or.status();
+  llvm::Value* init = st.ok() ? *init_or : nullptr;
+  llvm::Type* ct = st.ok() ? init->getType() : nullptr;
+  llvm::AllocaInst* acc = st.ok() ? EntryAlloca(ct, r->name() + ".acc") : nullptr;
+  if (st.ok() && !combine) {
+    // Thread t: part t / columns, column t % columns (adjacent threads, adjacent columns).
+    st = EmitStridedLoop(start, C64(parts * columns), stride, "colpart", [&](llvm::Value* t) -> absl::Status {
+      llvm::Value* p = b_.CreateUDiv(t, C64(columns));
+      llvm::Value* c = b_.CreateURem(t, C64(columns));
+      Index col = Delinearize(c, r->shape().dimensions());
+      llvm::Value* lo = b_.CreateSDiv(b_.CreateMul(p, C64(rows)), C64(parts));
+      llvm::Value* hi = b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(rows)), C64(parts));
+      // Every part holds at least 32 rows (AnalyzeGpuKernel): the first row starts the partial.
+      auto element = [&](llvm::Value* k) -> absl::StatusOr<llvm::Value*> {
+        Index in = Delinearize(k, row_dims);
+        in.multi.insert(in.multi.end(), col.multi.begin(), col.multi.end());
+        in.linear = b_.CreateAdd(b_.CreateMul(k, C64(columns), "", true, true), c, "", true, true);
+        return Element(input, in);
+      };
+      PushScope();
+      absl::StatusOr<llvm::Value*> first = element(lo);
+      PopScope();
+      if (!first.ok()) return first.status();
+      b_.CreateStore(*first, acc);
+      KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(b_.CreateAdd(lo, C64(1)), hi, C64(1), "rows",
+                                                [&](llvm::Value* k) -> absl::Status {
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, element(k));
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next,
+                                   CombineReduced(r, b_.CreateLoad(ct, acc), x));
+        b_.CreateStore(next, acc);
+        return absl::OkStatus();
+      }));
+      b_.CreateStore(b_.CreateLoad(ct, acc), b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, t));
+      return absl::OkStatus();
+    });
+  } else if (st.ok()) {
+    // Thread c folds init, then its column's partials in part order.
+    PT t = r->shape().element_type();
+    llvm::Type* storage = StorageType(t, ctx_);
+    st = EmitStridedLoop(start, C64(columns), stride, "col", [&](llvm::Value* c) -> absl::Status {
+      b_.CreateStore(init, acc);
+      KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(C64(0), C64(parts), C64(1), "parts",
+                                                [&](llvm::Value* p) -> absl::Status {
+        llvm::Value* slot = b_.CreateAdd(b_.CreateMul(p, C64(columns), "", true, true), c, "", true, true);
+        llvm::Value* x = b_.CreateLoad(ct, b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, slot));
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next, CombineReduced(r, b_.CreateLoad(ct, acc), x));
+        b_.CreateStore(next, acc);
+        return absl::OkStatus();
+      }));
+      llvm::Value* v = FinishReduce(r, b_.CreateLoad(ct, acc));
+      b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(storage, out, c));
+      return absl::OkStatus();
+    });
+  }
+  PopScope();
+  if (!st.ok()) return st;
+  b_.CreateRetVoid();
+  return absl::OkStatus();
+}
+
 
 llvm::Function* KernelEmitter::EmitGpuEntry(size_t n, const std::string& name) {
   llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);

@@ -18,6 +18,15 @@ bool IsTrailingReduce(const HloInstruction& reduce) {
   return true;
 }
 
+bool IsLeadingReduce(const HloInstruction& reduce) {
+  if (reduce.opcode() != HloOpcode::kReduce || reduce.operand_count() != 2) return false;
+  std::vector<int64_t> dims = reduce.dimensions();
+  std::sort(dims.begin(), dims.end());
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != static_cast<int64_t>(i)) return false;
+  return !dims.empty();
+}
+
 namespace {
 
 int64_t Product(const std::vector<int64_t>& dims, size_t from = 0) {
@@ -65,6 +74,23 @@ GpuLayout AnalyzeGpuKernel(const KernelSpec& spec) {
       // At least 8 elements per thread; 1024 blocks of 256 threads fill any current GPU.
       layout.parts = std::clamp<int64_t>(n / (int64_t{kGpuMaxBlockThreads} * 8), 1, 1024);
       return layout;
+    }
+  }
+  if (spec.outputs.size() == 1) {
+    const HloInstruction* r = spec.outputs[0];
+    bool is_input = std::find(spec.inputs.begin(), spec.inputs.end(), r) != spec.inputs.end();
+    if (!is_input && IsLeadingReduce(*r) && r->shape().IsArray() && r->shape().rank() > 0) {
+      const int64_t columns = r->shape().num_elements();
+      const int64_t rows = r->operand(0)->shape().num_elements() / std::max<int64_t>(columns, 1);
+      // Enough threads in flight (2^17) with at least 32 rows each; a part per 32 rows at most.
+      const int64_t parts =
+          std::min<int64_t>({rows / 32, (int64_t{1} << 17) / std::max<int64_t>(columns, 1), 1024});
+      if (columns > 0 && parts >= 2) {
+        layout.kind = GpuLayout::Kind::kSplitColumns;
+        layout.parts = parts;
+        layout.columns = columns;
+        return layout;
+      }
     }
   }
   std::vector<const HloInstruction*> stats = GpuRowStatistics(spec);

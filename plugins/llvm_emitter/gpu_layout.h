@@ -14,8 +14,15 @@
 //   has `parts` blocks, each reducing one contiguous slice of the input into a partial;
 //   stage two (the entry named name + kGpuCombineSuffix) is one block combining the partials
 //   and the init value. Both stages take the buffers followed by the partials buffer.
+// - kSplitColumns: the kernel is one reduce over the leading dimensions of its input (a
+//   column reduction, e.g. a bias gradient) with many rows per column. One thread per column
+//   would leave most of the GPU idle and walk thousands of rows serially, so stage one has
+//   `parts` threads per column, each reducing a contiguous range of rows into a partial
+//   (adjacent threads read adjacent columns: coalesced); stage two (name +
+//   kGpuCombineSuffix), one thread per column, folds its column's partials in order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -32,18 +39,21 @@ constexpr int kGpuMaxBlockThreads = 256;
 constexpr char kGpuCombineSuffix[] = "_combine";
 
 struct GpuLayout {
-  enum class Kind { kElements, kRows, kSplitReduce };
+  enum class Kind { kElements, kRows, kSplitReduce, kSplitColumns };
   Kind kind = Kind::kElements;
   std::vector<int64_t> row_dims;  // kRows: the statistics' shape (the outputs' leading dims)
   int64_t rows = 0;               // kRows: product of row_dims
   int threads = 0;                // kRows, kSplitReduce: threads per block (whole warps)
-  int64_t parts = 0;              // kSplitReduce: blocks of stage one = partials
-  // Bytes of the partials buffer (kSplitReduce): one 8-byte slot per part.
-  int64_t partials_bytes() const { return parts * 8; }
+  int64_t parts = 0;      // kSplitReduce: blocks of stage one; kSplitColumns: parts per column
+  int64_t columns = 0;    // kSplitColumns: output elements
+  // Bytes of the partials buffer: one 8-byte slot per part (and column).
+  int64_t partials_bytes() const { return parts * std::max<int64_t>(columns, 1) * 8; }
 };
 
 // True when `reduce` reduces exactly the trailing dimensions of its input.
 bool IsTrailingReduce(const HloInstruction& reduce);
+// True when `reduce` reduces exactly the leading dimensions of its input.
+bool IsLeadingReduce(const HloInstruction& reduce);
 
 // The reduces of the kernel's DAG (from its outputs, not crossing its inputs) that kRows
 // computes cooperatively, in post-order (operands first).
