@@ -1,0 +1,229 @@
+// Internal to the LLVM emitter: the KernelEmitter class that elemental_emitter.cc (element
+// generation, CPU loop nests) and gpu_kernels.cc (GPU thread mappings, cross-thread
+// reductions) implement together, and the type helpers both use. Not for other code.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "hlo/computation.h"
+#include "hlo/shape.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/Module.h"
+#include "plugins/llvm_emitter/elemental_emitter.h"
+#include "plugins/llvm_emitter/gpu_layout.h"
+
+
+#define KILN_EMIT_RETURN_IF_ERROR(expr) \
+  do {                                  \
+    absl::Status _st = (expr);          \
+    if (!_st.ok()) return _st;          \
+  } while (0)
+#define KILN_EMIT_CONCAT_INNER(a, b) a##b
+#define KILN_EMIT_CONCAT(a, b) KILN_EMIT_CONCAT_INNER(a, b)
+#define KILN_EMIT_ASSIGN_OR_RETURN(lhs, expr)                        \
+  auto KILN_EMIT_CONCAT(_so_, __LINE__) = (expr);                    \
+  if (!KILN_EMIT_CONCAT(_so_, __LINE__).ok())                        \
+    return KILN_EMIT_CONCAT(_so_, __LINE__).status();                \
+  lhs = std::move(*KILN_EMIT_CONCAT(_so_, __LINE__))
+
+namespace kiln::llvm_emit::detail {
+
+using PT = PrimitiveType;
+
+inline bool IsSupportedType(PT t) {
+  switch (t) {
+    case PT::PRED: case PT::S8: case PT::S16: case PT::S32: case PT::S64:
+    case PT::U8: case PT::U16: case PT::U32: case PT::U64:
+    case PT::F16: case PT::BF16: case PT::F32: case PT::F64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline bool IsFloatType(PT t) { return t == PT::F16 || t == PT::BF16 || t == PT::F32 || t == PT::F64; }
+
+// How values of `t` are laid out in memory.
+inline llvm::Type* StorageType(PT t, llvm::LLVMContext& c) {
+  switch (t) {
+    case PT::PRED: case PT::S8: case PT::U8: return llvm::Type::getInt8Ty(c);
+    case PT::S16: case PT::U16: case PT::BF16: return llvm::Type::getInt16Ty(c);
+    case PT::S32: case PT::U32: return llvm::Type::getInt32Ty(c);
+    case PT::S64: case PT::U64: return llvm::Type::getInt64Ty(c);
+    case PT::F16: return llvm::Type::getHalfTy(c);
+    case PT::F32: return llvm::Type::getFloatTy(c);
+    case PT::F64: return llvm::Type::getDoubleTy(c);
+    default: return nullptr;
+  }
+}
+
+// How values of `t` are computed on: pred as i1, the 16-bit floats widened to float (each
+// result is rounded back to its type, so results match arithmetic in that type).
+inline llvm::Type* ComputeType(PT t, llvm::LLVMContext& c) {
+  switch (t) {
+    case PT::PRED: return llvm::Type::getInt1Ty(c);
+    case PT::F16: case PT::BF16: return llvm::Type::getFloatTy(c);
+    default: return StorageType(t, c);
+  }
+}
+
+// A 16-bit float add/multiply reducer accumulates in f32 and rounds once at the end, as the
+// HLO evaluator (and XLA's CPU backend after float normalization) does.
+bool AccumulatesIn32(const HloInstruction& reduce);
+
+// An index into an array: one i64 per dimension, and the row-major linear index when the
+// caller already has it (saves recomputing it for elementwise chains).
+struct Index {
+  std::vector<llvm::Value*> multi;
+  llvm::Value* linear = nullptr;
+};
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const KernelSpec& spec, llvm::Module& module)
+      : spec_(spec), module_(module), ctx_(module.getContext()), b_(ctx_) {}
+
+  absl::Status Emit();
+
+ private:
+  using Cache = std::map<std::pair<const HloInstruction*, std::vector<llvm::Value*>>, llvm::Value*>;
+
+  llvm::Type* I64() { return llvm::Type::getInt64Ty(ctx_); }
+  llvm::Value* C64(int64_t v) { return llvm::ConstantInt::get(I64(), v, /*isSigned=*/true); }
+
+  // Loops and scopes.
+  absl::Status EmitLoop(int64_t trip_count, const std::string& name,
+                        const std::function<absl::Status(llvm::Value*)>& body) {
+    return EmitLoop(C64(0), C64(trip_count), name, body);
+  }
+  // A loop over [lo, hi) with bounds known at run time (the partitioned outer loop).
+  absl::Status EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
+                        const std::function<absl::Status(llvm::Value*)>& body);
+  // With `outer_lo`/`outer_hi`, dimension 0 runs over that range instead of [0, dims[0]).
+  absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
+                            const std::function<absl::Status(const Index&)>& body,
+                            llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr);
+  // Runs `arm` in a fresh block under `cond` / its negation and merges the two values.
+  absl::StatusOr<llvm::Value*> EmitIfElse(llvm::Value* cond,
+                                          const std::function<absl::StatusOr<llvm::Value*>()>& then_fn,
+                                          const std::function<absl::StatusOr<llvm::Value*>()>& else_fn);
+  void PushScope() { scopes_.emplace_back(); }
+  void PopScope() { scopes_.pop_back(); }
+  llvm::AllocaInst* EntryAlloca(llvm::Type* t, const std::string& name);
+
+  // Indexing.
+  llvm::Value* Linear(const Index& idx, const std::vector<int64_t>& dims);
+  Index Delinearize(llvm::Value* linear, const std::vector<int64_t>& dims);
+
+  // Memory and type conversions.
+  llvm::Value* ToCompute(llvm::Value* stored, PT t);
+  llvm::Value* ToStorage(llvm::Value* v, PT t);
+  llvm::Value* RoundToType(llvm::Value* v, PT t);
+  llvm::Value* ConvertValue(llvm::Value* v, PT from, PT to);
+  llvm::Value* ConstantScalar(const Literal& lit, int64_t linear, PT t);
+
+  // Element generation.
+  absl::StatusOr<llvm::Value*> Element(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> ElementUncached(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> OperandElement(const HloInstruction* h, int i, const Index& idx);
+  absl::StatusOr<llvm::Value*> EmitUnary(const HloInstruction* h, llvm::Value* x);
+  absl::StatusOr<llvm::Value*> EmitBinary(HloOpcode op, const HloInstruction* h, PT t,
+                                          llvm::Value* a, llvm::Value* b);
+  llvm::Value* EmitMax(PT t, llvm::Value* a, llvm::Value* b, bool is_max);
+  llvm::Value* EmitCompare(ComparisonDirection d, PT t, llvm::Value* a, llvm::Value* b);
+  absl::StatusOr<llvm::Value*> EmitConstant(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> EmitConcatenate(const HloInstruction* h, const Index& idx, int k,
+                                               int64_t offset);
+  absl::StatusOr<llvm::Value*> EmitPad(const HloInstruction* h, const Index& idx);
+  // With `outer_lo`/`outer_hi`, the outermost reduced dimension covers only that range.
+  absl::StatusOr<llvm::Value*> EmitReduce(const HloInstruction* h, const Index& idx,
+                                          llvm::Value* outer_lo = nullptr,
+                                          llvm::Value* outer_hi = nullptr);
+  // The body of a KernelSpec::reduce_parts kernel (two-stage reduction to a scalar).
+  absl::Status EmitReduceParts(llvm::Value* begin, llvm::Value* end);
+  absl::StatusOr<llvm::Value*> EmitDot(const HloInstruction* h, const Index& idx);
+  // Applies a scalar computation (a reducer) to already generated argument values.
+  absl::StatusOr<llvm::Value*> EmitScalarCall(const HloComputation* comp,
+                                              std::vector<llvm::Value*> args);
+  llvm::Value* CallMath(const std::string& f32_name, const std::string& f64_name, PT t,
+                        std::vector<llvm::Value*> args);
+  llvm::Value* CallIntrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Type*> types,
+                             std::vector<llvm::Value*> args);
+  bool gpu() const { return spec_.target == KernelTarget::kGpu; }
+  // The internal function holding a kernel's body: one noalias pointer per buffer, then
+  // the two i64 of the CPU outer range; `fn_` becomes it and the inputs are bound to it.
+  void StartBody(const std::string& name, size_t buffers);
+  // GPU bodies (see gpu_layout.h). kElements: each thread generates the element of every
+  // output at its global index, grid-stride.
+  absl::Status EmitGpuBody();
+  // kRows: a block per row; the row statistics are combined across the block first.
+  absl::Status EmitGpuRowsBody();
+  // kSplitReduce: stage one (a partial per block) or stage two (combine the partials).
+  absl::Status EmitGpuSplitStage(bool combine);
+  // kSplitColumns: stage one (a partial per part and column) or two (fold each column's).
+  absl::Status EmitGpuColumnStage(bool combine);
+  // A kernel entry named `name` calling the current body `fn_` with its n buffers.
+  llvm::Function* EmitGpuEntry(size_t n, const std::string& name);
+  absl::Status VerifyGpu(llvm::Function* kernel);
+  absl::Status EmitGpu();
+
+  // Cross-thread reduction (GPU). Every thread of the block must reach these calls
+  // (uniform control flow): they shuffle and synchronize.
+  llvm::Value* ThreadIdx();
+  llvm::Value* Shuffle(llvm::Value* v, int lane_mask);  // butterfly exchange within the warp
+  // The reducer of `h` applied to a and b; 16-bit float add/multiply stays in f32 (rounded
+  // once by FinishReduce), as EmitReduce does.
+  absl::StatusOr<llvm::Value*> CombineReduced(const HloInstruction* h, llvm::Value* a,
+                                              llvm::Value* b);
+  llvm::Value* FinishReduce(const HloInstruction* h, llvm::Value* v);
+  // Folds `v` into the running partial (acc, valid): the first value replaces it.
+  absl::Status Accumulate(const HloInstruction* h, llvm::AllocaInst* acc,
+                          llvm::AllocaInst* valid, llvm::Value* v);
+  // Combines every thread's (v, valid) partial: each thread gets the block's result and
+  // whether any thread had a value. Lanes combine in lane order (lower lane first).
+  absl::StatusOr<std::pair<llvm::Value*, llvm::Value*>> BlockCombine(const HloInstruction* h,
+                                                                    llvm::Value* v,
+                                                                    llvm::Value* valid);
+  absl::StatusOr<std::pair<llvm::Value*, llvm::Value*>> WarpCombine(const HloInstruction* h,
+                                                                   llvm::Value* v,
+                                                                   llvm::Value* valid);
+  // A loop over [lo, hi) in steps of `step` (threads striding over a row).
+  absl::Status EmitStridedLoop(llvm::Value* lo, llvm::Value* hi, llvm::Value* step,
+                               const std::string& name,
+                               const std::function<absl::Status(llvm::Value*)>& body);
+  GpuLayout layout_;
+  llvm::GlobalVariable* smem_values_ = nullptr;  // [32 x i64] in shared memory, per kernel
+  llvm::GlobalVariable* smem_valid_ = nullptr;   // [32 x i32]
+
+  const KernelSpec& spec_;
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* fn_ = nullptr;
+  absl::flat_hash_map<const HloInstruction*, llvm::Value*> input_ptrs_;
+  absl::flat_hash_map<const HloInstruction*, llvm::Value*> bound_scalars_;  // reducer params
+  absl::flat_hash_map<const HloInstruction*, llvm::GlobalVariable*> constant_globals_;
+  std::vector<Cache> scopes_;
+  // The loops being emitted, outermost first: where a loop-invariant reduce or dot can be
+  // hoisted to (see HoistedElement).
+  struct LoopFrame {
+    llvm::Value* iv;
+    llvm::Instruction* entry_br;  // the branch into the loop's header from its preheader
+    size_t scope_depth;           // scopes_.size() when the loop started
+  };
+  std::vector<LoopFrame> loops_;
+  int conditional_depth_ = 0;  // > 0 inside an EmitIfElse arm: nothing is hoisted from there
+  // A reduce or dot whose index values are outer loop variables (a row statistic under a
+  // broadcast) generated once before the first loop it does not depend on, instead of once
+  // per element of the inner loops; nullptr when it cannot be hoisted.
+  absl::StatusOr<llvm::Value*> HoistedElement(const HloInstruction* h, const Index& idx);
+};
+
+}  // namespace kiln::llvm_emit::detail
