@@ -241,6 +241,29 @@ ENTRY %main (x: f32[6,8], y: f32[6,4]) -> f32[12,10] {
 })", "dm");
 }
 
+// dynamic-slice and dynamic-update-slice generated in the kernel, with start indices of
+// several integer types that XLA clamps into range (negative, past the end, in range, and
+// one from a parameter).
+TEST(CpuLlvmVsEvaluator, DynamicSliceAndUpdateSlice) {
+  KILN_COMPARE(-1, R"(
+HloModule dyn
+ENTRY %main (x: f32[9,12], u: f32[4,5], k: s32[]) -> (f32[3,4], f32[9,12], f32[2,5]) {
+  %x = f32[9,12] parameter(0)
+  %u = f32[4,5] parameter(1)
+  %k = s32[] parameter(2)
+  %neg = s32[] constant(-3)
+  %big = u8[] constant(200)
+  %mid = s64[] constant(4)
+  %one = s32[] constant(1)
+  %e = f32[9,12] exponential(%x)
+  %ds = f32[3,4] dynamic-slice(%e, %neg, %big), dynamic_slice_sizes={3,4}
+  %dus = f32[9,12] dynamic-update-slice(%e, %u, %mid, %big)
+  %t = f32[9,12] tanh(%dus)
+  %dk = f32[2,5] dynamic-slice(%t, %k, %one), dynamic_slice_sizes={2,5}
+  ROOT %r = (f32[3,4], f32[9,12], f32[2,5]) tuple(%ds, %t, %dk)
+})", "dyn");
+}
+
 constexpr const char* kMax = R"(
 %max (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)

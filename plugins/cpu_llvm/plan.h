@@ -51,7 +51,7 @@ struct PlanOptions {
   // across the thread pool.
   int64_t parallel_min_work = int64_t{1} << 16;
   // Plan the computations of while/conditional/call as sub-plans (kControlFlow) instead of
-  // handing the whole instruction to the evaluator. The GPU runner does not drive them yet.
+  // handing the whole instruction to the evaluator (both the CPU and the GPU runners drive them).
   bool native_control_flow = true;
   // A kernel computing one reduce to a scalar with at least parallel_min_work is split into
   // this many parts (slices of the input's dimension 0) reduced in parallel, then combined

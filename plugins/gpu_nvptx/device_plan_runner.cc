@@ -1,6 +1,7 @@
 #include "plugins/gpu_nvptx/device_plan_runner.h"
 
-#include <algorithm>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -11,80 +12,305 @@
 namespace kiln::gpu {
 namespace {
 
-// The device side of a run's values: an array is one buffer, a kernel's tuple result one
-// buffer per element. Every buffer allocated here goes back to the allocator at the end.
-class DeviceValues {
+// Device memory of one run. A buffer no value refers to any more goes to this run's free
+// list and may serve a later allocation of the run: its kernels are queued in order on one
+// stream, so the later kernel runs after every earlier use. Everything goes back to the
+// shared caching allocator when the run ends, after its stream is idle.
+class RunMemory {
  public:
-  DeviceValues(DeviceRuntime& rt, CachingAllocator& alloc, cpu::StepValues& host,
-               DeviceRunStats& stats)
-      : rt_(rt), alloc_(alloc), host_(host), stats_(stats) {}
-  ~DeviceValues() {
-    for (DevicePtr p : owned_) alloc_.Deallocate(p);
+  explicit RunMemory(CachingAllocator& alloc) : alloc_(alloc) {}
+  ~RunMemory() {
+    for (const auto& [bytes, p] : free_) alloc_.Deallocate(p);
   }
-
-  absl::StatusOr<DevicePtr> NewBuffer(size_t bytes) {
+  absl::StatusOr<DevicePtr> Allocate(size_t bytes) {
+    // A free block of at least the size and at most twice it (else a new one: a small value
+    // should not pin a large block).
+    auto it = free_.lower_bound(bytes);
+    if (it != free_.end() && it->first <= 2 * bytes + 256) {
+      DevicePtr p = it->second;
+      free_.erase(it);
+      return p;
+    }
     absl::StatusOr<DevicePtr> p = alloc_.Allocate(bytes);
-    if (p.ok()) owned_.push_back(*p);
+    if (p.ok()) sizes_[*p] = bytes;
     return p;
   }
-  void Set(const HloInstruction* h, std::vector<DevicePtr> buffers) { dev_[h] = std::move(buffers); }
-  bool OnDevice(const HloInstruction* h) const { return dev_.contains(h); }
-  const std::vector<DevicePtr>& buffers(const HloInstruction* h) const { return dev_.at(h); }
+  void Release(DevicePtr p) { free_.emplace(sizes_.at(p), p); }
 
-  // The device buffer of array value `h`, uploading its host value the first time.
-  absl::StatusOr<DevicePtr> EnsureDevice(const HloInstruction* h) {
-    if (auto it = dev_.find(h); it != dev_.end()) return it->second[0];
-    if (!h->shape().IsArray())
-      return absl::InternalError(absl::StrCat("gpu-nvptx: kernel input ", h->name(), " is not an array"));
-    const Literal* v = host_.at(h);
-    absl::StatusOr<DevicePtr> p = NewBuffer(v->size_bytes());
-    if (!p.ok()) return p.status();
-    if (absl::Status s = rt_.CopyToDevice(*p, v->untyped_data(), v->size_bytes()); !s.ok()) return s;
-    ++stats_.uploads;
-    dev_[h] = {*p};
-    return *p;
+ private:
+  CachingAllocator& alloc_;
+  std::multimap<size_t, DevicePtr> free_;
+  absl::flat_hash_map<DevicePtr, size_t> sizes_;
+};
+
+// A device buffer shared by the values that refer to it.
+struct Buffer {
+  Buffer(RunMemory& m, DevicePtr p) : mem(m), ptr(p) {}
+  ~Buffer() { mem.Release(ptr); }
+  RunMemory& mem;
+  DevicePtr ptr;
+};
+
+// A value of the run: an array on the device, on the host, or both (after a copy); or a
+// tuple of values. A while loop's state passes from one iteration to the next by
+// reference, and an iteration's buffers are reused once nothing refers to them.
+struct DValue {
+  std::shared_ptr<Buffer> dev;
+  std::shared_ptr<const Literal> host;
+  std::vector<DValue> elements;  // a tuple when neither dev nor host is set
+  bool IsTuple() const { return dev == nullptr && host == nullptr; }
+};
+
+// A host literal as a value; tuple literals become tuples of their elements (sharing the
+// literal's ownership).
+DValue FromHost(std::shared_ptr<const Literal> l) {
+  DValue v;
+  if (!l->IsTuple()) {
+    v.host = std::move(l);
+    return v;
   }
+  for (size_t i = 0; i < l->elements().size(); ++i)
+    v.elements.push_back(FromHost(std::shared_ptr<const Literal>(l, &l->element(static_cast<int>(i)))));
+  return v;
+}
 
-  // Makes `h`'s value available to host steps, downloading it when only the device has it.
-  absl::Status EnsureHost(const HloInstruction* h) {
-    if (host_.contains(h)) return absl::OkStatus();
-    auto it = dev_.find(h);
-    if (it == dev_.end())
-      return absl::InternalError(absl::StrCat("gpu-nvptx: no value for ", h->name()));
-    auto download = [&](const Shape& shape, DevicePtr p) -> absl::StatusOr<Literal> {
-      Literal l(shape);
-      if (absl::Status s = rt_.CopyToHost(l.untyped_data(), p, l.size_bytes()); !s.ok()) return s;
-      ++stats_.downloads;
-      return l;
-    };
-    if (!h->shape().IsTuple()) {
-      absl::StatusOr<Literal> l = download(h->shape(), it->second[0]);
-      if (!l.ok()) return l.status();
-      host_.Own(h, std::move(*l));
-      return absl::OkStatus();
-    }
-    std::vector<Literal> elems;
-    for (size_t i = 0; i < it->second.size(); ++i) {
-      absl::StatusOr<Literal> l = download(h->shape().tuple_shapes(i), it->second[i]);
-      if (!l.ok()) return l.status();
-      elems.push_back(std::move(*l));
-    }
-    host_.Own(h, Literal::MakeTuple(std::move(elems)));
-    return absl::OkStatus();
+class DeviceRun {
+ public:
+  DeviceRun(const DevicePlan& dp, DeviceRuntime& rt, CachingAllocator& alloc, DeviceRunStats& st)
+      : dp_(dp), rt_(rt), mem_(alloc), st_(st) {}
+
+  absl::StatusOr<DValue> RunComputation(const cpu::ComputationPlan& p, std::vector<DValue> args);
+
+  // The value as a literal (arrays downloaded where only the device has them).
+  absl::StatusOr<Literal> ToLiteral(const Shape& shape, DValue& v) {
+    if (absl::Status s = EnsureHost(shape, v); !s.ok()) return s;
+    return cpu::Materialize(ToHostValue(v));
   }
 
  private:
+  using Values = absl::flat_hash_map<const HloInstruction*, DValue>;
+
+  absl::StatusOr<std::shared_ptr<Buffer>> NewBuffer(size_t bytes) {
+    absl::StatusOr<DevicePtr> p = mem_.Allocate(bytes);
+    if (!p.ok()) return p.status();
+    return std::make_shared<Buffer>(mem_, *p);
+  }
+  // The device buffer of array value `v`, uploading its host value the first time.
+  absl::StatusOr<DevicePtr> EnsureDevice(const HloInstruction* h, DValue& v) {
+    if (v.dev != nullptr) return v.dev->ptr;
+    if (v.host == nullptr)
+      return absl::InternalError(absl::StrCat("gpu-nvptx: kernel input ", h->name(), " is not an array"));
+    absl::StatusOr<std::shared_ptr<Buffer>> b = NewBuffer(v.host->size_bytes());
+    if (!b.ok()) return b.status();
+    if (absl::Status s = rt_.CopyToDevice((*b)->ptr, v.host->untyped_data(), v.host->size_bytes());
+        !s.ok())
+      return s;
+    ++st_.uploads;
+    v.dev = *b;
+    // A constant goes up once per run, not once per loop iteration.
+    if (h->opcode() == HloOpcode::kConstant) constants_[h] = v.dev;
+    return v.dev->ptr;
+  }
+  // Makes every array of `v` available on the host, downloading what only the device has.
+  absl::Status EnsureHost(const Shape& shape, DValue& v) {
+    if (v.IsTuple()) {
+      for (size_t i = 0; i < v.elements.size(); ++i)
+        if (absl::Status s = EnsureHost(shape.tuple_shapes(i), v.elements[i]); !s.ok()) return s;
+      return absl::OkStatus();
+    }
+    if (v.host != nullptr) return absl::OkStatus();
+    Literal l(shape);
+    if (absl::Status s = rt_.CopyToHost(l.untyped_data(), v.dev->ptr, l.size_bytes()); !s.ok())
+      return s;
+    ++st_.downloads;
+    v.host = std::make_shared<const Literal>(std::move(l));
+    return absl::OkStatus();
+  }
+  static cpu::Value ToHostValue(const DValue& v) {
+    cpu::Value out;
+    if (!v.IsTuple()) {
+      out.literal = v.host;
+      return out;
+    }
+    for (const DValue& e : v.elements) out.elements.push_back(ToHostValue(e));
+    return out;
+  }
+
+  absl::Status RunKernel(const cpu::Step& step, Values& values);
+  absl::Status RunOnHost(const HloInstruction& h, Values& values);
+  absl::Status RunControlFlow(const cpu::Step& step, Values& values);
+
+  const DevicePlan& dp_;
   DeviceRuntime& rt_;
-  CachingAllocator& alloc_;
-  cpu::StepValues& host_;
-  DeviceRunStats& stats_;
-  absl::flat_hash_map<const HloInstruction*, std::vector<DevicePtr>> dev_;
-  std::vector<DevicePtr> owned_;
+  RunMemory mem_;
+  DeviceRunStats& st_;
+  HloEvaluator evaluator_;
+  absl::flat_hash_map<const HloInstruction*, std::shared_ptr<Buffer>> constants_;
 };
 
-absl::Status EnsureOperandsOnHost(const HloInstruction& h, DeviceValues& dev) {
-  for (const HloInstruction* o : h.operands())
-    if (absl::Status s = dev.EnsureHost(o); !s.ok()) return s;
+absl::StatusOr<DValue> DeviceRun::RunComputation(const cpu::ComputationPlan& p,
+                                                 std::vector<DValue> args) {
+  Values values;
+  for (const cpu::Step& step : p.steps) {
+    const HloInstruction* h = step.instr;
+    switch (step.kind) {
+      case cpu::Disposition::kBookkeeping:
+        if (h->opcode() == HloOpcode::kParameter) {
+          if (h->parameter_number() < 0 || h->parameter_number() >= static_cast<int64_t>(args.size()))
+            return absl::InvalidArgumentError(absl::StrCat("parameter ", h->name(), " has no argument"));
+          values[h] = args[h->parameter_number()];
+        } else if (h->opcode() == HloOpcode::kConstant) {
+          absl::StatusOr<const Literal*> lit = cpu::ConstantValue(*h);
+          if (!lit.ok()) return lit.status();
+          DValue v = FromHost(std::shared_ptr<const Literal>(std::shared_ptr<const Literal>(), *lit));
+          if (auto it = constants_.find(h); it != constants_.end()) v.dev = it->second;
+          values[h] = std::move(v);
+        } else if (h->opcode() == HloOpcode::kGetTupleElement) {
+          const DValue& t = values.at(h->operand(0));
+          if (!t.IsTuple() || h->tuple_index() < 0 ||
+              h->tuple_index() >= static_cast<int64_t>(t.elements.size()))
+            return absl::InvalidArgumentError(absl::StrCat("bad get-tuple-element ", h->name()));
+          values[h] = t.elements[h->tuple_index()];
+        } else {  // tuple: the elements, by reference
+          DValue t;
+          for (const HloInstruction* o : h->operands()) t.elements.push_back(values.at(o));
+          values[h] = std::move(t);
+        }
+        break;
+      case cpu::Disposition::kLibrary:
+        if (step.gemm && !step.gemm->f64 && step.sources.size() == 2) {
+          // A large dot: the device GEMM library, operands and result on the device.
+          absl::StatusOr<DevicePtr> a = EnsureDevice(step.sources[0], values.at(step.sources[0]));
+          if (!a.ok()) return a.status();
+          absl::StatusOr<DevicePtr> b = EnsureDevice(step.sources[1], values.at(step.sources[1]));
+          if (!b.ok()) return b.status();
+          absl::StatusOr<std::shared_ptr<Buffer>> out =
+              NewBuffer(static_cast<size_t>(h->shape().byte_size()));
+          if (!out.ok()) return out.status();
+          if (absl::Status s = rt_.Gemm(*step.gemm, *a, *b, (*out)->ptr); !s.ok()) return s;
+          ++st_.gemms;
+          values[h].dev = *out;
+          break;
+        }
+        [[fallthrough]];  // other library steps (convolutions) run on the host evaluator
+      case cpu::Disposition::kEvaluator:
+        if (absl::Status s = RunOnHost(*h, values); !s.ok()) return s;
+        break;
+      case cpu::Disposition::kControlFlow:
+        if (absl::Status s = RunControlFlow(step, values); !s.ok()) return s;
+        break;
+      case cpu::Disposition::kKernel:
+        if (absl::Status s = RunKernel(step, values); !s.ok()) return s;
+        break;
+      case cpu::Disposition::kInlined:
+        break;
+    }
+  }
+  DValue root = std::move(values.at(p.computation->root()));
+  return root;
+}
+
+absl::Status DeviceRun::RunKernel(const cpu::Step& step, Values& values) {
+  const llvm_emit::KernelSpec& spec = dp_.plan.kernels[step.kernel];
+  std::vector<DevicePtr> buffers;
+  for (const HloInstruction* s : step.sources) {
+    absl::StatusOr<DevicePtr> p = EnsureDevice(s, values.at(s));
+    if (!p.ok()) return p.status();
+    buffers.push_back(*p);
+  }
+  std::vector<std::shared_ptr<Buffer>> outs;
+  for (const HloInstruction* o : spec.outputs) {
+    absl::StatusOr<std::shared_ptr<Buffer>> b = NewBuffer(static_cast<size_t>(o->shape().byte_size()));
+    if (!b.ok()) return b.status();
+    buffers.push_back((*b)->ptr);
+    outs.push_back(*std::move(b));
+  }
+  const KernelLaunches& kl = dp_.launches[step.kernel];
+  std::shared_ptr<Buffer> scratch;  // released (for reuse) when the launches are queued
+  if (kl.scratch_bytes > 0) {
+    absl::StatusOr<std::shared_ptr<Buffer>> b = NewBuffer(static_cast<size_t>(kl.scratch_bytes));
+    if (!b.ok()) return b.status();
+    scratch = *std::move(b);
+    buffers.push_back(scratch->ptr);
+  }
+  for (size_t e = 0; e < kl.launches.size(); ++e)
+    if (absl::Status s = rt_.Launch(step.kernel, static_cast<int>(e), kl.launches[e], buffers); !s.ok())
+      return s;
+  ++st_.launches;
+  DValue v;
+  if (step.instr->shape().IsTuple()) {
+    for (std::shared_ptr<Buffer>& b : outs) v.elements.push_back(DValue{std::move(b), nullptr, {}});
+  } else {
+    v.dev = std::move(outs[0]);
+  }
+  values[step.instr] = std::move(v);
+  return absl::OkStatus();
+}
+
+absl::Status DeviceRun::RunOnHost(const HloInstruction& h, Values& values) {
+  cpu::StepValues host;
+  for (const HloInstruction* o : h.operands()) {
+    DValue& v = values.at(o);
+    if (absl::Status s = EnsureHost(o->shape(), v); !s.ok()) return s;
+    host.Set(o, ToHostValue(v));
+  }
+  if (absl::Status s = host.RunOnEvaluator(h, evaluator_); !s.ok()) return s;
+  values[&h] = FromHost(host.value(&h).literal);
+  return absl::OkStatus();
+}
+
+absl::Status DeviceRun::RunControlFlow(const cpu::Step& step, Values& values) {
+  const HloInstruction* h = step.instr;
+  auto annotate = [h](const absl::Status& st) {
+    return absl::Status(st.code(), absl::StrCat(st.message(), " (in ", h->name(), ")"));
+  };
+  // A pred or s32 scalar computed on either side, read on the host.
+  auto read_scalar = [&](const HloInstruction* of, DValue& v) -> absl::StatusOr<int64_t> {
+    if (absl::Status s = EnsureHost(of->shape(), v); !s.ok()) return s;
+    if (v.IsTuple()) return absl::InternalError("control flow selector is not a scalar");
+    return v.host->shape().element_type() == PrimitiveType::PRED
+               ? int64_t{v.host->data<bool>()[0]}
+               : int64_t{v.host->data<int32_t>()[0]};
+  };
+  const std::vector<cpu::ComputationPlan>& called = dp_.plan.called;
+  if (h->opcode() == HloOpcode::kWhile) {
+    const cpu::ComputationPlan& cond = called[step.called[0]];
+    const cpu::ComputationPlan& body = called[step.called[1]];
+    DValue state = values.at(h->operand(0));
+    for (;;) {
+      absl::StatusOr<DValue> go = RunComputation(cond, {state});
+      if (!go.ok()) return annotate(go.status());
+      absl::StatusOr<int64_t> flag = read_scalar(cond.computation->root(), *go);
+      if (!flag.ok()) return annotate(flag.status());
+      if (*flag == 0) break;
+      absl::StatusOr<DValue> next = RunComputation(body, {state});
+      if (!next.ok()) return annotate(next.status());
+      state = *std::move(next);
+    }
+    values[h] = std::move(state);
+    return absl::OkStatus();
+  }
+  std::vector<DValue> args;
+  int sub = step.called[0];
+  if (h->opcode() == HloOpcode::kConditional) {
+    absl::StatusOr<int64_t> selector = read_scalar(h->operand(0), values.at(h->operand(0)));
+    if (!selector.ok()) return annotate(selector.status());
+    const int64_t n = static_cast<int64_t>(step.called.size());
+    int64_t branch;
+    if (h->operand(0)->shape().element_type() == PrimitiveType::PRED) {
+      branch = *selector != 0 ? 0 : 1;
+    } else {
+      branch = *selector;
+      if (branch < 0 || branch >= n) branch = n - 1;  // out of range: the last branch (XLA)
+    }
+    sub = step.called[branch];
+    args.push_back(values.at(h->operand(branch + 1)));
+  } else {  // call
+    for (const HloInstruction* o : h->operands()) args.push_back(values.at(o));
+  }
+  absl::StatusOr<DValue> r = RunComputation(called[sub], std::move(args));
+  if (!r.ok()) return annotate(r.status());
+  values[h] = *std::move(r);
   return absl::OkStatus();
 }
 
@@ -95,86 +321,18 @@ absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const DevicePla
                                         DeviceRuntime& runtime, CachingAllocator& allocator,
                                         DeviceRunStats* stats) {
   const HloComputation* entry = module.entry();
-  const cpu::Plan& plan = device_plan.plan;
   if (static_cast<int>(args.size()) != entry->num_parameters())
     return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " takes ",
                                                    entry->num_parameters(), " arguments, got ",
                                                    args.size()));
   DeviceRunStats local;
-  DeviceRunStats& st = stats ? *stats : local;
-  cpu::StepValues host;
-  HloEvaluator evaluator;
-  DeviceValues dev(runtime, allocator, host, st);
-  for (const cpu::Step& step : plan.steps) {
-    const HloInstruction* h = step.instr;
-    switch (step.kind) {
-      case cpu::Disposition::kBookkeeping:
-        if (h->opcode() == HloOpcode::kGetTupleElement && dev.OnDevice(h->operand(0)) &&
-            !host.contains(h->operand(0))) {
-          // An element of a kernel's tuple result: the same device buffer, no copy.
-          dev.Set(h, {dev.buffers(h->operand(0)).at(h->tuple_index())});
-          break;
-        }
-        if (absl::Status s = EnsureOperandsOnHost(*h, dev); !s.ok()) return s;
-        if (absl::Status s = host.RunBookkeeping(*h, args); !s.ok()) return s;
-        break;
-      case cpu::Disposition::kLibrary:
-        if (step.gemm && !step.gemm->f64 && step.sources.size() == 2) {
-          // A large dot: the device GEMM library, operands and result on the device.
-          absl::StatusOr<DevicePtr> a = dev.EnsureDevice(step.sources[0]);
-          if (!a.ok()) return a.status();
-          absl::StatusOr<DevicePtr> b = dev.EnsureDevice(step.sources[1]);
-          if (!b.ok()) return b.status();
-          absl::StatusOr<DevicePtr> out = dev.NewBuffer(static_cast<size_t>(h->shape().byte_size()));
-          if (!out.ok()) return out.status();
-          if (absl::Status s = runtime.Gemm(*step.gemm, *a, *b, *out); !s.ok()) return s;
-          ++st.gemms;
-          dev.Set(h, {*out});
-          break;
-        }
-        [[fallthrough]];  // other library steps are not planned for the GPU: the evaluator
-      case cpu::Disposition::kControlFlow:  // not planned for the GPU (GpuPlanOptions)
-      case cpu::Disposition::kEvaluator:
-        if (absl::Status s = EnsureOperandsOnHost(*h, dev); !s.ok()) return s;
-        if (absl::Status s = host.RunOnEvaluator(*h, evaluator); !s.ok()) return s;
-        break;
-      case cpu::Disposition::kKernel: {
-        const llvm_emit::KernelSpec& spec = plan.kernels[step.kernel];
-        std::vector<DevicePtr> buffers;
-        for (const HloInstruction* s : step.sources) {
-          absl::StatusOr<DevicePtr> p = dev.EnsureDevice(s);
-          if (!p.ok()) return p.status();
-          buffers.push_back(*p);
-        }
-        std::vector<DevicePtr> outs;
-        for (const HloInstruction* o : spec.outputs) {
-          absl::StatusOr<DevicePtr> p =
-              dev.NewBuffer(static_cast<size_t>(o->shape().byte_size()));
-          if (!p.ok()) return p.status();
-          outs.push_back(*p);
-          buffers.push_back(*p);
-        }
-        const KernelLaunches& kl = device_plan.launches[step.kernel];
-        if (kl.scratch_bytes > 0) {
-          absl::StatusOr<DevicePtr> p = dev.NewBuffer(static_cast<size_t>(kl.scratch_bytes));
-          if (!p.ok()) return p.status();
-          buffers.push_back(*p);
-        }
-        for (size_t e = 0; e < kl.launches.size(); ++e) {
-          if (absl::Status s = runtime.Launch(step.kernel, static_cast<int>(e), kl.launches[e], buffers);
-              !s.ok())
-            return s;
-        }
-        ++st.launches;
-        dev.Set(h, std::move(outs));
-        break;
-      }
-      case cpu::Disposition::kInlined:
-        break;
-    }
-  }
-  if (absl::Status s = dev.EnsureHost(entry->root()); !s.ok()) return s;
-  return host.TakeResult(entry->root());
+  DeviceRun run(device_plan, runtime, allocator, stats ? *stats : local);
+  std::vector<DValue> values;
+  for (const Literal* a : args)
+    values.push_back(FromHost(std::shared_ptr<const Literal>(std::shared_ptr<const Literal>(), a)));
+  absl::StatusOr<DValue> root = run.RunComputation(device_plan.plan, std::move(values));
+  if (!root.ok()) return root.status();
+  return run.ToLiteral(entry->root()->shape(), *root);
 }
 
 }  // namespace kiln::gpu

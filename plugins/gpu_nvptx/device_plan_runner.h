@@ -1,9 +1,11 @@
 // Runs a plan with values resident on the device: arguments and constants are uploaded once,
 // when a kernel first reads them; kernel outputs stay on the device and feed later kernels
 // directly; a value crosses back to the host only when a host step needs it (an instruction
-// on the host evaluator, a tuple) or it is the result. Device buffers come from the caching
-// allocator and go back to it when the run ends. Shared by the CUDA path and the host
-// emulation test. LLVM-free.
+// on the host evaluator, a while condition or conditional selector) or it is the result.
+// While loops, conditionals and calls run their computations' sub-plans the same way, their
+// state passed by reference. A buffer no value refers to any more is reused by the run;
+// all go back to the caching allocator when the run ends. Shared by the CUDA path and the
+// host emulation test. LLVM-free.
 #pragma once
 
 #include <span>

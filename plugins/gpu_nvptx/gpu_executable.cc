@@ -19,7 +19,6 @@ cpu::PlanOptions GpuPlanOptions(bool device_gemm) {
   o.device_gemm_min_mnk = device_gemm ? kGpuGemmMinMnk : 0;
   o.blas_min_mnk = std::numeric_limits<int64_t>::max();
   o.parallel_min_work = std::numeric_limits<int64_t>::max();
-  o.native_control_flow = false;  // the device runner does not drive sub-plans yet
   // Long reductions over the trailing dimensions are generated inside their consumers'
   // kernels, which then run a block per row (llvm_emitter/gpu_layout.h): softmax and
   // layernorm become one kernel. Other reduces stay kernels of their own.

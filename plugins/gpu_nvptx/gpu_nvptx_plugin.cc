@@ -178,6 +178,23 @@ KILN_Error* DeviceDescription(KILN_Device_Description_Args* args) {
   });
 }
 
+// Why a while/conditional/call cannot run wholly on the GPU: the first instruction of its
+// computations (nested ones included) that would run on the host evaluator; "" when none.
+std::string HostStepInCalledPlans(const kiln::cpu::Plan& plan, const kiln::cpu::Step& step) {
+  for (int c : step.called) {
+    for (const kiln::cpu::Step& s : plan.called[c].steps) {
+      if (s.kind == kiln::cpu::Disposition::kEvaluator)
+        return "its computation " + plan.called[c].computation->name() + " has " +
+               s.instr->name() + " with no GPU kernel (runs on the host evaluator): " + s.why;
+      if (s.kind == kiln::cpu::Disposition::kControlFlow) {
+        std::string why = HostStepInCalledPlans(plan, s);
+        if (!why.empty()) return why;
+      }
+    }
+  }
+  return "";
+}
+
 KILN_Error* Capability(KILN_Capability_Args* args) {
   return Guard("capability", [&]() -> KILN_Error* {
     if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Capability_Args, user_data),
@@ -193,11 +210,15 @@ KILN_Error* Capability(KILN_Capability_Args* args) {
     // executable would hand to its evaluator fallback are reported unsupported with why.
     kiln::cpu::Plan plan = kiln::cpu::MakePlan(**module, kiln::gpu::GpuPlanOptions());
     for (const kiln::cpu::Step& step : plan.steps) {
+      std::string why;
       if (step.kind == kiln::cpu::Disposition::kEvaluator) {
-        if (args->report_unsupported != nullptr) {
-          std::string why = "no GPU kernel (runs on the host evaluator): " + step.why;
+        why = "no GPU kernel (runs on the host evaluator): " + step.why;
+      } else if (step.kind == kiln::cpu::Disposition::kControlFlow) {
+        why = HostStepInCalledPlans(plan, step);
+      }
+      if (!why.empty()) {
+        if (args->report_unsupported != nullptr)
           args->report_unsupported(args->user_data, step.instr->name().c_str(), why.c_str());
-        }
       } else {
         args->report_supported(args->user_data, step.instr->name().c_str());
       }

@@ -347,10 +347,11 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
   int block_launches_ = 0;
 };
 
+// Constants of every computation (each goes up at most once per run).
 int64_t CountConstants(const HloModule& m) {
   int64_t n = 0;
-  for (const HloInstruction* h : m.entry()->instructions())
-    n += h->opcode() == HloOpcode::kConstant;
+  for (const HloComputation* c : m.computations())
+    for (const HloInstruction* h : c->instructions()) n += h->opcode() == HloOpcode::kConstant;
   return n;
 }
 
@@ -764,6 +765,97 @@ ENTRY %main (x: f32[500,20], y: f32[3000,70], w: f32[3000,70], i: s32[40,50,6], 
   EXPECT_EQ(CheckAgainstEvaluator(text, {}, 1e-4),
             (Kinds{Kind::kElements, Kind::kSplitColumns, Kind::kSplitColumns, Kind::kSplitColumns,
                    Kind::kElements}));
+}
+
+// While, conditional (index, out of range: the last branch) and call run their sub-plans
+// on the device: the loop state stays there (only each condition's flag comes down), and
+// an iteration's buffers are reused by the next, so 40 iterations allocate no more device
+// memory than 4.
+TEST(GpuControlFlow, LoopsAndBranchesStayOnDevice) {
+  auto parsed = ParseHloModule(R"(HloModule flow
+%cond (s: (s32[], f32[300])) -> pred[] {
+  %s = (s32[], f32[300]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(0)
+  %lim = s32[] add(%n, %n)
+  ROOT %lt = pred[] compare(%i, %lim), direction=GT
+}
+%body (s: (s32[], f32[300])) -> (s32[], f32[300]) {
+  %s = (s32[], f32[300]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[300] get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %i1 = s32[] subtract(%i, %one)
+  %h = f32[] constant(0.5)
+  %hb = f32[300] broadcast(%h), dimensions={}
+  %sx = f32[300] sine(%x)
+  %m = f32[300] multiply(%x, %hb)
+  %x1 = f32[300] add(%m, %sx)
+  ROOT %t = (s32[], f32[300]) tuple(%i1, %x1)
+}
+%double (y: f32[300]) -> f32[300] {
+  %y = f32[300] parameter(0)
+  ROOT %d = f32[300] add(%y, %y)
+}
+%negate (y: f32[300]) -> f32[300] {
+  %y = f32[300] parameter(0)
+  ROOT %n = f32[300] negate(%y)
+}
+%scale (y: f32[300]) -> f32[300] {
+  %y = f32[300] parameter(0)
+  %c = f32[] constant(3)
+  %cb = f32[300] broadcast(%c), dimensions={}
+  ROOT %m = f32[300] multiply(%y, %cb)
+}
+ENTRY %main (x: f32[300], n: s32[], b: s32[]) -> f32[300] {
+  %x = f32[300] parameter(0)
+  %n = s32[] parameter(1)
+  %b = s32[] parameter(2)
+  %init = (s32[], f32[300]) tuple(%n, %x)
+  %loop = (s32[], f32[300]) while(%init), condition=%cond, body=%body
+  %r = f32[300] get-tuple-element(%loop), index=1
+  %c = f32[300] call(%r), to_apply=%scale
+  ROOT %k = f32[300] conditional(%b, %c, %c), branch_computations={%double, %negate}
+}
+)", "flow");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const HloModule& module = **parsed;
+  DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
+  EXPECT_EQ(cpu::EvaluatorStepCount(device_plan.plan), 0) << cpu::PlanToString(device_plan.plan);
+  auto emu = Compile(device_plan.plan.kernels);
+  ASSERT_TRUE(emu.ok()) << emu.status();
+  std::mt19937 rng(3);
+  Literal x = RandomLiteral(module.entry()->parameter(0)->shape(), rng);
+  std::map<int, int> allocations;
+  for (int iterations : {4, 40}) {
+    for (int branch : {0, 1, 5}) {
+      SCOPED_TRACE(absl::StrCat(iterations, " iterations, branch ", branch));
+      Literal n(Shape(PT::S32, {}));
+      n.Set<int32_t>({}, iterations);
+      Literal b(Shape(PT::S32, {}));
+      b.Set<int32_t>({}, branch);
+      std::vector<Literal> args;
+      args.push_back(x);
+      args.push_back(n);
+      args.push_back(b);
+      const Literal* ptrs[] = {&args[0], &args[1], &args[2]};
+      HloEvaluator evaluator;
+      auto want = evaluator.Evaluate(module, args);
+      ASSERT_TRUE(want.ok()) << want.status();
+      HostDevice device(*emu);
+      CachingAllocator allocator(&device);
+      DeviceRunStats stats;
+      auto got = RunPlanOnDevice(module, device_plan, ptrs, device, allocator, &stats);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ExpectClose(*got, *want, "flow", "emulated gpu", 1e-5);
+      EXPECT_LE(stats.uploads, 3 + CountConstants(module));
+      // Each condition's flag (iterations + 1), then the result.
+      EXPECT_EQ(stats.downloads, iterations + 2);
+      EXPECT_EQ(allocator.stats().live_bytes, 0u);
+      allocations[iterations] = std::max(allocations[iterations], device.allocations());
+    }
+  }
+  EXPECT_EQ(allocations[40], allocations[4]);
 }
 
 TEST(LaunchDims, FromTheOutputSize) {

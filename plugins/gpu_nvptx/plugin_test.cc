@@ -78,12 +78,26 @@ TEST(GpuNvptxPlugin, UnavailableWithoutDriver) {
 TEST(GpuNvptxPlugin, CapabilityReportsHostFallbackAsUnsupported) {
   const KILN_Api* api = LoadApi();
   ASSERT_NE(api, nullptr);
+  // A sort has no GPU kernel: reported unsupported, and so is the loop whose body sorts.
   const std::string hlo = R"(HloModule cap
-ENTRY %main (x: f32[8], i: s32[]) -> f32[2] {
+%lt (a: f32[], b: f32[]) -> pred[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = pred[] compare(%a, %b), direction=LT
+}
+%cond (s: f32[8]) -> pred[] {
+  %s = f32[8] parameter(0)
+  ROOT %f = pred[] constant(false)
+}
+%body (s: f32[8]) -> f32[8] {
+  %s = f32[8] parameter(0)
+  ROOT %sorted = f32[8] sort(%s), dimensions={0}, to_apply=%lt
+}
+ENTRY %main (x: f32[8]) -> f32[8] {
   %x = f32[8]{0} parameter(0)
-  %i = s32[] parameter(1)
   %e = f32[8]{0} exponential(f32[8]{0} %x)
-  ROOT %d = f32[2]{0} dynamic-slice(f32[8]{0} %e, s32[] %i), dynamic_slice_sizes={2}
+  %d = f32[8]{0} sort(%e), dimensions={0}, to_apply=%lt
+  ROOT %w = f32[8]{0} while(%d), condition=%cond, body=%body
 }
 )";
   struct Seen {
@@ -105,6 +119,8 @@ ENTRY %main (x: f32[8], i: s32[]) -> f32[2] {
   ASSERT_EQ(seen.unsupported.count("d"), 1u);
   EXPECT_NE(seen.unsupported["d"].find("host evaluator"), std::string::npos) << seen.unsupported["d"];
   EXPECT_EQ(seen.supported.count("d"), 0u);
+  ASSERT_EQ(seen.unsupported.count("w"), 1u);
+  EXPECT_NE(seen.unsupported["w"].find("sorted"), std::string::npos) << seen.unsupported["w"];
 }
 
 TEST(GpuNvptxPlugin, CliListsItAndAutoFallsBack) {

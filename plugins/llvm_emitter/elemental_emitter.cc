@@ -163,6 +163,20 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
           instr.shape().element_type() == instr.operand(0)->shape().element_type())
         return true;
       return no("bitcast that changes layout or type is not supported by the emitter");
+    case HloOpcode::kDynamicSlice:
+    case HloOpcode::kDynamicUpdateSlice: {
+      // Scalar start indices, one per dimension, after the operand (and the update).
+      const int first = op == HloOpcode::kDynamicSlice ? 1 : 2;
+      if (instr.operand_count() != first + instr.shape().rank())
+        return no("dynamic slice without one scalar start index per dimension");
+      for (int i = first; i < instr.operand_count(); ++i)
+        if (instr.operand(i)->shape().rank() != 0 || !IsInteger(instr.operand(i)->shape().element_type()))
+          return no("dynamic slice start indices must be integer scalars");
+      if (op == HloOpcode::kDynamicSlice &&
+          instr.attrs().dynamic_slice_sizes.size() != static_cast<size_t>(instr.shape().rank()))
+        return no("dynamic-slice without dynamic_slice_sizes");
+      return true;
+    }
     case HloOpcode::kReduce:
       if (instr.operand_count() != 2) return no("variadic reduce is not supported by the emitter");
       return CanEmitScalarComputation(instr.to_apply(), why);
@@ -770,6 +784,48 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitPad(const HloInstruction* h, con
                     [&]() -> absl::StatusOr<llvm::Value*> { return pad_value; });
 }
 
+absl::StatusOr<std::vector<llvm::Value*>> KernelEmitter::ClampedStarts(
+    const HloInstruction* h, int first, const std::vector<int64_t>& window) {
+  // XLA clamps each start so the window stays inside the operand: [0, dim - window].
+  const std::vector<int64_t>& dims = h->operand(0)->shape().dimensions();
+  std::vector<llvm::Value*> starts;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const HloInstruction* s = h->operand(first + static_cast<int>(d));
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(s, Index{{}, C64(0)}));
+    v = ConvertValue(v, s->shape().element_type(), PT::S64);
+    v = b_.CreateSelect(b_.CreateICmpSLT(v, C64(0)), C64(0), v);
+    llvm::Value* hi = C64(std::max<int64_t>(dims[d] - window[d], 0));
+    starts.push_back(b_.CreateSelect(b_.CreateICmpSGT(v, hi), hi, v));
+  }
+  return starts;
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitDynamicSlice(const HloInstruction* h,
+                                                             const Index& idx) {
+  if (h->opcode() == HloOpcode::kDynamicSlice) {
+    KILN_EMIT_ASSIGN_OR_RETURN(std::vector<llvm::Value*> starts,
+                               ClampedStarts(h, 1, h->attrs().dynamic_slice_sizes));
+    Index oi;
+    for (size_t d = 0; d < starts.size(); ++d)
+      oi.multi.push_back(b_.CreateAdd(idx.multi[d], starts[d], "", true, true));
+    return Element(h->operand(0), oi);
+  }
+  // dynamic-update-slice: the update inside the window, the operand elsewhere.
+  const HloInstruction* update = h->operand(1);
+  KILN_EMIT_ASSIGN_OR_RETURN(std::vector<llvm::Value*> starts,
+                             ClampedStarts(h, 2, update->shape().dimensions()));
+  llvm::Value* inside = b_.getTrue();
+  Index ui;
+  for (size_t d = 0; d < starts.size(); ++d) {
+    llvm::Value* u = b_.CreateSub(idx.multi[d], starts[d]);
+    inside = b_.CreateAnd(inside, b_.CreateICmpSGE(u, C64(0)));
+    inside = b_.CreateAnd(inside, b_.CreateICmpSLT(u, C64(update->shape().dimensions(d))));
+    ui.multi.push_back(u);
+  }
+  return EmitIfElse(inside, [&]() { return Element(update, ui); },
+                    [&]() { return Element(h->operand(0), idx); });
+}
+
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, const Index& idx,
                                                       llvm::Value* outer_lo,
                                                       llvm::Value* outer_hi) {
@@ -991,6 +1047,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction
       return EmitConcatenate(h, idx, 0, 0);
     case HloOpcode::kPad:
       return EmitPad(h, idx);
+    case HloOpcode::kDynamicSlice:
+    case HloOpcode::kDynamicUpdateSlice:
+      return EmitDynamicSlice(h, idx);
     case HloOpcode::kReduce:
       return EmitReduce(h, idx);
     case HloOpcode::kDot:
