@@ -35,6 +35,7 @@ os.environ['OMP_NUM_THREADS'] = str(OPTS.threads)
 import numpy as np  # noqa: E402
 
 import workload_hlo  # noqa: E402  (HLO text shared with gpu_workloads.py)
+from timing import median_ms  # noqa: E402
 
 # PyTorch runs in a child process per workload (--torch-worker): in one process with NumPy,
 # OpenBLAS's spinning threads and torch's OpenMP threads fight over the 2 cores and torch
@@ -229,16 +230,6 @@ def lstm_stacked(layers=3, hidden=60, steps=20, batch=64, file='lstm_stacked.hlo
 
 def lstm_stacked_while():
     return lstm_stacked(file='lstm_stacked_while.hlo', name='  same, as a while loop')
-
-
-def median_ms(fn, runs):
-    fn()
-    t = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        t.append((time.perf_counter() - t0) * 1e3)
-    return sorted(t)[len(t) // 2]
 
 
 def kiln_run(hlo_path, input_paths, device, runs, timeout=None, output_dir=None):

@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 import workload_hlo
+from timing import median_ms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARGS = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -161,16 +162,6 @@ def jax_sync(out):
     for leaf in leaves(out):
         leaf.block_until_ready()
     return out
-
-
-def median_ms(fn, runs):
-    fn()
-    t = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        t.append((time.perf_counter() - t0) * 1e3)
-    return sorted(t)[len(t) // 2]
 
 
 def jax_run(fn, inputs):

@@ -519,6 +519,13 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
   }
 }
 
+// A reducer computation `name` (a: type, b: type) -> type applying binary `op`.
+std::string Reducer(const char* name, const char* type, const char* op) {
+  return absl::StrCat("%", name, " (a: ", type, "[], b: ", type, "[]) -> ", type, "[] {\n  %a = ",
+                      type, "[] parameter(0)\n  %b = ", type, "[] parameter(1)\n  ROOT %r = ",
+                      type, "[] ", op, "(%a, %b)\n}\n");
+}
+
 // Runs `text` on the emulated GPU (with the driver's grid and with one block, so row and
 // part loops stride) against the evaluator; returns each kernel's layout kind.
 std::vector<llvm_emit::GpuLayout::Kind> CheckAgainstEvaluator(const std::string& text,
@@ -558,23 +565,12 @@ std::vector<llvm_emit::GpuLayout::Kind> CheckAgainstEvaluator(const std::string&
 using Kind = llvm_emit::GpuLayout::Kind;
 using Kinds = std::vector<Kind>;
 
-constexpr char kReducers[] = R"(
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-%max (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %m = f32[] maximum(%a, %b)
-}
-)";
+std::string F32Reducers() { return Reducer("add", "f32", "add") + Reducer("max", "f32", "maximum"); }
 
 // Softmax with rows not a multiple of the block (1000 columns, 256 threads) becomes one
 // kernel, a block per row, with the max and the sum combined across the block.
 TEST(GpuRowKernels, SoftmaxIsOneRowKernel) {
-  std::string text = absl::StrCat("HloModule softmax\n", kReducers, R"(
+  std::string text = absl::StrCat("HloModule softmax\n", F32Reducers(), R"(
 ENTRY %main (x: f32[37,1000]) -> f32[37,1000] {
   %x = f32[37,1000] parameter(0)
   %ninf = f32[] constant(-inf)
@@ -594,7 +590,7 @@ ENTRY %main (x: f32[37,1000]) -> f32[37,1000] {
 // Layernorm: the variance reads the mean (a statistic of a statistic), then GELU; rows of
 // 300 over a 3-D input whose two leading dimensions are the rows.
 TEST(GpuRowKernels, LayernormGeluIsOneRowKernel) {
-  std::string text = absl::StrCat("HloModule layernorm\n", kReducers, R"(
+  std::string text = absl::StrCat("HloModule layernorm\n", F32Reducers(), R"(
 ENTRY %main (x: f32[3,7,300], g: f32[300]) -> f32[3,7,300] {
   %x = f32[3,7,300] parameter(0)
   %g = f32[300] parameter(1)
@@ -632,27 +628,9 @@ ENTRY %main (x: f32[3,7,300], g: f32[300]) -> f32[3,7,300] {
 // Row reductions as outputs, over two trailing dimensions, in f64 (64-bit shuffles), s64
 // and pred, with a non-identity init applied exactly once, and a NaN that must propagate.
 TEST(GpuRowKernels, RowReductionsOfEveryKind) {
-  std::string text = R"(HloModule rowreduce
-%addd (a: f64[], b: f64[]) -> f64[] {
-  %a = f64[] parameter(0)
-  %b = f64[] parameter(1)
-  ROOT %s = f64[] add(%a, %b)
-}
-%maxs (a: s64[], b: s64[]) -> s64[] {
-  %a = s64[] parameter(0)
-  %b = s64[] parameter(1)
-  ROOT %m = s64[] maximum(%a, %b)
-}
-%orp (a: pred[], b: pred[]) -> pred[] {
-  %a = pred[] parameter(0)
-  %b = pred[] parameter(1)
-  ROOT %o = pred[] or(%a, %b)
-}
-%maxf (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %m = f32[] maximum(%a, %b)
-}
+  std::string text = "HloModule rowreduce\n" + Reducer("addd", "f64", "add") +
+                     Reducer("maxs", "s64", "maximum") + Reducer("orp", "pred", "or") +
+                     Reducer("maxf", "f32", "maximum") + R"(
 ENTRY %main (x: f64[5,4,70], i: s64[6,130], p: pred[9,100], f: f32[4,500]) -> (f64[5], s64[6], pred[9], f32[4]) {
   %x = f64[5,4,70] parameter(0)
   %i = s64[6,130] parameter(1)
@@ -685,22 +663,8 @@ ENTRY %main (x: f64[5,4,70], i: s64[6,130], p: pred[9,100], f: f32[4,500]) -> (f
 // init value (not an identity) counts once. Integers must match exactly, bf16 accumulates
 // in f32 and rounds once as the evaluator does.
 TEST(GpuRowKernels, ScalarReductionsSplitAcrossBlocks) {
-  std::string text = R"(HloModule split
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-%addi (a: s32[], b: s32[]) -> s32[] {
-  %a = s32[] parameter(0)
-  %b = s32[] parameter(1)
-  ROOT %s = s32[] add(%a, %b)
-}
-%addb (a: bf16[], b: bf16[]) -> bf16[] {
-  %a = bf16[] parameter(0)
-  %b = bf16[] parameter(1)
-  ROOT %s = bf16[] add(%a, %b)
-}
+  std::string text = "HloModule split\n" + Reducer("add", "f32", "add") + Reducer("addi", "s32", "add") +
+                     Reducer("addb", "bf16", "add") + R"(
 ENTRY %main (x: f32[300000], y: f32[300000], z: f32[300000], i: s32[257,300], b: bf16[70000]) -> (f32[], s32[], bf16[]) {
   %x = f32[300000] parameter(0)
   %y = f32[300000] parameter(1)
@@ -727,22 +691,8 @@ ENTRY %main (x: f32[300000], y: f32[300000], z: f32[300000], i: s32[257,300], b:
 // f32 (of a fused product), s32 over two leading dimensions with a non-identity init, and
 // f64; a short column (31 rows) stays one thread per column.
 TEST(GpuRowKernels, ShortRowsAndColumnReductions) {
-  std::string text = R"(HloModule columns
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-%addi (a: s32[], b: s32[]) -> s32[] {
-  %a = s32[] parameter(0)
-  %b = s32[] parameter(1)
-  ROOT %s = s32[] add(%a, %b)
-}
-%maxd (a: f64[], b: f64[]) -> f64[] {
-  %a = f64[] parameter(0)
-  %b = f64[] parameter(1)
-  ROOT %m = f64[] maximum(%a, %b)
-}
+  std::string text = "HloModule columns\n" + Reducer("add", "f32", "add") + Reducer("addi", "s32", "add") +
+                     Reducer("maxd", "f64", "maximum") + R"(
 ENTRY %main (x: f32[500,20], y: f32[3000,70], w: f32[3000,70], i: s32[40,50,6], d: f64[999,3], e: f32[31,8]) -> (f32[500], f32[70], s32[6], f64[3], f32[8]) {
   %x = f32[500,20] parameter(0)
   %zero = f32[] constant(0)
