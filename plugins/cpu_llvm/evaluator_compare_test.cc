@@ -264,6 +264,32 @@ ENTRY %main (x: f32[9,12], u: f32[4,5], k: s32[]) -> (f32[3,4], f32[9,12], f32[2
 })", "dyn");
 }
 
+// Convolutions the GEMM library does not take are emitted: f64 with every window feature
+// (strides, padding, lhs and rhs dilation, reversal) in an NCHW layout, feature groups,
+// batch groups, bf16 and a 1-D s32 convolution.
+TEST(CpuLlvmVsEvaluator, EmittedConvolutions) {
+  KILN_COMPARE(-1, R"(
+HloModule convs
+ENTRY %main (a: f64[2,3,7,8], aw: f64[4,3,3,2], g: f32[2,6,6,4], gw: f32[3,3,2,6], bg: f32[4,5,5,3], bgw: f32[3,3,3,2], h: bf16[1,5,5,3], hw: bf16[3,3,3,2], i: s32[2,9,2], iw: s32[3,2,3]) -> (f64[2,4,3,15], f32[2,6,6,6], f32[2,3,3,2], bf16[1,3,3,2], s32[2,4,3]) {
+  %a = f64[2,3,7,8] parameter(0)
+  %aw = f64[4,3,3,2] parameter(1)
+  %ca = f64[2,4,3,15] convolution(%a, %aw), window={size=3x2 stride=2x1 pad=1_2x0_1 lhs_dilate=1x2 rhs_dilate=2x1 rhs_reversal=0x1}, dim_labels=bf01_oi01->bf01
+  %g = f32[2,6,6,4] parameter(2)
+  %gw = f32[3,3,2,6] parameter(3)
+  %cg = f32[2,6,6,6] convolution(%g, %gw), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=2
+  %bg = f32[4,5,5,3] parameter(4)
+  %bgw = f32[3,3,3,2] parameter(5)
+  %cb = f32[2,3,3,2] convolution(%bg, %bgw), window={size=3x3}, dim_labels=b01f_01io->b01f, batch_group_count=2
+  %h = bf16[1,5,5,3] parameter(6)
+  %hw = bf16[3,3,3,2] parameter(7)
+  %ch = bf16[1,3,3,2] convolution(%h, %hw), window={size=3x3}, dim_labels=b01f_01io->b01f
+  %i = s32[2,9,2] parameter(8)
+  %iw = s32[3,2,3] parameter(9)
+  %ci = s32[2,4,3] convolution(%i, %iw), window={size=3 stride=2}, dim_labels=b0f_0io->b0f
+  ROOT %r = (f64[2,4,3,15], f32[2,6,6,6], f32[2,3,3,2], bf16[1,3,3,2], s32[2,4,3]) tuple(%ca, %cg, %cb, %ch, %ci)
+})", "convs");
+}
+
 constexpr const char* kMax = R"(
 %max (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)

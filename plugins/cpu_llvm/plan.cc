@@ -75,7 +75,8 @@ bool IsInlinableConstant(const HloInstruction& h) {
 // Recomputing these per element of a consumer costs a whole loop each: materialize them
 // unless the emitter can hoist them out of the consumer's inner loops (RowLevelUses).
 bool IsExpensive(const HloInstruction& h) {
-  return h.opcode() == HloOpcode::kReduce || h.opcode() == HloOpcode::kDot;
+  return h.opcode() == HloOpcode::kReduce || h.opcode() == HloOpcode::kDot ||
+         h.opcode() == HloOpcode::kConvolution;
 }
 
 // True when every use of `h` reaches it with an index made of the consumer's loop variables

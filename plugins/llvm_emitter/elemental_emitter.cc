@@ -180,6 +180,23 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
     case HloOpcode::kReduce:
       if (instr.operand_count() != 2) return no("variadic reduce is not supported by the emitter");
       return CanEmitScalarComputation(instr.to_apply(), why);
+    case HloOpcode::kConvolution: {
+      const auto& dn = instr.attrs().convolution_dimension_numbers;
+      if (!dn.has_value() || instr.operand_count() != 2) return no("convolution without dim_labels");
+      if (out == PT::PRED) return no("pred convolution is not supported by the emitter");
+      const size_t nsp = dn->input_spatial_dimensions.size();
+      if (dn->kernel_spatial_dimensions.size() != nsp || dn->output_spatial_dimensions.size() != nsp ||
+          instr.shape().rank() != static_cast<int>(nsp) + 2 ||
+          (instr.attrs().window && instr.attrs().window->dimensions.size() != nsp))
+        return no("convolution dim_labels do not match the shapes");
+      const int64_t g = instr.attrs().feature_group_count, bg = instr.attrs().batch_group_count;
+      const Shape& k = instr.operand(1)->shape();
+      const int64_t o = k.dimensions(dn->kernel_output_feature_dimension);
+      if (g < 1 || bg < 1 || o % g != 0 || o % bg != 0 ||
+          instr.operand(0)->shape().dimensions(dn->input_batch_dimension) % bg != 0)
+        return no("convolution group counts do not divide the features");
+      return true;
+    }
     case HloOpcode::kDot:
       if (!instr.attrs().dot_dimension_numbers.has_value())
         return no("dot without dimension numbers");
@@ -967,6 +984,82 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, con
   return RoundToType(b_.CreateLoad(ct, acc), t);
 }
 
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction* h,
+                                                            const Index& idx) {
+  // Output element (b, o, spatial...) = sum over the kernel window and the group's input
+  // features of input * kernel, with XLA's window semantics (stride, padding, lhs/rhs
+  // dilation, reversal) and feature/batch groups; window taps outside the input add 0.
+  const ConvolutionDimensionNumbers& dn = *h->attrs().convolution_dimension_numbers;
+  const HloInstruction* lhs = h->operand(0);
+  const HloInstruction* rhs = h->operand(1);
+  const Shape& ls = lhs->shape();
+  const Shape& rs = rhs->shape();
+  PT t = h->shape().element_type();
+  const size_t nsp = dn.input_spatial_dimensions.size();
+  std::vector<WindowDimension> win(nsp);
+  if (h->attrs().window) win = h->attrs().window->dimensions;
+  const int64_t groups = h->attrs().feature_group_count, batch_groups = h->attrs().batch_group_count;
+  const int64_t n = ls.dimensions(dn.input_batch_dimension);
+  const int64_t ci = rs.dimensions(dn.kernel_input_feature_dimension);
+  const int64_t o_count = rs.dimensions(dn.kernel_output_feature_dimension);
+  llvm::Value* b = idx.multi[dn.output_batch_dimension];
+  llvm::Value* o = idx.multi[dn.output_feature_dimension];
+  llvm::Value* g = groups == 1 ? C64(0) : b_.CreateUDiv(o, C64(o_count / groups));
+  llvm::Value* in_b = b;
+  if (batch_groups > 1)
+    in_b = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(o, C64(o_count / batch_groups)), C64(n / batch_groups)), b);
+  llvm::Value* feature0 = b_.CreateMul(g, C64(ci));
+  std::vector<int64_t> window_dims;
+  for (int64_t d : dn.kernel_spatial_dimensions) window_dims.push_back(rs.dimensions(d));
+  llvm::Type* ct = ComputeType(t, ctx_);
+  llvm::AllocaInst* acc = EntryAlloca(ct, h->name() + ".acc");
+  b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0), acc);
+  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(window_dims, h->name() + ".win", [&](const Index& k) -> absl::Status {
+    Index li, ri;
+    li.multi.resize(ls.rank());
+    ri.multi.resize(rs.rank());
+    li.multi[dn.input_batch_dimension] = in_b;
+    ri.multi[dn.kernel_output_feature_dimension] = o;
+    llvm::Value* inside = b_.getTrue();
+    for (size_t s = 0; s < nsp; ++s) {
+      const WindowDimension& w = win[s];
+      llvm::Value* pos = b_.CreateAdd(
+          b_.CreateSub(b_.CreateMul(idx.multi[dn.output_spatial_dimensions[s]], C64(w.stride)),
+                       C64(w.padding_low)),
+          b_.CreateMul(k.multi[s], C64(w.window_dilation)));
+      inside = b_.CreateAnd(inside, b_.CreateICmpSGE(pos, C64(0)));
+      llvm::Value* ip = pos;
+      if (w.base_dilation > 1) {
+        inside = b_.CreateAnd(inside, b_.CreateICmpEQ(b_.CreateSRem(pos, C64(w.base_dilation)), C64(0)));
+        ip = b_.CreateSDiv(pos, C64(w.base_dilation));
+      }
+      inside = b_.CreateAnd(inside, b_.CreateICmpSLT(ip, C64(ls.dimensions(dn.input_spatial_dimensions[s]))));
+      li.multi[dn.input_spatial_dimensions[s]] = ip;
+      ri.multi[dn.kernel_spatial_dimensions[s]] =
+          w.window_reversal ? b_.CreateSub(C64(window_dims[s] - 1), k.multi[s]) : k.multi[s];
+    }
+    absl::StatusOr<llvm::Value*> done = EmitIfElse(inside, [&]() -> absl::StatusOr<llvm::Value*> {
+      KILN_EMIT_RETURN_IF_ERROR(EmitLoop(ci, h->name() + ".c", [&](llvm::Value* c) -> absl::Status {
+        Index lc = li, rc = ri;
+        lc.multi[dn.input_feature_dimension] = b_.CreateAdd(feature0, c);
+        rc.multi[dn.kernel_input_feature_dimension] = c;
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * a, Element(lhs, lc));
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, rc));
+        a = ConvertValue(a, ls.element_type(), t);
+        bv = ConvertValue(bv, rs.element_type(), t);
+        llvm::Value* cur = b_.CreateLoad(ct, acc);
+        b_.CreateStore(IsFloatType(t) ? b_.CreateFAdd(cur, b_.CreateFMul(a, bv))
+                                      : b_.CreateAdd(cur, b_.CreateMul(a, bv)),
+                       acc);
+        return absl::OkStatus();
+      }));
+      return b_.getTrue();
+    }, [&]() -> absl::StatusOr<llvm::Value*> { return b_.getFalse(); });
+    return done.status();
+  }));
+  return RoundToType(b_.CreateLoad(ct, acc), t);
+}
+
 absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction* h,
                                                             const Index& idx) {
   auto input = input_ptrs_.find(h);
@@ -1054,6 +1147,8 @@ absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction
       return EmitReduce(h, idx);
     case HloOpcode::kDot:
       return EmitDot(h, idx);
+    case HloOpcode::kConvolution:
+      return EmitConvolution(h, idx);
     default:
       break;
   }

@@ -153,6 +153,7 @@ class KernelEmitter {
   // The body of a KernelSpec::reduce_parts kernel (two-stage reduction to a scalar).
   absl::Status EmitReduceParts(llvm::Value* begin, llvm::Value* end);
   absl::StatusOr<llvm::Value*> EmitDot(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> EmitConvolution(const HloInstruction* h, const Index& idx);
   // Applies a scalar computation (a reducer) to already generated argument values.
   absl::StatusOr<llvm::Value*> EmitScalarCall(const HloComputation* comp,
                                               std::vector<llvm::Value*> args);
