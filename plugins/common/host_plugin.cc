@@ -62,14 +62,39 @@ namespace {
 // One plugin per shared object, so the kit's state is process-wide within that object.
 struct State {
   const HostPluginInfo* info = nullptr;
-  bool initialized = false;
+  std::once_flag initialized;
   std::unique_ptr<HostBackend> backend;
-  std::string unavailable_reason;
+  std::string unavailable_reason;  // empty when available
+  std::vector<std::pair<std::string, std::string>> attribute_strings;
+  std::vector<KILN_Attribute> attributes;
 };
 State& GetState() {
   static State state;
   return state;
 }
+
+// Makes the backend (once) and settles availability and the attribute table.
+State& Initialized() {
+  State& s = GetState();
+  std::call_once(s.initialized, [&s] {
+    auto backend = s.info->make_backend();
+    if (backend.ok()) {
+      s.backend = std::move(*backend);
+      if (std::optional<std::string> why = s.backend->UnavailableReason()) s.unavailable_reason = *why;
+    } else {
+      s.unavailable_reason = std::string(backend.status().message());
+    }
+    s.attribute_strings = {{"version", "0.1.0"},
+                           {"platform", s.info->platform ? s.info->platform : "host"},
+                           {"description", s.info->description}};
+    if (s.backend != nullptr)
+      for (auto& kv : s.backend->ExtraAttributes()) s.attribute_strings.push_back(std::move(kv));
+    for (const auto& [k, v] : s.attribute_strings) s.attributes.push_back({k.c_str(), v.c_str()});
+  });
+  return s;
+}
+
+bool Available(const State& s) { return s.backend != nullptr && s.unavailable_reason.empty(); }
 
 // Compiled programs by exact module text, so compiling a module again (frameworks create an
 // executable per call site or per trace) skips parsing, verification and codegen: a hit is
@@ -121,35 +146,22 @@ KILN_Error* Initialize(KILN_Initialize_Args* args) {
                             "initialize")) {
       return e;
     }
-    State& s = GetState();
-    if (!s.initialized) {
-      auto backend = s.info->make_backend();
-      if (backend.ok()) {
-        s.backend = std::move(*backend);
-      } else {
-        s.unavailable_reason = std::string(backend.status().message());
-      }
-      s.initialized = true;
-    }
-    args->available = s.backend ? 1 : 0;
-    args->unavailable_reason = s.backend ? nullptr : s.unavailable_reason.c_str();
+    State& s = Initialized();
+    args->available = Available(s) ? 1 : 0;
+    args->unavailable_reason = Available(s) ? nullptr : s.unavailable_reason.c_str();
     return nullptr;
   });
 }
 
 KILN_Error* Attributes(KILN_Attributes_Args* args) {
-  static const KILN_Attribute kAttrs[] = {
-      {"version", "0.1.0"},
-      {"platform", "host"},
-      {"description", GetState().info->description},
-  };
   return Guard("attributes", [&]() -> KILN_Error* {
     if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Attributes_Args, num_attributes),
                             "attributes")) {
       return e;
     }
-    args->attributes = kAttrs;
-    args->num_attributes = sizeof(kAttrs) / sizeof(kAttrs[0]);
+    const State& s = Initialized();
+    args->attributes = s.attributes.data();
+    args->num_attributes = s.attributes.size();
     return nullptr;
   });
 }
@@ -160,13 +172,14 @@ KILN_Error* ClientCreate(KILN_Client_Create_Args* args) {
                             "client_create")) {
       return e;
     }
-    if (GetState().backend == nullptr) {
-      return MakeError(KILN_ERROR_FAILED_PRECONDITION,
-                       std::string(GetState().info->name) + " is not available: " +
-                           GetState().unavailable_reason);
+    const State& s = Initialized();
+    if (!Available(s)) {
+      return MakeError(KILN_ERROR_UNAVAILABLE,
+                       std::string(s.info->name) + " is unavailable: " + s.unavailable_reason);
     }
     auto client = std::make_unique<KILN_Client>();
-    client->device.kind = GetState().info->device_kind;
+    client->device.kind = s.backend->DeviceKind();
+    if (client->device.kind.empty()) client->device.kind = s.info->device_kind;
     args->client = client.release();
     return nullptr;
   });
@@ -220,8 +233,8 @@ KILN_Error* Capability(KILN_Capability_Args* args) {
     }
     auto module = ParseAndVerify(args->hlo_text, args->hlo_text_size);
     if (!module.ok()) return MakeError(module.status());
-    HostBackend* backend = GetState().backend.get();
-    if (backend == nullptr) return MakeError(KILN_ERROR_FAILED_PRECONDITION, "not initialized");
+    HostBackend* backend = Initialized().backend.get();
+    if (backend == nullptr) return MakeError(KILN_ERROR_UNAVAILABLE, Initialized().unavailable_reason);
     backend->Capability(**module, [&](const HloInstruction& instr, const std::string* why) {
       if (why == nullptr) {
         args->report_supported(args->user_data, instr.name().c_str());
@@ -245,8 +258,9 @@ KILN_Error* MakeExecutable(std::string text, KILN_Executable** out) {
   }
   auto module = ParseAndVerify(text.data(), text.size());
   if (!module.ok()) return MakeError(module.status());
-  HostBackend* backend = GetState().backend.get();
-  if (backend == nullptr) return MakeError(KILN_ERROR_FAILED_PRECONDITION, "not initialized");
+  const State& s = Initialized();
+  if (!Available(s)) return MakeError(KILN_ERROR_UNAVAILABLE, s.unavailable_reason);
+  HostBackend* backend = s.backend.get();
   auto exe = std::make_unique<KILN_Executable>();
   exe->num_outputs = FlattenShape((*module)->entry()->root()->shape()).size();
   exe->module = std::shared_ptr<const HloModule>(std::move(*module));

@@ -1,4 +1,5 @@
-// The kit for plugins whose buffers live in host memory (interpreter, cpu-llvm): a plugin
+// The kit for plugins whose buffers live in host memory (interpreter, cpu-llvm, and
+// gpu-nvptx, which moves them to the device per run): a plugin
 // supplies a HostBackend (capability + compile) and gets the whole C ABI from
 // host_plugin.cc — clients, devices, host buffers, argument checks, executables serialized
 // as HLO text. Private to plugins; the core never includes it.
@@ -10,6 +11,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "hlo/literal.h"
@@ -36,6 +39,13 @@ class HostBackend {
   // `module` is parsed and verified; the program may keep it.
   virtual absl::StatusOr<std::unique_ptr<HostProgram>> Compile(
       std::shared_ptr<const HloModule> module) = 0;
+  // Why programs cannot run now (a device backend without a device), or nullopt. The plugin
+  // then reports itself unavailable with the reason; capability queries still work.
+  virtual std::optional<std::string> UnavailableReason() const { return std::nullopt; }
+  // The kind its clients' device reports; empty: HostPluginInfo::device_kind.
+  virtual std::string DeviceKind() const { return ""; }
+  // Attributes after version, platform and description (e.g. gpu-nvptx's "gemm").
+  virtual std::vector<std::pair<std::string, std::string>> ExtraAttributes() const { return {}; }
 };
 
 // Runs the module's entry computation on the HLO evaluator (the interpreter plugin, and test
@@ -64,6 +74,7 @@ struct HostPluginInfo {
   // Called once, at initialize. An error makes the plugin report itself unavailable with
   // the error's message as the reason.
   absl::StatusOr<std::unique_ptr<HostBackend>> (*make_backend)();
+  const char* platform = "host";  // the "platform" attribute
 };
 
 // The C ABI table of a host plugin; `info` must outlive the process (a static constant).
