@@ -24,8 +24,8 @@ KernelLaunches LaunchesFor(const llvm_emit::KernelSpec& spec) {
       k.launches.push_back({entry, 0, {layout.rows, layout.threads}});
       break;
     case Kind::kSplitReduce:
-      k.launches.push_back({entry, 0, {layout.parts, layout.threads}});
-      k.launches.push_back({entry + llvm_emit::kGpuCombineSuffix, 0, {1, layout.threads}});
+      k.launches.push_back({entry, 0, {layout.rows * layout.parts, layout.threads}});
+      k.launches.push_back({entry + llvm_emit::kGpuCombineSuffix, 0, {layout.rows, layout.threads}});
       k.scratch_bytes = layout.partials_bytes();
       break;
     case Kind::kSplitColumns:

@@ -686,6 +686,33 @@ ENTRY %main (x: f32[300000], y: f32[300000], z: f32[300000], i: s32[257,300], b:
   EXPECT_EQ(kinds, (Kinds{Kind::kSplitReduce, Kind::kSplitReduce, Kind::kSplitReduce}));
 }
 
+// Few long rows are split too: each row's slices are reduced by blocks of their own, then a
+// block per row folds them (f32 sum over two trailing dims of 3 rows, max with a NaN in one
+// row of 5, s32 with a non-identity init).
+TEST(GpuRowKernels, FewLongRowsSplitAcrossBlocks) {
+  std::string text = "HloModule longrows\n" + Reducer("add", "f32", "add") +
+                     Reducer("max", "f32", "maximum") + Reducer("addi", "s32", "add") + R"(
+ENTRY %main (x: f32[3,2,12000], y: f32[5,14000], i: s32[2,33000]) -> (f32[3], f32[5], s32[2]) {
+  %x = f32[3,2,12000] parameter(0)
+  %zero = f32[] constant(0)
+  %sx = f32[3] reduce(%x, %zero), dimensions={1,2}, to_apply=%add
+  %y = f32[5,14000] parameter(1)
+  %ninf = f32[] constant(-inf)
+  %my = f32[5] reduce(%y, %ninf), dimensions={1}, to_apply=%max
+  %i = s32[2,33000] parameter(2)
+  %nine = s32[] constant(9)
+  %si = s32[2] reduce(%i, %nine), dimensions={1}, to_apply=%addi
+  ROOT %t = (f32[3], f32[5], s32[2]) tuple(%sx, %my, %si)
+}
+)";
+  auto parsed = ParseHloModule(text, "longrows");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  RandomArgs args = RandomArguments(**parsed, 8);
+  args.values[1].Set<float>({3, 13001}, std::nanf(""));
+  Kinds kinds = CheckAgainstEvaluator(text, std::move(args.values), 1e-4);
+  EXPECT_EQ(kinds, (Kinds{Kind::kSplitReduce, Kind::kSplitReduce, Kind::kSplitReduce}));
+}
+
 // Short rows (below kGpuMinRowColumns) keep one thread per element; column reductions
 // (over leading dimensions, like bias gradients) split each column's rows into parts, in
 // f32 (of a fused product), s32 over two leading dimensions with a non-identity init, and

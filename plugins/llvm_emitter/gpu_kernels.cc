@@ -335,47 +335,54 @@ absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
     b_.CreateStore(init, acc);
     b_.CreateStore(b_.getFalse(), valid);
   };
+  const int64_t rows = layout_.rows;
+  const int64_t columns = n / rows;
+  llvm::Value* first_block = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+  llvm::Value* blocks = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
   absl::Status st;
   if (!combine) {
-    // Block p reduces the contiguous slice [p n / parts, (p+1) n / parts) of the input.
-    st = EmitStridedLoop(
-        sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), C64(parts),
-        sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), "part", [&](llvm::Value* p) -> absl::Status {
-          llvm::Value* lo = b_.CreateSDiv(b_.CreateMul(p, C64(n)), C64(parts));
-          llvm::Value* hi = b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(n)), C64(parts));
-          reset();
-          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(b_.CreateAdd(lo, tid), hi, threads, "elem",
-                                                    [&](llvm::Value* i) -> absl::Status {
-            KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x,
-                                       Element(input, Delinearize(i, input->shape().dimensions())));
-            return Accumulate(r, acc, valid, x);
-          }));
-          KILN_EMIT_ASSIGN_OR_RETURN(auto total, BlockCombine(r, b_.CreateLoad(ct, acc),
-                                                              b_.CreateLoad(b_.getInt1Ty(), valid)));
-          // Every part holds at least one element (AnalyzeGpuKernel), so the partial is valid.
-          KILN_EMIT_IN_THREAD_ZERO(
-              b_.CreateStore(total.first, b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, p)));
-          return absl::OkStatus();
-        });
-  } else {
-    reset();
-    st = EmitStridedLoop(tid, C64(parts), threads, "partial", [&](llvm::Value* i) -> absl::Status {
-      return Accumulate(r, acc, valid,
-                        b_.CreateLoad(ct, b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, i)));
+    // Block r * parts + p reduces the contiguous slice
+    // [p columns / parts, (p+1) columns / parts) of row r.
+    st = EmitStridedLoop(first_block, C64(rows * parts), blocks, "part", [&](llvm::Value* blk) -> absl::Status {
+      llvm::Value* p = b_.CreateURem(blk, C64(parts));
+      llvm::Value* row_start = b_.CreateMul(b_.CreateUDiv(blk, C64(parts)), C64(columns));
+      llvm::Value* lo = b_.CreateAdd(row_start, b_.CreateSDiv(b_.CreateMul(p, C64(columns)), C64(parts)));
+      llvm::Value* hi = b_.CreateAdd(
+          row_start, b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(columns)), C64(parts)));
+      reset();
+      KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(b_.CreateAdd(lo, tid), hi, threads, "elem",
+                                                [&](llvm::Value* i) -> absl::Status {
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x,
+                                   Element(input, Delinearize(i, input->shape().dimensions())));
+        return Accumulate(r, acc, valid, x);
+      }));
+      KILN_EMIT_ASSIGN_OR_RETURN(auto total, BlockCombine(r, b_.CreateLoad(ct, acc),
+                                                          b_.CreateLoad(b_.getInt1Ty(), valid)));
+      // Every part holds at least one element (AnalyzeGpuKernel), so the partial is valid.
+      KILN_EMIT_IN_THREAD_ZERO(
+          b_.CreateStore(total.first, b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, blk)));
+      return absl::OkStatus();
     });
-    if (st.ok()) {
-      absl::StatusOr<std::pair<llvm::Value*, llvm::Value*>> total =
-          BlockCombine(r, b_.CreateLoad(ct, acc), b_.CreateLoad(b_.getInt1Ty(), valid));
-      absl::StatusOr<llvm::Value*> with_init =
-          total.ok() ? CombineReduced(r, init, total->first) : total.status();
-      if (!with_init.ok()) {
-        st = with_init.status();
-      } else {
-        PT t = r->shape().element_type();
-        llvm::Value* v = FinishReduce(r, b_.CreateSelect(total->second, *with_init, init));
-        KILN_EMIT_IN_THREAD_ZERO(b_.CreateStore(ToStorage(v, t), out));
-      }
-    }
+  } else {
+    // Block r folds row r's partials, then the init value.
+    PT t = r->shape().element_type();
+    llvm::Type* storage = StorageType(t, ctx_);
+    st = EmitStridedLoop(first_block, C64(rows), blocks, "row", [&](llvm::Value* row) -> absl::Status {
+      reset();
+      llvm::Value* base = b_.CreateMul(row, C64(parts));
+      KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(tid, C64(parts), threads, "partial",
+                                                [&](llvm::Value* i) -> absl::Status {
+        llvm::Value* slot = b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, b_.CreateAdd(base, i));
+        return Accumulate(r, acc, valid, b_.CreateLoad(ct, slot));
+      }));
+      KILN_EMIT_ASSIGN_OR_RETURN(auto total, BlockCombine(r, b_.CreateLoad(ct, acc),
+                                                          b_.CreateLoad(b_.getInt1Ty(), valid)));
+      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * with_init, CombineReduced(r, init, total.first));
+      llvm::Value* v = FinishReduce(r, b_.CreateSelect(total.second, with_init, init));
+      KILN_EMIT_IN_THREAD_ZERO(
+          b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(storage, out, row)));
+      return absl::OkStatus();
+    });
   }
   PopScope();
   if (!st.ok()) return st;

@@ -65,15 +65,22 @@ GpuLayout AnalyzeGpuKernel(const KernelSpec& spec) {
   if (spec.outputs.size() == 1) {
     const HloInstruction* r = spec.outputs[0];
     bool is_input = std::find(spec.inputs.begin(), spec.inputs.end(), r) != spec.inputs.end();
-    if (!is_input && r->opcode() == HloOpcode::kReduce && r->operand_count() == 2 &&
-        r->shape().IsArray() && r->shape().rank() == 0 &&
+    if (!is_input && IsTrailingReduce(*r) && r->shape().IsArray() &&
         r->operand(0)->shape().num_elements() >= kGpuMinSplitElements) {
-      const int64_t n = r->operand(0)->shape().num_elements();
-      layout.kind = GpuLayout::Kind::kSplitReduce;
-      layout.threads = kGpuMaxBlockThreads;
-      // At least 8 elements per thread; 1024 blocks of 256 threads fill any current GPU.
-      layout.parts = std::clamp<int64_t>(n / (int64_t{kGpuMaxBlockThreads} * 8), 1, 1024);
-      return layout;
+      // Few long rows (a scalar is one row): a block per row would leave the GPU idle.
+      // Split each row into parts of at least 8 elements per thread, up to about 2048
+      // blocks in all (1024 blocks of 256 threads fill any current GPU).
+      const int64_t rows = r->shape().num_elements();
+      const int64_t columns = RowColumns(*r);
+      const int64_t parts = std::min<int64_t>(columns / (int64_t{kGpuMaxBlockThreads} * 8),
+                                              std::max<int64_t>(2048 / std::max<int64_t>(rows, 1), 1));
+      if (rows > 0 && (parts >= 2 || rows == 1)) {
+        layout.kind = GpuLayout::Kind::kSplitReduce;
+        layout.threads = kGpuMaxBlockThreads;
+        layout.rows = rows;
+        layout.parts = std::clamp<int64_t>(parts, 1, 1024);
+        return layout;
+      }
     }
   }
   if (spec.outputs.size() == 1) {

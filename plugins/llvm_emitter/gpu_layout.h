@@ -10,10 +10,11 @@
 //   results with warp shuffles and shared memory, and every thread then generates its share
 //   of the row's output elements with the statistics in registers. Softmax and
 //   layernorm+GELU become one kernel with one read of each row.
-// - kSplitReduce: the kernel is one large reduce to a scalar. Stage one (the kernel itself)
-//   has `parts` blocks, each reducing one contiguous slice of the input into a partial;
-//   stage two (the entry named name + kGpuCombineSuffix) is one block combining the partials
-//   and the init value. Both stages take the buffers followed by the partials buffer.
+// - kSplitReduce: the kernel is one large reduce over trailing dimensions with few rows (a
+//   reduce to a scalar is one row). Stage one (the kernel itself) has rows * parts blocks,
+//   each reducing one contiguous slice of a row into a partial; stage two (the entry named
+//   name + kGpuCombineSuffix) has a block per row combining the row's partials and the
+//   init value. Both stages take the buffers followed by the partials buffer.
 // - kSplitColumns: the kernel is one reduce over the leading dimensions of its input (a
 //   column reduction, e.g. a bias gradient) with many rows per column. One thread per column
 //   would leave most of the GPU idle and walk thousands of rows serially, so stage one has
@@ -42,12 +43,14 @@ struct GpuLayout {
   enum class Kind { kElements, kRows, kSplitReduce, kSplitColumns };
   Kind kind = Kind::kElements;
   std::vector<int64_t> row_dims;  // kRows: the statistics' shape (the outputs' leading dims)
-  int64_t rows = 0;               // kRows: product of row_dims
+  int64_t rows = 0;               // kRows: product of row_dims; kSplitReduce: output elements
   int threads = 0;                // kRows, kSplitReduce: threads per block (whole warps)
-  int64_t parts = 0;      // kSplitReduce: blocks of stage one; kSplitColumns: parts per column
+  int64_t parts = 0;      // kSplitReduce: blocks per row; kSplitColumns: parts per column
   int64_t columns = 0;    // kSplitColumns: output elements
-  // Bytes of the partials buffer: one 8-byte slot per part (and column).
-  int64_t partials_bytes() const { return parts * std::max<int64_t>(columns, 1) * 8; }
+  // Bytes of the partials buffer: one 8-byte slot per part of each row (or column).
+  int64_t partials_bytes() const {
+    return parts * std::max<int64_t>(kind == Kind::kSplitColumns ? columns : rows, 1) * 8;
+  }
 };
 
 // True when `reduce` reduces exactly the trailing dimensions of its input.

@@ -170,7 +170,7 @@ class KernelEmitter {
   absl::Status EmitGpuBody();
   // kRows: a block per row; the row statistics are combined across the block first.
   absl::Status EmitGpuRowsBody();
-  // kSplitReduce: stage one (a partial per block) or stage two (combine the partials).
+  // kSplitReduce: stage one (a partial per block) or stage two (combine each row's).
   absl::Status EmitGpuSplitStage(bool combine);
   // kSplitColumns: stage one (a partial per part and column) or two (fold each column's).
   absl::Status EmitGpuColumnStage(bool combine);
