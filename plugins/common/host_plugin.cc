@@ -37,10 +37,36 @@ struct KILN_Executable {
 };
 
 struct KILN_Buffer {
-  kiln::Literal literal;
+  kiln::plugin_support::BufferArray array;
 };
 
 namespace kiln::plugin_support {
+
+absl::StatusOr<std::vector<BufferArray>> HostProgram::RunBuffers(std::span<const BufferArray> args) {
+  std::vector<std::shared_ptr<const Literal>> host;
+  std::vector<const Literal*> ptrs;
+  for (const BufferArray& a : args) {
+    if (a.device != nullptr) {
+      Literal l(a.device->shape());
+      if (absl::Status s = a.device->CopyToHost(l.untyped_data(), l.size_bytes()); !s.ok()) return s;
+      host.push_back(std::make_shared<const Literal>(std::move(l)));
+    } else {
+      host.push_back(a.host);
+    }
+    ptrs.push_back(host.back().get());
+  }
+  absl::StatusOr<Literal> result = Run(ptrs);
+  if (!result.ok()) return result.status();
+  std::vector<Literal> leaves;
+  if (result->IsTuple()) {
+    leaves = std::move(*result).DecomposeTuple();
+  } else {
+    leaves.push_back(std::move(*result));
+  }
+  std::vector<BufferArray> out;
+  for (Literal& l : leaves) out.push_back({std::make_shared<const Literal>(std::move(l)), nullptr});
+  return out;
+}
 
 absl::StatusOr<Literal> EvaluatorProgram::Run(std::span<const Literal* const> args) {
   HloEvaluator evaluator;
@@ -353,35 +379,27 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
                        "expected room for " + std::to_string(args->executable->num_outputs) +
                            " outputs, got " + std::to_string(args->num_outputs));
     }
-    std::vector<const Literal*> operands;
+    std::vector<BufferArray> operands;
     for (size_t i = 0; i < args->num_arguments; ++i) {
       KILN_Buffer* b = args->arguments[i];
       const HloInstruction* param = entry.parameter(static_cast<int>(i));
       if (b == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "argument " + std::to_string(i) + " is null");
-      if (param == nullptr || !b->literal.shape().Compatible(param->shape())) {
+      if (param == nullptr || !b->array.shape().Compatible(param->shape())) {
         return MakeError(KILN_ERROR_INVALID_ARGUMENT,
                          "argument " + std::to_string(i) + " has shape " +
-                             b->literal.shape().ToString(false) + ", parameter '" +
+                             b->array.shape().ToString(false) + ", parameter '" +
                              (param ? param->name() : std::string("?")) + "' expects " +
                              (param ? param->shape().ToString(false) : std::string("?")));
       }
-      operands.push_back(&b->literal);
+      operands.push_back(b->array);
     }
-    auto result = args->executable->program->Run(operands);
-    if (!result.ok()) return MakeError(result.status());
-    std::vector<Literal> leaves;
-    if (result->IsTuple()) {
-      leaves = std::move(*result).DecomposeTuple();
-    } else {
-      leaves.push_back(std::move(*result));
-    }
-    if (leaves.size() != args->num_outputs) {
-      return MakeError(KILN_ERROR_INTERNAL, "program returned " + std::to_string(leaves.size()) +
+    auto leaves = args->executable->program->RunBuffers(operands);
+    if (!leaves.ok()) return MakeError(leaves.status());
+    if (leaves->size() != args->num_outputs) {
+      return MakeError(KILN_ERROR_INTERNAL, "program returned " + std::to_string(leaves->size()) +
                                                 " leaves, expected " + std::to_string(args->num_outputs));
     }
-    for (size_t i = 0; i < leaves.size(); ++i) {
-      args->outputs[i] = new KILN_Buffer{std::move(leaves[i])};
-    }
+    for (size_t i = 0; i < leaves->size(); ++i) args->outputs[i] = new KILN_Buffer{std::move((*leaves)[i])};
     return nullptr;
   });
 }
@@ -407,8 +425,16 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
                            shape.ToString(false) + " (" + std::to_string(shape.byte_size()) + " bytes)");
     }
     if (args->data == nullptr && args->data_size != 0) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "data is null");
-    auto buffer = std::make_unique<KILN_Buffer>(KILN_Buffer{Literal(shape)});
-    if (args->data_size != 0) std::memcpy(buffer->literal.untyped_data(), args->data, args->data_size);
+    Literal value(shape);
+    if (args->data_size != 0) std::memcpy(value.untyped_data(), args->data, args->data_size);
+    auto buffer = std::make_unique<KILN_Buffer>();
+    // A device backend keeps the buffer in its memory; otherwise it stays here.
+    HostBackend* backend = Initialized().backend.get();
+    absl::StatusOr<std::shared_ptr<DeviceArray>> device =
+        backend ? backend->ToDevice(value) : std::shared_ptr<DeviceArray>();
+    if (!device.ok()) return MakeError(device.status());
+    if (*device != nullptr) buffer->array.device = std::move(*device);
+    else buffer->array.host = std::make_shared<const Literal>(std::move(value));
     args->buffer = buffer.release();
     return nullptr;
   });
@@ -421,13 +447,19 @@ KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* args) {
       return e;
     }
     if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
-    const Literal& lit = args->buffer->literal;
-    if (args->dst_size != static_cast<size_t>(lit.size_bytes())) {
+    const BufferArray& a = args->buffer->array;
+    const size_t bytes = static_cast<size_t>(a.shape().byte_size());
+    if (args->dst_size != bytes) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "dst_size " + std::to_string(args->dst_size) +
                                                         " does not match the buffer's " +
-                                                        std::to_string(lit.size_bytes()) + " bytes");
+                                                        std::to_string(bytes) + " bytes");
     }
-    if (args->dst_size != 0) std::memcpy(args->dst, lit.untyped_data(), args->dst_size);
+    if (args->dst_size == 0) return nullptr;
+    if (a.device != nullptr) {
+      if (absl::Status s = a.device->CopyToHost(args->dst, args->dst_size); !s.ok()) return MakeError(s);
+      return nullptr;
+    }
+    std::memcpy(args->dst, a.host->untyped_data(), args->dst_size);
     return nullptr;
   });
 }
@@ -439,11 +471,11 @@ KILN_Error* BufferInfo(KILN_Buffer_Info_Args* args) {
       return e;
     }
     if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
-    const Shape& shape = args->buffer->literal.shape();
+    const Shape& shape = args->buffer->array.shape();
     args->dtype = static_cast<KILN_DType>(shape.element_type());
     args->dims = shape.dimensions().data();
     args->num_dims = shape.dimensions().size();
-    args->byte_size = static_cast<size_t>(args->buffer->literal.size_bytes());
+    args->byte_size = static_cast<size_t>(shape.byte_size());
     return nullptr;
   });
 }

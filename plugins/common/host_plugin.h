@@ -21,11 +21,31 @@
 
 namespace kiln::plugin_support {
 
+// An array a backend keeps in its own device memory between executions. Backends without
+// memory of their own never make one: their buffers are host literals.
+class DeviceArray {
+ public:
+  virtual ~DeviceArray() = default;
+  virtual const Shape& shape() const = 0;
+  virtual absl::Status CopyToHost(void* dst, size_t bytes) const = 0;
+};
+
+// A plugin buffer's contents: a host literal or a device array.
+struct BufferArray {
+  std::shared_ptr<const Literal> host;
+  std::shared_ptr<DeviceArray> device;
+  const Shape& shape() const { return device ? device->shape() : host->shape(); }
+};
+
 // A compiled module, run on host literals (one per entry parameter); returns the root value.
 class HostProgram {
  public:
   virtual ~HostProgram() = default;
   virtual absl::StatusOr<Literal> Run(std::span<const Literal* const> args) = 0;
+  // Runs on plugin buffers and returns the root's array leaves, depth-first. The default
+  // runs Run on host literals (a device array argument is copied to the host first); a
+  // device backend overrides it to keep values on the device.
+  virtual absl::StatusOr<std::vector<BufferArray>> RunBuffers(std::span<const BufferArray> args);
 };
 
 class HostBackend {
@@ -46,6 +66,12 @@ class HostBackend {
   virtual std::string DeviceKind() const { return ""; }
   // Attributes after version, platform and description (e.g. gpu-nvptx's "gemm").
   virtual std::vector<std::pair<std::string, std::string>> ExtraAttributes() const { return {}; }
+  // A copy of `value` in the backend's device memory for a new buffer, or nullptr to keep
+  // buffers on the host (the default).
+  virtual absl::StatusOr<std::shared_ptr<DeviceArray>> ToDevice(const Literal& value) {
+    (void)value;
+    return std::shared_ptr<DeviceArray>();
+  }
 };
 
 // Runs the module's entry computation on the HLO evaluator (the interpreter plugin, and test

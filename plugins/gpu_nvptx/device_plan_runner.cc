@@ -43,12 +43,18 @@ class RunMemory {
   absl::flat_hash_map<DevicePtr, size_t> sizes_;
 };
 
-// A device buffer shared by the values that refer to it.
+// A device buffer shared by the values that refer to it: the run's own (back to the run's
+// free list when the last value goes), or a persistent array (an argument, or a result
+// handed out by Escape).
 struct Buffer {
-  Buffer(RunMemory& m, DevicePtr p) : mem(m), ptr(p) {}
-  ~Buffer() { mem.Release(ptr); }
-  RunMemory& mem;
+  Buffer(RunMemory* m, DevicePtr p) : mem(m), ptr(p) {}
+  explicit Buffer(std::shared_ptr<PersistentArray> a) : ptr(a->ptr()), array(std::move(a)) {}
+  ~Buffer() {
+    if (mem != nullptr) mem->Release(ptr);
+  }
+  RunMemory* mem = nullptr;
   DevicePtr ptr;
+  std::shared_ptr<PersistentArray> array;
 };
 
 // A value of the run: an array on the device, on the host, or both (after a copy); or a
@@ -81,6 +87,25 @@ class DeviceRun {
 
   absl::StatusOr<DValue> RunComputation(const cpu::ComputationPlan& p, std::vector<DValue> args);
 
+  // The root's leaves for the caller, depth-first: device buffers become persistent arrays
+  // (a run buffer leaves the run's free list for good), host-only leaves stay on the host.
+  void Escape(const Shape& shape, DValue& v, CachingAllocator& alloc, std::vector<RunArray>& out) {
+    if (v.IsTuple()) {
+      for (size_t i = 0; i < v.elements.size(); ++i)
+        Escape(shape.tuple_shapes(i), v.elements[i], alloc, out);
+      return;
+    }
+    if (v.dev == nullptr) {
+      out.push_back({v.host, nullptr});
+      return;
+    }
+    if (v.dev->array == nullptr) {
+      v.dev->array = std::make_shared<PersistentArray>(alloc, v.dev->ptr, shape);
+      v.dev->mem = nullptr;  // owned by the array from now on
+    }
+    out.push_back({nullptr, v.dev->array});
+  }
+
   // The value as a literal (arrays downloaded where only the device has them).
   absl::StatusOr<Literal> ToLiteral(const Shape& shape, DValue& v) {
     if (absl::Status s = EnsureHost(shape, v); !s.ok()) return s;
@@ -93,7 +118,7 @@ class DeviceRun {
   absl::StatusOr<std::shared_ptr<Buffer>> NewBuffer(size_t bytes) {
     absl::StatusOr<DevicePtr> p = mem_.Allocate(bytes);
     if (!p.ok()) return p.status();
-    return std::make_shared<Buffer>(mem_, *p);
+    return std::make_shared<Buffer>(&mem_, *p);
   }
   // The device buffer of array value `v`, uploading its host value the first time.
   absl::StatusOr<DevicePtr> EnsureDevice(const HloInstruction* h, DValue& v) {
@@ -333,6 +358,34 @@ absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const DevicePla
   absl::StatusOr<DValue> root = run.RunComputation(device_plan.plan, std::move(values));
   if (!root.ok()) return root.status();
   return run.ToLiteral(entry->root()->shape(), *root);
+}
+
+absl::StatusOr<std::vector<RunArray>> RunPlanOnDeviceArrays(const HloModule& module,
+                                                            const DevicePlan& device_plan,
+                                                            std::span<const RunArray> args,
+                                                            DeviceRuntime& runtime,
+                                                            CachingAllocator& allocator,
+                                                            DeviceRunStats* stats) {
+  const HloComputation* entry = module.entry();
+  if (static_cast<int>(args.size()) != entry->num_parameters())
+    return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " takes ",
+                                                   entry->num_parameters(), " arguments, got ",
+                                                   args.size()));
+  DeviceRunStats local;
+  DeviceRun run(device_plan, runtime, allocator, stats ? *stats : local);
+  std::vector<DValue> values;
+  for (const RunArray& a : args) {
+    DValue v;
+    if (a.device != nullptr) v.dev = std::make_shared<Buffer>(a.device);
+    else v = FromHost(a.host);
+    values.push_back(std::move(v));
+  }
+  absl::StatusOr<DValue> root = run.RunComputation(device_plan.plan, std::move(values));
+  if (!root.ok()) return root.status();
+  std::vector<RunArray> out;
+  run.Escape(entry->root()->shape(), *root, allocator, out);
+  if (absl::Status s = runtime.Synchronize(); !s.ok()) return s;
+  return out;
 }
 
 }  // namespace kiln::gpu

@@ -8,7 +8,9 @@
 // host emulation test. LLVM-free.
 #pragma once
 
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "hlo/literal.h"
@@ -22,6 +24,40 @@ namespace kiln::gpu {
 struct DeviceRunStats {
   int64_t uploads = 0, downloads = 0, launches = 0, gemms = 0;
 };
+
+// An array kept in device memory between runs (a plugin buffer): its memory goes back to
+// the allocator when the last reference goes.
+class PersistentArray {
+ public:
+  PersistentArray(CachingAllocator& alloc, DevicePtr ptr, Shape shape)
+      : alloc_(alloc), ptr_(ptr), shape_(std::move(shape)) {}
+  ~PersistentArray() { alloc_.Deallocate(ptr_); }
+  PersistentArray(const PersistentArray&) = delete;
+  PersistentArray& operator=(const PersistentArray&) = delete;
+  DevicePtr ptr() const { return ptr_; }
+  const Shape& shape() const { return shape_; }
+
+ private:
+  CachingAllocator& alloc_;
+  DevicePtr ptr_;
+  Shape shape_;
+};
+
+// An argument or result array of a run, on the host or on the device.
+struct RunArray {
+  std::shared_ptr<const Literal> host;
+  std::shared_ptr<PersistentArray> device;
+};
+
+// Runs with arguments that may already be on the device and leaves the result there: returns
+// the root's array leaves, depth-first; a leaf only the host has (from a host step) stays
+// on the host. Synchronizes before returning, so the results are complete.
+absl::StatusOr<std::vector<RunArray>> RunPlanOnDeviceArrays(const HloModule& module,
+                                                            const DevicePlan& device_plan,
+                                                            std::span<const RunArray> args,
+                                                            DeviceRuntime& runtime,
+                                                            CachingAllocator& allocator,
+                                                            DeviceRunStats* stats = nullptr);
 
 absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const DevicePlan& device_plan,
                                         std::span<const Literal* const> args,

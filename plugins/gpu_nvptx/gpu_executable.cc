@@ -119,6 +119,28 @@ class CudaRun : public DeviceRuntime {
 
 }  // namespace
 
+absl::StatusOr<std::shared_ptr<PersistentArray>> UploadArray(CudaDriver& driver, const Literal& value) {
+  if (absl::Status s = driver.MakeCurrent(); !s.ok()) return s;
+  absl::StatusOr<DevicePtr> p = driver.allocator().Allocate(std::max<size_t>(value.size_bytes(), 1));
+  if (!p.ok()) return p.status();
+  auto array = std::make_shared<PersistentArray>(driver.allocator(), *p, value.shape());
+  if (absl::Status s = driver.CopyToDevice(*p, value.untyped_data(), value.size_bytes()); !s.ok())
+    return s;
+  return array;
+}
+
+absl::Status DownloadArray(CudaDriver& driver, const PersistentArray& array, void* dst, size_t bytes) {
+  if (absl::Status s = driver.MakeCurrent(); !s.ok()) return s;
+  return driver.CopyToHost(dst, array.ptr(), bytes);
+}
+
+absl::StatusOr<std::vector<RunArray>> GpuExecutable::RunArrays(std::span<const RunArray> args) const {
+  if (absl::Status s = driver_->MakeCurrent(); !s.ok()) return s;
+  CudaRun run(*driver_, cublas_.get(), functions_);
+  if (absl::Status s = run.Start(); !s.ok()) return s;
+  return RunPlanOnDeviceArrays(*module_, plan_, args, run, driver_->allocator());
+}
+
 absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args) const {
   if (absl::Status s = driver_->MakeCurrent(); !s.ok()) return s;
   CudaRun run(*driver_, cublas_.get(), functions_);

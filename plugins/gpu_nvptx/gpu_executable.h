@@ -14,6 +14,7 @@
 #include "hlo/module.h"
 #include "plugins/cpu_llvm/plan.h"
 #include "plugins/gpu_nvptx/device_plan.h"
+#include "plugins/gpu_nvptx/device_plan_runner.h"
 #include "plugins/gpu_nvptx/cublas.h"
 #include "plugins/gpu_nvptx/cuda_driver.h"
 
@@ -28,6 +29,10 @@ constexpr int64_t kGpuGemmMinMnk = int64_t{1} << 18;
 // library steps, otherwise every dot the emitter can do is a kernel.
 cpu::PlanOptions GpuPlanOptions(bool device_gemm = false);
 
+// A device copy of `value` that outlives runs (a plugin buffer), and the way back.
+absl::StatusOr<std::shared_ptr<PersistentArray>> UploadArray(CudaDriver& driver, const Literal& value);
+absl::Status DownloadArray(CudaDriver& driver, const PersistentArray& array, void* dst, size_t bytes);
+
 class GpuExecutable {
  public:
   static absl::StatusOr<std::unique_ptr<GpuExecutable>> Create(
@@ -36,6 +41,9 @@ class GpuExecutable {
   ~GpuExecutable();
 
   absl::StatusOr<Literal> Run(std::span<const Literal* const> args) const;
+  // Runs on arrays that may already be on the device and leaves the results there
+  // (RunPlanOnDeviceArrays): what plugin buffers use, so steps chain without copies.
+  absl::StatusOr<std::vector<RunArray>> RunArrays(std::span<const RunArray> args) const;
   const cpu::Plan& plan() const { return plan_.plan; }
 
   const HloModule& module() const { return *module_; }

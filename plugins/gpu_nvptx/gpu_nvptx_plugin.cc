@@ -2,8 +2,8 @@
 // (GPU kernel forms) and runs them through the CUDA driver, which is dlopen'ed at initialize;
 // without a driver the plugin reports itself unavailable with the reason (capability
 // queries still answer). Instructions the emitter cannot do run on the host HLO evaluator
-// and are reported unsupported. Buffers live on the host between executions (each run moves
-// its arguments to the device); the C ABI around it comes from the host plugin kit.
+// and are reported unsupported. Buffers live in GPU memory (the kit's DeviceArray), so
+// executions chain without host copies; the C ABI around it comes from the host plugin kit.
 #include <optional>
 #include <string>
 
@@ -31,15 +31,52 @@ std::string HostStepInCalledPlans(const cpu::Plan& plan, const cpu::Step& step) 
   return "";
 }
 
+// A plugin buffer kept in GPU memory.
+class GpuArray : public plugin_support::DeviceArray {
+ public:
+  GpuArray(std::shared_ptr<PersistentArray> array, std::shared_ptr<CudaDriver> driver)
+      : array_(std::move(array)), driver_(std::move(driver)) {}
+  const Shape& shape() const override { return array_->shape(); }
+  absl::Status CopyToHost(void* dst, size_t bytes) const override {
+    return DownloadArray(*driver_, *array_, dst, bytes);
+  }
+  const std::shared_ptr<PersistentArray>& array() const { return array_; }
+
+ private:
+  std::shared_ptr<PersistentArray> array_;
+  std::shared_ptr<CudaDriver> driver_;
+};
+
 class GpuProgram : public plugin_support::HostProgram {
  public:
-  explicit GpuProgram(std::unique_ptr<GpuExecutable> exe) : exe_(std::move(exe)) {}
+  GpuProgram(std::unique_ptr<GpuExecutable> exe, std::shared_ptr<CudaDriver> driver)
+      : exe_(std::move(exe)), driver_(std::move(driver)) {}
   absl::StatusOr<Literal> Run(std::span<const Literal* const> args) override {
     return exe_->Run(args);
+  }
+  // Buffers stay on the GPU: arguments are used where they are, results are left there.
+  absl::StatusOr<std::vector<plugin_support::BufferArray>> RunBuffers(
+      std::span<const plugin_support::BufferArray> args) override {
+    std::vector<RunArray> in;
+    for (const plugin_support::BufferArray& a : args) {
+      auto* gpu = dynamic_cast<const GpuArray*>(a.device.get());
+      if (a.device != nullptr && gpu == nullptr)
+        return absl::InvalidArgumentError("gpu-nvptx: a buffer of another device");
+      in.push_back({a.host, gpu ? gpu->array() : nullptr});
+    }
+    absl::StatusOr<std::vector<RunArray>> out = exe_->RunArrays(in);
+    if (!out.ok()) return out.status();
+    std::vector<plugin_support::BufferArray> result;
+    for (RunArray& r : *out) {
+      if (r.device != nullptr) result.push_back({nullptr, std::make_shared<GpuArray>(r.device, driver_)});
+      else result.push_back({r.host, nullptr});
+    }
+    return result;
   }
 
  private:
   std::unique_ptr<GpuExecutable> exe_;
+  std::shared_ptr<CudaDriver> driver_;
 };
 
 class GpuBackend : public plugin_support::HostBackend {
@@ -90,7 +127,7 @@ class GpuBackend : public plugin_support::HostBackend {
     if (driver_ == nullptr) return absl::UnavailableError("gpu-nvptx is unavailable: " + reason_);
     auto exe = GpuExecutable::Create(std::move(module), driver_, cublas_);
     if (!exe.ok()) return exe.status();
-    return std::make_unique<GpuProgram>(std::move(*exe));
+    return std::make_unique<GpuProgram>(std::move(*exe), driver_);
   }
 
   std::optional<std::string> UnavailableReason() const override {
@@ -102,6 +139,13 @@ class GpuBackend : public plugin_support::HostBackend {
   }
   std::vector<std::pair<std::string, std::string>> ExtraAttributes() const override {
     return {{"gemm", gemm_}};
+  }
+  // Buffers live in GPU memory, so executions chain without host copies.
+  absl::StatusOr<std::shared_ptr<plugin_support::DeviceArray>> ToDevice(const Literal& value) override {
+    if (driver_ == nullptr) return absl::UnavailableError("gpu-nvptx is unavailable: " + reason_);
+    absl::StatusOr<std::shared_ptr<PersistentArray>> a = UploadArray(*driver_, value);
+    if (!a.ok()) return a.status();
+    return std::make_shared<GpuArray>(std::move(*a), driver_);
   }
 
  private:

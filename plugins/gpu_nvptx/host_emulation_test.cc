@@ -835,6 +835,70 @@ ENTRY %main (x: f32[300], n: s32[], b: s32[]) -> f32[300] {
   EXPECT_EQ(allocations[40], allocations[4]);
 }
 
+// Plugin buffers live on the device: a run takes persistent arrays and leaves its results
+// there, so a loop of steps feeding each result back (a training loop) copies nothing
+// between host and device; the values match the evaluator's after the last step.
+TEST(GpuPersistentArrays, StepsChainOnTheDevice) {
+  auto parsed = ParseHloModule("HloModule step\n" + Reducer("add", "f32", "add") + R"(
+ENTRY %main (w: f32[64,300], x: f32[300]) -> (f32[64,300], f32[64]) {
+  %w = f32[64,300] parameter(0)
+  %x = f32[300] parameter(1)
+  %xb = f32[64,300] broadcast(%x), dimensions={1}
+  %p = f32[64,300] multiply(%w, %xb)
+  %zero = f32[] constant(0)
+  %s = f32[64] reduce(%p, %zero), dimensions={1}, to_apply=%add
+  %t = f32[64,300] tanh(%w)
+  ROOT %r = (f32[64,300], f32[64]) tuple(%t, %s)
+}
+)", "step");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const HloModule& module = **parsed;
+  DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
+  auto emu = Compile(device_plan.plan.kernels);
+  ASSERT_TRUE(emu.ok()) << emu.status();
+  HostDevice device(*emu);
+  CachingAllocator allocator(&device);
+  RandomArgs random = RandomArguments(module, 21);
+  // Upload like buffer_from_host: one persistent array per argument.
+  auto upload = [&](const Literal& l) {
+    DevicePtr p = *allocator.Allocate(l.size_bytes());
+    EXPECT_TRUE(device.CopyToDevice(p, l.untyped_data(), l.size_bytes()).ok());
+    return std::make_shared<PersistentArray>(allocator, p, l.shape());
+  };
+  RunArray w{nullptr, upload(random.values[0])};
+  RunArray x{nullptr, upload(random.values[1])};
+  Literal want_w = random.values[0];
+  Literal want_s;
+  HloEvaluator evaluator;
+  for (int step = 0; step < 3; ++step) {
+    DeviceRunStats stats;
+    RunArray args[] = {w, x};
+    auto out = RunPlanOnDeviceArrays(module, device_plan, args, device, allocator, &stats);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->size(), 2u);
+    EXPECT_EQ(stats.uploads, 0);
+    EXPECT_EQ(stats.downloads, 0);
+    ASSERT_NE((*out)[0].device, nullptr);
+    ASSERT_NE((*out)[1].device, nullptr);
+    auto want = evaluator.Evaluate(module, std::vector<Literal>{want_w, random.values[1]});
+    ASSERT_TRUE(want.ok()) << want.status();
+    std::vector<Literal> leaves = std::move(*want).DecomposeTuple();
+    want_w = std::move(leaves[0]);
+    want_s = std::move(leaves[1]);
+    w = (*out)[0];  // the next step reads this step's result where it is
+    if (step == 2) {
+      for (int i = 0; i < 2; ++i) {
+        Literal got((*out)[i].device->shape());
+        ASSERT_TRUE(device.CopyToHost(got.untyped_data(), (*out)[i].device->ptr(), got.size_bytes()).ok());
+        ExpectClose(got, i == 0 ? want_w : want_s, "step", "emulated gpu", 1e-5);
+      }
+    }
+  }
+  w = {};
+  x = {};
+  EXPECT_EQ(allocator.stats().live_bytes, 0u);  // every array went back when dropped
+}
+
 TEST(LaunchDims, FromTheOutputSize) {
   EXPECT_EQ(ComputeLaunchDims(0).blocks, 0);
   LaunchDims small = ComputeLaunchDims(33);  // one block, rounded up to whole warps

@@ -1,7 +1,10 @@
 // A test plugin with a narrow capability: "test-elementwise" (priority 300, above every
 // shipped plugin) runs only elementwise ops plus parameter/constant/tuple plumbing, with the
 // HLO evaluator, and declines everything else with a reason. Partitioning tests load it
-// through KILN_PLUGIN_PATH so that auto placement must split modules and graphs.
+// through KILN_PLUGIN_PATH so that auto placement must split modules and graphs. Its buffers
+// are "device arrays" in memory of its own (a stand-in for a device), so those tests also
+// run the host plugin kit's device-buffer paths (buffer_from_host/to_host/info, execute).
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -20,8 +23,27 @@ std::optional<std::string> UnsupportedReason(const HloInstruction& instr) {
   return "is '" + std::string(HloOpcodeString(op)) + "', not an elementwise op";
 }
 
+// A copy of a buffer held apart from any literal the kit sees.
+class StandInDeviceArray : public plugin_support::DeviceArray {
+ public:
+  explicit StandInDeviceArray(Literal value) : value_(std::move(value)) {}
+  const Shape& shape() const override { return value_.shape(); }
+  absl::Status CopyToHost(void* dst, size_t bytes) const override {
+    if (bytes != static_cast<size_t>(value_.size_bytes()))
+      return absl::InvalidArgumentError("test-elementwise: copy of the wrong size");
+    std::memcpy(dst, value_.untyped_data(), bytes);
+    return absl::OkStatus();
+  }
+
+ private:
+  Literal value_;
+};
+
 class ElementwiseOnlyBackend : public plugin_support::HostBackend {
  public:
+  absl::StatusOr<std::shared_ptr<plugin_support::DeviceArray>> ToDevice(const Literal& value) override {
+    return std::make_shared<StandInDeviceArray>(value);
+  }
   void Capability(const HloModule& module,
                   const std::function<void(const HloInstruction&, const std::string*)>& report)
       override {
