@@ -17,7 +17,8 @@ KernelLaunches LaunchesFor(const llvm_emit::KernelSpec& spec) {
       int64_t elements = 0;
       for (const HloInstruction* o : spec.outputs)
         elements = std::max(elements, o->shape().num_elements());
-      if (elements > 0) k.launches.push_back({entry, elements, {}});
+      // Each thread takes vector_width consecutive elements.
+      if (elements > 0) k.launches.push_back({entry, elements / layout.vector_width, {}});
       break;
     }
     case Kind::kRows:

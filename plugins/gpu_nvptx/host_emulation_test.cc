@@ -686,6 +686,37 @@ ENTRY %main (x: f32[300000], y: f32[300000], z: f32[300000], i: s32[257,300], b:
   EXPECT_EQ(kinds, (Kinds{Kind::kSplitReduce, Kind::kSplitReduce, Kind::kSplitReduce}));
 }
 
+// Elementwise kernels whose outputs have a multiple of 4 elements give each thread 4
+// consecutive elements (vector loads and stores on the GPU): a broadcast operand, a bf16
+// output and a transpose read at other indices still match the evaluator.
+TEST(GpuRowKernels, FourElementsPerThread) {
+  std::string text = R"(HloModule vec
+ENTRY %main (x: f32[64,256], b: f32[256], y: f32[256,64]) -> (f32[64,256], bf16[64,256]) {
+  %x = f32[64,256] parameter(0)
+  %b = f32[256] parameter(1)
+  %y = f32[256,64] parameter(2)
+  %bb = f32[64,256] broadcast(%b), dimensions={1}
+  %yt = f32[64,256] transpose(%y), dimensions={1,0}
+  %s = f32[64,256] add(%x, %bb)
+  %p = f32[64,256] multiply(%s, %yt)
+  %zero = f32[] constant(0)
+  %zb = f32[64,256] broadcast(%zero), dimensions={}
+  %r = f32[64,256] maximum(%p, %zb)
+  %h = bf16[64,256] convert(%r)
+  ROOT %t = (f32[64,256], bf16[64,256]) tuple(%r, %h)
+}
+)";
+  auto parsed = ParseHloModule(text, "vec");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  DevicePlan dp = MakeDevicePlan(**parsed, GpuPlanOptions());
+  int vectorized = 0;
+  for (const llvm_emit::KernelSpec& spec : dp.plan.kernels)
+    vectorized += llvm_emit::AnalyzeGpuKernel(spec).vector_width == 4;
+  EXPECT_GE(vectorized, 1);
+  Kinds kinds = CheckAgainstEvaluator(text, {}, 1e-5);
+  EXPECT_FALSE(kinds.empty());
+}
+
 // Few long rows are split too: each row's slices are reduced by blocks of their own, then a
 // block per row folds them (f32 sum over two trailing dims of 3 rows, max with a NaN in one
 // row of 5, s32 with a non-identity init).

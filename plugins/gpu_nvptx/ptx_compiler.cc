@@ -22,6 +22,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/IPO/AlwaysInliner.h"
 #include "llvm/Transforms/Scalar/InferAddressSpaces.h"
+#include "llvm/Transforms/Vectorize/LoadStoreVectorizer.h"
 
 namespace kiln::gpu {
 namespace {
@@ -174,7 +175,16 @@ absl::StatusOr<std::string> CompileToPtx(std::vector<llvm_emit::KernelSpec> spec
   };
   if (level != llvm::OptimizationLevel::O0) infer_address_spaces();
   mpm.run(*module, mam);
-  if (level != llvm::OptimizationLevel::O0) infer_address_spaces();  // shared memory
+  if (level != llvm::OptimizationLevel::O0) {
+    infer_address_spaces();  // shared memory
+    // Adjacent loads and stores of a thread (vector_width elements) become vector accesses;
+    // the codegen below runs at CodeGenOpt::None and would not do it.
+    llvm::FunctionPassManager fpm;
+    fpm.addPass(llvm::LoadStoreVectorizerPass());
+    llvm::ModulePassManager m;
+    m.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+    m.run(*module, mam);
+  }
   // KILN_GPU_DUMP_IR=1 prints the optimized IR that goes to the NVPTX backend (debugging).
   if (std::getenv("KILN_GPU_DUMP_IR") != nullptr) module->print(llvm::errs(), nullptr);
 

@@ -139,6 +139,22 @@ ENTRY %main (x: f32[512,1024], v: f64[1048576]) -> (f32[512,1024], f64[]) {
   EXPECT_NE(ptx.find("_combine("), std::string::npos);
 }
 
+// A large elementwise kernel gives each thread 4 consecutive elements: its loads and stores
+// are 16-byte vector accesses (ld.global.nc.v4 / st.global.v4).
+TEST(GpuPtx, ElementwiseKernelsUseVectorAccesses) {
+  std::string ptx;
+  CheckModule(R"(HloModule xyz
+ENTRY %main (x: f32[1048576], y: f32[1048576], z: f32[1048576]) -> f32[1048576] {
+  %x = f32[1048576] parameter(0)
+  %y = f32[1048576] parameter(1)
+  %z = f32[1048576] parameter(2)
+  %m = f32[1048576] multiply(%y, %z)
+  ROOT %a = f32[1048576] add(%x, %m)
+})", "xyz", 1, {"sm_80", "sm_90"}, &ptx);
+  EXPECT_EQ(CountOf(ptx, "ld.global.nc.v4.f32"), 3) << ptx;
+  EXPECT_EQ(CountOf(ptx, "st.global.v4.f32"), 1) << ptx;
+}
+
 TEST(GpuPtx, SoftmaxLoopFusions) {
   CheckModule(R"(HloModule softmax_fused
 %max_f32 (a: f32[], b: f32[]) -> f32[] {

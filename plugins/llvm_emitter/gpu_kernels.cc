@@ -55,6 +55,11 @@ absl::Status KernelEmitter::EmitGpuBody() {
       sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "tid0", true, true);
   llvm::Value* stride =
       b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "stride", true, true);
+  // With a vector width W, thread index i covers elements i*W .. i*W + W-1 of every output
+  // (all outputs have the same size then, a multiple of W): the W elements' values are
+  // generated first and stored after, so same-index input loads sit side by side for the
+  // load/store vectorizer.
+  const int w = layout_.vector_width;
   int64_t total = 0;
   for (const HloInstruction* root : spec_.outputs)
     total = std::max(total, root->shape().num_elements());
@@ -66,9 +71,29 @@ absl::Status KernelEmitter::EmitGpuBody() {
   b_.SetInsertPoint(head_bb);
   llvm::PHINode* tid = b_.CreatePHI(I64(), 2, "tid");
   tid->addIncoming(start, pre_bb);
-  b_.CreateCondBr(b_.CreateICmpSLT(tid, C64(total)), body_bb, exit_bb);
+  b_.CreateCondBr(b_.CreateICmpSLT(tid, C64(total / w)), body_bb, exit_bb);
   b_.SetInsertPoint(body_bb);
-  for (size_t o = 0; o < spec_.outputs.size(); ++o) {
+  if (w > 1) {
+    PushScope();
+    std::vector<std::pair<llvm::Value*, llvm::Value*>> stores;  // (address, value)
+    llvm::Value* first = b_.CreateMul(tid, C64(w), "first", true, true);
+    for (size_t o = 0; o < spec_.outputs.size(); ++o) {
+      const HloInstruction* root = spec_.outputs[o];
+      PT t = root->shape().element_type();
+      llvm::Type* st = StorageType(t, ctx_);
+      for (int k = 0; k < w; ++k) {
+        llvm::Value* e = k == 0 ? first : b_.CreateAdd(first, C64(k), "", true, true);
+        absl::StatusOr<llvm::Value*> v = Element(root, Delinearize(e, root->shape().dimensions()));
+        if (!v.ok()) return v.status();
+        stores.push_back({b_.CreateInBoundsGEP(st, fn_->getArg(spec_.inputs.size() + o), e),
+                          ToStorage(*v, t)});
+      }
+    }
+    for (auto& [address, value] : stores) b_.CreateStore(value, address);
+    PopScope();
+    MarkVectorAligned(first, w);
+  }
+  for (size_t o = 0; o < spec_.outputs.size() && w == 1; ++o) {
     const HloInstruction* root = spec_.outputs[o];
     llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
     PT t = root->shape().element_type();
@@ -92,6 +117,27 @@ absl::Status KernelEmitter::EmitGpuBody() {
   b_.SetInsertPoint(exit_bb);
   b_.CreateRetVoid();
   return absl::OkStatus();
+}
+
+void KernelEmitter::MarkVectorAligned(llvm::Value* first, int width) {
+  // Buffers are 16-byte aligned (EmitGpuEntry), so an access to buffer[first] with `first` a
+  // multiple of `width` is aligned to width * element size: say so, so the load/store
+  // vectorizer may merge it with the next width - 1 accesses (it cannot infer this itself).
+  for (llvm::BasicBlock& bb : *fn_) {
+    for (llvm::Instruction& i : bb) {
+      auto* load = llvm::dyn_cast<llvm::LoadInst>(&i);
+      auto* store = llvm::dyn_cast<llvm::StoreInst>(&i);
+      llvm::Value* ptr = load ? load->getPointerOperand() : store ? store->getPointerOperand() : nullptr;
+      auto* gep = llvm::dyn_cast_or_null<llvm::GetElementPtrInst>(ptr);
+      if (gep == nullptr || gep->getNumIndices() != 1 || gep->getOperand(1) != first ||
+          !llvm::isa<llvm::Argument>(gep->getPointerOperand()))
+        continue;
+      const uint64_t size = module_.getDataLayout().getTypeAllocSize(gep->getResultElementType());
+      llvm::Align align(std::min<uint64_t>(16, size * static_cast<uint64_t>(width)));
+      if (load) load->setAlignment(align);
+      else store->setAlignment(align);
+    }
+  }
 }
 
 llvm::Value* KernelEmitter::ThreadIdx() {
@@ -482,6 +528,9 @@ llvm::Function* KernelEmitter::EmitGpuEntry(size_t n, const std::string& name) {
   for (size_t i = 0; i < n; ++i) {
     kernel->addParamAttr(i, llvm::Attribute::NoAlias);
     kernel->addParamAttr(i, llvm::Attribute::NoCapture);
+    // Device buffers come from the caching allocator, 256-byte aligned: 16 lets 4 x 32-bit
+    // accesses become one vector access.
+    kernel->addParamAttr(i, llvm::Attribute::getWithAlignment(ctx_, llvm::Align(16)));
   }
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel));
   std::vector<llvm::Value*> args;

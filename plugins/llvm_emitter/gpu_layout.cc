@@ -45,6 +45,20 @@ int WarpRoundedThreads(int64_t columns) {
   return static_cast<int>(std::max<int64_t>(t, 32));
 }
 
+// 4 when the kElements form can give each thread 4 consecutive elements of every output
+// (see GpuLayout::vector_width), else 1.
+int ElementsVectorWidth(const KernelSpec& spec) {
+  constexpr int kWidth = 4;
+  const int64_t n = spec.outputs.empty() ? 0 : spec.outputs[0]->shape().num_elements();
+  if (n % kWidth != 0 || n < kWidth * kGpuMaxBlockThreads) return 1;
+  auto narrow = [](const Shape& s) { return s.IsArray() && ByteSizeOf(s.element_type()) <= 4; };
+  for (const HloInstruction* o : spec.outputs)
+    if (!narrow(o->shape()) || o->shape().num_elements() != n) return 1;
+  for (const HloInstruction* i : spec.inputs)
+    if (!narrow(i->shape())) return 1;
+  return kWidth;
+}
+
 }  // namespace
 
 std::vector<const HloInstruction*> GpuRowStatistics(const KernelSpec& spec) {
@@ -101,7 +115,10 @@ GpuLayout AnalyzeGpuKernel(const KernelSpec& spec) {
     }
   }
   std::vector<const HloInstruction*> stats = GpuRowStatistics(spec);
-  if (stats.empty()) return layout;
+  if (stats.empty()) {
+    layout.vector_width = ElementsVectorWidth(spec);
+    return layout;
+  }
   const std::vector<int64_t>& row_dims = stats[0]->shape().dimensions();
   int64_t columns = 0;
   for (const HloInstruction* s : stats) {

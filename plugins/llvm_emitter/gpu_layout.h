@@ -1,7 +1,8 @@
 // How a GPU-form kernel (KernelTarget::kGpu) maps onto threads, decided from its HLO alone so
 // the emitter and the launcher agree. LLVM-free.
 //
-// - kElements: one thread per output element (grid-stride); reduces and dots inside run
+// - kElements: one thread per output element, or per `vector_width` consecutive ones
+//   (grid-stride); reduces and dots inside run
 //   their loops per thread. Right for elementwise kernels and column reductions (adjacent
 //   threads read adjacent columns).
 // - kRows: one block per row (grid-stride over rows). The kernel holds row reductions
@@ -47,6 +48,10 @@ struct GpuLayout {
   int threads = 0;                // kRows, kSplitReduce: threads per block (whole warps)
   int64_t parts = 0;      // kSplitReduce: blocks per row; kSplitColumns: parts per column
   int64_t columns = 0;    // kSplitColumns: output elements
+  // kElements: consecutive elements per thread (4 when every output has the same size, a
+  // multiple of 4, and no value is wider than 32 bits: a thread's loads of an input read
+  // at the output's index become one 16-byte vector load), else 1.
+  int vector_width = 1;
   // Bytes of the partials buffer: one 8-byte slot per part of each row (or column).
   int64_t partials_bytes() const {
     return parts * std::max<int64_t>(kind == Kind::kSplitColumns ? columns : rows, 1) * 8;

@@ -182,6 +182,8 @@ class KernelEmitter {
   // Cross-thread reduction (GPU). Every thread of the block must reach these calls
   // (uniform control flow): they shuffle and synchronize.
   llvm::Value* ThreadIdx();
+  // kElements with a vector width: accesses of buffer[first] are width-aligned.
+  void MarkVectorAligned(llvm::Value* first, int width);
   llvm::Value* Shuffle(llvm::Value* v, int lane_mask);  // butterfly exchange within the warp
   // The reducer of `h` applied to a and b; 16-bit float add/multiply stays in f32 (rounded
   // once by FinishReduce), as EmitReduce does.
