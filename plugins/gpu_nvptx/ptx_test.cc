@@ -17,6 +17,7 @@
 #include "plugins/gpu_nvptx/ptx_cache.h"
 #include "plugins/gpu_nvptx/device_plan.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
+#include "plugins/llvm_emitter/gpu_layout.h"
 
 namespace kiln::gpu {
 namespace {
@@ -260,7 +261,8 @@ ENTRY %main (x: f32[4,128], p: s32[1], q: s32[4]) -> f32[4] {
 TEST(GpuPtx, E2eAndCorpusModules) {
   if (FindPtxas().empty()) GTEST_SKIP() << "ptxas not found";
   int checked = 0;
-  for (const char* dir : {"/examples/hlo", "/tests/numpy_e2e/modules", "/tests/hlo_corpus"}) {
+  for (const char* dir : {"/examples/hlo", "/tests/gpu_workloads", "/tests/numpy_e2e/modules",
+                          "/tests/hlo_corpus"}) {
     std::filesystem::path d = SourceRoot() + dir;
     ASSERT_TRUE(std::filesystem::exists(d)) << d;
     for (const auto& entry : std::filesystem::directory_iterator(d)) {
@@ -271,7 +273,7 @@ TEST(GpuPtx, E2eAndCorpusModules) {
       std::string name = entry.path().stem().string();
       if (!ParseHloModule(ss.str(), name).ok()) continue;  // parser coverage is tested elsewhere
       SCOPED_TRACE(name);
-      CheckModule(ss.str(), name, 0, {"sm_80"});
+      CheckModule(ss.str(), name, 0, {"sm_80", "sm_90"});
       ++checked;
     }
   }
@@ -281,6 +283,37 @@ TEST(GpuPtx, E2eAndCorpusModules) {
 // The PTX disk cache: a second compilation of the same module and target reads the stored
 // PTX (identical text, no LLVM), another target misses, and without the variable nothing is
 // written.
+// The benchmark workloads at the sizes get the intended kernel layouts: softmax and
+// layernorm+GELU one rows kernel each, the sum a split reduce, the MLP step's bias
+// gradients split columns, its large elementwise kernels 4 elements per thread.
+TEST(GpuPtx, BenchmarkWorkloadLayouts) {
+  using Kind = llvm_emit::GpuLayout::Kind;
+  auto kinds = [](const std::string& file) {
+    auto module = ParseHloModule(ReadSource("tests/gpu_workloads/" + file), file);
+    EXPECT_TRUE(module.ok()) << module.status();
+    std::vector<std::pair<Kind, int>> out;
+    if (!module.ok()) return out;
+    DevicePlan dp = MakeDevicePlan(**module, GpuPlanOptions(/*device_gemm=*/true));
+    for (const llvm_emit::KernelSpec& spec : dp.plan.kernels) {
+      llvm_emit::GpuLayout l = llvm_emit::AnalyzeGpuKernel(spec);
+      out.push_back({l.kind, l.vector_width});
+    }
+    return out;
+  };
+  using V = std::vector<std::pair<Kind, int>>;
+  EXPECT_EQ(kinds("softmax_65536x1024.hlo"), (V{{Kind::kRows, 1}}));
+  EXPECT_EQ(kinds("layernorm_gelu_65536x768.hlo"), (V{{Kind::kRows, 1}}));
+  EXPECT_EQ(kinds("sum_xyz_3x2p28.hlo"), (V{{Kind::kSplitReduce, 1}}));
+  V mlp = kinds("mlp_train_step_b4096.hlo");
+  int split_columns = 0, vectorized = 0;
+  for (auto [k, w] : mlp) {
+    split_columns += k == Kind::kSplitColumns;
+    vectorized += w == 4;
+  }
+  EXPECT_EQ(split_columns, 2);
+  EXPECT_GE(vectorized, 2);
+}
+
 TEST(GpuPtxCache, SecondCompilationHitsAndTargetsAreSeparate) {
   std::filesystem::path dir = std::filesystem::temp_directory_path() /
                               ("kiln_ptx_cache_test_" + std::to_string(::getpid()));
