@@ -339,6 +339,13 @@ absl::Status DeviceRun::RunControlFlow(const cpu::Step& step, Values& values) {
   return absl::OkStatus();
 }
 
+absl::Status CheckArgumentCount(const HloModule& module, size_t n) {
+  if (static_cast<int>(n) == module.entry()->num_parameters()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " takes ",
+                                                 module.entry()->num_parameters(),
+                                                 " arguments, got ", n));
+}
+
 }  // namespace
 
 absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const DevicePlan& device_plan,
@@ -346,10 +353,7 @@ absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const DevicePla
                                         DeviceRuntime& runtime, CachingAllocator& allocator,
                                         DeviceRunStats* stats) {
   const HloComputation* entry = module.entry();
-  if (static_cast<int>(args.size()) != entry->num_parameters())
-    return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " takes ",
-                                                   entry->num_parameters(), " arguments, got ",
-                                                   args.size()));
+  if (absl::Status s = CheckArgumentCount(module, args.size()); !s.ok()) return s;
   DeviceRunStats local;
   DeviceRun run(device_plan, runtime, allocator, stats ? *stats : local);
   std::vector<DValue> values;
@@ -367,10 +371,7 @@ absl::StatusOr<std::vector<RunArray>> RunPlanOnDeviceArrays(const HloModule& mod
                                                             CachingAllocator& allocator,
                                                             DeviceRunStats* stats) {
   const HloComputation* entry = module.entry();
-  if (static_cast<int>(args.size()) != entry->num_parameters())
-    return absl::InvalidArgumentError(absl::StrCat("module ", module.name(), " takes ",
-                                                   entry->num_parameters(), " arguments, got ",
-                                                   args.size()));
+  if (absl::Status s = CheckArgumentCount(module, args.size()); !s.ok()) return s;
   DeviceRunStats local;
   DeviceRun run(device_plan, runtime, allocator, stats ? *stats : local);
   std::vector<DValue> values;
