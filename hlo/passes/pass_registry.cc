@@ -5,6 +5,7 @@
 
 #include "hlo/passes/algebraic_simplifier.h"
 #include "hlo/passes/constant_folding.h"
+#include "hlo/passes/convolution_to_gemm.h"
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dce.h"
 #include "hlo/passes/fusion_pipeline.h"
@@ -33,6 +34,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<HloConstantFolding>(),
       Factory<AlgebraicSimplifier>(),
       Factory<TransposeFolding>(),
+      Factory<ConvolutionToGemm>(),
       Factory<TupleSimplifier>(),
       Factory<InstructionFusion>(),
       Factory<MultiOutputFusion>(),

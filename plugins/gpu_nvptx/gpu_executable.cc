@@ -7,6 +7,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
+#include "hlo/passes/convolution_to_gemm.h"
+#include "hlo/text/parser.h"
 #include "plugins/gpu_nvptx/device_plan_runner.h"
 #include "plugins/gpu_nvptx/ptx_cache.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
@@ -32,15 +34,35 @@ cpu::PlanOptions GpuPlanOptions(bool device_gemm) {
   return o;
 }
 
+absl::StatusOr<std::shared_ptr<const HloModule>> PrepareModuleForGpu(
+    std::shared_ptr<const HloModule> module, bool device_gemm) {
+  if (!device_gemm) return module;
+  bool has_conv = false;
+  for (const HloComputation* c : module->computations())
+    for (const HloInstruction* h : c->instructions()) has_conv |= h->opcode() == HloOpcode::kConvolution;
+  if (!has_conv) return module;
+  // The rewrite needs a mutable copy: the text form round-trips exactly.
+  absl::StatusOr<std::unique_ptr<HloModule>> copy = ParseHloModule(module->ToString(), module->name());
+  if (!copy.ok()) return copy.status();
+  ConvolutionToGemm rewrite(kGpuGemmMinMnk);
+  absl::StatusOr<bool> changed = rewrite.Run(**copy);
+  if (!changed.ok()) return changed.status();
+  if (!*changed) return module;
+  return std::shared_ptr<const HloModule>(std::move(*copy));
+}
+
 absl::StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(
     std::shared_ptr<const HloModule> module, std::shared_ptr<CudaDriver> driver,
     std::shared_ptr<Cublas> cublas) {
   if (module == nullptr || module->entry() == nullptr)
     return absl::InvalidArgumentError("gpu-nvptx: module has no entry computation");
   std::unique_ptr<GpuExecutable> exe(new GpuExecutable());
-  exe->module_ = std::move(module);
   exe->driver_ = std::move(driver);
   exe->cublas_ = std::move(cublas);
+  absl::StatusOr<std::shared_ptr<const HloModule>> prepared =
+      PrepareModuleForGpu(std::move(module), exe->cublas_ != nullptr);
+  if (!prepared.ok()) return prepared.status();
+  exe->module_ = std::move(*prepared);
   exe->plan_ = MakeDevicePlan(*exe->module_, GpuPlanOptions(exe->cublas_ != nullptr));
   PtxOptions opts;
   opts.sm = exe->driver_->TargetSm();

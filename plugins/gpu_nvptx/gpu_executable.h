@@ -29,6 +29,12 @@ constexpr int64_t kGpuGemmMinMnk = int64_t{1} << 18;
 // library steps, otherwise every dot the emitter can do is a kernel.
 cpu::PlanOptions GpuPlanOptions(bool device_gemm = false);
 
+// The module the GPU path plans: with a device GEMM (cuBLAS), large convolutions become
+// a patch kernel plus one GEMM (hlo/passes/convolution_to_gemm.h) in a rewritten copy;
+// otherwise, or with nothing to rewrite, the module itself.
+absl::StatusOr<std::shared_ptr<const HloModule>> PrepareModuleForGpu(
+    std::shared_ptr<const HloModule> module, bool device_gemm);
+
 // A device copy of `value` that outlives runs (a plugin buffer), and the way back.
 absl::StatusOr<std::shared_ptr<PersistentArray>> UploadArray(CudaDriver& driver, const Literal& value);
 absl::Status DownloadArray(CudaDriver& driver, const PersistentArray& array, void* dst, size_t bytes);

@@ -748,6 +748,48 @@ TEST(GpuPersistentArrays, StepsChainOnTheDevice) {
   EXPECT_EQ(allocator.stats().live_bytes, 0u);  // every array went back when dropped
 }
 
+// With a device GEMM, a large convolution becomes a generated patch kernel (im2col) plus one
+// GEMM library step; the result matches the evaluator's on the original module.
+TEST(GpuKernelHostEmulation, LargeConvolutionsGoThroughTheDeviceGemm) {
+  auto parsed = ParseHloModule(R"(HloModule conv
+ENTRY %main (x: f32[4,16,16,16], w: f32[3,3,16,32]) -> f32[4,8,8,32] {
+  %x = f32[4,16,16,16] parameter(0)
+  %w = f32[3,3,16,32] parameter(1)
+  %c = f32[4,8,8,32] convolution(%x, %w), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %z = f32[] constant(0)
+  %zb = f32[4,8,8,32] broadcast(%z), dimensions={}
+  ROOT %r = f32[4,8,8,32] maximum(%c, %zb)
+}
+)", "conv");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::shared_ptr<const HloModule> module = std::move(*parsed);
+  RandomArgs random = RandomArguments(*module, 13);
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*module, random.values);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto prepared = PrepareModuleForGpu(module, /*device_gemm=*/true);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  ASSERT_NE(prepared->get(), module.get());  // rewritten
+  DevicePlan device_plan = MakeDevicePlan(**prepared, GpuPlanOptions(true));
+  int library = 0;
+  for (const cpu::Step& s : device_plan.plan.steps) library += s.kind == cpu::Disposition::kLibrary;
+  EXPECT_EQ(library, 1);
+  auto emu = Compile(device_plan.plan.kernels);
+  ASSERT_TRUE(emu.ok()) << emu.status();
+  HostDevice device(*emu);
+  CachingAllocator allocator(&device);
+  DeviceRunStats stats;
+  auto got = RunPlanOnDevice(**prepared, device_plan, random.ptrs, device, allocator, &stats);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectClose(*got, *want, "conv", "emulated gpu (im2col + gemm)", 1e-4);
+  EXPECT_EQ(device.gemms(), 1);
+  EXPECT_EQ(stats.uploads, 2);
+  // Without a device GEMM the module is left alone (an emitted convolution kernel).
+  auto same = PrepareModuleForGpu(module, /*device_gemm=*/false);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->get(), module.get());
+}
+
 TEST(LaunchDims, FromTheOutputSize) {
   EXPECT_EQ(ComputeLaunchDims(0).blocks, 0);
   LaunchDims small = ComputeLaunchDims(33);  // one block, rounded up to whole warps

@@ -1,0 +1,196 @@
+// Convolution as im2col + dot (see convolution_to_gemm.h).
+#include "hlo/passes/convolution_to_gemm.h"
+
+#include <numeric>
+
+#include "hlo/passes/pass_util.h"
+
+namespace kiln {
+namespace {
+
+int64_t Product(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+bool IsIdentity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+// Builds the replacement of one convolution in its computation.
+class Rewriter {
+ public:
+  Rewriter(HloComputation* comp, NameUniquer& names) : comp_(comp), names_(names) {}
+
+  HloInstruction* Add(HloOpcode op, std::vector<int64_t> dims, std::vector<HloInstruction*> operands,
+                      PrimitiveType t, const Shape& like) {
+    auto instr = std::make_unique<HloInstruction>(op, ShapeLike(t, std::move(dims), like),
+                                                  std::move(operands));
+    return AddWithFreshName(comp_, std::move(instr), names_);
+  }
+  HloInstruction* Transpose(HloInstruction* x, const std::vector<int64_t>& perm) {
+    if (IsIdentity(perm)) return x;
+    std::vector<int64_t> dims;
+    for (int64_t p : perm) dims.push_back(x->shape().dimensions(p));
+    HloInstruction* t = Add(HloOpcode::kTranspose, dims, {x}, x->shape().element_type(), x->shape());
+    t->mutable_attrs().dimensions = perm;
+    return t;
+  }
+  HloInstruction* Reshape(HloInstruction* x, std::vector<int64_t> dims) {
+    if (x->shape().dimensions() == dims) return x;
+    return Add(HloOpcode::kReshape, std::move(dims), {x}, x->shape().element_type(), x->shape());
+  }
+
+ private:
+  HloComputation* comp_;
+  NameUniquer& names_;
+};
+
+bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, NameUniquer& names) {
+  const InstructionAttributes& a = conv->attrs();
+  if (!a.convolution_dimension_numbers || conv->operand_count() != 2) return false;
+  if (a.feature_group_count != 1 || a.batch_group_count != 1) return false;
+  const Shape& out_shape = conv->shape();
+  HloInstruction* x = conv->operand(0);
+  HloInstruction* w = conv->operand(1);
+  if (!out_shape.IsArray() || !IsFloating(out_shape.element_type()) ||
+      x->shape().element_type() != out_shape.element_type() ||
+      w->shape().element_type() != out_shape.element_type())
+    return false;
+  const ConvolutionDimensionNumbers& dn = *a.convolution_dimension_numbers;
+  const size_t n = dn.input_spatial_dimensions.size();
+  if (dn.kernel_spatial_dimensions.size() != n || dn.output_spatial_dimensions.size() != n) return false;
+  std::vector<WindowDimension> win(n);
+  if (a.window) {
+    if (a.window->dimensions.size() != n) return false;
+    win = a.window->dimensions;
+  }
+  const PrimitiveType t = out_shape.element_type();
+  const int64_t batch = x->shape().dimensions(dn.input_batch_dimension);
+  const int64_t cin = x->shape().dimensions(dn.input_feature_dimension);
+  const int64_t cout = w->shape().dimensions(dn.kernel_output_feature_dimension);
+  std::vector<int64_t> taps_dims, out_spatial;
+  for (size_t i = 0; i < n; ++i) {
+    taps_dims.push_back(w->shape().dimensions(dn.kernel_spatial_dimensions[i]));
+    out_spatial.push_back(out_shape.dimensions(dn.output_spatial_dimensions[i]));
+  }
+  const int64_t taps = Product(taps_dims), rows = batch * Product(out_spatial);
+  if (rows == 0 || taps == 0 || cin == 0 || cout == 0) return false;
+  if (rows * taps * cin * cout < min_work) return false;
+  if (rows * taps * cin * ByteSizeOf(t) > max_patch_bytes) return false;
+
+  Rewriter r(conv->parent(), names);
+  // Input as [batch, spatial..., features], padded: window padding and lhs dilation.
+  std::vector<int64_t> in_perm = {dn.input_batch_dimension};
+  for (int64_t d : dn.input_spatial_dimensions) in_perm.push_back(d);
+  in_perm.push_back(dn.input_feature_dimension);
+  HloInstruction* xt = r.Transpose(x, in_perm);
+  PaddingConfig pads(n + 2);
+  bool padded = false;
+  std::vector<int64_t> padded_dims = xt->shape().dimensions();
+  for (size_t i = 0; i < n; ++i) {
+    PaddingDimension& p = pads[i + 1];
+    p.edge_padding_low = win[i].padding_low;
+    p.edge_padding_high = win[i].padding_high;
+    p.interior_padding = win[i].base_dilation - 1;
+    padded |= p.edge_padding_low != 0 || p.edge_padding_high != 0 || p.interior_padding != 0;
+    int64_t s = padded_dims[i + 1];
+    padded_dims[i + 1] = (s == 0 ? 0 : (s - 1) * win[i].base_dilation + 1) + p.edge_padding_low +
+                         p.edge_padding_high;
+  }
+  if (padded) {
+    HloInstruction* zero = AddWithFreshName(
+        conv->parent(), HloInstruction::CreateConstant(Literal(Shape(t, {}))), names, "zero");
+    xt = r.Add(HloOpcode::kPad, padded_dims, {xt, zero}, t, x->shape());
+    xt->mutable_attrs().padding_config = pads;
+  }
+  // One strided slice per kernel tap, taps in row-major order, then the features.
+  std::vector<HloInstruction*> slices;
+  std::vector<int64_t> tap(n, 0);
+  for (int64_t k = 0; k < taps; ++k) {
+    int64_t rest = k;
+    for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
+      tap[i] = rest % taps_dims[i];
+      rest /= taps_dims[i];
+    }
+    std::vector<int64_t> dims = {batch};
+    HloInstruction* s = nullptr;
+    InstructionAttributes sa;
+    sa.slice_starts = {0};
+    sa.slice_limits = {batch};
+    sa.slice_strides = {1};
+    for (size_t i = 0; i < n; ++i) {
+      int64_t start = tap[i] * win[i].window_dilation;
+      sa.slice_starts.push_back(start);
+      sa.slice_limits.push_back(start + (out_spatial[i] - 1) * win[i].stride + 1);
+      sa.slice_strides.push_back(win[i].stride);
+      dims.push_back(out_spatial[i]);
+    }
+    sa.slice_starts.push_back(0);
+    sa.slice_limits.push_back(cin);
+    sa.slice_strides.push_back(1);
+    dims.push_back(cin);
+    s = r.Add(HloOpcode::kSlice, dims, {xt}, t, x->shape());
+    s->mutable_attrs().slice_starts = sa.slice_starts;
+    s->mutable_attrs().slice_limits = sa.slice_limits;
+    s->mutable_attrs().slice_strides = sa.slice_strides;
+    slices.push_back(s);
+  }
+  HloInstruction* patches = slices[0];
+  if (taps > 1) {
+    std::vector<int64_t> dims = slices[0]->shape().dimensions();
+    dims.back() = taps * cin;
+    patches = r.Add(HloOpcode::kConcatenate, dims, slices, t, x->shape());
+    patches->mutable_attrs().dimensions = {static_cast<int64_t>(n) + 1};
+  }
+  patches = r.Reshape(patches, {rows, taps * cin});
+  // Kernel as [taps * input features, output features], reversed where the window says so.
+  HloInstruction* wk = w;
+  std::vector<int64_t> reversed;
+  for (size_t i = 0; i < n; ++i)
+    if (win[i].window_reversal) reversed.push_back(dn.kernel_spatial_dimensions[i]);
+  if (!reversed.empty()) {
+    wk = r.Add(HloOpcode::kReverse, w->shape().dimensions(), {w}, t, w->shape());
+    wk->mutable_attrs().dimensions = reversed;
+  }
+  std::vector<int64_t> k_perm(dn.kernel_spatial_dimensions.begin(), dn.kernel_spatial_dimensions.end());
+  k_perm.push_back(dn.kernel_input_feature_dimension);
+  k_perm.push_back(dn.kernel_output_feature_dimension);
+  HloInstruction* kmat = r.Reshape(r.Transpose(wk, k_perm), {taps * cin, cout});
+  HloInstruction* dot = r.Add(HloOpcode::kDot, {rows, cout}, {patches, kmat}, t, out_shape);
+  DotDimensionNumbers dd;
+  dd.lhs_contracting_dimensions = {1};
+  dd.rhs_contracting_dimensions = {0};
+  dot->mutable_attrs().dot_dimension_numbers = dd;
+  // [batch, output spatial..., output features] into the output's dimension order.
+  std::vector<int64_t> grid = {batch};
+  for (int64_t o : out_spatial) grid.push_back(o);
+  grid.push_back(cout);
+  HloInstruction* y = r.Reshape(dot, grid);
+  std::vector<int64_t> out_perm(n + 2);
+  out_perm[dn.output_batch_dimension] = 0;
+  for (size_t i = 0; i < n; ++i) out_perm[dn.output_spatial_dimensions[i]] = static_cast<int64_t>(i) + 1;
+  out_perm[dn.output_feature_dimension] = static_cast<int64_t>(n) + 1;
+  y = r.Transpose(y, out_perm);
+  return ReplaceUsesIfCompatible(conv, y);
+}
+
+}  // namespace
+
+absl::StatusOr<bool> ConvolutionToGemm::Run(HloModule& module) {
+  NameUniquer names(module);
+  bool changed = false;
+  for (HloComputation* comp : NonFusionComputations(module)) {
+    std::vector<HloInstruction*> dead;
+    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
+      if (instr->opcode() != HloOpcode::kConvolution) continue;
+      if (Rewrite(instr, min_work_, max_patch_bytes_, names)) dead.push_back(instr);
+    }
+    RemoveDeadFrom(comp, dead);
+    changed |= !dead.empty();
+  }
+  return changed;
+}
+
+}  // namespace kiln

@@ -1,0 +1,90 @@
+// Tests of the convolution -> im2col + dot rewrite: the rewritten module verifies, holds a dot
+// and no convolution, and gives the evaluator's values on random inputs.
+#include "hlo/passes/convolution_to_gemm.h"
+
+#include "gtest/gtest.h"
+#include "hlo/passes/test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::PassPreservesValues;
+using testing::RunPassAndPrint;
+
+void ExpectRewritten(std::string_view hlo) {
+  ConvolutionToGemm pass;
+  bool changed = false;
+  std::string out = RunPassAndPrint(pass, hlo, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(out.find("convolution("), std::string::npos) << out;
+  EXPECT_NE(out.find(" dot("), std::string::npos) << out;
+  EXPECT_TRUE(PassPreservesValues(pass, hlo));
+}
+
+TEST(ConvolutionToGemmTest, NhwcStridedSamePadding) {
+  ExpectRewritten(R"(
+HloModule m
+ENTRY main {
+  x = f32[2,9,9,3] parameter(0)
+  w = f32[3,3,3,4] parameter(1)
+  ROOT c = f32[2,5,5,4] convolution(x, w), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+}
+)");
+}
+
+TEST(ConvolutionToGemmTest, NchwWithDilationsReversalAndUnevenPadding) {
+  ExpectRewritten(R"(
+HloModule m
+ENTRY main {
+  a = f64[2,3,7,8] parameter(0)
+  aw = f64[4,3,3,2] parameter(1)
+  ROOT c = f64[2,4,3,15] convolution(a, aw), window={size=3x2 stride=2x1 pad=1_2x0_1 lhs_dilate=1x2 rhs_dilate=2x1 rhs_reversal=0x1}, dim_labels=bf01_oi01->bf01
+}
+)");
+}
+
+TEST(ConvolutionToGemmTest, OneDimensionalNegativePaddingAndOddLayout) {
+  ExpectRewritten(R"(
+HloModule m
+ENTRY main {
+  x = f32[5,2,12] parameter(0)
+  w = f32[5,4,3] parameter(1)
+  ROOT c = f32[4,2,3] convolution(x, w), window={size=4 stride=2 pad=-1_-1}, dim_labels=fb0_i0o->0bf
+}
+)");
+}
+
+TEST(ConvolutionToGemmTest, GroupedAndIntegerConvolutionsStay) {
+  ConvolutionToGemm pass;
+  bool changed = true;
+  RunPassAndPrint(pass, R"(
+HloModule m
+ENTRY main {
+  g = f32[2,6,6,4] parameter(0)
+  gw = f32[3,3,2,6] parameter(1)
+  cg = f32[2,6,6,6] convolution(g, gw), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=2
+  i = s32[2,9,2] parameter(2)
+  iw = s32[3,2,3] parameter(3)
+  ci = s32[2,4,3] convolution(i, iw), window={size=3 stride=2}, dim_labels=b0f_0io->b0f
+  ROOT t = (f32[2,6,6,6], s32[2,4,3]) tuple(cg, ci)
+}
+)", &changed);
+  EXPECT_FALSE(changed);
+}
+
+TEST(ConvolutionToGemmTest, SmallConvolutionsStayBelowTheThreshold) {
+  ConvolutionToGemm pass(/*min_work=*/int64_t{1} << 20);
+  bool changed = true;
+  RunPassAndPrint(pass, R"(
+HloModule m
+ENTRY main {
+  x = f32[2,9,9,3] parameter(0)
+  w = f32[3,3,3,4] parameter(1)
+  ROOT c = f32[2,7,7,4] convolution(x, w), window={size=3x3}, dim_labels=b01f_01io->b01f
+}
+)", &changed);
+  EXPECT_FALSE(changed);
+}
+
+}  // namespace
+}  // namespace kiln
