@@ -101,7 +101,7 @@ ENTRY %main (x: f64[5,4,70], i: s64[6,130], p: pred[9,100], f: f32[4,500]) -> (f
 inline std::string ScalarSplitModule() {
   return "HloModule split\n" + Reducer("add", "f32", "add") + Reducer("addi", "s32", "add") +
                      Reducer("addb", "bf16", "add") + R"(
-ENTRY %main (x: f32[300000], y: f32[300000], z: f32[300000], i: s32[257,300], b: bf16[70000]) -> (f32[], s32[], bf16[]) {
+ENTRY %main (x: f32[300000], y: f32[300000], z: f32[300000], i: s32[257,300], b: bf16[70001]) -> (f32[], s32[], bf16[]) {
   %x = f32[300000] parameter(0)
   %y = f32[300000] parameter(1)
   %z = f32[300000] parameter(2)
@@ -112,7 +112,7 @@ ENTRY %main (x: f32[300000], y: f32[300000], z: f32[300000], i: s32[257,300], b:
   %i = s32[257,300] parameter(3)
   %seven = s32[] constant(7)
   %si = s32[] reduce(%i, %seven), dimensions={0,1}, to_apply=%addi
-  %b = bf16[70000] parameter(4)
+  %b = bf16[70001] parameter(4)
   %bz = bf16[] constant(0)
   %sb = bf16[] reduce(%b, %bz), dimensions={0}, to_apply=%addb
   ROOT %t = (f32[], s32[], bf16[]) tuple(%s, %si, %sb)

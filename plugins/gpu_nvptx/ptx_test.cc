@@ -301,9 +301,9 @@ TEST(GpuPtx, BenchmarkWorkloadLayouts) {
     return out;
   };
   using V = std::vector<std::pair<Kind, int>>;
-  EXPECT_EQ(kinds("softmax_65536x1024.hlo"), (V{{Kind::kRows, 1}}));
-  EXPECT_EQ(kinds("layernorm_gelu_65536x768.hlo"), (V{{Kind::kRows, 1}}));
-  EXPECT_EQ(kinds("sum_xyz_3x2p28.hlo"), (V{{Kind::kSplitReduce, 1}}));
+  EXPECT_EQ(kinds("softmax_65536x1024.hlo"), (V{{Kind::kRows, 4}}));
+  EXPECT_EQ(kinds("layernorm_gelu_65536x768.hlo"), (V{{Kind::kRows, 4}}));
+  EXPECT_EQ(kinds("sum_xyz_3x2p28.hlo"), (V{{Kind::kSplitReduce, 4}}));
   V mlp = kinds("mlp_train_step_b4096.hlo");
   int split_columns = 0, vectorized = 0;
   for (auto [k, w] : mlp) {
@@ -312,6 +312,32 @@ TEST(GpuPtx, BenchmarkWorkloadLayouts) {
   }
   EXPECT_EQ(split_columns, 2);
   EXPECT_GE(vectorized, 2);
+}
+
+// The memory-bound workloads read and write their arrays only with 16-byte vector accesses
+// (the sum's one scalar load is its combine stage reading the partials).
+TEST(GpuPtx, BenchmarkWorkloadsUseVectorAccesses) {
+  auto ptx_of = [](const std::string& file) {
+    auto module = ParseHloModule(ReadSource("tests/gpu_workloads/" + file), file);
+    EXPECT_TRUE(module.ok()) << module.status();
+    if (!module.ok()) return std::string();
+    DevicePlan dp = MakeDevicePlan(**module, GpuPlanOptions(/*device_gemm=*/true));
+    PtxOptions opts;
+    opts.sm = "sm_90";
+    auto ptx = CompileToPtx(dp.plan.kernels, opts);
+    EXPECT_TRUE(ptx.ok()) << ptx.status();
+    return ptx.ok() ? *ptx : std::string();
+  };
+  for (const char* file : {"softmax_65536x1024.hlo", "layernorm_gelu_65536x768.hlo"}) {
+    SCOPED_TRACE(file);
+    std::string ptx = ptx_of(file);
+    EXPECT_EQ(CountOf(ptx, "ld.global.nc.f32"), 0);
+    EXPECT_EQ(CountOf(ptx, "ld.global.nc.v4.f32"), 3);  // x in each statistic and the output
+    EXPECT_EQ(CountOf(ptx, "st.global.v4.f32"), 1);
+  }
+  std::string sum = ptx_of("sum_xyz_3x2p28.hlo");
+  EXPECT_EQ(CountOf(sum, "ld.global.nc.v4.f32"), 3);  // x, y and z
+  EXPECT_EQ(CountOf(sum, "ld.global.nc.f32"), 1);
 }
 
 TEST(GpuPtxCache, SecondCompilationHitsAndTargetsAreSeparate) {

@@ -309,13 +309,16 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitIfElse(
 llvm::Value* KernelEmitter::Linear(const Index& idx, const std::vector<int64_t>& dims) {
   if (idx.linear != nullptr) return idx.linear;
   std::vector<int64_t> strides = RowMajorStrides(dims);
-  llvm::Value* lin = C64(0);
+  // No multiply by 1 or add to 0: a single index passes through as the same value (the GPU
+  // emitter recognizes aligned indices by identity).
+  llvm::Value* lin = nullptr;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == 1) continue;
-    lin = b_.CreateAdd(lin, b_.CreateMul(idx.multi[i], C64(strides[i]), "", true, true), "",
-                       true, true);
+    llvm::Value* term = strides[i] == 1 ? idx.multi[i]
+                                        : b_.CreateMul(idx.multi[i], C64(strides[i]), "", true, true);
+    lin = lin == nullptr ? term : b_.CreateAdd(lin, term, "", true, true);
   }
-  return lin;
+  return lin == nullptr ? C64(0) : lin;
 }
 
 Index KernelEmitter::Delinearize(llvm::Value* linear, const std::vector<int64_t>& dims) {

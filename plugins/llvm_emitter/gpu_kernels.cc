@@ -81,11 +81,15 @@ absl::Status KernelEmitter::EmitGpuBody() {
       const HloInstruction* root = spec_.outputs[o];
       PT t = root->shape().element_type();
       llvm::Type* st = StorageType(t, ctx_);
-      for (int k = 0; k < w; ++k) {
-        llvm::Value* e = k == 0 ? first : b_.CreateAdd(first, C64(k), "", true, true);
-        absl::StatusOr<llvm::Value*> v = Element(root, Delinearize(e, root->shape().dimensions()));
+      std::vector<Index> group;
+      for (int k = 0; k < w; ++k)
+        group.push_back(Delinearize(k == 0 ? first : b_.CreateAdd(first, C64(k), "", true, true),
+                                    root->shape().dimensions()));
+      KILN_EMIT_RETURN_IF_ERROR(LoadGroup(root->shape().dimensions(), group));
+      for (const Index& idx : group) {
+        absl::StatusOr<llvm::Value*> v = Element(root, idx);
         if (!v.ok()) return v.status();
-        stores.push_back({b_.CreateInBoundsGEP(st, fn_->getArg(spec_.inputs.size() + o), e),
+        stores.push_back({b_.CreateInBoundsGEP(st, fn_->getArg(spec_.inputs.size() + o), idx.linear),
                           ToStorage(*v, t)});
       }
     }
@@ -138,6 +142,35 @@ void KernelEmitter::MarkVectorAligned(llvm::Value* first, int width) {
       else store->setAlignment(align);
     }
   }
+}
+
+absl::Status KernelEmitter::LoadGroup(const std::vector<int64_t>& dims,
+                                      const std::vector<Index>& group) {
+  // Every kernel input read at the same indices (same dimensions) is loaded here, first, for
+  // all of the group: the loads of one buffer then sit side by side, before any computation
+  // that branches (libdevice calls), where the load/store vectorizer can merge them. Element
+  // caches them for the computation that follows.
+  if (group.size() < 2) return absl::OkStatus();
+  for (const HloInstruction* in : spec_.inputs) {
+    if (!in->shape().IsArray() || in->shape().dimensions() != dims) continue;
+    for (const Index& idx : group) {
+      absl::StatusOr<llvm::Value*> v = Element(in, idx);
+      if (!v.ok()) return v.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Index> KernelEmitter::RowGroup(const Index& row, llvm::Value* c0, llvm::Value* first,
+                                           const std::vector<int64_t>& cols, int w) {
+  std::vector<Index> group;
+  for (int k = 0; k < w; ++k) {
+    Index idx = Delinearize(k == 0 ? c0 : b_.CreateAdd(c0, C64(k), "", true, true), cols);
+    idx.multi.insert(idx.multi.begin(), row.multi.begin(), row.multi.end());
+    idx.linear = k == 0 ? first : b_.CreateAdd(first, C64(k), "", true, true);
+    group.push_back(std::move(idx));
+  }
+  return group;
 }
 
 llvm::Value* KernelEmitter::ThreadIdx() {
@@ -305,6 +338,8 @@ absl::Status KernelEmitter::EmitGpuRowsBody() {
   const size_t k = row_dims.size();
   llvm::Value* tid = ThreadIdx();
   llvm::Value* threads = C64(layout_.threads);
+  const int w = layout_.vector_width;
+  std::vector<llvm::Value*> aligned;  // linear indices of groups' first elements (w > 1)
   auto tail = [&](const std::vector<int64_t>& dims) {
     return std::vector<int64_t>(dims.begin() + static_cast<std::ptrdiff_t>(k), dims.end());
   };
@@ -324,13 +359,20 @@ absl::Status KernelEmitter::EmitGpuRowsBody() {
           llvm::AllocaInst* valid = EntryAlloca(b_.getInt1Ty(), s->name() + ".valid");
           b_.CreateStore(init, acc);
           b_.CreateStore(b_.getFalse(), valid);
-          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(tid, C64(ncols), threads, s->name(),
-                                                    [&](llvm::Value* c) -> absl::Status {
-            Index in = Delinearize(c, cols);
-            in.multi.insert(in.multi.begin(), row.multi.begin(), row.multi.end());
-            in.linear = b_.CreateAdd(b_.CreateMul(r, C64(ncols), "", true, true), c, "", true, true);
-            KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, Element(input, in));
-            return Accumulate(s, acc, valid, x);
+          // Thread t reads groups of w consecutive columns: t, t + threads, ...
+          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(tid, C64(ncols / w), threads, s->name(),
+                                                    [&](llvm::Value* g) -> absl::Status {
+            llvm::Value* c0 = w == 1 ? g : b_.CreateMul(g, C64(w), "", true, true);
+            llvm::Value* first =
+                b_.CreateAdd(b_.CreateMul(r, C64(ncols), "", true, true), c0, "", true, true);
+            if (w > 1) aligned.insert(aligned.end(), {first, c0});  // c0: per-column operands
+            std::vector<Index> group = RowGroup(row, c0, first, cols, w);
+            KILN_EMIT_RETURN_IF_ERROR(LoadGroup(input->shape().dimensions(), group));
+            for (const Index& in : group) {
+              KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, Element(input, in));
+              KILN_EMIT_RETURN_IF_ERROR(Accumulate(s, acc, valid, x));
+            }
+            return absl::OkStatus();
           }));
           KILN_EMIT_ASSIGN_OR_RETURN(auto total,
                                      BlockCombine(s, b_.CreateLoad(init->getType(), acc),
@@ -346,18 +388,27 @@ absl::Status KernelEmitter::EmitGpuRowsBody() {
           llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
           PT t = root->shape().element_type();
           llvm::Type* st = StorageType(t, ctx_);
-          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(tid, C64(ncols), threads, absl::StrCat("out", o),
-                                                    [&](llvm::Value* c) -> absl::Status {
-            Index idx = Delinearize(c, cols);
-            idx.multi.insert(idx.multi.begin(), row.multi.begin(), row.multi.end());
-            idx.linear = b_.CreateAdd(b_.CreateMul(r, C64(ncols), "", true, true), c, "", true, true);
-            KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
-            b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(st, out, idx.linear));
+          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(tid, C64(ncols / w), threads, absl::StrCat("out", o),
+                                                    [&](llvm::Value* g) -> absl::Status {
+            llvm::Value* c0 = w == 1 ? g : b_.CreateMul(g, C64(w), "", true, true);
+            llvm::Value* first =
+                b_.CreateAdd(b_.CreateMul(r, C64(ncols), "", true, true), c0, "", true, true);
+            if (w > 1) aligned.insert(aligned.end(), {first, c0});
+            // The group's values first, then its stores (adjacent, for the vectorizer).
+            std::vector<std::pair<llvm::Value*, llvm::Value*>> stores;
+            std::vector<Index> group = RowGroup(row, c0, first, cols, w);
+            KILN_EMIT_RETURN_IF_ERROR(LoadGroup(root->shape().dimensions(), group));
+            for (const Index& idx : group) {
+              KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
+              stores.push_back({b_.CreateInBoundsGEP(st, out, idx.linear), ToStorage(v, t)});
+            }
+            for (auto& [address, value] : stores) b_.CreateStore(value, address);
             return absl::OkStatus();
           }));
         }
         return absl::OkStatus();
       }));
+  for (llvm::Value* first : aligned) MarkVectorAligned(first, w);
   b_.CreateRetVoid();
   return absl::OkStatus();
 }
@@ -383,6 +434,8 @@ absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
   };
   const int64_t rows = layout_.rows;
   const int64_t columns = n / rows;
+  const int w = layout_.vector_width;
+  std::vector<llvm::Value*> aligned;  // first elements of w-groups (w > 1)
   llvm::Value* first_block = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
   llvm::Value* blocks = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
   absl::Status st;
@@ -390,17 +443,28 @@ absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
     // Block r * parts + p reduces the contiguous slice
     // [p columns / parts, (p+1) columns / parts) of row r.
     st = EmitStridedLoop(first_block, C64(rows * parts), blocks, "part", [&](llvm::Value* blk) -> absl::Status {
+      // In groups of w consecutive elements: the slice bounds fall on group boundaries.
+      const int64_t groups = columns / w;
       llvm::Value* p = b_.CreateURem(blk, C64(parts));
-      llvm::Value* row_start = b_.CreateMul(b_.CreateUDiv(blk, C64(parts)), C64(columns));
-      llvm::Value* lo = b_.CreateAdd(row_start, b_.CreateSDiv(b_.CreateMul(p, C64(columns)), C64(parts)));
+      llvm::Value* row_start = b_.CreateMul(b_.CreateUDiv(blk, C64(parts)), C64(groups));
+      llvm::Value* lo = b_.CreateAdd(row_start, b_.CreateSDiv(b_.CreateMul(p, C64(groups)), C64(parts)));
       llvm::Value* hi = b_.CreateAdd(
-          row_start, b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(columns)), C64(parts)));
+          row_start, b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(groups)), C64(parts)));
       reset();
       KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(b_.CreateAdd(lo, tid), hi, threads, "elem",
-                                                [&](llvm::Value* i) -> absl::Status {
-        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x,
-                                   Element(input, Delinearize(i, input->shape().dimensions())));
-        return Accumulate(r, acc, valid, x);
+                                                [&](llvm::Value* g) -> absl::Status {
+        llvm::Value* first = w == 1 ? g : b_.CreateMul(g, C64(w), "", true, true);
+        if (w > 1) aligned.push_back(first);
+        std::vector<Index> group;
+        for (int k = 0; k < w; ++k)
+          group.push_back(Delinearize(k == 0 ? first : b_.CreateAdd(first, C64(k), "", true, true),
+                                      input->shape().dimensions()));
+        KILN_EMIT_RETURN_IF_ERROR(LoadGroup(input->shape().dimensions(), group));
+        for (const Index& in : group) {
+          KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, Element(input, in));
+          KILN_EMIT_RETURN_IF_ERROR(Accumulate(r, acc, valid, x));
+        }
+        return absl::OkStatus();
       }));
       KILN_EMIT_ASSIGN_OR_RETURN(auto total, BlockCombine(r, b_.CreateLoad(ct, acc),
                                                           b_.CreateLoad(b_.getInt1Ty(), valid)));
@@ -432,6 +496,7 @@ absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
   }
   PopScope();
   if (!st.ok()) return st;
+  for (llvm::Value* first : aligned) MarkVectorAligned(first, w);
   b_.CreateRetVoid();
   return absl::OkStatus();
 }

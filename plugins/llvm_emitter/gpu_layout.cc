@@ -45,18 +45,28 @@ int WarpRoundedThreads(int64_t columns) {
   return static_cast<int>(std::max<int64_t>(t, 32));
 }
 
+// Elements per 16-byte vector access of 32-bit values (GpuLayout::vector_width).
+constexpr int kVectorWidth = 4;
+
+// True when no input or output of the kernel is wider than 32 bits (4 of them fit a 16-byte
+// vector access).
+bool NarrowTypes(const KernelSpec& spec) {
+  auto narrow = [](const Shape& s) { return s.IsArray() && ByteSizeOf(s.element_type()) <= 4; };
+  for (const HloInstruction* o : spec.outputs)
+    if (!narrow(o->shape())) return false;
+  for (const HloInstruction* i : spec.inputs)
+    if (!narrow(i->shape())) return false;
+  return true;
+}
+
 // 4 when the kElements form can give each thread 4 consecutive elements of every output
 // (see GpuLayout::vector_width), else 1.
 int ElementsVectorWidth(const KernelSpec& spec) {
-  constexpr int kWidth = 4;
   const int64_t n = spec.outputs.empty() ? 0 : spec.outputs[0]->shape().num_elements();
-  if (n % kWidth != 0 || n < kWidth * kGpuMaxBlockThreads) return 1;
-  auto narrow = [](const Shape& s) { return s.IsArray() && ByteSizeOf(s.element_type()) <= 4; };
+  if (n % kVectorWidth != 0 || n < kVectorWidth * kGpuMaxBlockThreads) return 1;
   for (const HloInstruction* o : spec.outputs)
-    if (!narrow(o->shape()) || o->shape().num_elements() != n) return 1;
-  for (const HloInstruction* i : spec.inputs)
-    if (!narrow(i->shape())) return 1;
-  return kWidth;
+    if (o->shape().num_elements() != n) return 1;
+  return NarrowTypes(spec) ? kVectorWidth : 1;
 }
 
 }  // namespace
@@ -93,6 +103,7 @@ GpuLayout AnalyzeGpuKernel(const KernelSpec& spec) {
         layout.threads = kGpuMaxBlockThreads;
         layout.rows = rows;
         layout.parts = std::clamp<int64_t>(parts, 1, 1024);
+        layout.vector_width = columns % kVectorWidth == 0 && NarrowTypes(spec) ? kVectorWidth : 1;
         return layout;
       }
     }
@@ -136,6 +147,13 @@ GpuLayout AnalyzeGpuKernel(const KernelSpec& spec) {
   layout.row_dims = row_dims;
   layout.rows = Product(row_dims);
   layout.threads = WarpRoundedThreads(columns);
+  // Groups of 4 consecutive columns per thread when every statistic's and output's row
+  // length allows (rows then start on 16-byte boundaries too).
+  bool groups = NarrowTypes(spec);
+  for (const HloInstruction* s : stats) groups &= RowColumns(*s) % kVectorWidth == 0;
+  for (const HloInstruction* o : spec.outputs)
+    groups &= (o->shape().num_elements() / layout.rows) % kVectorWidth == 0;
+  layout.vector_width = groups ? kVectorWidth : 1;
   return layout;
 }
 

@@ -48,9 +48,11 @@ struct GpuLayout {
   int threads = 0;                // kRows, kSplitReduce: threads per block (whole warps)
   int64_t parts = 0;      // kSplitReduce: blocks per row; kSplitColumns: parts per column
   int64_t columns = 0;    // kSplitColumns: output elements
-  // kElements: consecutive elements per thread (4 when every output has the same size, a
-  // multiple of 4, and no value is wider than 32 bits: a thread's loads of an input read
-  // at the output's index become one 16-byte vector load), else 1.
+  // Consecutive elements a thread takes at a time (4 when no value is wider than 32 bits and
+  // the sizes allow: a thread's loads of an input read at the output's index become one
+  // 16-byte vector load), else 1. kElements: every output has the same size, a multiple of
+  // 4. kRows: every statistic's and output's row length is a multiple of 4. kSplitReduce:
+  // the row length is.
   int vector_width = 1;
   // Bytes of the partials buffer: one 8-byte slot per part of each row (or column).
   int64_t partials_bytes() const {

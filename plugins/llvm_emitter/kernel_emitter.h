@@ -182,8 +182,13 @@ class KernelEmitter {
   // Cross-thread reduction (GPU). Every thread of the block must reach these calls
   // (uniform control flow): they shuffle and synchronize.
   llvm::Value* ThreadIdx();
-  // kElements with a vector width: accesses of buffer[first] are width-aligned.
+  // Vector groups (GpuLayout::vector_width): accesses of buffer[first] are width-aligned;
+  // the inputs read at a group's indices are loaded first; a rows kernel's group of columns
+  // c0 .. c0+w-1 of row `row` (linear index of c0: `first`).
   void MarkVectorAligned(llvm::Value* first, int width);
+  absl::Status LoadGroup(const std::vector<int64_t>& dims, const std::vector<Index>& group);
+  std::vector<Index> RowGroup(const Index& row, llvm::Value* c0, llvm::Value* first,
+                              const std::vector<int64_t>& cols, int w);
   llvm::Value* Shuffle(llvm::Value* v, int lane_mask);  // butterfly exchange within the warp
   // The reducer of `h` applied to a and b; 16-bit float add/multiply stays in f32 (rounded
   // once by FinishReduce), as EmitReduce does.
