@@ -505,14 +505,14 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
     const cpu::Plan& plan = device_plan.plan;
     int library = 0;
     bool transposed = false;
-    for (const cpu::Step& s : plan.steps)
-      if (s.kind == cpu::Disposition::kLibrary) {
-        ++library;
-        ASSERT_TRUE(s.gemm.has_value());
-        transposed |= s.gemm->trans_a || s.gemm->trans_b;
-      }
+    for (const cpu::Step& s : plan.steps) {
+      if (s.kind != cpu::Disposition::kLibrary) continue;
+      ++library;
+      ASSERT_TRUE(s.gemm.has_value());
+      transposed |= s.gemm->trans_a || s.gemm->trans_b;
+    }
     EXPECT_EQ(library, device_gemm ? 3 : 0);
-    if (device_gemm) EXPECT_TRUE(transposed);
+    EXPECT_EQ(transposed, device_gemm);
     auto emu = Compile(plan.kernels);
     ASSERT_TRUE(emu.ok()) << emu.status();
     HostDevice device(*emu);
