@@ -13,7 +13,6 @@
 
 namespace kiln::llvm_emit::detail {
 
-
 absl::Status KernelEmitter::EmitGpu() {
   layout_ = AnalyzeGpuKernel(spec_);
   size_t n = spec_.inputs.size() + spec_.outputs.size();
@@ -46,15 +45,12 @@ absl::Status KernelEmitter::VerifyGpu(llvm::Function* kernel) {
 absl::Status KernelEmitter::EmitGpuBody() {
   // Grid-stride loop: element i = ctaid*ntid + tid, then i += nctaid*ntid while some output
   // has element i, so any grid size covers any output (the launcher caps the grid).
-  auto sreg = [&](llvm::Intrinsic::ID id) {
-    return b_.CreateZExt(CallIntrinsic(id, {}, {}), I64());
-  };
-  llvm::Value* ntid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+  llvm::Value* ntid = Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
   llvm::Value* start = b_.CreateAdd(
-      b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ntid, "", true, true),
-      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "tid0", true, true);
+      b_.CreateMul(Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ntid, "", true, true),
+      Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "tid0", true, true);
   llvm::Value* stride =
-      b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "stride", true, true);
+      b_.CreateMul(Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "stride", true, true);
   // With a vector width W, thread index i covers elements i*W .. i*W + W-1 of every output
   // (all outputs have the same size then, a multiple of W): the W elements' values are
   // generated first and stored after, so same-index input loads sit side by side for the
@@ -173,9 +169,11 @@ std::vector<Index> KernelEmitter::RowGroup(const Index& row, llvm::Value* c0, ll
   return group;
 }
 
-llvm::Value* KernelEmitter::ThreadIdx() {
-  return b_.CreateZExt(CallIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {}), I64());
+llvm::Value* KernelEmitter::Sreg(llvm::Intrinsic::ID id) {
+  return b_.CreateZExt(CallIntrinsic(id, {}, {}), I64());
 }
+
+llvm::Value* KernelEmitter::ThreadIdx() { return Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x); }
 
 llvm::Value* KernelEmitter::Shuffle(llvm::Value* v, int lane_mask) {
   // shfl.sync.bfly moves 32 bits: narrower values are widened, 64-bit ones go in two halves.
@@ -332,7 +330,6 @@ absl::Status KernelEmitter::EmitStridedLoop(llvm::Value* lo, llvm::Value* hi, ll
   } while (0)
 
 absl::Status KernelEmitter::EmitGpuRowsBody() {
-  auto sreg = [&](llvm::Intrinsic::ID id) { return b_.CreateZExt(CallIntrinsic(id, {}, {}), I64()); };
   const std::vector<const HloInstruction*> stats = GpuRowStatistics(spec_);
   const std::vector<int64_t>& row_dims = layout_.row_dims;
   const size_t k = row_dims.size();
@@ -344,8 +341,8 @@ absl::Status KernelEmitter::EmitGpuRowsBody() {
     return std::vector<int64_t>(dims.begin() + static_cast<std::ptrdiff_t>(k), dims.end());
   };
   KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(
-      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), C64(layout_.rows),
-      sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), "row", [&](llvm::Value* r) -> absl::Status {
+      Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), C64(layout_.rows),
+      Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), "row", [&](llvm::Value* r) -> absl::Status {
         Index row = Delinearize(r, row_dims);
         // The row's statistics, operands first, each combined across the block; the
         // outputs' elements then find them in this scope under the row's index.
@@ -414,7 +411,6 @@ absl::Status KernelEmitter::EmitGpuRowsBody() {
 }
 
 absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
-  auto sreg = [&](llvm::Intrinsic::ID id) { return b_.CreateZExt(CallIntrinsic(id, {}, {}), I64()); };
   const HloInstruction* r = spec_.outputs[0];
   const HloInstruction* input = r->operand(0);
   const int64_t n = input->shape().num_elements();
@@ -436,8 +432,8 @@ absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
   const int64_t columns = n / rows;
   const int w = layout_.vector_width;
   std::vector<llvm::Value*> aligned;  // first elements of w-groups (w > 1)
-  llvm::Value* first_block = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
-  llvm::Value* blocks = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
+  llvm::Value* first_block = Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
+  llvm::Value* blocks = Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
   absl::Status st;
   if (!combine) {
     // Block r * parts + p reduces the contiguous slice
@@ -504,7 +500,6 @@ absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
 #undef KILN_EMIT_IN_THREAD_ZERO
 
 absl::Status KernelEmitter::EmitGpuColumnStage(bool combine) {
-  auto sreg = [&](llvm::Intrinsic::ID id) { return b_.CreateZExt(CallIntrinsic(id, {}, {}), I64()); };
   const HloInstruction* r = spec_.outputs[0];
   const HloInstruction* input = r->operand(0);
   const int64_t columns = layout_.columns;
@@ -514,11 +509,11 @@ absl::Status KernelEmitter::EmitGpuColumnStage(bool combine) {
   const std::vector<int64_t> row_dims(in_dims.begin(), in_dims.end() - r->shape().rank());
   llvm::Value* out = fn_->getArg(spec_.inputs.size());
   llvm::Value* partials = fn_->getArg(spec_.inputs.size() + 1);  // [parts, columns], 8-byte slots
-  llvm::Value* ntid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
+  llvm::Value* ntid = Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
   llvm::Value* start = b_.CreateAdd(
-      b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ntid, "", true, true),
+      b_.CreateMul(Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ntid, "", true, true),
       ThreadIdx(), "", true, true);
-  llvm::Value* stride = b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "", true, true);
+  llvm::Value* stride = b_.CreateMul(Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "", true, true);
   PushScope();
   absl::Status st;
   absl::StatusOr<llvm::Value*> init_or = Element(r->operand(1), Index{{}, C64(0)});

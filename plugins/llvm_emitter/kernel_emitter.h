@@ -181,6 +181,7 @@ class KernelEmitter {
 
   // Cross-thread reduction (GPU). Every thread of the block must reach these calls
   // (uniform control flow): they shuffle and synchronize.
+  llvm::Value* Sreg(llvm::Intrinsic::ID id);  // a PTX special register (ctaid.x, ...) as i64
   llvm::Value* ThreadIdx();
   // Vector groups (GpuLayout::vector_width): accesses of buffer[first] are width-aligned;
   // the inputs read at a group's indices are loaded first; a rows kernel's group of columns
