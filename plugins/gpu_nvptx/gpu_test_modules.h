@@ -18,7 +18,9 @@ inline std::string Reducer(const char* name, const char* type, const char* op) {
                       type, "[] ", op, "(%a, %b)\n}\n");
 }
 
-inline std::string F32Reducers() { return Reducer("add", "f32", "add") + Reducer("max", "f32", "maximum"); }
+inline std::string F32Reducers() {
+  return Reducer("add", "f32", "add") + Reducer("max", "f32", "maximum");
+}
 
 // Softmax [37,1000]: rows not a multiple of the block (one rows kernel).
 inline std::string SoftmaxModule() {
@@ -97,7 +99,8 @@ ENTRY %main (x: f64[5,4,70], i: s64[6,130], p: pred[9,100], f: f32[4,500]) -> (f
 )";
 }
 
-// Reductions to a scalar split across blocks: f32 sum(x+y*z), s32 (init 7), bf16.
+// Reductions to a scalar split across blocks: f32 sum(x+y*z) and s32 (init 7) 4 elements at
+// a time, bf16 of an odd length one at a time.
 inline std::string ScalarSplitModule() {
   return "HloModule split\n" + Reducer("add", "f32", "add") + Reducer("addi", "s32", "add") +
                      Reducer("addb", "bf16", "add") + R"(
