@@ -1,4 +1,4 @@
-// Matching dots to GEMM calls, and the calls: f32 through oneDNN's dnnl_sgemm when the
+// The GEMM calls (which dots qualify: gemm_match.cc): f32 through oneDNN's dnnl_sgemm when the
 // build has it, else OpenBLAS's cblas_sgemm; f64 through cblas_dgemm. oneDNN because on this
 // project's AVX-512 machines it measured 1.8-2x OpenBLAS's sgemm GFLOP/s at every workload
 // shape (benchmarks/gemm_libraries.cc; Debian's OpenBLAS 0.3.21 runs Zen 4 on AVX2 kernels).
@@ -22,77 +22,6 @@ namespace {
 // call sets it from here (0: the OpenMP default).
 std::atomic<int> blas_threads{0};
 }  // namespace
-
-bool HaveBlas() {
-#ifdef KILN_HAVE_OPENBLAS
-  return true;
-#else
-  return false;
-#endif
-}
-
-std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk,
-                                      std::string* why) {
-  auto no = [&](std::string reason) -> std::optional<GemmShape> {
-    if (why) *why = std::move(reason);
-    return std::nullopt;
-  };
-  if (!HaveBlas()) return no("built without a BLAS library");
-  return MatchGemmDot(dot, min_mnk, why);
-}
-
-std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk,
-                                      std::string* why) {
-  auto no = [&](std::string reason) -> std::optional<GemmShape> {
-    if (why) *why = std::move(reason);
-    return std::nullopt;
-  };
-  if (dot.opcode() != HloOpcode::kDot || dot.operand_count() != 2 ||
-      !dot.attrs().dot_dimension_numbers)
-    return no("not a dot");
-  const HloInstruction* lhs = dot.operand(0);
-  const HloInstruction* rhs = dot.operand(1);
-  if (!dot.shape().IsArray() || !lhs->shape().IsArray() || !rhs->shape().IsArray())
-    return no("not an array dot");
-  PrimitiveType t = dot.shape().element_type();
-  if ((t != PrimitiveType::F32 && t != PrimitiveType::F64) ||
-      lhs->shape().element_type() != t || rhs->shape().element_type() != t)
-    return no("element type is not f32 or f64 throughout");
-  const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
-  const int64_t nb = static_cast<int64_t>(dn.lhs_batch_dimensions.size());
-  if (static_cast<int64_t>(dn.rhs_batch_dimensions.size()) != nb) return no("batch dims differ");
-  for (int64_t i = 0; i < nb; ++i)
-    if (dn.lhs_batch_dimensions[i] != i || dn.rhs_batch_dimensions[i] != i)
-      return no("batch dimensions are not the leading ones in order");
-  if (dn.lhs_contracting_dimensions.size() != 1 || dn.rhs_contracting_dimensions.size() != 1)
-    return no("not exactly one contracting dimension");
-  const auto& ld = lhs->shape().dimensions();
-  const auto& rd = rhs->shape().dimensions();
-  const int64_t lc = dn.lhs_contracting_dimensions[0], rc = dn.rhs_contracting_dimensions[0];
-  const int64_t lr = static_cast<int64_t>(ld.size()), rr = static_cast<int64_t>(rd.size());
-  if (lr != nb + 1 && lr != nb + 2) return no("lhs is not a matrix or vector per batch");
-  if (rr != nb + 1 && rr != nb + 2) return no("rhs is not a matrix or vector per batch");
-  if (lc < nb || lc >= lr || rc < nb || rc >= rr) return no("bad contracting dimension");
-  GemmShape g;
-  g.f64 = t == PrimitiveType::F64;
-  for (int64_t i = 0; i < nb; ++i) {
-    if (ld[i] != rd[i]) return no("batch sizes differ");
-    g.batch *= ld[i];
-  }
-  g.k = ld[lc];
-  if (rd[rc] != g.k) return no("contracting sizes differ");
-  if (lr == nb + 2) {
-    g.trans_a = lc == nb;  // stored [k, m]
-    g.m = ld[g.trans_a ? nb + 1 : nb];
-  }
-  if (rr == nb + 2) {
-    g.trans_b = rc == nb + 1;  // stored [n, k]
-    g.n = rd[g.trans_b ? nb : nb + 1];
-  }
-  if (g.batch <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) return no("empty dot");
-  if (g.batch * g.m * g.n * g.k < min_mnk) return no("too small for a BLAS call");
-  return g;
-}
 
 void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out) {
 #ifdef KILN_HAVE_OPENBLAS

@@ -9,9 +9,6 @@
 namespace kiln::cpu {
 namespace {
 
-// Above this the patch matrix is not worth its memory; the evaluator path is used instead.
-constexpr int64_t kMaxPatchBytes = int64_t{1} << 30;
-
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
@@ -28,48 +25,6 @@ bool Next(std::vector<int64_t>& idx, const std::vector<int64_t>& sizes) {
 }
 
 }  // namespace
-
-std::optional<ConvGemm> MatchLibraryConv(const HloInstruction& conv, int64_t min_work,
-                                         std::string* why) {
-  auto no = [&](std::string reason) -> std::optional<ConvGemm> {
-    if (why) *why = std::move(reason);
-    return std::nullopt;
-  };
-  if (!HaveBlas()) return no("built without a BLAS library");
-  const InstructionAttributes& a = conv.attrs();
-  if (conv.opcode() != HloOpcode::kConvolution || conv.operand_count() != 2 || !a.window ||
-      !a.convolution_dimension_numbers)
-    return no("not a convolution");
-  if (a.feature_group_count != 1 || a.batch_group_count != 1) return no("grouped convolution");
-  const Shape& in = conv.operand(0)->shape();
-  const Shape& k = conv.operand(1)->shape();
-  const Shape& out = conv.shape();
-  if (!in.IsArray() || !k.IsArray() || !out.IsArray()) return no("not an array convolution");
-  for (const Shape* s : {&in, &k, &out})
-    if (s->element_type() != PrimitiveType::F32) return no("not f32");
-  ConvGemm c;
-  c.in_dims = in.dimensions();
-  c.kernel_dims = k.dimensions();
-  c.out_dims = out.dimensions();
-  c.dnums = *a.convolution_dimension_numbers;
-  c.window = *a.window;
-  const size_t ns = c.dnums.input_spatial_dimensions.size();
-  if (c.window.dimensions.size() != ns || c.dnums.kernel_spatial_dimensions.size() != ns ||
-      c.dnums.output_spatial_dimensions.size() != ns)
-    return no("window rank differs from the spatial rank");
-  int64_t positions = 1, kernel_positions = 1;
-  for (size_t i = 0; i < ns; ++i) {
-    positions *= c.out_dims[c.dnums.output_spatial_dimensions[i]];
-    kernel_positions *= c.kernel_dims[c.dnums.kernel_spatial_dimensions[i]];
-  }
-  c.rows = c.out_dims[c.dnums.output_batch_dimension] * positions;
-  c.depth = kernel_positions * c.in_dims[c.dnums.input_feature_dimension];
-  c.out_features = c.out_dims[c.dnums.output_feature_dimension];
-  if (c.rows == 0 || c.depth == 0 || c.out_features == 0) return no("empty convolution");
-  if (c.rows * c.depth * c.out_features < min_work) return no("too small for a library call");
-  if (c.rows * c.depth * 4 > kMaxPatchBytes) return no("patch matrix too large");
-  return c;
-}
 
 void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, float* out) {
   const ConvolutionDimensionNumbers& dn = c.dnums;

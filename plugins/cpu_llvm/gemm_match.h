@@ -1,0 +1,53 @@
+// Which dots and convolutions a GEMM library can compute, as what GEMM: row-major operands
+// whose layout is a plain or transposed matrix per batch (dots), or an im2col patch matrix
+// times the kernel (convolutions). Shared by cpu-llvm (host BLAS calls: blas_dot.h,
+// conv_library.h) and gpu-nvptx (cuBLAS); no library is linked for this. LLVM-free.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hlo/instruction.h"
+
+namespace kiln::cpu {
+
+// One dot as `batch` independent GEMMs C[m,n] = op(A)[m,k] * op(B)[k,n], all dense row-major.
+struct GemmShape {
+  bool f64 = false;
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool trans_a = false;  // A is stored k x m (the lhs contracts its first non-batch dim)
+  bool trans_b = false;  // B is stored n x k (the rhs contracts its last dim)
+};
+
+// True when this build calls a BLAS library at all.
+bool HaveBlas();
+
+// The GEMM form of `dot` when a BLAS call can compute it: f32 or f64 throughout; batch
+// dimensions leading and in order on both operands; one contracting dimension; each operand
+// a matrix (or a vector) per batch; batch*m*n*k >= min_mnk. Otherwise nullopt, and `why`
+// (optional) says why.
+std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk,
+                                      std::string* why = nullptr);
+
+// The same match without asking whether this build has a host BLAS (a device GEMM library,
+// e.g. gpu-nvptx's cuBLAS, computes it instead).
+std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk,
+                                      std::string* why = nullptr);
+
+struct ConvGemm {
+  std::vector<int64_t> in_dims, kernel_dims, out_dims;
+  ConvolutionDimensionNumbers dnums;
+  Window window;
+  int64_t rows = 0;  // batch * output positions
+  int64_t depth = 0;  // kernel positions * input features (the GEMM's k)
+  int64_t out_features = 0;
+};
+
+// The GEMM form of `conv` when the library path applies and rows*depth*out_features >=
+// min_work; otherwise nullopt and `why` (optional) says why.
+std::optional<ConvGemm> MatchLibraryConv(const HloInstruction& conv, int64_t min_work,
+                                         std::string* why = nullptr);
+
+}  // namespace kiln::cpu
