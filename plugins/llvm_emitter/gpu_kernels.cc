@@ -3,6 +3,7 @@
 // stages of split reductions; plus the PTX kernel entry.
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"
@@ -77,10 +78,7 @@ absl::Status KernelEmitter::EmitGpuBody() {
       const HloInstruction* root = spec_.outputs[o];
       PT t = root->shape().element_type();
       llvm::Type* st = StorageType(t, ctx_);
-      std::vector<Index> group;
-      for (int k = 0; k < w; ++k)
-        group.push_back(Delinearize(k == 0 ? first : b_.CreateAdd(first, C64(k), "", true, true),
-                                    root->shape().dimensions()));
+      std::vector<Index> group = Group(first, root->shape().dimensions(), w);
       KILN_EMIT_RETURN_IF_ERROR(LoadGroup(root->shape().dimensions(), group));
       for (const Index& idx : group) {
         absl::StatusOr<llvm::Value*> v = Element(root, idx);
@@ -91,7 +89,7 @@ absl::Status KernelEmitter::EmitGpuBody() {
     }
     for (auto& [address, value] : stores) b_.CreateStore(value, address);
     PopScope();
-    MarkVectorAligned(first, w);
+    MarkVectorAligned({first}, w);
   }
   for (size_t o = 0; o < spec_.outputs.size() && w == 1; ++o) {
     const HloInstruction* root = spec_.outputs[o];
@@ -119,17 +117,19 @@ absl::Status KernelEmitter::EmitGpuBody() {
   return absl::OkStatus();
 }
 
-void KernelEmitter::MarkVectorAligned(llvm::Value* first, int width) {
+void KernelEmitter::MarkVectorAligned(const std::vector<llvm::Value*>& firsts, int width) {
   // Buffers are 16-byte aligned (EmitGpuEntry), so an access to buffer[first] with `first` a
   // multiple of `width` is aligned to width * element size: say so, so the load/store
   // vectorizer may merge it with the next width - 1 accesses (it cannot infer this itself).
+  if (firsts.empty()) return;
+  const absl::flat_hash_set<llvm::Value*> aligned(firsts.begin(), firsts.end());
   for (llvm::BasicBlock& bb : *fn_) {
     for (llvm::Instruction& i : bb) {
       auto* load = llvm::dyn_cast<llvm::LoadInst>(&i);
       auto* store = llvm::dyn_cast<llvm::StoreInst>(&i);
       llvm::Value* ptr = load ? load->getPointerOperand() : store ? store->getPointerOperand() : nullptr;
       auto* gep = llvm::dyn_cast_or_null<llvm::GetElementPtrInst>(ptr);
-      if (gep == nullptr || gep->getNumIndices() != 1 || gep->getOperand(1) != first ||
+      if (gep == nullptr || gep->getNumIndices() != 1 || !aligned.contains(gep->getOperand(1)) ||
           !llvm::isa<llvm::Argument>(gep->getPointerOperand()))
         continue;
       const uint64_t size = module_.getDataLayout().getTypeAllocSize(gep->getResultElementType());
@@ -138,6 +138,13 @@ void KernelEmitter::MarkVectorAligned(llvm::Value* first, int width) {
       else store->setAlignment(align);
     }
   }
+}
+
+std::vector<Index> KernelEmitter::Group(llvm::Value* first, const std::vector<int64_t>& dims, int w) {
+  std::vector<Index> group;
+  for (int k = 0; k < w; ++k)
+    group.push_back(Delinearize(k == 0 ? first : b_.CreateAdd(first, C64(k), "", true, true), dims));
+  return group;
 }
 
 absl::Status KernelEmitter::LoadGroup(const std::vector<int64_t>& dims,
@@ -405,7 +412,7 @@ absl::Status KernelEmitter::EmitGpuRowsBody() {
         }
         return absl::OkStatus();
       }));
-  for (llvm::Value* first : aligned) MarkVectorAligned(first, w);
+  MarkVectorAligned(aligned, w);
   b_.CreateRetVoid();
   return absl::OkStatus();
 }
@@ -451,10 +458,7 @@ absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
                                                 [&](llvm::Value* g) -> absl::Status {
         llvm::Value* first = w == 1 ? g : b_.CreateMul(g, C64(w), "", true, true);
         if (w > 1) aligned.push_back(first);
-        std::vector<Index> group;
-        for (int k = 0; k < w; ++k)
-          group.push_back(Delinearize(k == 0 ? first : b_.CreateAdd(first, C64(k), "", true, true),
-                                      input->shape().dimensions()));
+        std::vector<Index> group = Group(first, input->shape().dimensions(), w);
         KILN_EMIT_RETURN_IF_ERROR(LoadGroup(input->shape().dimensions(), group));
         for (const Index& in : group) {
           KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, Element(input, in));
@@ -492,7 +496,7 @@ absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
   }
   PopScope();
   if (!st.ok()) return st;
-  for (llvm::Value* first : aligned) MarkVectorAligned(first, w);
+  MarkVectorAligned(aligned, w);
   b_.CreateRetVoid();
   return absl::OkStatus();
 }

@@ -183,10 +183,12 @@ class KernelEmitter {
   // (uniform control flow): they shuffle and synchronize.
   llvm::Value* Sreg(llvm::Intrinsic::ID id);  // a PTX special register (ctaid.x, ...) as i64
   llvm::Value* ThreadIdx();
-  // Vector groups (GpuLayout::vector_width): accesses of buffer[first] are width-aligned;
-  // the inputs read at a group's indices are loaded first; a rows kernel's group of columns
-  // c0 .. c0+w-1 of row `row` (linear index of c0: `first`).
-  void MarkVectorAligned(llvm::Value* first, int width);
+  // Vector groups (GpuLayout::vector_width): accesses of buffer[first] for every `first`
+  // are width-aligned; the w indices first .. first+w-1 of `dims`; the inputs read at a
+  // group's indices are loaded first; a rows kernel's group of columns c0 .. c0+w-1 of row
+  // `row` (linear index of c0: `first`).
+  void MarkVectorAligned(const std::vector<llvm::Value*>& firsts, int width);
+  std::vector<Index> Group(llvm::Value* first, const std::vector<int64_t>& dims, int w);
   absl::Status LoadGroup(const std::vector<int64_t>& dims, const std::vector<Index>& group);
   std::vector<Index> RowGroup(const Index& row, llvm::Value* c0, llvm::Value* first,
                               const std::vector<int64_t>& cols, int w);
