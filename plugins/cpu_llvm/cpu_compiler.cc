@@ -206,15 +206,8 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
   std::vector<Value> args;
   int sub = step.called[0];
   if (h->opcode() == HloOpcode::kConditional) {
-    const Literal* selector = values.at(h->operand(0));
-    const int64_t n = static_cast<int64_t>(step.called.size());
-    int64_t branch;
-    if (selector->shape().element_type() == PrimitiveType::PRED) {
-      branch = selector->data<bool>()[0] ? 0 : 1;
-    } else {
-      branch = selector->data<int32_t>()[0];
-      if (branch < 0 || branch >= n) branch = n - 1;  // out of range: the last branch (XLA)
-    }
+    const int64_t branch =
+        ConditionalBranch(*values.at(h->operand(0)), static_cast<int64_t>(step.called.size()));
     sub = step.called[branch];
     args.push_back(values.value(h->operand(branch + 1)));
   } else {  // call

@@ -453,6 +453,12 @@ int EvaluatorStepCount(const Plan& plan) {
   return n;
 }
 
+int64_t ConditionalBranch(const Literal& selector, int64_t branches) {
+  if (selector.shape().element_type() == PrimitiveType::PRED) return selector.data<bool>()[0] ? 0 : 1;
+  const int64_t branch = selector.data<int32_t>()[0];
+  return branch < 0 || branch >= branches ? branches - 1 : branch;
+}
+
 absl::StatusOr<const Literal*> ConstantValue(const HloInstruction& constant) {
   if (!constant.attrs().literal.has_value())
     return absl::InvalidArgumentError("constant " + constant.name() +

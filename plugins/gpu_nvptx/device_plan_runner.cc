@@ -289,13 +289,11 @@ absl::Status DeviceRun::RunControlFlow(const cpu::Step& step, Values& values) {
   auto annotate = [h](const absl::Status& st) {
     return absl::Status(st.code(), absl::StrCat(st.message(), " (in ", h->name(), ")"));
   };
-  // A pred or s32 scalar computed on either side, read on the host.
-  auto read_scalar = [&](const HloInstruction* of, DValue& v) -> absl::StatusOr<int64_t> {
+  // A pred or s32 scalar computed on either side, on the host.
+  auto on_host = [&](const HloInstruction* of, DValue& v) -> absl::StatusOr<const Literal*> {
     if (absl::Status s = EnsureHost(of->shape(), v); !s.ok()) return s;
     if (v.IsTuple()) return absl::InternalError("control flow selector is not a scalar");
-    return v.host->shape().element_type() == PrimitiveType::PRED
-               ? int64_t{v.host->data<bool>()[0]}
-               : int64_t{v.host->data<int32_t>()[0]};
+    return v.host.get();
   };
   const std::vector<cpu::ComputationPlan>& called = dp_.plan.called;
   if (h->opcode() == HloOpcode::kWhile) {
@@ -305,9 +303,9 @@ absl::Status DeviceRun::RunControlFlow(const cpu::Step& step, Values& values) {
     for (;;) {
       absl::StatusOr<DValue> go = RunComputation(cond, {state});
       if (!go.ok()) return annotate(go.status());
-      absl::StatusOr<int64_t> flag = read_scalar(cond.computation->root(), *go);
+      absl::StatusOr<const Literal*> flag = on_host(cond.computation->root(), *go);
       if (!flag.ok()) return annotate(flag.status());
-      if (*flag == 0) break;
+      if (!(*flag)->data<bool>()[0]) break;
       absl::StatusOr<DValue> next = RunComputation(body, {state});
       if (!next.ok()) return annotate(next.status());
       state = *std::move(next);
@@ -318,16 +316,10 @@ absl::Status DeviceRun::RunControlFlow(const cpu::Step& step, Values& values) {
   std::vector<DValue> args;
   int sub = step.called[0];
   if (h->opcode() == HloOpcode::kConditional) {
-    absl::StatusOr<int64_t> selector = read_scalar(h->operand(0), values.at(h->operand(0)));
+    absl::StatusOr<const Literal*> selector = on_host(h->operand(0), values.at(h->operand(0)));
     if (!selector.ok()) return annotate(selector.status());
-    const int64_t n = static_cast<int64_t>(step.called.size());
-    int64_t branch;
-    if (h->operand(0)->shape().element_type() == PrimitiveType::PRED) {
-      branch = *selector != 0 ? 0 : 1;
-    } else {
-      branch = *selector;
-      if (branch < 0 || branch >= n) branch = n - 1;  // out of range: the last branch (XLA)
-    }
+    const int64_t branch =
+        cpu::ConditionalBranch(**selector, static_cast<int64_t>(step.called.size()));
     sub = step.called[branch];
     args.push_back(values.at(h->operand(branch + 1)));
   } else {  // call
