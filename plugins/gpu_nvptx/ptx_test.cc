@@ -16,6 +16,7 @@
 #include "plugins/gpu_nvptx/gpu_executable.h"
 #include "plugins/gpu_nvptx/ptx_cache.h"
 #include "plugins/gpu_nvptx/device_plan.h"
+#include "plugins/gpu_nvptx/gpu_test_modules.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
 #include "plugins/llvm_emitter/gpu_layout.h"
 
@@ -98,46 +99,21 @@ TEST(GpuPtx, ModelFnExample) { CheckModule(ReadSource("examples/hlo/model_fn.hlo
 
 TEST(GpuPtx, SoftmaxExample) { CheckModule(ReadSource("examples/hlo/softmax.hlo"), "softmax", 1); }
 
-// Row kernels (a block per row: warp shuffles, shared memory, barriers) and a reduction to
-// a scalar split across blocks (two entries) assemble for both architectures.
-TEST(GpuPtx, RowAndSplitReductionKernels) {
-  std::string ptx;
-  CheckModule(R"(HloModule rows
-%max_f32 (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %m = f32[] maximum(f32[] %a, f32[] %b)
-}
-%add_f32 (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}
-%add_f64 (a: f64[], b: f64[]) -> f64[] {
-  %a = f64[] parameter(0)
-  %b = f64[] parameter(1)
-  ROOT %s = f64[] add(f64[] %a, f64[] %b)
-}
-ENTRY %main (x: f32[512,1024], v: f64[1048576]) -> (f32[512,1024], f64[]) {
-  %x = f32[512,1024] parameter(0)
-  %ninf = f32[] constant(-inf)
-  %m = f32[512] reduce(%x, %ninf), dimensions={1}, to_apply=%max_f32
-  %mb = f32[512,1024] broadcast(%m), dimensions={0}
-  %d = f32[512,1024] subtract(%x, %mb)
-  %e = f32[512,1024] exponential(%d)
-  %zero = f32[] constant(0)
-  %s = f32[512] reduce(%e, %zero), dimensions={1}, to_apply=%add_f32
-  %sb = f32[512,1024] broadcast(%s), dimensions={0}
-  %y = f32[512,1024] divide(%e, %sb)
-  %v = f64[1048576] parameter(1)
-  %z = f64[] constant(0)
-  %sv = f64[] reduce(%v, %z), dimensions={0}, to_apply=%add_f64
-  ROOT %t = (f32[512,1024], f64[]) tuple(%y, %sv)
-})", "rows", 2, {"sm_80", "sm_90"}, &ptx);
-  EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
-  EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
-  EXPECT_NE(ptx.find(".shared"), std::string::npos);
-  EXPECT_NE(ptx.find("_combine("), std::string::npos);
+// The layout modules the emulation and the GPU test run (rows with warp shuffles, shared
+// memory and barriers; split reductions with their combine entries; split columns; control
+// flow) assemble for both architectures.
+TEST(GpuPtx, LayoutModules) {
+  for (const auto& [name, text] : testing::AllLayoutModules()) {
+    SCOPED_TRACE(name);
+    std::string ptx;
+    CheckModule(text, name, 1, {"sm_80", "sm_90"}, &ptx);
+    if (name == "softmax") {
+      EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
+      EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
+      EXPECT_NE(ptx.find(".shared"), std::string::npos);
+    }
+    if (name == "split") EXPECT_NE(ptx.find("_combine("), std::string::npos);
+  }
 }
 
 // A large elementwise kernel gives each thread 4 consecutive elements: its loads and stores
