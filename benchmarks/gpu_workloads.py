@@ -246,19 +246,8 @@ def layernorm_gelu():
 def mlp_train_step(d_in=784, hidden=512, classes=10, lr=0.1):
     batch = max(1, int(4096 * SCALE))
 
-    def fn(xp, x, labels, w1, b1, w2, b2):
-        pre = x @ w1 + b1
-        h = xp.maximum(pre, 0)
-        logits = h @ w2 + b2
-        shifted = logits - logits.max(1, keepdims=True)
-        e = xp.exp(shifted)
-        s = e.sum(1, keepdims=True)
-        onehot = (xp.arange(classes)[None, :] == labels[:, None]).astype(xp.float32)
-        loss = -(onehot * (shifted - xp.log(s))).sum() / batch
-        dlogits = (e / s - onehot) / batch
-        dpre = (dlogits @ w2.T) * (pre > 0)
-        return (loss, w1 - lr * (x.T @ dpre), b1 - lr * dpre.sum(0), w2 - lr * (h.T @ dlogits),
-                b2 - lr * dlogits.sum(0))
+    def fn(xp, *args):
+        return workload_hlo.mlp_train_step_reference(xp, lr, *args)
     xs = [f32(batch, d_in), rng.integers(0, classes, size=batch).astype(np.int32),
           f32(d_in, hidden, scale=0.05), f32(hidden, scale=0.1), f32(hidden, classes, scale=0.1),
           f32(classes, scale=0.1)]

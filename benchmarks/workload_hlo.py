@@ -194,3 +194,21 @@ ENTRY %main (x: {t((b, d), False)}, labels: s32[{b}], w1: {t((d, h), False)}, b1
   ROOT %out = (f32[], {W1}, {B1}, {W2}, {B2}) tuple(f32[] %loss, {W1} %w1_new, {B1} %b1_new, {W2} %w2_new, {B2} %b2_new)
 }}
 """
+
+
+def mlp_train_step_reference(xp, lr, x, labels, w1, b1, w2, b2):
+    """What mlp_train_step's module computes, in NumPy or jax.numpy (`xp`): the same outputs
+    (loss, w1, b1, w2, b2), so both benchmark scripts check Kiln against one formula."""
+    batch, classes = x.shape[0], w2.shape[1]
+    pre = x @ w1 + b1
+    h = xp.maximum(pre, 0)
+    logits = h @ w2 + b2
+    shifted = logits - logits.max(1, keepdims=True)
+    e = xp.exp(shifted)
+    s = e.sum(1, keepdims=True)
+    onehot = (xp.arange(classes)[None, :] == labels[:, None]).astype(xp.float32)
+    loss = -(onehot * (shifted - xp.log(s))).sum() / batch
+    dlogits = (e / s - onehot) / batch
+    dpre = (dlogits @ w2.T) * (pre > 0)
+    return (loss, w1 - lr * (x.T @ dpre), b1 - lr * dpre.sum(0), w2 - lr * (h.T @ dlogits),
+            b2 - lr * dlogits.sum(0))
