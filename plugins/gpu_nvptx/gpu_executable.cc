@@ -25,11 +25,7 @@ cpu::PlanOptions GpuPlanOptions(bool device_gemm) {
   // kernels, which then run a block per row (llvm_emitter/gpu_layout.h): softmax and
   // layernorm become one kernel. Other reduces stay kernels of their own.
   o.inline_row_reductions = true;
-  o.row_reduction_filter = [](const HloInstruction& r) {
-    if (!llvm_emit::IsTrailingReduce(r)) return false;
-    return r.operand(0)->shape().num_elements() >=
-           llvm_emit::kGpuMinRowColumns * std::max<int64_t>(r.shape().num_elements(), 1);
-  };
+  o.row_reduction_filter = llvm_emit::IsGpuRowStatistic;
   o.reduce_parts = 0;  // the GPU layout splits large reductions to a scalar itself
   return o;
 }

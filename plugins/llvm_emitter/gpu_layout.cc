@@ -71,6 +71,10 @@ int ElementsVectorWidth(const KernelSpec& spec) {
 
 }  // namespace
 
+bool IsGpuRowStatistic(const HloInstruction& reduce) {
+  return IsTrailingReduce(reduce) && RowColumns(reduce) >= kGpuMinRowColumns;
+}
+
 std::vector<const HloInstruction*> GpuRowStatistics(const KernelSpec& spec) {
   absl::flat_hash_set<const HloInstruction*> stop(spec.inputs.begin(), spec.inputs.end());
   absl::flat_hash_set<const HloInstruction*> seen;
@@ -78,7 +82,7 @@ std::vector<const HloInstruction*> GpuRowStatistics(const KernelSpec& spec) {
   std::function<void(const HloInstruction*)> visit = [&](const HloInstruction* h) {
     if (stop.contains(h) || !seen.insert(h).second) return;
     for (const HloInstruction* o : h->operands()) visit(o);
-    if (IsTrailingReduce(*h) && RowColumns(*h) >= kGpuMinRowColumns) stats.push_back(h);
+    if (IsGpuRowStatistic(*h)) stats.push_back(h);
   };
   for (const HloInstruction* o : spec.outputs) visit(o);
   return stats;

@@ -65,6 +65,10 @@ bool IsTrailingReduce(const HloInstruction& reduce);
 // True when `reduce` reduces exactly the leading dimensions of its input.
 bool IsLeadingReduce(const HloInstruction& reduce);
 
+// True when `reduce` is a row statistic the rows layout computes cooperatively: a reduce over
+// its input's trailing dimensions of at least kGpuMinRowColumns elements per row.
+bool IsGpuRowStatistic(const HloInstruction& reduce);
+
 // The reduces of the kernel's DAG (from its outputs, not crossing its inputs) that kRows
 // computes cooperatively, in post-order (operands first).
 std::vector<const HloInstruction*> GpuRowStatistics(const KernelSpec& spec);
