@@ -30,11 +30,11 @@ namespace kiln::llvm_emit {
 // `partition_outer`, every output's outermost loop runs over [begin, end) of dimension 0
 // only (all outputs must have rank >= 1 and the same dimension 0), so disjoint ranges can
 // run on different threads; otherwise begin/end are ignored and the whole output is written.
-// kGpu: an NVPTX kernel `void name(ptr b0, ..., ptr bN)` (PTX_Kernel calling convention,
-// nvvm.annotations "kernel") in which each thread computes the output element at linear
-// index blockIdx.x * blockDim.x + threadIdx.x (threads past an output's element count skip
-// it), so the launch needs at least max(output elements) threads; math functions become
-// libdevice calls (__nv_expf, ...) that the caller links in. partition_outer is ignored.
+// kGpu: NVPTX kernels `void name(ptr b0, ..., ptr bN)` (PTX_Kernel calling convention,
+// nvvm.annotations "kernel"); how threads map onto the outputs, which entries there are
+// (a split reduction adds name + kGpuCombineSuffix and a partials buffer) and how to launch
+// them is AnalyzeGpuKernel's layout (gpu_layout.h). Math functions become libdevice calls
+// (__nv_expf, ...) that the caller links in. partition_outer and reduce_parts are ignored.
 enum class KernelTarget { kCpu, kGpu };
 
 struct KernelSpec {
