@@ -1,7 +1,8 @@
 // What running a plan on a GPU needs from the device: memory (DeviceMemory), and per run a
-// stream of copies and kernel launches with a synchronize (DeviceRuntime). The CUDA driver implements it (gpu_executable.cc); tests
-// implement it on the host (host memory, kernels "launched" by looping over thread indices)
-// so the device-resident run logic is checked without a GPU. LLVM-free.
+// stream of copies and kernel launches with a synchronize (DeviceRuntime). The CUDA driver
+// implements it (gpu_executable.cc); the host emulation test implements it on the host
+// (host memory, kernels run by host threads) so the device-resident run logic is checked
+// without a GPU. LLVM-free.
 #pragma once
 
 #include <cstddef>

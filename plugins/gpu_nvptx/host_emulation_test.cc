@@ -1,9 +1,10 @@
-// The GPU kernel form checked for values without a GPU: the kernels the GPU path emits
-// (KernelTarget::kGpu) are compiled for the host with the thread index read from a global
-// and libdevice calls mapped to libm, "launched" by looping over the thread indices, and
-// the module's result (run by the same RunPlanOnDevice as the driver path, on a host
-// "device") is compared with the
-// HLO evaluator on the example and NumPy end-to-end modules.
+// The GPU kernel forms checked for values without a GPU: the kernels the GPU path emits
+// (KernelTarget::kGpu) are compiled for the host with the PTX special registers, barrier,
+// shuffles and shared memory replaced by host equivalents (MakeHostRunnable) and libdevice
+// calls mapped to libm. One-thread-per-element kernels run their threads one after another;
+// block kernels get a host thread per GPU thread. The module's result (run by the same
+// RunPlanOnDevice as the driver path, on a host "device") is compared with the HLO
+// evaluator.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
