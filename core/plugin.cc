@@ -224,6 +224,13 @@ const std::vector<std::pair<std::string, std::string>>& Plugin::attributes() con
   return lib_->attributes;
 }
 
+bool Plugin::wants_module_as_written() const {
+  for (const auto& [name, value] : lib_->attributes) {
+    if (name == "core_passes") return value == "none";
+  }
+  return false;
+}
+
 static absl::Status CheckAvailable(const PluginLibrary& lib) {
   if (lib.available) return absl::OkStatus();
   return absl::UnavailableError(
@@ -306,6 +313,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Plugin::CompileText(std::string_view
   opts.struct_size = sizeof(opts);
   opts.optimization_level = options.optimization_level;
   opts.num_threads = options.num_threads;
+  opts.core_passes = options.core_passes.c_str();
   KILN_Compile_Args args{};
   args.struct_size = sizeof(args);
   args.client = lib_->client;

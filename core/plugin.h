@@ -37,6 +37,7 @@ struct CapabilityReport {
 struct CompileOptions {
   int optimization_level = 2;
   int num_threads = 0;
+  std::string core_passes;  // what the core ran on the module (core_passes.h); "" = none
 };
 
 // An array on a plugin's device. Move-only; destroys the plugin buffer when it dies.
@@ -104,6 +105,9 @@ class Plugin {
   bool available() const;
   const std::string& unavailable_reason() const;
   const std::vector<std::pair<std::string, std::string>>& attributes() const;
+  // The plugin's attribute "core_passes" is "none": it compiles modules as the user wrote
+  // them, so the core runs none of its passes for it.
+  bool wants_module_as_written() const;
 
   absl::StatusOr<std::vector<DeviceDescription>> Devices() const;
   // Which entry instructions the plugin can run. Unimplemented when it has no capability

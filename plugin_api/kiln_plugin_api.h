@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define KILN_API_MAJOR 1
-#define KILN_API_MINOR 0
+#define KILN_API_MINOR 1
 
 /* The symbol every plugin exports. */
 #define KILN_GET_API_SYMBOL "KILN_GetApi"
@@ -132,7 +132,8 @@ typedef struct {
 
 typedef struct {
   size_t struct_size;
-  /* out: plugin-owned array. Conventional names: "version", "platform". */
+  /* out: plugin-owned array. Conventional names: "version", "platform", and "core_passes"
+   * ("none": compile modules as the user wrote them, see KILN_CompileOptions). */
   const KILN_Attribute* attributes;
   size_t num_attributes;
 } KILN_Attributes_Args;
@@ -188,6 +189,11 @@ typedef struct {
   size_t struct_size;
   int32_t optimization_level; /* 0 = none .. 3 = most; plugins may ignore */
   int32_t num_threads;        /* 0 = plugin's choice */
+  /* 1.1: the passes the core already ran on the module, comma-separated in order (e.g.
+   * "algsimp,constant-folding,...,dce"); NULL or "" when the module is as the user wrote it.
+   * A plugin that wants modules as written declares the attribute "core_passes" = "none";
+   * the core then runs none of its passes on modules for that plugin. */
+  const char* core_passes;
 } KILN_CompileOptions;
 
 typedef struct {

@@ -42,7 +42,8 @@ int DevicesCommand(const std::vector<std::string>& args) {
         for (const DeviceDescription& d : *devices) {
           details += fmt::format("{}{}:{}", details.empty() ? "" : ", ", d.id, d.kind);
         }
-        details = fmt::format("devices [{}]", details);
+        details = fmt::format("devices [{}] abi {}.{}", details, e.plugin->api_major(),
+                              e.plugin->api_minor());
       } else {
         details = std::string(devices.status().message());
       }

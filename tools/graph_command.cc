@@ -26,6 +26,7 @@ constexpr const char* kGraphUsage =
     "                      [--device NAME|auto] [--must-compile|--auto-jit]\n"
     "                      [--log-device-placement] [--log-compiles] [--soft-placement]\n"
     "                      [--dump-clusters FILE.dot|FILE.svg|FILE.html] [--steps N]\n"
+    "                      [--no-core-passes]\n"
     "       kiln graph print FILE.graph      (parse, verify, print back)\n"
     "       kiln graph lower FILE.graph [--input X.npy]...  (must-compile lowering, print HLO;\n"
     "                                    inputs give shapes to Placeholders with -1 dims)\n"
@@ -42,7 +43,8 @@ constexpr const char* kGraphUsage =
     "--steps N (Kiln extension, for training graphs) runs the graph N times with the same\n"
     "inputs, keeping variable state (VariableV2) between runs, and prints one line per step:\n"
     "`step 3: loss = 0.4321` (scalars by value, other outputs by type and shape);\n"
-    "--output-dir then holds the last step's outputs.\n";
+    "--output-dir then holds the last step's outputs. Each cluster's module goes through the\n"
+    "core passes (as in `kiln run`) before its plugin compiles it; --no-core-passes skips them.\n";
 
 absl::StatusOr<graph::Graph> LoadGraph(const std::string& path) {
   absl::StatusOr<std::string> text = ReadTextFile(path);
@@ -74,7 +76,7 @@ int GraphCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
   spec.with_value = {"device", "input", "output-dir", "dump-clusters", "steps"};
   spec.switches = {"help", "must-compile", "auto-jit", "log-device-placement", "log-compiles",
-                    "soft-placement"};
+                    "soft-placement", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("graph", std::string(flags.status().message()), kExitUsage);
   if (flags->Has("help")) {
@@ -126,6 +128,7 @@ int GraphCommand(const std::vector<std::string>& argv) {
   options.log_compiles = flags->Has("log-compiles");
   options.log_placement = flags->Has("log-device-placement");
   options.soft_placement = flags->Has("soft-placement");
+  options.core_passes = !flags->Has("no-core-passes");
   absl::StatusOr<std::unique_ptr<graph::GraphExecutor>> ex =
       graph::GraphExecutor::Create(*g, *registry, options);
   if (!ex.ok()) return ReportError("graph", std::string(ex.status().message()));

@@ -1,4 +1,4 @@
-// The `kiln` program: dispatches to the run / print / devices / opt subcommands.
+// The `kiln` program: dispatches to the run / print / devices / opt / graph subcommands.
 #include <exception>
 #include <iostream>
 #include <string>
@@ -8,16 +8,23 @@
 
 namespace {
 
+// Every command and every flag (a test checks this against each command's flag spec).
 constexpr const char* kUsage =
     "usage: kiln <command> [args]\n"
     "  run MODULE.hlo [--device NAME|auto] [--input FILE.npy]... [--output-dir DIR]\n"
-    "                 [--benchmark N] [--compare REF_DEVICE] [--dump-to DIR [--dump-pass-re R]]\n"
+    "                 [--benchmark N] [--compare REF_DEVICE [--atol A] [--rtol R]]\n"
+    "                 [--dump-to DIR [--dump-pass-re R]] [--no-core-passes]\n"
+    "                 [--log-partition] [--min-cluster-size N]\n"
     "  print MODULE.hlo\n"
     "  opt MODULE.hlo [--passes=a,b,c] [--dump-to DIR] [--dump-pass-re R] [--no-verify]\n"
-    "                 [--buffer-report]\n"
+    "                 [--buffer-report] | opt --list-passes\n"
     "  graph run FILE.graph [--input X.npy]... [--output-dir DIR] [--device NAME|auto]\n"
     "                       [--must-compile|--auto-jit] [--log-device-placement] [--log-compiles]\n"
+    "                       [--soft-placement] [--dump-clusters FILE.dot|.svg|.html]\n"
+    "                       [--steps N] [--no-core-passes]\n"
+    "  graph print FILE.graph | graph lower FILE.graph [--input X.npy]...\n"
     "  devices\n"
+    "  help\n"
     "Run `kiln <command> --help` for details.\n";
 
 }  // namespace

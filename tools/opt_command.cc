@@ -8,7 +8,7 @@
 #include "hlo/passes/pass_registry.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
-#include "tools/optimize.h"
+#include "core/optimize.h"
 
 namespace kiln {
 namespace {

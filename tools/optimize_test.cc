@@ -1,5 +1,5 @@
 // Tests of the `kiln opt` pipeline driver: pass lists, per-pass records, counts, dumps.
-#include "tools/optimize.h"
+#include "core/optimize.h"
 
 #include <filesystem>
 

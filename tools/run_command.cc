@@ -2,21 +2,24 @@
 // print the result leaves, optionally benchmark and compare against another device.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <filesystem>
 #include <iostream>
 #include <new>
 
 #include "absl/strings/numbers.h"
 #include "core/hlo_partitioner.h"
+#include "core/core_passes.h"
 #include "core/partitioned_executable.h"
 #include "core/plugin_registry.h"
+#include "hlo/dump/dump.h"
 #include "hlo/text/parser.h"
 #include "fmt/format.h"
 #include "tools/commands.h"
 #include "tools/compare.h"
 #include "tools/flags.h"
 #include "tools/npy.h"
-#include "tools/optimize.h"
 #include "tools/random_inputs.h"
 
 namespace kiln {
@@ -25,15 +28,23 @@ namespace {
 constexpr const char* kRunUsage =
     "usage: kiln run MODULE.hlo [--device NAME|auto] [--input FILE.npy]... [--output-dir DIR]\n"
     "                [--benchmark N] [--compare REF_DEVICE] [--dump-to DIR [--dump-pass-re R]]\n"
-    "                [--log-partition] [--min-cluster-size N]\n"
+    "                [--atol A] [--rtol R] [--log-partition] [--min-cluster-size N]\n"
+    "                [--no-core-passes]\n"
     "Runs the entry computation. One --input per entry parameter, in order; without inputs,\n"
     "deterministic pseudo-random ones are generated (floats in [-1,1), ints in [-4,4) or\n"
     "[0,8), pred a coin flip). --output-dir writes output_0.npy, output_1.npy, ... (tuples\n"
     "flattened depth-first; bf16 written as float32). --benchmark N times N runs after one\n"
-    "warm-up. --compare runs on REF_DEVICE too and fails (exit 3) beyond dtype tolerance.\n"
-    "--dump-to runs the standard optimization pipeline (as `kiln opt`) on a copy of the\n"
-    "module only to dump it after each pass that changed it (filtered by --dump-pass-re);\n"
-    "the device still gets the module as written. A failed dump is a warning.\n"
+    "warm-up. --compare runs on REF_DEVICE too and compares element by element: each must\n"
+    "satisfy |got - ref| <= atol + rtol*|ref| (per-dtype defaults, exact for integers and\n"
+    "pred; --atol/--rtol override them for floats), NaN and infinity matched by position;\n"
+    "otherwise it reports the worst element with its index and exits 3.\n"
+    "Before placement and compile, the core runs its target-independent passes (algsimp,\n"
+    "constant folding, tuple simplifier, transpose folding, CSE, DCE, to a fixed point) on\n"
+    "the module; --no-core-passes hands the module to the device as written (so does a\n"
+    "plugin whose attribute core_passes is none). The --compare reference always gets the\n"
+    "module as written. --dump-to DIR writes the module after each core pass that changed\n"
+    "it (filtered by --dump-pass-re), then <module>.NN.compile.<device>.txt: the exact\n"
+    "module each device compiles.\n"
     "With --device auto, when the highest-priority plugin cannot run every entry instruction,\n"
     "the module is partitioned: each cluster runs on the highest-priority plugin that can run\n"
     "it (a cluster under --min-cluster-size instructions, default 4, joins a neighbouring\n"
@@ -139,10 +150,11 @@ struct RunResult {
 // Compiles on `plugin`, moves the inputs to the device once, runs `runs` timed executions
 // after `warmup` untimed ones, and copies the last outputs back.
 absl::StatusOr<RunResult> RunOn(const Plugin& plugin, const HloModule& module,
-                                const std::vector<Literal>& args, int warmup, int runs) {
+                                const CompileOptions& options, const std::vector<Literal>& args,
+                                int warmup, int runs) {
   RunResult r;
   auto t0 = Clock::now();
-  absl::StatusOr<std::unique_ptr<Executable>> exe = plugin.Compile(module);
+  absl::StatusOr<std::unique_ptr<Executable>> exe = plugin.Compile(module, options);
   r.compile_ms = Ms(Clock::now() - t0);
   if (!exe.ok()) return exe.status();
   std::vector<DeviceBuffer> on_device;
@@ -174,11 +186,12 @@ absl::StatusOr<RunResult> RunOn(const Plugin& plugin, const HloModule& module,
 // clusters, so every timed run includes those copies.
 // `clusters` is updated to what was compiled (a cluster may have moved to a fallback plugin).
 absl::StatusOr<RunResult> RunPartitioned(const HloModule& module, std::vector<HloCluster>* clusters,
+                                         const CompileOptions& options,
                                          const std::vector<Literal>& args, int warmup, int runs) {
   RunResult r;
   auto t0 = Clock::now();
   absl::StatusOr<std::unique_ptr<PartitionedExecutable>> exe =
-      PartitionedExecutable::Compile(module, *clusters);
+      PartitionedExecutable::Compile(module, *clusters, options);
   r.compile_ms = Ms(Clock::now() - t0);
   if (!exe.ok()) return exe.status();
   *clusters = (*exe)->clusters();
@@ -193,26 +206,19 @@ absl::StatusOr<RunResult> RunPartitioned(const HloModule& module, std::vector<Hl
   return r;
 }
 
-// `--dump-to`: optimizes a copy (re-parsed from the module's text) only to dump it; the
-// copy never reaches a device. Problems are warnings: the run itself goes on as asked.
-void DumpOptimizationPasses(const std::string& path, const HloModule& module,
-                            const ParsedFlags& flags) {
-  auto warn = [](const std::string& m) {
-    std::string line = m;
+// `--dump-to`: after the core passes' dumps, the exact module `device` compiles, numbered
+// after them. A failed dump is a warning: the run goes on as asked.
+void DumpCompiledModule(const HloModule& module, const std::string& device, int sequence,
+                        const ParsedFlags& flags) {
+  if (!flags.Has("dump-to")) return;
+  absl::Status s = DumpModule(module, flags.Get("dump-to"), "", "compile." + device, sequence);
+  if (!s.ok()) {
+    std::string line(s.message());
     for (char& c : line) {
       if (c == '\n' || c == '\r') c = ' ';
     }
     std::cerr << "kiln run: warning: --dump-to: " << line << std::endl;
-  };
-  absl::StatusOr<std::unique_ptr<HloModule>> copy = ParseHloModule(module.ToString(), path);
-  if (!copy.ok()) return warn(std::string(copy.status().message()));
-  absl::StatusOr<std::vector<std::unique_ptr<HloPass>>> passes = MakeOptimizationPasses("");
-  if (!passes.ok()) return warn(std::string(passes.status().message()));
-  OptimizeOptions options;
-  options.dump_dir = flags.Get("dump-to");
-  options.dump_pass_regex = flags.Get("dump-pass-re");
-  absl::StatusOr<OptimizeResult> r = OptimizeModule(**copy, std::move(*passes), options);
-  if (!r.ok()) return warn(std::string(r.status().message()));
+  }
 }
 
 }  // namespace
@@ -220,8 +226,8 @@ void DumpOptimizationPasses(const std::string& path, const HloModule& module,
 int RunCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
   spec.with_value = {"device", "input", "output-dir", "benchmark", "compare", "dump-to",
-                     "dump-pass-re", "min-cluster-size"};
-  spec.switches = {"help", "log-partition"};
+                     "dump-pass-re", "min-cluster-size", "atol", "rtol"};
+  spec.switches = {"help", "log-partition", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("run", std::string(flags.status().message()), kExitUsage);
   if (flags->Has("help")) {
@@ -251,31 +257,66 @@ int RunCommand(const std::vector<std::string>& argv) {
                          kExitUsage);
     }
   }
+  // --atol/--rtol replace the per-dtype tolerance of floating-point outputs.
+  std::optional<double> atol, rtol;
+  for (auto [name, value] : {std::pair{"atol", &atol}, std::pair{"rtol", &rtol}}) {
+    if (!flags->Has(name)) continue;
+    if (!flags->Has("compare")) {
+      return ReportError("run", fmt::format("--{} needs --compare REF_DEVICE", name), kExitUsage);
+    }
+    double v = 0;
+    std::string text = flags->Get(name);
+    if (!absl::SimpleAtod(text, &v) || !(v >= 0) || !std::isfinite(v)) {
+      return ReportError("run", fmt::format("--{} needs a non-negative number, got '{}'", name, text),
+                         kExitUsage);
+    }
+    *value = v;
+  }
   const std::string device = flags->Get("device", "auto");
   const std::string& path = flags->positional[0];
 
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadModule(path);
   if (!module.ok()) return ReportError("run", std::string(module.status().message()));
-  const HloComputation& entry = *(*module)->entry();
-  if (flags->Has("dump-to")) DumpOptimizationPasses(path, **module, *flags);
-
-  absl::StatusOr<std::vector<Literal>> args = MakeArguments(entry, flags->All("input"));
+  absl::StatusOr<std::vector<Literal>> args = MakeArguments(*(*module)->entry(), flags->All("input"));
   if (!args.ok()) return ReportError("run", std::string(args.status().message()));
 
   absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
   if (!registry.ok()) return ReportError("run", std::string(registry.status().message()));
-  const std::string text = (*module)->ToString();
+  // The module as written: what a plugin that asks for it and the --compare reference get.
+  const std::string written_text = (*module)->ToString();
+  CorePassOptions core;
+  core.enabled = !flags->Has("no-core-passes");
+  core.dump_dir = flags->Get("dump-to");
+  core.dump_pass_regex = flags->Get("dump-pass-re");
   // A named device runs the whole module; auto may partition it across plugins.
   ModulePlacement placement;
-  if (device == "auto") {
-    absl::StatusOr<ModulePlacement> p = PlaceModule(*registry, **module, partition_options, text);
-    if (!p.ok()) return ReportError("run", std::string(p.status().message()));
-    placement = std::move(*p);
-  } else {
-    absl::StatusOr<Plugin*> p = registry->Select(device, text);
+  if (device != "auto") {
+    absl::StatusOr<Plugin*> p = registry->Select(device, written_text);
     if (!p.ok()) return ReportError("run", std::string(p.status().message()));
     placement.whole = *p;
+    if ((*p)->wants_module_as_written()) core.enabled = false;
   }
+  absl::StatusOr<CorePassReport> core_report = RunCorePasses(**module, core);
+  if (!core_report.ok()) {
+    return ReportError("run", "core passes: " + std::string(core_report.status().message()));
+  }
+  if (device == "auto") {
+    absl::StatusOr<ModulePlacement> p =
+        PlaceModule(*registry, **module, partition_options, (*module)->ToString());
+    if (!p.ok()) return ReportError("run", std::string(p.status().message()));
+    placement = std::move(*p);
+    // The one plugin chosen asked for the module as written: it gets that instead.
+    if (placement.whole != nullptr && placement.whole->wants_module_as_written() &&
+        core_report->ran) {
+      absl::StatusOr<std::unique_ptr<HloModule>> written = ParseHloModule(written_text, path);
+      if (!written.ok()) return ReportError("run", std::string(written.status().message()));
+      *module = std::move(*written);
+      *core_report = CorePassReport();
+    }
+  }
+  const HloComputation& entry = *(*module)->entry();
+  CompileOptions compile_options;
+  compile_options.core_passes = core_report->pass_names;
   std::string run_device;
   const int warmup = benchmark_runs > 0 ? 1 : 0, runs = std::max(benchmark_runs, 1);
   absl::StatusOr<RunResult> result;
@@ -285,9 +326,18 @@ int RunCommand(const std::vector<std::string>& argv) {
       std::cerr << fmt::format("kiln run: cluster 0: {} ({} instructions, whole module)\n",
                                run_device, entry.instruction_count());
     }
-    result = RunOn(*placement.whole, **module, *args, warmup, runs);
+    DumpCompiledModule(**module, run_device, core_report->result.dumps, *flags);
+    result = RunOn(*placement.whole, **module, compile_options, *args, warmup, runs);
   } else {
-    result = RunPartitioned(**module, &placement.clusters, *args, warmup, runs);
+    for (size_t i = 0; flags->Has("dump-to") && i < placement.clusters.size(); ++i) {
+      const HloCluster& c = placement.clusters[i];
+      absl::StatusOr<std::unique_ptr<HloModule>> m = ParseHloModule(c.module_text, path);
+      if (m.ok()) {
+        DumpCompiledModule(**m, fmt::format("cluster{}.{}", i, c.plugin),
+                           core_report->result.dumps + static_cast<int>(i), *flags);
+      }
+    }
+    result = RunPartitioned(**module, &placement.clusters, compile_options, *args, warmup, runs);
     run_device = PartitionDeviceNames(placement.clusters);
     if (flags->Has("log-partition")) std::cerr << DescribePartition(placement.clusters, "kiln run: ");
   }
@@ -316,9 +366,12 @@ int RunCommand(const std::vector<std::string>& argv) {
   int status = kExitOk;
   if (flags->Has("compare")) {
     const std::string ref_device = flags->Get("compare");
-    absl::StatusOr<Plugin*> ref = registry->Select(ref_device, text);
+    // The reference runs the module as written, so the comparison covers the core passes.
+    absl::StatusOr<Plugin*> ref = registry->Select(ref_device, written_text);
     if (!ref.ok()) return ReportError("run", "--compare: " + std::string(ref.status().message()));
-    absl::StatusOr<RunResult> expected = RunOn(**ref, **module, *args, 0, 1);
+    absl::StatusOr<std::unique_ptr<HloModule>> written = ParseHloModule(written_text, path);
+    if (!written.ok()) return ReportError("run", std::string(written.status().message()));
+    absl::StatusOr<RunResult> expected = RunOn(**ref, **written, CompileOptions(), *args, 0, 1);
     if (!expected.ok()) {
       return ReportError("run", "--compare " + ref_device + ": " +
                                     std::string(expected.status().message()));
@@ -330,8 +383,13 @@ int RunCommand(const std::vector<std::string>& argv) {
                          kExitMismatch);
     }
     for (size_t i = 0; i < result->outputs.size(); ++i) {
-      Comparison c = CompareLiterals(result->outputs[i], expected->outputs[i]);
-      Tolerance tol = ToleranceFor(expected->outputs[i].shape().element_type());
+      const PrimitiveType type = expected->outputs[i].shape().element_type();
+      Tolerance tol = ToleranceFor(type);
+      if (IsFloating(type) || IsComplex(type)) {
+        tol.atol = atol.value_or(tol.atol);
+        tol.rtol = rtol.value_or(tol.rtol);
+      }
+      Comparison c = CompareLiterals(result->outputs[i], expected->outputs[i], tol);
       std::cout << fmt::format("compare output_{} {} vs {}: {} max_abs={:.3g} max_rel={:.3g} "
                                "(atol={:.0e} rtol={:.0e}){}\n",
                                i, run_device, (*ref)->name(), c.ok ? "ok" : "MISMATCH",

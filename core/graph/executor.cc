@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/cluster_contraction.h"
+#include "core/core_passes.h"
 #include "core/graph/colocation.h"
 #include "core/graph/graph_text.h"
 #include "core/graph/lowering.h"
@@ -216,7 +217,16 @@ absl::StatusOr<const GraphExecutor::Compiled*> GraphExecutor::GetOrCompile(
   const std::string text = (*module)->ToString();
   absl::StatusOr<Plugin*> plugin = registry_.Select(device, text);
   if (!plugin.ok()) return plugin.status();
-  absl::StatusOr<std::unique_ptr<Executable>> exe = (*plugin)->Compile(**module);
+  CorePassOptions core;
+  core.enabled = options_.core_passes && !(*plugin)->wants_module_as_written();
+  absl::StatusOr<CorePassReport> report = RunCorePasses(**module, core);
+  if (!report.ok()) {
+    return absl::InternalError(fmt::format("cluster_{}: core passes: {}", c.id,
+                                           std::string(report.status().message())));
+  }
+  CompileOptions compile_options;
+  compile_options.core_passes = report->pass_names;
+  absl::StatusOr<std::unique_ptr<Executable>> exe = (*plugin)->Compile(**module, compile_options);
   if (!exe.ok()) {
     return absl::InvalidArgumentError(fmt::format("cluster_{} on {}: {}", c.id, (*plugin)->name(),
                                                   std::string(exe.status().message())));

@@ -50,6 +50,9 @@ struct ExecutorOptions {
   // A node's requested device that is not usable falls back to `device` (with a log line)
   // instead of failing.
   bool soft_placement = false;
+  // Each cluster's module goes through the core pipeline (core/core_passes.h) before its
+  // plugin compiles it, unless false or the plugin asks for modules as written.
+  bool core_passes = true;
   std::ostream* log = nullptr;  // where the logs go (stderr when null)
 };
 

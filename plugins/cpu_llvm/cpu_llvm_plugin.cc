@@ -1,6 +1,7 @@
 // The cpu-llvm plugin: compiles HLO to host code with the LLVM elemental emitter and ORC JIT
 // (evaluator fallback for instructions the emitter cannot do). Executables are cached by
 // fingerprint in the compiler; the C ABI around it comes from the host plugin kit.
+#include "hlo/evaluator/support.h"
 #include "plugins/common/host_plugin.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
 
@@ -36,6 +37,13 @@ class CpuLlvmBackend : public plugin_support::HostBackend {
 
   absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> Compile(
       std::shared_ptr<const HloModule> module) override {
+    // What neither the emitter nor the evaluator fallback runs (a custom-call or collective,
+    // even nested in a fusion or call) is refused before the compile, not after it.
+    for (const HloInstruction* instr : module->entry()->instructions()) {
+      if (std::optional<std::string> why = EvaluatorUnsupportedReason(*instr)) {
+        return absl::UnimplementedError("instruction '" + instr->name() + "' " + *why);
+      }
+    }
     auto exe = compiler_->Compile(std::move(module));
     if (!exe.ok()) return exe.status();
     return std::make_unique<JitProgram>(std::move(*exe));

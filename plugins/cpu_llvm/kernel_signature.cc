@@ -12,27 +12,42 @@ namespace {
 
 class Signer {
  public:
-  // Numbers `h` (after its operands), appending its line; returns its id.
-  int Visit(const HloInstruction* h) {
-    if (auto it = ids_.find(h); it != ids_.end()) return it->second;
-    std::vector<int> ops;
-    for (const HloInstruction* o : h->operands()) ops.push_back(Visit(o));
+  // Numbers `h` (after its operands), appending its line; returns its id. Walks the operands
+  // with an explicit stack: a chain of 100,000 instructions must not overflow the C++ stack.
+  int Visit(const HloInstruction* start) {
+    if (auto it = ids_.find(start); it != ids_.end()) return it->second;
+    std::vector<std::pair<const HloInstruction*, size_t>> stack{{start, 0}};
+    while (!stack.empty()) {
+      auto& [h, next] = stack.back();
+      if (next < h->operands().size()) {
+        const HloInstruction* o = h->operand(static_cast<int>(next++));
+        if (!ids_.contains(o)) stack.push_back({o, 0});
+        continue;
+      }
+      if (!ids_.contains(h)) Add(h, Line(*h));
+      stack.pop_back();
+    }
+    return ids_.at(start);
+  }
+
+  // `h`'s line; its operands are numbered already.
+  std::string Line(const HloInstruction& h) {
     std::string line =
-        absl::StrCat(h->shape().ToString(true), " ", std::string(HloOpcodeString(h->opcode())), "(");
-    for (int o : ops) absl::StrAppend(&line, o, ",");
+        absl::StrCat(h.shape().ToString(true), " ", std::string(HloOpcodeString(h.opcode())), "(");
+    for (const HloInstruction* o : h.operands()) absl::StrAppend(&line, ids_.at(o), ",");
     line += ")";
-    if (h->opcode() == HloOpcode::kParameter) absl::StrAppend(&line, " param ", h->parameter_number());
-    if (h->opcode() == HloOpcode::kConstant && h->attrs().literal && !h->literal().IsTuple()) {
-      const Literal& l = h->literal();
+    if (h.opcode() == HloOpcode::kParameter) absl::StrAppend(&line, " param ", h.parameter_number());
+    if (h.opcode() == HloOpcode::kConstant && h.attrs().literal && !h.literal().IsTuple()) {
+      const Literal& l = h.literal();
       line += " bytes=";
       line.append(reinterpret_cast<const char*>(l.untyped_data()), l.size_bytes());
     }
-    hlo_text::AppendTypedAttributes(*h, &line);
-    if (h->opcode() != HloOpcode::kFusion) {  // a fusion's computation is the kernel itself
-      for (const HloComputation* c : h->called_computations())
+    hlo_text::AppendTypedAttributes(h, &line);
+    if (h.opcode() != HloOpcode::kFusion) {  // a fusion's computation is the kernel itself
+      for (const HloComputation* c : h.called_computations())
         absl::StrAppend(&line, " calls{", c ? ComputationSignature(*c) : std::string("null"), "}");
     }
-    return Add(h, std::move(line));
+    return line;
   }
 
   int Add(const HloInstruction* h, std::string line) {

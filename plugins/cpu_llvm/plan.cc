@@ -85,8 +85,12 @@ bool IsExpensive(const HloInstruction& h) {
 // once), up to where a result is materialized. The emitter then generates `h` once per outer
 // iteration (before the inner loop) instead of once per element, so a reduce used that way
 // can be inlined: softmax and layernorm become one pass over each row.
+// Past kMaxRowLevelDepth users in a chain it answers false (materialize): a cheap, safe
+// answer that keeps the recursion shallower than any stack on a 100,000-instruction chain.
+constexpr int kMaxRowLevelDepth = 64;
 template <typename Materialized>
-bool RowLevelUses(const HloInstruction* h, const Materialized& materialized) {
+bool RowLevelUses(const HloInstruction* h, const Materialized& materialized, int depth = 0) {
+  if (depth > kMaxRowLevelDepth) return false;
   for (const HloInstruction* u : h->users()) {
     if (u->opcode() == HloOpcode::kReduce) continue;
     if (u->opcode() == HloOpcode::kBroadcast) {
@@ -97,7 +101,7 @@ bool RowLevelUses(const HloInstruction* h, const Materialized& materialized) {
     } else if (!IsElementwiseOpcode(u->opcode())) {
       return false;
     }
-    if (!materialized(u) && !RowLevelUses(u, materialized)) return false;
+    if (!materialized(u) && !RowLevelUses(u, materialized, depth + 1)) return false;
   }
   return true;
 }
@@ -152,6 +156,11 @@ void SetPartition(llvm_emit::KernelSpec& spec, Step& step, const PlanOptions& op
   spec.partition_outer = true;
   step.outer_extent = extent;
 }
+
+// Control flow nested deeper than this stays on the evaluator, which refuses what is
+// deeper than its own bound (Evaluator::kMaxCallDepth) with a clear error: planning and
+// running sub-plans recurse once per level.
+constexpr size_t kMaxPlannedCallDepth = 64;
 
 // Computations already planned (index into Plan::called) and those being planned (a call
 // cycle is bad input: it falls back to the evaluator, which reports it).
@@ -224,6 +233,11 @@ std::optional<std::vector<int>> PlanCalled(const HloInstruction& h, const PlanOp
     if (auto it = called.index.find(c); it != called.index.end()) {
       out.push_back(it->second);
       continue;
+    }
+    if (called.active.size() >= kMaxPlannedCallDepth) {
+      *why = absl::StrCat("control flow nested deeper than ", kMaxPlannedCallDepth,
+                          " levels (entering %", c->name(), ")");
+      return std::nullopt;
     }
     if (!called.active.insert(c).second) {
       *why = absl::StrCat("%", c->name(), " calls itself");
@@ -345,6 +359,22 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       } else {
         in[h] = std::move(kernels);
       }
+    }
+  }
+  // A value generated inline more than kMaxInlineDepth levels deep is computed into memory
+  // instead: the emitter generates an inlined cone recursively, and a chain of 100,000
+  // instructions would otherwise be one expression as deep as the program.
+  {
+    constexpr int kMaxInlineDepth = 200;
+    absl::flat_hash_map<const HloInstruction*, int> depth;
+    for (const HloInstruction* h : order) {  // operands first
+      if (!emittable.contains(h)) continue;
+      int d = 1;
+      for (const HloInstruction* o : h->operands()) {
+        if (auto it = depth.find(o); it != depth.end()) d = std::max(d, it->second + 1);
+      }
+      if (d > kMaxInlineDepth) shared.insert(h);
+      if (!base_materialized(h) && !shared.contains(h)) depth[h] = d;
     }
   }
   auto materialized = [&](const HloInstruction* h) {

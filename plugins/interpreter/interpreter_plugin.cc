@@ -1,7 +1,7 @@
 // The reference plugin: runs HLO with the hlo/ evaluator on the host. The C ABI around it
 // comes from the host plugin kit (plugins/common/host_plugin.h).
+#include "hlo/evaluator/support.h"
 #include "plugins/common/host_plugin.h"
-#include "plugins/interpreter/capability.h"
 
 namespace kiln::interpreter {
 namespace {
@@ -11,7 +11,7 @@ class InterpreterBackend : public plugin_support::HostBackend {
   void Capability(const HloModule& module,
                   const std::function<void(const HloInstruction&, const std::string*)>& report)
       override {
-    plugin_support::ReportEachInstruction(module, UnsupportedReason, report);
+    plugin_support::ReportEachInstruction(module, EvaluatorUnsupportedReason, report);
   }
   absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> Compile(
       std::shared_ptr<const HloModule> module) override {

@@ -3,7 +3,7 @@
 (printed), the optimized text re-parses with `kiln print`, the optimized module computes
 the same outputs as the original on the interpreter (and both match NumPy where the math is
 simple), --dump-to writes files only for passes that changed the module and --dump-pass-re
-filters them, `kiln run --dump-to` dumps without changing what runs, and unknown pass
+filters them, `kiln run --dump-to` dumps the core passes and the module the device runs, and unknown pass
 names / bad regexes are one-line errors with a non-zero exit.
 Run by meson with: opt_test.py KILN SOURCE_ROOT."""
 import os
@@ -208,20 +208,6 @@ check('--passes runs the named passes in order',
 check('--passes dumps only what changed',
       not any('.dce.' in f for f in names) and any('.fusion.' in f for f in names), str(names))
 
-# kiln run --dump-to dumps the pipeline and still runs the module as written.
-run_dump = os.path.join(TMP, 'run_dump')
-outs = []
-for extra in ([], ['--dump-to', run_dump, '--dump-pass-re', 'fusion']):
-    d = os.path.join(TMP, 'run_out_%d' % len(outs))
-    rc, _, err = run(['run', os.path.join(EXAMPLES, 'softmax.hlo'), '--device', 'interpreter',
-                      '--output-dir', d] + extra)
-    outs.append(np.load(os.path.join(d, 'output_0.npy')) if rc == 0 else None)
-check('run --dump-to: same output as without', outs[0] is not None and outs[1] is not None
-      and np.array_equal(outs[0], outs[1]), 'run failed or outputs differ')
-check('run --dump-to: writes the fusion dump',
-      os.path.isdir(run_dump) and any(f.endswith('.fusion.txt') for f in os.listdir(run_dump)),
-      str(os.listdir(run_dump) if os.path.isdir(run_dump) else 'no dir'))
-
 # A simplification pass is dumped under its own name: x*broadcast(1) and negate(negate(.))
 # fold away in algsimp, leaving the parameter.
 SIMP = """HloModule simp
@@ -245,6 +231,30 @@ check('simplification: algsimp leaves the parameter and is dumped',
       rc == 0 and re.search(r'ROOT %x = f32\[8\]\{0\} parameter\(0\)', out)
       and 'simp.00.algsimp.txt' in files and 'changed' in err
       and re.search(r'^instructions: 6 -> 1 ', err, re.M), f'rc={rc} {files} {out} {err}')
+
+# kiln run: the core passes run on the module that executes, and --dump-to shows them and
+# then the exact module the device compiles; --no-core-passes hands it over as written.
+x8 = np.linspace(-2, 2, 8).astype(np.float32)
+np.save(os.path.join(TMP, 'x8.npy'), x8)
+listed = run(['devices'])[1]
+for device in ['interpreter'] + (['cpu-llvm'] if re.search(r'^cpu-llvm +\d+ +available', listed, re.M) else []):
+    for extra, want_instructions in (([], 1), (['--no-core-passes'], 6)):
+        d = os.path.join(TMP, f'run_dump_{device}_{len(extra)}')
+        o = os.path.join(TMP, f'run_out_{device}_{len(extra)}')
+        rc, _, err = run(['run', simp, '--device', device, '--input', os.path.join(TMP, 'x8.npy'),
+                          '--output-dir', o, '--dump-to', d] + extra)
+        files = sorted(os.listdir(d)) if os.path.isdir(d) else []
+        compiled = [f for f in files if f.endswith(f'.compile.{device}.txt')]
+        text = open(os.path.join(d, compiled[0])).read() if len(compiled) == 1 else ''
+        body = text[text.find('ENTRY'):]
+        n = len([l for l in body.splitlines() if ' = ' in l])
+        label = f'run --dump-to on {device} {" ".join(extra)}'
+        check(label + ': right answer', rc == 0 and np.array_equal(np.load(os.path.join(o, 'output_0.npy')), x8),
+              f'rc={rc} {err}')
+        check(label + ': algsimp dumped exactly when the core passes ran',
+              ('simp.00.algsimp.txt' in files) == (not extra), str(files))
+        check(label + f': the device compiles {want_instructions} instruction(s)',
+              n == want_instructions, f'{files} {text}')
 
 # --no-verify: a module the verifier rejects (a dead instruction with a wrong declared
 # shape) is refused without it and optimized with it.

@@ -1,5 +1,5 @@
-// The pipeline driver shared by `kiln opt` and `kiln run --dump-to` (see optimize.h).
-#include "tools/optimize.h"
+// The pass driver shared by `kiln opt` and the core pipeline (core_passes.h): see optimize.h.
+#include "core/optimize.h"
 
 #include <regex>
 

@@ -1,5 +1,6 @@
-// Runs the optimization pipeline for `kiln opt` and `kiln run --dump-to`: the standard one
-// (simplification, then fusion) or named passes, with per-pass records and optional dumps.
+// Runs HLO passes with per-pass records, verification and optional dumps: the driver behind
+// `kiln opt` (the standard pipeline, simplification then fusion, or named passes) and the
+// core pipeline every executed module goes through (core_passes.h).
 #pragma once
 
 #include <memory>

@@ -1,9 +1,9 @@
-// The interpreter's capability rules: single-device, host-only semantics.
-#include "plugins/interpreter/capability.h"
+// What the evaluator runs: single-device, host-only semantics (see support.h).
+#include "hlo/evaluator/support.h"
 
 #include "hlo/opcode.h"
 
-namespace kiln::interpreter {
+namespace kiln {
 namespace {
 
 std::optional<std::string> Reason(const HloInstruction& instr, int depth);
@@ -13,6 +13,8 @@ std::optional<std::string> ComputationReason(const HloComputation& c, int depth)
   if (depth > 64) return std::string("nests computations deeper than 64");
   for (const HloInstruction* i : c.instructions()) {
     if (auto why = Reason(*i, depth)) {
+      // The path names the first levels only: a reason 64 levels deep stays one short line.
+      if (depth > 2) return why;
       return "calls '" + c.name() + "' whose '" + i->name() + "' " + *why;
     }
   }
@@ -43,8 +45,8 @@ std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
 
 }  // namespace
 
-std::optional<std::string> UnsupportedReason(const HloInstruction& instr) {
+std::optional<std::string> EvaluatorUnsupportedReason(const HloInstruction& instr) {
   return Reason(instr, 0);
 }
 
-}  // namespace kiln::interpreter
+}  // namespace kiln
