@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test) of issue #11's core pipeline: what running the core's passes on
+every module costs and gains, measured in the same run.
+
+1. The seed CPU workloads (cpu_workloads.py's modules at its sizes, and the LSTMs) through
+   `kiln run --device cpu-llvm --benchmark N`, with the core passes and with
+   --no-core-passes, alternating rounds; prints the median run time of each and the ratio.
+2. Cold compile of every corpus module cpu-llvm compiles, plus the corpus's BERT and Llama
+   modules: the core pipeline's time (`kiln opt --passes=simplification`, its per-pass sum)
+   against the process's wall time with --no-core-passes (parse, plan, LLVM compile).
+
+Usage: benchmarks/core_passes.py [--build DIR] [--runs N] [--rounds R]
+Uses only the kiln binary and the Python standard library."""
+import argparse
+import glob
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
+import workload_hlo  # noqa: E402
+
+ARGS = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ARGS.add_argument('--build', default=os.path.join(ROOT, 'build'))
+ARGS.add_argument('--runs', type=int, default=20)
+ARGS.add_argument('--rounds', type=int, default=8, help='alternating with/without rounds')
+OPTS = ARGS.parse_args()
+KILN = os.path.join(OPTS.build, 'tools', 'kiln')
+HLO = os.path.join(ROOT, 'examples', 'hlo')
+
+
+def bench(path, extra):
+    out = subprocess.run([KILN, 'run', path, '--device', 'cpu-llvm', '--benchmark',
+                          str(OPTS.runs)] + extra, capture_output=True, text=True)
+    m = re.search(r'median_ms=([\d.]+)', out.stdout)
+    if out.returncode != 0 or not m:
+        raise RuntimeError(f'{path}: {out.stderr.strip()[-300:]}')
+    return float(m.group(1))
+
+
+def workloads(tmp):
+    texts = {
+        'reduce_sum(x+y*z) 3xf32[2^24]': workload_hlo.sum_xyz(1 << 24),
+        'softmax f32[4096,1024]': workload_hlo.softmax(4096, 1024),
+        'layernorm+gelu f32[8192,768]': workload_hlo.layernorm_gelu(8192, 768),
+        'mlp train step b256': workload_hlo.mlp_train_step(),
+    }
+    paths = {}
+    for name, text in texts.items():
+        paths[name] = os.path.join(tmp, re.sub(r'\W+', '_', name) + '.hlo')
+        with open(paths[name], 'w') as f:
+            f.write(text)
+    for f in ('dense_relu', 'lstm_stacked', 'lstm_stacked_while'):
+        paths[f] = os.path.join(HLO, f + '.hlo')
+    return paths
+
+
+def pipeline_ms(path):
+    out = subprocess.run([KILN, 'opt', path, '--passes=simplification'], capture_output=True,
+                         text=True)
+    return sum(float(x) for x in re.findall(r'^pass \S+: \w+ (?:\([^)]*\) )?([\d.]+) ms', out.stderr, re.M))
+
+
+def wall(cmd):
+    t = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    return time.perf_counter() - t, out.returncode
+
+
+print(f'kiln: {KILN}, runs={OPTS.runs}, rounds={OPTS.rounds}')
+def passes_changed(path, tmp):
+    """How many core passes changed the module (dumps before the compile dump)."""
+    d = os.path.join(tmp, 'dump_' + os.path.basename(path))
+    subprocess.run([KILN, 'run', path, '--device', 'cpu-llvm', '--dump-to', d],
+                   capture_output=True, text=True)
+    return len([f for f in os.listdir(d) if f.endswith('.txt') and '.compile.' not in f])
+
+
+print('\n1. run time on cpu-llvm, core passes on vs off, alternating rounds: the median and the')
+print('   minimum of the rounds\' medians (this machine is shared: its noise is bimodal).')
+print(f'{"workload":34} {"changed":>7} {"on ms":>8} {"off ms":>8} {"on/off":>7} '
+      f'{"min on":>8} {"min off":>8} {"on/off":>7}')
+worst = 0.0
+with tempfile.TemporaryDirectory() as tmp:
+    for name, path in workloads(tmp).items():
+        on, off = [], []
+        for _ in range(OPTS.rounds):
+            on.append(bench(path, []))
+            off.append(bench(path, ['--no-core-passes']))
+        a, b = statistics.median(on), statistics.median(off)
+        ma, mb = min(on), min(off)
+        worst = max(worst, ma / mb)
+        print(f'{name:34} {passes_changed(path, tmp):7} {a:8.3f} {b:8.3f} {a / b:7.3f} '
+              f'{ma:8.3f} {mb:8.3f} {ma / mb:7.3f}')
+print(f'worst min on/off ratio: {worst:.3f} (goal: <= 1.03); "changed" = core passes that '
+      'changed the module (0: the device runs the same module either way)')
+
+print('\n2. cold compile: core pipeline ms against the whole no-passes process (cpu-llvm)')
+print(f'{"module":44} {"pipeline ms":>12} {"process s":>10} {"share":>7}')
+corpus = sorted(glob.glob(os.path.join(ROOT, 'tests', 'hlo_corpus', '*.hlo')))
+for path in corpus:
+    name = os.path.basename(path)[:-4]
+    secs, rc = wall([KILN, 'run', path, '--device', 'cpu-llvm', '--no-core-passes'])
+    big = re.search(r'bert|llama', name) is not None
+    if rc != 0 and not big:
+        continue
+    ms = pipeline_ms(path)
+    note = '' if rc == 0 else '  (cpu-llvm refuses it: custom-call or collective)'
+    print(f'{name:44} {ms:12.2f} {secs:10.2f} {ms / 1000 / secs:7.1%}{note}')
