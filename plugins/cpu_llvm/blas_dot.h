@@ -8,9 +8,13 @@
 #include <string>
 
 #include "hlo/instruction.h"
-#include "plugins/cpu_llvm/gemm_match.h"
+#include "plugins/kernel_plan/gemm_match.h"
 
 namespace kiln::cpu {
+
+// The plan, its steps and the GEMM shapes: the kernel_plan library cpu-llvm shares with
+// gpu-nvptx.
+using namespace ::kiln::kernel_plan;
 
 // Computes the dot into `out` (overwritten). `a`, `b`, `out` are the lhs, rhs and result
 // buffers, dense row-major.

@@ -12,9 +12,13 @@
 #include <vector>
 
 #include "hlo/instruction.h"
-#include "plugins/cpu_llvm/gemm_match.h"
+#include "plugins/kernel_plan/gemm_match.h"
 
 namespace kiln::cpu {
+
+// The plan, its steps and the GEMM shapes: the kernel_plan library cpu-llvm shares with
+// gpu-nvptx.
+using namespace ::kiln::kernel_plan;
 
 // Computes the convolution into `out` (overwritten); all buffers dense row-major f32.
 void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, float* out);

@@ -1,8 +1,6 @@
 // Compilation with caching, and running a compiled module step by step.
 #include "plugins/cpu_llvm/cpu_compiler.h"
 
-#include "plugins/cpu_llvm/step_values.h"
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
 #include "hlo/evaluator/evaluator.h"
+#include "plugins/cpu_llvm/blas_dot.h"
+#include "plugins/cpu_llvm/conv_library.h"
+#include "plugins/kernel_plan/step_values.h"
 
 namespace kiln::cpu {
 

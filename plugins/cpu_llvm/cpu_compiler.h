@@ -16,17 +16,22 @@
 #include "hlo/literal.h"
 #include "hlo/module.h"
 #include "plugins/cpu_llvm/jit.h"
-#include "plugins/cpu_llvm/plan.h"
 #include "plugins/cpu_llvm/thread_pool.h"
+#include "plugins/kernel_plan/plan.h"
 
 namespace kiln {
 class HloEvaluator;
+namespace kernel_plan {
+struct Value;
+class StepValues;
+}  // namespace kernel_plan
 }
 
 namespace kiln::cpu {
 
-struct Value;
-class StepValues;
+// The plan, its steps and the GEMM shapes: the kernel_plan library cpu-llvm shares with
+// gpu-nvptx.
+using namespace ::kiln::kernel_plan;
 
 struct CompileOptions {
   PlanOptions plan;

@@ -49,7 +49,7 @@ Cublas::~Cublas() {
   if (blas_ != nullptr) api_->destroy(blas_);
 }
 
-absl::Status Cublas::Sgemm(const cpu::GemmShape& g, CUdeviceptr a, CUdeviceptr b,
+absl::Status Cublas::Sgemm(const kernel_plan::GemmShape& g, CUdeviceptr a, CUdeviceptr b,
                            CUdeviceptr out, CUstream stream) {
   if (g.f64) return absl::InternalError("gpu-nvptx: cuBLAS step for an f64 dot");
   const ColumnMajorGemm c = MapRowMajorGemm(g);

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "plugins/cpu_llvm/blas_dot.h"
+#include "plugins/kernel_plan/gemm_match.h"
 #include "plugins/gpu_nvptx/cuda_driver.h"
 
 namespace kiln::gpu {
@@ -25,7 +25,7 @@ class Cublas {
 
   // Queues the row-major f32 GEMM `g` on `stream` (one cublasSgemmStridedBatched call, via
   // MapRowMajorGemm's column-major arguments).
-  absl::Status Sgemm(const cpu::GemmShape& g, CUdeviceptr a, CUdeviceptr b, CUdeviceptr out,
+  absl::Status Sgemm(const kernel_plan::GemmShape& g, CUdeviceptr a, CUdeviceptr b, CUdeviceptr out,
                      CUstream stream);
 
  private:

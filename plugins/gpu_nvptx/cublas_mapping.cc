@@ -2,7 +2,7 @@
 
 namespace kiln::gpu {
 
-ColumnMajorGemm MapRowMajorGemm(const cpu::GemmShape& g) {
+ColumnMajorGemm MapRowMajorGemm(const kernel_plan::GemmShape& g) {
   ColumnMajorGemm c;
   c.first_is_b = true;
   // B stored row-major as [k,n] (no trans) reads column-major as [n,k] = B^T: no transpose

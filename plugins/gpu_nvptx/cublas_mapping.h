@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "plugins/cpu_llvm/blas_dot.h"
+#include "plugins/kernel_plan/gemm_match.h"
 
 namespace kiln::gpu {
 
@@ -23,6 +23,6 @@ struct ColumnMajorGemm {
   int64_t batch = 1;
 };
 
-ColumnMajorGemm MapRowMajorGemm(const cpu::GemmShape& g);
+ColumnMajorGemm MapRowMajorGemm(const kernel_plan::GemmShape& g);
 
 }  // namespace kiln::gpu

@@ -30,7 +30,7 @@ void ColumnMajorReference(const ColumnMajorGemm& c, const float* x, const float*
 }
 
 // Row-major, straight from the GemmShape definition (A stored [k,m] when trans_a, etc.).
-void RowMajorReference(const cpu::GemmShape& g, const float* a, const float* b, float* out) {
+void RowMajorReference(const kernel_plan::GemmShape& g, const float* a, const float* b, float* out) {
   for (int64_t t = 0; t < g.batch; ++t)
     for (int64_t i = 0; i < g.m; ++i)
       for (int64_t j = 0; j < g.n; ++j) {
@@ -48,7 +48,7 @@ TEST(CublasMapping, ColumnMajorCallComputesRowMajorProduct) {
   for (int64_t batch : {1, 3})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
-        cpu::GemmShape g;
+        kernel_plan::GemmShape g;
         g.batch = batch, g.m = 5, g.n = 3, g.k = 7, g.trans_a = ta, g.trans_b = tb;
         std::vector<float> a(batch * g.m * g.k), b(batch * g.k * g.n);
         for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7 + 3) % 11) - 5;
@@ -63,7 +63,7 @@ TEST(CublasMapping, ColumnMajorCallComputesRowMajorProduct) {
 }
 
 TEST(CublasMapping, SwapsDimensionsAndOperands) {
-  cpu::GemmShape g;
+  kernel_plan::GemmShape g;
   g.m = 2, g.n = 9, g.k = 4;
   ColumnMajorGemm c = MapRowMajorGemm(g);
   EXPECT_EQ(c.m, 9);

@@ -45,9 +45,9 @@ LaunchDims DimsOf(const KernelLaunch& l, int64_t max_blocks) {
   return d;
 }
 
-DevicePlan MakeDevicePlan(const HloModule& module, const cpu::PlanOptions& options) {
+DevicePlan MakeDevicePlan(const HloModule& module, const kernel_plan::PlanOptions& options) {
   DevicePlan dp;
-  dp.plan = cpu::MakePlan(module, options);
+  dp.plan = kernel_plan::MakePlan(module, options);
   for (const llvm_emit::KernelSpec& spec : dp.plan.kernels) dp.launches.push_back(LaunchesFor(spec));
   return dp;
 }

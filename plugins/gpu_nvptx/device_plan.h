@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hlo/module.h"
-#include "plugins/cpu_llvm/plan.h"
+#include "plugins/kernel_plan/plan.h"
 #include "plugins/gpu_nvptx/launch_dims.h"
 
 namespace kiln::gpu {
@@ -32,10 +32,10 @@ KernelLaunches LaunchesFor(const llvm_emit::KernelSpec& spec);
 LaunchDims DimsOf(const KernelLaunch& l, int64_t max_blocks = kMaxBlocks);
 
 struct DevicePlan {
-  cpu::Plan plan;
+  kernel_plan::Plan plan;
   std::vector<KernelLaunches> launches;  // one per plan.kernels entry
 };
 
-DevicePlan MakeDevicePlan(const HloModule& module, const cpu::PlanOptions& options);
+DevicePlan MakeDevicePlan(const HloModule& module, const kernel_plan::PlanOptions& options);
 
 }  // namespace kiln::gpu

@@ -7,7 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/evaluator/evaluator.h"
-#include "plugins/cpu_llvm/step_values.h"
+#include "plugins/kernel_plan/step_values.h"
 
 namespace kiln::gpu {
 namespace {
@@ -85,7 +85,7 @@ class DeviceRun {
   DeviceRun(const DevicePlan& dp, DeviceRuntime& rt, CachingAllocator& alloc, DeviceRunStats& st)
       : dp_(dp), rt_(rt), mem_(alloc), st_(st) {}
 
-  absl::StatusOr<DValue> RunComputation(const cpu::ComputationPlan& p, std::vector<DValue> args);
+  absl::StatusOr<DValue> RunComputation(const kernel_plan::ComputationPlan& p, std::vector<DValue> args);
 
   // The root's leaves for the caller, depth-first: device buffers become persistent arrays
   // (a run buffer leaves the run's free list for good), host-only leaves stay on the host.
@@ -109,7 +109,7 @@ class DeviceRun {
   // The value as a literal (arrays downloaded where only the device has them).
   absl::StatusOr<Literal> ToLiteral(const Shape& shape, DValue& v) {
     if (absl::Status s = EnsureHost(shape, v); !s.ok()) return s;
-    return cpu::Materialize(ToHostValue(v));
+    return kernel_plan::Materialize(ToHostValue(v));
   }
 
  private:
@@ -151,8 +151,8 @@ class DeviceRun {
     v.host = std::make_shared<const Literal>(std::move(l));
     return absl::OkStatus();
   }
-  static cpu::Value ToHostValue(const DValue& v) {
-    cpu::Value out;
+  static kernel_plan::Value ToHostValue(const DValue& v) {
+    kernel_plan::Value out;
     if (!v.IsTuple()) {
       out.literal = v.host;
       return out;
@@ -161,9 +161,9 @@ class DeviceRun {
     return out;
   }
 
-  absl::Status RunKernel(const cpu::Step& step, Values& values);
+  absl::Status RunKernel(const kernel_plan::Step& step, Values& values);
   absl::Status RunOnHost(const HloInstruction& h, Values& values);
-  absl::Status RunControlFlow(const cpu::Step& step, Values& values);
+  absl::Status RunControlFlow(const kernel_plan::Step& step, Values& values);
 
   const DevicePlan& dp_;
   DeviceRuntime& rt_;
@@ -173,19 +173,19 @@ class DeviceRun {
   absl::flat_hash_map<const HloInstruction*, std::shared_ptr<Buffer>> constants_;
 };
 
-absl::StatusOr<DValue> DeviceRun::RunComputation(const cpu::ComputationPlan& p,
+absl::StatusOr<DValue> DeviceRun::RunComputation(const kernel_plan::ComputationPlan& p,
                                                  std::vector<DValue> args) {
   Values values;
-  for (const cpu::Step& step : p.steps) {
+  for (const kernel_plan::Step& step : p.steps) {
     const HloInstruction* h = step.instr;
     switch (step.kind) {
-      case cpu::Disposition::kBookkeeping:
+      case kernel_plan::Disposition::kBookkeeping:
         if (h->opcode() == HloOpcode::kParameter) {
           if (h->parameter_number() < 0 || h->parameter_number() >= static_cast<int64_t>(args.size()))
             return absl::InvalidArgumentError(absl::StrCat("parameter ", h->name(), " has no argument"));
           values[h] = args[h->parameter_number()];
         } else if (h->opcode() == HloOpcode::kConstant) {
-          absl::StatusOr<const Literal*> lit = cpu::ConstantValue(*h);
+          absl::StatusOr<const Literal*> lit = kernel_plan::ConstantValue(*h);
           if (!lit.ok()) return lit.status();
           DValue v = FromHost(std::shared_ptr<const Literal>(std::shared_ptr<const Literal>(), *lit));
           if (auto it = constants_.find(h); it != constants_.end()) v.dev = it->second;
@@ -202,7 +202,7 @@ absl::StatusOr<DValue> DeviceRun::RunComputation(const cpu::ComputationPlan& p,
           values[h] = std::move(t);
         }
         break;
-      case cpu::Disposition::kLibrary:
+      case kernel_plan::Disposition::kLibrary:
         if (step.gemm && !step.gemm->f64 && step.sources.size() == 2) {
           // A large dot: the device GEMM library, operands and result on the device.
           absl::StatusOr<DevicePtr> a = EnsureDevice(step.sources[0], values.at(step.sources[0]));
@@ -218,16 +218,16 @@ absl::StatusOr<DValue> DeviceRun::RunComputation(const cpu::ComputationPlan& p,
           break;
         }
         [[fallthrough]];  // other library steps (convolutions) run on the host evaluator
-      case cpu::Disposition::kEvaluator:
+      case kernel_plan::Disposition::kEvaluator:
         if (absl::Status s = RunOnHost(*h, values); !s.ok()) return s;
         break;
-      case cpu::Disposition::kControlFlow:
+      case kernel_plan::Disposition::kControlFlow:
         if (absl::Status s = RunControlFlow(step, values); !s.ok()) return s;
         break;
-      case cpu::Disposition::kKernel:
+      case kernel_plan::Disposition::kKernel:
         if (absl::Status s = RunKernel(step, values); !s.ok()) return s;
         break;
-      case cpu::Disposition::kInlined:
+      case kernel_plan::Disposition::kInlined:
         break;
     }
   }
@@ -235,7 +235,7 @@ absl::StatusOr<DValue> DeviceRun::RunComputation(const cpu::ComputationPlan& p,
   return root;
 }
 
-absl::Status DeviceRun::RunKernel(const cpu::Step& step, Values& values) {
+absl::Status DeviceRun::RunKernel(const kernel_plan::Step& step, Values& values) {
   const llvm_emit::KernelSpec& spec = dp_.plan.kernels[step.kernel];
   std::vector<DevicePtr> buffers;
   for (const HloInstruction* s : step.sources) {
@@ -273,7 +273,7 @@ absl::Status DeviceRun::RunKernel(const cpu::Step& step, Values& values) {
 }
 
 absl::Status DeviceRun::RunOnHost(const HloInstruction& h, Values& values) {
-  cpu::StepValues host;
+  kernel_plan::StepValues host;
   for (const HloInstruction* o : h.operands()) {
     DValue& v = values.at(o);
     if (absl::Status s = EnsureHost(o->shape(), v); !s.ok()) return s;
@@ -284,7 +284,7 @@ absl::Status DeviceRun::RunOnHost(const HloInstruction& h, Values& values) {
   return absl::OkStatus();
 }
 
-absl::Status DeviceRun::RunControlFlow(const cpu::Step& step, Values& values) {
+absl::Status DeviceRun::RunControlFlow(const kernel_plan::Step& step, Values& values) {
   const HloInstruction* h = step.instr;
   auto annotate = [h](const absl::Status& st) {
     return absl::Status(st.code(), absl::StrCat(st.message(), " (in ", h->name(), ")"));
@@ -295,10 +295,10 @@ absl::Status DeviceRun::RunControlFlow(const cpu::Step& step, Values& values) {
     if (v.IsTuple()) return absl::InternalError("control flow selector is not a scalar");
     return v.host.get();
   };
-  const std::vector<cpu::ComputationPlan>& called = dp_.plan.called;
+  const std::vector<kernel_plan::ComputationPlan>& called = dp_.plan.called;
   if (h->opcode() == HloOpcode::kWhile) {
-    const cpu::ComputationPlan& cond = called[step.called[0]];
-    const cpu::ComputationPlan& body = called[step.called[1]];
+    const kernel_plan::ComputationPlan& cond = called[step.called[0]];
+    const kernel_plan::ComputationPlan& body = called[step.called[1]];
     DValue state = values.at(h->operand(0));
     for (;;) {
       absl::StatusOr<DValue> go = RunComputation(cond, {state});
@@ -319,7 +319,7 @@ absl::Status DeviceRun::RunControlFlow(const cpu::Step& step, Values& values) {
     absl::StatusOr<const Literal*> selector = on_host(h->operand(0), values.at(h->operand(0)));
     if (!selector.ok()) return annotate(selector.status());
     const int64_t branch =
-        cpu::ConditionalBranch(**selector, static_cast<int64_t>(step.called.size()));
+        kernel_plan::ConditionalBranch(**selector, static_cast<int64_t>(step.called.size()));
     sub = step.called[branch];
     args.push_back(values.at(h->operand(branch + 1)));
   } else {  // call

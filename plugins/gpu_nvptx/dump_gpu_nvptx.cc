@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   kiln::gpu::DevicePlan dp = kiln::gpu::MakeDevicePlan(**module, kiln::gpu::GpuPlanOptions(cublas));
-  std::printf("%s", kiln::cpu::PlanToString(dp.plan).c_str());
+  std::printf("%s", kiln::kernel_plan::PlanToString(dp.plan).c_str());
   for (size_t k = 0; k < dp.plan.kernels.size(); ++k) {
     const kiln::llvm_emit::KernelSpec& spec = dp.plan.kernels[k];
     kiln::llvm_emit::GpuLayout layout = kiln::llvm_emit::AnalyzeGpuKernel(spec);

@@ -16,8 +16,8 @@
 
 namespace kiln::gpu {
 
-cpu::PlanOptions GpuPlanOptions(bool device_gemm) {
-  cpu::PlanOptions o;
+kernel_plan::PlanOptions GpuPlanOptions(bool device_gemm) {
+  kernel_plan::PlanOptions o;
   o.device_gemm_min_mnk = device_gemm ? kGpuGemmMinMnk : 0;
   o.blas_min_mnk = std::numeric_limits<int64_t>::max();
   o.parallel_min_work = std::numeric_limits<int64_t>::max();
@@ -118,7 +118,7 @@ class CudaRun : public DeviceRuntime {
     for (CUdeviceptr& p : args) params.push_back(&p);
     return d_.Launch(functions_[kernel][entry], l.entry, DimsOf(l), params.data(), stream_);
   }
-  absl::Status Gemm(const cpu::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
+  absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
     if (cublas_ == nullptr) return absl::InternalError("gpu-nvptx: GEMM step without cuBLAS");
     return cublas_->Sgemm(g, a, b, out, stream_);
   }

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "hlo/literal.h"
 #include "hlo/module.h"
-#include "plugins/cpu_llvm/plan.h"
+#include "plugins/kernel_plan/plan.h"
 #include "plugins/gpu_nvptx/device_plan.h"
 #include "plugins/gpu_nvptx/device_plan_runner.h"
 #include "plugins/gpu_nvptx/cublas.h"
@@ -27,7 +27,7 @@ constexpr int64_t kGpuGemmMinMnk = int64_t{1} << 18;
 // How the GPU path plans a module: cpu-llvm's planner without host BLAS calls and without
 // CPU thread partitioning; with `device_gemm` (cuBLAS loaded) large f32 dots become GEMM
 // library steps, otherwise every dot the emitter can do is a kernel.
-cpu::PlanOptions GpuPlanOptions(bool device_gemm = false);
+kernel_plan::PlanOptions GpuPlanOptions(bool device_gemm = false);
 
 // The module the GPU path plans: with a device GEMM (cuBLAS), large convolutions become
 // a patch kernel plus one GEMM (hlo/passes/convolution_to_gemm.h) in a rewritten copy;
@@ -50,7 +50,7 @@ class GpuExecutable {
   // Runs on arrays that may already be on the device and leaves the results there
   // (RunPlanOnDeviceArrays): what plugin buffers use, so steps chain without copies.
   absl::StatusOr<std::vector<RunArray>> RunArrays(std::span<const RunArray> args) const;
-  const cpu::Plan& plan() const { return plan_.plan; }
+  const kernel_plan::Plan& plan() const { return plan_.plan; }
 
   const HloModule& module() const { return *module_; }
   const std::string& ptx() const { return ptx_; }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "plugins/common/host_plugin.h"
-#include "plugins/cpu_llvm/plan.h"
+#include "plugins/kernel_plan/plan.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
 
 namespace kiln::gpu {
@@ -16,13 +16,13 @@ namespace {
 
 // Why a while/conditional/call cannot run wholly on the GPU: the first instruction of its
 // computations (nested ones included) that would run on the host evaluator; "" when none.
-std::string HostStepInCalledPlans(const cpu::Plan& plan, const cpu::Step& step) {
+std::string HostStepInCalledPlans(const kernel_plan::Plan& plan, const kernel_plan::Step& step) {
   for (int c : step.called) {
-    for (const cpu::Step& s : plan.called[c].steps) {
-      if (s.kind == cpu::Disposition::kEvaluator)
+    for (const kernel_plan::Step& s : plan.called[c].steps) {
+      if (s.kind == kernel_plan::Disposition::kEvaluator)
         return "its computation " + plan.called[c].computation->name() + " has " +
                s.instr->name() + " with no GPU kernel (runs on the host evaluator): " + s.why;
-      if (s.kind == cpu::Disposition::kControlFlow) {
+      if (s.kind == kernel_plan::Disposition::kControlFlow) {
         std::string why = HostStepInCalledPlans(plan, s);
         if (!why.empty()) return why;
       }
@@ -108,18 +108,18 @@ class GpuBackend : public plugin_support::HostBackend {
   void Capability(const HloModule& module,
                   const std::function<void(const HloInstruction&, const std::string*)>& report)
       override {
-    cpu::Plan plan = cpu::MakePlan(module, GpuPlanOptions());
-    for (const cpu::Step& step : plan.steps) {
+    kernel_plan::Plan plan = kernel_plan::MakePlan(module, GpuPlanOptions());
+    for (const kernel_plan::Step& step : plan.steps) {
       std::string why;
-      if (step.kind == cpu::Disposition::kEvaluator) {
+      if (step.kind == kernel_plan::Disposition::kEvaluator) {
         why = "no GPU kernel (runs on the host evaluator): " + step.why;
-      } else if (step.kind == cpu::Disposition::kControlFlow) {
+      } else if (step.kind == kernel_plan::Disposition::kControlFlow) {
         why = HostStepInCalledPlans(plan, step);
       }
       report(*step.instr, why.empty() ? nullptr : &why);
     }
     for (const auto& [instr, d] : plan.dispositions)
-      if (d == cpu::Disposition::kInlined) report(*instr, nullptr);
+      if (d == kernel_plan::Disposition::kInlined) report(*instr, nullptr);
   }
 
   absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> Compile(

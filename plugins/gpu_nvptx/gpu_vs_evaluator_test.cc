@@ -147,7 +147,7 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96], v: f32[96,64], u: 
   auto exe = GpuExecutable::Create(module, d, blas);
   ASSERT_TRUE(exe.ok()) << exe.status();
   int library = 0;
-  for (const cpu::Step& s : (*exe)->plan().steps) library += s.kind == cpu::Disposition::kLibrary;
+  for (const kernel_plan::Step& s : (*exe)->plan().steps) library += s.kind == kernel_plan::Disposition::kLibrary;
   EXPECT_EQ(library, 5);
   auto got = (*exe)->Run(ptrs);
   ASSERT_TRUE(got.ok()) << got.status();

@@ -315,7 +315,7 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
   void set_max_blocks(int64_t b) { max_blocks_ = b; }
   // A plain row-major loop (the definition of GemmShape), independent of the cuBLAS mapping,
   // so the runner's plumbing is checked against the evaluator.
-  absl::Status Gemm(const cpu::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
+  absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
     if (g.f64) return absl::InternalError("host device: f64 GEMM step");
     const size_t sa = g.m * g.k, sb = g.k * g.n, sc = g.m * g.n;
     if (auto s = Check(a, g.batch * sa * 4); !s.ok()) return s;
@@ -389,7 +389,7 @@ TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
       auto want = evaluator.Evaluate(module, args);
       if (!want.ok()) continue;  // evaluator coverage is tested elsewhere
       DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
-      const cpu::Plan& plan = device_plan.plan;
+      const kernel_plan::Plan& plan = device_plan.plan;
       auto emu = Compile(plan.kernels);
       ASSERT_TRUE(emu.ok()) << emu.status();
       HostDevice device(*emu);
@@ -442,7 +442,7 @@ ENTRY %main (x: f32[8,33]) -> f32[8,33] {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   const HloModule& module = **parsed;
   DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
-  const cpu::Plan& plan = device_plan.plan;
+  const kernel_plan::Plan& plan = device_plan.plan;
   ASSERT_GE(plan.kernels.size(), 2u);
   auto emu = Compile(plan.kernels);
   ASSERT_TRUE(emu.ok()) << emu.status();
@@ -503,11 +503,11 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
   for (bool device_gemm : {true, false}) {
     SCOPED_TRACE(device_gemm ? "device gemm" : "dot kernels");
     DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions(device_gemm));
-    const cpu::Plan& plan = device_plan.plan;
+    const kernel_plan::Plan& plan = device_plan.plan;
     int library = 0;
     bool transposed = false;
-    for (const cpu::Step& s : plan.steps) {
-      if (s.kind != cpu::Disposition::kLibrary) continue;
+    for (const kernel_plan::Step& s : plan.steps) {
+      if (s.kind != kernel_plan::Disposition::kLibrary) continue;
       ++library;
       ASSERT_TRUE(s.gemm.has_value());
       transposed |= s.gemm->trans_a || s.gemm->trans_b;
@@ -659,7 +659,7 @@ TEST(GpuControlFlow, LoopsAndBranchesStayOnDevice) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   const HloModule& module = **parsed;
   DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
-  EXPECT_EQ(cpu::EvaluatorStepCount(device_plan.plan), 0) << cpu::PlanToString(device_plan.plan);
+  EXPECT_EQ(kernel_plan::EvaluatorStepCount(device_plan.plan), 0) << kernel_plan::PlanToString(device_plan.plan);
   auto emu = Compile(device_plan.plan.kernels);
   ASSERT_TRUE(emu.ok()) << emu.status();
   std::mt19937 rng(3);
@@ -773,7 +773,7 @@ ENTRY %main (x: f32[4,16,16,16], w: f32[3,3,16,32]) -> f32[4,8,8,32] {
   ASSERT_NE(prepared->get(), module.get());  // rewritten
   DevicePlan device_plan = MakeDevicePlan(**prepared, GpuPlanOptions(true));
   int library = 0;
-  for (const cpu::Step& s : device_plan.plan.steps) library += s.kind == cpu::Disposition::kLibrary;
+  for (const kernel_plan::Step& s : device_plan.plan.steps) library += s.kind == kernel_plan::Disposition::kLibrary;
   EXPECT_EQ(library, 1);
   auto emu = Compile(device_plan.plan.kernels);
   ASSERT_TRUE(emu.ok()) << emu.status();

@@ -12,7 +12,7 @@
 
 #include "gtest/gtest.h"
 #include "hlo/text/parser.h"
-#include "plugins/cpu_llvm/plan.h"
+#include "plugins/kernel_plan/plan.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
 #include "plugins/gpu_nvptx/ptx_cache.h"
 #include "plugins/gpu_nvptx/device_plan.h"
@@ -65,7 +65,7 @@ void CheckModule(const std::string& hlo, const std::string& name, int min_kernel
   auto module = ParseHloModule(hlo, name);
   ASSERT_TRUE(module.ok()) << module.status();
   DevicePlan device_plan = MakeDevicePlan(**module, kiln::gpu::GpuPlanOptions());
-  const cpu::Plan& plan = device_plan.plan;
+  const kernel_plan::Plan& plan = device_plan.plan;
   ASSERT_GE(static_cast<int>(plan.kernels.size()), min_kernels) << name;
   int entries = 0;
   for (const KernelLaunches& k : device_plan.launches) entries += static_cast<int>(k.launches.size());
@@ -322,7 +322,7 @@ TEST(GpuPtxCache, SecondCompilationHitsAndTargetsAreSeparate) {
   std::filesystem::remove_all(dir);
   auto module = ParseHloModule(ReadSource("examples/hlo/softmax.hlo"), "softmax");
   ASSERT_TRUE(module.ok()) << module.status();
-  cpu::Plan plan = MakeDevicePlan(**module, GpuPlanOptions()).plan;
+  kernel_plan::Plan plan = MakeDevicePlan(**module, GpuPlanOptions()).plan;
   auto entries = [&] {
     int n = 0;
     if (std::filesystem::exists(dir))

@@ -13,7 +13,7 @@
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/literal.h"
 
-namespace kiln::cpu {
+namespace kiln::kernel_plan {
 
 // A value in a run: one literal (an array, or a whole tuple literal such as a tuple
 // argument), or a tuple made of element values. Literals are shared: a result lives as long
@@ -60,4 +60,4 @@ class StepValues {
   absl::flat_hash_map<const HloInstruction*, Value> values_;
 };
 
-}  // namespace kiln::cpu
+}  // namespace kiln::kernel_plan

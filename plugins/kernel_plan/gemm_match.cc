@@ -1,10 +1,10 @@
 // Which dots and convolutions a GEMM library can compute, and in what form (see
 // gemm_match.h). No library call here, so the GPU path links it without a host BLAS.
-#include "plugins/cpu_llvm/gemm_match.h"
+#include "plugins/kernel_plan/gemm_match.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace kiln::cpu {
+namespace kiln::kernel_plan {
 namespace {
 
 // Above this the patch matrix is not worth its memory; the evaluator path is used instead.
@@ -125,4 +125,4 @@ std::optional<ConvGemm> MatchLibraryConv(const HloInstruction& conv, int64_t min
   return c;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::kernel_plan

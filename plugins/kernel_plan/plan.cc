@@ -1,5 +1,5 @@
 // Partitions an entry computation into JIT kernels, evaluator steps and bookkeeping.
-#include "plugins/cpu_llvm/plan.h"
+#include "plugins/kernel_plan/plan.h"
 
 #include <algorithm>
 #include <functional>
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
 
-namespace kiln::cpu {
+namespace kiln::kernel_plan {
 
 std::string_view DispositionName(Disposition d) {
   switch (d) {
@@ -496,4 +496,4 @@ absl::StatusOr<const Literal*> ConstantValue(const HloInstruction& constant) {
   return &constant.literal();
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::kernel_plan

@@ -1,6 +1,6 @@
 // Which dots and convolutions a GEMM library can compute, as what GEMM: row-major operands
 // whose layout is a plain or transposed matrix per batch (dots), or an im2col patch matrix
-// times the kernel (convolutions). Shared by cpu-llvm (host BLAS calls: blas_dot.h,
+// times the kernel (convolutions). Shared by cpu-llvm (host BLAS calls: its blas_dot.h and
 // conv_library.h) and gpu-nvptx (cuBLAS); no library is linked for this. LLVM-free.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 #include "hlo/instruction.h"
 
-namespace kiln::cpu {
+namespace kiln::kernel_plan {
 
 // One dot as `batch` independent GEMMs C[m,n] = op(A)[m,k] * op(B)[k,n], all dense row-major.
 struct GemmShape {
@@ -50,4 +50,4 @@ struct ConvGemm {
 std::optional<ConvGemm> MatchLibraryConv(const HloInstruction& conv, int64_t min_work,
                                          std::string* why = nullptr);
 
-}  // namespace kiln::cpu
+}  // namespace kiln::kernel_plan

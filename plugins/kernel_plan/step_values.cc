@@ -1,10 +1,10 @@
 // Bookkeeping and evaluator steps of a plan run, and ownership of their values.
-#include "plugins/cpu_llvm/step_values.h"
+#include "plugins/kernel_plan/step_values.h"
 
 #include "absl/strings/str_cat.h"
-#include "plugins/cpu_llvm/plan.h"
+#include "plugins/kernel_plan/plan.h"
 
-namespace kiln::cpu {
+namespace kiln::kernel_plan {
 
 Value Value::Borrowed(const Literal* l) {
   Value v;
@@ -104,4 +104,4 @@ Value StepValues::TakeValue(const HloInstruction* root) {
   return v;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::kernel_plan

@@ -1,10 +1,10 @@
 // Values of a run: tuples refer to their elements (no copies), results move out when only
 // one value refers to them, borrowed literals are copied, never taken.
-#include "plugins/cpu_llvm/step_values.h"
+#include "plugins/kernel_plan/step_values.h"
 
 #include "gtest/gtest.h"
 
-namespace kiln::cpu {
+namespace kiln::kernel_plan {
 namespace {
 
 Literal Iota(int n) {
@@ -57,4 +57,4 @@ TEST(StepValues, BorrowedLiteralsAreCopiedAndElementsOfTupleLiterals) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::kernel_plan

@@ -1,4 +1,5 @@
-// How the CPU codegen runs an entry computation: which instructions become JIT kernels
+// How a codegen plugin (cpu-llvm, gpu-nvptx) runs an entry computation: which instructions
+// become generated kernels
 // (and which of them are generated inside another kernel), which fall back to the HLO
 // evaluator, which are bookkeeping (parameters, constants, tuples), and which are control
 // flow (while/conditional/call) whose computations are planned the same way. LLVM-free.
@@ -11,11 +12,10 @@
 
 #include "absl/status/statusor.h"
 #include "hlo/module.h"
-#include "plugins/cpu_llvm/blas_dot.h"
-#include "plugins/cpu_llvm/conv_library.h"
+#include "plugins/kernel_plan/gemm_match.h"
 #include "plugins/llvm_emitter/elemental_emitter.h"
 
-namespace kiln::cpu {
+namespace kiln::kernel_plan {
 
 enum class Disposition {
   kKernel,        // computed by its own JIT kernel (its result is materialized)
@@ -115,4 +115,4 @@ int64_t ConditionalBranch(const Literal& selector, int64_t branches);
 // The value of a constant, or an error when the dump elided it (`constant({...})`).
 absl::StatusOr<const Literal*> ConstantValue(const HloInstruction& constant);
 
-}  // namespace kiln::cpu
+}  // namespace kiln::kernel_plan
