@@ -4,6 +4,7 @@
 #pragma once
 
 #include <exception>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -48,6 +49,8 @@ template <typename F>
 KILN_Error* Guard(const char* entry, F&& body) {
   try {
     return body();
+  } catch (const std::bad_alloc&) {
+    return MakeError(KILN_ERROR_RESOURCE_EXHAUSTED, std::string(entry) + ": out of host memory");
   } catch (const std::exception& e) {
     return MakeError(KILN_ERROR_INTERNAL, std::string(entry) + ": " + e.what());
   } catch (...) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
@@ -117,6 +118,8 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
   StepValues values;
   for (const Step& step : p.steps) {
     const HloInstruction* h = step.instr;
+    // A buffer that does not fit is this step's error, named, not a bare std::bad_alloc.
+    try {
     switch (step.kind) {
       case Disposition::kBookkeeping:
         if (absl::Status st = values.RunBookkeeping(*h, args); !st.ok()) return st;
@@ -144,6 +147,12 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
       }
       case Disposition::kInlined:
         break;
+    }
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "out of memory producing ", h->shape().ToString(false), " (",
+          h->shape().IsArray() ? h->shape().byte_size() : 0, " bytes, instruction %", h->name(),
+          ")"));
     }
   }
   return values.TakeValue(p.computation->root());

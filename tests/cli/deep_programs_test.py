@@ -8,7 +8,9 @@ usage: deep_programs_test.py KILN DEVICE [DEVICE...]
 - a dependency chain of 100,000 instructions (x = x + y, repeated), checked against NumPy;
 - 10,000 nested calls (each computation calls the next; the innermost adds 1), which the
   interpreter refuses (its evaluator nests at most 128 computations) and every other device
-  must run or refuse the same clean way.
+  must run or refuse the same clean way;
+- a result of 400 GB, which no device can allocate: one clean error naming the instruction
+  and "out of memory".
 """
 import os
 import subprocess
@@ -52,6 +54,27 @@ def run(path, device, inputs, out):
     except subprocess.TimeoutExpired:
         return None
 
+
+TOO_BIG = """HloModule too_big
+ENTRY main {
+  p = f32[100000] parameter(0)
+  b = f32[1000000,100000] broadcast(f32[100000] p), dimensions={1}
+  ROOT e = f32[1000000,100000] exponential(f32[1000000,100000] b)
+}
+"""
+
+with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "too_big.hlo")
+    with open(path, "w") as f:
+        f.write(TOO_BIG)
+    for device in DEVICES:
+        r = run(path, device, [], os.path.join(d, "too_big_out"))
+        if r is None or r.returncode != 1 or r.stderr.count("error:") != 1 or \
+                "out of memory" not in r.stderr or "instruction %" not in r.stderr:
+            failures.append(f"too_big on {device}: " + ("timeout" if r is None else
+                            f"rc={r.returncode} {r.stderr.strip()[-300:]}"))
+        else:
+            print(f"too_big on {device}: {r.stderr.strip()}")
 
 with tempfile.TemporaryDirectory() as d:
     x = np.array([0.5, -1.0, 2.0, 0.25], np.float32)
