@@ -10,11 +10,8 @@
 
 #include "absl/strings/numbers.h"
 #include "core/hlo_partitioner.h"
-#include "core/core_passes.h"
-#include "core/partitioned_executable.h"
+#include "core/module_executable.h"
 #include "core/plugin_registry.h"
-#include "hlo/dump/dump.h"
-#include "hlo/text/parser.h"
 #include "fmt/format.h"
 #include "tools/commands.h"
 #include "tools/compare.h"
@@ -147,19 +144,27 @@ struct RunResult {
   std::vector<double> run_ms;
 };
 
-// Compiles on `plugin`, moves the inputs to the device once, runs `runs` timed executions
-// after `warmup` untimed ones, and copies the last outputs back.
-absl::StatusOr<RunResult> RunOn(const Plugin& plugin, const HloModule& module,
-                                const CompileOptions& options, const std::vector<Literal>& args,
-                                int warmup, int runs) {
+// Runs `exe` `runs` times after `warmup` untimed runs and keeps the last outputs. A whole
+// module runs on device buffers (inputs moved once, outputs copied back after the last run);
+// a partitioned one moves values through host memory, so its timed runs include the copies.
+absl::StatusOr<RunResult> Time(const ModuleExecutable& exe, const std::vector<Literal>& args,
+                               int warmup, int runs) {
   RunResult r;
-  auto t0 = Clock::now();
-  absl::StatusOr<std::unique_ptr<Executable>> exe = plugin.Compile(module, options);
-  r.compile_ms = Ms(Clock::now() - t0);
-  if (!exe.ok()) return exe.status();
+  r.compile_ms = exe.compile_ms();
+  if (exe.executable() == nullptr) {
+    for (int i = 0; i < warmup + runs; ++i) {
+      auto start = Clock::now();
+      absl::StatusOr<std::vector<Literal>> out = exe.Execute(args);
+      double ms = Ms(Clock::now() - start);
+      if (!out.ok()) return out.status();
+      if (i >= warmup) r.run_ms.push_back(ms);
+      r.outputs = std::move(*out);
+    }
+    return r;
+  }
   std::vector<DeviceBuffer> on_device;
   for (const Literal& a : args) {
-    absl::StatusOr<DeviceBuffer> b = plugin.ToDevice(a);
+    absl::StatusOr<DeviceBuffer> b = exe.plugin()->ToDevice(a);
     if (!b.ok()) return b.status();
     on_device.push_back(std::move(*b));
   }
@@ -168,7 +173,7 @@ absl::StatusOr<RunResult> RunOn(const Plugin& plugin, const HloModule& module,
   std::vector<DeviceBuffer> outputs;
   for (int i = 0; i < warmup + runs; ++i) {
     auto start = Clock::now();
-    absl::StatusOr<std::vector<DeviceBuffer>> out = (*exe)->ExecuteBuffers(ptrs);
+    absl::StatusOr<std::vector<DeviceBuffer>> out = exe.executable()->ExecuteBuffers(ptrs);
     double ms = Ms(Clock::now() - start);
     if (!out.ok()) return out.status();
     if (i >= warmup) r.run_ms.push_back(ms);
@@ -180,45 +185,6 @@ absl::StatusOr<RunResult> RunOn(const Plugin& plugin, const HloModule& module,
     r.outputs.push_back(std::move(*l));
   }
   return r;
-}
-
-// RunOn for a module partitioned across plugins: values pass through host memory between
-// clusters, so every timed run includes those copies.
-// `clusters` is updated to what was compiled (a cluster may have moved to a fallback plugin).
-absl::StatusOr<RunResult> RunPartitioned(const HloModule& module, std::vector<HloCluster>* clusters,
-                                         const CompileOptions& options,
-                                         const std::vector<Literal>& args, int warmup, int runs) {
-  RunResult r;
-  auto t0 = Clock::now();
-  absl::StatusOr<std::unique_ptr<PartitionedExecutable>> exe =
-      PartitionedExecutable::Compile(module, *clusters, options);
-  r.compile_ms = Ms(Clock::now() - t0);
-  if (!exe.ok()) return exe.status();
-  *clusters = (*exe)->clusters();
-  for (int i = 0; i < warmup + runs; ++i) {
-    auto start = Clock::now();
-    absl::StatusOr<std::vector<Literal>> out = (*exe)->Execute(args);
-    double ms = Ms(Clock::now() - start);
-    if (!out.ok()) return out.status();
-    if (i >= warmup) r.run_ms.push_back(ms);
-    r.outputs = std::move(*out);
-  }
-  return r;
-}
-
-// `--dump-to`: after the core passes' dumps, the exact module `device` compiles, numbered
-// after them. A failed dump is a warning: the run goes on as asked.
-void DumpCompiledModule(const HloModule& module, const std::string& device, int sequence,
-                        const ParsedFlags& flags) {
-  if (!flags.Has("dump-to")) return;
-  absl::Status s = DumpModule(module, flags.Get("dump-to"), "", "compile." + device, sequence);
-  if (!s.ok()) {
-    std::string line(s.message());
-    for (char& c : line) {
-      if (c == '\n' || c == '\r') c = ' ';
-    }
-    std::cerr << "kiln run: warning: --dump-to: " << line << std::endl;
-  }
 }
 
 }  // namespace
@@ -282,65 +248,26 @@ int RunCommand(const std::vector<std::string>& argv) {
 
   absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
   if (!registry.ok()) return ReportError("run", std::string(registry.status().message()));
-  // The module as written: what a plugin that asks for it and the --compare reference get.
-  const std::string written_text = (*module)->ToString();
-  CorePassOptions core;
-  core.enabled = !flags->Has("no-core-passes");
-  core.dump_dir = flags->Get("dump-to");
-  core.dump_pass_regex = flags->Get("dump-pass-re");
-  // A named device runs the whole module; auto may partition it across plugins.
-  ModulePlacement placement;
-  if (device != "auto") {
-    absl::StatusOr<Plugin*> p = registry->Select(device, written_text);
-    if (!p.ok()) return ReportError("run", std::string(p.status().message()));
-    placement.whole = *p;
-    if ((*p)->wants_module_as_written()) core.enabled = false;
-  }
-  absl::StatusOr<CorePassReport> core_report = RunCorePasses(**module, core);
-  if (!core_report.ok()) {
-    return ReportError("run", "core passes: " + std::string(core_report.status().message()));
-  }
-  if (device == "auto") {
-    absl::StatusOr<ModulePlacement> p =
-        PlaceModule(*registry, **module, partition_options, (*module)->ToString());
-    if (!p.ok()) return ReportError("run", std::string(p.status().message()));
-    placement = std::move(*p);
-    // The one plugin chosen asked for the module as written: it gets that instead.
-    if (placement.whole != nullptr && placement.whole->wants_module_as_written() &&
-        core_report->ran) {
-      absl::StatusOr<std::unique_ptr<HloModule>> written = ParseHloModule(written_text, path);
-      if (!written.ok()) return ReportError("run", std::string(written.status().message()));
-      *module = std::move(*written);
-      *core_report = CorePassReport();
-    }
-  }
-  const HloComputation& entry = *(*module)->entry();
-  CompileOptions compile_options;
-  compile_options.core_passes = core_report->pass_names;
-  std::string run_device;
-  const int warmup = benchmark_runs > 0 ? 1 : 0, runs = std::max(benchmark_runs, 1);
-  absl::StatusOr<RunResult> result;
-  if (placement.whole != nullptr) {
-    run_device = placement.whole->name();
-    if (flags->Has("log-partition")) {
+  ModuleCompileOptions compile;
+  compile.device = device;
+  compile.core_passes.enabled = !flags->Has("no-core-passes");
+  compile.core_passes.dump_dir = flags->Get("dump-to");
+  compile.core_passes.dump_pass_regex = flags->Get("dump-pass-re");
+  compile.partition = partition_options;
+  absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe =
+      ModuleExecutable::Compile(*registry, **module, compile);
+  if (!exe.ok()) return ReportError("run", std::string(exe.status().message()));
+  const std::string& run_device = (*exe)->device_names();
+  if (flags->Has("log-partition")) {
+    if ((*exe)->plugin() != nullptr) {
       std::cerr << fmt::format("kiln run: cluster 0: {} ({} instructions, whole module)\n",
-                               run_device, entry.instruction_count());
+                               run_device, (*exe)->module().entry()->instruction_count());
+    } else {
+      std::cerr << DescribePartition((*exe)->clusters(), "kiln run: ");
     }
-    DumpCompiledModule(**module, run_device, core_report->result.dumps, *flags);
-    result = RunOn(*placement.whole, **module, compile_options, *args, warmup, runs);
-  } else {
-    for (size_t i = 0; flags->Has("dump-to") && i < placement.clusters.size(); ++i) {
-      const HloCluster& c = placement.clusters[i];
-      absl::StatusOr<std::unique_ptr<HloModule>> m = ParseHloModule(c.module_text, path);
-      if (m.ok()) {
-        DumpCompiledModule(**m, fmt::format("cluster{}.{}", i, c.plugin),
-                           core_report->result.dumps + static_cast<int>(i), *flags);
-      }
-    }
-    result = RunPartitioned(**module, &placement.clusters, compile_options, *args, warmup, runs);
-    run_device = PartitionDeviceNames(placement.clusters);
-    if (flags->Has("log-partition")) std::cerr << DescribePartition(placement.clusters, "kiln run: ");
   }
+  const int warmup = benchmark_runs > 0 ? 1 : 0, runs = std::max(benchmark_runs, 1);
+  absl::StatusOr<RunResult> result = Time(**exe, *args, warmup, runs);
   if (!result.ok()) return ReportError("run", std::string(result.status().message()));
 
   // Outputs: files, or a summary on stdout.
@@ -367,11 +294,15 @@ int RunCommand(const std::vector<std::string>& argv) {
   if (flags->Has("compare")) {
     const std::string ref_device = flags->Get("compare");
     // The reference runs the module as written, so the comparison covers the core passes.
-    absl::StatusOr<Plugin*> ref = registry->Select(ref_device, written_text);
-    if (!ref.ok()) return ReportError("run", "--compare: " + std::string(ref.status().message()));
-    absl::StatusOr<std::unique_ptr<HloModule>> written = ParseHloModule(written_text, path);
-    if (!written.ok()) return ReportError("run", std::string(written.status().message()));
-    absl::StatusOr<RunResult> expected = RunOn(**ref, **written, CompileOptions(), *args, 0, 1);
+    ModuleCompileOptions as_written;
+    as_written.device = ref_device;
+    as_written.core_passes.enabled = false;
+    absl::StatusOr<std::unique_ptr<ModuleExecutable>> ref =
+        ModuleExecutable::Compile(*registry, **module, as_written);
+    if (!ref.ok()) {
+      return ReportError("run", "--compare " + ref_device + ": " + std::string(ref.status().message()));
+    }
+    absl::StatusOr<RunResult> expected = Time(**ref, *args, 0, 1);
     if (!expected.ok()) {
       return ReportError("run", "--compare " + ref_device + ": " +
                                     std::string(expected.status().message()));
@@ -379,7 +310,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     if (expected->outputs.size() != result->outputs.size()) {
       return ReportError("run", fmt::format("--compare: {} gave {} outputs, {} gave {}",
                                             run_device, result->outputs.size(),
-                                            (*ref)->name(), expected->outputs.size()),
+                                            (*ref)->device_names(), expected->outputs.size()),
                          kExitMismatch);
     }
     for (size_t i = 0; i < result->outputs.size(); ++i) {
@@ -392,14 +323,14 @@ int RunCommand(const std::vector<std::string>& argv) {
       Comparison c = CompareLiterals(result->outputs[i], expected->outputs[i], tol);
       std::cout << fmt::format("compare output_{} {} vs {}: {} max_abs={:.3g} max_rel={:.3g} "
                                "(atol={:.0e} rtol={:.0e}){}\n",
-                               i, run_device, (*ref)->name(), c.ok ? "ok" : "MISMATCH",
+                               i, run_device, (*ref)->device_names(), c.ok ? "ok" : "MISMATCH",
                                c.max_abs, c.max_rel, tol.atol, tol.rtol,
                                c.ok ? "" : fmt::format(" {} mismatches; {}", c.mismatches, c.detail));
       if (!c.ok) status = kExitMismatch;
     }
     if (status != kExitOk) {
       ReportError("run", fmt::format("--compare: {} differs from {} beyond tolerance",
-                                     run_device, (*ref)->name()),
+                                     run_device, (*ref)->device_names()),
                   kExitMismatch);
     }
   }

@@ -1,0 +1,125 @@
+// Compile and run a module the one way (see module_executable.h).
+#include "core/module_executable.h"
+
+#include <chrono>
+
+#include "fmt/format.h"
+#include "hlo/dump/dump.h"
+#include "hlo/text/parser.h"
+
+namespace kiln {
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+absl::StatusOr<std::unique_ptr<HloModule>> Copy(const HloModule& module) {
+  return ParseHloModule(module.ToString(), module.name());
+}
+
+// The exact module `device` compiles, numbered after the core passes' dumps.
+absl::Status DumpCompiled(const HloModule& module, const CorePassOptions& o,
+                          const std::string& device, int sequence) {
+  if (o.dump_dir.empty()) return absl::OkStatus();
+  return DumpModule(module, o.dump_dir, "", "compile." + device, sequence);
+}
+
+}  // namespace
+
+const std::vector<HloCluster>& ModuleExecutable::clusters() const {
+  static const std::vector<HloCluster> kNone;
+  return partitioned_ ? partitioned_->clusters() : kNone;
+}
+
+absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
+    const PluginRegistry& registry, const HloModule& written, const ModuleCompileOptions& options) {
+  std::unique_ptr<ModuleExecutable> exe(new ModuleExecutable());
+  absl::StatusOr<std::unique_ptr<HloModule>> module = Copy(written);
+  if (!module.ok()) return module.status();
+  exe->module_ = std::move(*module);
+  CorePassOptions core = options.core_passes;
+
+  // A named device runs the whole module: it may ask for the module as written.
+  Plugin* named = nullptr;
+  if (options.device != "auto") {
+    absl::StatusOr<Plugin*> p = registry.Select(options.device, exe->module_->ToString());
+    if (!p.ok()) return p.status();
+    named = *p;
+    if (named->wants_module_as_written()) core.enabled = false;
+  }
+  absl::StatusOr<CorePassReport> report = RunCorePasses(*exe->module_, core);
+  if (!report.ok()) {
+    return absl::Status(report.status().code(),
+                        "core passes: " + std::string(report.status().message()));
+  }
+  exe->core_report_ = std::move(*report);
+
+  ModulePlacement placement;
+  if (named != nullptr) {
+    placement.whole = named;
+  } else {
+    absl::StatusOr<ModulePlacement> p = PlaceModule(registry, *exe->module_, options.partition);
+    if (!p.ok()) return p.status();
+    placement = std::move(*p);
+    // The one plugin chosen asked for the module as written: it gets that instead.
+    if (placement.whole != nullptr && placement.whole->wants_module_as_written() &&
+        exe->core_report_.ran) {
+      absl::StatusOr<std::unique_ptr<HloModule>> as_written = Copy(written);
+      if (!as_written.ok()) return as_written.status();
+      exe->module_ = std::move(*as_written);
+      exe->core_report_ = CorePassReport();
+    }
+  }
+
+  CompileOptions compile = options.compile;
+  compile.core_passes = exe->core_report_.pass_names;
+  const int first_dump = exe->core_report_.result.dumps;
+  auto t0 = std::chrono::steady_clock::now();
+  if (placement.whole != nullptr) {
+    exe->plugin_ = placement.whole;
+    exe->device_names_ = placement.whole->name();
+    if (absl::Status s = DumpCompiled(*exe->module_, core, exe->device_names_, first_dump); !s.ok())
+      return s;
+    absl::StatusOr<std::unique_ptr<Executable>> e = placement.whole->Compile(*exe->module_, compile);
+    if (!e.ok()) return e.status();
+    exe->executable_ = std::move(*e);
+  } else {
+    for (size_t i = 0; !core.dump_dir.empty() && i < placement.clusters.size(); ++i) {
+      const HloCluster& c = placement.clusters[i];
+      absl::StatusOr<std::unique_ptr<HloModule>> m = ParseHloModule(c.module_text, c.plugin);
+      if (!m.ok()) return m.status();
+      absl::Status s = DumpCompiled(**m, core, fmt::format("cluster{}.{}", i, c.plugin),
+                                    first_dump + static_cast<int>(i));
+      if (!s.ok()) return s;
+    }
+    absl::StatusOr<std::unique_ptr<PartitionedExecutable>> p =
+        PartitionedExecutable::Compile(*exe->module_, std::move(placement.clusters), compile);
+    if (!p.ok()) return p.status();
+    exe->partitioned_ = std::move(*p);
+    exe->device_names_ = PartitionDeviceNames(exe->partitioned_->clusters());
+  }
+  exe->compile_ms_ = MsSince(t0);
+  return exe;
+}
+
+absl::StatusOr<std::vector<Literal>> ModuleExecutable::Execute(std::span<const Literal> args) const {
+  const HloComputation& entry = *module_->entry();
+  if (static_cast<int>(args.size()) != entry.num_parameters()) {
+    return absl::InvalidArgumentError(fmt::format("module {} takes {} arguments, got {}",
+                                                  module_->name(), entry.num_parameters(),
+                                                  args.size()));
+  }
+  for (int i = 0; i < entry.num_parameters(); ++i) {
+    const Shape& want = entry.parameter(i)->shape();
+    if (!args[i].shape().Compatible(want)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "argument {} ('{}') has shape {}, the module wants {}", i, entry.parameter(i)->name(),
+          args[i].shape().ToString(false), want.ToString(false)));
+    }
+  }
+  if (partitioned_) return partitioned_->Execute(args);
+  return executable_->Execute(args);
+}
+
+}  // namespace kiln

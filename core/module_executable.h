@@ -1,0 +1,68 @@
+// One way to run an HLO module: the entry point `kiln run` uses and every front end (the
+// Python package, an embedding program) should use. Compile takes the module as the user
+// wrote it, runs the core passes (core_passes.h), places it (a named plugin, or `auto`: the
+// highest-priority plugin that runs everything, else a partition across plugins), dumps what
+// the devices compile when asked, and compiles. Execute moves host arrays in and out.
+//
+//   absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
+//   auto exe = ModuleExecutable::Compile(*registry, *module, {.device = "auto"});
+//   absl::StatusOr<std::vector<Literal>> outputs = (*exe)->Execute(args);
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/core_passes.h"
+#include "core/hlo_partitioner.h"
+#include "core/partitioned_executable.h"
+#include "core/plugin.h"
+#include "core/plugin_registry.h"
+#include "hlo/module.h"
+
+namespace kiln {
+
+struct ModuleCompileOptions {
+  std::string device = "auto";  // a plugin name, or "auto"
+  CorePassOptions core_passes;  // its dump_dir also receives the compiled modules' dumps
+  PartitionOptions partition;   // for "auto" when no single plugin runs everything
+  CompileOptions compile;       // passed to the plugins (core_passes is filled in)
+};
+
+class ModuleExecutable {
+ public:
+  // `module` is copied: the caller keeps its module as written.
+  static absl::StatusOr<std::unique_ptr<ModuleExecutable>> Compile(
+      const PluginRegistry& registry, const HloModule& module, const ModuleCompileOptions& options);
+
+  // One host array per entry parameter; returns the array leaves of the result (tuples
+  // flattened depth-first). Shapes are checked: a wrong one is InvalidArgument naming it.
+  absl::StatusOr<std::vector<Literal>> Execute(std::span<const Literal> args) const;
+
+  // The one plugin that runs the whole module, or null when it is partitioned.
+  const Plugin* plugin() const { return plugin_; }
+  // The whole-module executable (for runs on device buffers), or null when partitioned.
+  const Executable* executable() const { return executable_.get(); }
+  // The clusters when partitioned (empty otherwise).
+  const std::vector<HloCluster>& clusters() const;
+  // "cpu-llvm", or the partition's plugins in order of use ("test-elementwise+cpu-llvm").
+  const std::string& device_names() const { return device_names_; }
+  // The module the devices compile (after the core passes, if they ran).
+  const HloModule& module() const { return *module_; }
+  const CorePassReport& core_pass_report() const { return core_report_; }
+  double compile_ms() const { return compile_ms_; }  // the plugins' compile, not the passes
+
+ private:
+  ModuleExecutable() = default;
+  std::unique_ptr<HloModule> module_;
+  CorePassReport core_report_;
+  const Plugin* plugin_ = nullptr;
+  std::unique_ptr<Executable> executable_;
+  std::unique_ptr<PartitionedExecutable> partitioned_;
+  std::string device_names_;
+  double compile_ms_ = 0;
+};
+
+}  // namespace kiln
