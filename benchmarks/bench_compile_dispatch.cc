@@ -8,6 +8,8 @@
 //                   released, median per call of many.
 // Usage: bench_compile_dispatch [PLUGIN.so] [MODULE.hlo] [cold_runs]
 //        (defaults: the build tree's cpu-llvm plugin, the MLP training step, 5)
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,8 +19,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "core/plugin.h"
 
@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
     Die("/proc/self/exe", absl::InternalError("cannot find this program to re-run it"));
   }
   for (int i = 0; i < cold_runs; ++i) {
-    std::string cmd = std::string("'") + self + "' --cold-child '" + plugin_path + "' '" + module_path + "'";
+    std::string cmd =
+        std::string("'") + self + "' --cold-child '" + plugin_path + "' '" + module_path + "'";
     FILE* p = popen(cmd.c_str(), "r");
     double load = 0, cold = 0;
     if (p == nullptr || std::fscanf(p, "load_us=%lf cold_compile_us=%lf", &load, &cold) != 2) {
@@ -131,7 +132,8 @@ int main(int argc, char** argv) {
   auto check = (*tiny)->ExecuteBuffers(args);
   if (!check.ok()) Die("execute tiny_add", check.status());
   auto out = (*check)[0].ToLiteral();
-  if (!out.ok() || out->data<float>()[3] != 6.0f) Die("tiny_add", absl::InternalError("wrong result"));
+  if (!out.ok() || out->data<float>()[3] != 6.0f)
+    Die("tiny_add", absl::InternalError("wrong result"));
   std::vector<double> call_us;
   for (int i = 0; i < 20000; ++i) {
     auto t0 = Clock::now();
@@ -150,8 +152,9 @@ int main(int argc, char** argv) {
               Median(cold_us) / 1e3);
   std::printf("cache-hit compile (median of %zu): %.1f us  (goal < 50 us)\n", hit_us.size(),
               Median(hit_us));
-  std::printf("dispatch, cached f32[4] add, buffers on device (median of %zu): %.2f us  (goal < 5 us)\n",
-              call_us.size(), Median(call_us));
+  std::printf(
+      "dispatch, cached f32[4] add, buffers on device (median of %zu): %.2f us  (goal < 5 us)\n",
+      call_us.size(), Median(call_us));
   std::printf("cold_compile_ms=%.3f cache_hit_us=%.3f dispatch_us=%.3f\n", Median(cold_us) / 1e3,
               Median(hit_us), Median(call_us));
   return 0;

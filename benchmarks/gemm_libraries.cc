@@ -7,6 +7,11 @@
 // Usage: gemm_libraries [runs]   (median of `runs` timed runs after one warm-up)
 // Build: ninja -C build benchmarks/gemm_libraries  (needs libdnnl-dev and libeigen3-dev;
 // benchmarks/install_peers.sh installs them)
+#include <cblas.h>
+#include <dnnl.h>
+#include <omp.h>
+
+#include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,11 +21,6 @@
 #include <random>
 #include <thread>
 #include <vector>
-
-#include <Eigen/Core>
-#include <cblas.h>
-#include <dnnl.h>
-#include <omp.h>
 
 namespace {
 
@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
                     b.data(), s.n, 0.f, c_blas.data(), s.n);
       });
       double t_dnnl = MedianSeconds(runs, [&] {
-        dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.f, a.data(), s.k, b.data(), s.n, 0.f,
-                   c_dnnl.data(), s.n);
+        dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.f, a.data(), s.k, b.data(), s.n, 0.f, c_dnnl.data(),
+                   s.n);
       });
       Eigen::Map<const RowMajor> ea(a.data(), s.m, s.k), eb(b.data(), s.k, s.n);
       Eigen::Map<RowMajor> ec(c_eigen.data(), s.m, s.n);

@@ -48,8 +48,8 @@ void CopyNonTemporal(float* __restrict a, const float* __restrict b, int64_t beg
 #endif
 }
 
-void Triad(float* __restrict a, const float* __restrict b, const float* __restrict c,
-           int64_t begin, int64_t end) {
+void Triad(float* __restrict a, const float* __restrict b, const float* __restrict c, int64_t begin,
+           int64_t end) {
   for (int64_t i = begin; i < end; ++i) a[i] = b[i] + 3.0f * c[i];
 }
 

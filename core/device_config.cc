@@ -13,8 +13,10 @@ namespace kiln {
 namespace {
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -49,7 +51,8 @@ absl::StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view text, std::strin
     std::string where = fmt::format("{}:{}", filename, line_no);
     size_t eq = line.find('=');
     if (eq == std::string_view::npos) {
-      return absl::InvalidArgumentError(fmt::format("{}: expected 'key = value', got '{}'", where, line));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: expected 'key = value', got '{}'", where, line));
     }
     std::string_view key = Trim(line.substr(0, eq));
     std::string_view value = Trim(line.substr(eq + 1));
@@ -60,8 +63,8 @@ absl::StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view text, std::strin
       std::string name(key.substr(9));
       int priority = 0;
       if (name.empty() || !absl::SimpleAtoi(std::string(value), &priority)) {
-        return absl::InvalidArgumentError(
-            fmt::format("{}: '{}' needs a plugin name and an integer value, got '{}'", where, key, value));
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: '{}' needs a plugin name and an integer value, got '{}'", where, key, value));
       }
       config.priorities[name] = priority;
     } else if (key == "plugin_path") {

@@ -30,9 +30,8 @@ absl::Status AddInput(const std::string& name, const Shape& shape, int* next_par
     return absl::OkStatus();
   }
   if (!shape.IsTuple()) {
-    return absl::UnimplementedError(
-        fmt::format("value '{}' of shape {} cannot cross a partition boundary", name,
-                    shape.ToString(false)));
+    return absl::UnimplementedError(fmt::format(
+        "value '{}' of shape {} cannot cross a partition boundary", name, shape.ToString(false)));
   }
   std::vector<std::string> elems;
   for (size_t i = 0; i < shape.tuple_shapes().size(); ++i) {
@@ -56,9 +55,8 @@ absl::Status AddOutput(const std::string& name, const Shape& shape, std::string*
     return absl::OkStatus();
   }
   if (!shape.IsTuple()) {
-    return absl::UnimplementedError(
-        fmt::format("value '{}' of shape {} cannot cross a partition boundary", name,
-                    shape.ToString(false)));
+    return absl::UnimplementedError(fmt::format(
+        "value '{}' of shape {} cannot cross a partition boundary", name, shape.ToString(false)));
   }
   for (size_t i = 0; i < shape.tuple_shapes().size(); ++i) {
     std::string leaf = fmt::format("{}.kiln_out.{}", name, i);
@@ -134,10 +132,11 @@ absl::StatusOr<std::string> ClusterModuleText(const HloCluster& c, const std::st
     }
   }
   Shape root = Shape::Tuple(root_shapes);
-  return fmt::format("HloModule {}\n{}\nENTRY %{} ({}) -> {} {{\n{}  ROOT %kiln_cluster_root = {} "
-                     "tuple({})\n}}\n",
-                     name, callees, name, fmt::join(signature, ", "), root.ToString(), body,
-                     root.ToString(), fmt::join(root_operands, ", "));
+  return fmt::format(
+      "HloModule {}\n{}\nENTRY %{} ({}) -> {} {{\n{}  ROOT %kiln_cluster_root = {} "
+      "tuple({})\n}}\n",
+      name, callees, name, fmt::join(signature, ", "), root.ToString(), body, root.ToString(),
+      fmt::join(root_operands, ", "));
 }
 
 std::string NoPluginError(const HloInstruction& instr, const std::vector<PluginCapability>& caps) {
@@ -159,7 +158,8 @@ bool ToCapability(const PluginEntry& e, const absl::StatusOr<CapabilityReport>& 
   cap->handle = e.plugin.get();
   if (!report.ok()) {
     if (report.status().code() != absl::StatusCode::kUnimplemented) {
-      if (skipped) skipped->push_back(fmt::format("{}: {}", e.name, std::string(report.status().message())));
+      if (skipped)
+        skipped->push_back(fmt::format("{}: {}", e.name, std::string(report.status().message())));
       return false;
     }
     cap->supports_all = true;  // no capability entry: the plugin claims everything
@@ -298,8 +298,8 @@ absl::StatusOr<std::vector<HloCluster>> PartitionModule(const HloModule& module,
     std::set<const HloInstruction*> in_seen, out_seen;
     for (const HloInstruction* i : c.instructions) {
       for (const HloInstruction* op : i->operands()) {
-        bool outside = op->opcode() == HloOpcode::kParameter ||
-                       (!IsFree(*op) && cluster_of(op) != c.id);
+        bool outside =
+            op->opcode() == HloOpcode::kParameter || (!IsFree(*op) && cluster_of(op) != c.id);
         if (outside && in_seen.insert(op).second) c.inputs.push_back(op);
       }
     }
@@ -317,9 +317,8 @@ absl::StatusOr<std::vector<HloCluster>> PartitionModule(const HloModule& module,
         ParseHloModule(*text, fmt::format("cluster_{}", c.id));
     absl::Status ok = parsed.ok() ? VerifyModule(**parsed) : parsed.status();
     if (!ok.ok()) {
-      return absl::InternalError(
-          fmt::format("cluster_{} of '{}' does not form a valid module: {}", c.id, module.name(),
-                      std::string(ok.message())));
+      return absl::InternalError(fmt::format("cluster_{} of '{}' does not form a valid module: {}",
+                                             c.id, module.name(), std::string(ok.message())));
     }
     c.module_text = std::move(*text);
   }
@@ -357,10 +356,10 @@ absl::StatusOr<ModulePlacement> PlaceModule(const PluginRegistry& registry, cons
   }
   absl::StatusOr<std::vector<HloCluster>> clusters = PartitionModule(module, caps, options);
   if (!clusters.ok()) {
-    std::string extra = skipped.empty() ? "" : fmt::format(" (capability query failed: {})",
-                                                           fmt::join(skipped, "; "));
-    return absl::Status(clusters.status().code(),
-                        std::string(clusters.status().message()) + extra);
+    std::string extra =
+        skipped.empty() ? ""
+                        : fmt::format(" (capability query failed: {})", fmt::join(skipped, "; "));
+    return absl::Status(clusters.status().code(), std::string(clusters.status().message()) + extra);
   }
   if (clusters->size() <= 1) {
     // One plugin runs it all after all: no partitioning overhead.

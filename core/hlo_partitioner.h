@@ -19,9 +19,9 @@ namespace kiln {
 // One plugin's answer about one module.
 struct PluginCapability {
   std::string plugin;
-  Plugin* handle = nullptr;   // null in tests that only partition
-  bool supports_all = false;  // the plugin has no capability entry: it claims everything
-  std::set<std::string> supported;             // entry instruction names
+  Plugin* handle = nullptr;         // null in tests that only partition
+  bool supports_all = false;        // the plugin has no capability entry: it claims everything
+  std::set<std::string> supported;  // entry instruction names
   std::map<std::string, std::string> reasons;  // unsupported instruction -> why
   bool Supports(const std::string& instr) const { return supports_all || supported.count(instr); }
 };

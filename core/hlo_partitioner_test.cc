@@ -88,8 +88,9 @@ PluginCapability Cap(const HloModule& m, const std::string& plugin,
 }
 
 const std::set<HloOpcode> kElementwise = {
-    HloOpcode::kParameter, HloOpcode::kConstant, HloOpcode::kTuple, HloOpcode::kMultiply,
-    HloOpcode::kAdd, HloOpcode::kSubtract, HloOpcode::kTanh, HloOpcode::kExp, HloOpcode::kNegate};
+    HloOpcode::kParameter, HloOpcode::kConstant, HloOpcode::kTuple,
+    HloOpcode::kMultiply,  HloOpcode::kAdd,      HloOpcode::kSubtract,
+    HloOpcode::kTanh,      HloOpcode::kExp,      HloOpcode::kNegate};
 
 std::vector<std::string> Names(const HloCluster& c) {
   std::vector<std::string> out;
@@ -319,9 +320,11 @@ ENTRY %main (x: f32[8]) -> f32[8] {
   ASSERT_FALSE(p.ok());
   const std::string msg(p.status().message());
   EXPECT_EQ(msg.rfind("no available plugin can run instruction 'cc' (custom-call)", 0), 0u) << msg;
-  EXPECT_NE(msg.find("interpreter: 'cc' is a custom-call ('vendor_fft')"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("interpreter: 'cc' is a custom-call ('vendor_fft')"), std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("test-elementwise: 'cc' is 'custom-call', not an elementwise op"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
 }
 
 }  // namespace

@@ -81,7 +81,8 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
     exe->device_names_ = placement.whole->name();
     if (absl::Status s = DumpCompiled(*exe->module_, core, exe->device_names_, first_dump); !s.ok())
       return s;
-    absl::StatusOr<std::unique_ptr<Executable>> e = placement.whole->Compile(*exe->module_, compile);
+    absl::StatusOr<std::unique_ptr<Executable>> e =
+        placement.whole->Compile(*exe->module_, compile);
     if (!e.ok()) return e.status();
     exe->executable_ = std::move(*e);
   } else {
@@ -103,7 +104,8 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
   return exe;
 }
 
-absl::StatusOr<std::vector<Literal>> ModuleExecutable::Execute(std::span<const Literal> args) const {
+absl::StatusOr<std::vector<Literal>> ModuleExecutable::Execute(
+    std::span<const Literal> args) const {
   const HloComputation& entry = *module_->entry();
   if (static_cast<int>(args.size()) != entry.num_parameters()) {
     return absl::InvalidArgumentError(fmt::format("module {} takes {} arguments, got {}",

@@ -62,8 +62,8 @@ absl::StatusOr<OptimizeResult> OptimizeModule(HloModule& module,
     }
     pipeline->set_verify(options.verify);
     if (dumper) {
-      pipeline->set_after_pass_hook([d = dumper.get()](std::string_view name,
-                                                       const HloModule& m) { d->AfterPass(name, m); });
+      pipeline->set_after_pass_hook(
+          [d = dumper.get()](std::string_view name, const HloModule& m) { d->AfterPass(name, m); });
     }
     absl::StatusOr<bool> changed = pipeline->Run(module);
     if (!changed.ok()) return changed.status();
@@ -99,10 +99,18 @@ ModuleCounts CountModule(const HloModule& module) {
       if (instr->opcode() != HloOpcode::kFusion) continue;
       ++c.fusions;
       switch (instr->attrs().fusion_kind) {
-        case FusionKind::kLoop: ++c.loop_fusions; break;
-        case FusionKind::kInput: ++c.input_fusions; break;
-        case FusionKind::kOutput: ++c.output_fusions; break;
-        case FusionKind::kCustom: ++c.custom_fusions; break;
+        case FusionKind::kLoop:
+          ++c.loop_fusions;
+          break;
+        case FusionKind::kInput:
+          ++c.input_fusions;
+          break;
+        case FusionKind::kOutput:
+          ++c.output_fusions;
+          break;
+        case FusionKind::kCustom:
+          ++c.custom_fusions;
+          break;
       }
     }
   }

@@ -14,9 +14,9 @@
 namespace kiln {
 
 struct OptimizeOptions {
-  bool verify = true;          // verify the module after every pass that changed it
-  std::string dump_dir;        // "" = no dumps
-  std::string dump_pass_regex; // only passes whose name matches; "" = all
+  bool verify = true;           // verify the module after every pass that changed it
+  std::string dump_dir;         // "" = no dumps
+  std::string dump_pass_regex;  // only passes whose name matches; "" = all
 };
 
 // What one pass did, summed over its runs (a fixed-point pipeline runs a pass repeatedly).

@@ -25,7 +25,8 @@ absl::StatusOr<std::unique_ptr<PartitionedExecutable>> PartitionedExecutable::Co
   std::unique_ptr<PartitionedExecutable> exe(
       new PartitionedExecutable(module, std::move(clusters)));
   for (HloCluster& c : exe->clusters_) {
-    if (c.handle == nullptr) return absl::InternalError(fmt::format("cluster_{} has no plugin", c.id));
+    if (c.handle == nullptr)
+      return absl::InternalError(fmt::format("cluster_{} has no plugin", c.id));
     absl::StatusOr<std::unique_ptr<Executable>> e = c.handle->CompileText(c.module_text, options);
     // A plugin can claim every instruction yet refuse the cluster module as a whole (a tuple
     // root, say): the next plugin that runs all of it takes over.
@@ -53,8 +54,8 @@ absl::StatusOr<std::vector<Literal>> PartitionedExecutable::Execute(
     std::span<const Literal> args) const {
   const HloComputation& entry = *module_.entry();
   if (static_cast<int>(args.size()) != entry.num_parameters()) {
-    return absl::InvalidArgumentError(fmt::format("the entry computation takes {} parameters, got {}",
-                                                  entry.num_parameters(), args.size()));
+    return absl::InvalidArgumentError(fmt::format(
+        "the entry computation takes {} parameters, got {}", entry.num_parameters(), args.size()));
   }
   // Which cluster reads each value last, so its leaves can be freed after it.
   std::map<const HloInstruction*, size_t> last_reader;
@@ -69,22 +70,24 @@ absl::StatusOr<std::vector<Literal>> PartitionedExecutable::Execute(
     for (const HloInstruction* in : c.inputs) {
       auto it = values.find(in);
       if (it == values.end()) {
-        return absl::InternalError(fmt::format("cluster_{}: value '{}' not computed", c.id, in->name()));
+        return absl::InternalError(
+            fmt::format("cluster_{}: value '{}' not computed", c.id, in->name()));
       }
       for (const Literal& l : it->second) cluster_args.push_back(l);
     }
     absl::StatusOr<std::vector<Literal>> leaves = executables_[k]->Execute(cluster_args);
     if (!leaves.ok()) {
-      return absl::Status(leaves.status().code(), fmt::format("cluster_{} on {}: {}", c.id, c.plugin,
-                                                              std::string(leaves.status().message())));
+      return absl::Status(leaves.status().code(),
+                          fmt::format("cluster_{} on {}: {}", c.id, c.plugin,
+                                      std::string(leaves.status().message())));
     }
     size_t at = 0;
     for (const HloInstruction* out : c.outputs) {
       std::vector<Literal>& dst = values[out];
       for (int j = 0; j < LeafCount(out->shape()); ++j) {
         if (at >= leaves->size()) {
-          return absl::InternalError(fmt::format("cluster_{} returned {} values, too few", c.id,
-                                                 leaves->size()));
+          return absl::InternalError(
+              fmt::format("cluster_{} returned {} values, too few", c.id, leaves->size()));
         }
         dst.push_back(std::move((*leaves)[at++]));
       }
@@ -109,11 +112,12 @@ std::string PartitionDeviceNames(const std::vector<HloCluster>& clusters) {
 std::string DescribePartition(const std::vector<HloCluster>& clusters, std::string_view prefix) {
   std::string s;
   for (const HloCluster& c : clusters) {
-    s += fmt::format("{}cluster {}: {} ({} instruction{}, {} input{}, {} output{})\n", prefix, c.id, c.plugin,
-                     c.instructions.size(), c.instructions.size() == 1 ? "" : "s", c.inputs.size(),
-                     c.inputs.size() == 1 ? "" : "s", c.outputs.size(),
+    s += fmt::format("{}cluster {}: {} ({} instruction{}, {} input{}, {} output{})\n", prefix, c.id,
+                     c.plugin, c.instructions.size(), c.instructions.size() == 1 ? "" : "s",
+                     c.inputs.size(), c.inputs.size() == 1 ? "" : "s", c.outputs.size(),
                      c.outputs.size() == 1 ? "" : "s");
-    if (!c.fallback_note.empty()) s += fmt::format("{}  cluster {}: {}\n", prefix, c.id, c.fallback_note);
+    if (!c.fallback_note.empty())
+      s += fmt::format("{}  cluster {}: {}\n", prefix, c.id, c.fallback_note);
   }
   return s;
 }

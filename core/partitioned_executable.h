@@ -39,6 +39,7 @@ std::string PartitionDeviceNames(const std::vector<HloCluster>& clusters);
 
 // `--log-partition` lines, one per cluster, each after `prefix`:
 // `cluster 0: test-elementwise (4 instructions, 1 input, 1 output)`.
-std::string DescribePartition(const std::vector<HloCluster>& clusters, std::string_view prefix = "");
+std::string DescribePartition(const std::vector<HloCluster>& clusters,
+                              std::string_view prefix = "");
 
 }  // namespace kiln

@@ -2,10 +2,9 @@
 // error objects -> absl::Status, handle ownership.
 #include "core/plugin.h"
 
+#include <boost/dll/shared_library.hpp>
 #include <cstring>
 #include <optional>
-
-#include <boost/dll/shared_library.hpp>
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
@@ -68,8 +67,7 @@ struct PluginLibrary {
   }
 
   absl::Status Unsupported(std::string_view entry) const {
-    return absl::UnimplementedError(
-        fmt::format("'{}' unsupported by plugin {}", entry, name));
+    return absl::UnimplementedError(fmt::format("'{}' unsupported by plugin {}", entry, name));
   }
 };
 
@@ -93,9 +91,10 @@ absl::Status Init(PluginLibrary& lib, const KILN_Api* api) {
                               api->struct_size, kHeader));
   }
   if (api->api_major != KILN_API_MAJOR) {
-    return Reject(fmt::format("ABI major version {} does not match the core's {} (rebuild the "
-                              "plugin against kiln_plugin_api.h {}.x)",
-                              api->api_major, KILN_API_MAJOR, KILN_API_MAJOR));
+    return Reject(
+        fmt::format("ABI major version {} does not match the core's {} (rebuild the "
+                    "plugin against kiln_plugin_api.h {}.x)",
+                    api->api_major, KILN_API_MAJOR, KILN_API_MAJOR));
   }
   if (api->struct_size < KILN_API_STRUCT_SIZE_1_0) {
     return Reject(fmt::format("table struct_size {} is smaller than ABI {}.0's {}",
@@ -109,7 +108,8 @@ absl::Status Init(PluginLibrary& lib, const KILN_Api* api) {
   for (char c : name) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '-' || c == '_' || c == '.';
-    if (!ok) return Reject(fmt::format("plugin name '{}' has characters other than [A-Za-z0-9._-]", name));
+    if (!ok)
+      return Reject(fmt::format("plugin name '{}' has characters other than [A-Za-z0-9._-]", name));
   }
   lib.api = api;
   lib.name = name;
@@ -140,13 +140,15 @@ absl::Status Init(PluginLibrary& lib, const KILN_Api* api) {
       {"buffer_destroy", api->buffer_destroy != nullptr},
   };
   for (const Required& r : required) {
-    if (!r.present) return Reject(fmt::format("plugin '{}': required entry '{}' is null", name, r.entry));
+    if (!r.present)
+      return Reject(fmt::format("plugin '{}': required entry '{}' is null", name, r.entry));
   }
 
   KILN_Initialize_Args init{};
   init.struct_size = sizeof(init);
   if (absl::Status s = lib.Take(api->initialize(&init), "initialize", false); !s.ok()) {
-    return Reject(fmt::format("plugin '{}': initialize failed: {}", name, std::string(s.message())));
+    return Reject(
+        fmt::format("plugin '{}': initialize failed: {}", name, std::string(s.message())));
   }
   lib.available = init.available != 0;
   if (!lib.available) {
@@ -169,7 +171,8 @@ absl::Status Init(PluginLibrary& lib, const KILN_Api* api) {
     KILN_Client_Create_Args create{};
     create.struct_size = sizeof(create);
     if (absl::Status s = lib.Take(api->client_create(&create), "client_create", false); !s.ok()) {
-      return Reject(fmt::format("plugin '{}': client_create failed: {}", name, std::string(s.message())));
+      return Reject(
+          fmt::format("plugin '{}': client_create failed: {}", name, std::string(s.message())));
     }
     if (create.client == nullptr) return Reject("client_create returned no client");
     lib.client = create.client;
@@ -294,7 +297,8 @@ absl::StatusOr<std::unique_ptr<Executable>> Plugin::Compile(const HloModule& mod
 
 static absl::StatusOr<std::unique_ptr<Executable>> WrapExecutable(
     const std::shared_ptr<PluginLibrary>& lib, KILN_Executable* exe) {
-  if (exe == nullptr) return absl::InternalError(fmt::format("{}: returned no executable", lib->name));
+  if (exe == nullptr)
+    return absl::InternalError(fmt::format("{}: returned no executable", lib->name));
   KILN_Executable_Info_Args info{};
   info.struct_size = sizeof(info);
   info.executable = exe;
@@ -306,8 +310,8 @@ static absl::StatusOr<std::unique_ptr<Executable>> WrapExecutable(
   return std::make_unique<Executable>(lib, exe, info.num_parameters, info.num_outputs);
 }
 
-absl::StatusOr<std::unique_ptr<Executable>> Plugin::CompileText(std::string_view hlo_text,
-                                                                const CompileOptions& options) const {
+absl::StatusOr<std::unique_ptr<Executable>> Plugin::CompileText(
+    std::string_view hlo_text, const CompileOptions& options) const {
   if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
   KILN_CompileOptions opts{};
   opts.struct_size = sizeof(opts);
@@ -332,7 +336,8 @@ absl::StatusOr<std::unique_ptr<Executable>> Plugin::Deserialize(std::string_view
   args.client = lib_->client;
   args.bytes = bytes.data();
   args.size = bytes.size();
-  if (absl::Status s = lib_->Take(lib_->api->executable_deserialize(&args), "executable_deserialize");
+  if (absl::Status s =
+          lib_->Take(lib_->api->executable_deserialize(&args), "executable_deserialize");
       !s.ok()) {
     return s;
   }
@@ -358,10 +363,12 @@ static absl::StatusOr<DeviceBuffer> Upload(const std::shared_ptr<PluginLibrary>&
   args.num_dims = literal.shape().dimensions().size();
   args.data = literal.untyped_data();
   args.data_size = static_cast<size_t>(literal.size_bytes());
-  if (absl::Status s = lib_->Take(lib_->api->buffer_from_host(&args), "buffer_from_host"); !s.ok()) {
+  if (absl::Status s = lib_->Take(lib_->api->buffer_from_host(&args), "buffer_from_host");
+      !s.ok()) {
     return s;
   }
-  if (args.buffer == nullptr) return absl::InternalError(fmt::format("{}: buffer_from_host returned no buffer", lib_->name));
+  if (args.buffer == nullptr)
+    return absl::InternalError(fmt::format("{}: buffer_from_host returned no buffer", lib_->name));
   return DeviceBuffer(lib_, args.buffer);
 }
 
@@ -395,7 +402,8 @@ absl::StatusOr<Shape> DeviceBuffer::shape() const {
   if (absl::Status s = lib_->Take(lib_->api->buffer_info(&args), "buffer_info"); !s.ok()) return s;
   int d = static_cast<int>(args.dtype);
   if (d < KILN_DTYPE_PRED || d > KILN_DTYPE_C128) {
-    return absl::InternalError(fmt::format("{}: buffer_info returned unknown dtype {}", lib_->name, d));
+    return absl::InternalError(
+        fmt::format("{}: buffer_info returned unknown dtype {}", lib_->name, d));
   }
   if (args.num_dims > 0 && args.dims == nullptr) {
     return absl::InternalError(fmt::format("{}: buffer_info returned null dims", lib_->name));
@@ -438,8 +446,8 @@ Executable::~Executable() {
 absl::StatusOr<std::vector<DeviceBuffer>> Executable::ExecuteBuffers(
     std::span<const DeviceBuffer* const> args) const {
   if (args.size() != num_parameters_) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: executable takes {} arguments, got {}", lib_->name, num_parameters_, args.size()));
+    return absl::InvalidArgumentError(fmt::format("{}: executable takes {} arguments, got {}",
+                                                  lib_->name, num_parameters_, args.size()));
   }
   std::vector<KILN_Buffer*> handles;
   for (const DeviceBuffer* b : args) handles.push_back(b->handle());
@@ -456,7 +464,8 @@ absl::StatusOr<std::vector<DeviceBuffer>> Executable::ExecuteBuffers(
   result.reserve(outputs.size());
   for (KILN_Buffer* b : outputs) result.emplace_back(lib_, b);
   for (const DeviceBuffer& b : result) {
-    if (b.handle() == nullptr) return absl::InternalError(fmt::format("{}: execute left an output empty", lib_->name));
+    if (b.handle() == nullptr)
+      return absl::InternalError(fmt::format("{}: execute left an output empty", lib_->name));
   }
   return result;
 }

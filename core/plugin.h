@@ -93,8 +93,7 @@ class Plugin {
   // but reports itself unavailable loads fine with available() == false.
   static absl::StatusOr<std::unique_ptr<Plugin>> Load(const std::filesystem::path& path);
   // Wraps a table the caller already has (plugins linked in statically, tests).
-  static absl::StatusOr<std::unique_ptr<Plugin>> FromApi(const KILN_Api* api,
-                                                         std::string origin);
+  static absl::StatusOr<std::unique_ptr<Plugin>> FromApi(const KILN_Api* api, std::string origin);
   ~Plugin();
 
   const std::string& name() const;

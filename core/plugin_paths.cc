@@ -63,7 +63,8 @@ bool IsPluginFileName(std::string_view name) {
 
 std::vector<fs::path> PluginSearchDirs(const DeviceConfig& config) {
   std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("KILN_PLUGIN_PATH"); env != nullptr) AddColonList(env, candidates);
+  if (const char* env = std::getenv("KILN_PLUGIN_PATH"); env != nullptr)
+    AddColonList(env, candidates);
   for (const std::string& dir : config.plugin_paths) candidates.emplace_back(dir);
   std::string build_dir = KILN_BUILD_PLUGIN_DIR, install_dir = KILN_INSTALL_PLUGIN_DIR;
   if (!build_dir.empty() && RunningFromBuildTree()) {

@@ -11,10 +11,14 @@ namespace kiln {
 
 std::string_view PluginStateName(PluginEntry::State s) {
   switch (s) {
-    case PluginEntry::State::kAvailable: return "available";
-    case PluginEntry::State::kUnavailable: return "unavailable";
-    case PluginEntry::State::kDisabled: return "disabled";
-    case PluginEntry::State::kRejected: return "rejected";
+    case PluginEntry::State::kAvailable:
+      return "available";
+    case PluginEntry::State::kUnavailable:
+      return "unavailable";
+    case PluginEntry::State::kDisabled:
+      return "disabled";
+    case PluginEntry::State::kRejected:
+      return "rejected";
   }
   return "?";
 }
@@ -42,7 +46,8 @@ PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
       }
       e.name = (*plugin)->name();
       if (const PluginEntry* first = r.Find(e.name); first != nullptr && first->plugin != nullptr) {
-        e.reason = fmt::format("duplicate plugin name '{}' (already loaded from {})", e.name, first->path);
+        e.reason =
+            fmt::format("duplicate plugin name '{}' (already loaded from {})", e.name, first->path);
         r.entries_.push_back(std::move(e));  // the duplicate's library unloads here
         continue;
       }
@@ -114,14 +119,18 @@ absl::StatusOr<Plugin*> PluginRegistry::Get(std::string_view name) const {
                                            name, known.empty() ? "none" : known));
   }
   switch (e->state) {
-    case PluginEntry::State::kAvailable: return e->plugin.get();
+    case PluginEntry::State::kAvailable:
+      return e->plugin.get();
     case PluginEntry::State::kUnavailable:
       return absl::UnavailableError(fmt::format("plugin '{}' is unavailable: {}", name, e->reason));
     case PluginEntry::State::kDisabled:
-      return absl::FailedPreconditionError(fmt::format("plugin '{}' is disabled: {}", name, e->reason));
-    case PluginEntry::State::kRejected: break;
+      return absl::FailedPreconditionError(
+          fmt::format("plugin '{}' is disabled: {}", name, e->reason));
+    case PluginEntry::State::kRejected:
+      break;
   }
-  return absl::FailedPreconditionError(fmt::format("plugin '{}' was rejected: {}", name, e->reason));
+  return absl::FailedPreconditionError(
+      fmt::format("plugin '{}' was rejected: {}", name, e->reason));
 }
 
 absl::StatusOr<Plugin*> PluginRegistry::Select(std::string_view device,
@@ -129,9 +138,9 @@ absl::StatusOr<Plugin*> PluginRegistry::Select(std::string_view device,
   if (device != "auto") return Get(device);
   std::vector<const PluginEntry*> candidates = Candidates();
   if (candidates.empty()) {
-    return absl::NotFoundError(fmt::format(
-        "no available plugin (searched {} director{}; see `kiln devices`)", dirs_.size(),
-        dirs_.size() == 1 ? "y" : "ies"));
+    return absl::NotFoundError(
+        fmt::format("no available plugin (searched {} director{}; see `kiln devices`)",
+                    dirs_.size(), dirs_.size() == 1 ? "y" : "ies"));
   }
   std::string why_not;
   for (const PluginEntry* e : candidates) {

@@ -36,8 +36,10 @@ void ExpectRejected(const PluginRegistry& r, const std::string& file, const std:
 
 TEST(PluginRegistry, BrokenPluginsAreRejectedWithReasons) {
   PluginRegistry r = Load();
-  ExpectRejected(r, "libkiln_plugin_bad_major.so", "ABI major version 99 does not match the core's 1");
-  ExpectRejected(r, "libkiln_plugin_init_fails.so", "initialize failed: simulated failure: device firmware missing");
+  ExpectRejected(r, "libkiln_plugin_bad_major.so",
+                 "ABI major version 99 does not match the core's 1");
+  ExpectRejected(r, "libkiln_plugin_init_fails.so",
+                 "initialize failed: simulated failure: device firmware missing");
   ExpectRejected(r, "libkiln_plugin_no_symbol.so", "missing entry symbol KILN_GetApi");
   ExpectRejected(r, "libkiln_plugin_null_table.so", "null table");
   ExpectRejected(r, "libkiln_plugin_small_table.so", "struct_size 8 is too small");

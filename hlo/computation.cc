@@ -89,7 +89,8 @@ std::string HloComputation::SignatureString() const {
   std::string out = "(";
   for (size_t i = 0; i < params_.size(); ++i) {
     if (i) out += ", ";
-    if (params_[i]) absl::StrAppend(&out, params_[i]->name(), ": ", params_[i]->shape().ToString(false));
+    if (params_[i])
+      absl::StrAppend(&out, params_[i]->name(), ": ", params_[i]->shape().ToString(false));
   }
   absl::StrAppend(&out, ") -> ", root_ ? root_->shape().ToString(false) : "()");
   return out;

@@ -5,7 +5,6 @@
 
 #include "hlo/computation.h"
 
-
 namespace kiln {
 
 const std::string* InstructionAttributes::FindExtra(std::string_view name) const {
@@ -90,22 +89,32 @@ void HloInstruction::DetachOperands() {
 
 std::string_view ComparisonDirectionString(ComparisonDirection d) {
   switch (d) {
-    case ComparisonDirection::kEq: return "EQ";
-    case ComparisonDirection::kNe: return "NE";
-    case ComparisonDirection::kGe: return "GE";
-    case ComparisonDirection::kGt: return "GT";
-    case ComparisonDirection::kLe: return "LE";
-    case ComparisonDirection::kLt: return "LT";
+    case ComparisonDirection::kEq:
+      return "EQ";
+    case ComparisonDirection::kNe:
+      return "NE";
+    case ComparisonDirection::kGe:
+      return "GE";
+    case ComparisonDirection::kGt:
+      return "GT";
+    case ComparisonDirection::kLe:
+      return "LE";
+    case ComparisonDirection::kLt:
+      return "LT";
   }
   return "EQ";
 }
 
 std::string_view FusionKindString(FusionKind k) {
   switch (k) {
-    case FusionKind::kLoop: return "kLoop";
-    case FusionKind::kInput: return "kInput";
-    case FusionKind::kOutput: return "kOutput";
-    case FusionKind::kCustom: return "kCustom";
+    case FusionKind::kLoop:
+      return "kLoop";
+    case FusionKind::kInput:
+      return "kInput";
+    case FusionKind::kOutput:
+      return "kOutput";
+    case FusionKind::kCustom:
+      return "kCustom";
   }
   return "kLoop";
 }

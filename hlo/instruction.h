@@ -45,14 +45,14 @@ struct InstructionAttributes {
   bool unique_indices = false;
   FusionKind fusion_kind = FusionKind::kLoop;
   std::string custom_call_target;
-  int64_t exponent_bits = 0, mantissa_bits = 0;  // reduce-precision
+  int64_t exponent_bits = 0, mantissa_bits = 0;                    // reduce-precision
   RandomDistribution distribution = RandomDistribution::kUniform;  // rng
   RandomAlgorithm rng_algorithm = RandomAlgorithm::kDefault;       // rng-bit-generator
-  int64_t feature_index = -1;  // batch-norm-*
-  float epsilon = 0;           // batch-norm-*
-  bool is_stable = false;      // sort
-  int64_t k = 0;               // topk
-  bool largest = true;         // topk
+  int64_t feature_index = -1;                                      // batch-norm-*
+  float epsilon = 0;                                               // batch-norm-*
+  bool is_stable = false;                                          // sort
+  int64_t k = 0;                                                   // topk
+  bool largest = true;                                             // topk
   // triangular-solve
   bool left_side = false, lower = false, unit_diagonal = false;
   TriangularSolveTranspose transpose_a = TriangularSolveTranspose::kNoTranspose;

@@ -45,7 +45,7 @@ double ToDouble(T v) {
   if constexpr (IsComplexT<T>::value) {
     return static_cast<double>(v.real());
   } else {
-    return static_cast<double>(static_cast<std::conditional_t<kIsFloatT<T>, float, T>>(v)) ;
+    return static_cast<double>(static_cast<std::conditional_t<kIsFloatT<T>, float, T>>(v));
   }
 }
 template <>
@@ -70,8 +70,10 @@ T FromDouble(double v) {
     }
   } else {
     if (std::isnan(v)) return T(0);
-    if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
-    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    if (v <= static_cast<double>(std::numeric_limits<T>::min()))
+      return std::numeric_limits<T>::min();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
     return static_cast<T>(v);
   }
 }
@@ -133,7 +135,8 @@ Literal Literal::Convert(PrimitiveType to) const {
           dst[i] = ComplexFromParts<To>(src[i]);
         } else if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
           dst[i] = static_cast<To>(src[i]);  // integer conversions wrap, as in XLA
-        } else if constexpr (std::is_same_v<From, float> && (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>)) {
+        } else if constexpr (std::is_same_v<From, float> &&
+                             (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>)) {
           dst[i] = To(src[i]);
         } else {
           dst[i] = FromDouble<To>(ToDouble(src[i]));

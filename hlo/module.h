@@ -31,9 +31,7 @@ class HloModule {
   // Header attributes (`entry_computation_layout`, `input_output_alias`, `is_scheduled`,
   // ...), name and verbatim value, in text order; printed back unchanged.
   std::vector<std::pair<std::string, std::string>>& attributes() { return attributes_; }
-  const std::vector<std::pair<std::string, std::string>>& attributes() const {
-    return attributes_;
-  }
+  const std::vector<std::pair<std::string, std::string>>& attributes() const { return attributes_; }
   // The FileNames/FunctionNames/FileLocations/StackFrames tables, verbatim (may be empty).
   const std::string& stack_frame_tables() const { return stack_frame_tables_; }
   void set_stack_frame_tables(std::string t) { stack_frame_tables_ = std::move(t); }

@@ -42,15 +42,35 @@ int HloOpcodeArity(HloOpcode op) {
 
 bool IsElementwiseUnary(HloOpcode op) {
   switch (op) {
-    case HloOpcode::kAbs: case HloOpcode::kCbrt: case HloOpcode::kCeil: case HloOpcode::kClz:
-    case HloOpcode::kConvert: case HloOpcode::kBitcastConvert: case HloOpcode::kCos:
-    case HloOpcode::kErf: case HloOpcode::kExp: case HloOpcode::kExpm1: case HloOpcode::kFloor:
-    case HloOpcode::kImag: case HloOpcode::kIsFinite: case HloOpcode::kLog:
-    case HloOpcode::kLog1p: case HloOpcode::kLogistic: case HloOpcode::kNegate:
-    case HloOpcode::kNot: case HloOpcode::kPopulationCount: case HloOpcode::kReal:
-    case HloOpcode::kReducePrecision: case HloOpcode::kRoundNearestAfz:
-    case HloOpcode::kRoundNearestEven: case HloOpcode::kRsqrt: case HloOpcode::kSign:
-    case HloOpcode::kSin: case HloOpcode::kSqrt: case HloOpcode::kTan: case HloOpcode::kTanh:
+    case HloOpcode::kAbs:
+    case HloOpcode::kCbrt:
+    case HloOpcode::kCeil:
+    case HloOpcode::kClz:
+    case HloOpcode::kConvert:
+    case HloOpcode::kBitcastConvert:
+    case HloOpcode::kCos:
+    case HloOpcode::kErf:
+    case HloOpcode::kExp:
+    case HloOpcode::kExpm1:
+    case HloOpcode::kFloor:
+    case HloOpcode::kImag:
+    case HloOpcode::kIsFinite:
+    case HloOpcode::kLog:
+    case HloOpcode::kLog1p:
+    case HloOpcode::kLogistic:
+    case HloOpcode::kNegate:
+    case HloOpcode::kNot:
+    case HloOpcode::kPopulationCount:
+    case HloOpcode::kReal:
+    case HloOpcode::kReducePrecision:
+    case HloOpcode::kRoundNearestAfz:
+    case HloOpcode::kRoundNearestEven:
+    case HloOpcode::kRsqrt:
+    case HloOpcode::kSign:
+    case HloOpcode::kSin:
+    case HloOpcode::kSqrt:
+    case HloOpcode::kTan:
+    case HloOpcode::kTanh:
     case HloOpcode::kCopy:
       return true;
     default:
@@ -60,12 +80,23 @@ bool IsElementwiseUnary(HloOpcode op) {
 
 bool IsElementwiseBinary(HloOpcode op) {
   switch (op) {
-    case HloOpcode::kAdd: case HloOpcode::kAnd: case HloOpcode::kAtan2:
-    case HloOpcode::kCompare: case HloOpcode::kComplex: case HloOpcode::kDivide:
-    case HloOpcode::kMaximum: case HloOpcode::kMinimum: case HloOpcode::kMultiply:
-    case HloOpcode::kOr: case HloOpcode::kPower: case HloOpcode::kRemainder:
-    case HloOpcode::kShiftLeft: case HloOpcode::kShiftRightArithmetic:
-    case HloOpcode::kShiftRightLogical: case HloOpcode::kSubtract: case HloOpcode::kXor:
+    case HloOpcode::kAdd:
+    case HloOpcode::kAnd:
+    case HloOpcode::kAtan2:
+    case HloOpcode::kCompare:
+    case HloOpcode::kComplex:
+    case HloOpcode::kDivide:
+    case HloOpcode::kMaximum:
+    case HloOpcode::kMinimum:
+    case HloOpcode::kMultiply:
+    case HloOpcode::kOr:
+    case HloOpcode::kPower:
+    case HloOpcode::kRemainder:
+    case HloOpcode::kShiftLeft:
+    case HloOpcode::kShiftRightArithmetic:
+    case HloOpcode::kShiftRightLogical:
+    case HloOpcode::kSubtract:
+    case HloOpcode::kXor:
     case HloOpcode::kStochasticConvert:
       return true;
     default:
@@ -80,14 +111,26 @@ bool IsElementwiseOpcode(HloOpcode op) {
 
 bool IsCollectiveOpcode(HloOpcode op) {
   switch (op) {
-    case HloOpcode::kAllGather: case HloOpcode::kAllGatherStart: case HloOpcode::kAllGatherDone:
-    case HloOpcode::kAllReduce: case HloOpcode::kAllReduceStart: case HloOpcode::kAllReduceDone:
-    case HloOpcode::kAllToAll: case HloOpcode::kCollectiveBroadcast:
-    case HloOpcode::kCollectivePermute: case HloOpcode::kCollectivePermuteStart:
-    case HloOpcode::kCollectivePermuteDone: case HloOpcode::kReduceScatter:
-    case HloOpcode::kSend: case HloOpcode::kSendDone: case HloOpcode::kRecv:
-    case HloOpcode::kRecvDone: case HloOpcode::kInfeed: case HloOpcode::kOutfeed:
-    case HloOpcode::kReplicaId: case HloOpcode::kPartitionId:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kAllGatherStart:
+    case HloOpcode::kAllGatherDone:
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kAllReduceStart:
+    case HloOpcode::kAllReduceDone:
+    case HloOpcode::kAllToAll:
+    case HloOpcode::kCollectiveBroadcast:
+    case HloOpcode::kCollectivePermute:
+    case HloOpcode::kCollectivePermuteStart:
+    case HloOpcode::kCollectivePermuteDone:
+    case HloOpcode::kReduceScatter:
+    case HloOpcode::kSend:
+    case HloOpcode::kSendDone:
+    case HloOpcode::kRecv:
+    case HloOpcode::kRecvDone:
+    case HloOpcode::kInfeed:
+    case HloOpcode::kOutfeed:
+    case HloOpcode::kReplicaId:
+    case HloOpcode::kPartitionId:
       return true;
     default:
       return false;

@@ -37,9 +37,9 @@ std::string_view PrimitiveTypeName(PrimitiveType t);
 std::optional<PrimitiveType> PrimitiveTypeFromName(std::string_view name);
 int64_t ByteSizeOf(PrimitiveType t);
 
-bool IsFloating(PrimitiveType t);   // f16, bf16, f32, f64
-bool IsComplex(PrimitiveType t);    // c64, c128
-bool IsSignedInt(PrimitiveType t);  // s8..s64
+bool IsFloating(PrimitiveType t);     // f16, bf16, f32, f64
+bool IsComplex(PrimitiveType t);      // c64, c128
+bool IsSignedInt(PrimitiveType t);    // s8..s64
 bool IsUnsignedInt(PrimitiveType t);  // u8..u64
 inline bool IsInteger(PrimitiveType t) { return IsSignedInt(t) || IsUnsignedInt(t); }
 bool IsArrayType(PrimitiveType t);  // everything but tuple and token

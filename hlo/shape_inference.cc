@@ -1,13 +1,13 @@
 // Shape inference for every HLO opcode, following XLA's rules (xla/service/shape_inference).
 #include "hlo/shape_inference.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "hlo/computation.h"
 
@@ -16,7 +16,9 @@ namespace {
 
 std::string Str(const Shape& s) { return s.ToString(/*print_layout=*/false); }
 
-std::string Braces(const std::vector<int64_t>& v) { return fmt::format("{{{}}}", fmt::join(v, ",")); }
+std::string Braces(const std::vector<int64_t>& v) {
+  return fmt::format("{{{}}}", fmt::join(v, ","));
+}
 
 // Everything one opcode's inference needs, plus error construction that names the
 // instruction the way every message must: `%name: opcode: detail`.
@@ -145,7 +147,8 @@ absl::StatusOr<Shape> Inferrer::Unary() {
   };
   switch (instr_.opcode()) {
     case HloOpcode::kAbs:
-      if (!(IsSignedInt(t) || IsFloatingOrComplex(t))) return type_error("signed, floating or complex");
+      if (!(IsSignedInt(t) || IsFloatingOrComplex(t)))
+        return type_error("signed, floating or complex");
       if (IsComplex(t)) return ArrayOf(ComplexComponentType(t), a.dimensions());
       return a;
     case HloOpcode::kReal:
@@ -167,7 +170,8 @@ absl::StatusOr<Shape> Inferrer::Unary() {
       if (t == PrimitiveType::PRED) return type_error("numeric");
       return a;
     case HloOpcode::kSign:
-      if (!(IsSignedInt(t) || IsFloatingOrComplex(t))) return type_error("signed, floating or complex");
+      if (!(IsSignedInt(t) || IsFloatingOrComplex(t)))
+        return type_error("signed, floating or complex");
       return a;
     case HloOpcode::kCeil:
     case HloOpcode::kFloor:
@@ -258,8 +262,8 @@ absl::StatusOr<Shape> Inferrer::Clamp() {
       return Err("{} element type {} differs from operand element type {}", name,
                  PrimitiveTypeName(bound->element_type()), PrimitiveTypeName(x.element_type()));
     if (bound->rank() != 0 && bound->dimensions() != x.dimensions())
-      return Err("{} {} must be a scalar or have the dimensions of operand {}", name,
-                 Str(*bound), Str(x));
+      return Err("{} {} must be a scalar or have the dimensions of operand {}", name, Str(*bound),
+                 Str(x));
   }
   return x;
 }
@@ -353,8 +357,8 @@ absl::StatusOr<Shape> Inferrer::Reshape() {
   if (!out.IsArray()) return Err("result must be an array but is {}", Str(out));
   if (instr_.opcode() == HloOpcode::kDynamicReshape) {
     if (n() != 1 + out.rank())
-      return Err("expects 1 + {} operands (one size per result dimension) but has {}",
-                 out.rank(), n());
+      return Err("expects 1 + {} operands (one size per result dimension) but has {}", out.rank(),
+                 n());
     for (int i = 1; i < n(); ++i)
       if (op(i).rank() != 0 || !IsInteger(op(i).element_type()))
         return Err("size operand {} must be an integral scalar but is {}", i, Str(op(i)));
@@ -393,8 +397,8 @@ absl::StatusOr<Shape> Inferrer::Slice() {
   for (int i = 0; i < a.rank(); ++i) {
     if (strides[i] < 1) return Err("stride {} of dimension {} must be positive", strides[i], i);
     if (starts[i] < 0 || starts[i] > limits[i] || limits[i] > a.dimensions(i))
-      return Err("slice [{}:{}] of dimension {} is out of bounds for size {}", starts[i],
-                 limits[i], i, a.dimensions(i));
+      return Err("slice [{}:{}] of dimension {} is out of bounds for size {}", starts[i], limits[i],
+                 i, a.dimensions(i));
     dims.push_back((limits[i] - starts[i] + strides[i] - 1) / strides[i]);
   }
   return ArrayOf(a.element_type(), dims);
@@ -403,18 +407,17 @@ absl::StatusOr<Shape> Inferrer::Slice() {
 // Start-index operands of dynamic-slice/dynamic-update-slice, from operand `first` on.
 // Current form: one integral scalar per dimension of `a`. Old form: one rank-1 vector.
 absl::Status Inferrer::CheckStartIndices(int first, const Shape& a) {
-  bool vector_form = n() == first + 1 && op(first).IsArray() && op(first).rank() == 1 &&
-                     a.rank() != 1;
+  bool vector_form =
+      n() == first + 1 && op(first).IsArray() && op(first).rank() == 1 && a.rank() != 1;
   if (!vector_form && n() != first + a.rank())
-    return Err("expects {} + {} operands (one start index per dimension of {}) but has {}",
-               first, a.rank(), Str(a), n());
+    return Err("expects {} + {} operands (one start index per dimension of {}) but has {}", first,
+               a.rank(), Str(a), n());
   for (int i = first; i < n(); ++i) {
     const Shape& idx = op(i);
     if (!idx.IsArray() || !IsInteger(idx.element_type()) || (!vector_form && idx.rank() != 0))
       return Err("start index operand {} must be an integral scalar but is {}", i, Str(idx));
     if (idx.element_type() != op(first).element_type())
-      return Err("start index operands have different types {} and {}", Str(op(first)),
-                 Str(idx));
+      return Err("start index operands have different types {} and {}", Str(op(first)), Str(idx));
   }
   return absl::OkStatus();
 }
@@ -425,8 +428,8 @@ absl::StatusOr<Shape> Inferrer::DynamicSlice() {
   if (absl::Status st = CheckStartIndices(1, a); !st.ok()) return st;
   const auto& sizes = attrs().dynamic_slice_sizes;
   if (static_cast<int>(sizes.size()) != a.rank())
-    return Err("dynamic_slice_sizes={} has {} entries but operand {} has rank {}",
-               Braces(sizes), sizes.size(), Str(a), a.rank());
+    return Err("dynamic_slice_sizes={} has {} entries but operand {} has rank {}", Braces(sizes),
+               sizes.size(), Str(a), a.rank());
   for (int i = 0; i < a.rank(); ++i)
     if (sizes[i] < 0 || sizes[i] > a.dimensions(i))
       return Err("slice size {} of dimension {} exceeds the operand size {}", sizes[i], i,
@@ -477,8 +480,8 @@ absl::StatusOr<Shape> Inferrer::Concatenate() {
     for (int d = 0; d < o.rank(); ++d) {
       if (d == *dim) continue;
       if (o.dimensions(d) != first.dimensions(d))
-        return Err("operand {} {} differs from operand 0 {} in dimension {}", i, Str(o),
-                   Str(first), d);
+        return Err("operand {} {} differs from operand 0 {} in dimension {}", i, Str(o), Str(first),
+                   d);
     }
     dims[*dim] += o.dimensions(static_cast<int>(*dim));
   }
@@ -495,8 +498,7 @@ absl::StatusOr<Shape> Inferrer::Pad() {
                PrimitiveTypeName(v.element_type()), PrimitiveTypeName(a.element_type()));
   const PaddingConfig& pc = attrs().padding_config;
   if (static_cast<int>(pc.size()) != a.rank())
-    return Err("padding has {} dimensions but operand {} has rank {}", pc.size(), Str(a),
-               a.rank());
+    return Err("padding has {} dimensions but operand {} has rank {}", pc.size(), Str(a), a.rank());
   std::vector<int64_t> dims;
   for (int i = 0; i < a.rank(); ++i) {
     const PaddingDimension& p = pc[i];
@@ -525,8 +527,7 @@ absl::StatusOr<Shape> Inferrer::Iota() {
   if (!out.IsArray()) return Err("result must be an array but is {}", Str(out));
   if (out.rank() == 0) return Err("result must have rank >= 1 but is {}", Str(out));
   int64_t d = attrs().iota_dimension;
-  if (d < 0 || d >= out.rank())
-    return Err("iota_dimension={} is out of range for {}", d, Str(out));
+  if (d < 0 || d >= out.rank()) return Err("iota_dimension={} is out of range for {}", d, Str(out));
   return ArrayOf(out.element_type(), out.dimensions());
 }
 
@@ -596,8 +597,8 @@ absl::StatusOr<std::vector<int64_t>> Inferrer::WindowOutput(const std::vector<in
     int64_t dilated_base = base[i] == 0 ? 0 : (base[i] - 1) * d.base_dilation + 1;
     int64_t padded = dilated_base + d.padding_low + d.padding_high;
     if (padded < 0)
-      return Err("padding {}_{} makes dimension {} of {} negative", d.padding_low,
-                 d.padding_high, i, what);
+      return Err("padding {}_{} makes dimension {} of {} negative", d.padding_low, d.padding_high,
+                 i, what);
     int64_t dilated_window = d.size == 0 ? 0 : (d.size - 1) * d.window_dilation + 1;
     out.push_back(padded < dilated_window ? 0 : (padded - dilated_window) / d.stride + 1);
   }
@@ -619,8 +620,10 @@ absl::StatusOr<Shape> Inferrer::Convolution() {
     return Err("lhs {} must have rank {} (batch, feature and {} spatial dimensions)", Str(lhs),
                ns + 2, ns);
   if (static_cast<size_t>(rhs.rank()) != ns + 2)
-    return Err("rhs {} must have rank {} (input feature, output feature and {} spatial "
-               "dimensions)", Str(rhs), ns + 2, ns);
+    return Err(
+        "rhs {} must have rank {} (input feature, output feature and {} spatial "
+        "dimensions)",
+        Str(rhs), ns + 2, ns);
   std::vector<int64_t> in_dims{dn.input_batch_dimension, dn.input_feature_dimension};
   in_dims.insert(in_dims.end(), dn.input_spatial_dimensions.begin(),
                  dn.input_spatial_dimensions.end());
@@ -649,8 +652,10 @@ absl::StatusOr<Shape> Inferrer::Convolution() {
     return Err("input feature size {} is not a multiple of feature_group_count={}", in_features,
                fgc);
   if (in_features / fgc != k_in)
-    return Err("input feature size {} / feature_group_count={} must equal the kernel input "
-               "feature size {}", in_features, fgc, k_in);
+    return Err(
+        "input feature size {} / feature_group_count={} must equal the kernel input "
+        "feature size {}",
+        in_features, fgc, k_in);
   if (k_out % fgc != 0)
     return Err("kernel output feature size {} is not a multiple of feature_group_count={}", k_out,
                fgc);
@@ -687,8 +692,7 @@ absl::StatusOr<Shape> Inferrer::Reduce() {
   const Shape& first = op(0);
   for (int i = 0; i < num; ++i) {
     if (op(i).dimensions() != first.dimensions())
-      return Err("input {} {} and input 0 {} have different dimensions", i, Str(op(i)),
-                 Str(first));
+      return Err("input {} {} and input 0 {} have different dimensions", i, Str(op(i)), Str(first));
     if (absl::Status s = RequireScalar(op(num + i), fmt::format("init value {}", i)); !s.ok())
       return s;
   }
@@ -696,7 +700,8 @@ absl::StatusOr<Shape> Inferrer::Reduce() {
   if (absl::Status s = CheckDimList(rdims, first.rank(), "reduced dimension"); !s.ok()) return s;
   std::vector<int64_t> kept;
   for (int d = 0; d < first.rank(); ++d)
-    if (std::find(rdims.begin(), rdims.end(), d) == rdims.end()) kept.push_back(first.dimensions(d));
+    if (std::find(rdims.begin(), rdims.end(), d) == rdims.end())
+      kept.push_back(first.dimensions(d));
   std::vector<Shape> out;
   for (int i = 0; i < num; ++i) out.push_back(ArrayOf(op(num + i).element_type(), kept));
   return OneOrTuple(std::move(out));
@@ -708,8 +713,7 @@ absl::StatusOr<Shape> Inferrer::ReduceWindow() {
   const Shape& first = op(0);
   for (int i = 0; i < num; ++i) {
     if (op(i).dimensions() != first.dimensions())
-      return Err("input {} {} and input 0 {} have different dimensions", i, Str(op(i)),
-                 Str(first));
+      return Err("input {} {} and input 0 {} have different dimensions", i, Str(op(i)), Str(first));
     if (absl::Status s = RequireScalar(op(num + i), fmt::format("init value {}", i)); !s.ok())
       return s;
   }
@@ -745,8 +749,7 @@ absl::StatusOr<Shape> Inferrer::Gather() {
   const Shape& idx = op(1);
   if (absl::Status s = RequireArray(a, "operand"); !s.ok()) return s;
   if (absl::Status s = RequireArray(idx, "start indices"); !s.ok()) return s;
-  if (!IsInteger(idx.element_type()))
-    return Err("start indices {} must be integral", Str(idx));
+  if (!IsInteger(idx.element_type())) return Err("start indices {} must be integral", Str(idx));
   if (!attrs().gather_dimension_numbers) return Err("missing gather dimension numbers");
   const GatherDimensionNumbers& dn = *attrs().gather_dimension_numbers;
   const std::vector<int64_t>& sizes = attrs().gather_slice_sizes;
@@ -768,17 +771,15 @@ absl::StatusOr<Shape> Inferrer::Gather() {
   if (absl::Status s = CheckDimList(removed, a.rank(), "collapsed/batching operand dimension");
       !s.ok())
     return s;
-  if (absl::Status s = CheckDimList(dn.start_index_map, a.rank(), "start_index_map entry");
-      !s.ok())
+  if (absl::Status s = CheckDimList(dn.start_index_map, a.rank(), "start_index_map entry"); !s.ok())
     return s;
   for (int i = 0; i < a.rank(); ++i)
     if (sizes[i] < 0 || sizes[i] > a.dimensions(i))
-      return Err("slice size {} of dimension {} is out of bounds for operand size {}", sizes[i],
-                 i, a.dimensions(i));
+      return Err("slice size {} of dimension {} is out of bounds for operand size {}", sizes[i], i,
+                 a.dimensions(i));
   for (int64_t d : removed)
     if (sizes[d] > 1)
-      return Err("collapsed/batching dimension {} has slice size {} (must be 0 or 1)", d,
-                 sizes[d]);
+      return Err("collapsed/batching dimension {} has slice size {} (must be 0 or 1)", d, sizes[d]);
   std::vector<int64_t> batch_dims;
   for (int i = 0; i < idx.rank(); ++i)
     if (i != ivd) batch_dims.push_back(i);
@@ -791,16 +792,18 @@ absl::StatusOr<Shape> Inferrer::Gather() {
       return Err("start indices batching dimension {} is out of range", d);
     if (idx.dimensions(static_cast<int>(d)) !=
         a.dimensions(static_cast<int>(dn.operand_batching_dims[i])))
-      return Err("start indices batching dimension {} has size {} but operand batching "
-                 "dimension {} has size {}", d, idx.dimensions(static_cast<int>(d)),
-                 dn.operand_batching_dims[i],
-                 a.dimensions(static_cast<int>(dn.operand_batching_dims[i])));
+      return Err(
+          "start indices batching dimension {} has size {} but operand batching "
+          "dimension {} has size {}",
+          d, idx.dimensions(static_cast<int>(d)), dn.operand_batching_dims[i],
+          a.dimensions(static_cast<int>(dn.operand_batching_dims[i])));
   }
   size_t expected_offsets = a.rank() - removed.size();
   if (dn.offset_dims.size() != expected_offsets)
-    return Err("offset_dims={} has {} entries but operand rank {} minus {} collapsed/batching "
-               "dimensions is {}", Braces(dn.offset_dims), dn.offset_dims.size(), a.rank(),
-               removed.size(), expected_offsets);
+    return Err(
+        "offset_dims={} has {} entries but operand rank {} minus {} collapsed/batching "
+        "dimensions is {}",
+        Braces(dn.offset_dims), dn.offset_dims.size(), a.rank(), removed.size(), expected_offsets);
   int64_t out_rank = static_cast<int64_t>(batch_dims.size() + dn.offset_dims.size());
   for (int64_t d : dn.offset_dims)
     if (d < 0 || d >= out_rank)
@@ -826,19 +829,16 @@ absl::StatusOr<Shape> Inferrer::Scatter() {
   const Shape& a = op(0);
   const Shape& idx = op(num);
   const Shape& u = op(num + 1);
-  if (!IsInteger(idx.element_type()))
-    return Err("scatter indices {} must be integral", Str(idx));
+  if (!IsInteger(idx.element_type())) return Err("scatter indices {} must be integral", Str(idx));
   for (int i = 0; i < num; ++i) {
     if (op(i).dimensions() != a.dimensions())
-      return Err("operand {} {} and operand 0 {} have different dimensions", i, Str(op(i)),
-                 Str(a));
+      return Err("operand {} {} and operand 0 {} have different dimensions", i, Str(op(i)), Str(a));
     const Shape& ui = op(num + 1 + i);
     if (ui.dimensions() != u.dimensions())
       return Err("update {} {} and update 0 {} have different dimensions", i, Str(ui), Str(u));
     if (ui.element_type() != op(i).element_type())
       return Err("update {} element type {} differs from operand {} element type {}", i,
-                 PrimitiveTypeName(ui.element_type()), i,
-                 PrimitiveTypeName(op(i).element_type()));
+                 PrimitiveTypeName(ui.element_type()), i, PrimitiveTypeName(op(i).element_type()));
   }
   if (!attrs().scatter_dimension_numbers) return Err("missing scatter dimension numbers");
   const ScatterDimensionNumbers& dn = *attrs().scatter_dimension_numbers;
@@ -849,8 +849,7 @@ absl::StatusOr<Shape> Inferrer::Scatter() {
   if (static_cast<int64_t>(dn.scatter_dims_to_operand_dims.size()) != index_size)
     return Err("scatter_dims_to_operand_dims has {} entries but the index vector has size {}",
                dn.scatter_dims_to_operand_dims.size(), index_size);
-  if (absl::Status s = CheckSorted(dn.update_window_dims, "update_window_dims"); !s.ok())
-    return s;
+  if (absl::Status s = CheckSorted(dn.update_window_dims, "update_window_dims"); !s.ok()) return s;
   if (absl::Status s = CheckSorted(dn.inserted_window_dims, "inserted_window_dims"); !s.ok())
     return s;
   if (absl::Status s = CheckDimList(dn.update_window_dims, u.rank(), "update window dimension");
@@ -889,13 +888,15 @@ absl::StatusOr<Shape> Inferrer::Scatter() {
     if (is_window) {
       int64_t od = window_operand_dims[wi++];
       if (u.dimensions(d) > a.dimensions(static_cast<int>(od)))
-        return Err("update window dimension {} has size {} but operand dimension {} has size {}",
-                   d, u.dimensions(d), od, a.dimensions(static_cast<int>(od)));
+        return Err("update window dimension {} has size {} but operand dimension {} has size {}", d,
+                   u.dimensions(d), od, a.dimensions(static_cast<int>(od)));
     } else {
       int64_t id = batch_dims[bi++];
       if (u.dimensions(d) != idx.dimensions(static_cast<int>(id)))
-        return Err("update scatter dimension {} has size {} but scatter indices dimension {} "
-                   "has size {}", d, u.dimensions(d), id, idx.dimensions(static_cast<int>(id)));
+        return Err(
+            "update scatter dimension {} has size {} but scatter indices dimension {} "
+            "has size {}",
+            d, u.dimensions(d), id, idx.dimensions(static_cast<int>(id)));
     }
   }
   std::vector<Shape> out;
@@ -987,7 +988,9 @@ absl::StatusOr<Shape> Inferrer::BatchNorm() {
   std::vector<const char*> names;
   int grad_output = -1;
   switch (instr_.opcode()) {
-    case HloOpcode::kBatchNormTraining: names = {"operand", "scale", "offset"}; break;
+    case HloOpcode::kBatchNormTraining:
+      names = {"operand", "scale", "offset"};
+      break;
     case HloOpcode::kBatchNormInference:
       names = {"operand", "scale", "offset", "mean", "variance"};
       break;
@@ -1029,8 +1032,8 @@ absl::StatusOr<Shape> Inferrer::RngBitGenerator() {
     return Err("result must be a (state, values) tuple but is {}", Str(out));
   if (!out.tuple_shapes(1).IsArray() || !IsInteger(out.tuple_shapes(1).element_type()))
     return Err("values {} must be an integral array", Str(out.tuple_shapes(1)));
-  return Shape::Tuple({state, ArrayOf(out.tuple_shapes(1).element_type(),
-                                      out.tuple_shapes(1).dimensions())});
+  return Shape::Tuple(
+      {state, ArrayOf(out.tuple_shapes(1).element_type(), out.tuple_shapes(1).dimensions())});
 }
 
 absl::StatusOr<Shape> Inferrer::Rng() {
@@ -1123,7 +1126,8 @@ absl::StatusOr<Shape> Inferrer::Fft() {
       dims.back() = len.back() == 0 ? 0 : len.back() / 2 + 1;
       return ArrayOf(t == PrimitiveType::F64 ? PrimitiveType::C128 : PrimitiveType::C64, dims);
     case FftType::kIrfft: {
-      if (!IsComplex(t)) return Err("IRFFT operand element type {} is not complex", PrimitiveTypeName(t));
+      if (!IsComplex(t))
+        return Err("IRFFT operand element type {} is not complex", PrimitiveTypeName(t));
       if (absl::Status s = check_inner(L - 1, "operand"); !s.ok()) return s;
       int64_t want = len.back() == 0 ? 0 : len.back() / 2 + 1;
       if (dims.back() != want)
@@ -1192,60 +1196,120 @@ absl::StatusOr<Shape> Inferrer::Infer() {
   for (int i = 0; i < n(); ++i)
     if (instr_.operand(i) == nullptr) return Err("operand {} is null", i);
   switch (instr_.opcode()) {
-    case HloOpcode::kAbs: case HloOpcode::kCbrt: case HloOpcode::kCeil: case HloOpcode::kClz:
-    case HloOpcode::kCopy: case HloOpcode::kCos: case HloOpcode::kDomain: case HloOpcode::kErf:
-    case HloOpcode::kExp: case HloOpcode::kExpm1: case HloOpcode::kFloor: case HloOpcode::kImag:
-    case HloOpcode::kIsFinite: case HloOpcode::kLog: case HloOpcode::kLog1p:
-    case HloOpcode::kLogistic: case HloOpcode::kNegate: case HloOpcode::kNot:
-    case HloOpcode::kPopulationCount: case HloOpcode::kReal: case HloOpcode::kReducePrecision:
-    case HloOpcode::kRoundNearestAfz: case HloOpcode::kRoundNearestEven:
-    case HloOpcode::kRsqrt: case HloOpcode::kSign: case HloOpcode::kSin: case HloOpcode::kSqrt:
-    case HloOpcode::kTan: case HloOpcode::kTanh:
+    case HloOpcode::kAbs:
+    case HloOpcode::kCbrt:
+    case HloOpcode::kCeil:
+    case HloOpcode::kClz:
+    case HloOpcode::kCopy:
+    case HloOpcode::kCos:
+    case HloOpcode::kDomain:
+    case HloOpcode::kErf:
+    case HloOpcode::kExp:
+    case HloOpcode::kExpm1:
+    case HloOpcode::kFloor:
+    case HloOpcode::kImag:
+    case HloOpcode::kIsFinite:
+    case HloOpcode::kLog:
+    case HloOpcode::kLog1p:
+    case HloOpcode::kLogistic:
+    case HloOpcode::kNegate:
+    case HloOpcode::kNot:
+    case HloOpcode::kPopulationCount:
+    case HloOpcode::kReal:
+    case HloOpcode::kReducePrecision:
+    case HloOpcode::kRoundNearestAfz:
+    case HloOpcode::kRoundNearestEven:
+    case HloOpcode::kRsqrt:
+    case HloOpcode::kSign:
+    case HloOpcode::kSin:
+    case HloOpcode::kSqrt:
+    case HloOpcode::kTan:
+    case HloOpcode::kTanh:
       return Unary();
-    case HloOpcode::kAdd: case HloOpcode::kAnd: case HloOpcode::kAtan2:
-    case HloOpcode::kCompare: case HloOpcode::kComplex: case HloOpcode::kDivide:
-    case HloOpcode::kMaximum: case HloOpcode::kMinimum: case HloOpcode::kMultiply:
-    case HloOpcode::kOr: case HloOpcode::kPower: case HloOpcode::kRemainder:
-    case HloOpcode::kShiftLeft: case HloOpcode::kShiftRightArithmetic:
-    case HloOpcode::kShiftRightLogical: case HloOpcode::kSubtract: case HloOpcode::kXor:
+    case HloOpcode::kAdd:
+    case HloOpcode::kAnd:
+    case HloOpcode::kAtan2:
+    case HloOpcode::kCompare:
+    case HloOpcode::kComplex:
+    case HloOpcode::kDivide:
+    case HloOpcode::kMaximum:
+    case HloOpcode::kMinimum:
+    case HloOpcode::kMultiply:
+    case HloOpcode::kOr:
+    case HloOpcode::kPower:
+    case HloOpcode::kRemainder:
+    case HloOpcode::kShiftLeft:
+    case HloOpcode::kShiftRightArithmetic:
+    case HloOpcode::kShiftRightLogical:
+    case HloOpcode::kSubtract:
+    case HloOpcode::kXor:
       return Binary();
-    case HloOpcode::kSelect: return Select();
-    case HloOpcode::kClamp: return Clamp();
-    case HloOpcode::kConvert: return Convert();
-    case HloOpcode::kStochasticConvert: return StochasticConvert();
-    case HloOpcode::kBitcastConvert: return BitcastConvert();
-    case HloOpcode::kBitcast: return Bitcast();
-    case HloOpcode::kBroadcast: return Broadcast();
+    case HloOpcode::kSelect:
+      return Select();
+    case HloOpcode::kClamp:
+      return Clamp();
+    case HloOpcode::kConvert:
+      return Convert();
+    case HloOpcode::kStochasticConvert:
+      return StochasticConvert();
+    case HloOpcode::kBitcastConvert:
+      return BitcastConvert();
+    case HloOpcode::kBitcast:
+      return Bitcast();
+    case HloOpcode::kBroadcast:
+      return Broadcast();
     case HloOpcode::kReshape:
     case HloOpcode::kDynamicReshape:
       return Reshape();
-    case HloOpcode::kTranspose: return Transpose();
-    case HloOpcode::kSlice: return Slice();
-    case HloOpcode::kDynamicSlice: return DynamicSlice();
-    case HloOpcode::kDynamicUpdateSlice: return DynamicUpdateSlice();
-    case HloOpcode::kConcatenate: return Concatenate();
-    case HloOpcode::kPad: return Pad();
-    case HloOpcode::kReverse: return Reverse();
-    case HloOpcode::kIota: return Iota();
-    case HloOpcode::kDot: return Dot();
-    case HloOpcode::kConvolution: return Convolution();
-    case HloOpcode::kReduce: return Reduce();
-    case HloOpcode::kReduceWindow: return ReduceWindow();
-    case HloOpcode::kSelectAndScatter: return SelectAndScatter();
-    case HloOpcode::kGather: return Gather();
-    case HloOpcode::kScatter: return Scatter();
-    case HloOpcode::kSort: return Sort();
-    case HloOpcode::kMap: return Map();
+    case HloOpcode::kTranspose:
+      return Transpose();
+    case HloOpcode::kSlice:
+      return Slice();
+    case HloOpcode::kDynamicSlice:
+      return DynamicSlice();
+    case HloOpcode::kDynamicUpdateSlice:
+      return DynamicUpdateSlice();
+    case HloOpcode::kConcatenate:
+      return Concatenate();
+    case HloOpcode::kPad:
+      return Pad();
+    case HloOpcode::kReverse:
+      return Reverse();
+    case HloOpcode::kIota:
+      return Iota();
+    case HloOpcode::kDot:
+      return Dot();
+    case HloOpcode::kConvolution:
+      return Convolution();
+    case HloOpcode::kReduce:
+      return Reduce();
+    case HloOpcode::kReduceWindow:
+      return ReduceWindow();
+    case HloOpcode::kSelectAndScatter:
+      return SelectAndScatter();
+    case HloOpcode::kGather:
+      return Gather();
+    case HloOpcode::kScatter:
+      return Scatter();
+    case HloOpcode::kSort:
+      return Sort();
+    case HloOpcode::kMap:
+      return Map();
     case HloOpcode::kTuple: {
       std::vector<Shape> elems;
       for (int i = 0; i < n(); ++i) elems.push_back(op(i));
       return Shape::Tuple(std::move(elems));
     }
-    case HloOpcode::kGetTupleElement: return GetTupleElement();
-    case HloOpcode::kCall: return CalledRoot(0, "to_apply");
-    case HloOpcode::kFusion: return CalledRoot(0, "fused");
-    case HloOpcode::kWhile: return op(0);
-    case HloOpcode::kConditional: return Conditional();
+    case HloOpcode::kGetTupleElement:
+      return GetTupleElement();
+    case HloOpcode::kCall:
+      return CalledRoot(0, "to_apply");
+    case HloOpcode::kFusion:
+      return CalledRoot(0, "fused");
+    case HloOpcode::kWhile:
+      return op(0);
+    case HloOpcode::kConditional:
+      return Conditional();
     case HloOpcode::kBatchNormTraining:
     case HloOpcode::kBatchNormInference:
     case HloOpcode::kBatchNormGrad:
@@ -1265,13 +1329,20 @@ absl::StatusOr<Shape> Inferrer::Infer() {
     case HloOpcode::kCustomCall:
       // The target decides; nothing to infer.
       return declared();
-    case HloOpcode::kRngBitGenerator: return RngBitGenerator();
-    case HloOpcode::kRng: return Rng();
-    case HloOpcode::kRngGetAndUpdateState: return ArrayOf(PrimitiveType::U64, {2});
-    case HloOpcode::kTopK: return TopK();
-    case HloOpcode::kCholesky: return Cholesky();
-    case HloOpcode::kTriangularSolve: return TriangularSolve();
-    case HloOpcode::kFft: return Fft();
+    case HloOpcode::kRngBitGenerator:
+      return RngBitGenerator();
+    case HloOpcode::kRng:
+      return Rng();
+    case HloOpcode::kRngGetAndUpdateState:
+      return ArrayOf(PrimitiveType::U64, {2});
+    case HloOpcode::kTopK:
+      return TopK();
+    case HloOpcode::kCholesky:
+      return Cholesky();
+    case HloOpcode::kTriangularSolve:
+      return TriangularSolve();
+    case HloOpcode::kFft:
+      return Fft();
     case HloOpcode::kAfterAll:
       for (int i = 0; i < n(); ++i)
         if (!op(i).IsToken()) return Err("operand {} must be a token but is {}", i, Str(op(i)));
@@ -1280,7 +1351,8 @@ absl::StatusOr<Shape> Inferrer::Infer() {
       if (!op(1).IsToken() && !op(1).IsArray() && !op(1).IsTuple())
         return Err("dependency operand {} is not a value", Str(op(1)));
       return op(0);
-    case HloOpcode::kOptimizationBarrier: return op(0);
+    case HloOpcode::kOptimizationBarrier:
+      return op(0);
     case HloOpcode::kCopyStart:
       return Shape::Tuple({op(0), op(0), Shape::Scalar(PrimitiveType::U32)});
     case HloOpcode::kCopyDone:
@@ -1291,13 +1363,25 @@ absl::StatusOr<Shape> Inferrer::Infer() {
     case HloOpcode::kAsyncUpdate:
     case HloOpcode::kAsyncDone:
       return CannotInfer("async wrapper: the wrapped computation's context shapes are opaque");
-    case HloOpcode::kAllGather: case HloOpcode::kAllGatherDone: case HloOpcode::kAllGatherStart:
-    case HloOpcode::kAllReduce: case HloOpcode::kAllReduceDone: case HloOpcode::kAllReduceStart:
-    case HloOpcode::kAllToAll: case HloOpcode::kCollectiveBroadcast:
-    case HloOpcode::kCollectivePermute: case HloOpcode::kCollectivePermuteDone:
-    case HloOpcode::kCollectivePermuteStart: case HloOpcode::kInfeed: case HloOpcode::kOutfeed:
-    case HloOpcode::kPartitionId: case HloOpcode::kRecv: case HloOpcode::kRecvDone:
-    case HloOpcode::kReduceScatter: case HloOpcode::kReplicaId: case HloOpcode::kSend:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kAllGatherDone:
+    case HloOpcode::kAllGatherStart:
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kAllReduceDone:
+    case HloOpcode::kAllReduceStart:
+    case HloOpcode::kAllToAll:
+    case HloOpcode::kCollectiveBroadcast:
+    case HloOpcode::kCollectivePermute:
+    case HloOpcode::kCollectivePermuteDone:
+    case HloOpcode::kCollectivePermuteStart:
+    case HloOpcode::kInfeed:
+    case HloOpcode::kOutfeed:
+    case HloOpcode::kPartitionId:
+    case HloOpcode::kRecv:
+    case HloOpcode::kRecvDone:
+    case HloOpcode::kReduceScatter:
+    case HloOpcode::kReplicaId:
+    case HloOpcode::kSend:
     case HloOpcode::kSendDone:
       return Collective();
   }

@@ -139,7 +139,8 @@ TEST_F(InferTest, SelectScalarOrArrayPredicate) {
   ExpectShape(I(O::kSelect, "f32[2,3]", {pa, x, y}), "f32[2,3]");
   ExpectError(I(O::kSelect, "f32[2,3]", {pb, x, y}),
               "predicate pred[3] must be a scalar or have the dimensions of f32[2,3]");
-  ExpectError(I(O::kSelect, "f32[2,3]", {p, x, z}), "on_true f32[2,3] and on_false s32[2,3] differ");
+  ExpectError(I(O::kSelect, "f32[2,3]", {p, x, z}),
+              "on_true f32[2,3] and on_false s32[2,3] differ");
   ExpectError(I(O::kSelect, "f32[2,3]", {x, x, y}), "predicate must be a pred array");
 }
 
@@ -196,7 +197,8 @@ TEST_F(InferTest, BitcastKeepsByteCount) {
   auto* f = P("f32[2,3]");  // 24 bytes
   ExpectShape(I(O::kBitcast, "s32[6]", {f}), "s32[6]");
   ExpectShape(I(O::kBitcast, "f64[3]", {f}), "f64[3]");
-  ExpectError(I(O::kBitcast, "f32[7]", {f}), "result f32[7] has 28 bytes but operand f32[2,3] has 24");
+  ExpectError(I(O::kBitcast, "f32[7]", {f}),
+              "result f32[7] has 28 bytes but operand f32[2,3] has 24");
 }
 
 // ---- data movement -----------------------------------------------------------------------
@@ -217,7 +219,8 @@ TEST_F(InferTest, Broadcast) {
 TEST_F(InferTest, Reshape) {
   auto* a = P("f32[2,3]");
   ExpectShape(I(O::kReshape, "f32[3,1,2]", {a}), "f32[3,1,2]");
-  ExpectError(I(O::kReshape, "f32[7]", {a}), "result f32[7] has 7 elements but operand f32[2,3] has 6");
+  ExpectError(I(O::kReshape, "f32[7]", {a}),
+              "result f32[7] has 7 elements but operand f32[2,3] has 6");
 }
 
 TEST_F(InferTest, Transpose) {
@@ -410,8 +413,9 @@ TEST_F(InferTest, ConvolutionGroupCounts) {
   auto* bad = I(O::kConvolution, "f32[4,3,3,6]", {in, k});
   bad->mutable_attrs().convolution_dimension_numbers = B01fLabels();
   bad->mutable_attrs().window = Win2(3, 1, 0);
-  ExpectError(bad, "input feature size 4 / feature_group_count=1 must equal the kernel input "
-                   "feature size 2");
+  ExpectError(bad,
+              "input feature size 4 / feature_group_count=1 must equal the kernel input "
+              "feature size 2");
 }
 
 // ---- reductions and windows --------------------------------------------------------------
@@ -495,8 +499,9 @@ TEST_F(InferTest, GatherEmbeddingWithImplicitIndexVector) {
   dn.collapsed_slice_dims = {};
   bad->mutable_attrs().gather_dimension_numbers = dn;
   bad->mutable_attrs().gather_slice_sizes = {2, 64};
-  ExpectError(bad, "offset_dims={2} has 1 entries but operand rank 2 minus 0 collapsed/batching "
-                   "dimensions is 2");
+  ExpectError(bad,
+              "offset_dims={2} has 1 entries but operand rank 2 minus 0 collapsed/batching "
+              "dimensions is 2");
 }
 
 TEST_F(InferTest, Scatter) {
@@ -517,8 +522,9 @@ TEST_F(InferTest, Scatter) {
   auto* u3 = P("f32[3,3]");
   auto* bad = I(O::kScatter, "f32[3,3]", {a, idx, u3});
   bad->mutable_attrs().scatter_dimension_numbers = dn;
-  ExpectError(bad, "update scatter dimension 0 has size 3 but scatter indices dimension 0 has "
-                   "size 2");
+  ExpectError(bad,
+              "update scatter dimension 0 has size 3 but scatter indices dimension 0 has "
+              "size 2");
   ExpectError(I(O::kScatter, "f32[3,3]", {a, idx}), "expects 2N+1 operands");
 }
 
@@ -694,9 +700,9 @@ TEST_F(InferTest, Fft) {
   };
   ExpectShape(fft(c, FftType::kFft, {4}, "c64[8,4]"), "c64[8,4]");
   ExpectShape(fft(c, FftType::kIfft, {8, 4}, "c64[8,4]"), "c64[8,4]");
-  ExpectShape(fft(f, FftType::kRfft, {6}, "c64[8,4]"), "c64[8,4]");    // 6/2+1 = 4
-  ExpectShape(fft(c, FftType::kIrfft, {6}, "f32[8,6]"), "f32[8,6]");   // 4 = 6/2+1
-  ExpectShape(fft(c, FftType::kIrfft, {7}, "f32[8,7]"), "f32[8,7]");   // 4 = 7/2+1
+  ExpectShape(fft(f, FftType::kRfft, {6}, "c64[8,4]"), "c64[8,4]");   // 6/2+1 = 4
+  ExpectShape(fft(c, FftType::kIrfft, {6}, "f32[8,6]"), "f32[8,6]");  // 4 = 6/2+1
+  ExpectShape(fft(c, FftType::kIrfft, {7}, "f32[8,7]"), "f32[8,7]");  // 4 = 7/2+1
   ExpectError(fft(f, FftType::kRfft, {5}, "c64[8,3]"),
               "operand dimension 1 has size 6 but fft_length={5} wants 5");
   ExpectError(fft(f, FftType::kFft, {6}, "c64[8,6]"), "operand element type f32 is not complex");
@@ -745,7 +751,8 @@ TEST_F(InferTest, Collectives) {
 
 TEST_F(InferTest, OperandCountErrors) {
   auto* a = P("f32[2]");
-  ExpectError(I(O::kAdd, "f32[2]", {a, a, a}, "add.9"), "%add.9: add: expects 2 operands but has 3 operands");
+  ExpectError(I(O::kAdd, "f32[2]", {a, a, a}, "add.9"),
+              "%add.9: add: expects 2 operands but has 3 operands");
   ExpectError(I(O::kNegate, "f32[2]", {}), "expects 1 operand but has 0 operands");
   ExpectError(I(O::kSort, "f32[2]", {}), "expects at least 1 operand");
 }

@@ -2,11 +2,11 @@
 // instruction's declared shape against InferShape and called computations' signatures.
 #include "hlo/verifier.h"
 
+#include <fmt/format.h>
+
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -53,9 +53,9 @@ class Verifier {
     std::vector<HloComputation*> comps = module_.computations();
     for (HloComputation* c : comps) comps_.insert(c);
     if (!comps_.contains(module_.entry()))
-      return absl::InvalidArgumentError(fmt::format(
-          "verifier: entry computation %{} is not part of module {}", module_.entry()->name(),
-          module_.name()));
+      return absl::InvalidArgumentError(
+          fmt::format("verifier: entry computation %{} is not part of module {}",
+                      module_.entry()->name(), module_.name()));
     if (absl::Status s = CheckNames(comps); !s.ok()) return s;
     // Structure first: the shape and signature checks rely on it.
     for (HloComputation* c : comps)
@@ -82,8 +82,8 @@ class Verifier {
   template <typename... Args>
   static absl::Status FailComp(const HloComputation& c, fmt::format_string<Args...> f,
                                Args&&... args) {
-    return absl::InvalidArgumentError(fmt::format("verifier: in %{}: {}", c.name(),
-                                                  fmt::format(f, std::forward<Args>(args)...)));
+    return absl::InvalidArgumentError(
+        fmt::format("verifier: in %{}: {}", c.name(), fmt::format(f, std::forward<Args>(args)...)));
   }
   // Wraps a message that already names the instruction (from InferShape and friends).
   static absl::Status Wrap(const HloComputation& c, const absl::Status& s) {
@@ -130,8 +130,8 @@ class Verifier {
     }
     for (size_t k = 0; k < params.size(); ++k)
       if (params[k] == nullptr)
-        return FailComp(c, "parameter numbers are not contiguous: {} is missing (highest is {})",
-                        k, params.size() - 1);
+        return FailComp(c, "parameter numbers are not contiguous: {} is missing (highest is {})", k,
+                        params.size() - 1);
     if (static_cast<size_t>(c.num_parameters()) != params.size())
       return FailComp(c, "computation records {} parameters but has {} parameter instructions",
                       c.num_parameters(), params.size());
@@ -218,13 +218,22 @@ class Verifier {
       case HloOpcode::kWhile:
       case HloOpcode::kSelectAndScatter:
         return 2;
-      case HloOpcode::kReduce: case HloOpcode::kReduceWindow: case HloOpcode::kScatter:
-      case HloOpcode::kSort: case HloOpcode::kMap: case HloOpcode::kCall:
-      case HloOpcode::kFusion: case HloOpcode::kAllReduce: case HloOpcode::kAllReduceStart:
+      case HloOpcode::kReduce:
+      case HloOpcode::kReduceWindow:
+      case HloOpcode::kScatter:
+      case HloOpcode::kSort:
+      case HloOpcode::kMap:
+      case HloOpcode::kCall:
+      case HloOpcode::kFusion:
+      case HloOpcode::kAllReduce:
+      case HloOpcode::kAllReduceStart:
       case HloOpcode::kReduceScatter:
         return 1;
-      case HloOpcode::kConditional: case HloOpcode::kCustomCall: case HloOpcode::kAsyncStart:
-      case HloOpcode::kAsyncUpdate: case HloOpcode::kAsyncDone:
+      case HloOpcode::kConditional:
+      case HloOpcode::kCustomCall:
+      case HloOpcode::kAsyncStart:
+      case HloOpcode::kAsyncUpdate:
+      case HloOpcode::kAsyncDone:
         return -1;
       default:
         return 0;
@@ -237,8 +246,8 @@ class Verifier {
                             const std::vector<PrimitiveType>& in) {
     size_t n = acc.size();
     if (static_cast<size_t>(r.num_parameters()) != 2 * n)
-      return Fail(c, i, "reducer %{} must take {} scalar parameters but takes {}", r.name(),
-                  2 * n, r.num_parameters());
+      return Fail(c, i, "reducer %{} must take {} scalar parameters but takes {}", r.name(), 2 * n,
+                  r.num_parameters());
     for (size_t k = 0; k < 2 * n; ++k) {
       PrimitiveType want = k < n ? acc[k] : in[k - n];
       const Shape& got = r.parameter(static_cast<int>(k))->shape();
@@ -265,13 +274,13 @@ class Verifier {
                            const HloComputation& callee, std::string_view role,
                            const std::vector<Shape>& shapes) {
     if (static_cast<size_t>(callee.num_parameters()) != shapes.size())
-      return Fail(c, i, "{} %{} takes {} parameters but is given {} operands", role,
-                  callee.name(), callee.num_parameters(), shapes.size());
+      return Fail(c, i, "{} %{} takes {} parameters but is given {} operands", role, callee.name(),
+                  callee.num_parameters(), shapes.size());
     for (size_t k = 0; k < shapes.size(); ++k) {
       const Shape& p = callee.parameter(static_cast<int>(k))->shape();
       if (!ShapesMatch(p, shapes[k]))
-        return Fail(c, i, "{} %{} parameter {} is {} but operand {} is {}", role, callee.name(),
-                    k, Str(p), k, Str(shapes[k]));
+        return Fail(c, i, "{} %{} parameter {} is {} but operand {} is {}", role, callee.name(), k,
+                    Str(p), k, Str(shapes[k]));
     }
     return absl::OkStatus();
   }
@@ -295,9 +304,14 @@ class Verifier {
     bool arrays = true;
     for (const Shape& s : operand_shapes) arrays = arrays && s.IsArray();
     switch (i.opcode()) {
-      case HloOpcode::kReduce: case HloOpcode::kReduceWindow: case HloOpcode::kScatter:
-      case HloOpcode::kAllReduce: case HloOpcode::kAllReduceStart:
-      case HloOpcode::kReduceScatter: case HloOpcode::kSelectAndScatter: case HloOpcode::kSort:
+      case HloOpcode::kReduce:
+      case HloOpcode::kReduceWindow:
+      case HloOpcode::kScatter:
+      case HloOpcode::kAllReduce:
+      case HloOpcode::kAllReduceStart:
+      case HloOpcode::kReduceScatter:
+      case HloOpcode::kSelectAndScatter:
+      case HloOpcode::kSort:
       case HloOpcode::kMap:
         if (!arrays) return absl::OkStatus();
         break;
@@ -307,8 +321,7 @@ class Verifier {
     switch (i.opcode()) {
       case HloOpcode::kReduce:
       case HloOpcode::kReduceWindow:
-        return CheckReducer(c, i, *called[0], element_types(n / 2, n / 2),
-                            element_types(0, n / 2));
+        return CheckReducer(c, i, *called[0], element_types(n / 2, n / 2), element_types(0, n / 2));
       case HloOpcode::kScatter:
         return CheckReducer(c, i, *called[0], element_types(0, n / 2),
                             element_types(n / 2 + 1, n / 2));
@@ -381,8 +394,8 @@ class Verifier {
           if (absl::Status s = CheckParams(c, i, br, role, {operand_shapes[b + 1]}); !s.ok())
             return s;
           if (!ShapesMatch(br.root()->shape(), called[0]->root()->shape()))
-            return Fail(c, i, "branch {} %{} returns {} but branch 0 %{} returns {}", b,
-                        br.name(), Str(br.root()->shape()), called[0]->name(),
+            return Fail(c, i, "branch {} %{} returns {} but branch 0 %{} returns {}", b, br.name(),
+                        Str(br.root()->shape()), called[0]->name(),
                         Str(called[0]->root()->shape()));
         }
         return absl::OkStatus();

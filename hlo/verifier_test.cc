@@ -59,7 +59,8 @@ std::unique_ptr<HloModule> GoodModule() {
   HloComputation* body = m->AddComputation(LoopBody("body"));
   CompBuilder fb("fused");
   auto* fx = fb.Param("f32[2]", "fused.x");
-  HloComputation* fused = m->AddComputation(fb.Build(fb.Add(O::kNegate, "f32[2]", {fx}, "fused.neg")));
+  HloComputation* fused =
+      m->AddComputation(fb.Build(fb.Add(O::kNegate, "f32[2]", {fx}, "fused.neg")));
 
   CompBuilder b("main");
   auto* x = b.Param("f32[2,3]", "x");
@@ -103,17 +104,22 @@ TEST(VerifierTest, ParameterNumbersMustBeContiguousAndUnique) {
   {
     auto m = std::make_unique<HloModule>("gap");
     CompBuilder b("main");
-    auto* a = b.comp()->AddInstruction(HloInstruction::CreateParameter(0, Shape(PrimitiveType::F32, {}), "a"));
-    auto* c = b.comp()->AddInstruction(HloInstruction::CreateParameter(2, Shape(PrimitiveType::F32, {}), "c"));
+    auto* a = b.comp()->AddInstruction(
+        HloInstruction::CreateParameter(0, Shape(PrimitiveType::F32, {}), "a"));
+    auto* c = b.comp()->AddInstruction(
+        HloInstruction::CreateParameter(2, Shape(PrimitiveType::F32, {}), "c"));
     m->AddComputation(b.Build(b.Add(O::kAdd, "f32[]", {a, c}, "sum")), true);
-    ExpectMessage(*m, "verifier: in %main: parameter numbers are not contiguous: 1 is missing "
-                      "(highest is 2)");
+    ExpectMessage(*m,
+                  "verifier: in %main: parameter numbers are not contiguous: 1 is missing "
+                  "(highest is 2)");
   }
   {
     auto m = std::make_unique<HloModule>("dup");
     CompBuilder b("main");
-    auto* a = b.comp()->AddInstruction(HloInstruction::CreateParameter(0, Shape(PrimitiveType::F32, {}), "a"));
-    auto* c = b.comp()->AddInstruction(HloInstruction::CreateParameter(0, Shape(PrimitiveType::F32, {}), "c"));
+    auto* a = b.comp()->AddInstruction(
+        HloInstruction::CreateParameter(0, Shape(PrimitiveType::F32, {}), "a"));
+    auto* c = b.comp()->AddInstruction(
+        HloInstruction::CreateParameter(0, Shape(PrimitiveType::F32, {}), "c"));
     m->AddComputation(b.Build(b.Add(O::kAdd, "f32[]", {a, c}, "sum")), true);
     ExpectMessage(*m, "verifier: in %main, %c: parameter: parameter number 0 is also used by %a");
   }
@@ -138,22 +144,25 @@ TEST(VerifierTest, VariadicOperandCounts) {
   r->mutable_attrs().dimensions = {0};
   r->AppendCalledComputation(add);
   m->AddComputation(b.Build(), true);
-  ExpectMessage(*m, "verifier: in %main, %reduce.2: reduce: expects 2N operands (N inputs, then "
-                    "N init values) but has 3 operands");
+  ExpectMessage(*m,
+                "verifier: in %main, %reduce.2: reduce: expects 2N operands (N inputs, then "
+                "N init values) but has 3 operands");
 }
 
 TEST(VerifierTest, DeclaredShapeMustMatchInferred) {
   auto m = GoodModule();
   *Find(*m, "main", "dot.3")->mutable_shape() = Shape(PrimitiveType::F32, {4, 2});
-  ExpectMessage(*m, "verifier: in %main, %dot.3: dot: declared shape f32[4,2] does not match "
-                    "inferred shape f32[2,4]");
+  ExpectMessage(*m,
+                "verifier: in %main, %dot.3: dot: declared shape f32[4,2] does not match "
+                "inferred shape f32[2,4]");
 }
 
 TEST(VerifierTest, ElementTypeMismatchIsReported) {
   auto m = GoodModule();
   *Find(*m, "main", "fusion.5")->mutable_shape() = Shape(PrimitiveType::F64, {2});
-  ExpectMessage(*m, "verifier: in %main, %fusion.5: fusion: declared shape f64[2] does not match "
-                    "inferred shape f32[2]");
+  ExpectMessage(*m,
+                "verifier: in %main, %fusion.5: fusion: declared shape f64[2] does not match "
+                "inferred shape f32[2]");
 }
 
 TEST(VerifierTest, LayoutsAndDynamicDimensionsAreTolerated) {
@@ -176,8 +185,9 @@ TEST(VerifierTest, LayoutsAndDynamicDimensionsAreTolerated) {
 TEST(VerifierTest, InferenceErrorsAreWrapped) {
   auto m = GoodModule();
   *Find(*m, "main", "w")->mutable_shape() = Shape(PrimitiveType::F32, {4, 4});
-  ExpectMessage(*m, "verifier: in %main, %dot.3: dot: lhs contracting dimension 1 has size 3 but "
-                    "rhs contracting dimension 0 has size 4");
+  ExpectMessage(*m,
+                "verifier: in %main, %dot.3: dot: lhs contracting dimension 1 has size 3 but "
+                "rhs contracting dimension 0 has size 4");
 }
 
 TEST(VerifierTest, ReducerSignature) {
@@ -186,16 +196,18 @@ TEST(VerifierTest, ReducerSignature) {
     // A reducer with three parameters.
     HloComputation* add = m->FindComputation("add");
     add->AddInstruction(HloInstruction::CreateParameter(2, Shape(PrimitiveType::F32, {}), "add.c"));
-    ExpectMessage(*m, "verifier: in %main, %reduce.4: reduce: reducer %add must take 2 scalar "
-                      "parameters but takes 3");
+    ExpectMessage(*m,
+                  "verifier: in %main, %reduce.4: reduce: reducer %add must take 2 scalar "
+                  "parameters but takes 3");
   }
   {
     auto m = GoodModule();
     HloComputation* add = m->FindComputation("add");
     *add->parameter(1)->mutable_shape() = Shape(PrimitiveType::F32, {2});
     *add->root()->mutable_shape() = Shape(PrimitiveType::F32, {2});
-    ExpectMessage(*m, "verifier: in %add, %add.r: add: operand shapes f32[] and f32[2] have "
-                      "different dimensions");
+    ExpectMessage(*m,
+                  "verifier: in %add, %add.r: add: operand shapes f32[] and f32[2] have "
+                  "different dimensions");
   }
   {
     auto m = std::make_unique<HloModule>("r");
@@ -207,8 +219,9 @@ TEST(VerifierTest, ReducerSignature) {
     r->mutable_attrs().dimensions = {0};
     r->AppendCalledComputation(add);
     m->AddComputation(b.Build(), true);
-    ExpectMessage(*m, "verifier: in %main, %reduce.1: reduce: reducer %add parameter 0 must be "
-                      "f32[] but is s32[]");
+    ExpectMessage(*m,
+                  "verifier: in %main, %reduce.1: reduce: reducer %add parameter 0 must be "
+                  "f32[] but is s32[]");
   }
 }
 
@@ -218,17 +231,20 @@ TEST(VerifierTest, WhileSignatures) {
     // Condition returning s32[] instead of pred[].
     HloComputation* cond = m->FindComputation("cond");
     cond->set_root(cond->parameter(0));
-    ExpectMessage(*m, "verifier: in %main, %while.6: while: condition %cond must return pred[] "
-                      "but returns s32[]");
+    ExpectMessage(*m,
+                  "verifier: in %main, %while.6: while: condition %cond must return pred[] "
+                  "but returns s32[]");
   }
   {
     auto m = GoodModule();
     HloComputation* body = m->FindComputation("body");
-    auto* c = body->AddInstruction(HloInstruction::CreateConstant(Literal::Scalar(PrimitiveType::F32, 1)));
+    auto* c = body->AddInstruction(
+        HloInstruction::CreateConstant(Literal::Scalar(PrimitiveType::F32, 1)));
     c->set_name("body.f");
     body->set_root(c);
-    ExpectMessage(*m, "verifier: in %main, %while.6: while: body %body returns f32[] but the loop "
-                      "state is s32[]");
+    ExpectMessage(*m,
+                  "verifier: in %main, %while.6: while: body %body returns f32[] but the loop "
+                  "state is s32[]");
   }
   {
     auto m = GoodModule();
@@ -236,8 +252,9 @@ TEST(VerifierTest, WhileSignatures) {
     // The body's own add is checked first (computations are verified in order).
     absl::Status s = VerifyModule(*m);
     ASSERT_FALSE(s.ok());
-    EXPECT_EQ(s.message(), "verifier: in %body, %body.next: add: operand element types s64 and "
-                           "s32 differ");
+    EXPECT_EQ(s.message(),
+              "verifier: in %body, %body.next: add: operand element types s64 and "
+              "s32 differ");
   }
 }
 
@@ -274,8 +291,9 @@ TEST(VerifierTest, FusionParameters) {
   auto m = GoodModule();
   *m->FindComputation("fused")->parameter(0)->mutable_shape() = Shape(PrimitiveType::F32, {3});
   *m->FindComputation("fused")->root()->mutable_shape() = Shape(PrimitiveType::F32, {3});
-  ExpectMessage(*m, "verifier: in %main, %fusion.5: fusion: fused computation %fused parameter 0 "
-                    "is f32[3] but operand 0 is f32[2]");
+  ExpectMessage(*m,
+                "verifier: in %main, %fusion.5: fusion: fused computation %fused parameter 0 "
+                "is f32[3] but operand 0 is f32[2]");
 }
 
 TEST(VerifierTest, SortComparator) {
@@ -293,27 +311,31 @@ TEST(VerifierTest, SortComparator) {
   s->mutable_attrs().dimensions = {0};
   s->AppendCalledComputation(less);
   m->AddComputation(b.Build(), true);
-  ExpectMessage(*m, "verifier: in %main, %sort.1: sort: comparator %less must take 4 scalar "
-                    "parameters but takes 2");
+  ExpectMessage(*m,
+                "verifier: in %main, %sort.1: sort: comparator %less must take 4 scalar "
+                "parameters but takes 2");
 }
 
 TEST(VerifierTest, CalledComputationCount) {
   auto m = GoodModule();
   Find(*m, "main", "while.6")->set_called_computation(1, m->FindComputation("cond"));
   // cond as body: takes s32[] but returns pred[].
-  ExpectMessage(*m, "verifier: in %main, %while.6: while: body %cond returns pred[] but the loop "
-                    "state is s32[]");
+  ExpectMessage(*m,
+                "verifier: in %main, %while.6: while: body %cond returns pred[] but the loop "
+                "state is s32[]");
   auto m2 = GoodModule();
   Find(*m2, "main", "tuple.7")->AppendCalledComputation(m2->FindComputation("add"));
-  ExpectMessage(*m2, "verifier: in %main, %tuple.7: tuple: expects 0 called computations but has 1");
+  ExpectMessage(*m2,
+                "verifier: in %main, %tuple.7: tuple: expects 0 called computations but has 1");
 }
 
 TEST(VerifierTest, CalleeOutsideModule) {
   auto m = GoodModule();
   HloComputation stray("stray");
   Find(*m, "main", "reduce.4")->set_called_computation(0, &stray);
-  ExpectMessage(*m, "verifier: in %main, %reduce.4: reduce: calls %stray which is not part of the "
-                    "module");
+  ExpectMessage(*m,
+                "verifier: in %main, %reduce.4: reduce: calls %stray which is not part of the "
+                "module");
 }
 
 TEST(VerifierTest, OperandFromAnotherComputation) {
@@ -324,8 +346,9 @@ TEST(VerifierTest, OperandFromAnotherComputation) {
       HloInstruction::CreateUnary(O::kNegate, Shape(PrimitiveType::F32, {2, 3}), x));
   neg->set_name("stray.neg");
   // Computations are checked in order: %body (where the use is) comes before %main.
-  ExpectMessage(*m, "verifier: in %body, %stray.neg: negate: operand 0 %x belongs to "
-                    "computation %main");
+  ExpectMessage(*m,
+                "verifier: in %body, %stray.neg: negate: operand 0 %x belongs to "
+                "computation %main");
 }
 
 TEST(VerifierTest, UserInAnotherComputation) {
@@ -336,8 +359,9 @@ TEST(VerifierTest, UserInAnotherComputation) {
   HloComputation* late = m->AddComputation(b.Build());
   late->FindInstruction("late.neg")->ReplaceOperandWith(0, Find(*m, "main", "x"));
   // %main is checked before %late, so the bad edge is seen from the used side.
-  ExpectMessage(*m, "verifier: in %main, %x: parameter: user %late.neg belongs to another "
-                    "computation");
+  ExpectMessage(*m,
+                "verifier: in %main, %x: parameter: user %late.neg belongs to another "
+                "computation");
 }
 
 TEST(VerifierTest, RootFromAnotherComputation) {
@@ -360,7 +384,8 @@ TEST(VerifierTest, Cycle) {
 TEST(VerifierTest, DuplicateNames) {
   auto m = GoodModule();
   Find(*m, "main", "reduce.4")->set_name("dot.3");
-  ExpectMessage(*m, "verifier: in %main, %dot.3: reduce: instruction name is already used in %main");
+  ExpectMessage(*m,
+                "verifier: in %main, %dot.3: reduce: instruction name is already used in %main");
   auto m2 = GoodModule();
   m2->FindComputation("cond")->set_name("body");
   ExpectMessage(*m2, "verifier: in %body: computation name is used by more than one computation");
@@ -382,11 +407,13 @@ TEST(VerifierTest, MapAndSelectAndScatterSignatures) {
   auto* map = b.Add(O::kMap, "f32[4]", {a}, "map.2");
   map->AppendCalledComputation(add);
   m->AddComputation(b.Build(map), true);
-  ExpectMessage(*m, "verifier: in %main, %sas.1: select-and-scatter: select %ge must return "
-                    "pred[] but returns f32[]");
+  ExpectMessage(*m,
+                "verifier: in %main, %sas.1: select-and-scatter: select %ge must return "
+                "pred[] but returns f32[]");
   Find(*m, "main", "sas.1")->set_called_computation(0, m->FindComputation("add"));
-  ExpectMessage(*m, "verifier: in %main, %sas.1: select-and-scatter: select %add must return "
-                    "pred[] but returns f32[]");
+  ExpectMessage(*m,
+                "verifier: in %main, %sas.1: select-and-scatter: select %add must return "
+                "pred[] but returns f32[]");
 }
 
 TEST(VerifierTest, MapArity) {
@@ -397,10 +424,10 @@ TEST(VerifierTest, MapArity) {
   auto* map = b.Add(O::kMap, "f32[4]", {a}, "map.2");
   map->AppendCalledComputation(add);
   m->AddComputation(b.Build(), true);
-  ExpectMessage(*m, "verifier: in %main, %map.2: map: to_apply %add takes 2 parameters but is "
-                    "given 1 operands");
+  ExpectMessage(*m,
+                "verifier: in %main, %map.2: map: to_apply %add takes 2 parameters but is "
+                "given 1 operands");
 }
-
 
 // ---- modules written as HLO text ---------------------------------------------------------
 
@@ -516,10 +543,10 @@ TEST(VerifierText, ReducerSignature) {
 }
 
 TEST(VerifierText, WhileSignature) {
-  ExpectMessage(*Variant("ROOT lt = pred[] compare(i, ten), direction=LT",
-                         "ROOT lt = s32[] add(i, ten)"),
-                "verifier: in %main, %while.6: while: condition %cond must return pred[] but "
-                "returns s32[]");
+  ExpectMessage(
+      *Variant("ROOT lt = pred[] compare(i, ten), direction=LT", "ROOT lt = s32[] add(i, ten)"),
+      "verifier: in %main, %while.6: while: condition %cond must return pred[] but "
+      "returns s32[]");
   ExpectMessage(*Variant("ROOT next = s32[] add(j, one)", "ROOT next = f32[] convert(j)"),
                 "verifier: in %main, %while.6: while: body %body returns f32[] but the loop "
                 "state is s32[]");
@@ -544,10 +571,10 @@ TEST(VerifierText, FusionParameters) {
 }
 
 TEST(VerifierText, SortComparator) {
-  ExpectMessage(*Variant("ROOT llt = pred[] compare(la, lb), direction=LT",
-                         "ROOT llt = f32[] add(la, lb)"),
-                "verifier: in %main, %sort.8: sort: comparator %less must return pred[] but "
-                "returns f32[]");
+  ExpectMessage(
+      *Variant("ROOT llt = pred[] compare(la, lb), direction=LT", "ROOT llt = f32[] add(la, lb)"),
+      "verifier: in %main, %sort.8: sort: comparator %less must return pred[] but "
+      "returns f32[]");
   ExpectMessage(*Variant("lc = s32[] parameter(2)", "lc = f32[] parameter(2)"),
                 "verifier: in %main, %sort.8: sort: comparator %less parameter 2 must be s32[] "
                 "but is f32[]");
@@ -557,9 +584,10 @@ TEST(VerifierText, CallAndMapParameters) {
   ExpectMessage(*Variant("call.10 = f32[] call(zero, zero)", "call.10 = f32[] call(zero, start)"),
                 "verifier: in %main, %call.10: call: to_apply %add parameter 1 is f32[] but "
                 "operand 1 is s32[]");
-  ExpectMessage(*Variant("map.9 = f32[2] map(reduce.5, conditional.7)", "map.9 = f32[2] map(reduce.5)"),
-                "verifier: in %main, %map.9: map: to_apply %add takes 2 parameters but is given "
-                "1 operands");
+  ExpectMessage(
+      *Variant("map.9 = f32[2] map(reduce.5, conditional.7)", "map.9 = f32[2] map(reduce.5)"),
+      "verifier: in %main, %map.9: map: to_apply %add takes 2 parameters but is given "
+      "1 operands");
 }
 
 TEST(VerifierText, InstructionNamesAreScopedPerComputation) {

@@ -95,8 +95,8 @@ typedef enum {
   KILN_DTYPE_BF16 = 10, /* bfloat16 (upper half of an f32) */
   KILN_DTYPE_F32 = 11,
   KILN_DTYPE_F64 = 12,
-  KILN_DTYPE_C64 = 13,  /* two f32: real, imaginary */
-  KILN_DTYPE_C128 = 14  /* two f64 */
+  KILN_DTYPE_C64 = 13, /* two f32: real, imaginary */
+  KILN_DTYPE_C128 = 14 /* two f64 */
 } KILN_DType;
 
 /* True when `args` (a pointer to an args struct) was passed by a caller that knows `field`. */
@@ -246,8 +246,8 @@ typedef struct {
   KILN_DType dtype;
   const int64_t* dims;
   size_t num_dims;
-  const void* data; /* dense, row-major, host byte order; copied before return */
-  size_t data_size; /* bytes; must equal product(dims) * size of dtype */
+  const void* data;    /* dense, row-major, host byte order; copied before return */
+  size_t data_size;    /* bytes; must equal product(dims) * size of dtype */
   KILN_Buffer* buffer; /* out */
 } KILN_Buffer_FromHost_Args;
 typedef KILN_Error* KILN_Buffer_FromHost(KILN_Buffer_FromHost_Args* args);
@@ -280,7 +280,7 @@ typedef KILN_Error* KILN_Buffer_Destroy(KILN_Buffer_Destroy_Args* args);
 typedef struct {
   size_t struct_size;
   KILN_Executable* executable;
-  KILN_Device* device; /* NULL: the client's first device */
+  KILN_Device* device;           /* NULL: the client's first device */
   KILN_Buffer* const* arguments; /* one per entry parameter, in order */
   size_t num_arguments;
   /* Caller-allocated array of `num_outputs` slots (see KILN_Executable_Info); the plugin
@@ -327,7 +327,7 @@ typedef struct KILN_Api {
 } KILN_Api;
 
 /* True when the plugin's table is large enough to hold `entry` and the entry is set. */
-#define KILN_API_HAS(api, entry)                                                   \
+#define KILN_API_HAS(api, entry)                                                      \
   ((api)->struct_size >= offsetof(KILN_Api, entry) + sizeof(((KILN_Api*)0)->entry) && \
    (api)->entry != NULL)
 

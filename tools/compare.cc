@@ -11,13 +11,18 @@ namespace kiln {
 
 Tolerance ToleranceFor(PrimitiveType type) {
   switch (type) {
-    case PrimitiveType::F16: return {1e-3, 1e-2};
-    case PrimitiveType::BF16: return {1e-2, 2e-2};
+    case PrimitiveType::F16:
+      return {1e-3, 1e-2};
+    case PrimitiveType::BF16:
+      return {1e-2, 2e-2};
     case PrimitiveType::F32:
-    case PrimitiveType::C64: return {1e-4, 1e-4};
+    case PrimitiveType::C64:
+      return {1e-4, 1e-4};
     case PrimitiveType::F64:
-    case PrimitiveType::C128: return {1e-12, 1e-10};
-    default: return {0, 0};  // pred and integers: exact
+    case PrimitiveType::C128:
+      return {1e-12, 1e-10};
+    default:
+      return {0, 0};  // pred and integers: exact
   }
 }
 
@@ -107,8 +112,8 @@ Comparison CompareLiterals(const Literal& actual, const Literal& reference,
   Comparison c;
   if (!actual.shape().Compatible(reference.shape())) {
     c.ok = false;
-    c.detail = fmt::format("shape {} differs from the reference's {}", actual.shape().ToString(false),
-                           reference.shape().ToString(false));
+    c.detail = fmt::format("shape {} differs from the reference's {}",
+                           actual.shape().ToString(false), reference.shape().ToString(false));
     return c;
   }
   if (!actual.shape().IsArray()) return c;
@@ -119,8 +124,8 @@ Comparison CompareLiterals(const Literal& actual, const Literal& reference,
   int64_t worst = -1;
   ElementCheck worst_check;
   for (int64_t i = 0; i < n; ++i) {
-    ElementCheck e = exact ? CheckExact(actual, reference, i)
-                           : CheckInexact(actual, reference, i, tol);
+    ElementCheck e =
+        exact ? CheckExact(actual, reference, i) : CheckInexact(actual, reference, i, tol);
     c.max_abs = std::max(c.max_abs, e.abs_err);
     c.max_rel = std::max(c.max_rel, e.rel_err);
     if (e.excess > 1) ++c.mismatches;
@@ -137,8 +142,8 @@ Comparison CompareLiterals(const Literal& actual, const Literal& reference,
   }
   if (!c.ok) {
     c.detail = fmt::format("worst at {}: {} vs reference {} (|diff| {:.3g}, bound {:.3g})",
-                           c.worst_index, c.worst_actual, c.worst_reference,
-                           worst_check.abs_err, tol.atol + tol.rtol * std::abs(c.worst_reference));
+                           c.worst_index, c.worst_actual, c.worst_reference, worst_check.abs_err,
+                           tol.atol + tol.rtol * std::abs(c.worst_reference));
   }
   return c;
 }

@@ -31,7 +31,8 @@ int DevicesCommand(const std::vector<std::string>& args) {
   if (!registry->config().platforms.empty()) {
     std::string list;
     for (const std::string& p : registry->config().platforms) list += (list.empty() ? "" : ",") + p;
-    std::cout << fmt::format("platforms: {} (from {})\n", list, registry->config().platforms_source);
+    std::cout << fmt::format("platforms: {} (from {})\n", list,
+                             registry->config().platforms_source);
   }
   std::cout << fmt::format("{:<20} {:>8}  {:<12} {}\n", "NAME", "PRIORITY", "STATE", "DETAILS");
   for (const PluginEntry& e : registry->entries()) {

@@ -39,7 +39,8 @@ absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args, con
       has_inline = true;
     }
     if (spec.switches.count(name)) {
-      if (has_inline) return absl::InvalidArgumentError(fmt::format("flag --{} takes no value", name));
+      if (has_inline)
+        return absl::InvalidArgumentError(fmt::format("flag --{} takes no value", name));
       out.switches.insert(name);
     } else if (spec.with_value.count(name)) {
       if (!has_inline) {

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <iostream>
+#include <map>
 
-#include "core/graph/cluster_picture.h"
 #include "absl/strings/numbers.h"
+#include "core/graph/cluster_picture.h"
 #include "core/graph/executor.h"
 #include "core/graph/graph_text.h"
 #include "core/graph/lowering.h"
@@ -61,11 +61,11 @@ std::string StepSummary(int step, const std::vector<graph::Edge>& names,
   std::vector<std::string> parts;
   for (size_t i = 0; i < values.size(); ++i) {
     const Shape& s = values[i].shape();
-    parts.push_back(fmt::format(
-        "{} = {}", names[i].ToString(),
-        s.dimensions().empty() && !values[i].IsTuple()
-            ? fmt::format("{:.7g}", values[i].GetAsDouble(0))
-            : fmt::format("{}({})", PrimitiveTypeName(s.element_type()), fmt::join(s.dimensions(), ","))));
+    parts.push_back(fmt::format("{} = {}", names[i].ToString(),
+                                s.dimensions().empty() && !values[i].IsTuple()
+                                    ? fmt::format("{:.7g}", values[i].GetAsDouble(0))
+                                    : fmt::format("{}({})", PrimitiveTypeName(s.element_type()),
+                                                  fmt::join(s.dimensions(), ","))));
   }
   return fmt::format("step {}: {}\n", step, fmt::join(parts, ", "));
 }
@@ -75,8 +75,8 @@ std::string StepSummary(int step, const std::vector<graph::Edge>& names,
 int GraphCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
   spec.with_value = {"device", "input", "output-dir", "dump-clusters", "steps"};
-  spec.switches = {"help", "must-compile", "auto-jit", "log-device-placement", "log-compiles",
-                    "soft-placement", "no-core-passes"};
+  spec.switches = {"help",         "must-compile",   "auto-jit",      "log-device-placement",
+                   "log-compiles", "soft-placement", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("graph", std::string(flags.status().message()), kExitUsage);
   if (flags->Has("help")) {
@@ -145,7 +145,8 @@ int GraphCommand(const std::vector<std::string>& argv) {
   if (flags->Has("steps")) {
     const std::string s = flags->Get("steps");
     if (!absl::SimpleAtoi(s, &steps) || steps < 1) {
-      return ReportError("graph", fmt::format("--steps {}: expected a positive integer", s), kExitUsage);
+      return ReportError("graph", fmt::format("--steps {}: expected a positive integer", s),
+                         kExitUsage);
     }
   }
   absl::StatusOr<std::vector<Literal>> outputs;
@@ -165,7 +166,8 @@ int GraphCommand(const std::vector<std::string>& argv) {
     std::filesystem::path dir = flags->Get("output-dir");
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) return ReportError("graph", fmt::format("--output-dir {}: {}", dir.string(), ec.message()));
+    if (ec)
+      return ReportError("graph", fmt::format("--output-dir {}: {}", dir.string(), ec.message()));
     for (size_t i = 0; i < outputs->size(); ++i) {
       std::string file = (dir / fmt::format("output_{}.npy", i)).string();
       if (absl::Status s = WriteNpyFile(file, (*outputs)[i]); !s.ok()) {

@@ -152,10 +152,10 @@ std::optional<DType> ParseDescr(const std::string& descr, std::string& error) {
     std::string_view code;
     PrimitiveType type;
   } kTypes[] = {
-      {"b1", PrimitiveType::PRED}, {"i1", PrimitiveType::S8},   {"i2", PrimitiveType::S16},
-      {"i4", PrimitiveType::S32},  {"i8", PrimitiveType::S64},  {"u1", PrimitiveType::U8},
-      {"u2", PrimitiveType::U16},  {"u4", PrimitiveType::U32},  {"u8", PrimitiveType::U64},
-      {"f2", PrimitiveType::F16},  {"f4", PrimitiveType::F32},  {"f8", PrimitiveType::F64},
+      {"b1", PrimitiveType::PRED}, {"i1", PrimitiveType::S8},    {"i2", PrimitiveType::S16},
+      {"i4", PrimitiveType::S32},  {"i8", PrimitiveType::S64},   {"u1", PrimitiveType::U8},
+      {"u2", PrimitiveType::U16},  {"u4", PrimitiveType::U32},   {"u8", PrimitiveType::U64},
+      {"f2", PrimitiveType::F16},  {"f4", PrimitiveType::F32},   {"f8", PrimitiveType::F64},
       {"c8", PrimitiveType::C64},  {"c16", PrimitiveType::C128},
   };
   for (const auto& t : kTypes) {
@@ -163,9 +163,12 @@ std::optional<DType> ParseDescr(const std::string& descr, std::string& error) {
     int64_t size = ByteSizeOf(t.type);
     bool little_host = std::endian::native == std::endian::little;
     switch (order) {
-      case '<': return DType{t.type, size > 1 && !little_host};
-      case '>': return DType{t.type, size > 1 && little_host};
-      case '=': return DType{t.type, false};
+      case '<':
+        return DType{t.type, size > 1 && !little_host};
+      case '>':
+        return DType{t.type, size > 1 && little_host};
+      case '=':
+        return DType{t.type, false};
       case '|':
         if (size == 1) return DType{t.type, false};
         error = fmt::format("dtype '{}': byte order '|' is only valid for 1-byte types", descr);
@@ -186,21 +189,36 @@ uint32_t ReadLE(const uint8_t* p, int n) {
 
 const char* NumpyDescr(PrimitiveType t) {
   switch (t) {
-    case PrimitiveType::PRED: return "|b1";
-    case PrimitiveType::S8: return "|i1";
-    case PrimitiveType::S16: return "<i2";
-    case PrimitiveType::S32: return "<i4";
-    case PrimitiveType::S64: return "<i8";
-    case PrimitiveType::U8: return "|u1";
-    case PrimitiveType::U16: return "<u2";
-    case PrimitiveType::U32: return "<u4";
-    case PrimitiveType::U64: return "<u8";
-    case PrimitiveType::F16: return "<f2";
-    case PrimitiveType::F32: return "<f4";
-    case PrimitiveType::F64: return "<f8";
-    case PrimitiveType::C64: return "<c8";
-    case PrimitiveType::C128: return "<c16";
-    default: return nullptr;
+    case PrimitiveType::PRED:
+      return "|b1";
+    case PrimitiveType::S8:
+      return "|i1";
+    case PrimitiveType::S16:
+      return "<i2";
+    case PrimitiveType::S32:
+      return "<i4";
+    case PrimitiveType::S64:
+      return "<i8";
+    case PrimitiveType::U8:
+      return "|u1";
+    case PrimitiveType::U16:
+      return "<u2";
+    case PrimitiveType::U32:
+      return "<u4";
+    case PrimitiveType::U64:
+      return "<u8";
+    case PrimitiveType::F16:
+      return "<f2";
+    case PrimitiveType::F32:
+      return "<f4";
+    case PrimitiveType::F64:
+      return "<f8";
+    case PrimitiveType::C64:
+      return "<c8";
+    case PrimitiveType::C128:
+      return "<c16";
+    default:
+      return nullptr;
   }
 }
 
@@ -283,7 +301,8 @@ absl::StatusOr<Literal> ParseNpy(std::string_view bytes, std::string_view name) 
   if (dtype->swap) {
     // Complex numbers swap each component separately.
     int64_t part = IsComplex(dtype->type) ? item / 2 : item;
-    for (int64_t off = 0; off < count * item; off += part) std::reverse(out + off, out + off + part);
+    for (int64_t off = 0; off < count * item; off += part)
+      std::reverse(out + off, out + off + part);
   }
   if (dtype->type == PrimitiveType::PRED) {
     for (int64_t i = 0; i < count; ++i) out[i] = out[i] != 0;  // bool is exactly 0 or 1
@@ -350,7 +369,9 @@ absl::StatusOr<std::string> SerializeNpy(const Literal& literal) {
 
 absl::Status WriteNpyFile(const std::string& path, const Literal& literal) {
   absl::StatusOr<std::string> bytes = SerializeNpy(literal);
-  if (!bytes.ok()) return absl::InvalidArgumentError(fmt::format("{}: {}", path, std::string(bytes.status().message())));
+  if (!bytes.ok())
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}", path, std::string(bytes.status().message())));
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(fmt::format("{}: cannot create file", path));
   out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));

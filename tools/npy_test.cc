@@ -2,13 +2,13 @@
 // malformed files that must give errors naming the file.
 #include "tools/npy.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace kiln {
 namespace {
@@ -25,7 +25,8 @@ std::string Python() {
 }
 
 fs::path TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("kiln_npy_test_" + name + "_" + std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("kiln_npy_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -55,10 +56,10 @@ void ExpectValues(const Literal& l, PrimitiveType type, const std::vector<int64_
 }
 
 const std::map<std::string, PrimitiveType> kCodes = {
-    {"b1", PrimitiveType::PRED}, {"i1", PrimitiveType::S8},   {"i2", PrimitiveType::S16},
-    {"i4", PrimitiveType::S32},  {"i8", PrimitiveType::S64},  {"u1", PrimitiveType::U8},
-    {"u2", PrimitiveType::U16},  {"u4", PrimitiveType::U32},  {"u8", PrimitiveType::U64},
-    {"f2", PrimitiveType::F16},  {"f4", PrimitiveType::F32},  {"f8", PrimitiveType::F64},
+    {"b1", PrimitiveType::PRED}, {"i1", PrimitiveType::S8},    {"i2", PrimitiveType::S16},
+    {"i4", PrimitiveType::S32},  {"i8", PrimitiveType::S64},   {"u1", PrimitiveType::U8},
+    {"u2", PrimitiveType::U16},  {"u4", PrimitiveType::U32},   {"u8", PrimitiveType::U64},
+    {"f2", PrimitiveType::F16},  {"f4", PrimitiveType::F32},   {"f8", PrimitiveType::F64},
     {"c8", PrimitiveType::C64},  {"c16", PrimitiveType::C128},
 };
 
@@ -66,7 +67,8 @@ class NumpyFixtures : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = TempDir("fixtures");
-    std::string cmd = Python() + " " + SourceRoot() + "/tests/npy/make_npy_fixtures.py " + dir_.string();
+    std::string cmd =
+        Python() + " " + SourceRoot() + "/tests/npy/make_npy_fixtures.py " + dir_.string();
     ASSERT_EQ(std::system(cmd.c_str()), 0) << "could not run: " << cmd;
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
@@ -121,10 +123,12 @@ TEST_F(NumpyFixtures, WrittenFilesLoadInNumpyWithTheRightValues) {
     Literal l(Shape(type, {2, 3}));
     for (int64_t i = 0; i < 6; ++i) l.SetFromDouble(i, Expected(type, i));
     if (type == PrimitiveType::C64) {
-      for (int64_t i = 0; i < 6; ++i) l.data<std::complex<float>>()[i] = {float(i * 0.5 - 1), float(1 - i * 0.5)};
+      for (int64_t i = 0; i < 6; ++i)
+        l.data<std::complex<float>>()[i] = {float(i * 0.5 - 1), float(1 - i * 0.5)};
     }
     if (type == PrimitiveType::C128) {
-      for (int64_t i = 0; i < 6; ++i) l.data<std::complex<double>>()[i] = {i * 0.5 - 1, 1 - i * 0.5};
+      for (int64_t i = 0; i < 6; ++i)
+        l.data<std::complex<double>>()[i] = {i * 0.5 - 1, 1 - i * 0.5};
     }
     ASSERT_TRUE(WriteNpyFile((out / ("kiln_" + code + ".npy")).string(), l).ok());
   }
@@ -182,19 +186,36 @@ TEST(Npy, MalformedFilesGiveErrorsNamingTheFile) {
   ExpectError(std::string("\x93NUMPY\x01", 7), "truncated header");
   ExpectError(MakeFile(ok_dict, "").substr(0, 30), "truncated header");
   ExpectError(std::string("\x93NUMPY\x04\x00\x00\x00", 10), "version 4.0");
-  ExpectError(MakeFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2,) ", std::string(8, '\0')), "bad header dict");
+  ExpectError(
+      MakeFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2,) ", std::string(8, '\0')),
+      "bad header dict");
   ExpectError(MakeFile("['descr']", ""), "not a dict");
-  ExpectError(MakeFile("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", ""), "fortran_order");
-  ExpectError(MakeFile("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", ""), "non-negative");
-  ExpectError(MakeFile("{'descr': '<f4', 'shape': (2,), }", std::string(8, '\0')), "no 'fortran_order'");
-  ExpectError(MakeFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", ""), "unexpected header key");
+  ExpectError(MakeFile("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", ""),
+              "fortran_order");
+  ExpectError(MakeFile("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", ""),
+              "non-negative");
+  ExpectError(MakeFile("{'descr': '<f4', 'shape': (2,), }", std::string(8, '\0')),
+              "no 'fortran_order'");
+  ExpectError(MakeFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", ""),
+              "unexpected header key");
   ExpectError(MakeFile(ok_dict, std::string(7, '\0')), "data size mismatch");
   ExpectError(MakeFile(ok_dict, std::string(12, '\0')), "data size mismatch");
-  ExpectError(MakeFile("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }", std::string(8, '\0')), "data size mismatch");
-  ExpectError(MakeFile("{'descr': '<U4', 'fortran_order': False, 'shape': (1,), }", std::string(16, '\0')), "unsupported dtype '<U4'");
-  ExpectError(MakeFile("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0')), "unsupported dtype");
-  ExpectError(MakeFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0')), "structured");
-  ExpectError(MakeFile("{'descr': '|f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0')), "byte order '|'");
+  ExpectError(
+      MakeFile("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }",
+               std::string(8, '\0')),
+      "data size mismatch");
+  ExpectError(
+      MakeFile("{'descr': '<U4', 'fortran_order': False, 'shape': (1,), }", std::string(16, '\0')),
+      "unsupported dtype '<U4'");
+  ExpectError(
+      MakeFile("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0')),
+      "unsupported dtype");
+  ExpectError(MakeFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
+                       std::string(4, '\0')),
+              "structured");
+  ExpectError(
+      MakeFile("{'descr': '|f4', 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0')),
+      "byte order '|'");
 }
 
 TEST(Npy, EveryTruncationOfAValidFileIsRejectedCleanly) {

@@ -3,12 +3,12 @@
 // the buffer assignment.
 #include <iostream>
 
+#include "core/optimize.h"
 #include "fmt/format.h"
 #include "hlo/analysis/buffer_assignment.h"
 #include "hlo/passes/pass_registry.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
-#include "core/optimize.h"
 
 namespace kiln {
 namespace {
@@ -60,8 +60,7 @@ int OptCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (flags->positional.size() != 1) {
-    return ReportError("opt", "expected exactly one MODULE.hlo (see kiln opt --help)",
-                       kExitUsage);
+    return ReportError("opt", "expected exactly one MODULE.hlo (see kiln opt --help)", kExitUsage);
   }
   if (flags->Has("dump-pass-re") && !flags->Has("dump-to")) {
     return ReportError("opt", "--dump-pass-re needs --dump-to DIR", kExitUsage);

@@ -48,7 +48,7 @@ TEST(OptimizeTest, StandardPipelineFusesModelFnIntoOneFusion) {
   ASSERT_TRUE(r.ok()) << r.status();
   ModuleCounts after = CountModule(*m);
   EXPECT_EQ(after.fusions, 1);
-  EXPECT_EQ(after.input_fusions, 1);  // a reduce-rooted fusion
+  EXPECT_EQ(after.input_fusions, 1);       // a reduce-rooted fusion
   EXPECT_EQ(after.entry_instructions, 4);  // three parameters and the fusion
   bool fusion_changed = false;
   for (const PassSummary& p : r->passes) {

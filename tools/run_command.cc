@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <optional>
 #include <filesystem>
 #include <iostream>
 #include <new>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "core/hlo_partitioner.h"
@@ -66,9 +66,9 @@ absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
       return absl::InvalidArgumentError(fmt::format("entry has no parameter number {}", i));
     }
     if (!entry.parameter(i)->shape().IsArray()) {
-      return absl::InvalidArgumentError(
-          fmt::format("{} has shape {}; kiln run feeds array parameters only",
-                      ParamLabel(*entry.parameter(i)), entry.parameter(i)->shape().ToString(false)));
+      return absl::InvalidArgumentError(fmt::format(
+          "{} has shape {}; kiln run feeds array parameters only", ParamLabel(*entry.parameter(i)),
+          entry.parameter(i)->shape().ToString(false)));
     }
   }
   std::vector<Literal> args;
@@ -78,9 +78,9 @@ absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
       try {
         args.push_back(MakeRandomLiteral(shape, kInputSeed + i));
       } catch (const std::bad_alloc&) {
-        return absl::ResourceExhaustedError(fmt::format(
-            "cannot allocate {} bytes for a generated input to {} ({})", shape.byte_size(),
-            ParamLabel(*entry.parameter(i)), shape.ToString(false)));
+        return absl::ResourceExhaustedError(
+            fmt::format("cannot allocate {} bytes for a generated input to {} ({})",
+                        shape.byte_size(), ParamLabel(*entry.parameter(i)), shape.ToString(false)));
       }
     }
     return args;
@@ -91,9 +91,9 @@ absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
       sig += fmt::format("{}{}: {}", i ? ", " : "", entry.parameter(i)->name(),
                          entry.parameter(i)->shape().ToString(false));
     }
-    return absl::InvalidArgumentError(fmt::format(
-        "the entry computation takes {} parameter{} ({}), got {} --input", n, n == 1 ? "" : "s",
-        sig, inputs.size()));
+    return absl::InvalidArgumentError(
+        fmt::format("the entry computation takes {} parameter{} ({}), got {} --input", n,
+                    n == 1 ? "" : "s", sig, inputs.size()));
   }
   for (int i = 0; i < n; ++i) {
     const HloInstruction& p = *entry.parameter(i);
@@ -191,8 +191,8 @@ absl::StatusOr<RunResult> Time(const ModuleExecutable& exe, const std::vector<Li
 
 int RunCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.with_value = {"device", "input", "output-dir", "benchmark", "compare", "dump-to",
-                     "dump-pass-re", "min-cluster-size", "atol", "rtol"};
+  spec.with_value = {"device",  "input",        "output-dir",       "benchmark", "compare",
+                     "dump-to", "dump-pass-re", "min-cluster-size", "atol",      "rtol"};
   spec.switches = {"help", "log-partition", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("run", std::string(flags.status().message()), kExitUsage);
@@ -219,7 +219,8 @@ int RunCommand(const std::vector<std::string>& argv) {
     std::string v = flags->Get("min-cluster-size");
     if (!absl::SimpleAtoi(v, &partition_options.min_cluster_size) ||
         partition_options.min_cluster_size < 1) {
-      return ReportError("run", fmt::format("--min-cluster-size needs a positive integer, got '{}'", v),
+      return ReportError("run",
+                         fmt::format("--min-cluster-size needs a positive integer, got '{}'", v),
                          kExitUsage);
     }
   }
@@ -233,8 +234,8 @@ int RunCommand(const std::vector<std::string>& argv) {
     double v = 0;
     std::string text = flags->Get(name);
     if (!absl::SimpleAtod(text, &v) || !(v >= 0) || !std::isfinite(v)) {
-      return ReportError("run", fmt::format("--{} needs a non-negative number, got '{}'", name, text),
-                         kExitUsage);
+      return ReportError(
+          "run", fmt::format("--{} needs a non-negative number, got '{}'", name, text), kExitUsage);
     }
     *value = v;
   }
@@ -243,7 +244,8 @@ int RunCommand(const std::vector<std::string>& argv) {
 
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadModule(path);
   if (!module.ok()) return ReportError("run", std::string(module.status().message()));
-  absl::StatusOr<std::vector<Literal>> args = MakeArguments(*(*module)->entry(), flags->All("input"));
+  absl::StatusOr<std::vector<Literal>> args =
+      MakeArguments(*(*module)->entry(), flags->All("input"));
   if (!args.ok()) return ReportError("run", std::string(args.status().message()));
 
   absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
@@ -300,18 +302,20 @@ int RunCommand(const std::vector<std::string>& argv) {
     absl::StatusOr<std::unique_ptr<ModuleExecutable>> ref =
         ModuleExecutable::Compile(*registry, **module, as_written);
     if (!ref.ok()) {
-      return ReportError("run", "--compare " + ref_device + ": " + std::string(ref.status().message()));
+      return ReportError("run",
+                         "--compare " + ref_device + ": " + std::string(ref.status().message()));
     }
     absl::StatusOr<RunResult> expected = Time(**ref, *args, 0, 1);
     if (!expected.ok()) {
-      return ReportError("run", "--compare " + ref_device + ": " +
-                                    std::string(expected.status().message()));
+      return ReportError(
+          "run", "--compare " + ref_device + ": " + std::string(expected.status().message()));
     }
     if (expected->outputs.size() != result->outputs.size()) {
-      return ReportError("run", fmt::format("--compare: {} gave {} outputs, {} gave {}",
-                                            run_device, result->outputs.size(),
-                                            (*ref)->device_names(), expected->outputs.size()),
-                         kExitMismatch);
+      return ReportError(
+          "run",
+          fmt::format("--compare: {} gave {} outputs, {} gave {}", run_device,
+                      result->outputs.size(), (*ref)->device_names(), expected->outputs.size()),
+          kExitMismatch);
     }
     for (size_t i = 0; i < result->outputs.size(); ++i) {
       const PrimitiveType type = expected->outputs[i].shape().element_type();
@@ -321,16 +325,18 @@ int RunCommand(const std::vector<std::string>& argv) {
         tol.rtol = rtol.value_or(tol.rtol);
       }
       Comparison c = CompareLiterals(result->outputs[i], expected->outputs[i], tol);
-      std::cout << fmt::format("compare output_{} {} vs {}: {} max_abs={:.3g} max_rel={:.3g} "
-                               "(atol={:.0e} rtol={:.0e}){}\n",
-                               i, run_device, (*ref)->device_names(), c.ok ? "ok" : "MISMATCH",
-                               c.max_abs, c.max_rel, tol.atol, tol.rtol,
-                               c.ok ? "" : fmt::format(" {} mismatches; {}", c.mismatches, c.detail));
+      std::cout << fmt::format(
+          "compare output_{} {} vs {}: {} max_abs={:.3g} max_rel={:.3g} "
+          "(atol={:.0e} rtol={:.0e}){}\n",
+          i, run_device, (*ref)->device_names(), c.ok ? "ok" : "MISMATCH", c.max_abs, c.max_rel,
+          tol.atol, tol.rtol,
+          c.ok ? "" : fmt::format(" {} mismatches; {}", c.mismatches, c.detail));
       if (!c.ok) status = kExitMismatch;
     }
     if (status != kExitOk) {
-      ReportError("run", fmt::format("--compare: {} differs from {} beyond tolerance",
-                                     run_device, (*ref)->device_names()),
+      ReportError("run",
+                  fmt::format("--compare: {} differs from {} beyond tolerance", run_device,
+                              (*ref)->device_names()),
                   kExitMismatch);
     }
   }
@@ -341,8 +347,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     size_t n = times.size();
     double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
     std::cout << fmt::format("compile_ms={:.3f} median_ms={:.3f} min_ms={:.3f} runs={} device={}",
-                             result->compile_ms, median, times.front(), benchmark_runs,
-                             run_device)
+                             result->compile_ms, median, times.front(), benchmark_runs, run_device)
               << std::endl;
   }
   return status;

@@ -52,7 +52,8 @@ BandGraph ToBands(const Graph& g, const std::vector<Cluster>& clusters) {
     if (to == index.end()) continue;
     for (const Edge& e : n->inputs) {
       if (auto from = index.find(e.node); from != index.end()) {
-        b.edges.push_back({from->second, to->second, false, e.index ? std::to_string(e.index) : ""});
+        b.edges.push_back(
+            {from->second, to->second, false, e.index ? std::to_string(e.index) : ""});
       }
     }
     for (const std::string& c : n->control_inputs) {

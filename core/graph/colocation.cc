@@ -15,10 +15,11 @@ std::string Where(const Node& n) {
 // A request for a device other than where variables live: an error, or a logged fallback.
 absl::Status CheckRequest(const Node& n, const std::string& why, bool soft, std::ostream* log) {
   if (n.requested_device.empty() || n.requested_device == kVariableDevice) return absl::OkStatus();
-  const std::string msg = fmt::format("{}: requested device '{}', but {}", Where(n),
-                                      n.requested_device, why);
+  const std::string msg =
+      fmt::format("{}: requested device '{}', but {}", Where(n), n.requested_device, why);
   if (!soft) return absl::InvalidArgumentError(msg);
-  if (log != nullptr) *log << fmt::format("kiln graph: soft placement: {}; using {}\n", msg, kVariableDevice);
+  if (log != nullptr)
+    *log << fmt::format("kiln graph: soft placement: {}; using {}\n", msg, kVariableDevice);
   return absl::OkStatus();
 }
 

@@ -69,8 +69,8 @@ absl::StatusOr<std::vector<Cluster>> PartitionGraph(const Graph& g, const Placem
     if (Compilable(*nodes[i])) inherit(i, succs[i]);
   for (size_t i = 0; i < nodes.size(); ++i)
     if (Compilable(*nodes[i]))
-      label[i] = device_label.emplace(node_device[i], static_cast<int>(device_label.size()))
-                     .first->second;
+      label[i] =
+          device_label.emplace(node_device[i], static_cast<int>(device_label.size())).first->second;
   const Contraction contraction = ContractByLabel(preds, label);
   std::map<std::string, int> cid;  // node -> cluster id (executable order)
   std::map<int, std::string> device;
@@ -130,11 +130,12 @@ std::string ClustersToDot(const Graph& g, const std::vector<Cluster>& clusters) 
   }
   for (const Cluster& c : clusters) {
     s += fmt::format("  subgraph cluster_{} {{\n    label=\"{}\"; style={};\n", c.id,
-                     c.compiled ? fmt::format("cluster_{}{}", c.id,
-                                              !c.device.empty() ? " on " + c.device
-                                              : c.requested_device.empty() ? ""
-                                                                           : " @" + c.requested_device)
-                                : "host",
+                     c.compiled
+                         ? fmt::format("cluster_{}{}", c.id,
+                                       !c.device.empty()            ? " on " + c.device
+                                       : c.requested_device.empty() ? ""
+                                                                    : " @" + c.requested_device)
+                         : "host",
                      c.compiled ? "rounded" : "dashed");
     for (const Node* n : c.nodes) {
       s += fmt::format("    \"{}\" [label=\"{}\\n{}\"];\n", n->name, n->name, n->op);
@@ -198,11 +199,11 @@ std::ostream& GraphExecutor::log() const { return options_.log ? *options_.log :
 
 absl::StatusOr<const GraphExecutor::Compiled*> GraphExecutor::GetOrCompile(
     const Cluster& c, const std::vector<ValueInfo>& in) {
-  std::string device = !c.device.empty()              ? c.device
+  std::string device = !c.device.empty()            ? c.device
                        : c.requested_device.empty() ? options_.device
                                                     : c.requested_device;
-  if (c.device.empty() && device != options_.device && options_.soft_placement && device != "auto" &&
-      !registry_.Get(device).ok()) {
+  if (c.device.empty() && device != options_.device && options_.soft_placement &&
+      device != "auto" && !registry_.Get(device).ok()) {
     log() << fmt::format("kiln graph: soft placement: cluster_{} requested '{}' ({}); using {}\n",
                          c.id, device, std::string(registry_.Get(device).status().message()),
                          options_.device);
@@ -221,8 +222,8 @@ absl::StatusOr<const GraphExecutor::Compiled*> GraphExecutor::GetOrCompile(
   core.enabled = options_.core_passes && !(*plugin)->wants_module_as_written();
   absl::StatusOr<CorePassReport> report = RunCorePasses(**module, core);
   if (!report.ok()) {
-    return absl::InternalError(fmt::format("cluster_{}: core passes: {}", c.id,
-                                           std::string(report.status().message())));
+    return absl::InternalError(
+        fmt::format("cluster_{}: core passes: {}", c.id, std::string(report.status().message())));
   }
   CompileOptions compile_options;
   compile_options.core_passes = report->pass_names;
@@ -248,12 +249,11 @@ absl::StatusOr<const GraphExecutor::Compiled*> GraphExecutor::GetOrCompile(
 absl::StatusOr<std::vector<Literal>> GraphExecutor::Run(const std::vector<Literal>& inputs) {
   std::vector<const Node*> placeholders = graph_.Placeholders();
   if (inputs.size() != placeholders.size()) {
-    return absl::InvalidArgumentError(fmt::format("the graph takes {} input{}, got {}",
-                                                  placeholders.size(),
-                                                  placeholders.size() == 1 ? "" : "s",
-                                                  inputs.size()));
+    return absl::InvalidArgumentError(
+        fmt::format("the graph takes {} input{}, got {}", placeholders.size(),
+                    placeholders.size() == 1 ? "" : "s", inputs.size()));
   }
-  variables_.Discard();  // updates staged by an earlier run that failed
+  variables_.Discard();                   // updates staged by an earlier run that failed
   std::map<std::string, Literal> values;  // EdgeKey -> value
   std::map<std::string, ValueInfo> feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -277,9 +277,8 @@ absl::StatusOr<std::vector<Literal>> GraphExecutor::Run(const std::vector<Litera
     if (!c.compiled) {
       const Node& n = *c.nodes[0];
       const OpDef& def = *OpRegistry::Global().Find(n.op);
-      absl::StatusOr<std::vector<Literal>> r = def.stateful_kernel
-                                                   ? def.stateful_kernel(n, args, variables_)
-                                                   : def.host_kernel(n, args);
+      absl::StatusOr<std::vector<Literal>> r =
+          def.stateful_kernel ? def.stateful_kernel(n, args, variables_) : def.host_kernel(n, args);
       if (!r.ok()) {
         return absl::InvalidArgumentError(fmt::format("node {} ({}) on host: {}", n.name, n.op,
                                                       std::string(r.status().message())));
@@ -295,7 +294,8 @@ absl::StatusOr<std::vector<Literal>> GraphExecutor::Run(const std::vector<Litera
         return absl::InternalError(fmt::format("cluster_{} returned {} values, expected {}", c.id,
                                                r->size(), c.outputs.size()));
       }
-      for (size_t k = 0; k < c.outputs.size(); ++k) values[EdgeKey(c.outputs[k])] = std::move((*r)[k]);
+      for (size_t k = 0; k < c.outputs.size(); ++k)
+        values[EdgeKey(c.outputs[k])] = std::move((*r)[k]);
       where = (*compiled)->plugin->name();
     }
     for (const Node* n : c.nodes) graph_.FindMutable(n->name)->assigned_device = where;

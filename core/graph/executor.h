@@ -21,7 +21,7 @@ namespace kiln::graph {
 // A maximal connected set of compilable nodes (or one host-only node) run as a unit.
 struct Cluster {
   int id = 0;
-  bool compiled = true;  // false: a single host-kernel node
+  bool compiled = true;            // false: a single host-kernel node
   std::vector<const Node*> nodes;  // topological order
   std::vector<Edge> inputs;        // values produced outside, in first-use order
   std::vector<Edge> outputs;       // values used outside or as graph outputs

@@ -126,20 +126,22 @@ TEST(Executor, CompileCacheIsKeyedByInputShapes) {
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ((*out)[0].GetAsDouble(0), want) << "n=" << n;
   };
-  run(10);    // 0+2+4+6+8 = 20
-  run(100);   // 0+2+...+98 = 2450
+  run(10);   // 0+2+4+6+8 = 20
+  run(100);  // 0+2+...+98 = 2450
   run(10);
   EXPECT_EQ((*ex)->compile_count(), 2);
   EXPECT_NE(log.str().find("compile #1: cluster_0 (2 nodes) inputs [f32(1,10)] on interpreter"),
-            std::string::npos) << log.str();
+            std::string::npos)
+      << log.str();
   EXPECT_NE(log.str().find("compile #2: cluster_0 (2 nodes) inputs [f32(1,100)]"),
-            std::string::npos) << log.str();
+            std::string::npos)
+      << log.str();
   EXPECT_EQ(log.str().find("compile #3"), std::string::npos) << log.str();
 }
 
 TEST(Executor, RejectsWrongInputs) {
-  absl::StatusOr<Graph> g = ParseGraph(
-      "x = Placeholder[dtype=f32, shape=(2)]()\ny = Neg(x)\noutputs: y\n", "w.graph");
+  absl::StatusOr<Graph> g =
+      ParseGraph("x = Placeholder[dtype=f32, shape=(2)]()\ny = Neg(x)\noutputs: y\n", "w.graph");
   ASSERT_TRUE(g.ok());
   absl::StatusOr<PluginRegistry> reg = PluginRegistry::Discover();
   ASSERT_TRUE(reg.ok());
@@ -149,7 +151,8 @@ TEST(Executor, RejectsWrongInputs) {
   in.push_back(Literal::FromDoubles(Shape(PrimitiveType::F32, {3}), {1, 2, 3}));
   absl::StatusOr<std::vector<Literal>> out = (*ex)->Run(in);
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().message(), "w.graph:1:1: node x (Placeholder): fed f32(3), declared f32(2)");
+  EXPECT_EQ(out.status().message(),
+            "w.graph:1:1: node x (Placeholder): fed f32(3), declared f32(2)");
   EXPECT_FALSE((*ex)->Run({}).ok());
 }
 

@@ -25,25 +25,38 @@ std::string TensorShape::ToString() const { return fmt::format("({})", fmt::join
 
 std::string_view AttrKindName(AttrKind k) {
   switch (k) {
-    case AttrKind::kType: return "type";
-    case AttrKind::kInt: return "int";
-    case AttrKind::kFloat: return "float";
-    case AttrKind::kBool: return "bool";
-    case AttrKind::kString: return "string";
-    case AttrKind::kInts: return "list of ints";
-    case AttrKind::kFloats: return "list of floats";
-    case AttrKind::kShape: return "shape";
+    case AttrKind::kType:
+      return "type";
+    case AttrKind::kInt:
+      return "int";
+    case AttrKind::kFloat:
+      return "float";
+    case AttrKind::kBool:
+      return "bool";
+    case AttrKind::kString:
+      return "string";
+    case AttrKind::kInts:
+      return "list of ints";
+    case AttrKind::kFloats:
+      return "list of floats";
+    case AttrKind::kShape:
+      return "shape";
   }
   return "?";
 }
 
 std::vector<double> AttrValue::AsNumbers() const {
   switch (kind()) {
-    case AttrKind::kInt: return {static_cast<double>(i())};
-    case AttrKind::kFloat: return {f()};
-    case AttrKind::kInts: return std::vector<double>(ints().begin(), ints().end());
-    case AttrKind::kFloats: return floats();
-    default: return {};
+    case AttrKind::kInt:
+      return {static_cast<double>(i())};
+    case AttrKind::kFloat:
+      return {f()};
+    case AttrKind::kInts:
+      return std::vector<double>(ints().begin(), ints().end());
+    case AttrKind::kFloats:
+      return floats();
+    default:
+      return {};
   }
 }
 
@@ -59,10 +72,14 @@ std::string FloatText(double v) {
 
 std::string AttrValue::ToString() const {
   switch (kind()) {
-    case AttrKind::kType: return std::string(PrimitiveTypeName(type()));
-    case AttrKind::kInt: return fmt::format("{}", i());
-    case AttrKind::kFloat: return FloatText(f());
-    case AttrKind::kBool: return b() ? "true" : "false";
+    case AttrKind::kType:
+      return std::string(PrimitiveTypeName(type()));
+    case AttrKind::kInt:
+      return fmt::format("{}", i());
+    case AttrKind::kFloat:
+      return FloatText(f());
+    case AttrKind::kBool:
+      return b() ? "true" : "false";
     case AttrKind::kString: {
       std::string out = "\"";
       for (char c : s()) {
@@ -71,13 +88,15 @@ std::string AttrValue::ToString() const {
       }
       return out + "\"";
     }
-    case AttrKind::kInts: return fmt::format("[{}]", fmt::join(ints(), ","));
+    case AttrKind::kInts:
+      return fmt::format("[{}]", fmt::join(ints(), ","));
     case AttrKind::kFloats: {
       std::string out = "[";
       for (size_t k = 0; k < floats().size(); ++k) out += (k ? "," : "") + FloatText(floats()[k]);
       return out + "]";
     }
-    case AttrKind::kShape: return shape().ToString();
+    case AttrKind::kShape:
+      return shape().ToString();
   }
   return "";
 }

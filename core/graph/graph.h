@@ -54,7 +54,8 @@ class AttrValue {
   // Int, float, int list or float list read as numbers (Const's `value`).
   std::vector<double> AsNumbers() const;
 
-  std::string ToString() const;  // the text form: `f32`, `3`, `0.5`, `true`, `"s"`, `[1,2]`, `(2,3)`
+  std::string ToString()
+      const;  // the text form: `f32`, `3`, `0.5`, `true`, `"s"`, `[1,2]`, `(2,3)`
   bool operator==(const AttrValue&) const = default;
 
  private:

@@ -54,7 +54,8 @@ class LineParser {
   absl::StatusOr<std::string> Ident(std::string_view what) {
     Skip();
     size_t start = pos_;
-    if (pos_ < s_.size() && (std::isalpha(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) {
+    if (pos_ < s_.size() &&
+        (std::isalpha(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) {
       while (pos_ < s_.size() && IdentChar(s_[pos_])) ++pos_;
     }
     if (pos_ == start) return Error(fmt::format("expected {}, found {}", what, Found()));
@@ -129,7 +130,8 @@ class LineParser {
           any_float |= f;
           vals.push_back(*v);
           if (Consume(close)) break;
-          if (!Consume(',')) return Error(fmt::format("expected ',' or '{}', found {}", close, Found()));
+          if (!Consume(','))
+            return Error(fmt::format("expected ',' or '{}', found {}", close, Found()));
         }
       }
       if (close == ')') {

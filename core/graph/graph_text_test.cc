@@ -87,15 +87,17 @@ TEST(GraphText, SyntaxErrorsAreLocated) {
 
 TEST(GraphVerifier, ErrorsNameTheNodeAndLocation) {
   const std::string x = "x = Placeholder[dtype=f32, shape=(2,3)]()\n";
-  EXPECT_EQ(VerifyError(x + "y = Frob(x)\noutputs: y\n"), "t.graph:2:1: node y (Frob): unknown op 'Frob'");
+  EXPECT_EQ(VerifyError(x + "y = Frob(x)\noutputs: y\n"),
+            "t.graph:2:1: node y (Frob): unknown op 'Frob'");
   EXPECT_EQ(VerifyError(x + "y = Sum[keep_dims=1](x)\noutputs: y\n"),
             "t.graph:2:1: node y (Sum): attribute 'keep_dims' must be bool, got int 1");
   EXPECT_EQ(VerifyError("x = Placeholder[dtype=f32]()\noutputs: x\n"),
             "t.graph:1:1: node x (Placeholder): missing attribute 'shape' (shape)");
   EXPECT_EQ(VerifyError(x + "y = Transpose[perm=[0,1], bogus=1](x)\noutputs: y\n"),
             "t.graph:2:1: node y (Transpose): unknown attribute 'bogus'");
-  EXPECT_EQ(VerifyError(x + "z = Placeholder[dtype=f32, shape=(3,2)]()\ny = Add(x, z)\noutputs: y\n"),
-            "t.graph:3:1: node y (Add): shapes (2,3) and (3,2) do not broadcast (dimension 0: 2 vs 3)");
+  EXPECT_EQ(
+      VerifyError(x + "z = Placeholder[dtype=f32, shape=(3,2)]()\ny = Add(x, z)\noutputs: y\n"),
+      "t.graph:3:1: node y (Add): shapes (2,3) and (3,2) do not broadcast (dimension 0: 2 vs 3)");
   EXPECT_EQ(VerifyError(x + "y = Neg(x, x)\noutputs: y\n"),
             "t.graph:2:1: node y (Neg): takes 1 input, got 2");
   EXPECT_EQ(VerifyError(x + "y = Neg(q)\noutputs: y\n"),
@@ -106,8 +108,10 @@ TEST(GraphVerifier, ErrorsNameTheNodeAndLocation) {
             "t.graph:2:1: node y (Neg): T=s32 but the result type is f32");
   EXPECT_EQ(VerifyError(x + "a = Neg(c)\nb = Neg(a)\nc = Add(b, x)\noutputs: c\n"),
             "t.graph:2:1: node a (Neg): cycle: a -> c -> b -> a");
-  EXPECT_EQ(VerifyError(x + "y = Neg(x) @ y\noutputs: y\n"), "t.graph:2:1: node y (Neg): cycle: y -> y");
-  EXPECT_EQ(VerifyError(x + "y = Neg(x)\noutputs: y, nope\n"), "t.graph:3:1: outputs: unknown node 'nope'");
+  EXPECT_EQ(VerifyError(x + "y = Neg(x) @ y\noutputs: y\n"),
+            "t.graph:2:1: node y (Neg): cycle: y -> y");
+  EXPECT_EQ(VerifyError(x + "y = Neg(x)\noutputs: y, nope\n"),
+            "t.graph:3:1: outputs: unknown node 'nope'");
   EXPECT_EQ(VerifyError(x + "y = Reshape[shape=(4,-1)](x)\noutputs: y\n"),
             "t.graph:2:1: node y (Reshape): cannot reshape 6 elements into (4,-1)");
 }
@@ -118,28 +122,36 @@ TEST(GraphVerifier, OpShapeErrorsNameTheNode) {
   auto err = [&](const std::string& node) { return VerifyError(x + node + "\noutputs: y\n"); };
   const std::string at = "t.graph:2:1: node y ";
   EXPECT_EQ(err("y = Cast(x)"), at + "(Cast): missing attribute 'DstT' (type)");
-  EXPECT_EQ(err("y = Cast[DstT=s32, SrcT=s64](x)"), at + "(Cast): SrcT=s64 but the operand is f32(2,3)");
+  EXPECT_EQ(err("y = Cast[DstT=s32, SrcT=s64](x)"),
+            at + "(Cast): SrcT=s64 but the operand is f32(2,3)");
   EXPECT_EQ(err("y = Gelu[approximate=1](x)"),
             at + "(Gelu): attribute 'approximate' must be bool, got int 1");
   EXPECT_EQ(err("y = Select(x, x, x)"), at + "(Select): condition must be pred, got f32(2,3)");
   EXPECT_EQ(err("c = Less(x, x)\ny = Select(c, x, c)"),
-            "t.graph:3:1: node y (Select): Select needs equal value operands, got f32(2,3) and pred(2,3)");
-  EXPECT_EQ(err("y = BatchMatMul(x, x)"),
-            at + "(BatchMatMul): BatchMatMul contracting dimensions differ: 3 ((2,3)) vs 2 ((2,3))");
-  EXPECT_EQ(err("z = Reshape[shape=(1,2,3)](x)\nw = Reshape[shape=(2,3,1)](x)\ny = BatchMatMul(z, w)"),
-            "t.graph:4:1: node y (BatchMatMul): BatchMatMul needs equal batch dimensions, got (1,2,3) "
-            "and (2,3,1) (BatchMatMulV2 broadcasts)");
+            "t.graph:3:1: node y (Select): Select needs equal value operands, got f32(2,3) and "
+            "pred(2,3)");
+  EXPECT_EQ(
+      err("y = BatchMatMul(x, x)"),
+      at + "(BatchMatMul): BatchMatMul contracting dimensions differ: 3 ((2,3)) vs 2 ((2,3))");
+  EXPECT_EQ(
+      err("z = Reshape[shape=(1,2,3)](x)\nw = Reshape[shape=(2,3,1)](x)\ny = BatchMatMul(z, w)"),
+      "t.graph:4:1: node y (BatchMatMul): BatchMatMul needs equal batch dimensions, got (1,2,3) "
+      "and (2,3,1) (BatchMatMulV2 broadcasts)");
   EXPECT_EQ(err("y = Conv2D[strides=[1,1,1,1], padding=\"SAME\"](x, x)"),
             at + "(Conv2D): input must be rank 4 (NHWC), got f32(2,3)");
   const std::string img = "i = Reshape[shape=(1,2,3,1)](x)\n";
   EXPECT_EQ(err(img + "y = MaxPool[ksize=[1,2,2,1], strides=[2,2], padding=\"SAME\"](i)"),
-            "t.graph:3:1: node y (MaxPool): strides must be [1, h, w, 1] with h, w >= 1 (NHWC), got [2,2]");
+            "t.graph:3:1: node y (MaxPool): strides must be [1, h, w, 1] with h, w >= 1 (NHWC), "
+            "got [2,2]");
   EXPECT_EQ(err(img + "y = AvgPool[ksize=[1,2,2,1], strides=[1,1,1,1], padding=\"FULL\"](i)"),
             "t.graph:3:1: node y (AvgPool): padding must be \"SAME\" or \"VALID\", got \"FULL\"");
-  EXPECT_EQ(err(img + "y = Conv2D[strides=[1,1,1,1], padding=\"VALID\", data_format=\"NCHW\"](i, i)"),
-            "t.graph:3:1: node y (Conv2D): data_format \"NCHW\" is not supported (only NHWC)");
-  EXPECT_EQ(err(img + "f = Reshape[shape=(1,1,2,3)](x)\ny = Conv2D[strides=[1,1,1,1], padding=\"VALID\"](i, f)"),
-            "t.graph:4:1: node y (Conv2D): input has 1 channels but the filter (1,1,2,3) expects 2");
+  EXPECT_EQ(
+      err(img + "y = Conv2D[strides=[1,1,1,1], padding=\"VALID\", data_format=\"NCHW\"](i, i)"),
+      "t.graph:3:1: node y (Conv2D): data_format \"NCHW\" is not supported (only NHWC)");
+  EXPECT_EQ(
+      err(img + "f = Reshape[shape=(1,1,2,3)](x)\ny = Conv2D[strides=[1,1,1,1], "
+                "padding=\"VALID\"](i, f)"),
+      "t.graph:4:1: node y (Conv2D): input has 1 channels but the filter (1,1,2,3) expects 2");
   EXPECT_EQ(err("y = Slice[begin=[1,0], size=[2,-1]](x)"),
             at + "(Slice): slice begin 1 size 2 is out of range for dimension 0 of (2,3)");
   EXPECT_EQ(err("y = Slice[begin=[0], size=[1]](x)"),
@@ -157,7 +169,8 @@ TEST(GraphVerifier, OpShapeErrorsNameTheNode) {
   EXPECT_EQ(err("z = Transpose[perm=[1,0]](x)\ny = ConcatV2[axis=0](x, z)"),
             "t.graph:3:1: node y (ConcatV2): input 1 is f32(3,2), which does not concatenate with "
             "f32(2,3) along axis 0");
-  EXPECT_EQ(err("y = ConcatV2[axis=2](x, x)"), at + "(ConcatV2): axis 2 is out of range for rank 2");
+  EXPECT_EQ(err("y = ConcatV2[axis=2](x, x)"),
+            at + "(ConcatV2): axis 2 is out of range for rank 2");
   EXPECT_EQ(err("y = Tile[multiples=[2]](x)"),
             at + "(Tile): multiples has 1 entries for an operand of rank 2");
   EXPECT_EQ(err("y = Fill[dims=(2,-1)](x)"), at + "(Fill): Fill dims (2,-1) must be known");
@@ -170,19 +183,22 @@ TEST(GraphVerifier, OpShapeErrorsNameTheNode) {
   EXPECT_EQ(err("y = ArgMin[output_type=f32](x)"),
             at + "(ArgMin): output_type must be s32 or s64, got f32");
   EXPECT_EQ(err("y = Prod[axes=[0,-2]](x)"), at + "(Prod): repeated axis");
-  EXPECT_EQ(err("y = OneHot[depth=3](x)"), at + "(OneHot): indices must be an integer type, got f32(2,3)");
+  EXPECT_EQ(err("y = OneHot[depth=3](x)"),
+            at + "(OneHot): indices must be an integer type, got f32(2,3)");
   EXPECT_EQ(err("i = Cast[DstT=s32](x)\ny = OneHot[depth=3, axis=3](i)"),
             "t.graph:3:1: node y (OneHot): axis 3 is out of range for indices of rank 2 (-1..2)");
   EXPECT_EQ(err("i = Cast[DstT=s32](x)\ny = GatherV2[batch_dims=1](x, i)"),
             "t.graph:3:1: node y (GatherV2): batch_dims other than 0 is not supported");
-  EXPECT_EQ(err("y = Gather(x, x)"), at + "(Gather): indices must be an integer type, got f32(2,3)");
+  EXPECT_EQ(err("y = Gather(x, x)"),
+            at + "(Gather): indices must be an integer type, got f32(2,3)");
   EXPECT_EQ(err("c = Less(x, x)\ny = Where(c, x, x)"), "ok");  // the select form
   EXPECT_EQ(err("c = Less(x, x)\ny = Where(c, x)"),
             "t.graph:3:1: node y (Where): Where takes one input (the coordinates of the true "
             "elements) or three (condition, x, y); got 2");
   EXPECT_EQ(err("z = Placeholder[dtype=f32, shape=(4,1,3)]()\ny = Add(x, z)\nw = Sub(z, x)"), "ok");
-  EXPECT_EQ(err("z = Placeholder[dtype=f32, shape=(4,2,2)]()\ny = Add(x, z)"),
-            "t.graph:3:1: node y (Add): shapes (2,3) and (4,2,2) do not broadcast (dimension 2: 3 vs 2)");
+  EXPECT_EQ(
+      err("z = Placeholder[dtype=f32, shape=(4,2,2)]()\ny = Add(x, z)"),
+      "t.graph:3:1: node y (Add): shapes (2,3) and (4,2,2) do not broadcast (dimension 2: 3 vs 2)");
 }
 
 // Shapes the new ops infer, including unknown (-1) dimensions that stay unknown.
@@ -197,7 +213,8 @@ TEST(GraphVerifier, OpShapesInferred) {
       "w = Where(x)\n"
       "i = Cast[DstT=s64](x)\n"
       "o = OneHot[depth=4, axis=0](i)\n"
-      "outputs: a, s, c, m, w, o\n", "t.graph");
+      "outputs: a, s, c, m, w, o\n",
+      "t.graph");
   ASSERT_TRUE(g.ok()) << g.status();
   absl::StatusOr<ShapeMap> shapes = InferShapes(*g);
   ASSERT_TRUE(shapes.ok()) << shapes.status();
@@ -213,7 +230,8 @@ TEST(GraphVerifier, OpShapesInferred) {
 TEST(GraphBuilder, BuildsVerifiesAndLowersToAValidModule) {
   Graph g;
   g.AddPlaceholder("x", PrimitiveType::F32, {2, 3});
-  g.Add("s", "Sum", {{"x"}}, {{"axes", AttrValue::Ints({1})}, {"keep_dims", AttrValue::Bool(true)}});
+  g.Add("s", "Sum", {{"x"}},
+        {{"axes", AttrValue::Ints({1})}, {"keep_dims", AttrValue::Bool(true)}});
   g.Add("sm", "Softmax", {{"x"}});
   g.Add("d", "Div", {{"sm"}, {"s"}});
   g.set_outputs({{"d"}});
@@ -231,7 +249,8 @@ TEST(GraphBuilder, BuildsVerifiesAndLowersToAValidModule) {
 
 TEST(GraphLowering, MustCompileNamesTheHostOnlyNode) {
   absl::StatusOr<Graph> g = ParseGraph(
-      "x = Placeholder[dtype=f32, shape=(4)]()\nn7 = Unique(x)\ny = Neg(n7)\noutputs: y\n", "u.graph");
+      "x = Placeholder[dtype=f32, shape=(4)]()\nn7 = Unique(x)\ny = Neg(n7)\noutputs: y\n",
+      "u.graph");
   ASSERT_TRUE(g.ok());
   absl::StatusOr<std::unique_ptr<HloModule>> m = LowerToHlo(*g);
   ASSERT_FALSE(m.ok());

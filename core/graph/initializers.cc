@@ -63,9 +63,9 @@ absl::Status CheckInitializer(const Node& var) {
   if (const AttrValue* v = var.FindAttr("value"); v != nullptr && init == "constant") {
     const size_t count = v->AsNumbers().size();
     if (count != 1 && static_cast<int64_t>(count) != shape.num_elements()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "value has {} elements but shape {} needs {} (or one)", count, shape.ToString(),
-          shape.num_elements()));
+      return absl::InvalidArgumentError(
+          fmt::format("value has {} elements but shape {} needs {} (or one)", count,
+                      shape.ToString(), shape.num_elements()));
     }
   }
   return absl::OkStatus();

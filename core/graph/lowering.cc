@@ -29,11 +29,12 @@ absl::StatusOr<std::unique_ptr<HloModule>> LowerNodes(const Graph& g,
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ValueInfo& info = input_infos[i];
     if (!info.shape.IsFullyDefined()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "input {} has shape {} with unknown dimensions; feed a concrete shape",
-          inputs[i].ToString(), info.ToString()));
+      return absl::InvalidArgumentError(
+          fmt::format("input {} has shape {} with unknown dimensions; feed a concrete shape",
+                      inputs[i].ToString(), info.ToString()));
     }
-    std::string pname = inputs[i].node + (inputs[i].index ? fmt::format("_{}", inputs[i].index) : "");
+    std::string pname =
+        inputs[i].node + (inputs[i].index ? fmt::format("_{}", inputs[i].index) : "");
     HloInstruction* p = entry->AddInstruction(HloInstruction::CreateParameter(
         static_cast<int64_t>(i), LowerContext::HloShape(info.dtype, info.shape.dims), pname));
     std::vector<HloInstruction*>& slot = values[inputs[i].node];
@@ -48,16 +49,17 @@ absl::StatusOr<std::unique_ptr<HloModule>> LowerNodes(const Graph& g,
   for (const Node* n : nodes) {
     const OpDef* def = reg.Find(n->op);
     if (def == nullptr || !def->compilable(*n)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "node {} ({}): {}, cannot be compiled", n->name, n->op,
-          def ? def->host_only_reason : "unknown op"));
+      return absl::InvalidArgumentError(fmt::format("node {} ({}): {}, cannot be compiled", n->name,
+                                                    n->op,
+                                                    def ? def->host_only_reason : "unknown op"));
     }
     std::vector<HloInstruction*> in;
     std::vector<ValueInfo> in_infos;
     for (const Edge& e : n->inputs) {
       HloInstruction* v = lookup(e);
       if (v == nullptr) {
-        return absl::InternalError(fmt::format("node {}: input {} not lowered", n->name, e.ToString()));
+        return absl::InternalError(
+            fmt::format("node {}: input {} not lowered", n->name, e.ToString()));
       }
       in.push_back(v);
       in_infos.push_back(infos[e.node][e.index]);
@@ -70,8 +72,8 @@ absl::StatusOr<std::unique_ptr<HloModule>> LowerNodes(const Graph& g,
     LowerContext ctx(module.get(), entry.get(), *n, in, *out);
     absl::StatusOr<std::vector<HloInstruction*>> lowered = def->lower(ctx);
     if (!lowered.ok()) {
-      return absl::InvalidArgumentError(fmt::format("node {} ({}): {}", n->name, n->op,
-                                                    std::string(lowered.status().message())));
+      return absl::InvalidArgumentError(
+          fmt::format("node {} ({}): {}", n->name, n->op, std::string(lowered.status().message())));
     }
     values[n->name] = *lowered;
     infos[n->name] = *out;
@@ -79,7 +81,8 @@ absl::StatusOr<std::unique_ptr<HloModule>> LowerNodes(const Graph& g,
   std::vector<HloInstruction*> roots;
   for (const Edge& e : outputs) {
     HloInstruction* v = lookup(e);
-    if (v == nullptr) return absl::InternalError(fmt::format("output {} not lowered", e.ToString()));
+    if (v == nullptr)
+      return absl::InternalError(fmt::format("output {} not lowered", e.ToString()));
     roots.push_back(v);
   }
   HloInstruction* root = roots.empty() ? nullptr : roots[0];
@@ -109,8 +112,8 @@ absl::Status CheckAllCompilable(const Graph& g) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<HloModule>> LowerToHlo(const Graph& g,
-                                                      const std::map<std::string, ValueInfo>& feeds) {
+absl::StatusOr<std::unique_ptr<HloModule>> LowerToHlo(
+    const Graph& g, const std::map<std::string, ValueInfo>& feeds) {
   if (absl::Status s = VerifyStructure(g); !s.ok()) return s;
   absl::StatusOr<std::vector<const Node*>> order = TopologicalOrder(g);
   if (!order.ok()) return order.status();

@@ -82,9 +82,9 @@ absl::StatusOr<TensorShape> BroadcastShapes(const TensorShape& a, const TensorSh
     } else if (x < 0 || y < 0) {
       out.dims.push_back(x < 0 ? y : x);
     } else {
-      return absl::InvalidArgumentError(fmt::format(
-          "shapes {} and {} do not broadcast (dimension {}: {} vs {})", a.ToString(),
-          b.ToString(), i, x, y));
+      return absl::InvalidArgumentError(
+          fmt::format("shapes {} and {} do not broadcast (dimension {}: {} vs {})", a.ToString(),
+                      b.ToString(), i, x, y));
     }
   }
   return out;
@@ -113,8 +113,8 @@ Shape LowerContext::HloShape(PrimitiveType t, const std::vector<int64_t>& dims) 
 
 HloInstruction* LowerContext::Add(std::unique_ptr<HloInstruction> instr) {
   if (instr->name().empty()) {
-    instr->set_name(fmt::format("{}.{}", HloOpcodeString(instr->opcode()),
-                                comp_->instruction_count() + 1));
+    instr->set_name(
+        fmt::format("{}.{}", HloOpcodeString(instr->opcode()), comp_->instruction_count() + 1));
   }
   if (!instr->shape().has_layout() && instr->shape().IsArray()) {
     instr->mutable_shape()->SetDefaultLayout();
@@ -138,9 +138,9 @@ HloInstruction* LowerContext::ScalarConstant(PrimitiveType t, double v) {
 
 HloInstruction* LowerContext::Broadcast(HloInstruction* x, const std::vector<int64_t>& dims,
                                         const std::vector<int64_t>& mapping) {
-  auto b = std::make_unique<HloInstruction>(
-      HloOpcode::kBroadcast, HloShape(x->shape().element_type(), dims),
-      std::vector<HloInstruction*>{x});
+  auto b = std::make_unique<HloInstruction>(HloOpcode::kBroadcast,
+                                            HloShape(x->shape().element_type(), dims),
+                                            std::vector<HloInstruction*>{x});
   b->mutable_attrs().dimensions = mapping;
   b->mutable_attrs().has_dimensions = true;
   return Add(std::move(b));
@@ -148,9 +148,9 @@ HloInstruction* LowerContext::Broadcast(HloInstruction* x, const std::vector<int
 
 HloInstruction* LowerContext::Reshape(HloInstruction* x, const std::vector<int64_t>& dims) {
   if (x->shape().dimensions() == dims) return x;
-  return Add(std::make_unique<HloInstruction>(
-      HloOpcode::kReshape, HloShape(x->shape().element_type(), dims),
-      std::vector<HloInstruction*>{x}));
+  return Add(std::make_unique<HloInstruction>(HloOpcode::kReshape,
+                                              HloShape(x->shape().element_type(), dims),
+                                              std::vector<HloInstruction*>{x}));
 }
 
 HloInstruction* LowerContext::BroadcastTo(HloInstruction* x, const std::vector<int64_t>& dims) {
@@ -171,17 +171,17 @@ HloInstruction* LowerContext::BroadcastTo(HloInstruction* x, const std::vector<i
 
 HloInstruction* LowerContext::Compare(ComparisonDirection dir, HloInstruction* a,
                                       HloInstruction* b) {
-  auto c = std::make_unique<HloInstruction>(
-      HloOpcode::kCompare, HloShape(PrimitiveType::PRED, a->shape().dimensions()),
-      std::vector<HloInstruction*>{a, b});
+  auto c = std::make_unique<HloInstruction>(HloOpcode::kCompare,
+                                            HloShape(PrimitiveType::PRED, a->shape().dimensions()),
+                                            std::vector<HloInstruction*>{a, b});
   c->mutable_attrs().comparison_direction = dir;
   return Add(std::move(c));
 }
 
 HloInstruction* LowerContext::Convert(HloInstruction* x, PrimitiveType t) {
   if (x->shape().element_type() == t) return x;
-  return Add(HloInstruction::CreateUnary(HloOpcode::kConvert, HloShape(t, x->shape().dimensions()),
-                                         x));
+  return Add(
+      HloInstruction::CreateUnary(HloOpcode::kConvert, HloShape(t, x->shape().dimensions()), x));
 }
 
 HloInstruction* LowerContext::Select(HloInstruction* pred, HloInstruction* a, HloInstruction* b) {
@@ -189,8 +189,7 @@ HloInstruction* LowerContext::Select(HloInstruction* pred, HloInstruction* a, Hl
                                               std::vector<HloInstruction*>{pred, a, b}));
 }
 
-HloInstruction* LowerContext::Iota(PrimitiveType t, const std::vector<int64_t>& dims,
-                                   int64_t dim) {
+HloInstruction* LowerContext::Iota(PrimitiveType t, const std::vector<int64_t>& dims, int64_t dim) {
   auto i = std::make_unique<HloInstruction>(HloOpcode::kIota, HloShape(t, dims));
   i->mutable_attrs().iota_dimension = dim;
   return Add(std::move(i));
@@ -204,9 +203,9 @@ HloInstruction* LowerContext::Slice(HloInstruction* x, const std::vector<int64_t
     dims.push_back(std::max<int64_t>(0, (limits[i] - starts[i] + strides[i] - 1) / strides[i]));
   }
   if (dims == x->shape().dimensions()) return x;
-  auto s = std::make_unique<HloInstruction>(
-      HloOpcode::kSlice, HloShape(x->shape().element_type(), dims),
-      std::vector<HloInstruction*>{x});
+  auto s =
+      std::make_unique<HloInstruction>(HloOpcode::kSlice, HloShape(x->shape().element_type(), dims),
+                                       std::vector<HloInstruction*>{x});
   s->mutable_attrs().slice_starts = starts;
   s->mutable_attrs().slice_limits = limits;
   s->mutable_attrs().slice_strides = strides;
@@ -218,12 +217,11 @@ HloComputation* LowerContext::ScalarReducer(HloOpcode op, PrimitiveType t) {
   HloComputation* reducer = module_->FindComputation(name);
   if (reducer == nullptr) {
     auto c = std::make_unique<HloComputation>(name);
-    HloInstruction* a = c->AddInstruction(
-        HloInstruction::CreateParameter(0, Shape::Scalar(t), name + ".a"));
-    HloInstruction* b = c->AddInstruction(
-        HloInstruction::CreateParameter(1, Shape::Scalar(t), name + ".b"));
-    HloInstruction* r =
-        c->AddInstruction(HloInstruction::CreateBinary(op, Shape::Scalar(t), a, b));
+    HloInstruction* a =
+        c->AddInstruction(HloInstruction::CreateParameter(0, Shape::Scalar(t), name + ".a"));
+    HloInstruction* b =
+        c->AddInstruction(HloInstruction::CreateParameter(1, Shape::Scalar(t), name + ".b"));
+    HloInstruction* r = c->AddInstruction(HloInstruction::CreateBinary(op, Shape::Scalar(t), a, b));
     r->set_name(name + ".r");
     c->set_root(r);
     reducer = module_->AddComputation(std::move(c));
@@ -231,20 +229,20 @@ HloComputation* LowerContext::ScalarReducer(HloOpcode op, PrimitiveType t) {
   return reducer;
 }
 
-HloInstruction* LowerContext::ReduceWindow(HloInstruction* x, const Window& window,
-                                           HloOpcode op, double init) {
+HloInstruction* LowerContext::ReduceWindow(HloInstruction* x, const Window& window, HloOpcode op,
+                                           double init) {
   const PrimitiveType t = x->shape().element_type();
   std::vector<int64_t> out_dims;
   for (size_t i = 0; i < window.dimensions.size(); ++i) {
     const WindowDimension& w = window.dimensions[i];
-    const int64_t padded = x->shape().dimensions(static_cast<int>(i)) + w.padding_low +
-                           w.padding_high;
+    const int64_t padded =
+        x->shape().dimensions(static_cast<int>(i)) + w.padding_low + w.padding_high;
     const int64_t span = (w.size - 1) * w.window_dilation + 1;
     out_dims.push_back(padded < span ? 0 : (padded - span) / w.stride + 1);
   }
-  auto r = std::make_unique<HloInstruction>(
-      HloOpcode::kReduceWindow, HloShape(t, out_dims),
-      std::vector<HloInstruction*>{x, ScalarConstant(t, init)});
+  auto r =
+      std::make_unique<HloInstruction>(HloOpcode::kReduceWindow, HloShape(t, out_dims),
+                                       std::vector<HloInstruction*>{x, ScalarConstant(t, init)});
   r->mutable_attrs().window = window;
   r->AppendCalledComputation(ScalarReducer(op, t));
   return Add(std::move(r));
@@ -260,8 +258,9 @@ HloInstruction* LowerContext::Reduce(HloInstruction* x, const std::vector<int64_
       out_dims.push_back(x->shape().dimensions(static_cast<int>(i)));
     }
   }
-  auto r = std::make_unique<HloInstruction>(HloOpcode::kReduce, HloShape(t, out_dims),
-                                            std::vector<HloInstruction*>{x, ScalarConstant(t, init)});
+  auto r =
+      std::make_unique<HloInstruction>(HloOpcode::kReduce, HloShape(t, out_dims),
+                                       std::vector<HloInstruction*>{x, ScalarConstant(t, init)});
   r->mutable_attrs().dimensions = axes;
   r->mutable_attrs().has_dimensions = true;
   r->AppendCalledComputation(reducer);

@@ -34,7 +34,10 @@ class LowerContext {
  public:
   LowerContext(HloModule* module, HloComputation* comp, const Node& node,
                std::vector<HloInstruction*> inputs, std::vector<ValueInfo> outputs)
-      : module_(module), comp_(comp), node_(node), inputs_(std::move(inputs)),
+      : module_(module),
+        comp_(comp),
+        node_(node),
+        inputs_(std::move(inputs)),
         outputs_(std::move(outputs)) {}
 
   const Node& node() const { return node_; }
@@ -53,7 +56,8 @@ class LowerContext {
   HloInstruction* BroadcastTo(HloInstruction* x, const std::vector<int64_t>& dims);
   HloInstruction* Compare(ComparisonDirection dir, HloInstruction* a, HloInstruction* b);  // pred
   HloInstruction* Convert(HloInstruction* x, PrimitiveType t);
-  HloInstruction* Select(HloInstruction* pred, HloInstruction* a, HloInstruction* b);  // same shapes
+  HloInstruction* Select(HloInstruction* pred, HloInstruction* a,
+                         HloInstruction* b);  // same shapes
   HloInstruction* Iota(PrimitiveType t, const std::vector<int64_t>& dims, int64_t dim);
   // slice={[start:limit:stride]...} (positive strides).
   HloInstruction* Slice(HloInstruction* x, const std::vector<int64_t>& starts,
@@ -63,8 +67,7 @@ class LowerContext {
   HloInstruction* Reduce(HloInstruction* x, const std::vector<int64_t>& axes, HloOpcode op,
                          double init);
   // reduce-window(x, init) with a scalar `op` reducer; the padding reads as `init`.
-  HloInstruction* ReduceWindow(HloInstruction* x, const Window& window, HloOpcode op,
-                               double init);
+  HloInstruction* ReduceWindow(HloInstruction* x, const Window& window, HloOpcode op, double init);
   // The scalar (a, b) -> op(a, b) computation, made once per module.
   HloComputation* ScalarReducer(HloOpcode op, PrimitiveType t);
   static Shape HloShape(PrimitiveType t, const std::vector<int64_t>& dims);
@@ -99,9 +102,9 @@ struct OpDef {
   int num_outputs = 1;
   std::vector<AttrSpec> attrs;
   ShapeFn shape_fn;
-  LowerFn lower;            // null for host-only ops
-  HostKernel host_kernel;   // set for host-only ops
-  std::string host_only_reason;  // why it cannot be compiled, e.g. "data-dependent output shape"
+  LowerFn lower;                   // null for host-only ops
+  HostKernel host_kernel;          // set for host-only ops
+  std::string host_only_reason;    // why it cannot be compiled, e.g. "data-dependent output shape"
   StatefulKernel stateful_kernel;  // set for ops on variable state (instead of host_kernel)
   bool is_variable = false;        // its output is a reference to a variable (VariableV2)
   int num_ref_inputs = 0;  // the first inputs must be references to variables (Assign's var)

@@ -79,7 +79,8 @@ absl::StatusOr<Placement> Placer::Place(const Graph& g) {
   for (const Node* p : g.Placeholders()) {
     const AttrValue* dtype = p->FindAttr("dtype");
     const AttrValue* shape = p->FindAttr("shape");
-    if (dtype != nullptr && shape != nullptr) feeds[p->name] = {dtype->type(), Probe(shape->shape())};
+    if (dtype != nullptr && shape != nullptr)
+      feeds[p->name] = {dtype->type(), Probe(shape->shape())};
   }
   absl::StatusOr<ShapeMap> shapes = InferShapes(g, feeds);
   if (!shapes.ok()) return shapes.status();
@@ -104,8 +105,9 @@ absl::StatusOr<Placement> Placer::Place(const Graph& g) {
     absl::StatusOr<std::unique_ptr<HloModule>> probe =
         LowerNodes(g, {&n}, n.inputs, in, outs, "placement_probe");
     if (!probe.ok()) {
-      return absl::Status(probe.status().code(), fmt::format("{}: placement probe: {}", NodeLabel(n),
-                                                             std::string(probe.status().message())));
+      return absl::Status(probe.status().code(),
+                          fmt::format("{}: placement probe: {}", NodeLabel(n),
+                                      std::string(probe.status().message())));
     }
     const std::string text = (*probe)->ToString();
     const std::string key = CacheKey(n, in);
@@ -123,22 +125,25 @@ absl::StatusOr<Placement> Placer::Place(const Graph& g) {
       if (!fallback) {
         absl::StatusOr<Plugin*> usable = registry_.Get(requested);
         if (!usable.ok()) {
-          return absl::Status(usable.status().code(),
-                              fmt::format("{}: {}", NodeLabel(n), std::string(usable.status().message())));
+          return absl::Status(
+              usable.status().code(),
+              fmt::format("{}: {}", NodeLabel(n), std::string(usable.status().message())));
         }
         return absl::FailedPreconditionError(
             fmt::format("{}: device '{}' cannot run it: {}", NodeLabel(n), requested, why));
       }
       std::string instead = options_.device;
       if (instead != "auto" && !Accepts(instead, key, text, &why)) {
-        return absl::FailedPreconditionError(fmt::format(
-            "{}: soft placement: fallback device '{}' cannot run it: {}", NodeLabel(n), instead, why));
+        return absl::FailedPreconditionError(
+            fmt::format("{}: soft placement: fallback device '{}' cannot run it: {}", NodeLabel(n),
+                        instead, why));
       }
       if (instead == "auto") {
         absl::StatusOr<std::string> best = BestPlugin(key, text);
         if (!best.ok()) {
-          return absl::Status(best.status().code(), fmt::format("{}: {}", NodeLabel(n),
-                                                                std::string(best.status().message())));
+          return absl::Status(
+              best.status().code(),
+              fmt::format("{}: {}", NodeLabel(n), std::string(best.status().message())));
         }
         instead = *best;
       }

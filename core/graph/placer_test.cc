@@ -75,8 +75,8 @@ TEST(Placer, RequestedDeviceWinsAndSoftPlacementFallsBack) {
   PluginRegistry r = Registry();
   absl::StatusOr<Placement> hard = Placer(r, {}).Place(g);
   ASSERT_FALSE(hard.ok());
-  EXPECT_NE(hard.status().message().find("node b (Exp): no plugin named 'nope'"),
-            std::string::npos) << hard.status();
+  EXPECT_NE(hard.status().message().find("node b (Exp): no plugin named 'nope'"), std::string::npos)
+      << hard.status();
   std::ostringstream log;
   PlacerOptions soft;
   soft.soft_placement = true;
@@ -98,7 +98,8 @@ TEST(Placer, ARequestedDeviceThatDeclinesTheNodeIsAnError) {
   absl::StatusOr<Placement> p = Placer(r, {}).Place(g);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("node m (MatMul): device 'test-elementwise' cannot run it"),
-            std::string::npos) << p.status();
+            std::string::npos)
+      << p.status();
 }
 
 TEST(PlacedExecutor, ClustersHoldOneDeviceAndResultsMatchAReference) {

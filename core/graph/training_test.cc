@@ -54,17 +54,21 @@ TEST(TrainingOps, ShapeFunctions) {
 
 TEST(TrainingOps, ShapeErrors) {
   EXPECT_EQ(ShapeOf("SparseSoftmaxCrossEntropyWithLogits",
-                    {Info(F32, {8, 10}), Info(PrimitiveType::S32, {4})}).status().message(),
+                    {Info(F32, {8, 10}), Info(PrimitiveType::S32, {4})})
+                .status()
+                .message(),
             "logits f32(8,10) and labels s32(4) have different batch sizes");
   EXPECT_EQ(ShapeOf("SparseSoftmaxCrossEntropyWithLogits", {Info(F32, {8, 10}), Info(F32, {8})})
-                .status().message(),
+                .status()
+                .message(),
             "labels must be s32 or s64 of rank 1 (batch), got f32(8)");
   EXPECT_EQ(ShapeOf("TanhGrad", {Info(F32, {2, 3}), Info(F32, {3, 2})}).status().message(),
             "the two operands must match: f32(2,3) vs f32(3,2)");
   EXPECT_EQ(ShapeOf("BiasAddGrad", {Info(F32, {})}).status().message(),
             "BiasAddGrad needs rank >= 1, got ()");
   EXPECT_EQ(ShapeOf("ApplyGradientDescent", {Info(F32, {3}), Info(F32, {3}), Info(F32, {3})})
-                .status().message(),
+                .status()
+                .message(),
             "alpha must be a scalar f32, got f32(3)");
 }
 
@@ -76,11 +80,11 @@ TEST(StateOps, LocatedErrors) {
             "t.graph:2:1: node a (Assign): input 0 must be a reference to a variable "
             "(VariableV2), got x (Placeholder)");
   EXPECT_EQ(VerifyError(std::string(kVar) + "i = Identity(v)\nd = Const[dtype=f32, value=1.0]()\n"
-                        "a = ApplyGradientDescent(i, d, v)\noutputs: a\n"),
+                                            "a = ApplyGradientDescent(i, d, v)\noutputs: a\n"),
             "t.graph:4:1: node a (ApplyGradientDescent): input 0 must be a reference to a "
             "variable (VariableV2), got i (Identity)");
   EXPECT_EQ(VerifyError(std::string(kVar) + "x = Placeholder[dtype=f32, shape=(3,2)]()\n"
-                        "a = Assign(v, x)\noutputs: a\n"),
+                                            "a = Assign(v, x)\noutputs: a\n"),
             "t.graph:3:1: node a (Assign): value f32(3,2) does not match the variable's f32(2,3)");
   EXPECT_EQ(VerifyError("v = VariableV2[dtype=f32, shape=(2), init=\"ones\"]()\noutputs: v\n"),
             "t.graph:1:1: node v (VariableV2): unknown initializer 'ones' (one of: zeros, "
@@ -146,7 +150,8 @@ TEST(StateOps, VariablesPersistAcrossRunsAndUpdatesChain) {
   EXPECT_EQ(Values(*(*ex)->variables().Find("v")), (std::vector<double>{1.5, 2.5, 3.5}));
   EXPECT_EQ(g->Find("s")->assigned_device, "host");
   EXPECT_NE(log.str().find("kiln graph: colocate node b (AssignAdd) with variable v on host"),
-            std::string::npos) << log.str();
+            std::string::npos)
+      << log.str();
 }
 
 TEST(StateOps, FailedRunCommitsNothing) {
@@ -199,7 +204,8 @@ TEST(StateOps, UpdatesAreColocatedWithTheirVariable) {
   EXPECT_EQ(Values((*out)[0]), (std::vector<double>{-0.5, -1}));
   EXPECT_NE(log.str().find("soft placement: c.graph:4:1: node u (ApplyGradientDescent): "
                            "requested device 'interpreter'"),
-            std::string::npos) << log.str();
+            std::string::npos)
+      << log.str();
   EXPECT_NE(log.str().find("node u (ApplyGradientDescent) -> host"), std::string::npos);
 }
 
@@ -212,8 +218,9 @@ TEST(StateOps, MustCompileNamesTheVariable) {
   opts.must_compile = true;
   auto ex = GraphExecutor::Create(*g, *reg, opts);
   ASSERT_FALSE(ex.ok());
-  EXPECT_EQ(ex.status().message(),
-            "m.graph:1:1: node v (VariableV2): variable state lives on the host, cannot be compiled");
+  EXPECT_EQ(
+      ex.status().message(),
+      "m.graph:1:1: node v (VariableV2): variable state lives on the host, cannot be compiled");
 }
 
 TEST(Initializers, CounterBasedAndBounded) {
@@ -221,7 +228,8 @@ TEST(Initializers, CounterBasedAndBounded) {
   EXPECT_EQ(Mix(0), 0xE220A8397B1DCDAFull);
   EXPECT_EQ(CounterUniform(5, 3), static_cast<double>(Mix(Mix(5) + 3) >> 11) / 9007199254740992.0);
   absl::StatusOr<Graph> g = ParseGraph(
-      "t = VariableV2[dtype=f32, shape=(100,100), init=\"truncated_normal\", stddev=0.5, seed=3]()\n"
+      "t = VariableV2[dtype=f32, shape=(100,100), init=\"truncated_normal\", stddev=0.5, "
+      "seed=3]()\n"
       "u = VariableV2[dtype=f32, shape=(1000), init=\"uniform\", scale=2.0, seed=3]()\n"
       "outputs: t\n");
   ASSERT_TRUE(g.ok()) << g.status();

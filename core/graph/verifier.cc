@@ -40,8 +40,8 @@ absl::Status CheckAttrs(const Node& n, const OpDef& def) {
   }
   for (const AttrSpec& spec : def.attrs) {
     if (spec.required && n.FindAttr(spec.name) == nullptr) {
-      return NodeError(n, fmt::format("missing attribute '{}' ({})", spec.name,
-                                      AttrKindName(spec.kind)));
+      return NodeError(
+          n, fmt::format("missing attribute '{}' ({})", spec.name, AttrKindName(spec.kind)));
     }
   }
   return absl::OkStatus();
@@ -55,7 +55,8 @@ absl::Status CheckReferenceInputs(const Graph& g, const Node& n) {
     const Node* src = g.Find(n.inputs[k].node);
     if (!reg.Find(src->op)->is_variable) {
       return NodeError(n, fmt::format("input {} must be a reference to a variable (VariableV2), "
-                                      "got {} ({})", k, n.inputs[k].ToString(), src->op));
+                                      "got {} ({})",
+                                      k, n.inputs[k].ToString(), src->op));
     }
   }
   return absl::OkStatus();
@@ -83,7 +84,8 @@ absl::Status VerifyStructure(const Graph& g) {
   }
   auto check_edge = [&](const Edge& e, const std::string& where) -> absl::Status {
     const Node* src = g.Find(e.node);
-    if (src == nullptr) return absl::InvalidArgumentError(fmt::format("{}: unknown node '{}'", where, e.node));
+    if (src == nullptr)
+      return absl::InvalidArgumentError(fmt::format("{}: unknown node '{}'", where, e.node));
     const OpDef* def = reg.Find(src->op);
     if (e.index < 0 || e.index >= def->num_outputs) {
       return absl::InvalidArgumentError(fmt::format("{}: {} has {} output{}, no output {}", where,
@@ -149,7 +151,8 @@ absl::StatusOr<std::vector<const Node*>> TopologicalOrder(const Graph& g) {
   return order;
 }
 
-absl::StatusOr<ShapeMap> InferShapes(const Graph& g, const std::map<std::string, ValueInfo>& feeds) {
+absl::StatusOr<ShapeMap> InferShapes(const Graph& g,
+                                     const std::map<std::string, ValueInfo>& feeds) {
   absl::StatusOr<std::vector<const Node*>> order = TopologicalOrder(g);
   if (!order.ok()) return order.status();
   const OpRegistry& reg = OpRegistry::Global();
@@ -176,9 +179,9 @@ absl::StatusOr<ShapeMap> InferShapes(const Graph& g, const std::map<std::string,
     if (const AttrValue* t = n->FindAttr("T"); t != nullptr && !out->empty() &&
                                                t->kind() == AttrKind::kType &&
                                                t->type() != (*out)[0].dtype) {
-      return NodeError(*n, fmt::format("T={} but the result type is {}",
-                                       PrimitiveTypeName(t->type()),
-                                       PrimitiveTypeName((*out)[0].dtype)));
+      return NodeError(*n,
+                       fmt::format("T={} but the result type is {}", PrimitiveTypeName(t->type()),
+                                   PrimitiveTypeName((*out)[0].dtype)));
     }
     shapes[n->name] = std::move(*out);
   }

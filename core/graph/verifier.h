@@ -21,7 +21,8 @@ absl::Status VerifyStructure(const Graph& g);
 absl::StatusOr<std::vector<const Node*>> TopologicalOrder(const Graph& g);
 // Output types/shapes of every node. `feeds` (by Placeholder name) override the declared
 // shapes, which must be compatible (-1 matches any size).
-absl::StatusOr<ShapeMap> InferShapes(const Graph& g, const std::map<std::string, ValueInfo>& feeds = {});
+absl::StatusOr<ShapeMap> InferShapes(const Graph& g,
+                                     const std::map<std::string, ValueInfo>& feeds = {});
 // VerifyStructure + InferShapes with the declared Placeholder shapes.
 absl::Status VerifyGraph(const Graph& g);
 

@@ -48,8 +48,8 @@ class AliasText {
   std::string Word() {
     Skip();
     size_t start = i_;
-    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' ||
-                              s_[i_] == '_'))
+    while (i_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' || s_[i_] == '_'))
       ++i_;
     return std::string(s_.substr(start, i_ - start));
   }
@@ -61,8 +61,7 @@ class AliasText {
 };
 
 bool IsSmallConstant(const HloInstruction& i) {
-  return i.opcode() == HloOpcode::kConstant && i.shape().IsArray() &&
-         i.shape().num_elements() <= 1;
+  return i.opcode() == HloOpcode::kConstant && i.shape().IsArray() && i.shape().num_elements() <= 1;
 }
 
 // Operands whose buffer the instruction may overwrite with its result.
@@ -90,9 +89,9 @@ std::vector<int> InPlaceCandidates(const HloInstruction& instr) {
   for (int i = 0; i < instr.operand_count(); ++i) {
     const HloInstruction* p = body->parameter(i);
     if (!p || p->shape().dimensions() != instr.shape().dimensions()) continue;
-    bool elementwise = std::all_of(p->users().begin(), p->users().end(), [](const HloInstruction* u) {
-      return IsElementwiseOpcode(u->opcode());
-    });
+    bool elementwise =
+        std::all_of(p->users().begin(), p->users().end(),
+                    [](const HloInstruction* u) { return IsElementwiseOpcode(u->opcode()); });
     if (elementwise) out.push_back(i);
   }
   return out;
@@ -104,8 +103,9 @@ absl::StatusOr<std::vector<InputOutputAlias>> ParseInputOutputAlias(std::string_
   std::vector<InputOutputAlias> out;
   AliasText t(text);
   auto error = [&](std::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat("input_output_alias, column ", t.pos() + 1,
-                                                   ": ", std::string(what), " in '", std::string(text), "'"));
+    return absl::InvalidArgumentError(absl::StrCat("input_output_alias, column ", t.pos() + 1, ": ",
+                                                   std::string(what), " in '", std::string(text),
+                                                   "'"));
   };
   if (!t.Eat('{')) return error("expected '{'");
   while (!t.Eat('}')) {
@@ -298,7 +298,7 @@ std::string BufferAssignment::ToString() const {
   std::string out = absl::StrCat("BufferAssignment for computation ", comp_->name(), " (",
                                  schedule_->size(), " scheduled instructions)\n");
   for (const Allocation& a : allocations_) {
-    std::string kind = a.is_parameter ? absl::StrCat("parameter ", a.parameter_number)
+    std::string kind = a.is_parameter  ? absl::StrCat("parameter ", a.parameter_number)
                        : a.is_constant ? "constant"
                                        : "temp";
     absl::StrAppend(&out, "allocation ", a.index, ": ", a.size, " bytes, ", kind,
@@ -308,7 +308,8 @@ std::string BufferAssignment::ToString() const {
       absl::StrAppend(&out, "  ", v.ToString(), " ", v.size, "B live [", v.def_time, ",",
                       v.last_use, "]", v.is_tuple_table ? " tuple-table" : "",
                       v.is_output ? " output" : "");
-      if (auto it = notes_.find(id); it != notes_.end()) absl::StrAppend(&out, " (", it->second, ")");
+      if (auto it = notes_.find(id); it != notes_.end())
+        absl::StrAppend(&out, " (", it->second, ")");
       out += "\n";
     }
   }

@@ -2,9 +2,9 @@
 // the comments (f32, so an [N] array is 4N bytes).
 #include "hlo/analysis/buffer_assignment.h"
 
-#include <cstdio>
-
 #include <gtest/gtest.h>
+
+#include <cstdio>
 
 #include "hlo/analysis/cost_model.h"
 #include "hlo/passes/fusion_test_util.h"

@@ -5,8 +5,12 @@ namespace kiln {
 
 bool IsKernel(const HloInstruction& instr) {
   switch (instr.opcode()) {
-    case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kTuple:
-    case HloOpcode::kGetTupleElement: case HloOpcode::kBitcast: case HloOpcode::kAfterAll:
+    case HloOpcode::kParameter:
+    case HloOpcode::kConstant:
+    case HloOpcode::kTuple:
+    case HloOpcode::kGetTupleElement:
+    case HloOpcode::kBitcast:
+    case HloOpcode::kAfterAll:
       return false;
     default:
       return true;
@@ -28,7 +32,8 @@ int64_t EstimateFlops(const HloInstruction& instr) {
       return instr.operand(0)->shape().IsArray() ? instr.operand(0)->shape().num_elements() : 0;
     case HloOpcode::kFusion: {
       int64_t f = 0;
-      for (const HloInstruction* i : instr.fused_computation()->instructions()) f += EstimateFlops(*i);
+      for (const HloInstruction* i : instr.fused_computation()->instructions())
+        f += EstimateFlops(*i);
       return f;
     }
     default:

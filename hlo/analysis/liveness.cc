@@ -66,8 +66,7 @@ Liveness Liveness::Compute(const HloComputation& comp, const SequentialSchedule&
     switch (instr->opcode()) {
       case HloOpcode::kGetTupleElement: {
         const ValueTree& op = l.trees_.at(instr->operand(0));
-        if (op.value >= 0)
-          l.values_[op.value].last_use = std::max(l.values_[op.value].last_use, t);
+        if (op.value >= 0) l.values_[op.value].last_use = std::max(l.values_[op.value].last_use, t);
         l.trees_[instr] = op.children.at(static_cast<size_t>(instr->tuple_index()));
         break;
       }

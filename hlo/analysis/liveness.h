@@ -30,10 +30,10 @@ struct BufferValue {
   bool is_tuple_table = false;
   bool is_parameter = false;
   bool is_constant = false;
-  bool is_output = false;      // reachable from the root
+  bool is_output = false;             // reachable from the root
   std::vector<int64_t> output_index;  // where in the root's result (when is_output)
   int64_t def_time = 0;
-  int64_t last_use = 0;        // == def_time when nothing reads it
+  int64_t last_use = 0;          // == def_time when nothing reads it
   std::string ToString() const;  // `name{0,1}`
 };
 

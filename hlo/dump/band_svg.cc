@@ -25,11 +25,20 @@ std::string EscapeXml(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -43,7 +52,9 @@ std::string PaletteColor(int index) {
 
 std::string BandGraphToSvg(const BandGraph& g) {
   const int nb = static_cast<int>(g.bands.size());
-  struct Box { int x, y, w, h; };
+  struct Box {
+    int x, y, w, h;
+  };
   std::vector<Box> box(g.nodes.size());
   std::vector<int> band_h(nb, 0), band_w(nb, 0), band_y(nb, 0);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -77,7 +88,8 @@ std::string BandGraphToSvg(const BandGraph& g) {
   for (int b = 0; b < nb; ++b) {
     s += fmt::format(
         "<g class=\"band\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"8\" fill=\"{}\" "
-        "fill-opacity=\"0.45\" stroke=\"{}\"/><text x=\"{}\" y=\"{}\" font-weight=\"bold\">{}</text>"
+        "fill-opacity=\"0.45\" stroke=\"{}\"/><text x=\"{}\" y=\"{}\" "
+        "font-weight=\"bold\">{}</text>"
         "</g>\n",
         kMargin, band_y[b], width - 2 * kMargin, band_h[b] + kBandPadY + kPad, g.bands[b].color,
         g.bands[b].color, kMargin + kPad, band_y[b] + 16, EscapeXml(g.bands[b].label));
@@ -92,20 +104,24 @@ std::string BandGraphToSvg(const BandGraph& g) {
       d = fmt::format("M{},{} C{},{} {},{} {},{}", x0, a.y, x0, top, x1, top, x1, b.y);
     } else {
       int x0 = a.x + a.w / 2, y0 = a.y + a.h, x1 = b.x + b.w / 2, y1 = b.y;
-      d = fmt::format("M{},{} C{},{} {},{} {},{}", x0, y0, x0, (y0 + y1) / 2, x1, (y0 + y1) / 2, x1, y1);
+      d = fmt::format("M{},{} C{},{} {},{} {},{}", x0, y0, x0, (y0 + y1) / 2, x1, (y0 + y1) / 2, x1,
+                      y1);
     }
-    s += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#444\"{} marker-end=\"url(#arrow)\"/>\n",
-                     d, e.dashed ? " stroke-dasharray=\"4,3\"" : "");
+    s +=
+        fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#444\"{} marker-end=\"url(#arrow)\"/>\n",
+                    d, e.dashed ? " stroke-dasharray=\"4,3\"" : "");
     if (!e.label.empty()) {
-      s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#444\">{}</text>\n", (a.x + a.w / 2 + b.x + b.w / 2) / 2 + 3,
-                       (a.y + b.y) / 2 + a.h / 2, EscapeXml(e.label));
+      s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#444\">{}</text>\n",
+                       (a.x + a.w / 2 + b.x + b.w / 2) / 2 + 3, (a.y + b.y) / 2 + a.h / 2,
+                       EscapeXml(e.label));
     }
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Box& bx = box[i];
-    s += fmt::format("<g class=\"node\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"4\" "
-                     "fill=\"#ffffff\" stroke=\"#222\"/>",
-                     bx.x, bx.y, bx.w, bx.h);
+    s += fmt::format(
+        "<g class=\"node\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"4\" "
+        "fill=\"#ffffff\" stroke=\"#222\"/>",
+        bx.x, bx.y, bx.w, bx.h);
     std::vector<std::string> lines = Lines(g.nodes[i].label);
     for (size_t k = 0; k < lines.size(); ++k) {
       s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", bx.x + bx.w / 2,
@@ -115,9 +131,10 @@ std::string BandGraphToSvg(const BandGraph& g) {
   }
   int x = kMargin;
   for (const auto& [text, color] : g.legend) {
-    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#222\"/>"
-                     "<text x=\"{}\" y=\"{}\">{}</text>\n",
-                     x, legend_y, color, x + 18, legend_y + 11, EscapeXml(text));
+    s += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#222\"/>"
+        "<text x=\"{}\" y=\"{}\">{}</text>\n",
+        x, legend_y, color, x + 18, legend_y + 11, EscapeXml(text));
     x += 18 + static_cast<int>(text.size()) * kCharW + 20;
   }
   return s + "</svg>\n";

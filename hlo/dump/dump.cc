@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "absl/container/flat_hash_map.h"
-#include "hlo/dump/band_svg.h"
 #include "fmt/format.h"
+#include "hlo/dump/band_svg.h"
 
 namespace kiln {
 namespace {
@@ -29,8 +29,10 @@ std::string EscapeDot(std::string_view s) {
 std::string ShellQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -55,7 +57,9 @@ absl::Status WriteFile(const std::filesystem::path& p, std::string_view text) {
 
 std::string SafeName(std::string_view s) {
   std::string out;
-  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  for (char c : s)
+    out +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
   return out;
 }
 
@@ -63,8 +67,9 @@ class DotWriter {
  public:
   std::string Write(const HloModule& module) {
     out_ = "digraph \"" + EscapeDot(module.name()) + "\" {\n";
-    out_ += "  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\", "
-            "fontsize=10, fillcolor=\"#ffffff\"];\n";
+    out_ +=
+        "  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"monospace\", "
+        "fontsize=10, fillcolor=\"#ffffff\"];\n";
     if (const HloComputation* entry = module.entry()) {
       for (const HloInstruction* i : entry->MakeInstructionPostOrder()) Node(*i, "  ");
       for (const HloInstruction* i : entry->MakeInstructionPostOrder()) Edges(*i);
@@ -81,22 +86,28 @@ class DotWriter {
 
   static const char* Color(const HloInstruction& i) {
     switch (i.opcode()) {
-      case HloOpcode::kParameter: return "#fff3c4";
-      case HloOpcode::kConstant: return "#eeeeee";
-      case HloOpcode::kDot: case HloOpcode::kConvolution: return "#f8c9c9";
-      case HloOpcode::kReduce: return "#c9e4f8";
-      default: return IsElementwiseOpcode(i.opcode()) ? "#d9f2d0" : "#ffffff";
+      case HloOpcode::kParameter:
+        return "#fff3c4";
+      case HloOpcode::kConstant:
+        return "#eeeeee";
+      case HloOpcode::kDot:
+      case HloOpcode::kConvolution:
+        return "#f8c9c9";
+      case HloOpcode::kReduce:
+        return "#c9e4f8";
+      default:
+        return IsElementwiseOpcode(i.opcode()) ? "#d9f2d0" : "#ffffff";
     }
   }
 
   void Node(const HloInstruction& i, const std::string& indent) {
     if (i.opcode() == HloOpcode::kFusion) {
       const HloComputation* body = i.fused_computation();
-      out_ += fmt::format("{}subgraph cluster_{} {{\n{}  label=\"{}\\n{} {}\";\n{}  style=\"rounded,filled\"; "
-                          "fillcolor=\"#f4f0fb\";\n",
-                          indent, Id(&i), indent, EscapeDot(i.name()),
-                          FusionKindString(i.attrs().fusion_kind), EscapeDot(i.shape().ToString(false)),
-                          indent);
+      out_ += fmt::format(
+          "{}subgraph cluster_{} {{\n{}  label=\"{}\\n{} {}\";\n{}  style=\"rounded,filled\"; "
+          "fillcolor=\"#f4f0fb\";\n",
+          indent, Id(&i), indent, EscapeDot(i.name()), FusionKindString(i.attrs().fusion_kind),
+          EscapeDot(i.shape().ToString(false)), indent);
       for (const HloInstruction* x : body->MakeInstructionPostOrder())
         if (x->opcode() != HloOpcode::kParameter) Node(*x, indent + "  ");
       out_ += indent + "}\n";
@@ -153,9 +164,10 @@ std::string Html(const HloModule& module, std::string_view pass, std::string_vie
     size_t at = svg.find("<svg");
     out += std::string(at == std::string_view::npos ? svg : svg.substr(at));
   } else {
-    out += "<p>Graphviz <code>dot</code> was not found; render the graph below with "
-           "<code>dot -Tsvg</code> or any Graphviz viewer.</p>\n<h2>Graph (DOT)</h2>\n<pre>" +
-           EscapeXml(dot) + "</pre>\n";
+    out +=
+        "<p>Graphviz <code>dot</code> was not found; render the graph below with "
+        "<code>dot -Tsvg</code> or any Graphviz viewer.</p>\n<h2>Graph (DOT)</h2>\n<pre>" +
+        EscapeXml(dot) + "</pre>\n";
   }
   out += "<h2>Module text</h2>\n<pre>" + EscapeXml(module.ToString()) + "</pre>\n</body></html>\n";
   return out;

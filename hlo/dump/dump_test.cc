@@ -1,11 +1,11 @@
 // Dump files: names, filter, DOT clusters for fusions, HTML page.
 #include "hlo/dump/dump.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "hlo/passes/fusion_pipeline.h"
 #include "hlo/passes/fusion_test_util.h"
@@ -21,8 +21,8 @@ std::unique_ptr<HloModule> Softmax() {
   Shape s(PrimitiveType::F32, {4, 8});
   auto* x = b.Param(s, "x");
   auto* rowmax = b.Reduce(x, b.Scalar(-1e30), {1}, HloOpcode::kMaximum);
-  auto* e = b.Unary(HloOpcode::kExp,
-                    b.Binary(HloOpcode::kSubtract, x, b.Broadcast(rowmax, {4, 8}, {0})));
+  auto* e =
+      b.Unary(HloOpcode::kExp, b.Binary(HloOpcode::kSubtract, x, b.Broadcast(rowmax, {4, 8}, {0})));
   auto* rowsum = b.Reduce(e, b.Scalar(0), {1});
   return b.Finish(b.Binary(HloOpcode::kDivide, e, b.Broadcast(rowsum, {4, 8}, {0})));
 }

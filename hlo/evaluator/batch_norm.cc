@@ -26,7 +26,8 @@ absl::StatusOr<FeatureView> View(const HloInstruction& instr, Operands ops, size
   const Shape& s = ops[0]->shape();
   if (!IsFloating(s.element_type())) return EvalError(instr, "operand must be floating point");
   const int64_t fi = instr.attrs().feature_index;
-  if (fi < 0 || fi >= s.rank()) return EvalError(instr, absl::StrCat("feature_index ", fi, " out of range"));
+  if (fi < 0 || fi >= s.rank())
+    return EvalError(instr, absl::StrCat("feature_index ", fi, " out of range"));
   FeatureView v;
   for (int d = 0; d < s.rank(); ++d) {
     if (d < fi) v.outer *= s.dimensions(d);
@@ -39,8 +40,10 @@ absl::StatusOr<FeatureView> View(const HloInstruction& instr, Operands ops, size
     if (p.element_type() != s.element_type() ||
         (full ? p.dimensions() != s.dimensions()
               : (p.rank() != 1 || p.dimensions(0) != v.features)))
-      return EvalError(instr, absl::StrCat("operand ", i, " has shape ", p.ToString(false),
-                                           ", expected ", full ? s.ToString(false) : "a [features] vector of the operand type"));
+      return EvalError(
+          instr,
+          absl::StrCat("operand ", i, " has shape ", p.ToString(false), ", expected ",
+                       full ? s.ToString(false) : "a [features] vector of the operand type"));
   }
   return v;
 }
@@ -150,10 +153,14 @@ absl::StatusOr<Literal> Grad(const HloInstruction& instr, Operands ops) {
 
 absl::StatusOr<Literal> EvalBatchNorm(const HloInstruction& instr, Operands ops) {
   switch (instr.opcode()) {
-    case HloOpcode::kBatchNormTraining: return Training(instr, ops);
-    case HloOpcode::kBatchNormInference: return Inference(instr, ops);
-    case HloOpcode::kBatchNormGrad: return Grad(instr, ops);
-    default: return EvalError(instr, "not a batch-norm opcode");
+    case HloOpcode::kBatchNormTraining:
+      return Training(instr, ops);
+    case HloOpcode::kBatchNormInference:
+      return Inference(instr, ops);
+    case HloOpcode::kBatchNormGrad:
+      return Grad(instr, ops);
+    default:
+      return EvalError(instr, "not a batch-norm opcode");
   }
 }
 

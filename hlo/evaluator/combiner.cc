@@ -23,13 +23,20 @@ CombinerKind ClassifyCombiner(const HloComputation& comp) {
   if (!((a == 0 && b == 1) || (a == 1 && b == 0))) return CombinerKind::kOther;
   // Every recognized op is commutative, so the operand order does not matter.
   switch (root->opcode()) {
-    case HloOpcode::kAdd: return CombinerKind::kAdd;
-    case HloOpcode::kMultiply: return CombinerKind::kMultiply;
-    case HloOpcode::kMaximum: return CombinerKind::kMaximum;
-    case HloOpcode::kMinimum: return CombinerKind::kMinimum;
-    case HloOpcode::kAnd: return CombinerKind::kAnd;
-    case HloOpcode::kOr: return CombinerKind::kOr;
-    default: return CombinerKind::kOther;
+    case HloOpcode::kAdd:
+      return CombinerKind::kAdd;
+    case HloOpcode::kMultiply:
+      return CombinerKind::kMultiply;
+    case HloOpcode::kMaximum:
+      return CombinerKind::kMaximum;
+    case HloOpcode::kMinimum:
+      return CombinerKind::kMinimum;
+    case HloOpcode::kAnd:
+      return CombinerKind::kAnd;
+    case HloOpcode::kOr:
+      return CombinerKind::kOr;
+    default:
+      return CombinerKind::kOther;
   }
 }
 

@@ -51,10 +51,14 @@ constexpr bool CombinerSupports(CombinerKind kind) {
 template <typename A>
 inline A ApplyCombiner(CombinerKind kind, A a, A b) {
   switch (kind) {
-    case CombinerKind::kAdd: return static_cast<A>(a + b);
-    case CombinerKind::kMultiply: return static_cast<A>(a * b);
-    case CombinerKind::kAssign: return b;
-    default: break;
+    case CombinerKind::kAdd:
+      return static_cast<A>(a + b);
+    case CombinerKind::kMultiply:
+      return static_cast<A>(a * b);
+    case CombinerKind::kAssign:
+      return b;
+    default:
+      break;
   }
   if constexpr (!IsComplexT<A>::value) {
     switch (kind) {
@@ -70,7 +74,8 @@ inline A ApplyCombiner(CombinerKind kind, A a, A b) {
           if (std::isnan(b)) return b;
         }
         return a < b ? a : b;
-      default: break;
+      default:
+        break;
     }
     if constexpr (std::is_integral_v<A>) {
       if (kind == CombinerKind::kAnd) return static_cast<A>(a & b);
@@ -106,12 +111,18 @@ inline bool CompareScalars(T a, T b, ComparisonDirection dir, bool total_order) 
   }
   if constexpr (!IsComplexT<T>::value) {
     switch (dir) {
-      case ComparisonDirection::kEq: return a == b;
-      case ComparisonDirection::kNe: return a != b;
-      case ComparisonDirection::kGe: return a >= b;
-      case ComparisonDirection::kGt: return a > b;
-      case ComparisonDirection::kLe: return a <= b;
-      case ComparisonDirection::kLt: return a < b;
+      case ComparisonDirection::kEq:
+        return a == b;
+      case ComparisonDirection::kNe:
+        return a != b;
+      case ComparisonDirection::kGe:
+        return a >= b;
+      case ComparisonDirection::kGt:
+        return a > b;
+      case ComparisonDirection::kLe:
+        return a <= b;
+      case ComparisonDirection::kLt:
+        return a < b;
     }
   }
   return false;

@@ -255,7 +255,8 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateComputation(const HloComputation& 
           }
           case HloOpcode::kConstant:
             if (!instr.attrs().literal)
-              return eval::InvalidArgument(instr, "constant has no value (the dump elided it as {...})");
+              return eval::InvalidArgument(instr,
+                                           "constant has no value (the dump elided it as {...})");
             value[i] = &*instr.attrs().literal;
             break;
           case HloOpcode::kTuple: {
@@ -371,7 +372,8 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstruction(
           return eval::InvalidArgument(instr, "a parameter has no value outside a computation");
         case HloOpcode::kConstant:
           if (!instr.attrs().literal)
-            return eval::InvalidArgument(instr, "constant has no value (the dump elided it as {...})");
+            return eval::InvalidArgument(instr,
+                                         "constant has no value (the dump elided it as {...})");
           return *instr.attrs().literal;
 
         case HloOpcode::kTuple: {

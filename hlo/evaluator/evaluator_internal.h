@@ -27,8 +27,7 @@ absl::StatusOr<Literal> EvalLinalg(const HloInstruction& instr, Operands ops);
 absl::StatusOr<Literal> EvalReduction(const HloInstruction& instr, Operands ops,
                                       const CallFn& call);
 // indexing.cc: gather, scatter.
-absl::StatusOr<Literal> EvalIndexing(const HloInstruction& instr, Operands ops,
-                                     const CallFn& call);
+absl::StatusOr<Literal> EvalIndexing(const HloInstruction& instr, Operands ops, const CallFn& call);
 // batch_norm.cc: batch-norm-training/inference/grad.
 absl::StatusOr<Literal> EvalBatchNorm(const HloInstruction& instr, Operands ops);
 // random.cc: rng-bit-generator (three-fry and philox as XLA defines them), rng.

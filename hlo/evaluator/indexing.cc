@@ -92,7 +92,8 @@ absl::StatusOr<Literal> EvalGather(const HloInstruction& instr, Operands ops) {
     return EvalError(instr, "slice_sizes must have one entry per operand dimension");
   for (int64_t d = 0; d < orank; ++d)
     if (slice[d] < 0 || slice[d] > odims[d])
-      return EvalError(instr, absl::StrCat("slice size ", slice[d], " exceeds operand dimension ", d));
+      return EvalError(instr,
+                       absl::StrCat("slice size ", slice[d], " exceeds operand dimension ", d));
   auto iv = MakeIndexView(instr, *ops[1], dn.index_vector_dim);
   if (!iv.ok()) return iv.status();
   if (static_cast<int64_t>(dn.start_index_map.size()) != iv->dims[iv->ivd])
@@ -186,10 +187,12 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
   auto iv = MakeIndexView(instr, *ops[n], dn.index_vector_dim);
   if (!iv.ok()) return iv.status();
   if (static_cast<int64_t>(dn.scatter_dims_to_operand_dims.size()) != iv->dims[iv->ivd])
-    return EvalError(instr, "scatter_dims_to_operand_dims size differs from the index vector length");
+    return EvalError(instr,
+                     "scatter_dims_to_operand_dims size differs from the index vector length");
   if (dn.input_batching_dims.size() != dn.scatter_indices_batching_dims.size())
     return EvalError(instr, "input and indices batching dimension counts differ");
-  for (auto st : {CheckOperandDims(instr, dn.scatter_dims_to_operand_dims, orank, "scatter_dims_to_operand_dims"),
+  for (auto st : {CheckOperandDims(instr, dn.scatter_dims_to_operand_dims, orank,
+                                   "scatter_dims_to_operand_dims"),
                   CheckOperandDims(instr, dn.inserted_window_dims, orank, "inserted window"),
                   CheckOperandDims(instr, dn.input_batching_dims, orank, "input batching")})
     if (!st.ok()) return st;
@@ -278,7 +281,8 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
             using T = decltype(tag);
             using A = AccumT<T>;
             T& dst = outs[0].data<T>()[o];
-            dst = CastTo<T>(ApplyCombiner<A>(kind, CastTo<A>(dst), CastTo<A>(ops[n + 1]->data<T>()[u])));
+            dst = CastTo<T>(
+                ApplyCombiner<A>(kind, CastTo<A>(dst), CastTo<A>(ops[n + 1]->data<T>()[u])));
           });
           continue;
         }
@@ -313,11 +317,15 @@ done:
 
 }  // namespace
 
-absl::StatusOr<Literal> EvalIndexing(const HloInstruction& instr, Operands ops, const CallFn& call) {
+absl::StatusOr<Literal> EvalIndexing(const HloInstruction& instr, Operands ops,
+                                     const CallFn& call) {
   switch (instr.opcode()) {
-    case HloOpcode::kGather: return EvalGather(instr, ops);
-    case HloOpcode::kScatter: return EvalScatter(instr, ops, call);
-    default: return EvalError(instr, "not a gather or scatter");
+    case HloOpcode::kGather:
+      return EvalGather(instr, ops);
+    case HloOpcode::kScatter:
+      return EvalScatter(instr, ops, call);
+    default:
+      return EvalError(instr, "not a gather or scatter");
   }
 }
 

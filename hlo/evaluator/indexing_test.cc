@@ -34,7 +34,8 @@ std::unique_ptr<HloComputation> Computation(int nparams, PrimitiveType t, HloOpc
   } else if (root_op == HloOpcode::kConstant) {
     c->set_root(c->AddInstruction(HloInstruction::CreateConstant(Literal::Scalar(t, 0))));
   } else {
-    c->set_root(c->AddInstruction(HloInstruction::CreateBinary(root_op, Shape::Scalar(t), ps[0], ps[1])));
+    c->set_root(
+        c->AddInstruction(HloInstruction::CreateBinary(root_op, Shape::Scalar(t), ps[0], ps[1])));
   }
   return c;
 }
@@ -65,7 +66,8 @@ TEST(GatherTest, IndexVectorDimZero) {
   Literal table = Table();
   Literal idx = Lit(kS32, {2, 2}, {0, 4, 1, 2});
   HloInstruction g(HloOpcode::kGather, Shape(kF32, {2}));
-  g.mutable_attrs().gather_dimension_numbers = GatherDimensionNumbers{{}, {0, 1}, {0, 1}, 0, {}, {}};
+  g.mutable_attrs().gather_dimension_numbers =
+      GatherDimensionNumbers{{}, {0, 1}, {0, 1}, 0, {}, {}};
   g.mutable_attrs().gather_slice_sizes = {1, 1};
   auto r = EvalIndexing(g, std::vector<const Literal*>{&table, &idx}, kNoCall);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -77,7 +79,8 @@ TEST(GatherTest, ClampsStartIndices) {
   Literal table = Table();
   Literal idx = Lit(kS32, {2, 2}, {4, 2, -1, 0});
   HloInstruction g(HloOpcode::kGather, Shape(kF32, {2, 2, 2}));
-  g.mutable_attrs().gather_dimension_numbers = GatherDimensionNumbers{{1, 2}, {}, {0, 1}, 1, {}, {}};
+  g.mutable_attrs().gather_dimension_numbers =
+      GatherDimensionNumbers{{1, 2}, {}, {0, 1}, 1, {}, {}};
   g.mutable_attrs().gather_slice_sizes = {2, 2};
   auto r = EvalIndexing(g, std::vector<const Literal*>{&table, &idx}, kNoCall);
   ASSERT_TRUE(r.ok()) << r.status();

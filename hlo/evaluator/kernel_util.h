@@ -34,10 +34,21 @@ inline int64_t Product(const std::vector<int64_t>& dims) {
 // Type in which sums of products are accumulated: 16-bit floats widen to float (as XLA's
 // CPU backend does), bool to int, everything else stays itself.
 template <typename T>
-struct AccumOf { using type = T; };
-template <> struct AccumOf<half> { using type = float; };
-template <> struct AccumOf<bfloat16> { using type = float; };
-template <> struct AccumOf<bool> { using type = int32_t; };
+struct AccumOf {
+  using type = T;
+};
+template <>
+struct AccumOf<half> {
+  using type = float;
+};
+template <>
+struct AccumOf<bfloat16> {
+  using type = float;
+};
+template <>
+struct AccumOf<bool> {
+  using type = int32_t;
+};
 template <typename T>
 using AccumT = typename AccumOf<T>::type;
 
@@ -87,8 +98,8 @@ inline absl::Status EvalError(const HloInstruction& instr, const std::string& ms
 // Operand count check shared by every kernel.
 inline absl::Status ExpectOperands(const HloInstruction& instr, Operands ops, size_t n) {
   if (ops.size() != n)
-    return EvalError(instr, "expected " + std::to_string(n) + " operands, got " +
-                                std::to_string(ops.size()));
+    return EvalError(
+        instr, "expected " + std::to_string(n) + " operands, got " + std::to_string(ops.size()));
   for (size_t i = 0; i < ops.size(); ++i)
     if (ops[i] == nullptr || !ops[i]->shape().IsArray())
       return EvalError(instr, "operand " + std::to_string(i) + " is not an array");

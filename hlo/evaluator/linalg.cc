@@ -67,7 +67,8 @@ absl::Status CheckDims(const HloInstruction& instr, const std::vector<int64_t>& 
 
 absl::StatusOr<Literal> EvalDot(const HloInstruction& instr, Operands ops) {
   if (auto st = ExpectOperands(instr, ops, 2); !st.ok()) return st;
-  if (!instr.attrs().dot_dimension_numbers) return EvalError(instr, "missing dot dimension numbers");
+  if (!instr.attrs().dot_dimension_numbers)
+    return EvalError(instr, "missing dot dimension numbers");
   const DotDimensionNumbers& dn = *instr.attrs().dot_dimension_numbers;
   const Shape& ls = ops[0]->shape();
   const Shape& rs = ops[1]->shape();
@@ -75,10 +76,11 @@ absl::StatusOr<Literal> EvalDot(const HloInstruction& instr, Operands ops) {
       dn.lhs_contracting_dimensions.size() != dn.rhs_contracting_dimensions.size())
     return EvalError(instr, "lhs and rhs batch/contracting dimension counts differ");
   std::vector<bool> lused(ls.rank(), false), rused(rs.rank(), false);
-  for (auto st : {CheckDims(instr, dn.lhs_batch_dimensions, ls.rank(), lused, "lhs batch"),
-                  CheckDims(instr, dn.lhs_contracting_dimensions, ls.rank(), lused, "lhs contracting"),
-                  CheckDims(instr, dn.rhs_batch_dimensions, rs.rank(), rused, "rhs batch"),
-                  CheckDims(instr, dn.rhs_contracting_dimensions, rs.rank(), rused, "rhs contracting")})
+  for (auto st :
+       {CheckDims(instr, dn.lhs_batch_dimensions, ls.rank(), lused, "lhs batch"),
+        CheckDims(instr, dn.lhs_contracting_dimensions, ls.rank(), lused, "lhs contracting"),
+        CheckDims(instr, dn.rhs_batch_dimensions, rs.rank(), rused, "rhs batch"),
+        CheckDims(instr, dn.rhs_contracting_dimensions, rs.rank(), rused, "rhs contracting")})
     if (!st.ok()) return st;
   for (size_t i = 0; i < dn.lhs_batch_dimensions.size(); ++i)
     if (ls.dimensions(dn.lhs_batch_dimensions[i]) != rs.dimensions(dn.rhs_batch_dimensions[i]))
@@ -153,8 +155,7 @@ std::vector<Acc> ToAcc(const Literal& src) {
 
 absl::StatusOr<Literal> EvalConvolution(const HloInstruction& instr, Operands ops) {
   if (auto st = ExpectOperands(instr, ops, 2); !st.ok()) return st;
-  if (!instr.attrs().convolution_dimension_numbers)
-    return EvalError(instr, "missing dim_labels");
+  if (!instr.attrs().convolution_dimension_numbers) return EvalError(instr, "missing dim_labels");
   const ConvolutionDimensionNumbers& dn = *instr.attrs().convolution_dimension_numbers;
   const Shape& ls = ops[0]->shape();
   const Shape& rs = ops[1]->shape();
@@ -167,12 +168,16 @@ absl::StatusOr<Literal> EvalConvolution(const HloInstruction& instr, Operands op
     return EvalError(instr, "operand or result rank does not match dim_labels");
   {
     std::vector<bool> lu(ls.rank(), false), ru(rs.rank(), false), ou(os.rank(), false);
-    for (auto st : {CheckDims(instr, {dn.input_batch_dimension, dn.input_feature_dimension}, ls.rank(), lu, "input"),
-                    CheckDims(instr, dn.input_spatial_dimensions, ls.rank(), lu, "input spatial"),
-                    CheckDims(instr, {dn.kernel_input_feature_dimension, dn.kernel_output_feature_dimension}, rs.rank(), ru, "kernel"),
-                    CheckDims(instr, dn.kernel_spatial_dimensions, rs.rank(), ru, "kernel spatial"),
-                    CheckDims(instr, {dn.output_batch_dimension, dn.output_feature_dimension}, os.rank(), ou, "output"),
-                    CheckDims(instr, dn.output_spatial_dimensions, os.rank(), ou, "output spatial")})
+    for (auto st :
+         {CheckDims(instr, {dn.input_batch_dimension, dn.input_feature_dimension}, ls.rank(), lu,
+                    "input"),
+          CheckDims(instr, dn.input_spatial_dimensions, ls.rank(), lu, "input spatial"),
+          CheckDims(instr, {dn.kernel_input_feature_dimension, dn.kernel_output_feature_dimension},
+                    rs.rank(), ru, "kernel"),
+          CheckDims(instr, dn.kernel_spatial_dimensions, rs.rank(), ru, "kernel spatial"),
+          CheckDims(instr, {dn.output_batch_dimension, dn.output_feature_dimension}, os.rank(), ou,
+                    "output"),
+          CheckDims(instr, dn.output_spatial_dimensions, os.rank(), ou, "output spatial")})
       if (!st.ok()) return st;
   }
   std::vector<WindowDimension> win(nsp);
@@ -188,8 +193,8 @@ absl::StatusOr<Literal> EvalConvolution(const HloInstruction& instr, Operands op
   const int64_t O = rs.dimensions(dn.kernel_output_feature_dimension);
   if (G < 1 || BG < 1 || C != Ci * G || O % G != 0 || O % BG != 0 || N % BG != 0)
     return EvalError(instr, absl::StrCat("feature/batch group counts (", G, ", ", BG,
-                                         ") do not divide input features ", C,
-                                         ", kernel features ", Ci, "x", O, ", batch ", N));
+                                         ") do not divide input features ", C, ", kernel features ",
+                                         Ci, "x", O, ", batch ", N));
   if (os.dimensions(dn.output_batch_dimension) != N / BG ||
       os.dimensions(dn.output_feature_dimension) != O)
     return EvalError(instr, "result batch or feature size does not match the operands");
@@ -201,7 +206,8 @@ absl::StatusOr<Literal> EvalConvolution(const HloInstruction& instr, Operands op
   const auto rstr = RowMajorStrides(rs.dimensions());
   std::vector<int64_t> ksp_dims;
   for (int64_t d : dn.kernel_spatial_dimensions) ksp_dims.push_back(rs.dimensions(d));
-  const int64_t lfs = lstr[dn.input_feature_dimension], rfs = rstr[dn.kernel_input_feature_dimension];
+  const int64_t lfs = lstr[dn.input_feature_dimension],
+                rfs = rstr[dn.kernel_input_feature_dimension];
 
   Literal out(os);
   if (out.element_count() == 0) return out;
@@ -273,8 +279,8 @@ double RealPart(std::complex<double> v) { return v.real(); }
 
 absl::Status CheckSquareBatch(const HloInstruction& instr, const Shape& s, const char* what) {
   if (s.rank() < 2 || s.dimensions(s.rank() - 1) != s.dimensions(s.rank() - 2))
-    return EvalError(instr, std::string(what) + " must be a batch of square matrices, got " +
-                                s.ToString(false));
+    return EvalError(
+        instr, std::string(what) + " must be a batch of square matrices, got " + s.ToString(false));
   if (!IsFloating(s.element_type()) && !IsComplex(s.element_type()))
     return EvalError(instr, std::string(what) + " must have a floating or complex type");
   return absl::OkStatus();
@@ -358,9 +364,15 @@ void TriangularSolveBatch(const std::vector<C>& a, std::vector<C>& b, int64_t m,
         C v = in_tri ? A[i * k + j] : C(0);
         if (i == j && at.unit_diagonal) v = C(1);
         switch (at.transpose_a) {
-          case TriangularSolveTranspose::kNoTranspose: T[i * k + j] = v; break;
-          case TriangularSolveTranspose::kTranspose: T[j * k + i] = v; break;
-          case TriangularSolveTranspose::kAdjoint: T[j * k + i] = Conj(v); break;
+          case TriangularSolveTranspose::kNoTranspose:
+            T[i * k + j] = v;
+            break;
+          case TriangularSolveTranspose::kTranspose:
+            T[j * k + i] = v;
+            break;
+          case TriangularSolveTranspose::kAdjoint:
+            T[j * k + i] = Conj(v);
+            break;
         }
       }
     const bool t_lower = at.lower == (at.transpose_a == TriangularSolveTranspose::kNoTranspose);
@@ -430,11 +442,16 @@ absl::StatusOr<Literal> EvalTriangularSolve(const HloInstruction& instr, Operand
 
 absl::StatusOr<Literal> EvalLinalg(const HloInstruction& instr, Operands ops) {
   switch (instr.opcode()) {
-    case HloOpcode::kDot: return EvalDot(instr, ops);
-    case HloOpcode::kConvolution: return EvalConvolution(instr, ops);
-    case HloOpcode::kCholesky: return EvalCholesky(instr, ops);
-    case HloOpcode::kTriangularSolve: return EvalTriangularSolve(instr, ops);
-    default: return EvalError(instr, "not a linear-algebra opcode");
+    case HloOpcode::kDot:
+      return EvalDot(instr, ops);
+    case HloOpcode::kConvolution:
+      return EvalConvolution(instr, ops);
+    case HloOpcode::kCholesky:
+      return EvalCholesky(instr, ops);
+    case HloOpcode::kTriangularSolve:
+      return EvalTriangularSolve(instr, ops);
+    default:
+      return EvalError(instr, "not a linear-algebra opcode");
   }
 }
 

@@ -26,18 +26,17 @@ absl::StatusOr<Literal> RunLinalg(const HloInstruction& instr, std::vector<const
 // lhs = (arange(24).reshape(2,3,4) % 7 - 3), rhs = (arange(30).reshape(2,5,3) % 5 - 2);
 // expected = np.einsum('bkm,bnk->bmn', lhs, rhs).
 TEST(DotTest, BatchAndTransposedContracting) {
-  for (PrimitiveType t : {PrimitiveType::F32, PrimitiveType::S32, PrimitiveType::BF16,
-                          PrimitiveType::F64}) {
+  for (PrimitiveType t :
+       {PrimitiveType::F32, PrimitiveType::S32, PrimitiveType::BF16, PrimitiveType::F64}) {
     Literal lhs = Lit(t, {2, 3, 4}, Ramp(24, 1, 7, 3));
     Literal rhs = Lit(t, {2, 5, 3}, Ramp(30, 1, 5, 2));
     HloInstruction dot(HloOpcode::kDot, Shape(t, {2, 4, 5}));
-    dot.mutable_attrs().dot_dimension_numbers =
-        DotDimensionNumbers{{0}, {0}, {1}, {2}};
+    dot.mutable_attrs().dot_dimension_numbers = DotDimensionNumbers{{0}, {0}, {1}, {2}};
     auto r = RunLinalg(dot, {&lhs, &rhs});
     ASSERT_TRUE(r.ok()) << r.status();
     ExpectValues(*r, {2, 4, 5},
-                 {5, 3, 1, -6, -3, 2, 4, 1, -7, 0, -1, 5, 1, -8, 3, 3, -8, 1, 5, -1,
-                  -3, -6, 1, 3, 5, -6, 9, -6, 9, -6, 5, 3, 1, -6, -3, 2, 4, 1, -7, 0});
+                 {5,  3,  1, -6, -3, 2,  4, 1,  -7, 0,  -1, 5, 1, -8, 3,  3, -8, 1, 5,  -1,
+                  -3, -6, 1, 3,  5,  -6, 9, -6, 9,  -6, 5,  3, 1, -6, -3, 2, 4,  1, -7, 0});
   }
 }
 
@@ -103,19 +102,21 @@ TEST(ConvolutionTest, NhwcStridePadDilationFeatureGroups) {
   conv.mutable_attrs().convolution_dimension_numbers = Nhwc();
   conv.mutable_attrs().feature_group_count = 2;
   Window w;
-  w.dimensions = {WindowDimension{3, 2, 1, 1, 1, 1, false}, WindowDimension{3, 1, 2, 0, 2, 1, false}};
+  w.dimensions = {WindowDimension{3, 2, 1, 1, 1, 1, false},
+                  WindowDimension{3, 1, 2, 0, 2, 1, false}};
   conv.mutable_attrs().window = w;
   auto r = RunLinalg(conv, {&x, &k});
   ASSERT_TRUE(r.ok()) << r.status();
-  ExpectValues(*r, {2, 3, 4, 6},
-               {-41, 5, -48, 8, -35, 3, 13, 17, 21, -7, 16, 3, 22, 17, 12, -32, 5, -39, 5, -32,
-                12, 17, 22, 27, -20, 32, -15, -20, 20, -12, 6, 6, 6, -4, -8, -12, 18, -9, 18,
-                14, 28, 24, 20, -44, 18, -6, 15, -9, -4, 1, 6, 13, -19, 3, 17, 13, 9, -2, 32,
-                3, 2, -29, 12, 3, 3, -6, 18, -12, 12, 19, -13, 27, 17, 13, 9, -2, 32, 3, 5,
-                -41, 12, 5, -5, 3, 18, -12, 12, 19, -13, 27, -54, 27, -54, 2, -29, -6, 12, -33,
-                21, 20, 16, 21, 5, 7, 9, -8, -1, -12, -54, 30, -48, 30, -54, 24, -19, 28, -15,
-                -12, 21, -9, -1, -2, -3, -30, 15, -30, -2, -1, 0, 43, -55, 36, -13, 19, -21,
-                -12, 18, -6, 3, 3, 12, -29, 2, -39});
+  ExpectValues(
+      *r, {2, 3, 4, 6},
+      {-41, 5,   -48, 8,  -35, 3,  13,  17,  21,  -7,  16, 3,   22, 17,  12, -32, 5,   -39,
+       5,   -32, 12,  17, 22,  27, -20, 32,  -15, -20, 20, -12, 6,  6,   6,  -4,  -8,  -12,
+       18,  -9,  18,  14, 28,  24, 20,  -44, 18,  -6,  15, -9,  -4, 1,   6,  13,  -19, 3,
+       17,  13,  9,   -2, 32,  3,  2,   -29, 12,  3,   3,  -6,  18, -12, 12, 19,  -13, 27,
+       17,  13,  9,   -2, 32,  3,  5,   -41, 12,  5,   -5, 3,   18, -12, 12, 19,  -13, 27,
+       -54, 27,  -54, 2,  -29, -6, 12,  -33, 21,  20,  16, 21,  5,  7,   9,  -8,  -1,  -12,
+       -54, 30,  -48, 30, -54, 24, -19, 28,  -15, -12, 21, -9,  -1, -2,  -3, -30, 15,  -30,
+       -2,  -1,  0,   43, -55, 36, -13, 19,  -21, -12, 18, -6,  3,  3,   12, -29, 2,   -39});
 }
 
 // Same inputs; stride (1,2), padding ((-1,2),(1,-2)), lhs dilation (2,1), kernel reversed
@@ -127,22 +128,24 @@ TEST(ConvolutionTest, NegativePaddingBaseDilationReversal) {
   conv.mutable_attrs().convolution_dimension_numbers = Nhwc();
   conv.mutable_attrs().feature_group_count = 2;
   Window w;
-  w.dimensions = {WindowDimension{3, 1, -1, 2, 1, 2, true}, WindowDimension{3, 2, 1, -2, 1, 1, false}};
+  w.dimensions = {WindowDimension{3, 1, -1, 2, 1, 2, true},
+                  WindowDimension{3, 2, 1, -2, 1, 1, false}};
   conv.mutable_attrs().window = w;
   auto r = RunLinalg(conv, {&x, &k});
   ASSERT_TRUE(r.ok()) << r.status();
-  ExpectValues(*r, {2, 8, 2, 6},
-               {-28, 25, -21, 6, 18, 3, -1, 19, 3, -18, 36, -18, -4, -2, 0, 11, 13, 6, 35, 1,
-                39, 1, 35, -3, 24, -27, 21, 5, -5, 3, 36, -18, 36, 19, -1, 15, 23, -29, 18, 9,
-                -33, 6, 43, -40, 39, 31, -28, 30, -1, -2, -3, 4, -28, 3, 7, -22, 3, 12, -27, 15,
-                -27, 21, -30, -26, -13, -27, -26, -4, -27, 28, -25, 30, -26, 23, -27, -30, 15,
-                -30, -33, 18, -30, 16, 2, 15, -26, 23, -27, -30, 15, -30, -33, 18, -30, 16, 2,
-                15, 23, -26, 24, 1, 2, 3, 30, -12, 36, 24, -39, 15, 21, -27, 24, 1, -19, 6, 9,
-                -6, 6, 30, -60, 30, -2, -1, 0, 0, -21, 3, -21, 6, -30, 6, -21, 15, -29, 23,
-                -24, 10, -10, 6, -60, 30, -60, -6, 9, -3, -27, 24, -24, 10, 11, 3, -39, 24,
-                -30, -12, 30, -18, -2, -4, -6, 8, 43, 6, 3, 0, 6, -31, 34, -36, 25, -28, 18,
-                -2, 32, 3, 42, -24, 36, -19, 4, -18, 25, -28, 18, -2, 32, 3, 42, -24, 36, -19,
-                4, -18});
+  ExpectValues(
+      *r, {2, 8, 2, 6},
+      {-28, 25,  -21, 6,   18,  3,   -1,  19,  3,   -18, 36,  -18, -4,  -2,  0,   11,  13,  6,
+       35,  1,   39,  1,   35,  -3,  24,  -27, 21,  5,   -5,  3,   36,  -18, 36,  19,  -1,  15,
+       23,  -29, 18,  9,   -33, 6,   43,  -40, 39,  31,  -28, 30,  -1,  -2,  -3,  4,   -28, 3,
+       7,   -22, 3,   12,  -27, 15,  -27, 21,  -30, -26, -13, -27, -26, -4,  -27, 28,  -25, 30,
+       -26, 23,  -27, -30, 15,  -30, -33, 18,  -30, 16,  2,   15,  -26, 23,  -27, -30, 15,  -30,
+       -33, 18,  -30, 16,  2,   15,  23,  -26, 24,  1,   2,   3,   30,  -12, 36,  24,  -39, 15,
+       21,  -27, 24,  1,   -19, 6,   9,   -6,  6,   30,  -60, 30,  -2,  -1,  0,   0,   -21, 3,
+       -21, 6,   -30, 6,   -21, 15,  -29, 23,  -24, 10,  -10, 6,   -60, 30,  -60, -6,  9,   -3,
+       -27, 24,  -24, 10,  11,  3,   -39, 24,  -30, -12, 30,  -18, -2,  -4,  -6,  8,   43,  6,
+       3,   0,   6,   -31, 34,  -36, 25,  -28, 18,  -2,  32,  3,   42,  -24, 36,  -19, 4,   -18,
+       25,  -28, 18,  -2,  32,  3,   42,  -24, 36,  -19, 4,   -18});
 }
 
 // batch_group_count=2 (the weight-gradient form): input batch 4 splits into 2 groups of 2;
@@ -201,31 +204,36 @@ TEST(TriangularSolveTest, AllSidesAndTransposes) {
     std::vector<double> expected;
   };
   std::vector<Case> cases = {
-      {true, TriangularSolveTranspose::kNoTranspose,
+      {true,
+       TriangularSolveTranspose::kNoTranspose,
        {0.5, 1, 0.8333333333333334, 1, 1.7990015618073663, 2.333839863966313}},
-      {true, TriangularSolveTranspose::kTranspose,
+      {true,
+       TriangularSolveTranspose::kTranspose,
        {1.701758234142103, 2.375443214303857, -0.21554159581578766, -0.12531658164561202,
         2.187974872468418, 2.625569846962102}},
-      {true, TriangularSolveTranspose::kAdjoint,
+      {true,
+       TriangularSolveTranspose::kAdjoint,
        {1.701758234142103, 2.375443214303857, -0.21554159581578766, -0.12531658164561202,
         2.187974872468418, 2.625569846962102}},
-      {false, TriangularSolveTranspose::kNoTranspose,
+      {false,
+       TriangularSolveTranspose::kNoTranspose,
        {1.701758234142103, -0.21554159581578758, 2.187974872468418, 2.3754432143038566,
         -0.12531658164561188, 2.625569846962102}},
-      {false, TriangularSolveTranspose::kTranspose,
+      {false,
+       TriangularSolveTranspose::kTranspose,
        {0.5, 0.8333333333333334, 1.799001561807366, 1, 1, 2.333839863966313}},
   };
   for (const Case& c : cases) {
     HloInstruction ts(HloOpcode::kTriangularSolve,
-                      Shape(PrimitiveType::F64, c.left ? std::vector<int64_t>{3, 2}
-                                                       : std::vector<int64_t>{2, 3}));
+                      Shape(PrimitiveType::F64,
+                            c.left ? std::vector<int64_t>{3, 2} : std::vector<int64_t>{2, 3}));
     ts.mutable_attrs().left_side = c.left;
     ts.mutable_attrs().lower = true;
     ts.mutable_attrs().transpose_a = c.t;
     auto r = RunLinalg(ts, {&a, c.left ? &b : &bt});
     ASSERT_TRUE(r.ok()) << r.status();
-    ExpectValues(*r, c.left ? std::vector<int64_t>{3, 2} : std::vector<int64_t>{2, 3},
-                 c.expected, 1e-12);
+    ExpectValues(*r, c.left ? std::vector<int64_t>{3, 2} : std::vector<int64_t>{2, 3}, c.expected,
+                 1e-12);
   }
   // Upper triangle of a = L^T (the lower part holds garbage): solving U X = B equals the
   // lower, transposed case above.

@@ -144,9 +144,10 @@ absl::StatusOr<Literal> RngBitGenerator(const HloInstruction& instr, Operands op
       const auto l = Split64(clo), h = Split64(chi);
       auto w = Philox4x32({l[0], l[1], h[0], h[1]}, k);
       for (int64_t j = 0; j < per_block && b * per_block + j < count; ++j) {
-        uint64_t v = bits == 64 ? (static_cast<uint64_t>(w[2 * j]) |
-                                   (static_cast<uint64_t>(w[2 * j + 1]) << 32))
-                                : w[j];
+        uint64_t v =
+            bits == 64
+                ? (static_cast<uint64_t>(w[2 * j]) | (static_cast<uint64_t>(w[2 * j + 1]) << 32))
+                : w[j];
         StoreBits(data, b * per_block + j, v, bytes);
       }
     }
@@ -175,8 +176,9 @@ absl::StatusOr<Literal> Rng(const HloInstruction& instr, Operands ops) {
   const int64_t count = rs.num_elements();
   const uint64_t base = g_rng_counter.fetch_add(static_cast<uint64_t>(count) + 1);
   auto draw = [&](int64_t i) {
-    auto w = Philox4x32({static_cast<uint32_t>(base + i), static_cast<uint32_t>((base + i) >> 32), 0, 0},
-                        {0x6B697Cu, 0x6E726E67u});
+    auto w =
+        Philox4x32({static_cast<uint32_t>(base + i), static_cast<uint32_t>((base + i) >> 32), 0, 0},
+                   {0x6B697Cu, 0x6E726E67u});
     return static_cast<uint64_t>(w[0]) | (static_cast<uint64_t>(w[1]) << 32);
   };
   auto uniform01 = [&](int64_t i) { return static_cast<double>(draw(i) >> 11) * 0x1.0p-53; };
@@ -216,9 +218,12 @@ absl::StatusOr<Literal> Rng(const HloInstruction& instr, Operands ops) {
 
 absl::StatusOr<Literal> EvalRandom(const HloInstruction& instr, Operands ops) {
   switch (instr.opcode()) {
-    case HloOpcode::kRngBitGenerator: return RngBitGenerator(instr, ops);
-    case HloOpcode::kRng: return Rng(instr, ops);
-    default: return EvalError(instr, "not a random-number opcode");
+    case HloOpcode::kRngBitGenerator:
+      return RngBitGenerator(instr, ops);
+    case HloOpcode::kRng:
+      return Rng(instr, ops);
+    default:
+      return EvalError(instr, "not a random-number opcode");
   }
 }
 

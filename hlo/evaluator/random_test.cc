@@ -27,8 +27,8 @@ TEST(RandomBitsTest, PhiloxKnownAnswers) {
   EXPECT_EQ(z[1], 0xe169c58du);
   EXPECT_EQ(z[2], 0xbc57ac4cu);
   EXPECT_EQ(z[3], 0x9b00dbd8u);
-  auto f = Philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
-                      {0xffffffffu, 0xffffffffu});
+  auto f =
+      Philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu});
   EXPECT_EQ(f[0], 0x408f276du);
   EXPECT_EQ(f[1], 0x41c83b0eu);
   EXPECT_EQ(f[2], 0xa20bc7c6u);
@@ -47,8 +47,9 @@ Literal U64State(std::vector<uint64_t> v) {
 // the new state [0, 3].
 TEST(RngBitGeneratorTest, ThreefryU32Layout) {
   Literal state = U64State({0, 0});
-  HloInstruction rng(HloOpcode::kRngBitGenerator,
-                     Shape::Tuple({Shape(PrimitiveType::U64, {2}), Shape(PrimitiveType::U32, {3, 2})}));
+  HloInstruction rng(
+      HloOpcode::kRngBitGenerator,
+      Shape::Tuple({Shape(PrimitiveType::U64, {2}), Shape(PrimitiveType::U32, {3, 2})}));
   rng.mutable_attrs().rng_algorithm = RandomAlgorithm::kThreeFry;
   auto r = EvalRandom(rng, std::vector<const Literal*>{&state});
   ASSERT_TRUE(r.ok()) << r.status();
@@ -68,8 +69,8 @@ TEST(RngBitGeneratorTest, ThreefryU32Layout) {
 // element 2 is word 0 of counter 1. Key 0x0000000100000002 splits into (2, 1).
 TEST(RngBitGeneratorTest, ThreefryOddSizeAndU64) {
   Literal state = U64State({0x0000000100000002ull, 5});
-  HloInstruction rng(HloOpcode::kRngBitGenerator,
-                     Shape::Tuple({Shape(PrimitiveType::U64, {2}), Shape(PrimitiveType::U32, {3})}));
+  HloInstruction rng(HloOpcode::kRngBitGenerator, Shape::Tuple({Shape(PrimitiveType::U64, {2}),
+                                                                Shape(PrimitiveType::U32, {3})}));
   rng.mutable_attrs().rng_algorithm = RandomAlgorithm::kThreeFry;
   auto r = EvalRandom(rng, std::vector<const Literal*>{&state});
   ASSERT_TRUE(r.ok()) << r.status();
@@ -94,8 +95,8 @@ TEST(RngBitGeneratorTest, ThreefryOddSizeAndU64) {
 // checks the carry into the high word.
 TEST(RngBitGeneratorTest, PhiloxU32AndCarry) {
   Literal state = U64State({0, 0xffffffffffffffffull, 0});
-  HloInstruction rng(HloOpcode::kRngBitGenerator,
-                     Shape::Tuple({Shape(PrimitiveType::U64, {3}), Shape(PrimitiveType::U32, {6})}));
+  HloInstruction rng(HloOpcode::kRngBitGenerator, Shape::Tuple({Shape(PrimitiveType::U64, {3}),
+                                                                Shape(PrimitiveType::U32, {6})}));
   rng.mutable_attrs().rng_algorithm = RandomAlgorithm::kDefault;  // Philox
   auto r = EvalRandom(rng, std::vector<const Literal*>{&state});
   ASSERT_TRUE(r.ok()) << r.status();
@@ -114,8 +115,9 @@ TEST(RngBitGeneratorTest, PhiloxU32AndCarry) {
 // Zero state and key: the first u32 block is the Random123 zero vector.
 TEST(RngBitGeneratorTest, PhiloxZeroStateMatchesKnownAnswer) {
   Literal state = U64State({0, 0, 0});
-  HloInstruction rng(HloOpcode::kRngBitGenerator,
-                     Shape::Tuple({Shape(PrimitiveType::U64, {3}), Shape(PrimitiveType::U32, {2, 2})}));
+  HloInstruction rng(
+      HloOpcode::kRngBitGenerator,
+      Shape::Tuple({Shape(PrimitiveType::U64, {3}), Shape(PrimitiveType::U32, {2, 2})}));
   rng.mutable_attrs().rng_algorithm = RandomAlgorithm::kPhilox;
   auto r = EvalRandom(rng, std::vector<const Literal*>{&state});
   ASSERT_TRUE(r.ok()) << r.status();

@@ -50,11 +50,10 @@ absl::Status CallAndSplit(const CallFn& call, const HloComputation& comp,
 // index into the N accumulators by calling the reducer computation.
 class ReducerFold {
  public:
-  ReducerFold(const HloInstruction& instr, Operands ops, size_t n,
-              const std::vector<Literal>& outs, const CallFn& call)
+  ReducerFold(const HloInstruction& instr, Operands ops, size_t n, const std::vector<Literal>& outs,
+              const CallFn& call)
       : instr_(instr), ops_(ops), n_(n), outs_(outs), call_(call), xs_(n), args_(2 * n) {
-    for (size_t i = 0; i < n; ++i)
-      xs_[i] = Literal(Shape::Scalar(ops[i]->shape().element_type()));
+    for (size_t i = 0; i < n; ++i) xs_[i] = Literal(Shape::Scalar(ops[i]->shape().element_type()));
   }
 
   absl::Status Fold(int64_t lin, std::vector<Literal>& acc) {
@@ -228,7 +227,8 @@ absl::StatusOr<std::vector<WindowDimension>> GetWindow(const HloInstruction& ins
   }
   const auto& w = instr.attrs().window->dimensions;
   if (static_cast<int>(w.size()) != rank)
-    return EvalError(instr, absl::StrCat("window has ", w.size(), " dimensions, operand rank is ", rank));
+    return EvalError(instr,
+                     absl::StrCat("window has ", w.size(), " dimensions, operand rank is ", rank));
   for (const WindowDimension& d : w)
     if (d.stride < 1 || d.base_dilation < 1 || d.window_dilation < 1 || d.size < 0)
       return EvalError(instr, "window sizes, strides and dilations must be positive");
@@ -248,7 +248,8 @@ absl::StatusOr<Literal> EvalReduceWindow(const HloInstruction& instr, Operands o
   auto shapes = ResultShapes(instr, n);
   if (!shapes.ok()) return shapes.status();
   for (size_t i = 0; i < n; ++i)
-    if ((*shapes)[i].rank() != rank || (*shapes)[i].element_type() != ops[i]->shape().element_type())
+    if ((*shapes)[i].rank() != rank ||
+        (*shapes)[i].element_type() != ops[i]->shape().element_type())
       return EvalError(instr, "result rank or type does not match the inputs");
   const std::vector<int64_t>& out_dims = (*shapes)[0].dimensions();
   std::vector<Literal> outs;
@@ -313,9 +314,7 @@ absl::StatusOr<Literal> EvalReduceWindow(const HloInstruction& instr, Operands o
   int64_t olinear = 0;
   do {
     for (size_t i = 0; i < n; ++i) acc[i] = *ops[n + i];
-    auto st = for_window(oi, [&](int64_t lin) -> absl::Status {
-      return fold.Fold(lin, acc);
-    });
+    auto st = for_window(oi, [&](int64_t lin) -> absl::Status { return fold.Fold(lin, acc); });
     if (!st.ok()) return st;
     for (size_t i = 0; i < n; ++i) StoreScalar(outs[i], olinear, acc[i]);
     ++olinear;
@@ -364,8 +363,7 @@ absl::StatusOr<Literal> EvalSelectAndScatter(const HloInstruction& instr, Operan
   for (int d = 0; d < rank; ++d) wsize[d] = win[d].size;
   const std::optional<SimpleCompare> sel_fast = ClassifyCompare(select);
   const bool sel_is_fast = sel_fast && sel_fast->lhs_param != sel_fast->rhs_param &&
-                           sel_fast->lhs_param < 2 && sel_fast->rhs_param < 2 &&
-                           !IsComplex(type);
+                           sel_fast->lhs_param < 2 && sel_fast->rhs_param < 2 && !IsComplex(type);
   const CombinerKind scat_kind = ClassifyCombiner(scatter);
 
   Literal cur(Shape::Scalar(type)), cand(Shape::Scalar(type)), src(Shape::Scalar(type));
@@ -415,7 +413,8 @@ absl::StatusOr<Literal> EvalSelectAndScatter(const HloInstruction& instr, Operan
           using A = AccumT<T>;
           if (!CombinerSupports<T>(scat_kind)) return false;
           T& o = out.data<T>()[selected];
-          o = CastTo<T>(ApplyCombiner<A>(scat_kind, CastTo<A>(o), CastTo<A>(source.data<T>()[slinear])));
+          o = CastTo<T>(
+              ApplyCombiner<A>(scat_kind, CastTo<A>(o), CastTo<A>(source.data<T>()[slinear])));
           return true;
         });
       }
@@ -512,19 +511,19 @@ absl::StatusOr<Literal> EvalSort(const HloInstruction& instr, Operands ops, cons
       !IsComplex(ops[sc->lhs_param / 2]->shape().element_type())) {
     const Literal& key = *ops[sc->lhs_param / 2];
     const bool swapped = sc->lhs_param % 2 == 1;
-    auto outs = SortSlices(arrays, dim, [&](int64_t base, int64_t stride, int64_t len,
-                                            std::vector<int64_t>& perm) {
-      PrimitiveTypeSwitch(key.shape().element_type(), [&](auto tag) {
-        using T = decltype(tag);
-        auto d = key.data<T>();
-        std::stable_sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
-          T a = d[base + i * stride], b = d[base + j * stride];
-          return swapped ? CompareScalars<T>(b, a, sc->direction, sc->total_order)
-                         : CompareScalars<T>(a, b, sc->direction, sc->total_order);
+    auto outs = SortSlices(
+        arrays, dim, [&](int64_t base, int64_t stride, int64_t len, std::vector<int64_t>& perm) {
+          PrimitiveTypeSwitch(key.shape().element_type(), [&](auto tag) {
+            using T = decltype(tag);
+            auto d = key.data<T>();
+            std::stable_sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
+              T a = d[base + i * stride], b = d[base + j * stride];
+              return swapped ? CompareScalars<T>(b, a, sc->direction, sc->total_order)
+                             : CompareScalars<T>(a, b, sc->direction, sc->total_order);
+            });
+          });
+          return absl::OkStatus();
         });
-      });
-      return absl::OkStatus();
-    });
     if (!outs.ok()) return outs.status();
     return Pack(std::move(*outs));
   }
@@ -539,24 +538,25 @@ absl::StatusOr<Literal> EvalSort(const HloInstruction& instr, Operands ops, cons
     args[2 * k] = &lhs[k];
     args[2 * k + 1] = &rhs[k];
   }
-  auto outs = SortSlices(arrays, dim, [&](int64_t base, int64_t stride, int64_t len,
-                                          std::vector<int64_t>& perm) -> absl::Status {
-    absl::Status error;
-    std::stable_sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
-      if (!error.ok()) return false;
-      for (size_t k = 0; k < n; ++k) {
-        StoreScalar(lhs[k], 0, ScalarAt(*arrays[k], base + i * stride));
-        StoreScalar(rhs[k], 0, ScalarAt(*arrays[k], base + j * stride));
-      }
-      auto r = CallPredicate(call, cmp, args);
-      if (!r.ok()) {
-        error = r.status();
-        return false;
-      }
-      return *r;
-    });
-    return error;
-  });
+  auto outs = SortSlices(
+      arrays, dim,
+      [&](int64_t base, int64_t stride, int64_t len, std::vector<int64_t>& perm) -> absl::Status {
+        absl::Status error;
+        std::stable_sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
+          if (!error.ok()) return false;
+          for (size_t k = 0; k < n; ++k) {
+            StoreScalar(lhs[k], 0, ScalarAt(*arrays[k], base + i * stride));
+            StoreScalar(rhs[k], 0, ScalarAt(*arrays[k], base + j * stride));
+          }
+          auto r = CallPredicate(call, cmp, args);
+          if (!r.ok()) {
+            error = r.status();
+            return false;
+          }
+          return *r;
+        });
+        return error;
+      });
   if (!outs.ok()) return outs.status();
   return Pack(std::move(*outs));
 }
@@ -566,13 +566,15 @@ absl::StatusOr<Literal> EvalTopK(const HloInstruction& instr, Operands ops) {
   const Shape& s = ops[0]->shape();
   if (s.rank() < 1) return EvalError(instr, "operand must have rank >= 1");
   const int64_t len = s.dimensions(s.rank() - 1), k = instr.attrs().k;
-  if (k < 0 || k > len) return EvalError(instr, absl::StrCat("k=", k, " exceeds the last dimension ", len));
+  if (k < 0 || k > len)
+    return EvalError(instr, absl::StrCat("k=", k, " exceeds the last dimension ", len));
   std::vector<int64_t> out_dims = s.dimensions();
   out_dims.back() = k;
   const Shape& rs = instr.shape();
   if (!rs.IsTuple() || rs.tuple_size() != 2 || rs.tuple_shapes(0).dimensions() != out_dims ||
       rs.tuple_shapes(1).dimensions() != out_dims ||
-      rs.tuple_shapes(0).element_type() != s.element_type() || !IsInteger(rs.tuple_shapes(1).element_type()))
+      rs.tuple_shapes(0).element_type() != s.element_type() ||
+      !IsInteger(rs.tuple_shapes(1).element_type()))
     return EvalError(instr, "result must be (values, indices) with the last dimension k");
   Literal values(rs.tuple_shapes(0)), indices(rs.tuple_shapes(1));
   const int64_t rows = len == 0 ? 0 : s.num_elements() / len;
@@ -605,13 +607,20 @@ absl::StatusOr<Literal> EvalTopK(const HloInstruction& instr, Operands ops) {
 absl::StatusOr<Literal> EvalReduction(const HloInstruction& instr, Operands ops,
                                       const CallFn& call) {
   switch (instr.opcode()) {
-    case HloOpcode::kReduce: return EvalReduce(instr, ops, call);
-    case HloOpcode::kReduceWindow: return EvalReduceWindow(instr, ops, call);
-    case HloOpcode::kSelectAndScatter: return EvalSelectAndScatter(instr, ops, call);
-    case HloOpcode::kMap: return EvalMap(instr, ops, call);
-    case HloOpcode::kSort: return EvalSort(instr, ops, call);
-    case HloOpcode::kTopK: return EvalTopK(instr, ops);
-    default: return EvalError(instr, "not a reduction opcode");
+    case HloOpcode::kReduce:
+      return EvalReduce(instr, ops, call);
+    case HloOpcode::kReduceWindow:
+      return EvalReduceWindow(instr, ops, call);
+    case HloOpcode::kSelectAndScatter:
+      return EvalSelectAndScatter(instr, ops, call);
+    case HloOpcode::kMap:
+      return EvalMap(instr, ops, call);
+    case HloOpcode::kSort:
+      return EvalSort(instr, ops, call);
+    case HloOpcode::kTopK:
+      return EvalTopK(instr, ops);
+    default:
+      return EvalError(instr, "not a reduction opcode");
   }
 }
 

@@ -59,8 +59,8 @@ const CallFn kNoCall = [](const HloComputation& c, Operands) -> absl::StatusOr<L
 
 // x = ((arange(24)*5) % 13 - 6).reshape(2,3,4); expected x.sum(axis=(0,2)).
 TEST(ReduceTest, SumOverTwoDimensionsFastPath) {
-  Literal x = F32({2, 3, 4}, {-6, -1, 4, -4, 1, 6, -2, 3, -5, 0, 5, -3,
-                              2, -6, -1, 4, -4, 1, 6, -2, 3, -5, 0, 5});
+  Literal x = F32({2, 3, 4}, {-6, -1, 4,  -4, 1,  6, -2, 3,  -5, 0,  5, -3,
+                              2,  -6, -1, 4,  -4, 1, 6,  -2, 3,  -5, 0, 5});
   Literal zero = Literal::Scalar(kF32, 0);
   auto add = Binary(HloOpcode::kAdd, kF32);
   HloInstruction red(HloOpcode::kReduce, Shape(kF32, {3}));
@@ -150,7 +150,8 @@ TEST(ReduceWindowTest, MaxWithPadding) {
   auto mx = Binary(HloOpcode::kMaximum, kF32);
   HloInstruction rw(HloOpcode::kReduceWindow, Shape(kF32, {2, 5}));
   Window w;
-  w.dimensions = {WindowDimension{2, 2, 1, 0, 1, 1, false}, WindowDimension{3, 1, 1, 1, 1, 1, false}};
+  w.dimensions = {WindowDimension{2, 2, 1, 0, 1, 1, false},
+                  WindowDimension{3, 1, 1, 1, 1, 1, false}};
   rw.mutable_attrs().window = w;
   rw.AppendCalledComputation(mx.get());
   auto r = EvalReduction(rw, std::vector<const Literal*>{&y, &init}, kNoCall);
@@ -166,7 +167,8 @@ TEST(ReduceWindowTest, SumWithBaseAndWindowDilation) {
   auto add = Binary(HloOpcode::kAdd, kF32);
   HloInstruction rw(HloOpcode::kReduceWindow, Shape(kF32, {2, 8}));
   Window w;
-  w.dimensions = {WindowDimension{2, 1, 0, 0, 2, 1, false}, WindowDimension{2, 1, 0, 0, 1, 2, false}};
+  w.dimensions = {WindowDimension{2, 1, 0, 0, 2, 1, false},
+                  WindowDimension{2, 1, 0, 0, 1, 2, false}};
   rw.mutable_attrs().window = w;
   rw.AppendCalledComputation(add.get());
   auto r = EvalReduction(rw, std::vector<const Literal*>{&y, &zero}, kNoCall);
@@ -177,24 +179,19 @@ TEST(ReduceWindowTest, SumWithBaseAndWindowDilation) {
 // Max-pool gradient: 4x4 operand, 2x2 windows stride 2; each source value lands on its
 // window's maximum (first maximum in row-major order on ties). Hand-computed.
 TEST(SelectAndScatterTest, MaxPoolGradient) {
-  Literal x = F32({4, 4}, {1, 5, 2, 2,
-                           3, 4, 2, 0,
-                           9, 0, 1, 8,
-                           0, 9, 7, 3});
+  Literal x = F32({4, 4}, {1, 5, 2, 2, 3, 4, 2, 0, 9, 0, 1, 8, 0, 9, 7, 3});
   Literal src = F32({2, 2}, {10, 20, 30, 40});
   Literal zero = Literal::Scalar(kF32, 0);
   auto ge = Comparator({kF32, kF32}, 0, 1, ComparisonDirection::kGe);
   auto add = Binary(HloOpcode::kAdd, kF32);
   HloInstruction sas(HloOpcode::kSelectAndScatter, Shape(kF32, {4, 4}));
   Window w;
-  w.dimensions = {WindowDimension{2, 2, 0, 0, 1, 1, false}, WindowDimension{2, 2, 0, 0, 1, 1, false}};
+  w.dimensions = {WindowDimension{2, 2, 0, 0, 1, 1, false},
+                  WindowDimension{2, 2, 0, 0, 1, 1, false}};
   sas.mutable_attrs().window = w;
   sas.AppendCalledComputation(ge.get());
   sas.AppendCalledComputation(add.get());
-  const std::vector<double> expected = {0, 10, 20, 0,
-                                        0, 0, 0, 0,
-                                        30, 0, 0, 40,
-                                        0, 0, 0, 0};
+  const std::vector<double> expected = {0, 10, 20, 0, 0, 0, 0, 0, 30, 0, 0, 40, 0, 0, 0, 0};
   auto r = EvalReduction(sas, std::vector<const Literal*>{&x, &src, &zero}, kNoCall);
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectValues(*r, {4, 4}, expected);

@@ -77,24 +77,42 @@ class Simplifier {
   // --- dispatch ----------------------------------------------------------------------------
   void Visit(HloInstruction* instr) {
     switch (instr->opcode()) {
-      case HloOpcode::kAdd: return HandleAdd(instr);
-      case HloOpcode::kSubtract: return HandleSubtract(instr);
-      case HloOpcode::kMultiply: return HandleMultiply(instr);
-      case HloOpcode::kDivide: return HandleDivide(instr);
-      case HloOpcode::kNegate: return HandleNegate(instr);
-      case HloOpcode::kTranspose: return HandleTranspose(instr);
-      case HloOpcode::kReshape: return HandleReshape(instr);
-      case HloOpcode::kBroadcast: return HandleBroadcast(instr);
-      case HloOpcode::kSlice: return HandleSlice(instr);
-      case HloOpcode::kConcatenate: return HandleConcatenate(instr);
-      case HloOpcode::kPad: return HandlePad(instr);
-      case HloOpcode::kReduce: return HandleReduce(instr);
-      case HloOpcode::kDot: return HandleDot(instr);
-      case HloOpcode::kSelect: return HandleSelect(instr);
-      case HloOpcode::kCompare: return HandleCompare(instr);
-      case HloOpcode::kConvert: return HandleConvert(instr);
-      case HloOpcode::kCopy: return HandleCopy(instr);
-      default: return;
+      case HloOpcode::kAdd:
+        return HandleAdd(instr);
+      case HloOpcode::kSubtract:
+        return HandleSubtract(instr);
+      case HloOpcode::kMultiply:
+        return HandleMultiply(instr);
+      case HloOpcode::kDivide:
+        return HandleDivide(instr);
+      case HloOpcode::kNegate:
+        return HandleNegate(instr);
+      case HloOpcode::kTranspose:
+        return HandleTranspose(instr);
+      case HloOpcode::kReshape:
+        return HandleReshape(instr);
+      case HloOpcode::kBroadcast:
+        return HandleBroadcast(instr);
+      case HloOpcode::kSlice:
+        return HandleSlice(instr);
+      case HloOpcode::kConcatenate:
+        return HandleConcatenate(instr);
+      case HloOpcode::kPad:
+        return HandlePad(instr);
+      case HloOpcode::kReduce:
+        return HandleReduce(instr);
+      case HloOpcode::kDot:
+        return HandleDot(instr);
+      case HloOpcode::kSelect:
+        return HandleSelect(instr);
+      case HloOpcode::kCompare:
+        return HandleCompare(instr);
+      case HloOpcode::kConvert:
+        return HandleConvert(instr);
+      case HloOpcode::kCopy:
+        return HandleCopy(instr);
+      default:
+        return;
     }
   }
 
@@ -269,16 +287,22 @@ class Simplifier {
     if (!uses_both) return false;
     PrimitiveType t = init->shape().element_type();
     switch (root->opcode()) {
-      case HloOpcode::kAdd: return IsAllValue(init, 0);
-      case HloOpcode::kMultiply: return IsAllValue(init, 1);
-      case HloOpcode::kMaximum: return IsAllLowest(init);
-      case HloOpcode::kMinimum: return IsAllHighest(init);
-      case HloOpcode::kOr: return IsAllValue(init, 0);
+      case HloOpcode::kAdd:
+        return IsAllValue(init, 0);
+      case HloOpcode::kMultiply:
+        return IsAllValue(init, 1);
+      case HloOpcode::kMaximum:
+        return IsAllLowest(init);
+      case HloOpcode::kMinimum:
+        return IsAllHighest(init);
+      case HloOpcode::kOr:
+        return IsAllValue(init, 0);
       case HloOpcode::kAnd:
         if (t == PrimitiveType::PRED) return IsAllValue(init, 1);
         if (IsUnsignedInt(t)) return IsAllHighest(init);
         return IsSignedInt(t) && IsAllValue(init, -1);
-      default: return false;
+      default:
+        return false;
     }
   }
 
@@ -359,7 +383,9 @@ class Simplifier {
     if (!IsInteger(t) && t != PrimitiveType::PRED) return;
     bool value = false;
     switch (*instr->attrs().comparison_direction) {
-      case ComparisonDirection::kEq: case ComparisonDirection::kGe: case ComparisonDirection::kLe:
+      case ComparisonDirection::kEq:
+      case ComparisonDirection::kGe:
+      case ComparisonDirection::kLe:
         value = true;
         break;
       default:

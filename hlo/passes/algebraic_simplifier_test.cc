@@ -50,21 +50,24 @@ ENTRY main {
   b = f32[4] add(zb, a)
   ROOT c = f32[4] subtract(b, zb)
 }
-)", R"(
+)",
+        R"(
     CHECK: ROOT %p = f32[4]{0} parameter(0)
     CHECK-NOT: add
     CHECK-NOT: subtract
   )");
 }
 
-TEST(AlgsimpTest, ZeroMinusXStays) { CheckUnchanged(R"(
+TEST(AlgsimpTest, ZeroMinusXStays) {
+  CheckUnchanged(R"(
 HloModule m
 ENTRY main {
   p = f32[4] parameter(0)
   z = f32[4] constant({0, 0, 0, 0})
   ROOT c = f32[4] subtract(z, p)
 }
-)"); }
+)");
+}
 
 TEST(AlgsimpTest, MultiplyDivideByOne) {
   Check(R"(
@@ -76,7 +79,8 @@ ENTRY main {
   b = f32[2,2] multiply(one, a)
   ROOT c = f32[2,2] divide(b, one)
 }
-)", R"(
+)",
+        R"(
     CHECK: ROOT %p = f32[2,2]{1,0} parameter(0)
     CHECK-NOT: multiply
     CHECK-NOT: divide
@@ -92,7 +96,8 @@ ENTRY main {
   zb = s32[4] broadcast(z), dimensions={}
   ROOT a = s32[4] multiply(p, zb)
 }
-)", R"(
+)",
+        R"(
     CHECK: ROOT %zb = s32[4]{0} broadcast(
     CHECK-NOT: multiply
   )");
@@ -117,7 +122,8 @@ ENTRY main {
   b = s32[3] negate(a)
   ROOT c = s32[3] add(b, a)
 }
-)", R"(
+)",
+        R"(
     CHECK: %a = s32[3]{0} negate(s32[3]{0} %p)
     CHECK: ROOT %c = s32[3]{0} add(s32[3]{0} %p, s32[3]{0} %a)
   )");
@@ -133,7 +139,8 @@ ENTRY main {
   back = f32[2,3,4] transpose(t1), dimensions={2,0,1}
   ROOT r = (f32[4,3,2], f32[2,3,4]) tuple(t2, back)
 }
-)", R"(
+)",
+        R"(
     CHECK: [[T:%transpose.[0-9]+]] = f32[4,3,2]{2,1,0} transpose(f32[2,3,4]{2,1,0} %p), dimensions={2,1,0}
     CHECK: ROOT %r = {{.*}} tuple({{.*}} [[T]], f32[2,3,4]{2,1,0} %p)
   )");
@@ -146,7 +153,8 @@ ENTRY main {
   p = f32[2,3] parameter(0)
   ROOT t = f32[2,3] transpose(p), dimensions={0,1}
 }
-)", "CHECK: ROOT %p = f32[2,3]{1,0} parameter(0)");
+)",
+        "CHECK: ROOT %p = f32[2,3]{1,0} parameter(0)");
 }
 
 TEST(AlgsimpTest, ReshapeOfReshapeAndSameShape) {
@@ -160,7 +168,8 @@ ENTRY main {
   same = f32[2,6] reshape(p)
   ROOT r = (f32[4,3], f32[2,6]) tuple(c, same)
 }
-)", R"(
+)",
+        R"(
     CHECK: [[R:%reshape.[0-9]+]] = f32[4,3]{1,0} reshape(f32[2,6]{1,0} %p)
     CHECK: ROOT %r = {{.*}} tuple(f32[4,3]{1,0} [[R]], f32[2,6]{1,0} %p)
   )");
@@ -176,7 +185,8 @@ ENTRY main {
   same = f32[3] broadcast(p), dimensions={0}
   ROOT r = (f32[2,3,4], f32[3]) tuple(b2, same)
 }
-)", R"(
+)",
+        R"(
     CHECK: [[B:%broadcast.[0-9]+]] = f32[2,3,4]{2,1,0} broadcast(f32[3]{0} %p), dimensions={1}
     CHECK: ROOT %r = {{.*}} tuple({{.*}} [[B]], f32[3]{0} %p)
   )");
@@ -192,7 +202,8 @@ ENTRY main {
   t = f32[6,2] transpose(b), dimensions={1,0}
   ROOT o = (f32[3,4], f32[6,2]) tuple(r, t)
 }
-)", R"(
+)",
+        R"(
     CHECK: broadcast(f32[] %s), dimensions={}
     CHECK-NOT: reshape(
     CHECK-NOT: transpose(
@@ -209,7 +220,8 @@ ENTRY main {
   s2 = f32[2,2] slice(s1), slice={[1:4:2], [1:3]}
   ROOT r = (f32[10,4], f32[2,2]) tuple(whole, s2)
 }
-)", R"(
+)",
+        R"(
     CHECK: [[S:%slice.[0-9]+]] = f32[2,2]{1,0} slice(f32[10,4]{1,0} %p), slice={[3:8:4], [1:3]}
     CHECK: ROOT %r = {{.*}} tuple(f32[10,4]{1,0} %p, f32[2,2]{1,0} [[S]])
   )");
@@ -226,7 +238,8 @@ ENTRY main {
   two = f32[3,6] concatenate(p, q, r), dimensions={1}
   ROOT o = (f32[3,2], f32[3,6]) tuple(one, two)
 }
-)", R"(
+)",
+        R"(
     CHECK: [[C:%concatenate.[0-9]+]] = f32[3,6]{1,0} concatenate(f32[3,2]{1,0} %p, f32[3,4]{1,0} %r), dimensions={1}
     CHECK: ROOT %o = {{.*}} tuple(f32[3,2]{1,0} %p, f32[3,6]{1,0} [[C]])
   )");
@@ -240,7 +253,8 @@ ENTRY main {
   z = f32[] constant(0)
   ROOT o = f32[3,2] pad(p, z), padding=0_0x0_0
 }
-)", "CHECK: ROOT %p = f32[3,2]{1,0} parameter(0)");
+)",
+        "CHECK: ROOT %p = f32[3,2]{1,0} parameter(0)");
   CheckUnchanged(R"(
 HloModule m
 ENTRY main {
@@ -285,7 +299,8 @@ TEST(AlgsimpTest, ReduceOverUnitDimsWithIdentityInit) {
     CHECK: %c = f32[3,2]{1,0} reduce(
     CHECK: %d = f32[3]{0} reduce(
     CHECK: ROOT %o = {{.*}} tuple(f32[3,2]{1,0} [[R]], f32[3,1,2]{2,1,0} %p, f32[3,2]{1,0} %c, f32[3]{0} %d)
-  )", /*check_values=*/false);
+  )",
+        /*check_values=*/false);
   auto q = AlgsimpAndDce();
   ::testing::AssertionResult r = PassPreservesValues(*q, kReduceTemplate);
   if (!r && std::string(r.message()).find("not implemented") != std::string::npos)
@@ -301,7 +316,8 @@ ENTRY main {
   b = f32[1,4] parameter(1)
   ROOT d = f32[3,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 }
-)", R"(
+)",
+        R"(
     CHECK: [[RA:%reshape.[0-9]+]] = f32[3]{0} reshape(f32[3,1]{1,0} %a)
     CHECK: [[BA:%broadcast.[0-9]+]] = f32[3,4]{1,0} broadcast(f32[3]{0} [[RA]]), dimensions={0}
     CHECK: [[RB:%reshape.[0-9]+]] = f32[4]{0} reshape(f32[1,4]{1,0} %b)
@@ -319,7 +335,8 @@ ENTRY main {
   b = bf16[2,1,4] parameter(1)
   ROOT d = f32[2,3,4] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
 }
-)", R"(
+)",
+        R"(
     CHECK: convert(
     CHECK: broadcast({{.*}}), dimensions={0,1}
     CHECK: convert(
@@ -329,14 +346,16 @@ ENTRY main {
   )");
 }
 
-TEST(AlgsimpTest, RealDotStays) { CheckUnchanged(R"(
+TEST(AlgsimpTest, RealDotStays) {
+  CheckUnchanged(R"(
 HloModule m
 ENTRY main {
   a = f32[3,2] parameter(0)
   b = f32[2,4] parameter(1)
   ROOT d = f32[3,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 }
-)"); }
+)");
+}
 
 TEST(AlgsimpTest, SelectWithConstantPredicateOrSameSides) {
   Check(R"(
@@ -353,7 +372,8 @@ ENTRY main {
   s3 = f32[4] select(c, q, q)
   ROOT o = (f32[4], f32[4], f32[4]) tuple(s1, s2, s3)
 }
-)", R"(
+)",
+        R"(
     CHECK-NOT: select(
     CHECK: ROOT %o = {{.*}} tuple(f32[4]{0} %p, f32[4]{0} %q, f32[4]{0} %q)
   )");
@@ -368,7 +388,8 @@ ENTRY main {
   lt = pred[4] compare(p, p), direction=LT
   ROOT o = (pred[4], pred[4]) tuple(eq, lt)
 }
-)", R"(
+)",
+        R"(
     CHECK-NOT: compare(
     CHECK: constant(true)
     CHECK: broadcast({{.*}}), dimensions={}
@@ -394,7 +415,8 @@ ENTRY main {
   k = f32[2,3]{1,0} copy(c)
   ROOT n = f32[2,3]{1,0} negate(k)
 }
-)", "CHECK: ROOT %n = f32[2,3]{1,0} negate(f32[2,3]{1,0} %p)");
+)",
+        "CHECK: ROOT %n = f32[2,3]{1,0} negate(f32[2,3]{1,0} %p)");
   // A copy that changes the layout, and a real convert, stay.
   CheckUnchanged(R"(
 HloModule m

@@ -15,10 +15,18 @@ constexpr int64_t kMaxHeavyOperandElements = int64_t{1} << 16;
 
 bool IsHeavy(HloOpcode op) {
   switch (op) {
-    case HloOpcode::kDot: case HloOpcode::kConvolution: case HloOpcode::kReduceWindow:
-    case HloOpcode::kSelectAndScatter: case HloOpcode::kSort: case HloOpcode::kCholesky:
-    case HloOpcode::kTriangularSolve: case HloOpcode::kFft: case HloOpcode::kGather:
-    case HloOpcode::kScatter: case HloOpcode::kMap: case HloOpcode::kTopK:
+    case HloOpcode::kDot:
+    case HloOpcode::kConvolution:
+    case HloOpcode::kReduceWindow:
+    case HloOpcode::kSelectAndScatter:
+    case HloOpcode::kSort:
+    case HloOpcode::kCholesky:
+    case HloOpcode::kTriangularSolve:
+    case HloOpcode::kFft:
+    case HloOpcode::kGather:
+    case HloOpcode::kScatter:
+    case HloOpcode::kMap:
+    case HloOpcode::kTopK:
       return true;
     default:
       return false;

@@ -23,8 +23,8 @@ class Rewriter {
  public:
   Rewriter(HloComputation* comp, NameUniquer& names) : comp_(comp), names_(names) {}
 
-  HloInstruction* Add(HloOpcode op, std::vector<int64_t> dims, std::vector<HloInstruction*> operands,
-                      PrimitiveType t, const Shape& like) {
+  HloInstruction* Add(HloOpcode op, std::vector<int64_t> dims,
+                      std::vector<HloInstruction*> operands, PrimitiveType t, const Shape& like) {
     auto instr = std::make_unique<HloInstruction>(op, ShapeLike(t, std::move(dims), like),
                                                   std::move(operands));
     return AddWithFreshName(comp_, std::move(instr), names_);
@@ -33,7 +33,8 @@ class Rewriter {
     if (IsIdentity(perm)) return x;
     std::vector<int64_t> dims;
     for (int64_t p : perm) dims.push_back(x->shape().dimensions(p));
-    HloInstruction* t = Add(HloOpcode::kTranspose, dims, {x}, x->shape().element_type(), x->shape());
+    HloInstruction* t =
+        Add(HloOpcode::kTranspose, dims, {x}, x->shape().element_type(), x->shape());
     t->mutable_attrs().dimensions = perm;
     return t;
   }
@@ -60,7 +61,8 @@ bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, Na
     return false;
   const ConvolutionDimensionNumbers& dn = *a.convolution_dimension_numbers;
   const size_t n = dn.input_spatial_dimensions.size();
-  if (dn.kernel_spatial_dimensions.size() != n || dn.output_spatial_dimensions.size() != n) return false;
+  if (dn.kernel_spatial_dimensions.size() != n || dn.output_spatial_dimensions.size() != n)
+    return false;
   std::vector<WindowDimension> win(n);
   if (a.window) {
     if (a.window->dimensions.size() != n) return false;
@@ -154,7 +156,8 @@ bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, Na
     wk = r.Add(HloOpcode::kReverse, w->shape().dimensions(), {w}, t, w->shape());
     wk->mutable_attrs().dimensions = reversed;
   }
-  std::vector<int64_t> k_perm(dn.kernel_spatial_dimensions.begin(), dn.kernel_spatial_dimensions.end());
+  std::vector<int64_t> k_perm(dn.kernel_spatial_dimensions.begin(),
+                              dn.kernel_spatial_dimensions.end());
   k_perm.push_back(dn.kernel_input_feature_dimension);
   k_perm.push_back(dn.kernel_output_feature_dimension);
   HloInstruction* kmat = r.Reshape(r.Transpose(wk, k_perm), {taps * cin, cout});
@@ -170,7 +173,8 @@ bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, Na
   HloInstruction* y = r.Reshape(dot, grid);
   std::vector<int64_t> out_perm(n + 2);
   out_perm[dn.output_batch_dimension] = 0;
-  for (size_t i = 0; i < n; ++i) out_perm[dn.output_spatial_dimensions[i]] = static_cast<int64_t>(i) + 1;
+  for (size_t i = 0; i < n; ++i)
+    out_perm[dn.output_spatial_dimensions[i]] = static_cast<int64_t>(i) + 1;
   out_perm[dn.output_feature_dimension] = static_cast<int64_t>(n) + 1;
   y = r.Transpose(y, out_perm);
   return ReplaceUsesIfCompatible(conv, y);

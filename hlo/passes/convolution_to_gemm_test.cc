@@ -68,7 +68,8 @@ ENTRY main {
   ci = s32[2,4,3] convolution(i, iw), window={size=3 stride=2}, dim_labels=b0f_0io->b0f
   ROOT t = (f32[2,6,6,6], s32[2,4,3]) tuple(cg, ci)
 }
-)", &changed);
+)",
+                  &changed);
   EXPECT_FALSE(changed);
 }
 
@@ -82,7 +83,8 @@ ENTRY main {
   w = f32[3,3,3,4] parameter(1)
   ROOT c = f32[2,7,7,4] convolution(x, w), window={size=3x3}, dim_labels=b01f_01io->b01f
 }
-)", &changed);
+)",
+                  &changed);
   EXPECT_FALSE(changed);
 }
 

@@ -25,9 +25,9 @@ bool MayMerge(const HloInstruction& instr) {
 // A cheap hash over what IdenticalIgnoringOperands compares plus the operand identities;
 // equality is decided by the full comparison.
 size_t HashInstruction(const HloInstruction& instr) {
-  size_t h = absl::HashOf(static_cast<int>(instr.opcode()),
-                          static_cast<int>(instr.shape().element_type()),
-                          instr.shape().dimensions());
+  size_t h =
+      absl::HashOf(static_cast<int>(instr.opcode()), static_cast<int>(instr.shape().element_type()),
+                   instr.shape().dimensions());
   for (const HloInstruction* o : instr.operands()) h = absl::HashOf(h, o);
   if (instr.opcode() == HloOpcode::kConstant && instr.attrs().literal) {
     const Literal& lit = instr.literal();
@@ -66,8 +66,7 @@ bool CseComputation(HloComputation* comp) {
 
 absl::StatusOr<bool> HloCSE::Run(HloModule& module) {
   bool changed = false;
-  for (HloComputation* comp : module.MakeComputationPostOrder())
-    changed |= CseComputation(comp);
+  for (HloComputation* comp : module.MakeComputationPostOrder()) changed |= CseComputation(comp);
   return changed;
 }
 

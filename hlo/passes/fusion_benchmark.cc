@@ -43,9 +43,12 @@ bool Measure(const kiln::HloModule& m, Snapshot* s) {
 
 std::string Bytes(int64_t b) {
   char buf[32];
-  if (b >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.2fMiB", b / 1048576.0);
-  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1fKiB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%lldB", static_cast<long long>(b));
+  if (b >= (1 << 20))
+    std::snprintf(buf, sizeof buf, "%.2fMiB", b / 1048576.0);
+  else if (b >= 1024)
+    std::snprintf(buf, sizeof buf, "%.1fKiB", b / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%lldB", static_cast<long long>(b));
   return buf;
 }
 
@@ -74,7 +77,8 @@ int Report(const fs::path& path) {
     pipeline->set_verify(false);
   }
   auto changed = pipeline->Run(m);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!changed.ok()) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(), std::string(changed.status().message()).c_str());
     return 1;
@@ -89,19 +93,20 @@ int Report(const fs::path& path) {
   int64_t eliminated = before.buffers.sum_intermediate_bytes - after.buffers.sum_intermediate_bytes;
   std::printf("%s\n", path.filename().c_str());
   std::printf("  kernels: %lld -> %lld (%d fusions), fusion pipeline %.2f ms (%s)\n",
-              static_cast<long long>(before.cost.kernels), static_cast<long long>(after.cost.kernels),
-              after.fusions, ms, per_pass.c_str() + 1);
+              static_cast<long long>(before.cost.kernels),
+              static_cast<long long>(after.cost.kernels), after.fusions, ms, per_pass.c_str() + 1);
   std::printf("  intermediates: %s -> %s (%s eliminated)\n",
               Bytes(before.buffers.sum_intermediate_bytes).c_str(),
               Bytes(after.buffers.sum_intermediate_bytes).c_str(), Bytes(eliminated).c_str());
   std::printf("  memory traffic (read+write): %s -> %s\n",
               Bytes(before.cost.bytes_read + before.cost.bytes_written).c_str(),
               Bytes(after.cost.bytes_read + after.cost.bytes_written).c_str());
-  std::printf("  after fusion: peak live %s, allocated %s in %lld allocations, sum of intermediates %s\n",
-              Bytes(after.buffers.peak_live_bytes).c_str(),
-              Bytes(after.buffers.total_allocation_bytes).c_str(),
-              static_cast<long long>(after.buffers.allocation_count),
-              Bytes(after.buffers.sum_intermediate_bytes).c_str());
+  std::printf(
+      "  after fusion: peak live %s, allocated %s in %lld allocations, sum of intermediates %s\n",
+      Bytes(after.buffers.peak_live_bytes).c_str(),
+      Bytes(after.buffers.total_allocation_bytes).c_str(),
+      static_cast<long long>(after.buffers.allocation_count),
+      Bytes(after.buffers.sum_intermediate_bytes).c_str());
   std::printf("  before fusion: peak live %s, allocated %s\n",
               Bytes(before.buffers.peak_live_bytes).c_str(),
               Bytes(before.buffers.total_allocation_bytes).c_str());

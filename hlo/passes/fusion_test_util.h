@@ -37,8 +37,7 @@ inline std::string MatchChecks(std::string_view text, std::string_view checks) {
     for (const std::string& n : pending_not)
       for (size_t i = from; i < to && i < lines.size(); ++i)
         if (lines[i].find(n) != std::string::npos)
-          return "CHECK-NOT: '" + n + "' found on line " + std::to_string(i + 1) + ": " +
-                 lines[i];
+          return "CHECK-NOT: '" + n + "' found on line " + std::to_string(i + 1) + ": " + lines[i];
     pending_not.clear();
     return "";
   };
@@ -66,8 +65,7 @@ inline std::string MatchChecks(std::string_view text, std::string_view checks) {
       int got = 0;
       for (const std::string& l : lines)
         if (l.find(pat) != std::string::npos) ++got;
-      if (got != want)
-        return kind + ": '" + pat + "' found " + std::to_string(got) + " times";
+      if (got != want) return kind + ": '" + pat + "' found " + std::to_string(got) + " times";
     } else {
       return "unknown check kind: " + kind;
     }
@@ -88,8 +86,11 @@ inline FusionCounts CountFusions(const HloComputation& comp) {
   FusionCounts c;
   for (const HloInstruction* i : comp.instructions()) {
     switch (i->opcode()) {
-      case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kTuple:
-      case HloOpcode::kGetTupleElement: case HloOpcode::kBitcast:
+      case HloOpcode::kParameter:
+      case HloOpcode::kConstant:
+      case HloOpcode::kTuple:
+      case HloOpcode::kGetTupleElement:
+      case HloOpcode::kBitcast:
         continue;
       default:
         break;
@@ -99,10 +100,17 @@ inline FusionCounts CountFusions(const HloComputation& comp) {
     ++c.fusions;
     if (i->shape().IsTuple()) ++c.multi_output;
     switch (i->attrs().fusion_kind) {
-      case FusionKind::kLoop: ++c.loop; break;
-      case FusionKind::kInput: ++c.input; break;
-      case FusionKind::kOutput: ++c.output; break;
-      default: break;
+      case FusionKind::kLoop:
+        ++c.loop;
+        break;
+      case FusionKind::kInput:
+        ++c.input;
+        break;
+      case FusionKind::kOutput:
+        ++c.output;
+        break;
+      default:
+        break;
     }
   }
   return c;
@@ -136,9 +144,9 @@ class Builder {
   }
   HloInstruction* Broadcast(HloInstruction* x, std::vector<int64_t> dims,
                             std::vector<int64_t> mapping) {
-    auto i = std::make_unique<HloInstruction>(
-        HloOpcode::kBroadcast, Shape(x->shape().element_type(), std::move(dims)),
-        std::vector<HloInstruction*>{x});
+    auto i = std::make_unique<HloInstruction>(HloOpcode::kBroadcast,
+                                              Shape(x->shape().element_type(), std::move(dims)),
+                                              std::vector<HloInstruction*>{x});
     i->mutable_attrs().dimensions = std::move(mapping);
     i->mutable_attrs().has_dimensions = true;
     return Named(std::move(i), "broadcast");
@@ -150,9 +158,9 @@ class Builder {
     for (int64_t d = 0; d < x->shape().rank(); ++d)
       if (std::find(dims.begin(), dims.end(), d) == dims.end())
         out.push_back(x->shape().dimensions(static_cast<int>(d)));
-    auto i = std::make_unique<HloInstruction>(HloOpcode::kReduce,
-                                              Shape(x->shape().element_type(), out),
-                                              std::vector<HloInstruction*>{x, init});
+    auto i =
+        std::make_unique<HloInstruction>(HloOpcode::kReduce, Shape(x->shape().element_type(), out),
+                                         std::vector<HloInstruction*>{x, init});
     i->mutable_attrs().dimensions = std::move(dims);
     i->mutable_attrs().has_dimensions = true;
     i->AppendCalledComputation(Combiner(combiner, x->shape().element_type()));
@@ -180,8 +188,10 @@ class Builder {
     std::string name = std::string(HloOpcodeString(op)) + "_computation";
     if (HloComputation* c = module_->FindComputation(name)) return c;
     auto c = std::make_unique<HloComputation>(name);
-    HloInstruction* a = c->AddInstruction(HloInstruction::CreateParameter(0, Shape::Scalar(t), "lhs." + std::to_string(++counter_)));
-    HloInstruction* b = c->AddInstruction(HloInstruction::CreateParameter(1, Shape::Scalar(t), "rhs." + std::to_string(++counter_)));
+    HloInstruction* a = c->AddInstruction(
+        HloInstruction::CreateParameter(0, Shape::Scalar(t), "lhs." + std::to_string(++counter_)));
+    HloInstruction* b = c->AddInstruction(
+        HloInstruction::CreateParameter(1, Shape::Scalar(t), "rhs." + std::to_string(++counter_)));
     auto r = HloInstruction::CreateBinary(op, Shape::Scalar(t), a, b);
     r->set_name("combine." + std::to_string(++counter_));
     c->set_root(c->AddInstruction(std::move(r)));

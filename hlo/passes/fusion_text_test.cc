@@ -1,5 +1,7 @@
 // Fusion tests written in HLO text: parse, run the fusion pipeline, match the printed module
 // with FileCheck-style lines, and compare fused against unfused results on the evaluator.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -7,8 +9,6 @@
 #include <fstream>
 #include <random>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/passes/fusion_pipeline.h"
@@ -197,7 +197,9 @@ TEST(FusionText, ReduceSumOfElementwiseIsOneInputFusion) {
     CHECK-COUNT-1: fusion(
     CHECK: kind=kInput, calls=%fused_computation
     CHECK-NOT: multiply(
-  )"), "") << text;
+  )"),
+            "")
+      << text;
   EXPECT_EQ(CountFusions(*m->entry()).kernels, 1);
 }
 
@@ -213,7 +215,9 @@ TEST(FusionText, SoftmaxIsTwoFusions) {
     CHECK-COUNT-2: reduce(
     CHECK: ENTRY
     CHECK-NOT: exponential(
-  )"), "") << text;
+  )"),
+            "")
+      << text;
 }
 
 TEST(FusionText, DenseReluIsOneOutputFusion) {
@@ -227,7 +231,9 @@ TEST(FusionText, DenseReluIsOneOutputFusion) {
     CHECK: ENTRY
     CHECK-NOT: dot(
     CHECK: kind=kOutput, calls=%fused_computation
-  )"), "") << text;
+  )"),
+            "")
+      << text;
 }
 
 TEST(FusionText, MeanAndVarianceShareOneMultiOutputFusion) {
@@ -242,7 +248,9 @@ TEST(FusionText, MeanAndVarianceShareOneMultiOutputFusion) {
     CHECK: kind=kInput
     CHECK: get-tuple-element(
     CHECK: get-tuple-element(
-  )"), "") << text;
+  )"),
+            "")
+      << text;
 }
 
 TEST(FusionText, IndependentLoopsStayTwoFusions) {

@@ -26,19 +26,44 @@ std::string FusionNameTable::Get(std::string_view base) {
 
 bool IsExpensive(const HloInstruction& instr) {
   switch (instr.opcode()) {
-    case HloOpcode::kExp: case HloOpcode::kExpm1: case HloOpcode::kLog:
-    case HloOpcode::kLog1p: case HloOpcode::kLogistic: case HloOpcode::kTanh:
-    case HloOpcode::kSqrt: case HloOpcode::kRsqrt: case HloOpcode::kCbrt:
-    case HloOpcode::kPower: case HloOpcode::kDivide: case HloOpcode::kRemainder:
-    case HloOpcode::kAtan2: case HloOpcode::kErf: case HloOpcode::kSin: case HloOpcode::kCos:
-    case HloOpcode::kTan: case HloOpcode::kDot: case HloOpcode::kConvolution:
-    case HloOpcode::kReduce: case HloOpcode::kReduceWindow: case HloOpcode::kSort:
-    case HloOpcode::kFft: case HloOpcode::kTriangularSolve: case HloOpcode::kCholesky:
-    case HloOpcode::kCustomCall: case HloOpcode::kWhile: case HloOpcode::kCall:
-    case HloOpcode::kConditional: case HloOpcode::kMap: case HloOpcode::kScatter:
-    case HloOpcode::kSelectAndScatter: case HloOpcode::kBatchNormTraining:
-    case HloOpcode::kBatchNormInference: case HloOpcode::kBatchNormGrad:
-    case HloOpcode::kRng: case HloOpcode::kRngBitGenerator: case HloOpcode::kTopK:
+    case HloOpcode::kExp:
+    case HloOpcode::kExpm1:
+    case HloOpcode::kLog:
+    case HloOpcode::kLog1p:
+    case HloOpcode::kLogistic:
+    case HloOpcode::kTanh:
+    case HloOpcode::kSqrt:
+    case HloOpcode::kRsqrt:
+    case HloOpcode::kCbrt:
+    case HloOpcode::kPower:
+    case HloOpcode::kDivide:
+    case HloOpcode::kRemainder:
+    case HloOpcode::kAtan2:
+    case HloOpcode::kErf:
+    case HloOpcode::kSin:
+    case HloOpcode::kCos:
+    case HloOpcode::kTan:
+    case HloOpcode::kDot:
+    case HloOpcode::kConvolution:
+    case HloOpcode::kReduce:
+    case HloOpcode::kReduceWindow:
+    case HloOpcode::kSort:
+    case HloOpcode::kFft:
+    case HloOpcode::kTriangularSolve:
+    case HloOpcode::kCholesky:
+    case HloOpcode::kCustomCall:
+    case HloOpcode::kWhile:
+    case HloOpcode::kCall:
+    case HloOpcode::kConditional:
+    case HloOpcode::kMap:
+    case HloOpcode::kScatter:
+    case HloOpcode::kSelectAndScatter:
+    case HloOpcode::kBatchNormTraining:
+    case HloOpcode::kBatchNormInference:
+    case HloOpcode::kBatchNormGrad:
+    case HloOpcode::kRng:
+    case HloOpcode::kRngBitGenerator:
+    case HloOpcode::kTopK:
       return true;
     case HloOpcode::kFusion:
       for (HloInstruction* i : instr.fused_computation()->instructions())
@@ -130,8 +155,8 @@ BuiltFusion BuildFusion(HloComputation* comp, const FusionSpec& spec, FusionName
     if (member_set.contains(o)) return value_of.at(o);
     if (auto it = param_of.find(o); it != param_of.end()) return it->second;
     int64_t n = static_cast<int64_t>(fusion_operands.size());
-    HloInstruction* p = fc->AddInstruction(HloInstruction::CreateParameter(
-        n, o->shape(), names.Get(absl::StrCat("param_", n))));
+    HloInstruction* p = fc->AddInstruction(
+        HloInstruction::CreateParameter(n, o->shape(), names.Get(absl::StrCat("param_", n))));
     fusion_operands.push_back(o);
     param_of[o] = p;
     return p;
@@ -223,7 +248,9 @@ std::vector<HloComputation*> FusibleComputations(const HloModule& module) {
   for (HloComputation* c : module.computations()) {
     for (HloInstruction* i : c->instructions()) {
       switch (i->opcode()) {
-        case HloOpcode::kWhile: case HloOpcode::kConditional: case HloOpcode::kCall:
+        case HloOpcode::kWhile:
+        case HloOpcode::kConditional:
+        case HloOpcode::kCall:
           break;
         default:
           for (HloComputation* callee : i->called_computations()) embedded.insert(callee);

@@ -84,7 +84,6 @@ void RemoveDeadMembers(HloComputation* comp, const std::vector<HloInstruction*>&
 std::vector<HloComputation*> FusibleComputations(const HloModule& module);
 
 // Instructions that take part in control edges (have control predecessors or are one).
-absl::flat_hash_set<const HloInstruction*> InstructionsWithControlEdges(
-    const HloComputation& comp);
+absl::flat_hash_set<const HloInstruction*> InstructionsWithControlEdges(const HloComputation& comp);
 
 }  // namespace kiln

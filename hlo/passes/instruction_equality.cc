@@ -30,8 +30,7 @@ bool SameAttributes(const InstructionAttributes& a, const InstructionAttributes&
          a.tuple_index == b.tuple_index && a.dimensions == b.dimensions &&
          a.iota_dimension == b.iota_dimension && a.slice_starts == b.slice_starts &&
          a.slice_limits == b.slice_limits && a.slice_strides == b.slice_strides &&
-         a.dynamic_slice_sizes == b.dynamic_slice_sizes &&
-         a.padding_config == b.padding_config &&
+         a.dynamic_slice_sizes == b.dynamic_slice_sizes && a.padding_config == b.padding_config &&
          a.dot_dimension_numbers == b.dot_dimension_numbers && a.window == b.window &&
          a.convolution_dimension_numbers == b.convolution_dimension_numbers &&
          a.feature_group_count == b.feature_group_count &&
@@ -70,8 +69,8 @@ bool IdenticalIgnoringOperands(const HloInstruction& a, const HloInstruction& b)
 
 bool ComputationsEquivalent(const HloComputation& a, const HloComputation& b) {
   if (&a == &b) return true;
-  if (a.instruction_count() != b.instruction_count() ||
-      a.num_parameters() != b.num_parameters() || !a.root() || !b.root())
+  if (a.instruction_count() != b.instruction_count() || a.num_parameters() != b.num_parameters() ||
+      !a.root() || !b.root())
     return false;
   std::vector<HloInstruction*> pa = a.MakeInstructionPostOrder();
   std::vector<HloInstruction*> pb = b.MakeInstructionPostOrder();

@@ -28,8 +28,7 @@ namespace kiln {
 namespace {
 
 bool IsSmallConstant(const HloInstruction& i) {
-  return i.opcode() == HloOpcode::kConstant && i.shape().IsArray() &&
-         i.shape().num_elements() <= 1;
+  return i.opcode() == HloOpcode::kConstant && i.shape().IsArray() && i.shape().num_elements() <= 1;
 }
 
 // Producers fusible into any consumer (reduce and dot have rules of their own).
@@ -38,10 +37,17 @@ bool IsLoopFusible(const HloInstruction& i) {
   HloOpcode op = i.opcode();
   if (IsElementwiseOpcode(op)) return true;
   switch (op) {
-    case HloOpcode::kBroadcast: case HloOpcode::kReshape: case HloOpcode::kBitcast:
-    case HloOpcode::kTranspose: case HloOpcode::kSlice: case HloOpcode::kIota:
-    case HloOpcode::kReverse: case HloOpcode::kPad: case HloOpcode::kConcatenate:
-    case HloOpcode::kDynamicSlice: case HloOpcode::kGather:
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast:
+    case HloOpcode::kTranspose:
+    case HloOpcode::kSlice:
+    case HloOpcode::kIota:
+    case HloOpcode::kReverse:
+    case HloOpcode::kPad:
+    case HloOpcode::kConcatenate:
+    case HloOpcode::kDynamicSlice:
+    case HloOpcode::kGather:
       return true;
     case HloOpcode::kConstant:
       return IsSmallConstant(i);
@@ -58,7 +64,9 @@ class ComputationFuser {
  public:
   ComputationFuser(HloComputation* comp, const InstructionFusionOptions& options,
                    FusionNameTable& names)
-      : comp_(comp), options_(options), names_(names),
+      : comp_(comp),
+        options_(options),
+        names_(names),
         control_(InstructionsWithControlEdges(*comp)) {}
 
   bool Run() {
@@ -99,9 +107,8 @@ class ComputationFuser {
     std::vector<HloInstruction*> cands;
     for (HloInstruction* o : consumer->operands())
       if (std::find(cands.begin(), cands.end(), o) == cands.end()) cands.push_back(o);
-    std::stable_sort(cands.begin(), cands.end(), [&](HloInstruction* a, HloInstruction* b) {
-      return Pos(a) > Pos(b);
-    });
+    std::stable_sort(cands.begin(), cands.end(),
+                     [&](HloInstruction* a, HloInstruction* b) { return Pos(a) > Pos(b); });
     for (HloInstruction* p : cands)
       if (ShouldFuse(p, consumer)) return p;
     return nullptr;
@@ -136,8 +143,7 @@ class ComputationFuser {
     std::vector<const HloInstruction*> out;
     for (int i = 0; i < c.operand_count(); ++i) {
       if (c.operand(i) != p) continue;
-      for (const HloInstruction* u : c.fused_computation()->parameter(i)->users())
-        out.push_back(u);
+      for (const HloInstruction* u : c.fused_computation()->parameter(i)->users()) out.push_back(u);
     }
     return out;
   }
@@ -163,8 +169,11 @@ class ComputationFuser {
         case HloOpcode::kBroadcast:
           if (x->shape().num_elements() > x->operand(0)->shape().num_elements()) return true;
           break;
-        case HloOpcode::kDot: case HloOpcode::kConvolution: case HloOpcode::kReduceWindow:
-        case HloOpcode::kGather: case HloOpcode::kSelectAndScatter:
+        case HloOpcode::kDot:
+        case HloOpcode::kConvolution:
+        case HloOpcode::kReduceWindow:
+        case HloOpcode::kGather:
+        case HloOpcode::kSelectAndScatter:
           return true;
         case HloOpcode::kReduce:
           continue;
@@ -212,8 +221,8 @@ class ComputationFuser {
         return false;
       const auto& d = x->shape().dimensions();
       if (d != in && d != out && !d.empty()) return false;
-      if (op == HloOpcode::kBroadcast && x->operand(0)->shape().dimensions() == out &&
-          d == in && x->dimensions() != kept)
+      if (op == HloOpcode::kBroadcast && x->operand(0)->shape().dimensions() == out && d == in &&
+          x->dimensions() != kept)
         return false;
     }
     for (const HloInstruction* u : InsideUsers(c, &reduce)) {
@@ -234,8 +243,7 @@ class ComputationFuser {
     }
     // Operand 0 of dynamic-update-slice is updated in place: it must stay a buffer.
     for (const HloInstruction* u : InsideUsers(*c, p))
-      if (u->opcode() == HloOpcode::kDynamicUpdateSlice && IsOperandOf(u, 0, *c, p))
-        return false;
+      if (u->opcode() == HloOpcode::kDynamicUpdateSlice && IsOperandOf(u, 0, *c, p)) return false;
     const bool c_has_dot = BodyHas(*c, IsDotLike);
     const bool c_has_reduce = BodyHas(*c, [](HloOpcode op) { return op == HloOpcode::kReduce; });
     if (c_has_dot) {

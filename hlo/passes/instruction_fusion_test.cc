@@ -2,9 +2,9 @@
 // (how many fusions of which kind, what stayed outside) follow from the rules by hand.
 #include "hlo/passes/instruction_fusion.h"
 
-#include <cstdio>
-
 #include <gtest/gtest.h>
+
+#include <cstdio>
 
 #include "hlo/passes/fusion_test_util.h"
 
@@ -71,7 +71,8 @@ TEST(InstructionFusion, ReduceOfElementwiseIsOneInputFusion) {
   EXPECT_EQ(root->fused_computation()->name(), "fused_computation");
   EXPECT_TRUE(root->fused_computation()->is_fusion_computation());
   EXPECT_EQ(root->fused_computation()->root()->opcode(), HloOpcode::kReduce);
-  EXPECT_EQ(root->fused_computation()->instruction_count(), 3 + 4);  // 3 params, mul, add, const, reduce
+  EXPECT_EQ(root->fused_computation()->instruction_count(),
+            3 + 4);  // 3 params, mul, add, const, reduce
 }
 
 TEST(InstructionFusion, SoftmaxIsAtMostTwoFusions) {
@@ -87,7 +88,8 @@ TEST(InstructionFusion, SoftmaxIsAtMostTwoFusions) {
   EXPECT_EQ(CountOpcodeInBodies(*m, HloOpcode::kExp), 1);
   for (const HloComputation* comp : m->computations()) {
     int reduces = 0;
-    for (const HloInstruction* i : comp->instructions()) reduces += i->opcode() == HloOpcode::kReduce;
+    for (const HloInstruction* i : comp->instructions())
+      reduces += i->opcode() == HloOpcode::kReduce;
     EXPECT_LE(reduces, 1) << comp->name();
   }
 }

@@ -74,7 +74,9 @@ class SiblingMerger {
  public:
   SiblingMerger(HloComputation* comp, const MultiOutputFusionOptions& options,
                 FusionNameTable& names)
-      : comp_(comp), options_(options), names_(names),
+      : comp_(comp),
+        options_(options),
+        names_(names),
         control_(InstructionsWithControlEdges(*comp)) {}
 
   bool Run() {

@@ -1,9 +1,9 @@
 // Tests of sibling multi-output fusion on modules built in C++.
 #include "hlo/passes/multi_output_fusion.h"
 
-#include <cstdio>
-
 #include <gtest/gtest.h>
+
+#include <cstdio>
 
 #include "hlo/passes/fusion_test_util.h"
 #include "hlo/passes/instruction_fusion.h"

@@ -67,7 +67,7 @@ TEST(SimplificationPipelineTest, ReachesAFixedPoint) {
   std::vector<std::string> names;
   for (const PassRecord& r : second->records()) names.push_back(r.pass_name);
   EXPECT_EQ(names, (std::vector<std::string>{"algsimp", "constant-folding", "tuple-simplifier",
-                                              "transpose-folding", "cse", "dce"}));
+                                             "transpose-folding", "cse", "dce"}));
 }
 
 std::string ReadFile(const std::filesystem::path& p) {
@@ -122,7 +122,8 @@ TEST(SimplificationPipelineTest, CorpusModulesKeepTheirValues) {
     int64_t elements = 0;
     for (const HloComputation* c : probe->computations())
       for (const HloInstruction* i : c->instructions())
-        for (const Shape& s : FlattenShape(i->shape())) elements += s.IsArray() ? s.num_elements() : 0;
+        for (const Shape& s : FlattenShape(i->shape()))
+          elements += s.IsArray() ? s.num_elements() : 0;
     if (elements > (int64_t{1} << 18)) continue;
     std::mt19937 rng(7);
     std::vector<Literal> args;

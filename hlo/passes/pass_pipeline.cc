@@ -16,12 +16,12 @@ absl::StatusOr<bool> HloPassPipeline::Run(HloModule& module) {
         sub->set_after_pass_hook(hook_);
       auto start = std::chrono::steady_clock::now();
       absl::StatusOr<bool> changed = pass->Run(module);
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                            start).count();
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
       if (!changed.ok()) {
-        return absl::Status(changed.status().code(),
-                            "pass '" + std::string(pass->name()) + "': " +
-                                std::string(changed.status().message()));
+        return absl::Status(changed.status().code(), "pass '" + std::string(pass->name()) + "': " +
+                                                         std::string(changed.status().message()));
       }
       records_.push_back({std::string(pass->name()), *changed, ms});
       if (!*changed) continue;

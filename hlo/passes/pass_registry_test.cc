@@ -10,9 +10,9 @@ namespace {
 
 TEST(PassRegistryTest, KnowsTheStandardPasses) {
   std::set<std::string> names(RegisteredPassNames().begin(), RegisteredPassNames().end());
-  for (const char* n : {"dce", "cse", "constant-folding", "algsimp", "transpose-folding",
-                        "tuple-simplifier", "fusion", "multi-output-fusion", "simplification",
-                        "fusion-pipeline"}) {
+  for (const char* n :
+       {"dce", "cse", "constant-folding", "algsimp", "transpose-folding", "tuple-simplifier",
+        "fusion", "multi-output-fusion", "simplification", "fusion-pipeline"}) {
     EXPECT_TRUE(names.count(n)) << n;
   }
   EXPECT_EQ(names.size(), RegisteredPassNames().size()) << "duplicate pass names";

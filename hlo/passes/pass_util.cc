@@ -55,9 +55,15 @@ bool ComputationHasSideEffect(const HloComputation& comp,
   memo[&comp] = false;  // recursion guard (HLO call graphs are acyclic anyway)
   bool result = false;
   for (const HloInstruction* i : comp.instructions()) {
-    if (HasSideEffectNoRecurse(*i)) { result = true; break; }
+    if (HasSideEffectNoRecurse(*i)) {
+      result = true;
+      break;
+    }
     for (const HloComputation* c : i->called_computations())
-      if (ComputationHasSideEffect(*c, memo)) { result = true; break; }
+      if (ComputationHasSideEffect(*c, memo)) {
+        result = true;
+        break;
+      }
     if (result) break;
   }
   memo[&comp] = result;
@@ -105,8 +111,10 @@ HloInstruction* AddWithFreshName(HloComputation* comp, std::unique_ptr<HloInstru
 
 Shape ShapeLike(PrimitiveType type, std::vector<int64_t> dims, const Shape& like) {
   Shape s(type, std::move(dims));
-  if (like.has_layout()) s.SetDefaultLayout();
-  else s.clear_layout();
+  if (like.has_layout())
+    s.SetDefaultLayout();
+  else
+    s.clear_layout();
   return s;
 }
 
@@ -194,8 +202,8 @@ bool IsExtreme(const HloInstruction* instr, bool lowest) {
     if constexpr (std::is_same_v<T, bool>) {
       return v == !lowest;
     } else if constexpr (kIsFloatT<T>) {
-      double d = static_cast<double>(static_cast<std::conditional_t<std::is_same_v<T, double>,
-                                                                   double, float>>(v));
+      double d = static_cast<double>(
+          static_cast<std::conditional_t<std::is_same_v<T, double>, double, float>>(v));
       return std::isinf(d) && ((d < 0) == lowest);
     } else {
       return lowest ? v == std::numeric_limits<T>::min() : v == std::numeric_limits<T>::max();

@@ -26,9 +26,9 @@ int64_t InstructionCount(const kiln::HloModule& m) {
 
 int main(int argc, char** argv) {
   const char* root = std::getenv("KILN_SOURCE_ROOT");
-  std::string path = argc > 1 ? argv[1]
-                              : std::string(root ? root : ".") +
-                                    "/tests/hlo_corpus/020_tf_bert_forward_gpu.hlo";
+  std::string path =
+      argc > 1 ? argv[1]
+               : std::string(root ? root : ".") + "/tests/hlo_corpus/020_tf_bert_forward_gpu.hlo";
   int runs = argc > 2 ? std::atoi(argv[2]) : 20;
   if (runs < 1) runs = 1;
   std::ifstream f(path);
@@ -56,8 +56,7 @@ int main(int argc, char** argv) {
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<bool> changed = pipeline->Run(**m);
     double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!changed.ok()) {
       std::fprintf(stderr, "%s\n", std::string(changed.status().message()).c_str());
       return 1;
@@ -66,13 +65,13 @@ int main(int argc, char** argv) {
     if (r == 0) continue;
     times.push_back(ms);
     rounds = pipeline->records().size() / 6;
-    for (const kiln::PassRecord& rec : pipeline->records()) per_pass[rec.pass_name] += rec.millis / runs;
+    for (const kiln::PassRecord& rec : pipeline->records())
+      per_pass[rec.pass_name] += rec.millis / runs;
   }
   std::sort(times.begin(), times.end());
   std::printf("module: %s\ninstructions: %lld -> %lld\npipeline rounds: %zu\n", path.c_str(),
               static_cast<long long>(before), static_cast<long long>(after), rounds);
   for (const auto& [name, ms] : per_pass) std::printf("  %-18s %8.3f ms\n", name.c_str(), ms);
-  std::printf("median_ms=%.3f min_ms=%.3f runs=%d\n", times[times.size() / 2], times.front(),
-              runs);
+  std::printf("median_ms=%.3f min_ms=%.3f runs=%d\n", times[times.size() / 2], times.front(), runs);
   return 0;
 }

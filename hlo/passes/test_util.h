@@ -57,7 +57,10 @@ inline std::string EscapeRegex(std::string_view s) {
 inline int CountGroups(std::string_view re) {
   int n = 0;
   for (size_t i = 0; i < re.size(); ++i) {
-    if (re[i] == '\\') { ++i; continue; }
+    if (re[i] == '\\') {
+      ++i;
+      continue;
+    }
     if (re[i] == '(' && (i + 1 >= re.size() || re[i + 1] != '?')) ++n;
   }
   return n;
@@ -82,8 +85,14 @@ inline absl::Status BuildRegex(std::string_view pattern,
       size_t end = std::string_view::npos;
       int depth = 0;
       for (size_t k = i + 2; k + 1 < pattern.size(); ++k) {
-        if (pattern[k] == '\\') { ++k; continue; }
-        if (depth == 0 && pattern[k] == ']' && pattern[k + 1] == ']') { end = k; break; }
+        if (pattern[k] == '\\') {
+          ++k;
+          continue;
+        }
+        if (depth == 0 && pattern[k] == ']' && pattern[k + 1] == ']') {
+          end = k;
+          break;
+        }
         if (pattern[k] == '[') ++depth;
         if (pattern[k] == ']') --depth;
       }
@@ -159,9 +168,9 @@ inline absl::Status FileCheck(std::string_view text, std::string_view checks) {
   std::vector<Directive> directives = internal::ParseDirectives(checks);
   if (directives.empty()) return absl::InvalidArgumentError("no CHECK lines");
   absl::flat_hash_map<std::string, std::string> vars;
-  int last_line = -1;       // line of the previous positive match
-  size_t last_col = 0;      // end column of that match
-  int search_from = 0;      // first line CHECK may match
+  int last_line = -1;   // line of the previous positive match
+  size_t last_col = 0;  // end column of that match
+  int search_from = 0;  // first line CHECK may match
   std::vector<const Directive*> nots;
 
   // Matches `d` within lines[line] from column `col`; records captures.
@@ -193,7 +202,8 @@ inline absl::Status FileCheck(std::string_view text, std::string_view checks) {
       for (int l = std::max(from, 0); l < to; ++l) {
         size_t end;
         if (match_at(*d, l, 0, &end))
-          return fail(*d, "CHECK-NOT matched line " + std::to_string(l + 1) + " `" + lines[l] + "`");
+          return fail(*d,
+                      "CHECK-NOT matched line " + std::to_string(l + 1) + " `" + lines[l] + "`");
       }
     }
     nots.clear();
@@ -213,7 +223,10 @@ inline absl::Status FileCheck(std::string_view text, std::string_view checks) {
       case Directive::kCheck: {
         int found = -1;
         for (int l = search_from; l < static_cast<int>(lines.size()); ++l)
-          if (match_at(d, l, 0, &end)) { found = l; break; }
+          if (match_at(d, l, 0, &end)) {
+            found = l;
+            break;
+          }
         if (found < 0) return fail(d, "no match");
         if (absl::Status s = check_nots(search_from, found); !s.ok()) return s;
         last_line = found;
@@ -276,10 +289,14 @@ inline Literal RandomLiteral(const Shape& shape, std::mt19937& rng) {
   std::uniform_real_distribution<double> real(-3.0, 3.0);
   std::uniform_int_distribution<int> small(-8, 8);
   for (int64_t i = 0; i < lit.element_count(); ++i) {
-    if (t == PrimitiveType::PRED) lit.SetFromDouble(i, small(rng) > 0 ? 1 : 0);
-    else if (IsUnsignedInt(t)) lit.SetFromDouble(i, small(rng) + 8);
-    else if (IsInteger(t)) lit.SetFromDouble(i, small(rng));
-    else lit.SetFromDouble(i, real(rng));
+    if (t == PrimitiveType::PRED)
+      lit.SetFromDouble(i, small(rng) > 0 ? 1 : 0);
+    else if (IsUnsignedInt(t))
+      lit.SetFromDouble(i, small(rng) + 8);
+    else if (IsInteger(t))
+      lit.SetFromDouble(i, small(rng));
+    else
+      lit.SetFromDouble(i, real(rng));
   }
   return lit;
 }
@@ -291,8 +308,8 @@ inline ::testing::AssertionResult SameValues(const Literal& a, const Literal& b)
            << "shapes differ: " << a.shape().ToString() << " vs " << b.shape().ToString();
   if (a.IsTuple()) {
     for (size_t i = 0; i < a.elements().size(); ++i) {
-      ::testing::AssertionResult r = SameValues(a.element(static_cast<int>(i)),
-                                                b.element(static_cast<int>(i)));
+      ::testing::AssertionResult r =
+          SameValues(a.element(static_cast<int>(i)), b.element(static_cast<int>(i)));
       if (!r) return r << " (tuple element " << i << ")";
     }
     return ::testing::AssertionSuccess();
@@ -313,8 +330,8 @@ inline ::testing::AssertionResult SameValues(const Literal& a, const Literal& b)
       same = a.GetAsInt64(i) == b.GetAsInt64(i);
     }
     if (!same)
-      return ::testing::AssertionFailure() << "element " << i << " differs: " << a.GetAsDouble(i)
-                                           << " vs " << b.GetAsDouble(i);
+      return ::testing::AssertionFailure()
+             << "element " << i << " differs: " << a.GetAsDouble(i) << " vs " << b.GetAsDouble(i);
   }
   return ::testing::AssertionSuccess();
 }

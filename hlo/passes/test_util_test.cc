@@ -18,7 +18,8 @@ TEST(FileCheckTest, InOrderMatchesPass) {
     CHECK: parameter(0)
     CHECK: negate
     CHECK: ROOT
-  )").ok());
+  )")
+                  .ok());
 }
 
 TEST(FileCheckTest, OutOfOrderFails) {
@@ -46,7 +47,8 @@ TEST(FileCheckTest, RegexAndVariables) {
   EXPECT_TRUE(FileCheck(kText, R"(
     CHECK: [[N:%neg\.[0-9]+]] = f32[2]{0} negate
     CHECK: add(f32[2]{0} [[N]], {{.*}} %p)
-  )").ok());
+  )")
+                  .ok());
   EXPECT_FALSE(FileCheck(kText, "CHECK: [[N:%[a-z]+]] = \nCHECK: ROOT {{.*}}[[N]].1").ok());
   // A regex with its own brackets inside a capture.
   EXPECT_TRUE(FileCheck(kText, "CHECK: [[N:%neg[.][0-9]]] = \nCHECK: ROOT {{.*}}[[N]],").ok());

@@ -107,13 +107,14 @@ absl::Status ReadWindow(Cursor& c, Window* out) {
   bool have[6] = {};
   while (!c.TryConsume('}')) {
     std::string_view key;
-    if (absl::Status s = ReadWord(c, "a window field (size, stride, pad, lhs_dilate, "
-                                     "rhs_dilate, rhs_reversal) or '}'", &key);
+    if (absl::Status s = ReadWord(c,
+                                  "a window field (size, stride, pad, lhs_dilate, "
+                                  "rhs_dilate, rhs_reversal) or '}'",
+                                  &key);
         !s.ok())
       return s;
     size_t key_at = c.pos() - key.size();
-    if (absl::Status s = c.ExpectF('=', "'=' after window field '{}'", key); !s.ok())
-      return s;
+    if (absl::Status s = c.ExpectF('=', "'=' after window field '{}'", key); !s.ok()) return s;
     int index = -1;
     absl::Status s;
     if (key == "size") {
@@ -136,7 +137,8 @@ absl::Status ReadWindow(Cursor& c, Window* out) {
       s = ReadXList(c, "rhs_reversal", &reversal);
     } else {
       return c.ErrorAt(key_at, fmt::format("unknown window field '{}' (expected size, stride, "
-                                           "pad, lhs_dilate, rhs_dilate or rhs_reversal)", key));
+                                           "pad, lhs_dilate, rhs_dilate or rhs_reversal)",
+                                           key));
     }
     if (!s.ok()) return s;
     if (have[index]) return c.ErrorAt(key_at, fmt::format("window field '{}' given twice", key));
@@ -147,8 +149,8 @@ absl::Status ReadWindow(Cursor& c, Window* out) {
   size_t n = size.size();
   auto check = [&](size_t got, std::string_view field) -> absl::Status {
     if (got != n && got != 0) {
-      return c.ErrorAt(at, fmt::format("window {} has {} dimensions but size has {}", field,
-                                       got, n));
+      return c.ErrorAt(at,
+                       fmt::format("window {} has {} dimensions but size has {}", field, got, n));
     }
     return absl::OkStatus();
   };
@@ -225,9 +227,9 @@ absl::Status ReadDimLabels(Cursor& c, ConvolutionDimensionNumbers* out) {
     return s;
   if (c.Peek() != '_') return c.Expected("'_' after the input labels of dim_labels");
   c.Advance();
-  if (absl::Status s = ReadLabels(c, "the kernel labels", 'i', 'o',
-                                  &d.kernel_input_feature_dimension,
-                                  &d.kernel_output_feature_dimension, &d.kernel_spatial_dimensions);
+  if (absl::Status s =
+          ReadLabels(c, "the kernel labels", 'i', 'o', &d.kernel_input_feature_dimension,
+                     &d.kernel_output_feature_dimension, &d.kernel_spatial_dimensions);
       !s.ok())
     return s;
   if (c.Peek() != '-' || c.Peek(1) != '>') return c.Expected("'->' in dim_labels");
@@ -341,8 +343,8 @@ std::string DimLabelsText(const ConvolutionDimensionNumbers& d) {
   return LabelsText(rank, d.input_batch_dimension, 'b', d.input_feature_dimension, 'f',
                     d.input_spatial_dimensions) +
          "_" +
-         LabelsText(rank, d.kernel_input_feature_dimension, 'i',
-                    d.kernel_output_feature_dimension, 'o', d.kernel_spatial_dimensions) +
+         LabelsText(rank, d.kernel_input_feature_dimension, 'i', d.kernel_output_feature_dimension,
+                    'o', d.kernel_spatial_dimensions) +
          "->" +
          LabelsText(rank, d.output_batch_dimension, 'b', d.output_feature_dimension, 'f',
                     d.output_spatial_dimensions);
@@ -466,8 +468,7 @@ absl::Status ParseTypedAttribute(std::string_view name, HloOpcode op, Cursor c,
     s = c.ReadBool("true or false", &a->largest);
   } else if (name == "left_side" && op == HloOpcode::kTriangularSolve) {
     s = c.ReadBool("true or false", &a->left_side);
-  } else if (name == "lower" &&
-             (op == HloOpcode::kTriangularSolve || op == HloOpcode::kCholesky)) {
+  } else if (name == "lower" && (op == HloOpcode::kTriangularSolve || op == HloOpcode::kCholesky)) {
     s = c.ReadBool("true or false", &a->lower);
   } else if (name == "unit_diagonal" && op == HloOpcode::kTriangularSolve) {
     s = c.ReadBool("true or false", &a->unit_diagonal);
@@ -559,8 +560,7 @@ void AppendTypedAttributes(const HloInstruction& instr, std::string* out) {
     add("update_window_dims", IntList(s.update_window_dims));
     add("inserted_window_dims", IntList(s.inserted_window_dims));
     add("scatter_dims_to_operand_dims", IntList(s.scatter_dims_to_operand_dims));
-    if (!s.input_batching_dims.empty())
-      add("input_batching_dims", IntList(s.input_batching_dims));
+    if (!s.input_batching_dims.empty()) add("input_batching_dims", IntList(s.input_batching_dims));
     if (!s.scatter_indices_batching_dims.empty())
       add("scatter_indices_batching_dims", IntList(s.scatter_indices_batching_dims));
     add("index_vector_dim", fmt::format("{}", s.index_vector_dim));

@@ -48,7 +48,8 @@ TEST(HloCorpus, EveryModuleParsesAndPrintsToAFixedPoint) {
     std::string text = ReadFile(path);
     auto t0 = std::chrono::steady_clock::now();
     auto m1 = ParseHloModule(text, name);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     auto expected = kExpectedFailures.find(name);
     if (expected != kExpectedFailures.end()) {
       ASSERT_FALSE(m1.ok()) << "expected to fail but parsed; remove it from kExpectedFailures";
@@ -68,8 +69,8 @@ TEST(HloCorpus, EveryModuleParsesAndPrintsToAFixedPoint) {
       std::string la, lb;
       int line = 0;
       while (std::getline(a, la) && std::getline(b, lb) && la == lb) ++line;
-      ADD_FAILURE() << "not a fixed point at printed line " << line + 1 << ":\n  first:  "
-                    << la.substr(0, 300) << "\n  second: " << lb.substr(0, 300);
+      ADD_FAILURE() << "not a fixed point at printed line " << line + 1
+                    << ":\n  first:  " << la.substr(0, 300) << "\n  second: " << lb.substr(0, 300);
       continue;
     }
     // The structure survives printing.

@@ -141,14 +141,33 @@ absl::Status Cursor::ReadQuoted(std::string_view what, std::string* out) {
     char e = text_[pos_ + 1];
     pos_ += 2;
     switch (e) {
-      case 'n': out->push_back('\n'); break;
-      case 't': out->push_back('\t'); break;
-      case 'r': out->push_back('\r'); break;
-      case 'a': out->push_back('\a'); break;
-      case 'b': out->push_back('\b'); break;
-      case 'f': out->push_back('\f'); break;
-      case 'v': out->push_back('\v'); break;
-      case '\\': case '"': case '\'': case '?': out->push_back(e); break;
+      case 'n':
+        out->push_back('\n');
+        break;
+      case 't':
+        out->push_back('\t');
+        break;
+      case 'r':
+        out->push_back('\r');
+        break;
+      case 'a':
+        out->push_back('\a');
+        break;
+      case 'b':
+        out->push_back('\b');
+        break;
+      case 'f':
+        out->push_back('\f');
+        break;
+      case 'v':
+        out->push_back('\v');
+        break;
+      case '\\':
+      case '"':
+      case '\'':
+      case '?':
+        out->push_back(e);
+        break;
       case 'x': {
         int v = 0, n = 0;
         while (n < 2 && pos_ < end_ && HexValue(text_[pos_]) >= 0) {

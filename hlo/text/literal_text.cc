@@ -56,8 +56,8 @@ T FromBits(typename FloatBitsOf<T>::U u) {
 
 template <typename T>
 bool IsNan(T v) {
-  return std::isnan(static_cast<double>(static_cast<std::conditional_t<
-                                            std::is_same_v<T, double>, double, float>>(v)));
+  return std::isnan(static_cast<double>(
+      static_cast<std::conditional_t<std::is_same_v<T, double>, double, float>>(v)));
 }
 
 // "nan", "-nan" or "nan(0x...)" for a NaN of type T.
@@ -121,9 +121,8 @@ std::string ElementText(T v) {
 std::string_view ScanElement(Cursor& c) {
   size_t start = c.pos();
   if (c.Peek() == '-' || c.Peek() == '+') c.Advance();
-  while (IsNameChar(c.Peek()) ||
-         ((c.Peek() == '+' || c.Peek() == '-') &&
-          (c.text()[c.pos() - 1] == 'e' || c.text()[c.pos() - 1] == 'E')))
+  while (IsNameChar(c.Peek()) || ((c.Peek() == '+' || c.Peek() == '-') &&
+                                  (c.text()[c.pos() - 1] == 'e' || c.text()[c.pos() - 1] == 'E')))
     c.Advance();
   if (c.Peek() == '(' && c.pos() >= start + 3 && c.text().substr(c.pos() - 3, 3) == "nan") {
     size_t close = c.text().find(')', c.pos());
@@ -184,20 +183,22 @@ absl::Status ParseFloatToken(Cursor& c, size_t at, std::string_view tok, T* out,
 }
 
 template <typename T>
-absl::Status ParseIntToken(Cursor& c, size_t at, std::string_view tok, T* out,
-                           PrimitiveType type) {
+absl::Status ParseIntToken(Cursor& c, size_t at, std::string_view tok, T* out, PrimitiveType type) {
   std::string_view body = tok;
   if (!body.empty() && body[0] == '+') body.remove_prefix(1);
   T v{};
   auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
   if (body.empty() || p != body.data() + body.size()) {
-    return c.ErrorAt(at, fmt::format("expected a {} value, found {}", PrimitiveTypeName(type),
-                                     tok.empty() ? c.DescribeHere() : "'" + std::string(tok) + "'"));
+    return c.ErrorAt(at,
+                     fmt::format("expected a {} value, found {}", PrimitiveTypeName(type),
+                                 tok.empty() ? c.DescribeHere() : "'" + std::string(tok) + "'"));
   }
   if (ec == std::errc::result_out_of_range)
-    return c.ErrorAt(at, fmt::format("value {} is out of range for {}", tok, PrimitiveTypeName(type)));
+    return c.ErrorAt(at,
+                     fmt::format("value {} is out of range for {}", tok, PrimitiveTypeName(type)));
   if (ec != std::errc())
-    return c.ErrorAt(at, fmt::format("expected a {} value, found '{}'", PrimitiveTypeName(type), tok));
+    return c.ErrorAt(at,
+                     fmt::format("expected a {} value, found '{}'", PrimitiveTypeName(type), tok));
   *out = v;
   return absl::OkStatus();
 }
@@ -233,9 +234,9 @@ absl::Status ParseElement(Cursor& c, PrimitiveType type, T* out) {
       } else if (tok == "false" || tok == "0") {
         *out = false;
       } else {
-        return c.ErrorAt(at, fmt::format("expected a pred value (true or false), found {}",
-                                         tok.empty() ? c.DescribeHere()
-                                                     : "'" + std::string(tok) + "'"));
+        return c.ErrorAt(
+            at, fmt::format("expected a pred value (true or false), found {}",
+                            tok.empty() ? c.DescribeHere() : "'" + std::string(tok) + "'"));
       }
       return absl::OkStatus();
     } else if constexpr (std::is_integral_v<T>) {
@@ -265,7 +266,8 @@ absl::Status ParseArray(Cursor& c, const Shape& shape, Literal* lit) {
   const auto& dims = shape.dimensions();
   std::vector<int64_t> count(rank, 0);
   int64_t next = 0;
-  if (c.Peek() != '{') return c.Expected(fmt::format("'{{' starting a literal of {}", ShapeToText(shape)));
+  if (c.Peek() != '{')
+    return c.Expected(fmt::format("'{{' starting a literal of {}", ShapeToText(shape)));
   c.Advance();
   if (shape.num_elements() == 0 && c.TryConsume('}')) return absl::OkStatus();  // `{}`
   int level = 1;
@@ -292,7 +294,8 @@ absl::Status ParseArray(Cursor& c, const Shape& shape, Literal* lit) {
                                  ShapeToText(shape), dims[level - 1], level - 1));
     }
     if (level < rank) {
-      if (c.Peek() != '{') return c.Expected(fmt::format("'{{' for dimension {} of the literal", level));
+      if (c.Peek() != '{')
+        return c.Expected(fmt::format("'{{' for dimension {} of the literal", level));
       c.Advance();
       count[level] = 0;
       ++level;
@@ -363,8 +366,7 @@ std::string FloatToText(double v) {
   return fmt::format("{}", v);
 }
 
-absl::Status ParseLiteral(Cursor& c, const Shape& shape, std::optional<Literal>* out,
-                          int depth) {
+absl::Status ParseLiteral(Cursor& c, const Shape& shape, std::optional<Literal>* out, int depth) {
   if (depth > kMaxNesting) return c.Error("literal nested too deeply");
   if (absl::Status s = c.SkipSpace(); !s.ok()) return s;
   size_t start = c.pos();
@@ -383,8 +385,7 @@ absl::Status ParseLiteral(Cursor& c, const Shape& shape, std::optional<Literal>*
     std::vector<Literal> elements;
     for (int i = 0; i < shape.tuple_size(); ++i) {
       if (i > 0) {
-        if (absl::Status s = c.Expect(',', "',' between tuple literal elements"); !s.ok())
-          return s;
+        if (absl::Status s = c.Expect(',', "',' between tuple literal elements"); !s.ok()) return s;
       }
       if (absl::Status s = c.SkipSpace(); !s.ok()) return s;
       if (c.Peek() != '(' && AtShapeStart(c)) {
@@ -393,12 +394,12 @@ absl::Status ParseLiteral(Cursor& c, const Shape& shape, std::optional<Literal>*
         Shape written;
         if (absl::Status s = ParseShapeAt(c, &written, depth + 1); !s.ok()) return s;
         if (!written.Compatible(shape.tuple_shapes(i)))
-          return c.ErrorAt(shape_at, fmt::format("tuple literal element {} has shape {}, expected {}",
-                                                 i, ShapeToText(written), ShapeToText(shape.tuple_shapes(i))));
+          return c.ErrorAt(shape_at,
+                           fmt::format("tuple literal element {} has shape {}, expected {}", i,
+                                       ShapeToText(written), ShapeToText(shape.tuple_shapes(i))));
       }
       std::optional<Literal> e;
-      if (absl::Status s = ParseLiteral(c, shape.tuple_shapes(i), &e, depth + 1); !s.ok())
-        return s;
+      if (absl::Status s = ParseLiteral(c, shape.tuple_shapes(i), &e, depth + 1); !s.ok()) return s;
       if (!e) return c.ErrorAt(start, "a tuple literal cannot have elided elements");
       elements.push_back(std::move(*e));
     }
@@ -407,7 +408,8 @@ absl::Status ParseLiteral(Cursor& c, const Shape& shape, std::optional<Literal>*
     out->emplace(std::move(lit));
     return absl::OkStatus();
   }
-  if (!shape.IsArray()) return c.Error(fmt::format("a {} has no literal value", ShapeToText(shape)));
+  if (!shape.IsArray())
+    return c.Error(fmt::format("a {} has no literal value", ShapeToText(shape)));
   // Every element needs at least one character: refuse shapes the text cannot fill before
   // allocating their storage.
   int64_t n = shape.num_elements();
@@ -416,9 +418,8 @@ absl::Status ParseLiteral(Cursor& c, const Shape& shape, std::optional<Literal>*
                                ShapeToText(shape), n));
   }
   Literal lit(shape);
-  absl::Status st = PrimitiveTypeSwitch(shape.element_type(), [&](auto tag) {
-    return ParseArray<decltype(tag)>(c, shape, &lit);
-  });
+  absl::Status st = PrimitiveTypeSwitch(
+      shape.element_type(), [&](auto tag) { return ParseArray<decltype(tag)>(c, shape, &lit); });
   if (!st.ok()) return st;
   out->emplace(std::move(lit));
   return absl::OkStatus();

@@ -20,10 +20,10 @@ namespace {
 using hlo_text::Cursor;
 using hlo_text::IsDigit;
 
-#define KILN_RETURN_IF_ERROR(expr)         \
-  do {                                     \
-    absl::Status _st = (expr);             \
-    if (!_st.ok()) return _st;             \
+#define KILN_RETURN_IF_ERROR(expr) \
+  do {                             \
+    absl::Status _st = (expr);     \
+    if (!_st.ok()) return _st;     \
   } while (0)
 
 // A reference to a computation by name, resolved once the whole module is read.
@@ -91,7 +91,8 @@ class Parser {
 
   absl::StatusOr<std::unique_ptr<HloModule>> ParseModule() {
     KILN_RETURN_IF_ERROR(c_.SkipSpace());
-    if (!c_.TryConsumeWord("HloModule")) return c_.Expected("'HloModule' at the start of the module");
+    if (!c_.TryConsumeWord("HloModule"))
+      return c_.Expected("'HloModule' at the start of the module");
     std::string name;
     KILN_RETURN_IF_ERROR(c_.ReadName("the module name", &name));
     module_ = std::make_unique<HloModule>(name);
@@ -100,7 +101,8 @@ class Parser {
       size_t at = c_.pos();
       KILN_RETURN_IF_ERROR(c_.ReadName("a module attribute name", &attr));
       for (const auto& [k, v] : module_->attributes())
-        if (k == attr) return c_.ErrorAt(at, fmt::format("module attribute '{}' given twice", attr));
+        if (k == attr)
+          return c_.ErrorAt(at, fmt::format("module attribute '{}' given twice", attr));
       KILN_RETURN_IF_ERROR(c_.ExpectF('=', "'=' after module attribute '{}'", attr));
       size_t b, e;
       KILN_RETURN_IF_ERROR(ScanValue(&b, &e));
@@ -180,8 +182,7 @@ class Parser {
       if (!probe.SkipSpace().ok()) return false;
       return IsDigit(probe.Peek()) || probe.PeekWord() == "FileNames" ||
              probe.PeekWord() == "FunctionNames" || probe.PeekWord() == "FileLocations" ||
-             probe.PeekWord() == "StackFrames" || probe.AtEnd() ||
-             probe.PeekWord() == "ENTRY";
+             probe.PeekWord() == "StackFrames" || probe.AtEnd() || probe.PeekWord() == "ENTRY";
     };
     while (is_table()) {
       c_.Advance(c_.PeekWord().size());
@@ -204,7 +205,8 @@ class Parser {
         end = c_.pos();
       }
     }
-    if (end > start) module_->set_stack_frame_tables(std::string(c_.text().substr(start, end - start)));
+    if (end > start)
+      module_->set_stack_frame_tables(std::string(c_.text().substr(start, end - start)));
     return absl::OkStatus();
   }
 
@@ -212,9 +214,8 @@ class Parser {
     size_t at = c_.pos();
     bool is_entry = c_.TryConsumeWord("ENTRY");
     std::string name;
-    KILN_RETURN_IF_ERROR(c_.ReadName(is_entry ? "a computation name after ENTRY"
-                                              : "a computation name or ENTRY",
-                                     &name));
+    KILN_RETURN_IF_ERROR(c_.ReadName(
+        is_entry ? "a computation name after ENTRY" : "a computation name or ENTRY", &name));
     if (computations_.contains(name))
       return c_.ErrorAt(at, fmt::format("computation '{}' is defined twice", name));
     // Optional signature: `(p: f32[2], ...) -> f32[2]`.
@@ -260,7 +261,8 @@ class Parser {
     HloInstruction* last = nullptr;
     while (true) {
       KILN_RETURN_IF_ERROR(c_.SkipSpace());
-      if (c_.AtEnd()) return c_.ErrorAt(at, fmt::format("computation '{}' is never closed with '}}'", name));
+      if (c_.AtEnd())
+        return c_.ErrorAt(at, fmt::format("computation '{}' is never closed with '}}'", name));
       if (c_.Peek() == '}') {
         c_.Advance();
         break;
@@ -271,8 +273,9 @@ class Parser {
       KILN_RETURN_IF_ERROR(ParseInstruction(cp, &instr));
       if (is_root) {
         if (root) {
-          return c_.ErrorAt(instr_at, fmt::format("second ROOT in computation '{}' (the first is '{}')",
-                                                  name, root->name()));
+          return c_.ErrorAt(instr_at,
+                            fmt::format("second ROOT in computation '{}' (the first is '{}')", name,
+                                        root->name()));
         }
         root = instr;
       }
@@ -283,8 +286,9 @@ class Parser {
     // Parameters must be numbered 0..n-1.
     for (int i = 0; i < cp->num_parameters(); ++i) {
       if (!cp->parameter(i))
-        return c_.ErrorAt(at, fmt::format("computation '{}' has no parameter({}) but has parameter({})",
-                                          name, i, cp->num_parameters() - 1));
+        return c_.ErrorAt(
+            at, fmt::format("computation '{}' has no parameter({}) but has parameter({})", name, i,
+                            cp->num_parameters() - 1));
     }
     if (sig_result) {
       // The body decides the parameters (XLA dumps may list parameters that the body no
@@ -292,17 +296,19 @@ class Parser {
       for (size_t i = 0; i < sig_params.size() && i < cp->parameters().size(); ++i) {
         const Shape& want = cp->parameter(static_cast<int>(i))->shape();
         if (!sig_params[i].first.Compatible(want)) {
-          return c_.ErrorAt(sig_params[i].second,
-                            fmt::format("signature gives parameter {} shape {}, but parameter({}) is {}",
-                                        i, hlo_text::ShapeToText(sig_params[i].first, false), i,
-                                        hlo_text::ShapeToText(want, false)));
+          return c_.ErrorAt(
+              sig_params[i].second,
+              fmt::format("signature gives parameter {} shape {}, but parameter({}) is {}", i,
+                          hlo_text::ShapeToText(sig_params[i].first, false), i,
+                          hlo_text::ShapeToText(want, false)));
         }
       }
       if (!sig_result->first.Compatible(cp->root()->shape())) {
-        return c_.ErrorAt(sig_result->second,
-                          fmt::format("signature gives result shape {}, but the root '{}' is {}",
-                                      hlo_text::ShapeToText(sig_result->first, false), cp->root()->name(),
-                                      hlo_text::ShapeToText(cp->root()->shape(), false)));
+        return c_.ErrorAt(
+            sig_result->second,
+            fmt::format("signature gives result shape {}, but the root '{}' is {}",
+                        hlo_text::ShapeToText(sig_result->first, false), cp->root()->name(),
+                        hlo_text::ShapeToText(cp->root()->shape(), false)));
       }
     }
     return absl::OkStatus();
@@ -319,10 +325,9 @@ class Parser {
       c_.Advance(w.size());
       return absl::OkStatus();
     }
-    const std::pair<std::string_view, HloOpcode> suffixes[] = {
-        {"-start", HloOpcode::kAsyncStart},
-        {"-update", HloOpcode::kAsyncUpdate},
-        {"-done", HloOpcode::kAsyncDone}};
+    const std::pair<std::string_view, HloOpcode> suffixes[] = {{"-start", HloOpcode::kAsyncStart},
+                                                               {"-update", HloOpcode::kAsyncUpdate},
+                                                               {"-done", HloOpcode::kAsyncDone}};
     for (const auto& [suffix, async_op] : suffixes) {
       if (w.size() > suffix.size() && w.substr(w.size() - suffix.size()) == suffix) {
         if (auto inner = StringToHloOpcode(w.substr(0, w.size() - suffix.size()))) {
@@ -342,8 +347,9 @@ class Parser {
     size_t name_at = c_.pos();
     KILN_RETURN_IF_ERROR(c_.ReadName("an instruction name or '}'", &name));
     if (instructions_.contains(name)) {
-      return c_.ErrorAt(name_at, fmt::format("instruction '{}' is defined twice in computation '{}'",
-                                             name, comp->name()));
+      return c_.ErrorAt(
+          name_at,
+          fmt::format("instruction '{}' is defined twice in computation '{}'", name, comp->name()));
     }
     KILN_RETURN_IF_ERROR(c_.ExpectF('=', "'=' after instruction name '{}'", name));
     Shape shape;
@@ -371,7 +377,8 @@ class Parser {
       // a malformed number from sizing a huge parameter table.
       if (attrs.parameter_number < 0 ||
           attrs.parameter_number > static_cast<int64_t>(c_.text().size()))
-        return c_.ErrorAt(at, fmt::format("parameter number {} is out of range", attrs.parameter_number));
+        return c_.ErrorAt(
+            at, fmt::format("parameter number {} is out of range", attrs.parameter_number));
       if (comp->parameters().size() > static_cast<size_t>(attrs.parameter_number) &&
           comp->parameter(static_cast<int>(attrs.parameter_number))) {
         return c_.ErrorAt(at, fmt::format("parameter({}) is defined twice in computation '{}'",
@@ -404,7 +411,8 @@ class Parser {
                                             operand, name, comp->name()));
         }
         if (written) {
-          std::string_view text = c_.text().substr(written->first, written->second - written->first);
+          std::string_view text =
+              c_.text().substr(written->first, written->second - written->first);
           if (text != it->second.shape_text) {
             Cursor sub = c_.Sub(written->first, written->second);
             Shape s;
@@ -412,10 +420,11 @@ class Parser {
             KILN_RETURN_IF_ERROR(sub.SkipSpace());
             if (!sub.AtEnd()) return sub.Expected("the end of the operand's shape");
             if (!s.Compatible(it->second.instr->shape())) {
-              return c_.ErrorAt(written->first,
-                                fmt::format("operand '{}' is written with shape {} but has shape {}",
-                                            operand, hlo_text::ShapeToText(s),
-                                            hlo_text::ShapeToText(it->second.instr->shape())));
+              return c_.ErrorAt(
+                  written->first,
+                  fmt::format("operand '{}' is written with shape {} but has shape {}", operand,
+                              hlo_text::ShapeToText(s),
+                              hlo_text::ShapeToText(it->second.instr->shape())));
             }
           }
         }
@@ -426,9 +435,8 @@ class Parser {
     }
     int arity = wrapped ? (op == HloOpcode::kAsyncStart ? kVariadic : 1) : HloOpcodeArity(op);
     if (arity != kVariadic && instr->operand_count() != arity) {
-      return c_.ErrorAt(op_at, fmt::format("'{}' takes {} operand{}, found {}",
-                                           HloOpcodeString(op), arity, arity == 1 ? "" : "s",
-                                           instr->operand_count()));
+      return c_.ErrorAt(op_at, fmt::format("'{}' takes {} operand{}, found {}", HloOpcodeString(op),
+                                           arity, arity == 1 ? "" : "s", instr->operand_count()));
     }
     CallAttributes calls;
     KILN_RETURN_IF_ERROR(ParseAttributes(instr.get(), &calls));
@@ -519,14 +527,22 @@ class Parser {
                                          Cursor(c_).DescribeHere()));
       }
       std::optional<ComputationRef>* single = nullptr;
-      if (attr == "to_apply") single = &calls->to_apply;
-      else if (attr == "calls") single = &calls->calls;
-      else if (attr == "condition") single = &calls->condition;
-      else if (attr == "body") single = &calls->body;
-      else if (attr == "select") single = &calls->select;
-      else if (attr == "scatter") single = &calls->scatter;
-      else if (attr == "true_computation") single = &calls->true_comp;
-      else if (attr == "false_computation") single = &calls->false_comp;
+      if (attr == "to_apply")
+        single = &calls->to_apply;
+      else if (attr == "calls")
+        single = &calls->calls;
+      else if (attr == "condition")
+        single = &calls->condition;
+      else if (attr == "body")
+        single = &calls->body;
+      else if (attr == "select")
+        single = &calls->select;
+      else if (attr == "scatter")
+        single = &calls->scatter;
+      else if (attr == "true_computation")
+        single = &calls->true_comp;
+      else if (attr == "false_computation")
+        single = &calls->false_comp;
       if (single) {
         single->emplace();
         KILN_RETURN_IF_ERROR(ReadComputationName(v, &**single));
@@ -549,7 +565,8 @@ class Parser {
           auto it = instructions_.find(r.name);
           if (it == instructions_.end()) {
             return c_.ErrorAt(r.at, fmt::format("control predecessor '{}' is not defined earlier "
-                                                "in the computation", r.name));
+                                                "in the computation",
+                                                r.name));
           }
           instr->AddControlPredecessor(it->second.instr);
         }
@@ -557,7 +574,8 @@ class Parser {
       }
       bool typed = false;
       KILN_RETURN_IF_ERROR(hlo_text::ParseTypedAttribute(attr, instr->opcode(), v, &attrs, &typed));
-      if (!typed) attrs.extra.emplace_back(std::string(attr), NormalizeValue(c_.text().substr(b, e - b)));
+      if (!typed)
+        attrs.extra.emplace_back(std::string(attr), NormalizeValue(c_.text().substr(b, e - b)));
     }
     return absl::OkStatus();
   }
@@ -574,7 +592,8 @@ class Parser {
       order.push_back(*r);
       return absl::OkStatus();
     };
-    auto reject = [&](const std::optional<ComputationRef>& r, std::string_view attr) -> absl::Status {
+    auto reject = [&](const std::optional<ComputationRef>& r,
+                      std::string_view attr) -> absl::Status {
       if (r) {
         return c_.ErrorAt(r->at, fmt::format("'{}' does not take {}=", HloOpcodeString(op), attr));
       }
@@ -586,7 +605,8 @@ class Parser {
     } else if (op == HloOpcode::kConditional) {
       if (a.has_branches) {
         if (a.true_comp || a.false_comp)
-          return c_.ErrorAt(op_at, "conditional has both branch_computations= and true/false_computation=");
+          return c_.ErrorAt(
+              op_at, "conditional has both branch_computations= and true/false_computation=");
         if (a.branches.empty()) return c_.ErrorAt(op_at, "conditional has no branch computations");
         order = a.branches;
       } else {
@@ -599,13 +619,17 @@ class Parser {
     } else if (op == HloOpcode::kFusion) {
       KILN_RETURN_IF_ERROR(need(a.calls, "calls"));
     } else {
-      for (auto [r, attr] : {std::pair{&a.condition, "condition"}, {&a.body, "body"},
-                             {&a.select, "select"}, {&a.scatter, "scatter"},
+      for (auto [r, attr] : {std::pair{&a.condition, "condition"},
+                             {&a.body, "body"},
+                             {&a.select, "select"},
+                             {&a.scatter, "scatter"},
                              {&a.true_comp, "true_computation"},
                              {&a.false_comp, "false_computation"}}) {
         KILN_RETURN_IF_ERROR(reject(*r, attr));
       }
-      if (a.has_branches) return c_.ErrorAt(op_at, fmt::format("'{}' does not take branch_computations=", HloOpcodeString(op)));
+      if (a.has_branches)
+        return c_.ErrorAt(
+            op_at, fmt::format("'{}' does not take branch_computations=", HloOpcodeString(op)));
       if (a.to_apply) order.push_back(*a.to_apply);
       if (a.calls) order.push_back(*a.calls);
       for (const auto& r : a.called) order.push_back(r);
@@ -630,7 +654,8 @@ class Parser {
       if (it == computations_.end())
         return c_.ErrorAt(p.ref.at, fmt::format("unknown computation '{}'", p.ref.name));
       if (it->second == module_->entry())
-        return c_.ErrorAt(p.ref.at, fmt::format("the entry computation '{}' cannot be called", p.ref.name));
+        return c_.ErrorAt(p.ref.at,
+                          fmt::format("the entry computation '{}' cannot be called", p.ref.name));
       p.instr->set_called_computation(p.index, it->second);
       if (p.instr->opcode() == HloOpcode::kFusion) it->second->set_is_fusion_computation(true);
     }
@@ -661,9 +686,9 @@ class Parser {
           const ComputationRef* where = nullptr;
           for (const Pending& p : pending_)
             if (p.instr->parent() == c && p.ref.name == next->name()) where = &p.ref;
-          return c_.ErrorAt(where ? where->at : 0,
-                            fmt::format("computation '{}' calls itself through '{}'",
-                                        next->name(), c->name()));
+          return c_.ErrorAt(
+              where ? where->at : 0,
+              fmt::format("computation '{}' calls itself through '{}'", next->name(), c->name()));
         }
         if (st == 0) {
           st = 1;

@@ -36,7 +36,8 @@ std::optional<Literal> ParseConstant(std::string_view shape, std::string_view va
 }
 
 TEST(Parser, BareStyleModule) {
-  auto m = Parse(R"(HloModule add_mod, entry_computation_layout={(f32[2,3]{1,0}, f32[2,3]{1,0})->f32[2,3]{1,0}}, is_scheduled=false
+  auto m = Parse(
+      R"(HloModule add_mod, entry_computation_layout={(f32[2,3]{1,0}, f32[2,3]{1,0})->f32[2,3]{1,0}}, is_scheduled=false
 
 ENTRY main.4 {
   a = f32[2,3]{1,0} parameter(0)
@@ -90,8 +91,9 @@ ENTRY %main {
   ROOT %n = f32[2,3]{1,0} negate(f32[3,2]{1,0} %a)
 }
 )");
-  EXPECT_EQ(err, "t.hlo:4:34: operand 'a' is written with shape f32[3,2]{1,0} but has shape "
-                 "f32[2,3]{1,0}");
+  EXPECT_EQ(err,
+            "t.hlo:4:34: operand 'a' is written with shape f32[3,2]{1,0} but has shape "
+            "f32[2,3]{1,0}");
 }
 
 TEST(Parser, WrappedLinesAndComments) {
@@ -114,8 +116,7 @@ ENTRY %f (arg0.1: f32[10,20]) ->
 )");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->name(), "a_inference_f.8");
-  EXPECT_EQ(m->attributes()[0].second,
-            "{(f32[10,20]{1,0})->(f32[10,20]{1,0}, /*index=1*/f32[]) }");
+  EXPECT_EQ(m->attributes()[0].second, "{(f32[10,20]{1,0})->(f32[10,20]{1,0}, /*index=1*/f32[]) }");
   HloInstruction* add = m->entry()->FindInstruction("add.4");
   ASSERT_NE(add, nullptr);
   // Line wrapping inside a value becomes one space.
@@ -561,8 +562,10 @@ ENTRY e {
   const auto& cc = e->root()->attrs();
   EXPECT_EQ(cc.custom_call_target, "my\"target\\x");
   ASSERT_EQ(cc.extra.size(), 2u);
-  EXPECT_EQ(cc.extra[0], (std::pair<std::string, std::string>{"api_version", "API_VERSION_TYPED_FFI"}));
-  EXPECT_EQ(cc.extra[1], (std::pair<std::string, std::string>{"backend_config", "\"{\\\"a\\\":1}\""}));
+  EXPECT_EQ(cc.extra[0],
+            (std::pair<std::string, std::string>{"api_version", "API_VERSION_TYPED_FFI"}));
+  EXPECT_EQ(cc.extra[1],
+            (std::pair<std::string, std::string>{"backend_config", "\"{\\\"a\\\":1}\""}));
 }
 
 TEST(Attributes, UnknownAttributesKeptVerbatimInOrder) {
@@ -658,8 +661,9 @@ TEST(ParserErrors, LocatedMessages) {
   EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT x = f32[] "
                        "call(p), to_apply=nowhere\n}\n"),
             "t.hlo:4:36: unknown computation 'nowhere'");
-  EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  p = f32[] negate(p)\n}\n"),
-            "t.hlo:4:3: instruction 'p' is defined twice in computation 'e'");
+  EXPECT_EQ(
+      ParseError("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  p = f32[] negate(p)\n}\n"),
+      "t.hlo:4:3: instruction 'p' is defined twice in computation 'e'");
   EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  p = f32[] parameter(1)\n}\n"),
             "t.hlo:2:1: computation 'e' has no parameter(0) but has parameter(1)");
   EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  p = f32[] parameter(0) /* open\n}\n"),
@@ -670,15 +674,18 @@ TEST(ParserErrors, LocatedMessages) {
             "t.hlo:3:36: expected a value for attribute 'sharding', found end of line");
   EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  p = f32[] parameter(0), a=1, a=2\n}\n"),
             "t.hlo:3:32: attribute 'a' given twice");
-  EXPECT_EQ(ParseError("module m\n"), "t.hlo:1:1: expected 'HloModule' at the start of the module, found 'module'");
+  EXPECT_EQ(ParseError("module m\n"),
+            "t.hlo:1:1: expected 'HloModule' at the start of the module, found 'module'");
   EXPECT_EQ(ParseError("HloModule m\n"), "t.hlo:2:1: module has no computations");
   EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n"),
             "t.hlo:2:1: computation 'e' is never closed with '}'");
   EXPECT_EQ(ParseError("HloModule m\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  ROOT c = "
                        "f32[2]{0} compare(p, p), direction=BAD\n}\n"),
             "t.hlo:4:47: expected a comparison direction (EQ, NE, GE, GT, LE, LT), found 'BAD'");
-  EXPECT_EQ(ParseError("HloModule m\nENTRY e (p: f32[3]) -> f32[2] {\n  ROOT p = f32[2]{0} parameter(0)\n}\n"),
-            "t.hlo:2:13: signature gives parameter 0 shape f32[3], but parameter(0) is f32[2]");
+  EXPECT_EQ(
+      ParseError(
+          "HloModule m\nENTRY e (p: f32[3]) -> f32[2] {\n  ROOT p = f32[2]{0} parameter(0)\n}\n"),
+      "t.hlo:2:13: signature gives parameter 0 shape f32[3], but parameter(0) is f32[2]");
 }
 
 TEST(ParserErrors, CallCyclesAreRejected) {
@@ -729,8 +736,8 @@ ENTRY %e (p: f32[4]) -> f32[4] {
       EXPECT_EQ((*m2)->ToString(), p1);
     }
   }
-  const char replacements[] = {'{', '}', '(', ')', ',', '%', '"', '/', '*', '[', ']', '=',
-                               '0', '9', 'x', ' ', '\n', '<', '-', ':', '\0'};
+  const char replacements[] = {'{', '}', '(', ')', ',', '%',  '"', '/', '*', '[', ']',
+                               '=', '0', '9', 'x', ' ', '\n', '<', '-', ':', '\0'};
   uint32_t seed = 12345;
   int parsed = 0;
   for (int iter = 0; iter < 4000; ++iter) {
@@ -756,8 +763,9 @@ TEST(ParserRobustness, DeepNestingIsAnErrorNotACrash) {
   std::string deep_tuple = "HloModule m\nENTRY e {\n  ROOT p = " + std::string(50000, '(') +
                            "f32[]" + std::string(50000, ')') + " parameter(0)\n}\n";
   EXPECT_NE(ParseError(deep_tuple).find("nested too deeply"), std::string::npos);
-  std::string deep_braces = "HloModule m\nENTRY e {\n  p = f32[] parameter(0), metadata=" +
-                            std::string(50000, '{') + std::string(50000, '}') + "\n}\n";
+  std::string deep_braces =
+      "HloModule m\nENTRY e {\n  p = f32[] parameter(0), metadata=" + std::string(50000, '{') +
+      std::string(50000, '}') + "\n}\n";
   EXPECT_TRUE(ParseHloModule(deep_braces).ok());
   std::string deep_literal = "HloModule m\nENTRY e {\n  ROOT c = f32[1]{0} constant(" +
                              std::string(50000, '{') + "1" + std::string(50000, '}') + ")\n}\n";

@@ -67,8 +67,7 @@ struct PrintContext {
 };
 
 std::string InstrName(const HloInstruction* i, PrintContext& ctx) {
-  if (ctx.instructions)
-    return ctx.instructions->Name(i, i->name(), HloOpcodeString(i->opcode()));
+  if (ctx.instructions) return ctx.instructions->Name(i, i->name(), HloOpcodeString(i->opcode()));
   return i->name().empty() ? std::string(HloOpcodeString(i->opcode())) : i->name();
 }
 
@@ -185,8 +184,8 @@ bool IsScheduled(const HloModule& m) {
   return false;
 }
 
-void AppendComputation(const HloComputation& comp, bool is_entry, bool scheduled,
-                       Namer& comp_names, std::string* out) {
+void AppendComputation(const HloComputation& comp, bool is_entry, bool scheduled, Namer& comp_names,
+                       std::string* out) {
   Namer instr_names;
   PrintContext ctx{&instr_names, &comp_names};
   std::vector<HloInstruction*> order =
@@ -270,8 +269,7 @@ std::string HloModule::ToString() const {
   bool scheduled = IsScheduled(*this);
   std::vector<const HloComputation*> order = ComputationPrintOrder(*this);
   // Name computations in print order so renamed ones are stable.
-  for (const HloComputation* c : order)
-    comp_names.Name(c, c->name(), "computation");
+  for (const HloComputation* c : order) comp_names.Name(c, c->name(), "computation");
   for (size_t i = 0; i < order.size(); ++i) {
     if (i) out += "\n\n";
     AppendComputation(*order[i], order[i] == entry(), scheduled, comp_names, &out);

@@ -216,8 +216,8 @@ TEST(LiteralText, ValuesPrintExactly) {
 TEST(Printer, ModuleBuiltInCodeGetsValidNames) {
   HloModule m("built");
   auto comp = std::make_unique<HloComputation>("main");
-  HloInstruction* p = comp->AddInstruction(
-      HloInstruction::CreateParameter(0, Shape(PrimitiveType::F32, {2}), "x"));
+  HloInstruction* p =
+      comp->AddInstruction(HloInstruction::CreateParameter(0, Shape(PrimitiveType::F32, {2}), "x"));
   HloInstruction* c = comp->AddInstruction(
       HloInstruction::CreateConstant(Literal::FromDoubles(Shape(PrimitiveType::F32, {2}), {1, 2})));
   HloInstruction* a = comp->AddInstruction(

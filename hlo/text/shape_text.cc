@@ -48,8 +48,8 @@ absl::Status ParseLayout(Cursor& c, Shape* shape) {
     seen[d] = true;
   }
   if (!ok) {
-    return c.ErrorAt(at, fmt::format("layout is not a permutation of the {} dimensions of {}",
-                                     rank, shape->ToString(false)));
+    return c.ErrorAt(at, fmt::format("layout is not a permutation of the {} dimensions of {}", rank,
+                                     shape->ToString(false)));
   }
   shape->set_layout(std::move(layout));
   return absl::OkStatus();
@@ -104,7 +104,8 @@ absl::Status ParseShapeAt(Cursor& c, Shape* out, int depth) {
   if (!c.TryConsume(']')) {
     while (true) {
       bool is_dynamic = c.TryConsume("<=");
-      if (c.TryConsume('?')) return c.ErrorAt(c.pos() - 1, "unbounded dynamic dimension '?' is not supported");
+      if (c.TryConsume('?'))
+        return c.ErrorAt(c.pos() - 1, "unbounded dynamic dimension '?' is not supported");
       int64_t d = 0;
       size_t dim_at = c.pos();
       if (absl::Status s = c.ReadInt("a dimension size", &d); !s.ok()) return s;

@@ -61,11 +61,13 @@ KILN_Error* Guard(const char* entry, F&& body) {
 // Rejects args structs from a caller older than the fields this plugin needs.
 template <typename Args>
 KILN_Error* CheckArgs(const Args* args, size_t min_size, const char* entry) {
-  if (args == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, std::string(entry) + ": null args");
+  if (args == nullptr)
+    return MakeError(KILN_ERROR_INVALID_ARGUMENT, std::string(entry) + ": null args");
   if (args->struct_size < min_size) {
     return MakeError(KILN_ERROR_INVALID_ARGUMENT,
-                     std::string(entry) + ": args struct_size " + std::to_string(args->struct_size) +
-                         " is smaller than the " + std::to_string(min_size) + " this plugin needs");
+                     std::string(entry) + ": args struct_size " +
+                         std::to_string(args->struct_size) + " is smaller than the " +
+                         std::to_string(min_size) + " this plugin needs");
   }
   return nullptr;
 }

@@ -62,7 +62,8 @@ std::optional<std::string> DiskCache::Load(std::string_view key) const {
   std::string_view rest = data;
   uint64_t key_size = 0, size = 0, sum = 0;
   auto damaged = [&](const char* why) -> std::optional<std::string> {
-    std::fprintf(stderr, "kiln: warning: ignoring damaged cache entry %s (%s)\n", path.c_str(), why);
+    std::fprintf(stderr, "kiln: warning: ignoring damaged cache entry %s (%s)\n", path.c_str(),
+                 why);
     return std::nullopt;
   };
   if (rest.substr(0, kMagic.size()) != kMagic) return damaged("bad header");
@@ -70,8 +71,7 @@ std::optional<std::string> DiskCache::Load(std::string_view key) const {
   if (!GetU64(rest, key_size) || rest.size() < key_size) return damaged("truncated");
   if (rest.substr(0, key_size) != key) return std::nullopt;  // another key with this hash
   rest.remove_prefix(key_size);
-  if (!GetU64(rest, size) || !GetU64(rest, sum) || rest.size() != size)
-    return damaged("truncated");
+  if (!GetU64(rest, size) || !GetU64(rest, sum) || rest.size() != size) return damaged("truncated");
   if (Hash(rest, 0) != sum) return damaged("checksum mismatch");
   return std::string(rest);
 }
@@ -107,10 +107,11 @@ absl::Status DiskCache::Store(std::string_view key, std::string_view artifact) c
 std::string BinaryIdentity(const void* address_in_binary) {
   Dl_info info{};
   if (::dladdr(address_in_binary, &info) == 0 || info.dli_fname == nullptr) return "unknown binary";
-  struct stat st{};
+  struct stat st {};
   if (::stat(info.dli_fname, &st) != 0) return info.dli_fname;
-  return fmt::format("{} size={} mtime={}.{:09d}", info.dli_fname, static_cast<long long>(st.st_size),
-                     static_cast<long long>(st.st_mtim.tv_sec), static_cast<long>(st.st_mtim.tv_nsec));
+  return fmt::format("{} size={} mtime={}.{:09d}", info.dli_fname,
+                     static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
+                     static_cast<long>(st.st_mtim.tv_nsec));
 }
 
 }  // namespace kiln

@@ -42,13 +42,15 @@ struct KILN_Buffer {
 
 namespace kiln::plugin_support {
 
-absl::StatusOr<std::vector<BufferArray>> HostProgram::RunBuffers(std::span<const BufferArray> args) {
+absl::StatusOr<std::vector<BufferArray>> HostProgram::RunBuffers(
+    std::span<const BufferArray> args) {
   std::vector<std::shared_ptr<const Literal>> host;
   std::vector<const Literal*> ptrs;
   for (const BufferArray& a : args) {
     if (a.device != nullptr) {
       Literal l(a.device->shape());
-      if (absl::Status s = a.device->CopyToHost(l.untyped_data(), l.size_bytes()); !s.ok()) return s;
+      if (absl::Status s = a.device->CopyToHost(l.untyped_data(), l.size_bytes()); !s.ok())
+        return s;
       host.push_back(std::make_shared<const Literal>(std::move(l)));
     } else {
       host.push_back(a.host);
@@ -106,7 +108,8 @@ State& Initialized() {
     auto backend = s.info->make_backend();
     if (backend.ok()) {
       s.backend = std::move(*backend);
-      if (std::optional<std::string> why = s.backend->UnavailableReason()) s.unavailable_reason = *why;
+      if (std::optional<std::string> why = s.backend->UnavailableReason())
+        s.unavailable_reason = *why;
     } else {
       s.unavailable_reason = std::string(backend.status().message());
     }
@@ -162,7 +165,8 @@ absl::StatusOr<std::unique_ptr<HloModule>> ParseAndVerify(const char* text, size
   auto module = ParseHloModule(std::string_view(text, size), "<module>");
   if (!module.ok()) return module.status();
   if (absl::Status s = VerifyModule(**module); !s.ok()) return s;
-  if ((*module)->entry() == nullptr) return absl::InvalidArgumentError("module has no entry computation");
+  if ((*module)->entry() == nullptr)
+    return absl::InvalidArgumentError("module has no entry computation");
   return module;
 }
 
@@ -181,8 +185,8 @@ KILN_Error* Initialize(KILN_Initialize_Args* args) {
 
 KILN_Error* Attributes(KILN_Attributes_Args* args) {
   return Guard("attributes", [&]() -> KILN_Error* {
-    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Attributes_Args, num_attributes),
-                            "attributes")) {
+    if (auto* e =
+            CheckArgs(args, KILN_STRUCT_SIZE(KILN_Attributes_Args, num_attributes), "attributes")) {
       return e;
     }
     const State& s = Initialized();
@@ -194,8 +198,8 @@ KILN_Error* Attributes(KILN_Attributes_Args* args) {
 
 KILN_Error* ClientCreate(KILN_Client_Create_Args* args) {
   return Guard("client_create", [&]() -> KILN_Error* {
-    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Client_Create_Args, client),
-                            "client_create")) {
+    if (auto* e =
+            CheckArgs(args, KILN_STRUCT_SIZE(KILN_Client_Create_Args, client), "client_create")) {
       return e;
     }
     const State& s = Initialized();
@@ -213,8 +217,8 @@ KILN_Error* ClientCreate(KILN_Client_Create_Args* args) {
 
 KILN_Error* ClientDestroy(KILN_Client_Destroy_Args* args) {
   return Guard("client_destroy", [&]() -> KILN_Error* {
-    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Client_Destroy_Args, client),
-                            "client_destroy")) {
+    if (auto* e =
+            CheckArgs(args, KILN_STRUCT_SIZE(KILN_Client_Destroy_Args, client), "client_destroy")) {
       return e;
     }
     delete args->client;
@@ -250,8 +254,8 @@ KILN_Error* DeviceDescription(KILN_Device_Description_Args* args) {
 
 KILN_Error* Capability(KILN_Capability_Args* args) {
   return Guard("capability", [&]() -> KILN_Error* {
-    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Capability_Args, user_data),
-                            "capability")) {
+    if (auto* e =
+            CheckArgs(args, KILN_STRUCT_SIZE(KILN_Capability_Args, user_data), "capability")) {
       return e;
     }
     if (args->report_supported == nullptr) {
@@ -260,7 +264,8 @@ KILN_Error* Capability(KILN_Capability_Args* args) {
     auto module = ParseAndVerify(args->hlo_text, args->hlo_text_size);
     if (!module.ok()) return MakeError(module.status());
     HostBackend* backend = Initialized().backend.get();
-    if (backend == nullptr) return MakeError(KILN_ERROR_UNAVAILABLE, Initialized().unavailable_reason);
+    if (backend == nullptr)
+      return MakeError(KILN_ERROR_UNAVAILABLE, Initialized().unavailable_reason);
     backend->Capability(**module, [&](const HloInstruction& instr, const std::string* why) {
       if (why == nullptr) {
         args->report_supported(args->user_data, instr.name().c_str());
@@ -304,7 +309,8 @@ KILN_Error* Compile(KILN_Compile_Args* args) {
     if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Compile_Args, executable), "compile")) {
       return e;
     }
-    if (args->hlo_text == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "hlo_text is null");
+    if (args->hlo_text == nullptr)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "hlo_text is null");
     return MakeExecutable(std::string(args->hlo_text, args->hlo_text_size), &args->executable);
   });
 }
@@ -315,7 +321,8 @@ KILN_Error* ExecutableInfo(KILN_Executable_Info_Args* args) {
                             "executable_info")) {
       return e;
     }
-    if (args->executable == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "executable is null");
+    if (args->executable == nullptr)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "executable is null");
     args->num_parameters = args->executable->module->entry()->num_parameters();
     args->num_outputs = args->executable->num_outputs;
     return nullptr;
@@ -367,7 +374,8 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
     if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Execute_Args, num_outputs), "execute")) {
       return e;
     }
-    if (args->executable == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "executable is null");
+    if (args->executable == nullptr)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "executable is null");
     const HloComputation& entry = *args->executable->module->entry();
     if (args->num_arguments != static_cast<size_t>(entry.num_parameters())) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT,
@@ -383,7 +391,8 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
     for (size_t i = 0; i < args->num_arguments; ++i) {
       KILN_Buffer* b = args->arguments[i];
       const HloInstruction* param = entry.parameter(static_cast<int>(i));
-      if (b == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "argument " + std::to_string(i) + " is null");
+      if (b == nullptr)
+        return MakeError(KILN_ERROR_INVALID_ARGUMENT, "argument " + std::to_string(i) + " is null");
       if (param == nullptr || !b->array.shape().Compatible(param->shape())) {
         return MakeError(KILN_ERROR_INVALID_ARGUMENT,
                          "argument " + std::to_string(i) + " has shape " +
@@ -397,9 +406,11 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
     if (!leaves.ok()) return MakeError(leaves.status());
     if (leaves->size() != args->num_outputs) {
       return MakeError(KILN_ERROR_INTERNAL, "program returned " + std::to_string(leaves->size()) +
-                                                " leaves, expected " + std::to_string(args->num_outputs));
+                                                " leaves, expected " +
+                                                std::to_string(args->num_outputs));
     }
-    for (size_t i = 0; i < leaves->size(); ++i) args->outputs[i] = new KILN_Buffer{std::move((*leaves)[i])};
+    for (size_t i = 0; i < leaves->size(); ++i)
+      args->outputs[i] = new KILN_Buffer{std::move((*leaves)[i])};
     return nullptr;
   });
 }
@@ -413,18 +424,21 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
     if (!ValidDType(args->dtype)) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(args->dtype));
     }
-    if (args->num_dims > 0 && args->dims == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "dims is null");
+    if (args->num_dims > 0 && args->dims == nullptr)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "dims is null");
     std::vector<int64_t> dims(args->dims, args->dims + args->num_dims);
     for (int64_t d : dims) {
       if (d < 0) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "negative dimension");
     }
     Shape shape(static_cast<PrimitiveType>(args->dtype), dims);
     if (static_cast<size_t>(shape.byte_size()) != args->data_size) {
-      return MakeError(KILN_ERROR_INVALID_ARGUMENT,
-                       "data_size " + std::to_string(args->data_size) + " does not match " +
-                           shape.ToString(false) + " (" + std::to_string(shape.byte_size()) + " bytes)");
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "data_size " + std::to_string(args->data_size) +
+                                                        " does not match " + shape.ToString(false) +
+                                                        " (" + std::to_string(shape.byte_size()) +
+                                                        " bytes)");
     }
-    if (args->data == nullptr && args->data_size != 0) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "data is null");
+    if (args->data == nullptr && args->data_size != 0)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "data is null");
     Literal value(shape);
     if (args->data_size != 0) std::memcpy(value.untyped_data(), args->data, args->data_size);
     auto buffer = std::make_unique<KILN_Buffer>();
@@ -433,8 +447,10 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
     absl::StatusOr<std::shared_ptr<DeviceArray>> device =
         backend ? backend->ToDevice(value) : std::shared_ptr<DeviceArray>();
     if (!device.ok()) return MakeError(device.status());
-    if (*device != nullptr) buffer->array.device = std::move(*device);
-    else buffer->array.host = std::make_shared<const Literal>(std::move(value));
+    if (*device != nullptr)
+      buffer->array.device = std::move(*device);
+    else
+      buffer->array.host = std::make_shared<const Literal>(std::move(value));
     args->buffer = buffer.release();
     return nullptr;
   });
@@ -456,7 +472,8 @@ KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* args) {
     }
     if (args->dst_size == 0) return nullptr;
     if (a.device != nullptr) {
-      if (absl::Status s = a.device->CopyToHost(args->dst, args->dst_size); !s.ok()) return MakeError(s);
+      if (absl::Status s = a.device->CopyToHost(args->dst, args->dst_size); !s.ok())
+        return MakeError(s);
       return nullptr;
     }
     std::memcpy(args->dst, a.host->untyped_data(), args->dst_size);
@@ -466,8 +483,8 @@ KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* args) {
 
 KILN_Error* BufferInfo(KILN_Buffer_Info_Args* args) {
   return Guard("buffer_info", [&]() -> KILN_Error* {
-    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_Info_Args, byte_size),
-                            "buffer_info")) {
+    if (auto* e =
+            CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_Info_Args, byte_size), "buffer_info")) {
       return e;
     }
     if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
@@ -482,8 +499,8 @@ KILN_Error* BufferInfo(KILN_Buffer_Info_Args* args) {
 
 KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* args) {
   return Guard("buffer_destroy", [&]() -> KILN_Error* {
-    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_Destroy_Args, buffer),
-                            "buffer_destroy")) {
+    if (auto* e =
+            CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_Destroy_Args, buffer), "buffer_destroy")) {
       return e;
     }
     delete args->buffer;

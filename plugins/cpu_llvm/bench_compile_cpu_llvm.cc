@@ -69,7 +69,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     kiln::cpu::CompileStats s = (*compiler)->stats();
-    if (getenv("DUMPIR")) { std::ofstream o(getenv("DUMPIR")); o << (*exe)->llvm_ir(); }
+    if (getenv("DUMPIR")) {
+      std::ofstream o(getenv("DUMPIR"));
+      o << (*exe)->llvm_ir();
+    }
     r.parse = Ms(t1 - t0);
     r.verify = Ms(t2 - t1);
     r.compile = Ms(t3 - t2);
@@ -83,18 +86,21 @@ int main(int argc, char** argv) {
     r.shared = s.jit.shared_kernels;
     all.push_back(r);
     if (t == 0)
-      fmt::print("threads {}, {} kernels ({} identical to another, compiled once) in {} LLVM modules\n",
-                 (*compiler)->threads(), r.kernels, r.shared, r.modules);
+      fmt::print(
+          "threads {}, {} kernels ({} identical to another, compiled once) in {} LLVM modules\n",
+          (*compiler)->threads(), r.kernels, r.shared, r.modules);
   }
   auto print = [](const char* label, const Trial& r) {
-    fmt::print("{:>8}: parse {:.1f} verify {:.1f} | compile {:.1f} ms = plan {:.1f} + emit {:.1f} "
-               "+ opt {:.1f} + codegen {:.1f} + load {:.1f} (phases summed over threads)\n",
-               label, r.parse, r.verify, r.compile, r.plan, r.emit, r.opt, r.codegen, r.load);
+    fmt::print(
+        "{:>8}: parse {:.1f} verify {:.1f} | compile {:.1f} ms = plan {:.1f} + emit {:.1f} "
+        "+ opt {:.1f} + codegen {:.1f} + load {:.1f} (phases summed over threads)\n",
+        label, r.parse, r.verify, r.compile, r.plan, r.emit, r.opt, r.codegen, r.load);
   };
   print("cold", all[0]);
   if (all.size() > 1) {
     std::vector<Trial> warm(all.begin() + 1, all.end());
-    std::sort(warm.begin(), warm.end(), [](const Trial& a, const Trial& b) { return a.compile < b.compile; });
+    std::sort(warm.begin(), warm.end(),
+              [](const Trial& a, const Trial& b) { return a.compile < b.compile; });
     print("median", warm[warm.size() / 2]);
   }
   return 0;

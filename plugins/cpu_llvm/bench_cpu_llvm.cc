@@ -83,8 +83,9 @@ void Report(const char* name, double compile_ms, double hit_ms, int kernels, con
               kernels);
   std::printf("  jit %.3f ms | evaluator %.3f ms | hand C++ %.3f ms\n", r.jit_ms, r.eval_ms,
               r.hand_ms);
-  std::printf("  evaluator/jit = %.1fx   hand/jit = %.2fx   max |jit-hand| %.2e  max |jit-eval| %.2e\n",
-              r.eval_ms / r.jit_ms, r.hand_ms / r.jit_ms, max_err_hand, max_err_eval);
+  std::printf(
+      "  evaluator/jit = %.1fx   hand/jit = %.2fx   max |jit-hand| %.2e  max |jit-eval| %.2e\n",
+      r.eval_ms / r.jit_ms, r.hand_ms / r.jit_ms, max_err_hand, max_err_eval);
 }
 
 }  // namespace
@@ -189,7 +190,8 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < R * C; ++i) {
       err_hand = std::max(err_hand, double(std::fabs(jit_out.data<float>()[i] - hand[i])));
       if (ev.ok())
-        err_eval = std::max(err_eval, double(std::fabs(jit_out.data<float>()[i] - ev->data<float>()[i])));
+        err_eval =
+            std::max(err_eval, double(std::fabs(jit_out.data<float>()[i] - ev->data<float>()[i])));
     }
     Report("softmax f32[4096,1024]", compile_ms, hit_ms, (*exe)->kernel_count(), r, err_hand,
            err_eval);

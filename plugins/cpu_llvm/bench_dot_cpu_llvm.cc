@@ -1,6 +1,6 @@
 // Benchmark (not a test): f32 dot GFLOP/s through cpu-llvm (BLAS-routed and the emitted
-// loop) against the GEMM library (RunBlasDot: oneDNN or OpenBLAS) called directly on the same arrays.
-// Usage: bench_dot_cpu_llvm [runs]   (median of `runs` timed runs after one warm-up; thread
+// loop) against the GEMM library (RunBlasDot: oneDNN or OpenBLAS) called directly on the same
+// arrays. Usage: bench_dot_cpu_llvm [runs]   (median of `runs` timed runs after one warm-up; thread
 // count from KILN_CPU_THREADS, applied to OpenBLAS too)
 #include <algorithm>
 #include <chrono>
@@ -14,8 +14,8 @@
 
 #include "fmt/format.h"
 #include "hlo/text/parser.h"
-#include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/bench_util.h"
+#include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
 
 namespace {
@@ -33,7 +33,8 @@ ENTRY %main (a: f32[{0},{1}], b: f32[{1},{2}]) -> f32[{0},{2}] {{
   %b = f32[{1},{2}]{{1,0}} parameter(1)
   ROOT %d = f32[{0},{2}]{{1,0}} dot(%a, %b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
 }}
-)", m, k, n);
+)",
+                     m, k, n);
 }
 
 }  // namespace
@@ -56,7 +57,10 @@ int main(int argc, char** argv) {
   }
   std::printf("threads: %d, runs: %d (median after one warm-up)\n", (*blas_compiler)->threads(),
               runs);
-  struct Size { int64_t m, k, n; bool emitted; };
+  struct Size {
+    int64_t m, k, n;
+    bool emitted;
+  };
   for (Size s : {Size{8, 8, 8, true}, Size{16, 16, 16, true}, Size{32, 32, 32, true},
                  Size{64, 64, 64, true}, Size{256, 784, 512, true}, Size{512, 512, 512, true},
                  Size{1024, 1024, 1024, false}, Size{2048, 2048, 2048, false}}) {
@@ -86,14 +90,16 @@ int main(int argc, char** argv) {
     double diff = 0;
     for (int64_t i = 0; i < s.m * s.n; ++i)
       diff = std::max(diff, double(std::fabs(out.data<float>()[i] - direct.data<float>()[i])));
-    std::printf("dot f32 %lldx%lldx%lld: kiln (BLAS) %.4f ms %.1f GFLOP/s | library direct "
-                "%.4f ms %.1f GFLOP/s | max diff %.2e\n",
-                (long long)s.m, (long long)s.k, (long long)s.n, kiln_ms, gflop / kiln_ms * 1e3,
-                direct_ms, gflop / direct_ms * 1e3, diff);
+    std::printf(
+        "dot f32 %lldx%lldx%lld: kiln (BLAS) %.4f ms %.1f GFLOP/s | library direct "
+        "%.4f ms %.1f GFLOP/s | max diff %.2e\n",
+        (long long)s.m, (long long)s.k, (long long)s.n, kiln_ms, gflop / kiln_ms * 1e3, direct_ms,
+        gflop / direct_ms * 1e3, diff);
     if (s.emitted) {
       auto eexe = (*emit_compiler)->Compile(mod);
       if (!eexe.ok()) return 1;
-      double emit_ms = MedianMs(s.m * s.n * s.k > (1 << 20) ? std::min(runs, 3) : runs, [&] { out = *(*eexe)->Run(args); });
+      double emit_ms = MedianMs(s.m * s.n * s.k > (1 << 20) ? std::min(runs, 3) : runs,
+                                [&] { out = *(*eexe)->Run(args); });
       std::printf("  emitted loop (KILN threads): %.4f ms %.1f GFLOP/s\n", emit_ms,
                   gflop / emit_ms * 1e3);
     }

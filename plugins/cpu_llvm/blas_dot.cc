@@ -34,22 +34,19 @@ void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out) {
   const int64_t sa = g.m * g.k, sb = g.k * g.n, sc = g.m * g.n;
   for (int64_t i = 0; i < g.batch; ++i) {
     if (g.f64) {
-      cblas_dgemm(CblasRowMajor, ta, tb, g.m, g.n, g.k, 1.0,
-                  static_cast<const double*>(a) + i * sa, lda,
-                  static_cast<const double*>(b) + i * sb, ldb, 0.0,
+      cblas_dgemm(CblasRowMajor, ta, tb, g.m, g.n, g.k, 1.0, static_cast<const double*>(a) + i * sa,
+                  lda, static_cast<const double*>(b) + i * sb, ldb, 0.0,
                   static_cast<double*>(out) + i * sc, ldc);
     } else {
 #ifdef KILN_HAVE_ONEDNN
       if (int t = blas_threads.load(std::memory_order_relaxed); t > 0) omp_set_num_threads(t);
       dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n, g.k, 1.0f,
-                 static_cast<const float*>(a) + i * sa, lda,
-                 static_cast<const float*>(b) + i * sb, ldb, 0.0f,
-                 static_cast<float*>(out) + i * sc, ldc);
+                 static_cast<const float*>(a) + i * sa, lda, static_cast<const float*>(b) + i * sb,
+                 ldb, 0.0f, static_cast<float*>(out) + i * sc, ldc);
       continue;
 #endif
-      cblas_sgemm(CblasRowMajor, ta, tb, g.m, g.n, g.k, 1.0f,
-                  static_cast<const float*>(a) + i * sa, lda,
-                  static_cast<const float*>(b) + i * sb, ldb, 0.0f,
+      cblas_sgemm(CblasRowMajor, ta, tb, g.m, g.n, g.k, 1.0f, static_cast<const float*>(a) + i * sa,
+                  lda, static_cast<const float*>(b) + i * sb, ldb, 0.0f,
                   static_cast<float*>(out) + i * sc, ldc);
     }
   }

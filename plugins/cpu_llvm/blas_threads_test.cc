@@ -94,8 +94,15 @@ std::vector<DotCase> DotCases() {
       {"matrix_vector", {33, 47}, {47}, {33}, {}, {}, 1, 0, true},
       {"vector_matrix", {47}, {29, 47}, {29}, {}, {}, 0, 1, true},
       {"batched", {3, 17, 21}, {3, 21, 13}, {3, 17, 13}, {0}, {0}, 2, 1, true},
-      {"batched_transposed", {2, 3, 21, 17}, {2, 3, 13, 21}, {2, 3, 17, 13},
-       {0, 1}, {0, 1}, 2, 3, true},
+      {"batched_transposed",
+       {2, 3, 21, 17},
+       {2, 3, 13, 21},
+       {2, 3, 17, 13},
+       {0, 1},
+       {0, 1},
+       2,
+       3,
+       true},
       // Batch dimension not leading: stays an emitted loop, same values.
       {"batch_not_leading", {17, 3, 21}, {3, 21, 13}, {3, 17, 13}, {1}, {0}, 2, 1, false},
   };
@@ -108,8 +115,7 @@ TEST_P(BlasDotTest, MatchesReferenceAndEvaluator) {
   for (const DotCase& c : DotCases()) {
     SCOPED_TRACE(c.name);
     auto module = std::make_shared<HloModule>("m");
-    HloComputation* entry =
-        module->AddComputation(std::make_unique<HloComputation>("main"), true);
+    HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
     Builder b(entry);
     Shape ls(t, c.lhs), rs(t, c.rhs), os(t, c.out);
     HloInstruction* x = b.Param(0, ls);
@@ -175,16 +181,15 @@ struct ThreadedModule {
   Shape s{PT::F32, {37, 129}};
   ThreadedModule() {
     HloComputation* add = AddReducer(*module, HloOpcode::kAdd, PT::F32, "add");
-    HloComputation* entry =
-        module->AddComputation(std::make_unique<HloComputation>("main"), true);
+    HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
     Builder b(entry);
     HloInstruction* x = b.Param(0, s);
     HloInstruction* e = b.Unary(HloOpcode::kExp, x);
     HloInstruction* zero = b.Const(PT::F32, 0);
-    HloInstruction* rows = b.Reduce(e, zero, {1}, add);               // f32[37]
+    HloInstruction* rows = b.Reduce(e, zero, {1}, add);  // f32[37]
     HloInstruction* rb = b.Broadcast(rows, {37, 129}, {0});
-    HloInstruction* sm = b.Binary(HloOpcode::kDivide, e, rb);          // f32[37,129]
-    HloInstruction* cols = b.Reduce(x, zero, {0}, add);                // f32[129]
+    HloInstruction* sm = b.Binary(HloOpcode::kDivide, e, rb);  // f32[37,129]
+    HloInstruction* cols = b.Reduce(x, zero, {0}, add);        // f32[129]
     HloInstruction* cb = b.Broadcast(cols, {37, 129}, {1});
     entry->set_root(b.Binary(HloOpcode::kAdd, sm, cb));
   }
@@ -197,7 +202,8 @@ struct ThreadedModule {
         cs[j] += x.GetAsDouble(i * 129 + j);
       }
     for (int i = 0; i < 37; ++i)
-      for (int j = 0; j < 129; ++j) r[i * 129 + j] = std::exp(x.GetAsDouble(i * 129 + j)) / rs[i] + cs[j];
+      for (int j = 0; j < 129; ++j)
+        r[i * 129 + j] = std::exp(x.GetAsDouble(i * 129 + j)) / rs[i] + cs[j];
     return r;
   }
 };

@@ -281,7 +281,8 @@ ENTRY %main (i: s32[], x: f32[10]) -> f32[10] {
 TEST(CpuLlvmControlFlow, IndexedConditional) {
   std::vector<std::vector<Literal>> sets = RandomArgs(kIndexedConditional, 5);
   int selectors[] = {0, 1, 2, 7, -1};
-  for (int k = 0; k < 5; ++k) sets[k][0] = Literal::Scalar<int32_t>(PrimitiveType::S32, selectors[k]);
+  for (int k = 0; k < 5; ++k)
+    sets[k][0] = Literal::Scalar<int32_t>(PrimitiveType::S32, selectors[k]);
   CompareRuns(kIndexedConditional, "indexed_cond", sets);
 }
 
@@ -381,7 +382,8 @@ TEST(CpuLlvmControlFlow, RepositoryModulesPlanControlFlowNatively) {
       ++found;
       Plan plan = MakePlan(**parsed, {});
       EXPECT_EQ(ControlFlowOnEvaluator(plan), std::vector<std::string>())
-          << entry.path().filename() << "\n" << PlanToString(plan);
+          << entry.path().filename() << "\n"
+          << PlanToString(plan);
     }
   }
   EXPECT_GE(found, 3);  // while_power, the two corpus modules with call

@@ -61,8 +61,10 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
         base += p * is[dn.input_spatial_dimensions[i]];
       }
       if (inside) {
-        if (in_fstride == 1) std::memcpy(prow, input + base, cin * sizeof(float));
-        else for (int64_t f = 0; f < cin; ++f) prow[f] = input[base + f * in_fstride];
+        if (in_fstride == 1)
+          std::memcpy(prow, input + base, cin * sizeof(float));
+        else
+          for (int64_t f = 0; f < cin; ++f) prow[f] = input[base + f * in_fstride];
       } else {
         std::memset(prow, 0, cin * sizeof(float));
       }
@@ -89,8 +91,7 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
 
   GemmShape g;
   g.m = c.rows, g.k = c.depth, g.n = c.out_features;
-  const bool direct = os[dn.output_feature_dimension] == 1 &&
-                      dn.output_batch_dimension == 0 &&
+  const bool direct = os[dn.output_feature_dimension] == 1 && dn.output_batch_dimension == 0 &&
                       [&] {  // output already [batch, spatial..., feature] in that order
                         for (size_t i = 0; i < ns; ++i)
                           if (dn.output_spatial_dimensions[i] != static_cast<int64_t>(i) + 1)

@@ -56,7 +56,8 @@ ENTRY %main (x: {0}, w: {1}) -> {2} {{
   %w = {1} parameter(1)
   ROOT %c = {2} convolution(%x, %w), {3}{4}
 }}
-)", c.lhs, c.rhs, c.out, c.attrs, extra);
+)",
+                     c.lhs, c.rhs, c.out, c.attrs, extra);
 }
 
 TEST(ConvLibrary, MatchesEvaluator) {

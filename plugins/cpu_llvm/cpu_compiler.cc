@@ -72,8 +72,12 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
                              std::vector<KernelFn> kernels, std::shared_ptr<CpuJit> jit,
                              std::string ir, std::shared_ptr<ThreadPool> pool,
                              int64_t parallel_min_work)
-    : module_(std::move(module)), plan_(std::move(plan)), kernels_(std::move(kernels)),
-      jit_(std::move(jit)), ir_(std::move(ir)), pool_(std::move(pool)),
+    : module_(std::move(module)),
+      plan_(std::move(plan)),
+      kernels_(std::move(kernels)),
+      jit_(std::move(jit)),
+      ir_(std::move(ir)),
+      pool_(std::move(pool)),
       parallel_min_work_(parallel_min_work) {}
 
 std::vector<std::string> CpuExecutable::NativeInstructions() const {
@@ -100,8 +104,8 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
     if (args[i] == nullptr || !args[i]->shape().Compatible(entry->parameter(i)->shape()))
       return absl::InvalidArgumentError(
           absl::StrCat("argument ", i, " of module ", module_->name(), " has shape ",
-                       (args[i] ? args[i]->shape().ToString(false) : std::string("null")), ", the parameter wants ",
-                       entry->parameter(i)->shape().ToString(false)));
+                       (args[i] ? args[i]->shape().ToString(false) : std::string("null")),
+                       ", the parameter wants ", entry->parameter(i)->shape().ToString(false)));
   }
   std::vector<Value> values;
   values.reserve(args.size());
@@ -120,39 +124,40 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
     const HloInstruction* h = step.instr;
     // A buffer that does not fit is this step's error, named, not a bare std::bad_alloc.
     try {
-    switch (step.kind) {
-      case Disposition::kBookkeeping:
-        if (absl::Status st = values.RunBookkeeping(*h, args); !st.ok()) return st;
-        break;
-      case Disposition::kEvaluator:
-        if (absl::Status st = values.RunOnEvaluator(*h, evaluator); !st.ok()) return st;
-        break;
-      case Disposition::kControlFlow:
-        if (absl::Status st = RunControlFlow(step, values, evaluator); !st.ok()) return st;
-        break;
-      case Disposition::kKernel:
-        RunKernel(step, values);
-        break;
-      case Disposition::kLibrary: {
-        Literal out(h->shape());
-        if (step.conv) {
-          RunLibraryConv(*step.conv, values.at(step.sources[0])->data<float>().data(),
-                         values.at(step.sources[1])->data<float>().data(), out.data<float>().data());
-        } else {
-          RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
-                     values.at(step.sources[1])->untyped_data(), out.untyped_data());
+      switch (step.kind) {
+        case Disposition::kBookkeeping:
+          if (absl::Status st = values.RunBookkeeping(*h, args); !st.ok()) return st;
+          break;
+        case Disposition::kEvaluator:
+          if (absl::Status st = values.RunOnEvaluator(*h, evaluator); !st.ok()) return st;
+          break;
+        case Disposition::kControlFlow:
+          if (absl::Status st = RunControlFlow(step, values, evaluator); !st.ok()) return st;
+          break;
+        case Disposition::kKernel:
+          RunKernel(step, values);
+          break;
+        case Disposition::kLibrary: {
+          Literal out(h->shape());
+          if (step.conv) {
+            RunLibraryConv(*step.conv, values.at(step.sources[0])->data<float>().data(),
+                           values.at(step.sources[1])->data<float>().data(),
+                           out.data<float>().data());
+          } else {
+            RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
+                       values.at(step.sources[1])->untyped_data(), out.untyped_data());
+          }
+          values.Own(h, std::move(out));
+          break;
         }
-        values.Own(h, std::move(out));
-        break;
+        case Disposition::kInlined:
+          break;
       }
-      case Disposition::kInlined:
-        break;
-    }
     } catch (const std::bad_alloc&) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "out of memory producing ", h->shape().ToString(false), " (",
-          h->shape().IsArray() ? h->shape().byte_size() : 0, " bytes, instruction %", h->name(),
-          ")"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("out of memory producing ", h->shape().ToString(false), " (",
+                       h->shape().IsArray() ? h->shape().byte_size() : 0, " bytes, instruction %",
+                       h->name(), ")"));
     }
   }
   return values.TakeValue(p.computation->root());
@@ -206,7 +211,8 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
       if (go->literal == nullptr || go->literal->IsTuple())
         return annotate(absl::InternalError("while condition did not return a pred scalar"));
       if (!go->literal->data<bool>()[0]) break;
-      absl::StatusOr<Value> next = RunComputation(body, std::span<const Value>(&state, 1), evaluator);
+      absl::StatusOr<Value> next =
+          RunComputation(body, std::span<const Value>(&state, 1), evaluator);
       if (!next.ok()) return annotate(next.status());
       state = *std::move(next);
     }
@@ -236,8 +242,10 @@ absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOp
   SetBlasThreads(threads);
   std::unique_ptr<CpuCompiler> compiler(
       new CpuCompiler(options, std::move(*jit), std::make_shared<ThreadPool>(threads)));
-  if (!options.cache_dir.has_value()) compiler->object_cache_ = DiskCache::FromEnv("KILN_CPU_CACHE_DIR");
-  else if (!options.cache_dir->empty()) compiler->object_cache_.emplace(*options.cache_dir);
+  if (!options.cache_dir.has_value())
+    compiler->object_cache_ = DiskCache::FromEnv("KILN_CPU_CACHE_DIR");
+  else if (!options.cache_dir->empty())
+    compiler->object_cache_.emplace(*options.cache_dir);
   return compiler;
 }
 
@@ -250,10 +258,10 @@ CompileStats CpuCompiler::stats() const {
 // module text (the cache stores the whole key, so it is compared, not just hashed).
 std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
   const PlanOptions& p = options_.plan;
-  return absl::StrCat("cpu-llvm objects\nbinary=",
-                      BinaryIdentity(reinterpret_cast<const void*>(&StructuralHash)), "\n",
-                      jit_->CacheKey(), "\nplan=", p.fuse_unfused, ",", p.blas_min_mnk, ",",
-                      p.parallel_min_work, ",", p.native_control_flow, "\n", text);
+  return absl::StrCat(
+      "cpu-llvm objects\nbinary=", BinaryIdentity(reinterpret_cast<const void*>(&StructuralHash)),
+      "\n", jit_->CacheKey(), "\nplan=", p.fuse_unfused, ",", p.blas_min_mnk, ",",
+      p.parallel_min_work, ",", p.native_control_flow, "\n", text);
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
@@ -275,10 +283,12 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
   ++misses_;
   auto t0 = std::chrono::steady_clock::now();
   Plan plan = MakePlan(*module, options_.plan);
-  plan_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  plan_ms_ +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Debugging aid: every computation's dispositions (kernel, control-flow, evaluator, ...).
   if (const char* dump = std::getenv("KILN_CPU_DUMP_PLAN"); dump != nullptr && *dump != '\0')
-    std::fprintf(stderr, "cpu-llvm plan of %s:\n%s", module->name().c_str(), PlanToString(plan).c_str());
+    std::fprintf(stderr, "cpu-llvm plan of %s:\n%s", module->name().c_str(),
+                 PlanToString(plan).c_str());
   std::string ir;
   JitRequest request;
   request.ir_out = options_.keep_ir ? &ir : nullptr;

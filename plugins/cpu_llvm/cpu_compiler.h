@@ -25,7 +25,7 @@ namespace kernel_plan {
 struct Value;
 class StepValues;
 }  // namespace kernel_plan
-}
+}  // namespace kiln
 
 namespace kiln::cpu {
 
@@ -90,7 +90,8 @@ class CpuCompiler {
  public:
   static absl::StatusOr<std::unique_ptr<CpuCompiler>> Create(const CompileOptions& options = {});
 
-  absl::StatusOr<std::shared_ptr<const CpuExecutable>> Compile(std::shared_ptr<const HloModule> module);
+  absl::StatusOr<std::shared_ptr<const CpuExecutable>> Compile(
+      std::shared_ptr<const HloModule> module);
 
   int64_t cache_hits() const { return hits_; }
   int64_t cache_misses() const { return misses_; }

@@ -25,9 +25,9 @@ class CpuLlvmBackend : public plugin_support::HostBackend {
 
   // Supported = compiled to native code (or pure bookkeeping, or generated inside a user's
   // kernel); what the executable would hand to its evaluator fallback is unsupported, with why.
-  void Capability(const HloModule& module,
-                  const std::function<void(const HloInstruction&, const std::string*)>& report)
-      override {
+  void Capability(
+      const HloModule& module,
+      const std::function<void(const HloInstruction&, const std::string*)>& report) override {
     Plan plan = MakePlan(module, {});
     for (const Step& step : plan.steps)
       report(*step.instr, step.kind == Disposition::kEvaluator ? &step.why : nullptr);

@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (const auto& [h, d] : (*exe)->plan().dispositions)
-    std::printf("; %-24s %s\n", h->name().c_str(), std::string(kiln::cpu::DispositionName(d)).c_str());
+    std::printf("; %-24s %s\n", h->name().c_str(),
+                std::string(kiln::cpu::DispositionName(d)).c_str());
   std::printf("%s", (*exe)->llvm_ir().c_str());
   return 0;
 }

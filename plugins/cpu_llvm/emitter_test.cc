@@ -71,7 +71,8 @@ TEST(CpuLlvmEmitter, ElementwiseChainFusedIntoOneKernel) {
   ASSERT_TRUE(r.ok()) << r.status();
   std::vector<double> want;
   for (int i = 0; i < 1000; ++i)
-    want.push_back(std::sqrt(std::fabs(std::tanh(std::exp(lx.GetAsDouble(i)) * ly.GetAsDouble(i) + 0.5))));
+    want.push_back(
+        std::sqrt(std::fabs(std::tanh(std::exp(lx.GetAsDouble(i)) * ly.GetAsDouble(i) + 0.5))));
   ExpectNear(*r, want, 1e-5, 1e-6);
   // One kernel, and the loop vectorizer produced vector code for it.
   EXPECT_NE(ir.find("<8 x float>"), std::string::npos) << ir.substr(0, 4000);
@@ -85,7 +86,8 @@ TEST(CpuLlvmEmitter, BroadcastTransposeAndOneKernelPerInstruction) {
     HloInstruction* xt = f.b->Transpose(x, {1, 0});  // [4,3]
     HloInstruction* vb = f.b->Broadcast(v, {4, 3}, {0});
     f.entry->set_root(f.b->Binary(HloOpcode::kSubtract, xt, vb));
-    Literal lx = Literal::FromDoubles(Shape(PT::F32, {3, 4}), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+    Literal lx =
+        Literal::FromDoubles(Shape(PT::F32, {3, 4}), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
     Literal lv = Literal::FromDoubles(Shape(PT::F32, {4}), {100, 200, 300, 400});
     PlanOptions po;
     po.fuse_unfused = fuse;
@@ -268,9 +270,10 @@ TEST(CpuLlvmEmitter, IntegerDivisionFollowsXlaSemantics) {
   HloInstruction* c = f.b->Param(1, s);
   HloInstruction* q = f.b->Binary(HloOpcode::kDivide, a, c);
   HloInstruction* rem = f.b->Binary(HloOpcode::kRemainder, a, c);
-  f.entry->set_root(f.b->Binary(HloOpcode::kAdd, f.b->Binary(HloOpcode::kMultiply, q,
-                                                              f.b->Broadcast(f.b->Const(PT::S32, 1000), {5}, {})),
-                                rem));
+  f.entry->set_root(f.b->Binary(
+      HloOpcode::kAdd,
+      f.b->Binary(HloOpcode::kMultiply, q, f.b->Broadcast(f.b->Const(PT::S32, 1000), {5}, {})),
+      rem));
   Literal la = Literal::FromDoubles(s, {7, -7, 5, -2147483648.0, 9});
   Literal lc = Literal::FromDoubles(s, {2, 2, 0, -1, -4});
   auto r = f.Run({la, lc});
@@ -297,14 +300,16 @@ TEST(CpuLlvmEmitter, SliceConcatPadIotaSelect) {
   HloInstruction* cat = f.b->WithDims(HloOpcode::kConcatenate, sl, Shape(PT::F32, {5}), {0});
   cat->AppendOperand(head);
   // pad low 1, high 2, interior 1: 1 + 5 + 4 + 2 = 12 elements, pad value -1
-  HloInstruction* pad = f.b->Op(HloOpcode::kPad, Shape(PT::F32, {12}), {cat, f.b->Const(PT::F32, -1)});
+  HloInstruction* pad =
+      f.b->Op(HloOpcode::kPad, Shape(PT::F32, {12}), {cat, f.b->Const(PT::F32, -1)});
   pad->mutable_attrs().padding_config = {{1, 2, 1}};
   // select(iota < 6, pad, iota as f32)
   HloInstruction* iota = f.b->Op(HloOpcode::kIota, Shape(PT::S32, {12}), {});
   iota->mutable_attrs().iota_dimension = 0;
   HloInstruction* six = f.b->Broadcast(f.b->Const(PT::S32, 6), {12}, {});
   HloInstruction* lt = f.b->Compare(ComparisonDirection::kLt, iota, six);
-  f.entry->set_root(f.b->Op(HloOpcode::kSelect, Shape(PT::F32, {12}), {lt, pad, f.b->Convert(iota, PT::F32)}));
+  f.entry->set_root(
+      f.b->Op(HloOpcode::kSelect, Shape(PT::F32, {12}), {lt, pad, f.b->Convert(iota, PT::F32)}));
   Literal lx = Literal::FromDoubles(Shape(PT::F32, {6}), {10, 11, 12, 13, 14, 15});
   auto r = f.Run({lx});
   ASSERT_TRUE(r.ok()) << r.status();

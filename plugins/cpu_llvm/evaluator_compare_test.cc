@@ -1,17 +1,17 @@
 // JIT output against the reference HLO evaluator on the example modules and on focused HLO
 // snippets, with random inputs, within the tolerance of each element type.
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <cstdio>
 #include <sstream>
 
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
-#include "plugins/llvm_emitter/codegen_test_util.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
 
 namespace kiln::cpu {
 namespace {
@@ -20,9 +20,6 @@ using codegen_testing::ExpectClose;
 using codegen_testing::RandomLiteral;
 
 using PT = PrimitiveType;
-
-
-
 
 // Compiles `text` (with and without grouping unfused instructions into shared kernels),
 // runs it on random inputs and compares with the evaluator. Returns the kernel count, or
@@ -40,7 +37,8 @@ int CompareWithEvaluator(const std::string& text, const std::string& name) {
   HloEvaluator evaluator;
   auto want = evaluator.Evaluate(*module, args);
   if (!want.ok() && want.status().code() == absl::StatusCode::kUnimplemented) {
-    std::printf("[ SKIPPED  ] %s: %s\n", name.c_str(), std::string(want.status().message()).c_str());
+    std::printf("[ SKIPPED  ] %s: %s\n", name.c_str(),
+                std::string(want.status().message()).c_str());
     return kEvaluatorMissing;
   }
   EXPECT_TRUE(want.ok()) << name << ": " << want.status();
@@ -91,11 +89,11 @@ TEST(CpuLlvmVsEvaluator, ExampleModules) {
 }
 
 // Skips the test when the evaluator cannot run the module yet.
-#define KILN_COMPARE(expected_kernels, text, name)                          \
-  do {                                                                      \
-    int k = CompareWithEvaluator(text, name);                               \
+#define KILN_COMPARE(expected_kernels, text, name)                               \
+  do {                                                                           \
+    int k = CompareWithEvaluator(text, name);                                    \
     if (k == kEvaluatorMissing) GTEST_SKIP() << "evaluator cannot run " << name; \
-    if ((expected_kernels) >= 0) EXPECT_EQ(k, expected_kernels);            \
+    if ((expected_kernels) >= 0) EXPECT_EQ(k, expected_kernels);                 \
   } while (0)
 
 TEST(CpuLlvmVsEvaluator, ElementwiseChain) {
@@ -114,7 +112,8 @@ ENTRY %main (x: f32[33,17], y: f32[33,17]) -> f32[33,17] {
   %er = f32[33,17]{1,0} erf(%mx)
   %p = f32[33,17]{1,0} power(%e, %y)
   ROOT %r = f32[33,17]{1,0} add(%er, %p)
-})"), "chain");
+})"),
+               "chain");
 }
 
 TEST(CpuLlvmVsEvaluator, BroadcastTranspose) {
@@ -126,7 +125,8 @@ ENTRY %main (x: f32[8,5,3], b: f32[5]) -> f32[3,8,5] {
   %t = f32[3,8,5]{2,1,0} transpose(%x), dimensions={2,0,1}
   %bb = f32[3,8,5]{2,1,0} broadcast(%b), dimensions={2}
   ROOT %s = f32[3,8,5]{2,1,0} subtract(%t, %bb)
-})"), "bt");
+})"),
+               "bt");
 }
 
 constexpr const char* kAdd = R"(
@@ -144,7 +144,8 @@ ENTRY %main (x: f32[64,100]) -> f32[64] {
   %sq = f32[64,100]{1,0} multiply(%x, %x)
   %z = f32[] constant(0)
   ROOT %r = f32[64]{0} reduce(%sq, %z), dimensions={1}, to_apply=%add
-})", "reduce_last");
+})",
+               "reduce_last");
 }
 
 TEST(CpuLlvmVsEvaluator, ReduceFirstAxis) {
@@ -153,7 +154,8 @@ ENTRY %main (x: f32[64,100]) -> f32[100] {
   %x = f32[64,100]{1,0} parameter(0)
   %z = f32[] constant(0)
   ROOT %r = f32[100]{0} reduce(%x, %z), dimensions={0}, to_apply=%add
-})", "reduce_first");
+})",
+               "reduce_first");
 }
 
 TEST(CpuLlvmVsEvaluator, F16AndBf16) {
@@ -176,7 +178,8 @@ ENTRY %main (x: f16[16,8], y: bf16[16,8]) -> (f16[16], bf16[16,8]) {
   %s = f32[16,8]{1,0} add(%ys, %xc)
   %sb = bf16[16,8]{1,0} convert(%s)
   ROOT %t = (f16[16]{0}, bf16[16,8]{1,0}) tuple(%r, %sb)
-})", "half");
+})",
+               "half");
 }
 
 TEST(CpuLlvmVsEvaluator, LoopFusionAndMultiOutputFusion) {
@@ -200,7 +203,8 @@ ENTRY %main (x: f32[10,20], v: f32[20]) -> (f32[10], f32[10,20]) {
   %v = f32[20]{0} parameter(1)
   %f1 = f32[10,20]{1,0} fusion(%x, %v), kind=kLoop, calls=%fused_ew
   ROOT %f2 = (f32[10]{0}, f32[10,20]{1,0}) fusion(%f1), kind=kInput, calls=%fused_red
-})"), "fused");
+})"),
+               "fused");
 }
 
 TEST(CpuLlvmVsEvaluator, IntegerAndPredOps) {
@@ -222,7 +226,8 @@ ENTRY %main (a: s32[40], b: s32[40], u: u8[40]) -> (s32[40], u8[40], s64[40]) {
   %c = s64[40]{0} convert(%a)
   %cm = s64[40]{0} multiply(%c, %c)
   ROOT %t = (s32[40]{0}, u8[40]{0}, s64[40]{0}) tuple(%x, %uo, %cm)
-})", "ints");
+})",
+               "ints");
 }
 
 TEST(CpuLlvmVsEvaluator, SliceConcatPadReshapeReverse) {
@@ -238,7 +243,8 @@ ENTRY %main (x: f32[6,8], y: f32[6,4]) -> f32[12,10] {
   %z = f32[] constant(-3)
   %p = f32[12,10]{1,0} pad(%r, %z), padding=1_3_0x0_-1_1
   ROOT %o = f32[12,10]{1,0} sine(%p)
-})", "dm");
+})",
+               "dm");
 }
 
 // dynamic-slice and dynamic-update-slice generated in the kernel, with start indices of
@@ -261,7 +267,8 @@ ENTRY %main (x: f32[9,12], u: f32[4,5], k: s32[]) -> (f32[3,4], f32[9,12], f32[2
   %t = f32[9,12] tanh(%dus)
   %dk = f32[2,5] dynamic-slice(%t, %k, %one), dynamic_slice_sizes={2,5}
   ROOT %r = (f32[3,4], f32[9,12], f32[2,5]) tuple(%ds, %t, %dk)
-})", "dyn");
+})",
+               "dyn");
 }
 
 // Convolutions the GEMM library does not take are emitted: f64 with every window feature
@@ -287,7 +294,8 @@ ENTRY %main (a: f64[2,3,7,8], aw: f64[4,3,3,2], g: f32[2,6,6,4], gw: f32[3,3,2,6
   %iw = s32[3,2,3] parameter(9)
   %ci = s32[2,4,3] convolution(%i, %iw), window={size=3 stride=2}, dim_labels=b0f_0io->b0f
   ROOT %r = (f64[2,4,3,15], f32[2,6,6,6], f32[2,3,3,2], bf16[1,3,3,2], s32[2,4,3]) tuple(%ca, %cg, %cb, %ch, %ci)
-})", "convs");
+})",
+               "convs");
 }
 
 constexpr const char* kMax = R"(
@@ -342,7 +350,8 @@ ENTRY %main (x: f32[37,96]) -> f32[37,96] {
   %ot = f32[37,96] add(%oneb, %t)
   %hy = f32[37,96] multiply(%halfb, %y)
   ROOT %g = f32[37,96] multiply(%hy, %ot)
-})", "layernorm_gelu");
+})",
+               "layernorm_gelu");
 }
 
 // Softmax over the last axis of a rank-3 array: statistics indexed by two outer loops.
@@ -359,7 +368,8 @@ ENTRY %main (x: f32[4,6,33]) -> f32[4,6,33] {
   %s = f32[4,6] reduce(%e, %zero), dimensions={2}, to_apply=%add
   %sb = f32[4,6,33] broadcast(%s), dimensions={0,1}
   ROOT %y = f32[4,6,33] divide(%e, %sb)
-})", "softmax3d");
+})",
+               "softmax3d");
 }
 
 // A column statistic would be needed at every element of the inner loop: it stays a kernel.
@@ -371,7 +381,8 @@ ENTRY %main (x: f32[40,24]) -> f32[40,24] {
   %c = f32[24] reduce(%x, %zero), dimensions={0}, to_apply=%add
   %cb = f32[40,24] broadcast(%c), dimensions={1}
   ROOT %d = f32[40,24] subtract(%x, %cb)
-})", "column_stat");
+})",
+               "column_stat");
 }
 
 // Row statistics inside a fusion, one of them read under a concatenate's branch (generated
@@ -398,7 +409,8 @@ ENTRY %main (x: f32[12,20], y: f32[12,5]) -> f32[12,25] {
   %x = f32[12,20] parameter(0)
   %y = f32[12,5] parameter(1)
   ROOT %f = f32[12,25] fusion(%x, %y), kind=kLoop, calls=%fused
-})", "fused_rows");
+})",
+               "fused_rows");
 }
 
 // Max/min reductions give NaN for rows holding a NaN (log of the negative inputs) and the
@@ -422,7 +434,8 @@ ENTRY %main (x: f32[64,3], y: f64[64,3]) -> (f32[64], f32[64], f64[64]) {
   %a = f64[] parameter(0)
   %b = f64[] parameter(1)
   ROOT %m = f64[] maximum(%a, %b)
-})", "nan_minmax");
+})",
+               "nan_minmax");
 }
 
 // The f32 polynomial math over a wide range (inputs scaled to [-60, 60]; log of |x|); each
@@ -442,7 +455,8 @@ ENTRY %main (x: f32[4096]) -> (f32[4096], f32[4096], f32[4096], f32[4096], f32[4
   %r = f32[4096] erf(%w)
   %g = f32[4096] logistic(%w)
   ROOT %o = (f32[4096], f32[4096], f32[4096], f32[4096], f32[4096]) tuple(%e, %l, %t, %r, %g)
-})", "wide");
+})",
+               "wide");
 }
 
 // Reductions to a scalar large enough to run in two stages (16 parts, then a combine), and
@@ -458,7 +472,8 @@ ENTRY %main (x: f32[300,257], y: f32[5,20000]) -> (f32[], f32[], f32[]) {
   %m = f32[] reduce(%x, %ninf), dimensions={0,1}, to_apply=%max
   %sy = f32[] reduce(%y, %zero), dimensions={0,1}, to_apply=%add
   ROOT %t = (f32[], f32[], f32[]) tuple(%s, %m, %sy)
-})", "two_stage");
+})",
+               "two_stage");
 }
 
 }  // namespace

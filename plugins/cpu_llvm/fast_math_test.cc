@@ -30,12 +30,37 @@ std::vector<float> Inputs() {
   }
   for (int i = -2000000; i <= 2000000; ++i) v.push_back(i * 1e-5f);  // [-20, 20]
   const float inf = std::numeric_limits<float>::infinity();
-  for (float f : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
-                  std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
-                  1e-40f, -1e-40f, std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
-                  -std::numeric_limits<float>::max(), 88.72283f, 88.7229f, 89.0f, -87.33654f,
-                  -103.27893f, -103.97208f, -104.0f, -200.0f, 1.0f, -1.0f, 3.92f, 4.0f, 9.0f, 9.5f,
-                  1e-30f, 0.5f, 0.6931472f, 1.4142135f, 0.70710677f})
+  for (float f : {0.0f,
+                  -0.0f,
+                  inf,
+                  -inf,
+                  std::numeric_limits<float>::quiet_NaN(),
+                  std::numeric_limits<float>::denorm_min(),
+                  -std::numeric_limits<float>::denorm_min(),
+                  1e-40f,
+                  -1e-40f,
+                  std::numeric_limits<float>::min(),
+                  std::numeric_limits<float>::max(),
+                  -std::numeric_limits<float>::max(),
+                  88.72283f,
+                  88.7229f,
+                  89.0f,
+                  -87.33654f,
+                  -103.27893f,
+                  -103.97208f,
+                  -104.0f,
+                  -200.0f,
+                  1.0f,
+                  -1.0f,
+                  3.92f,
+                  4.0f,
+                  9.0f,
+                  9.5f,
+                  1e-30f,
+                  0.5f,
+                  0.6931472f,
+                  1.4142135f,
+                  0.70710677f})
     v.push_back(f);
   return v;
 }
@@ -99,25 +124,31 @@ void Check(const char* name, HloOpcode op, const std::function<double(double)>& 
   // Straight-line vector code, no libm call in the loop.
   EXPECT_NE(ir.find("x float>"), std::string::npos) << name;
   // Only intrinsics (fabs, fmuladd, ... in the scalar remainder loop) may be called.
-  for (size_t at = ir.find("call float @"); at != std::string::npos; at = ir.find("call float @", at + 1))
+  for (size_t at = ir.find("call float @"); at != std::string::npos;
+       at = ir.find("call float @", at + 1))
     EXPECT_EQ(ir.compare(at + 12, 5, "llvm."), 0) << name << ": calls " << ir.substr(at, 40);
   EXPECT_EQ(ir.find("@_ZGV"), std::string::npos) << name << ": a vector libm call remains";
 }
 
 TEST(CpuFastMath, Exp) {
-  Check("exp", HloOpcode::kExp, [](double x) { return std::exp(x); }, 1);
+  Check(
+      "exp", HloOpcode::kExp, [](double x) { return std::exp(x); }, 1);
 }
 TEST(CpuFastMath, Log) {
-  Check("log", HloOpcode::kLog, [](double x) { return std::log(x); }, 3);
+  Check(
+      "log", HloOpcode::kLog, [](double x) { return std::log(x); }, 3);
 }
 TEST(CpuFastMath, Tanh) {
-  Check("tanh", HloOpcode::kTanh, [](double x) { return std::tanh(x); }, 3);
+  Check(
+      "tanh", HloOpcode::kTanh, [](double x) { return std::tanh(x); }, 3);
 }
 TEST(CpuFastMath, Erf) {
-  Check("erf", HloOpcode::kErf, [](double x) { return std::erf(x); }, 3);
+  Check(
+      "erf", HloOpcode::kErf, [](double x) { return std::erf(x); }, 3);
 }
 TEST(CpuFastMath, Logistic) {
-  Check("logistic", HloOpcode::kLogistic, [](double x) { return 1 / (1 + std::exp(-x)); }, 3);
+  Check(
+      "logistic", HloOpcode::kLogistic, [](double x) { return 1 / (1 + std::exp(-x)); }, 3);
 }
 
 // The sign of zero and the exact limits.
@@ -152,7 +183,8 @@ TEST(CpuFastMath, SpecialValuesExact) {
         EXPECT_TRUE(std::isnan(got[i])) << HloOpcodeString(op) << "(" << in[i] << ")";
       } else {
         EXPECT_EQ(got[i], want) << HloOpcodeString(op) << "(" << in[i] << ")";
-        EXPECT_EQ(std::signbit(got[i]), std::signbit(want)) << HloOpcodeString(op) << "(" << in[i] << ")";
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(want))
+            << HloOpcodeString(op) << "(" << in[i] << ")";
       }
     }
   }

@@ -2,21 +2,19 @@
 // optionally cached on disk) and symbol lookup for CPU kernels.
 #include "plugins/cpu_llvm/jit.h"
 
-#include "plugins/cpu_llvm/kernel_signature.h"
-
 #include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <optional>
 #include <string_view>
 
-#include "absl/strings/str_cat.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "fmt/format.h"
 #include "hlo/instruction.h"
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -31,6 +29,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "plugins/cpu_llvm/kernel_signature.h"
 
 namespace kiln::cpu {
 
@@ -152,7 +151,9 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create(const JitOptions& options
   impl->options = options;
   llvm::Expected<llvm::orc::JITTargetMachineBuilder> jtmb =
       llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb) return absl::InternalError("cpu-llvm: cannot detect the host CPU: " + ToString(jtmb.takeError()));
+  if (!jtmb)
+    return absl::InternalError("cpu-llvm: cannot detect the host CPU: " +
+                               ToString(jtmb.takeError()));
   // Target the CPU this process runs on, with all its features (what -march=native does).
   impl->cpu = llvm::sys::getHostCPUName().str();
   jtmb->setCPU(impl->cpu);
@@ -163,20 +164,25 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create(const JitOptions& options
   }
   jtmb->setFeatures(features.getString());
   impl->features = features.getString();
-  jtmb->setCodeGenOptLevel(options.opt_level >= 3 ? llvm::CodeGenOpt::Aggressive
+  jtmb->setCodeGenOptLevel(options.opt_level >= 3   ? llvm::CodeGenOpt::Aggressive
                            : options.opt_level == 0 ? llvm::CodeGenOpt::None
                                                     : llvm::CodeGenOpt::Default);
   auto tm = jtmb->createTargetMachine();
-  if (!tm) return absl::InternalError("cpu-llvm: cannot create the target machine: " + ToString(tm.takeError()));
+  if (!tm)
+    return absl::InternalError("cpu-llvm: cannot create the target machine: " +
+                               ToString(tm.takeError()));
   impl->tms.push_back(std::move(*tm));
   impl->jtmb = *jtmb;
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
-  if (!jit) return absl::InternalError("cpu-llvm: cannot create the JIT: " + ToString(jit.takeError()));
+  if (!jit)
+    return absl::InternalError("cpu-llvm: cannot create the JIT: " + ToString(jit.takeError()));
   impl->jit = std::move(*jit);
   // libm (tanhf, erff, ...), libmvec and the half-precision helpers come from the process.
   auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
       impl->jit->getDataLayout().getGlobalPrefix());
-  if (!gen) return absl::InternalError("cpu-llvm: cannot search the process for symbols: " + ToString(gen.takeError()));
+  if (!gen)
+    return absl::InternalError("cpu-llvm: cannot search the process for symbols: " +
+                               ToString(gen.takeError()));
   impl->jit->getMainJITDylib().addGenerator(std::move(*gen));
   impl->use_libmvec = options.vectorize && options.vector_math_library && LoadLibmvec();
   return std::unique_ptr<CpuJit>(new CpuJit(std::move(impl)));
@@ -272,23 +278,28 @@ GroupResult CpuJit::Impl::CompileGroup(const std::vector<const llvm_emit::Kernel
   return r;
 }
 
-absl::StatusOr<std::vector<KernelFn>> CpuJit::Impl::Load(
-    const std::vector<std::string>& objects, const std::vector<std::string>& names) {
+absl::StatusOr<std::vector<KernelFn>> CpuJit::Impl::Load(const std::vector<std::string>& objects,
+                                                         const std::vector<std::string>& names) {
   Clock::time_point t0 = Clock::now();
   // A JITDylib per compile: kernel names only need to be unique within one module.
   std::string dylib = absl::StrCat("kiln_m", next_module++);
   auto jd = jit->createJITDylib(dylib);
-  if (!jd) return absl::InternalError("cpu-llvm: cannot create a JITDylib: " + ToString(jd.takeError()));
+  if (!jd)
+    return absl::InternalError("cpu-llvm: cannot create a JITDylib: " + ToString(jd.takeError()));
   jd->addToLinkOrder(jit->getMainJITDylib());  // libm, libmvec, helpers from the process
   for (size_t i = 0; i < objects.size(); ++i) {
     llvm::Error err = jit->addObjectFile(
         *jd, llvm::MemoryBuffer::getMemBufferCopy(objects[i], absl::StrCat(dylib, "_", i)));
-    if (err) return absl::InternalError("cpu-llvm: cannot load kernel object: " + ToString(std::move(err)));
+    if (err)
+      return absl::InternalError("cpu-llvm: cannot load kernel object: " +
+                                 ToString(std::move(err)));
   }
   std::vector<KernelFn> fns;
   for (const std::string& name : names) {
     auto sym = jit->lookup(*jd, name);
-    if (!sym) return absl::InternalError(absl::StrCat("cpu-llvm: cannot load kernel ", name, ": ", ToString(sym.takeError())));
+    if (!sym)
+      return absl::InternalError(
+          absl::StrCat("cpu-llvm: cannot load kernel ", name, ": ", ToString(sym.takeError())));
     fns.push_back(sym->toPtr<KernelFn>());
   }
   stats.load_ms += Ms(Clock::now() - t0);
@@ -301,8 +312,8 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
   Impl& im = *impl_;
   ++im.stats.compiles;
   if (specs.empty()) return std::vector<KernelFn>();
-  const bool use_cache = request.cache != nullptr && !request.cache_key.empty() &&
-                         request.ir_out == nullptr;
+  const bool use_cache =
+      request.cache != nullptr && !request.cache_key.empty() && request.ir_out == nullptr;
   // Identical kernels (the same fusion in every layer) are compiled once: each spec is
   // served by the function of the first spec with its signature.
   std::vector<const llvm_emit::KernelSpec*> unique;
@@ -311,8 +322,10 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
     absl::flat_hash_map<std::string, const llvm_emit::KernelSpec*> first;
     for (const llvm_emit::KernelSpec& spec : specs) {
       auto [it, inserted] = first.emplace(KernelSignature(spec), &spec);
-      if (inserted) unique.push_back(&spec);
-      else ++im.stats.shared_kernels;
+      if (inserted)
+        unique.push_back(&spec);
+      else
+        ++im.stats.shared_kernels;
       names.push_back(it->second->name);
     }
   }
@@ -343,7 +356,8 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
     order[i] = i;
     size[i] = KernelSize(*unique[i]);
   }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size[a] > size[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return size[a] > size[b]; });
   for (size_t i : order) {
     int g = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     members[g].push_back(unique[i]);
@@ -351,7 +365,9 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
   }
   while (static_cast<int>(im.tms.size()) < groups) {
     auto tm = im.jtmb->createTargetMachine();
-    if (!tm) return absl::InternalError("cpu-llvm: cannot create a target machine: " + ToString(tm.takeError()));
+    if (!tm)
+      return absl::InternalError("cpu-llvm: cannot create a target machine: " +
+                                 ToString(tm.takeError()));
     im.tms.push_back(std::move(*tm));
   }
   std::vector<GroupResult> results(groups);
@@ -359,8 +375,10 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
     for (int64_t g = begin; g < end; ++g)
       results[g] = im.CompileGroup(members[g], *im.tms[g], request.ir_out != nullptr);
   };
-  if (groups > 1) request.pool->ParallelFor(groups, compile);
-  else compile(0, groups);
+  if (groups > 1)
+    request.pool->ParallelFor(groups, compile);
+  else
+    compile(0, groups);
   std::vector<std::string> objects;
   for (GroupResult& r : results) {
     if (!r.status.ok()) return r.status;

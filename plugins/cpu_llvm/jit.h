@@ -22,9 +22,9 @@ namespace kiln::cpu {
 using KernelFn = void (*)(void** buffers, int64_t begin, int64_t end);
 
 struct JitOptions {
-  int opt_level = 3;               // 0..3
-  bool vectorize = true;           // loop and SLP vectorizers
-  bool vector_math_library = true; // map exp/log/sin/cos to glibc's libmvec when vectorizing
+  int opt_level = 3;                // 0..3
+  bool vectorize = true;            // loop and SLP vectorizers
+  bool vector_math_library = true;  // map exp/log/sin/cos to glibc's libmvec when vectorizing
 };
 
 // Where compile time went, summed over a CpuJit's compiles (milliseconds of wall time per

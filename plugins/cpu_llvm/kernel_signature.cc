@@ -36,7 +36,8 @@ class Signer {
         absl::StrCat(h.shape().ToString(true), " ", std::string(HloOpcodeString(h.opcode())), "(");
     for (const HloInstruction* o : h.operands()) absl::StrAppend(&line, ids_.at(o), ",");
     line += ")";
-    if (h.opcode() == HloOpcode::kParameter) absl::StrAppend(&line, " param ", h.parameter_number());
+    if (h.opcode() == HloOpcode::kParameter)
+      absl::StrAppend(&line, " param ", h.parameter_number());
     if (h.opcode() == HloOpcode::kConstant && h.attrs().literal && !h.literal().IsTuple()) {
       const Literal& l = h.literal();
       line += " bytes=";

@@ -92,9 +92,9 @@ TEST(KernelSignature, IdenticalKernelsShareCodeOthersDoNot) {
   ASSERT_EQ(plan.kernels.size(), 6u);
   std::vector<std::string> sig;
   for (const llvm_emit::KernelSpec& k : plan.kernels) sig.push_back(KernelSignature(k));
-  EXPECT_EQ(sig[0], sig[1]);  // layer0 and layer1: the same but for names
+  EXPECT_EQ(sig[0], sig[1]);                            // layer0 and layer1: the same but for names
   for (int i : {2, 3}) EXPECT_NE(sig[0], sig[i]) << i;  // other constant, other reducer
-  EXPECT_NE(sig[4], sig[5]);  // GT vs LT
+  EXPECT_NE(sig[4], sig[5]);                            // GT vs LT
   EXPECT_EQ((*compiler)->stats().jit.shared_kernels, 1);
 
   std::mt19937 rng(9);

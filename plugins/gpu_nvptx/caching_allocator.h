@@ -40,8 +40,8 @@ class CachingAllocator {
 
   DeviceMemory* memory_;
   mutable std::mutex mu_;
-  std::multimap<size_t, DevicePtr> free_;           // size -> cached block
-  absl::flat_hash_map<DevicePtr, size_t> sizes_;   // every block we hold, live or cached
+  std::multimap<size_t, DevicePtr> free_;         // size -> cached block
+  absl::flat_hash_map<DevicePtr, size_t> sizes_;  // every block we hold, live or cached
   Stats stats_;
 };
 

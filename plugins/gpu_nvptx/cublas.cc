@@ -16,8 +16,8 @@ struct Cublas::Api {
   int (*destroy)(void*);
   int (*set_stream)(void*, CUstream);
   int (*sgemm_strided_batched)(void*, int, int, int, int, int, const float*, const float*, int,
-                               long long, const float*, int, long long, const float*, float*,
-                               int, long long, int);
+                               long long, const float*, int, long long, const float*, float*, int,
+                               long long, int);
 };
 
 absl::StatusOr<std::unique_ptr<Cublas>> Cublas::Load() {
@@ -39,9 +39,11 @@ absl::StatusOr<std::unique_ptr<Cublas>> Cublas::Load() {
       !resolve("cublasDestroy_v2", c->api_->destroy) ||
       !resolve("cublasSetStream_v2", c->api_->set_stream) ||
       !resolve("cublasSgemmStridedBatched", c->api_->sgemm_strided_batched))
-    return absl::UnavailableError(absl::StrCat("no cuBLAS: ", c->library_, " lacks an entry point"));
+    return absl::UnavailableError(
+        absl::StrCat("no cuBLAS: ", c->library_, " lacks an entry point"));
   if (int r = c->api_->create(&c->blas_); r != 0)
-    return absl::UnavailableError(absl::StrCat("no cuBLAS: cublasCreate_v2 failed (status ", r, ")"));
+    return absl::UnavailableError(
+        absl::StrCat("no cuBLAS: cublasCreate_v2 failed (status ", r, ")"));
   return c;
 }
 
@@ -62,14 +64,13 @@ absl::Status Cublas::Sgemm(const kernel_plan::GemmShape& g, CUdeviceptr a, CUdev
   const CUdeviceptr first = c.first_is_b ? b : a, second = c.first_is_b ? a : b;
   int r = api_->sgemm_strided_batched(
       blas_, c.trans_first ? 1 : 0, c.trans_second ? 1 : 0, static_cast<int>(c.m),
-      static_cast<int>(c.n), static_cast<int>(c.k), &alpha,
-      reinterpret_cast<const float*>(first), static_cast<int>(c.ld_first), c.stride_first,
-      reinterpret_cast<const float*>(second), static_cast<int>(c.ld_second), c.stride_second,
-      &beta, reinterpret_cast<float*>(out), static_cast<int>(c.ldc), c.stride_c,
-      static_cast<int>(c.batch));
+      static_cast<int>(c.n), static_cast<int>(c.k), &alpha, reinterpret_cast<const float*>(first),
+      static_cast<int>(c.ld_first), c.stride_first, reinterpret_cast<const float*>(second),
+      static_cast<int>(c.ld_second), c.stride_second, &beta, reinterpret_cast<float*>(out),
+      static_cast<int>(c.ldc), c.stride_c, static_cast<int>(c.batch));
   if (r != 0)
-    return absl::InternalError(absl::StrCat("cublasSgemmStridedBatched (", c.m, "x", c.n, "x",
-                                            c.k, " batch ", c.batch, ") failed (status ", r, ")"));
+    return absl::InternalError(absl::StrCat("cublasSgemmStridedBatched (", c.m, "x", c.n, "x", c.k,
+                                            " batch ", c.batch, ") failed (status ", r, ")"));
   return absl::OkStatus();
 }
 

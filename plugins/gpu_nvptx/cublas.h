@@ -8,8 +8,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "plugins/kernel_plan/gemm_match.h"
 #include "plugins/gpu_nvptx/cuda_driver.h"
+#include "plugins/kernel_plan/gemm_match.h"
 
 namespace kiln::gpu {
 

@@ -30,7 +30,8 @@ void ColumnMajorReference(const ColumnMajorGemm& c, const float* x, const float*
 }
 
 // Row-major, straight from the GemmShape definition (A stored [k,m] when trans_a, etc.).
-void RowMajorReference(const kernel_plan::GemmShape& g, const float* a, const float* b, float* out) {
+void RowMajorReference(const kernel_plan::GemmShape& g, const float* a, const float* b,
+                       float* out) {
   for (int64_t t = 0; t < g.batch; ++t)
     for (int64_t i = 0; i < g.m; ++i)
       for (int64_t j = 0; j < g.n; ++j) {

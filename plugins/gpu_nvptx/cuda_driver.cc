@@ -25,8 +25,8 @@ struct CudaDriver::Api {
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, CUstream, void**, void**);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void**, void**);
   CUresult (*cuStreamCreate)(CUstream*, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
@@ -68,8 +68,7 @@ absl::Status CudaDriver::Check(CUresult r, const std::string& what) const {
 
 absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
   void* handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr)
-    return absl::UnavailableError("no CUDA driver: libcuda.so.1 not found");
+  if (handle == nullptr) return absl::UnavailableError("no CUDA driver: libcuda.so.1 not found");
   auto api = std::make_unique<Api>();
   bool ok = Resolve(handle, "cuInit", api->cuInit) &&
             Resolve(handle, "cuDeviceGetCount", api->cuDeviceGetCount) &&
@@ -131,11 +130,14 @@ std::string CudaDriver::TargetSm() const {
   return "sm_75";
 }
 
-absl::Status CudaDriver::MakeCurrent() { return Check(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+absl::Status CudaDriver::MakeCurrent() {
+  return Check(api_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
 
 absl::StatusOr<CUmodule> CudaDriver::LoadModule(const std::string& ptx) {
   CUmodule m = nullptr;
-  if (absl::Status s = Check(api_->cuModuleLoadData(&m, ptx.c_str()), "cuModuleLoadData of the PTX");
+  if (absl::Status s =
+          Check(api_->cuModuleLoadData(&m, ptx.c_str()), "cuModuleLoadData of the PTX");
       !s.ok())
     return s;
   return m;
@@ -159,8 +161,8 @@ absl::StatusOr<CUdeviceptr> CudaDriver::Alloc(size_t bytes) {
   // Zero-byte arrays still get a distinct (1-byte) allocation, so every kernel argument is valid.
   CUresult r = api_->cuMemAlloc(&p, bytes == 0 ? 1 : bytes);
   if (r == kCudaErrorOutOfMemory)
-    return absl::ResourceExhaustedError(
-        absl::StrCat("out of GPU memory: cuMemAlloc of ", bytes, " bytes on ", device_name_, " failed"));
+    return absl::ResourceExhaustedError(absl::StrCat("out of GPU memory: cuMemAlloc of ", bytes,
+                                                     " bytes on ", device_name_, " failed"));
   if (absl::Status s = Check(r, absl::StrCat("cuMemAlloc of ", bytes, " bytes")); !s.ok()) return s;
   return p;
 }
@@ -171,12 +173,14 @@ void CudaDriver::Free(CUdeviceptr p) {
 
 absl::Status CudaDriver::CopyToDevice(CUdeviceptr dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  return Check(api_->cuMemcpyHtoD(dst, src, bytes), absl::StrCat("cuMemcpyHtoD of ", bytes, " bytes"));
+  return Check(api_->cuMemcpyHtoD(dst, src, bytes),
+               absl::StrCat("cuMemcpyHtoD of ", bytes, " bytes"));
 }
 
 absl::Status CudaDriver::CopyToHost(void* dst, CUdeviceptr src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  return Check(api_->cuMemcpyDtoH(dst, src, bytes), absl::StrCat("cuMemcpyDtoH of ", bytes, " bytes"));
+  return Check(api_->cuMemcpyDtoH(dst, src, bytes),
+               absl::StrCat("cuMemcpyDtoH of ", bytes, " bytes"));
 }
 
 absl::StatusOr<CUstream> CudaDriver::CreateStream() {

@@ -64,8 +64,8 @@ class CudaDriver : public DeviceMemory {
   absl::Status SynchronizeStream(CUstream st);
   absl::Status CopyToDeviceAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream st);
   // One-dimensional launch (launch_dims.h), queued on `st`.
-  absl::Status Launch(CUfunction f, const std::string& name, const LaunchDims& dims,
-                      void** params, CUstream st);
+  absl::Status Launch(CUfunction f, const std::string& name, const LaunchDims& dims, void** params,
+                      CUstream st);
 
   // DeviceMemory (makes the context current first).
   absl::StatusOr<DevicePtr> Allocate(size_t bytes) override;

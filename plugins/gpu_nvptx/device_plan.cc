@@ -26,7 +26,8 @@ KernelLaunches LaunchesFor(const llvm_emit::KernelSpec& spec) {
       break;
     case Kind::kSplitReduce:
       k.launches.push_back({entry, 0, {layout.rows * layout.parts, layout.threads}});
-      k.launches.push_back({entry + llvm_emit::kGpuCombineSuffix, 0, {layout.rows, layout.threads}});
+      k.launches.push_back(
+          {entry + llvm_emit::kGpuCombineSuffix, 0, {layout.rows, layout.threads}});
       k.scratch_bytes = layout.partials_bytes();
       break;
     case Kind::kSplitColumns:
@@ -48,7 +49,8 @@ LaunchDims DimsOf(const KernelLaunch& l, int64_t max_blocks) {
 DevicePlan MakeDevicePlan(const HloModule& module, const kernel_plan::PlanOptions& options) {
   DevicePlan dp;
   dp.plan = kernel_plan::MakePlan(module, options);
-  for (const llvm_emit::KernelSpec& spec : dp.plan.kernels) dp.launches.push_back(LaunchesFor(spec));
+  for (const llvm_emit::KernelSpec& spec : dp.plan.kernels)
+    dp.launches.push_back(LaunchesFor(spec));
   return dp;
 }
 

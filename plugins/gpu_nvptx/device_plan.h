@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "hlo/module.h"
-#include "plugins/kernel_plan/plan.h"
 #include "plugins/gpu_nvptx/launch_dims.h"
+#include "plugins/kernel_plan/plan.h"
 
 namespace kiln::gpu {
 

@@ -76,7 +76,8 @@ DValue FromHost(std::shared_ptr<const Literal> l) {
     return v;
   }
   for (size_t i = 0; i < l->elements().size(); ++i)
-    v.elements.push_back(FromHost(std::shared_ptr<const Literal>(l, &l->element(static_cast<int>(i)))));
+    v.elements.push_back(
+        FromHost(std::shared_ptr<const Literal>(l, &l->element(static_cast<int>(i)))));
   return v;
 }
 
@@ -85,7 +86,8 @@ class DeviceRun {
   DeviceRun(const DevicePlan& dp, DeviceRuntime& rt, CachingAllocator& alloc, DeviceRunStats& st)
       : dp_(dp), rt_(rt), mem_(alloc), st_(st) {}
 
-  absl::StatusOr<DValue> RunComputation(const kernel_plan::ComputationPlan& p, std::vector<DValue> args);
+  absl::StatusOr<DValue> RunComputation(const kernel_plan::ComputationPlan& p,
+                                        std::vector<DValue> args);
 
   // The root's leaves for the caller, depth-first: device buffers become persistent arrays
   // (a run buffer leaves the run's free list for good), host-only leaves stay on the host.
@@ -124,7 +126,8 @@ class DeviceRun {
   absl::StatusOr<DevicePtr> EnsureDevice(const HloInstruction* h, DValue& v) {
     if (v.dev != nullptr) return v.dev->ptr;
     if (v.host == nullptr)
-      return absl::InternalError(absl::StrCat("gpu-nvptx: kernel input ", h->name(), " is not an array"));
+      return absl::InternalError(
+          absl::StrCat("gpu-nvptx: kernel input ", h->name(), " is not an array"));
     absl::StatusOr<std::shared_ptr<Buffer>> b = NewBuffer(v.host->size_bytes());
     if (!b.ok()) return b.status();
     if (absl::Status s = rt_.CopyToDevice((*b)->ptr, v.host->untyped_data(), v.host->size_bytes());
@@ -181,13 +184,16 @@ absl::StatusOr<DValue> DeviceRun::RunComputation(const kernel_plan::ComputationP
     switch (step.kind) {
       case kernel_plan::Disposition::kBookkeeping:
         if (h->opcode() == HloOpcode::kParameter) {
-          if (h->parameter_number() < 0 || h->parameter_number() >= static_cast<int64_t>(args.size()))
-            return absl::InvalidArgumentError(absl::StrCat("parameter ", h->name(), " has no argument"));
+          if (h->parameter_number() < 0 ||
+              h->parameter_number() >= static_cast<int64_t>(args.size()))
+            return absl::InvalidArgumentError(
+                absl::StrCat("parameter ", h->name(), " has no argument"));
           values[h] = args[h->parameter_number()];
         } else if (h->opcode() == HloOpcode::kConstant) {
           absl::StatusOr<const Literal*> lit = kernel_plan::ConstantValue(*h);
           if (!lit.ok()) return lit.status();
-          DValue v = FromHost(std::shared_ptr<const Literal>(std::shared_ptr<const Literal>(), *lit));
+          DValue v =
+              FromHost(std::shared_ptr<const Literal>(std::shared_ptr<const Literal>(), *lit));
           if (auto it = constants_.find(h); it != constants_.end()) v.dev = it->second;
           values[h] = std::move(v);
         } else if (h->opcode() == HloOpcode::kGetTupleElement) {
@@ -245,7 +251,8 @@ absl::Status DeviceRun::RunKernel(const kernel_plan::Step& step, Values& values)
   }
   std::vector<std::shared_ptr<Buffer>> outs;
   for (const HloInstruction* o : spec.outputs) {
-    absl::StatusOr<std::shared_ptr<Buffer>> b = NewBuffer(static_cast<size_t>(o->shape().byte_size()));
+    absl::StatusOr<std::shared_ptr<Buffer>> b =
+        NewBuffer(static_cast<size_t>(o->shape().byte_size()));
     if (!b.ok()) return b.status();
     buffers.push_back((*b)->ptr);
     outs.push_back(*std::move(b));
@@ -259,7 +266,8 @@ absl::Status DeviceRun::RunKernel(const kernel_plan::Step& step, Values& values)
     buffers.push_back(scratch->ptr);
   }
   for (size_t e = 0; e < kl.launches.size(); ++e)
-    if (absl::Status s = rt_.Launch(step.kernel, static_cast<int>(e), kl.launches[e], buffers); !s.ok())
+    if (absl::Status s = rt_.Launch(step.kernel, static_cast<int>(e), kl.launches[e], buffers);
+        !s.ok())
       return s;
   ++st_.launches;
   DValue v;
@@ -356,12 +364,9 @@ absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const DevicePla
   return run.ToLiteral(entry->root()->shape(), *root);
 }
 
-absl::StatusOr<std::vector<RunArray>> RunPlanOnDeviceArrays(const HloModule& module,
-                                                            const DevicePlan& device_plan,
-                                                            std::span<const RunArray> args,
-                                                            DeviceRuntime& runtime,
-                                                            CachingAllocator& allocator,
-                                                            DeviceRunStats* stats) {
+absl::StatusOr<std::vector<RunArray>> RunPlanOnDeviceArrays(
+    const HloModule& module, const DevicePlan& device_plan, std::span<const RunArray> args,
+    DeviceRuntime& runtime, CachingAllocator& allocator, DeviceRunStats* stats) {
   const HloComputation* entry = module.entry();
   if (absl::Status s = CheckArgumentCount(module, args.size()); !s.ok()) return s;
   DeviceRunStats local;
@@ -369,8 +374,10 @@ absl::StatusOr<std::vector<RunArray>> RunPlanOnDeviceArrays(const HloModule& mod
   std::vector<DValue> values;
   for (const RunArray& a : args) {
     DValue v;
-    if (a.device != nullptr) v.dev = std::make_shared<Buffer>(a.device);
-    else v = FromHost(a.host);
+    if (a.device != nullptr)
+      v.dev = std::make_shared<Buffer>(a.device);
+    else
+      v = FromHost(a.host);
     values.push_back(std::move(v));
   }
   absl::StatusOr<DValue> root = run.RunComputation(device_plan.plan, std::move(values));

@@ -15,8 +15,8 @@
 #include "absl/status/statusor.h"
 #include "hlo/literal.h"
 #include "hlo/module.h"
-#include "plugins/gpu_nvptx/device_plan.h"
 #include "plugins/gpu_nvptx/caching_allocator.h"
+#include "plugins/gpu_nvptx/device_plan.h"
 #include "plugins/gpu_nvptx/device_runtime.h"
 
 namespace kiln::gpu {
@@ -52,12 +52,9 @@ struct RunArray {
 // Runs with arguments that may already be on the device and leaves the result there: returns
 // the root's array leaves, depth-first; a leaf only the host has (from a host step) stays
 // on the host. Synchronizes before returning, so the results are complete.
-absl::StatusOr<std::vector<RunArray>> RunPlanOnDeviceArrays(const HloModule& module,
-                                                            const DevicePlan& device_plan,
-                                                            std::span<const RunArray> args,
-                                                            DeviceRuntime& runtime,
-                                                            CachingAllocator& allocator,
-                                                            DeviceRunStats* stats = nullptr);
+absl::StatusOr<std::vector<RunArray>> RunPlanOnDeviceArrays(
+    const HloModule& module, const DevicePlan& device_plan, std::span<const RunArray> args,
+    DeviceRuntime& runtime, CachingAllocator& allocator, DeviceRunStats* stats = nullptr);
 
 absl::StatusOr<Literal> RunPlanOnDevice(const HloModule& module, const DevicePlan& device_plan,
                                         std::span<const Literal* const> args,

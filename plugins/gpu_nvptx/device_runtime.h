@@ -10,8 +10,8 @@
 #include <span>
 
 #include "absl/status/statusor.h"
-#include "plugins/kernel_plan/gemm_match.h"
 #include "plugins/gpu_nvptx/device_plan.h"
+#include "plugins/kernel_plan/gemm_match.h"
 
 namespace kiln::gpu {
 
@@ -40,7 +40,8 @@ class DeviceRuntime {
                               std::span<const DevicePtr> buffers) = 0;
   // Queues the f32 GEMM `g` (a plan library step): out = op(a) * op(b), all dense
   // row-major, `g.batch` matrices back to back. The CUDA run calls cuBLAS.
-  virtual absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) = 0;
+  virtual absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b,
+                            DevicePtr out) = 0;
   virtual absl::Status Synchronize() = 0;
 };
 

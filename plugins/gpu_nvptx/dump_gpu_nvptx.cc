@@ -18,10 +18,14 @@ namespace {
 const char* KindName(kiln::llvm_emit::GpuLayout::Kind k) {
   using Kind = kiln::llvm_emit::GpuLayout::Kind;
   switch (k) {
-    case Kind::kElements: return "elements";
-    case Kind::kRows: return "rows";
-    case Kind::kSplitReduce: return "split-reduce";
-    case Kind::kSplitColumns: return "split-columns";
+    case Kind::kElements:
+      return "elements";
+    case Kind::kRows:
+      return "rows";
+    case Kind::kSplitReduce:
+      return "split-reduce";
+    case Kind::kSplitColumns:
+      return "split-columns";
   }
   return "?";
 }
@@ -33,10 +37,14 @@ int main(int argc, char** argv) {
   bool cublas = false, ptx = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--cublas") cublas = true;
-    else if (a == "--ptx") ptx = true;
-    else if (a.rfind("--sm=", 0) == 0) sm = a.substr(5);
-    else path = a;
+    if (a == "--cublas")
+      cublas = true;
+    else if (a == "--ptx")
+      ptx = true;
+    else if (a.rfind("--sm=", 0) == 0)
+      sm = a.substr(5);
+    else
+      path = a;
   }
   if (path.empty()) {
     std::fprintf(stderr, "usage: dump_gpu_nvptx MODULE.hlo [--cublas] [--ptx] [--sm=sm_XX]\n");

@@ -35,10 +35,12 @@ absl::StatusOr<std::shared_ptr<const HloModule>> PrepareModuleForGpu(
   if (!device_gemm) return module;
   bool has_conv = false;
   for (const HloComputation* c : module->computations())
-    for (const HloInstruction* h : c->instructions()) has_conv |= h->opcode() == HloOpcode::kConvolution;
+    for (const HloInstruction* h : c->instructions())
+      has_conv |= h->opcode() == HloOpcode::kConvolution;
   if (!has_conv) return module;
   // The rewrite needs a mutable copy: the text form round-trips exactly.
-  absl::StatusOr<std::unique_ptr<HloModule>> copy = ParseHloModule(module->ToString(), module->name());
+  absl::StatusOr<std::unique_ptr<HloModule>> copy =
+      ParseHloModule(module->ToString(), module->name());
   if (!copy.ok()) return copy.status();
   ConvolutionToGemm rewrite(kGpuGemmMinMnk);
   absl::StatusOr<bool> changed = rewrite.Run(**copy);
@@ -118,7 +120,8 @@ class CudaRun : public DeviceRuntime {
     for (CUdeviceptr& p : args) params.push_back(&p);
     return d_.Launch(functions_[kernel][entry], l.entry, DimsOf(l), params.data(), stream_);
   }
-  absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
+  absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b,
+                    DevicePtr out) override {
     if (cublas_ == nullptr) return absl::InternalError("gpu-nvptx: GEMM step without cuBLAS");
     return cublas_->Sgemm(g, a, b, out, stream_);
   }
@@ -137,9 +140,11 @@ class CudaRun : public DeviceRuntime {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<PersistentArray>> UploadArray(CudaDriver& driver, const Literal& value) {
+absl::StatusOr<std::shared_ptr<PersistentArray>> UploadArray(CudaDriver& driver,
+                                                             const Literal& value) {
   if (absl::Status s = driver.MakeCurrent(); !s.ok()) return s;
-  absl::StatusOr<DevicePtr> p = driver.allocator().Allocate(std::max<size_t>(value.size_bytes(), 1));
+  absl::StatusOr<DevicePtr> p =
+      driver.allocator().Allocate(std::max<size_t>(value.size_bytes(), 1));
   if (!p.ok()) return p.status();
   auto array = std::make_shared<PersistentArray>(driver.allocator(), *p, value.shape());
   if (absl::Status s = driver.CopyToDevice(*p, value.untyped_data(), value.size_bytes()); !s.ok())
@@ -147,12 +152,14 @@ absl::StatusOr<std::shared_ptr<PersistentArray>> UploadArray(CudaDriver& driver,
   return array;
 }
 
-absl::Status DownloadArray(CudaDriver& driver, const PersistentArray& array, void* dst, size_t bytes) {
+absl::Status DownloadArray(CudaDriver& driver, const PersistentArray& array, void* dst,
+                           size_t bytes) {
   if (absl::Status s = driver.MakeCurrent(); !s.ok()) return s;
   return driver.CopyToHost(dst, array.ptr(), bytes);
 }
 
-absl::StatusOr<std::vector<RunArray>> GpuExecutable::RunArrays(std::span<const RunArray> args) const {
+absl::StatusOr<std::vector<RunArray>> GpuExecutable::RunArrays(
+    std::span<const RunArray> args) const {
   if (absl::Status s = driver_->MakeCurrent(); !s.ok()) return s;
   CudaRun run(*driver_, cublas_.get(), functions_);
   if (absl::Status s = run.Start(); !s.ok()) return s;

@@ -12,11 +12,11 @@
 #include "absl/status/statusor.h"
 #include "hlo/literal.h"
 #include "hlo/module.h"
-#include "plugins/kernel_plan/plan.h"
-#include "plugins/gpu_nvptx/device_plan.h"
-#include "plugins/gpu_nvptx/device_plan_runner.h"
 #include "plugins/gpu_nvptx/cublas.h"
 #include "plugins/gpu_nvptx/cuda_driver.h"
+#include "plugins/gpu_nvptx/device_plan.h"
+#include "plugins/gpu_nvptx/device_plan_runner.h"
+#include "plugins/kernel_plan/plan.h"
 
 namespace kiln::gpu {
 
@@ -36,8 +36,10 @@ absl::StatusOr<std::shared_ptr<const HloModule>> PrepareModuleForGpu(
     std::shared_ptr<const HloModule> module, bool device_gemm);
 
 // A device copy of `value` that outlives runs (a plugin buffer), and the way back.
-absl::StatusOr<std::shared_ptr<PersistentArray>> UploadArray(CudaDriver& driver, const Literal& value);
-absl::Status DownloadArray(CudaDriver& driver, const PersistentArray& array, void* dst, size_t bytes);
+absl::StatusOr<std::shared_ptr<PersistentArray>> UploadArray(CudaDriver& driver,
+                                                             const Literal& value);
+absl::Status DownloadArray(CudaDriver& driver, const PersistentArray& array, void* dst,
+                           size_t bytes);
 
 class GpuExecutable {
  public:

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "plugins/common/host_plugin.h"
-#include "plugins/kernel_plan/plan.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
+#include "plugins/kernel_plan/plan.h"
 
 namespace kiln::gpu {
 namespace {
@@ -20,8 +20,8 @@ std::string HostStepInCalledPlans(const kernel_plan::Plan& plan, const kernel_pl
   for (int c : step.called) {
     for (const kernel_plan::Step& s : plan.called[c].steps) {
       if (s.kind == kernel_plan::Disposition::kEvaluator)
-        return "its computation " + plan.called[c].computation->name() + " has " +
-               s.instr->name() + " with no GPU kernel (runs on the host evaluator): " + s.why;
+        return "its computation " + plan.called[c].computation->name() + " has " + s.instr->name() +
+               " with no GPU kernel (runs on the host evaluator): " + s.why;
       if (s.kind == kernel_plan::Disposition::kControlFlow) {
         std::string why = HostStepInCalledPlans(plan, s);
         if (!why.empty()) return why;
@@ -68,8 +68,10 @@ class GpuProgram : public plugin_support::HostProgram {
     if (!out.ok()) return out.status();
     std::vector<plugin_support::BufferArray> result;
     for (RunArray& r : *out) {
-      if (r.device != nullptr) result.push_back({nullptr, std::make_shared<GpuArray>(r.device, driver_)});
-      else result.push_back({r.host, nullptr});
+      if (r.device != nullptr)
+        result.push_back({nullptr, std::make_shared<GpuArray>(r.device, driver_)});
+      else
+        result.push_back({r.host, nullptr});
     }
     return result;
   }
@@ -92,8 +94,10 @@ class GpuBackend : public plugin_support::HostBackend {
     }
     driver_ = std::shared_ptr<CudaDriver>(std::move(*d));
     absl::StatusOr<std::unique_ptr<Cublas>> c = absl::UnavailableError("no context");
-    if (absl::Status st = driver_->MakeCurrent(); st.ok()) c = Cublas::Load();
-    else c = st;
+    if (absl::Status st = driver_->MakeCurrent(); st.ok())
+      c = Cublas::Load();
+    else
+      c = st;
     if (c.ok()) {
       cublas_ = std::shared_ptr<Cublas>(std::move(*c));
       gemm_ = "cuBLAS (" + cublas_->library() + ") for large f32 dots";
@@ -105,9 +109,9 @@ class GpuBackend : public plugin_support::HostBackend {
   // Supported = compiled to kernels (or bookkeeping, or generated inside a user's kernel,
   // or a loop/branch whose computations are); what would run on the host evaluator is
   // unsupported, with why.
-  void Capability(const HloModule& module,
-                  const std::function<void(const HloInstruction&, const std::string*)>& report)
-      override {
+  void Capability(
+      const HloModule& module,
+      const std::function<void(const HloInstruction&, const std::string*)>& report) override {
     kernel_plan::Plan plan = kernel_plan::MakePlan(module, GpuPlanOptions());
     for (const kernel_plan::Step& step : plan.steps) {
       std::string why;
@@ -141,7 +145,8 @@ class GpuBackend : public plugin_support::HostBackend {
     return {{"gemm", gemm_}};
   }
   // Buffers live in GPU memory, so executions chain without host copies.
-  absl::StatusOr<std::shared_ptr<plugin_support::DeviceArray>> ToDevice(const Literal& value) override {
+  absl::StatusOr<std::shared_ptr<plugin_support::DeviceArray>> ToDevice(
+      const Literal& value) override {
     if (driver_ == nullptr) return absl::UnavailableError("gpu-nvptx is unavailable: " + reason_);
     absl::StatusOr<std::shared_ptr<PersistentArray>> a = UploadArray(*driver_, value);
     if (!a.ok()) return a.status();
@@ -151,8 +156,8 @@ class GpuBackend : public plugin_support::HostBackend {
  private:
   std::shared_ptr<CudaDriver> driver_;  // null without a usable driver and GPU
   std::string reason_;
-  std::shared_ptr<Cublas> cublas_;      // null: dots are emitted as kernels
-  std::string gemm_;                    // how large dots run
+  std::shared_ptr<Cublas> cublas_;  // null: dots are emitted as kernels
+  std::string gemm_;                // how large dots run
 };
 
 absl::StatusOr<std::unique_ptr<plugin_support::HostBackend>> MakeBackend() {
@@ -160,8 +165,9 @@ absl::StatusOr<std::unique_ptr<plugin_support::HostBackend>> MakeBackend() {
 }
 
 constexpr plugin_support::HostPluginInfo kInfo = {
-    "gpu-nvptx", KILN_PRIORITY_GPU, "cuda",
-    "LLVM NVPTX elemental codegen run through the CUDA driver API", MakeBackend, "cuda"};
+    "gpu-nvptx", KILN_PRIORITY_GPU,
+    "cuda",      "LLVM NVPTX elemental codegen run through the CUDA driver API",
+    MakeBackend, "cuda"};
 
 }  // namespace
 }  // namespace kiln::gpu

@@ -13,9 +13,9 @@ namespace kiln::gpu::testing {
 
 // A reducer computation `name` (a: type, b: type) -> type applying binary `op`.
 inline std::string Reducer(const char* name, const char* type, const char* op) {
-  return absl::StrCat("%", name, " (a: ", type, "[], b: ", type, "[]) -> ", type, "[] {\n  %a = ",
-                      type, "[] parameter(0)\n  %b = ", type, "[] parameter(1)\n  ROOT %r = ",
-                      type, "[] ", op, "(%a, %b)\n}\n");
+  return absl::StrCat("%", name, " (a: ", type, "[], b: ", type, "[]) -> ", type,
+                      "[] {\n  %a = ", type, "[] parameter(0)\n  %b = ", type,
+                      "[] parameter(1)\n  ROOT %r = ", type, "[] ", op, "(%a, %b)\n}\n");
 }
 
 inline std::string F32Reducers() {
@@ -79,8 +79,8 @@ ENTRY %main (x: f32[3,7,300], g: f32[300]) -> f32[3,7,300] {
 // Row reductions of f64 (two trailing dims), s64, pred and f32 max, non-identity init.
 inline std::string RowReductionsModule() {
   return "HloModule rowreduce\n" + Reducer("addd", "f64", "add") +
-                     Reducer("maxs", "s64", "maximum") + Reducer("orp", "pred", "or") +
-                     Reducer("maxf", "f32", "maximum") + R"(
+         Reducer("maxs", "s64", "maximum") + Reducer("orp", "pred", "or") +
+         Reducer("maxf", "f32", "maximum") + R"(
 ENTRY %main (x: f64[5,4,70], i: s64[6,130], p: pred[9,100], f: f32[4,500]) -> (f64[5], s64[6], pred[9], f32[4]) {
   %x = f64[5,4,70] parameter(0)
   %i = s64[6,130] parameter(1)
@@ -103,7 +103,7 @@ ENTRY %main (x: f64[5,4,70], i: s64[6,130], p: pred[9,100], f: f32[4,500]) -> (f
 // a time, bf16 of an odd length one at a time.
 inline std::string ScalarSplitModule() {
   return "HloModule split\n" + Reducer("add", "f32", "add") + Reducer("addi", "s32", "add") +
-                     Reducer("addb", "bf16", "add") + R"(
+         Reducer("addb", "bf16", "add") + R"(
 ENTRY %main (x: f32[300000], y: f32[300000], z: f32[300000], i: s32[257,300], b: bf16[70001]) -> (f32[], s32[], bf16[]) {
   %x = f32[300000] parameter(0)
   %y = f32[300000] parameter(1)
@@ -145,8 +145,8 @@ ENTRY %main (x: f32[64,256], b: f32[256], y: f32[256,64]) -> (f32[64,256], bf16[
 
 // Few long rows split across blocks: f32 (two trailing dims), f32 max, s32 (init 9).
 inline std::string FewLongRowsModule() {
-  return "HloModule longrows\n" + Reducer("add", "f32", "add") +
-                     Reducer("max", "f32", "maximum") + Reducer("addi", "s32", "add") + R"(
+  return "HloModule longrows\n" + Reducer("add", "f32", "add") + Reducer("max", "f32", "maximum") +
+         Reducer("addi", "s32", "add") + R"(
 ENTRY %main (x: f32[3,2,12000], y: f32[5,14000], i: s32[2,33000]) -> (f32[3], f32[5], s32[2]) {
   %x = f32[3,2,12000] parameter(0)
   %zero = f32[] constant(0)
@@ -165,7 +165,7 @@ ENTRY %main (x: f32[3,2,12000], y: f32[5,14000], i: s32[2,33000]) -> (f32[3], f3
 // Short rows, and column reductions split into parts: f32, s32 over two dims, f64, short.
 inline std::string ColumnReductionsModule() {
   return "HloModule columns\n" + Reducer("add", "f32", "add") + Reducer("addi", "s32", "add") +
-                     Reducer("maxd", "f64", "maximum") + R"(
+         Reducer("maxd", "f64", "maximum") + R"(
 ENTRY %main (x: f32[500,20], y: f32[3000,70], w: f32[3000,70], i: s32[40,50,6], d: f64[999,3], e: f32[31,8]) -> (f32[500], f32[70], s32[6], f64[3], f32[8]) {
   %x = f32[500,20] parameter(0)
   %zero = f32[] constant(0)
@@ -255,9 +255,9 @@ ENTRY %main (w: f32[64,300], x: f32[300]) -> (f32[64,300], f32[64]) {
 
 // Every module above, by name.
 inline std::vector<std::pair<std::string, std::string>> AllLayoutModules() {
-  return {{"softmax", SoftmaxModule()}, {"layernorm", LayernormGeluModule()},
-          {"rowreduce", RowReductionsModule()}, {"split", ScalarSplitModule()},
-          {"vec", FourPerThreadModule()}, {"longrows", FewLongRowsModule()},
+  return {{"softmax", SoftmaxModule()},          {"layernorm", LayernormGeluModule()},
+          {"rowreduce", RowReductionsModule()},  {"split", ScalarSplitModule()},
+          {"vec", FourPerThreadModule()},        {"longrows", FewLongRowsModule()},
           {"columns", ColumnReductionsModule()}, {"flow", ControlFlowModule()},
           {"step", PersistentStepModule()}};
 }

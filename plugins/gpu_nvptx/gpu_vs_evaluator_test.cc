@@ -11,9 +11,9 @@
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
-#include "plugins/llvm_emitter/codegen_test_util.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
 #include "plugins/gpu_nvptx/gpu_test_modules.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
 
 namespace kiln::gpu {
 namespace {
@@ -135,7 +135,8 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96], v: f32[96,64], u: 
   %d5 = f32[96,64] dot(%u, %w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
   ROOT %out = (f32[2,48,64], f32[96,96], f32[64,96], f32[96,64]) tuple(%d2, %d3, %d4, %d5)
 }
-)", "gemms");
+)",
+                               "gemms");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   std::shared_ptr<const HloModule> module = std::move(*parsed);
   RandomArgs random = RandomArguments(*module, 5);
@@ -147,7 +148,8 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96], v: f32[96,64], u: 
   auto exe = GpuExecutable::Create(module, d, blas);
   ASSERT_TRUE(exe.ok()) << exe.status();
   int library = 0;
-  for (const kernel_plan::Step& s : (*exe)->plan().steps) library += s.kind == kernel_plan::Disposition::kLibrary;
+  for (const kernel_plan::Step& s : (*exe)->plan().steps)
+    library += s.kind == kernel_plan::Disposition::kLibrary;
   EXPECT_EQ(library, 5);
   auto got = (*exe)->Run(ptrs);
   ASSERT_TRUE(got.ok()) << got.status();

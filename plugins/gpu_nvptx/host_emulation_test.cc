@@ -5,22 +5,21 @@
 // block kernels get a host thread per GPU thread. The module's result (run by the same
 // RunPlanOnDevice as the driver path, on a host "device") is compared with the HLO
 // evaluator.
+#include <barrier>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
-#include <barrier>
 #include <thread>
 
-#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
-#include "plugins/llvm_emitter/codegen_test_util.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -36,8 +35,9 @@
 #include "plugins/gpu_nvptx/gpu_executable.h"
 #include "plugins/gpu_nvptx/gpu_test_modules.h"
 #include "plugins/gpu_nvptx/launch_dims.h"
-#include "plugins/llvm_emitter/gpu_layout.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
+#include "plugins/llvm_emitter/gpu_layout.h"
 
 namespace kiln::gpu {
 namespace {
@@ -114,7 +114,7 @@ void MakeHostRunnable(llvm::Module& m) {
       };
       llvm::Value* v = nullptr;
       if (n.startswith("llvm.nvvm.read.ptx.sreg.")) {
-        const char* name = n.endswith("nctaid.x") ? "kiln_emu_nctaid"
+        const char* name = n.endswith("nctaid.x")  ? "kiln_emu_nctaid"
                            : n.endswith("ctaid.x") ? "kiln_emu_ctaid"
                            : n.endswith("ntid.x")  ? "kiln_emu_ntid"
                                                    : "kiln_emu_tid";
@@ -122,8 +122,9 @@ void MakeHostRunnable(llvm::Module& m) {
       } else if (n == "llvm.nvvm.barrier0") {
         b.CreateCall(callee("kiln_emu_barrier", b.getVoidTy(), {}));
       } else if (n.startswith("llvm.nvvm.shfl.sync.bfly.i32")) {
-        v = b.CreateCall(callee("kiln_emu_shfl_bfly", b.getInt32Ty(), {b.getInt32Ty(), b.getInt32Ty()}),
-                         {call->getArgOperand(1), call->getArgOperand(2)});
+        v = b.CreateCall(
+            callee("kiln_emu_shfl_bfly", b.getInt32Ty(), {b.getInt32Ty(), b.getInt32Ty()}),
+            {call->getArgOperand(1), call->getArgOperand(2)});
       } else {
         ADD_FAILURE() << "no host emulation for " << n.str();
         continue;
@@ -150,10 +151,9 @@ void MakeHostRunnable(llvm::Module& m) {
   for (llvm::GlobalVariable& g : m.globals())
     if (g.getAddressSpace() == 3) shared.push_back(&g);
   for (llvm::GlobalVariable* g : shared) {
-    auto* host = new llvm::GlobalVariable(m, g->getValueType(), false,
-                                          llvm::GlobalValue::InternalLinkage,
-                                          llvm::Constant::getNullValue(g->getValueType()),
-                                          g->getName() + ".host");
+    auto* host = new llvm::GlobalVariable(
+        m, g->getValueType(), false, llvm::GlobalValue::InternalLinkage,
+        llvm::Constant::getNullValue(g->getValueType()), g->getName() + ".host");
     // The emitter reaches shared memory through addrspacecasts to generic pointers.
     for (llvm::User* u : llvm::make_early_inc_range(g->users())) {
       auto* ce = llvm::dyn_cast<llvm::ConstantExpr>(u);
@@ -315,7 +315,8 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
   void set_max_blocks(int64_t b) { max_blocks_ = b; }
   // A plain row-major loop (the definition of GemmShape), independent of the cuBLAS mapping,
   // so the runner's plumbing is checked against the evaluator.
-  absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b, DevicePtr out) override {
+  absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b,
+                    DevicePtr out) override {
     if (g.f64) return absl::InternalError("host device: f64 GEMM step");
     const size_t sa = g.m * g.k, sb = g.k * g.n, sc = g.m * g.n;
     if (auto s = Check(a, g.batch * sa * 4); !s.ok()) return s;
@@ -438,7 +439,8 @@ ENTRY %main (x: f32[8,33]) -> f32[8,33] {
   %b = f32[8,33] broadcast(%sum), dimensions={0}
   ROOT %d = f32[8,33] divide(%e, %b)
 }
-)", "chain");
+)",
+                               "chain");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   const HloModule& module = **parsed;
   DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
@@ -491,7 +493,8 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
   %r = f32[96,64] reshape(%n)
   ROOT %d3 = f32[96,96] dot(%r, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
 }
-)", "gemms");
+)",
+                               "gemms");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   const HloModule& module = **parsed;
   RandomArgs random = RandomArguments(module, 11);
@@ -529,7 +532,6 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96]) -> f32[96,96] {
     EXPECT_EQ(allocator.stats().live_bytes, 0u);
   }
 }
-
 
 // Runs `text` on the emulated GPU (with the driver's grid and with one block, so row and
 // part loops stride) against the evaluator; returns each kernel's layout kind.
@@ -569,7 +571,6 @@ std::vector<llvm_emit::GpuLayout::Kind> CheckAgainstEvaluator(const std::string&
 
 using Kind = llvm_emit::GpuLayout::Kind;
 using Kinds = std::vector<Kind>;
-
 
 // Softmax with rows not a multiple of the block (1000 columns, 256 threads) becomes one
 // kernel, a block per row, with the max and the sum combined across the block.
@@ -659,7 +660,8 @@ TEST(GpuControlFlow, LoopsAndBranchesStayOnDevice) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   const HloModule& module = **parsed;
   DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
-  EXPECT_EQ(kernel_plan::EvaluatorStepCount(device_plan.plan), 0) << kernel_plan::PlanToString(device_plan.plan);
+  EXPECT_EQ(kernel_plan::EvaluatorStepCount(device_plan.plan), 0)
+      << kernel_plan::PlanToString(device_plan.plan);
   auto emu = Compile(device_plan.plan.kernels);
   ASSERT_TRUE(emu.ok()) << emu.status();
   std::mt19937 rng(3);
@@ -739,7 +741,8 @@ TEST(GpuPersistentArrays, StepsChainOnTheDevice) {
     if (step == 2) {
       for (int i = 0; i < 2; ++i) {
         Literal got((*out)[i].device->shape());
-        ASSERT_TRUE(device.CopyToHost(got.untyped_data(), (*out)[i].device->ptr(), got.size_bytes()).ok());
+        ASSERT_TRUE(
+            device.CopyToHost(got.untyped_data(), (*out)[i].device->ptr(), got.size_bytes()).ok());
         ExpectClose(got, i == 0 ? want_w : want_s, "step", "emulated gpu", 1e-5);
       }
     }
@@ -761,7 +764,8 @@ ENTRY %main (x: f32[4,16,16,16], w: f32[3,3,16,32]) -> f32[4,8,8,32] {
   %zb = f32[4,8,8,32] broadcast(%z), dimensions={}
   ROOT %r = f32[4,8,8,32] maximum(%c, %zb)
 }
-)", "conv");
+)",
+                               "conv");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   std::shared_ptr<const HloModule> module = std::move(*parsed);
   RandomArgs random = RandomArguments(*module, 13);
@@ -773,7 +777,8 @@ ENTRY %main (x: f32[4,16,16,16], w: f32[3,3,16,32]) -> f32[4,8,8,32] {
   ASSERT_NE(prepared->get(), module.get());  // rewritten
   DevicePlan device_plan = MakeDevicePlan(**prepared, GpuPlanOptions(true));
   int library = 0;
-  for (const kernel_plan::Step& s : device_plan.plan.steps) library += s.kind == kernel_plan::Disposition::kLibrary;
+  for (const kernel_plan::Step& s : device_plan.plan.steps)
+    library += s.kind == kernel_plan::Disposition::kLibrary;
   EXPECT_EQ(library, 1);
   auto emu = Compile(device_plan.plan.kernels);
   ASSERT_TRUE(emu.ok()) << emu.status();

@@ -22,7 +22,8 @@ struct LaunchDims {
 inline LaunchDims ComputeLaunchDims(int64_t elements, int64_t max_blocks = kMaxBlocks) {
   LaunchDims d;
   if (elements <= 0) return {0, kThreadsPerBlock};
-  if (elements < kThreadsPerBlock) d.threads_per_block = static_cast<int>((elements + 31) / 32 * 32);
+  if (elements < kThreadsPerBlock)
+    d.threads_per_block = static_cast<int>((elements + 31) / 32 * 32);
   d.blocks = std::min((elements + d.threads_per_block - 1) / d.threads_per_block,
                       std::max<int64_t>(max_blocks, 1));
   return d;

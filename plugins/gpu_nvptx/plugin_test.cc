@@ -109,7 +109,9 @@ ENTRY %main (x: f32[8]) -> f32[8] {
   args.hlo_text = hlo.data();
   args.hlo_text_size = hlo.size();
   args.user_data = &seen;
-  args.report_supported = [](void* u, const char* name) { static_cast<Seen*>(u)->supported[name]++; };
+  args.report_supported = [](void* u, const char* name) {
+    static_cast<Seen*>(u)->supported[name]++;
+  };
   args.report_unsupported = [](void* u, const char* name, const char* why) {
     static_cast<Seen*>(u)->unsupported[name] = why;
   };
@@ -117,7 +119,8 @@ ENTRY %main (x: f32[8]) -> f32[8] {
   ASSERT_EQ(err, nullptr) << api->error_message(err);
   EXPECT_EQ(seen.supported.count("e"), 1u);
   ASSERT_EQ(seen.unsupported.count("d"), 1u);
-  EXPECT_NE(seen.unsupported["d"].find("host evaluator"), std::string::npos) << seen.unsupported["d"];
+  EXPECT_NE(seen.unsupported["d"].find("host evaluator"), std::string::npos)
+      << seen.unsupported["d"];
   EXPECT_EQ(seen.supported.count("d"), 0u);
   ASSERT_EQ(seen.unsupported.count("w"), 1u);
   EXPECT_NE(seen.unsupported["w"].find("sorted"), std::string::npos) << seen.unsupported["w"];
@@ -136,16 +139,19 @@ TEST(GpuNvptxPlugin, CliListsItAndAutoFallsBack) {
   EXPECT_NE(row.find("unavailable"), std::string::npos) << row;
   EXPECT_NE(row.find("no CUDA driver: libcuda.so.1 not found"), std::string::npos) << row;
 
-  out = RunCommand(env + KILN_EXE " run " KILN_SOURCE_ROOT "/examples/hlo/softmax.hlo --device auto --benchmark 1",
+  out = RunCommand(env + KILN_EXE " run " KILN_SOURCE_ROOT
+                                  "/examples/hlo/softmax.hlo --device auto --benchmark 1",
                    &status);
   EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(out.find("gpu-nvptx"), std::string::npos) << out;
   EXPECT_TRUE(out.find("device=cpu-llvm") != std::string::npos ||
-              out.find("device=interpreter") != std::string::npos) << out;
+              out.find("device=interpreter") != std::string::npos)
+      << out;
 
   // Asking for it by name is a clear error naming the reason.
-  out = RunCommand(env + KILN_EXE " run " KILN_SOURCE_ROOT "/examples/hlo/softmax.hlo --device gpu-nvptx",
-                   &status);
+  out = RunCommand(
+      env + KILN_EXE " run " KILN_SOURCE_ROOT "/examples/hlo/softmax.hlo --device gpu-nvptx",
+      &status);
   EXPECT_NE(status, 0) << out;
   EXPECT_NE(out.find("no CUDA driver: libcuda.so.1 not found"), std::string::npos) << out;
 }

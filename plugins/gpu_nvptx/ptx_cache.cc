@@ -14,10 +14,10 @@ absl::StatusOr<std::string> CompilePtxCached(const HloModule& module,
   std::optional<DiskCache> cache = DiskCache::FromEnv("KILN_GPU_CACHE_DIR");
   if (!cache) return CompileToPtx(kernels, options);
   const std::string libdevice = options.libdevice.empty() ? FindLibdevice() : options.libdevice;
-  const std::string key = fmt::format(
-      "gpu-nvptx ptx\nbinary={}\nsm={} opt={} libdevice={}\n{}",
-      BinaryIdentity(reinterpret_cast<const void*>(&CompilePtxCached)), options.sm,
-      options.opt_level, libdevice, module.ToString());
+  const std::string key =
+      fmt::format("gpu-nvptx ptx\nbinary={}\nsm={} opt={} libdevice={}\n{}",
+                  BinaryIdentity(reinterpret_cast<const void*>(&CompilePtxCached)), options.sm,
+                  options.opt_level, libdevice, module.ToString());
   if (std::optional<std::string> ptx = cache->Load(key)) {
     if (cache_hit) *cache_hit = true;
     return *ptx;

@@ -51,8 +51,8 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> MakeTargetMachine(const Ptx
   // IR is still optimized at o.opt_level before this.
   auto level = llvm::CodeGenOpt::None;
   // Empty feature string: the PTX ISA version is the backend's default for this sm.
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      kTriple, o.sm, "", opts, llvm::Reloc::PIC_, std::nullopt, level));
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(kTriple, o.sm, "", opts, llvm::Reloc::PIC_, std::nullopt, level));
   if (tm == nullptr) return absl::InvalidArgumentError(absl::StrCat("no NVPTX target for ", o.sm));
   return tm;
 }
@@ -70,8 +70,8 @@ absl::Status LinkLibdevice(llvm::Module& m, const std::string& path) {
   llvm::SMDiagnostic diag;
   std::unique_ptr<llvm::Module> lib = llvm::parseIRFile(path, diag, m.getContext());
   if (lib == nullptr)
-    return absl::InvalidArgumentError(absl::StrCat("cannot read libdevice ", path, ": ",
-                                                   diag.getMessage().str()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read libdevice ", path, ": ", diag.getMessage().str()));
   lib->setTargetTriple(m.getTargetTriple());
   lib->setDataLayout(m.getDataLayout());
   if (llvm::Linker::linkModules(m, std::move(lib), llvm::Linker::Flags::LinkOnlyNeeded))
@@ -126,8 +126,8 @@ absl::StatusOr<std::string> CompileToPtx(std::vector<llvm_emit::KernelSpec> spec
   if (UsesLibdevice(*module)) {
     // libdevice reads this flag through __nvvm_reflect: keep denormals (no flush to zero).
     module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
-    if (absl::Status s = LinkLibdevice(*module, options.libdevice.empty() ? FindLibdevice()
-                                                                          : options.libdevice);
+    if (absl::Status s =
+            LinkLibdevice(*module, options.libdevice.empty() ? FindLibdevice() : options.libdevice);
         !s.ok())
       return s;
     // Only the kernel entries (a kernel may have several, e.g. a split reduction's combine

@@ -12,9 +12,9 @@
 namespace kiln::gpu {
 
 struct PtxOptions {
-  std::string sm = "sm_80";   // the NVPTX CPU: sm_80, sm_90, ...
-  int opt_level = 3;          // 0..3
-  std::string libdevice;      // path of libdevice.10.bc; empty: FindLibdevice()
+  std::string sm = "sm_80";  // the NVPTX CPU: sm_80, sm_90, ...
+  int opt_level = 3;         // 0..3
+  std::string libdevice;     // path of libdevice.10.bc; empty: FindLibdevice()
 };
 
 // The libdevice bitcode from the CUDA toolkit ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda,

@@ -12,12 +12,12 @@
 
 #include "gtest/gtest.h"
 #include "hlo/text/parser.h"
-#include "plugins/kernel_plan/plan.h"
-#include "plugins/gpu_nvptx/gpu_executable.h"
-#include "plugins/gpu_nvptx/ptx_cache.h"
 #include "plugins/gpu_nvptx/device_plan.h"
+#include "plugins/gpu_nvptx/gpu_executable.h"
 #include "plugins/gpu_nvptx/gpu_test_modules.h"
+#include "plugins/gpu_nvptx/ptx_cache.h"
 #include "plugins/gpu_nvptx/ptx_compiler.h"
+#include "plugins/kernel_plan/plan.h"
 #include "plugins/llvm_emitter/gpu_layout.h"
 
 namespace kiln::gpu {
@@ -68,7 +68,8 @@ void CheckModule(const std::string& hlo, const std::string& name, int min_kernel
   const kernel_plan::Plan& plan = device_plan.plan;
   ASSERT_GE(static_cast<int>(plan.kernels.size()), min_kernels) << name;
   int entries = 0;
-  for (const KernelLaunches& k : device_plan.launches) entries += static_cast<int>(k.launches.size());
+  for (const KernelLaunches& k : device_plan.launches)
+    entries += static_cast<int>(k.launches.size());
   for (const std::string& sm : sms) {
     PtxOptions opts;
     opts.sm = sm;
@@ -85,7 +86,8 @@ void CheckModule(const std::string& hlo, const std::string& name, int min_kernel
     std::string cmd = ptxas + " -arch=" + sm + " " + file.string() + " -o /dev/null 2>&1";
     int rc = std::system(cmd.c_str());
     EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0)
-        << "ptxas -arch=" << sm << " rejected " << name << "'s PTX:\n" << *ptx;
+        << "ptxas -arch=" << sm << " rejected " << name << "'s PTX:\n"
+        << *ptx;
     // KILN_KEEP_PTX=1 keeps the files (their paths are printed) for inspection.
     if (std::getenv("KILN_KEEP_PTX") != nullptr) {
       std::printf("PTX kept: %s\n", file.string().c_str());
@@ -95,7 +97,9 @@ void CheckModule(const std::string& hlo, const std::string& name, int min_kernel
   }
 }
 
-TEST(GpuPtx, ModelFnExample) { CheckModule(ReadSource("examples/hlo/model_fn.hlo"), "model_fn", 1); }
+TEST(GpuPtx, ModelFnExample) {
+  CheckModule(ReadSource("examples/hlo/model_fn.hlo"), "model_fn", 1);
+}
 
 TEST(GpuPtx, SoftmaxExample) { CheckModule(ReadSource("examples/hlo/softmax.hlo"), "softmax", 1); }
 
@@ -127,7 +131,8 @@ ENTRY %main (x: f32[1048576], y: f32[1048576], z: f32[1048576]) -> f32[1048576] 
   %z = f32[1048576] parameter(2)
   %m = f32[1048576] multiply(%y, %z)
   ROOT %a = f32[1048576] add(%x, %m)
-})", "xyz", 1, {"sm_80", "sm_90"}, &ptx);
+})",
+              "xyz", 1, {"sm_80", "sm_90"}, &ptx);
   EXPECT_EQ(CountOf(ptx, "ld.global.nc.v4.f32"), 3) << ptx;
   EXPECT_EQ(CountOf(ptx, "st.global.v4.f32"), 1) << ptx;
 }
@@ -166,7 +171,8 @@ ENTRY %main (x: f32[8,33]) -> f32[8,33] {
   %rowsum = f32[8]{0} reduce(f32[8,33]{1,0} %e, f32[] %zero), dimensions={1}, to_apply=%add_f32
   ROOT %y = f32[8,33]{1,0} fusion(f32[8,33]{1,0} %e, f32[8]{0} %rowsum), kind=kLoop, calls=%fused_div
 }
-)", "softmax_fused", 2);
+)",
+              "softmax_fused", 2);
 }
 
 TEST(GpuPtx, ElementwiseChainWithMathAndHalfTypes) {
@@ -188,7 +194,8 @@ ENTRY %main (a: f32[1000], b: f16[1000], c: bf16[1000], d: f64[1000]) -> (f32[10
   %i = s32[1000]{0} convert(f32[1000]{0} %s)
   ROOT %r = (f32[1000]{0}, f64[1000]{0}, s32[1000]{0}) tuple(%s, %sn, %i)
 }
-)", "chain", 1);
+)",
+              "chain", 1);
 }
 
 TEST(GpuPtx, BroadcastTranspose) {
@@ -200,7 +207,8 @@ ENTRY %main (v: f32[7], m: f32[5,7]) -> f32[7,5] {
   %s = f32[5,7]{1,0} multiply(f32[5,7]{1,0} %m, f32[5,7]{1,0} %b)
   ROOT %t = f32[7,5]{0,1} transpose(f32[5,7]{1,0} %s), dimensions={1,0}
 }
-)", "bt", 1);
+)",
+              "bt", 1);
 }
 
 // A reduce over a select whose predicate is an `and` of two compares against iota (the
@@ -229,7 +237,8 @@ ENTRY %main (x: f32[4,128], p: s32[1], q: s32[4]) -> f32[4] {
   %ninf = f32[] constant(-inf)
   ROOT %r = f32[4]{0} reduce(f32[4,128]{1,0} %s, f32[] %ninf), dimensions={1}, to_apply=%max
 }
-)", "mask", 1);
+)",
+              "mask", 1);
 }
 
 // Every module of the NumPy end-to-end set and the real-world corpus that parses: all the
@@ -237,8 +246,8 @@ ENTRY %main (x: f32[4,128], p: s32[1], q: s32[4]) -> f32[4] {
 TEST(GpuPtx, E2eAndCorpusModules) {
   if (FindPtxas().empty()) GTEST_SKIP() << "ptxas not found";
   int checked = 0;
-  for (const char* dir : {"/examples/hlo", "/tests/gpu_workloads", "/tests/numpy_e2e/modules",
-                          "/tests/hlo_corpus"}) {
+  for (const char* dir :
+       {"/examples/hlo", "/tests/gpu_workloads", "/tests/numpy_e2e/modules", "/tests/hlo_corpus"}) {
     std::filesystem::path d = SourceRoot() + dir;
     ASSERT_TRUE(std::filesystem::exists(d)) << d;
     for (const auto& entry : std::filesystem::directory_iterator(d)) {
@@ -326,7 +335,8 @@ TEST(GpuPtxCache, SecondCompilationHitsAndTargetsAreSeparate) {
   auto entries = [&] {
     int n = 0;
     if (std::filesystem::exists(dir))
-      for (const auto& e : std::filesystem::directory_iterator(dir)) n += e.path().extension() == ".kc";
+      for (const auto& e : std::filesystem::directory_iterator(dir))
+        n += e.path().extension() == ".kc";
     return n;
   };
 

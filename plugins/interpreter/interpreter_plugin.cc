@@ -8,9 +8,9 @@ namespace {
 
 class InterpreterBackend : public plugin_support::HostBackend {
  public:
-  void Capability(const HloModule& module,
-                  const std::function<void(const HloInstruction&, const std::string*)>& report)
-      override {
+  void Capability(
+      const HloModule& module,
+      const std::function<void(const HloInstruction&, const std::string*)>& report) override {
     plugin_support::ReportEachInstruction(module, EvaluatorUnsupportedReason, report);
   }
   absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> Compile(
@@ -23,9 +23,9 @@ absl::StatusOr<std::unique_ptr<plugin_support::HostBackend>> MakeBackend() {
   return std::make_unique<InterpreterBackend>();  // the host is always there
 }
 
-constexpr plugin_support::HostPluginInfo kInfo = {
-    "interpreter", KILN_PRIORITY_INTERPRETER, "host-interpreter", "reference HLO evaluator",
-    MakeBackend};
+constexpr plugin_support::HostPluginInfo kInfo = {"interpreter", KILN_PRIORITY_INTERPRETER,
+                                                  "host-interpreter", "reference HLO evaluator",
+                                                  MakeBackend};
 
 }  // namespace
 }  // namespace kiln::interpreter

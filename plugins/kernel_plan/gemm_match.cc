@@ -44,8 +44,8 @@ std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk
   if (!dot.shape().IsArray() || !lhs->shape().IsArray() || !rhs->shape().IsArray())
     return no("not an array dot");
   PrimitiveType t = dot.shape().element_type();
-  if ((t != PrimitiveType::F32 && t != PrimitiveType::F64) ||
-      lhs->shape().element_type() != t || rhs->shape().element_type() != t)
+  if ((t != PrimitiveType::F32 && t != PrimitiveType::F64) || lhs->shape().element_type() != t ||
+      rhs->shape().element_type() != t)
     return no("element type is not f32 or f64 throughout");
   const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
   const int64_t nb = static_cast<int64_t>(dn.lhs_batch_dimensions.size());

@@ -40,7 +40,7 @@ struct ConvGemm {
   std::vector<int64_t> in_dims, kernel_dims, out_dims;
   ConvolutionDimensionNumbers dnums;
   Window window;
-  int64_t rows = 0;  // batch * output positions
+  int64_t rows = 0;   // batch * output positions
   int64_t depth = 0;  // kernel positions * input features (the GEMM's k)
   int64_t out_features = 0;
 };

@@ -13,12 +13,18 @@ namespace kiln::kernel_plan {
 
 std::string_view DispositionName(Disposition d) {
   switch (d) {
-    case Disposition::kKernel: return "kernel";
-    case Disposition::kInlined: return "inlined";
-    case Disposition::kLibrary: return "library";
-    case Disposition::kControlFlow: return "control-flow";
-    case Disposition::kEvaluator: return "evaluator";
-    case Disposition::kBookkeeping: return "bookkeeping";
+    case Disposition::kKernel:
+      return "kernel";
+    case Disposition::kInlined:
+      return "inlined";
+    case Disposition::kLibrary:
+      return "library";
+    case Disposition::kControlFlow:
+      return "control-flow";
+    case Disposition::kEvaluator:
+      return "evaluator";
+    case Disposition::kBookkeeping:
+      return "bookkeeping";
   }
   return "?";
 }
@@ -59,7 +65,9 @@ namespace {
 
 bool IsBookkeeping(const HloInstruction& h) {
   switch (h.opcode()) {
-    case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kTuple:
+    case HloOpcode::kParameter:
+    case HloOpcode::kConstant:
+    case HloOpcode::kTuple:
     case HloOpcode::kGetTupleElement:
       return true;
     default:
@@ -209,7 +217,9 @@ bool ControlFlowWellFormed(const HloInstruction& h, std::string* why) {
     bool by_index = sel.IsArray() && sel.element_type() == PrimitiveType::S32;
     if (comps.empty() || h.operand_count() != static_cast<int64_t>(comps.size()) + 1 ||
         !(by_pred ? comps.size() == 2 : by_index) || sel.num_elements() != 1) {
-      *why = "conditional needs a pred (two branches) or s32 scalar selector and one operand per branch";
+      *why =
+          "conditional needs a pred (two branches) or s32 scalar selector and one operand per "
+          "branch";
       return false;
     }
     for (const HloComputation* c : comps)
@@ -273,8 +283,10 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
   for (const HloInstruction* h : order) {
     std::string why;
     if (options.native_control_flow && IsControlFlow(*h)) {
-      if (auto c = PlanCalled(*h, options, plan, called, &why)) control_flow[h] = *c;
-      else why_not[h] = why;
+      if (auto c = PlanCalled(*h, options, plan, called, &why))
+        control_flow[h] = *c;
+      else
+        why_not[h] = why;
       continue;
     }
     if (h->opcode() == HloOpcode::kConvolution) {
@@ -284,9 +296,9 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       }
     }
     if (h->opcode() == HloOpcode::kDot) {
-      std::optional<GemmShape> g =
-          options.device_gemm_min_mnk > 0 ? MatchGemmDot(*h, options.device_gemm_min_mnk)
-                                           : MatchBlasDot(*h, options.blas_min_mnk);
+      std::optional<GemmShape> g = options.device_gemm_min_mnk > 0
+                                       ? MatchGemmDot(*h, options.device_gemm_min_mnk)
+                                       : MatchBlasDot(*h, options.blas_min_mnk);
       if (g && options.device_gemm_min_mnk > 0 && g->f64) g.reset();  // f32 only on the device
       if (g) {
         // Not emittable: its operands are materialized and its users read its buffer.
@@ -297,8 +309,10 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
     if (h->opcode() == HloOpcode::kFusion) {
       if (!CanEmitFusion(*h, &why)) why_not[h] = why;
     } else if (!IsBookkeeping(*h)) {
-      if (llvm_emit::CanEmitElementally(*h, &why)) emittable.insert(h);
-      else why_not[h] = why;
+      if (llvm_emit::CanEmitElementally(*h, &why))
+        emittable.insert(h);
+      else
+        why_not[h] = why;
     }
   }
   // An emittable instruction gets its own kernel unless every user is an emittable
@@ -323,11 +337,20 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
     absl::flat_hash_map<const HloInstruction*, int64_t> cost;
     auto op_cost = [](const HloInstruction& h) -> int64_t {
       switch (h.opcode()) {
-        case HloOpcode::kExp: case HloOpcode::kExpm1: case HloOpcode::kLog:
-        case HloOpcode::kLog1p: case HloOpcode::kLogistic: case HloOpcode::kTanh:
-        case HloOpcode::kErf: case HloOpcode::kPower: case HloOpcode::kSin:
-        case HloOpcode::kCos: case HloOpcode::kAtan2: case HloOpcode::kSqrt:
-        case HloOpcode::kRsqrt: case HloOpcode::kDivide:
+        case HloOpcode::kExp:
+        case HloOpcode::kExpm1:
+        case HloOpcode::kLog:
+        case HloOpcode::kLog1p:
+        case HloOpcode::kLogistic:
+        case HloOpcode::kTanh:
+        case HloOpcode::kErf:
+        case HloOpcode::kPower:
+        case HloOpcode::kSin:
+        case HloOpcode::kCos:
+        case HloOpcode::kAtan2:
+        case HloOpcode::kSqrt:
+        case HloOpcode::kRsqrt:
+        case HloOpcode::kDivide:
           return 8;
         default:
           return 1;
@@ -484,7 +507,8 @@ int EvaluatorStepCount(const Plan& plan) {
 }
 
 int64_t ConditionalBranch(const Literal& selector, int64_t branches) {
-  if (selector.shape().element_type() == PrimitiveType::PRED) return selector.data<bool>()[0] ? 0 : 1;
+  if (selector.shape().element_type() == PrimitiveType::PRED)
+    return selector.data<bool>()[0] ? 0 : 1;
   const int64_t branch = selector.data<int32_t>()[0];
   return branch < 0 || branch >= branches ? branches - 1 : branch;
 }

@@ -18,12 +18,12 @@
 namespace kiln::kernel_plan {
 
 enum class Disposition {
-  kKernel,        // computed by its own JIT kernel (its result is materialized)
-  kInlined,       // generated element by element inside the kernel of a user
-  kLibrary,       // a library call computes it (a large dot or convolution: GEMM)
-  kControlFlow,   // while/conditional/call: the runner drives the sub-plans of its computations
-  kEvaluator,     // the HLO evaluator computes it (the emitter cannot)
-  kBookkeeping,   // parameter, constant, tuple, get-tuple-element: no computation
+  kKernel,       // computed by its own JIT kernel (its result is materialized)
+  kInlined,      // generated element by element inside the kernel of a user
+  kLibrary,      // a library call computes it (a large dot or convolution: GEMM)
+  kControlFlow,  // while/conditional/call: the runner drives the sub-plans of its computations
+  kEvaluator,    // the HLO evaluator computes it (the emitter cannot)
+  kBookkeeping,  // parameter, constant, tuple, get-tuple-element: no computation
 };
 std::string_view DispositionName(Disposition d);
 
@@ -66,7 +66,7 @@ struct Step {
   int kernel = -1;  // index into Plan::kernels for kKernel
   // For kKernel: entry instructions whose values feed the kernel's input buffers, in order.
   std::vector<const HloInstruction*> sources;
-  std::string why;  // for kEvaluator: why the emitter cannot do it
+  std::string why;                // for kEvaluator: why the emitter cannot do it
   std::optional<GemmShape> gemm;  // for kLibrary: a dot
   std::optional<ConvGemm> conv;   // for kLibrary: a convolution (im2col + GEMM)
   // For kKernel: the size of the partitioned outer dimension (KernelSpec::partition_outer),

@@ -25,10 +25,14 @@ inline Literal RandomLiteral(const Shape& s, std::mt19937& rng) {
   std::uniform_real_distribution<double> real(-1.0, 1.0);
   std::uniform_int_distribution<int> small(-20, 20), bit(0, 1), usmall(0, 40);
   for (int64_t i = 0; i < l.element_count(); ++i) {
-    if (IsFloating(t)) l.SetFromDouble(i, real(rng));
-    else if (t == PrimitiveType::PRED) l.SetFromDouble(i, bit(rng));
-    else if (IsUnsignedInt(t)) l.SetFromDouble(i, usmall(rng));
-    else l.SetFromDouble(i, small(rng));
+    if (IsFloating(t))
+      l.SetFromDouble(i, real(rng));
+    else if (t == PrimitiveType::PRED)
+      l.SetFromDouble(i, bit(rng));
+    else if (IsUnsignedInt(t))
+      l.SetFromDouble(i, usmall(rng));
+    else
+      l.SetFromDouble(i, small(rng));
   }
   return l;
 }
@@ -54,11 +58,16 @@ inline RandomArgs RandomArguments(const HloModule& module, uint32_t seed) {
 // Relative tolerance per element type; integers and pred must match exactly.
 inline double Tolerance(PrimitiveType t, double f32_tolerance) {
   switch (t) {
-    case PrimitiveType::F16: return 1e-2;
-    case PrimitiveType::BF16: return 2e-2;
-    case PrimitiveType::F32: return f32_tolerance;
-    case PrimitiveType::F64: return 1e-9;
-    default: return 0;
+    case PrimitiveType::F16:
+      return 1e-2;
+    case PrimitiveType::BF16:
+      return 2e-2;
+    case PrimitiveType::F32:
+      return f32_tolerance;
+    case PrimitiveType::F64:
+      return 1e-9;
+    default:
+      return 0;
   }
 }
 
@@ -70,8 +79,8 @@ inline void ExpectClose(const Literal& got, const Literal& want, const std::stri
   if (want.IsTuple()) {
     ASSERT_EQ(got.elements().size(), want.elements().size()) << where;
     for (size_t i = 0; i < want.elements().size(); ++i)
-      ExpectClose(got.element(i), want.element(i), where + "{" + std::to_string(i) + "}",
-                  got_label, f32_tolerance);
+      ExpectClose(got.element(i), want.element(i), where + "{" + std::to_string(i) + "}", got_label,
+                  f32_tolerance);
     return;
   }
   ASSERT_TRUE(got.shape().Compatible(want.shape()))
@@ -82,8 +91,8 @@ inline void ExpectClose(const Literal& got, const Literal& want, const std::stri
     double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
     if (std::isnan(w) && std::isnan(g)) continue;
     if (std::fabs(g - w) > tol * (1 + std::fabs(w))) {
-      ADD_FAILURE() << where << " element " << i << ": " << got_label << " " << g
-                    << " evaluator " << w;
+      ADD_FAILURE() << where << " element " << i << ": " << got_label << " " << g << " evaluator "
+                    << w;
       ++bad;
     }
   }

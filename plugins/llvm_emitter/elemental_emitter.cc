@@ -42,8 +42,9 @@ bool IsReducerOpcode(HloOpcode op) {
 
 bool CheckTypes(const HloInstruction& instr, std::string* why) {
   auto bad = [&](const Shape& s) {
-    if (why) *why = absl::StrCat("element type ", std::string(PrimitiveTypeName(s.element_type())),
-                                 " is not supported by the emitter");
+    if (why)
+      *why = absl::StrCat("element type ", std::string(PrimitiveTypeName(s.element_type())),
+                          " is not supported by the emitter");
     return false;
   };
   if (!instr.shape().IsArray() || !IsSupportedType(instr.shape().element_type()))
@@ -57,19 +58,34 @@ bool CheckTypes(const HloInstruction& instr, std::string* why) {
 
 bool CanEmitUnary(HloOpcode op, PT in, PT out) {
   switch (op) {
-    case HloOpcode::kAbs: case HloOpcode::kNegate: case HloOpcode::kSign:
+    case HloOpcode::kAbs:
+    case HloOpcode::kNegate:
+    case HloOpcode::kSign:
     case HloOpcode::kCopy:
       return in != PT::PRED;
-    case HloOpcode::kExp: case HloOpcode::kExpm1: case HloOpcode::kLog: case HloOpcode::kLog1p:
-    case HloOpcode::kSqrt: case HloOpcode::kRsqrt: case HloOpcode::kCbrt: case HloOpcode::kTanh:
-    case HloOpcode::kLogistic: case HloOpcode::kErf: case HloOpcode::kSin: case HloOpcode::kCos:
-    case HloOpcode::kTan: case HloOpcode::kFloor: case HloOpcode::kCeil:
-    case HloOpcode::kRoundNearestAfz: case HloOpcode::kRoundNearestEven:
+    case HloOpcode::kExp:
+    case HloOpcode::kExpm1:
+    case HloOpcode::kLog:
+    case HloOpcode::kLog1p:
+    case HloOpcode::kSqrt:
+    case HloOpcode::kRsqrt:
+    case HloOpcode::kCbrt:
+    case HloOpcode::kTanh:
+    case HloOpcode::kLogistic:
+    case HloOpcode::kErf:
+    case HloOpcode::kSin:
+    case HloOpcode::kCos:
+    case HloOpcode::kTan:
+    case HloOpcode::kFloor:
+    case HloOpcode::kCeil:
+    case HloOpcode::kRoundNearestAfz:
+    case HloOpcode::kRoundNearestEven:
     case HloOpcode::kIsFinite:
       return IsFloatType(in);
     case HloOpcode::kNot:
       return !IsFloatType(in);
-    case HloOpcode::kPopulationCount: case HloOpcode::kClz:
+    case HloOpcode::kPopulationCount:
+    case HloOpcode::kClz:
       return IsInteger(in);
     case HloOpcode::kConvert:
       return true;
@@ -82,16 +98,25 @@ bool CanEmitUnary(HloOpcode op, PT in, PT out) {
 
 bool CanEmitBinary(HloOpcode op, PT t) {
   switch (op) {
-    case HloOpcode::kAdd: case HloOpcode::kSubtract: case HloOpcode::kMultiply:
-    case HloOpcode::kDivide: case HloOpcode::kRemainder:
+    case HloOpcode::kAdd:
+    case HloOpcode::kSubtract:
+    case HloOpcode::kMultiply:
+    case HloOpcode::kDivide:
+    case HloOpcode::kRemainder:
       return t != PT::PRED;
-    case HloOpcode::kMaximum: case HloOpcode::kMinimum: case HloOpcode::kCompare:
+    case HloOpcode::kMaximum:
+    case HloOpcode::kMinimum:
+    case HloOpcode::kCompare:
       return true;
-    case HloOpcode::kPower: case HloOpcode::kAtan2:
+    case HloOpcode::kPower:
+    case HloOpcode::kAtan2:
       return IsFloatType(t);
-    case HloOpcode::kAnd: case HloOpcode::kOr: case HloOpcode::kXor:
+    case HloOpcode::kAnd:
+    case HloOpcode::kOr:
+    case HloOpcode::kXor:
       return !IsFloatType(t);
-    case HloOpcode::kShiftLeft: case HloOpcode::kShiftRightArithmetic:
+    case HloOpcode::kShiftLeft:
+    case HloOpcode::kShiftRightArithmetic:
     case HloOpcode::kShiftRightLogical:
       return IsInteger(t);
     default:
@@ -106,9 +131,10 @@ bool CanEmitScalarComputation(const HloComputation* comp, std::string* why) {
   }
   for (const HloInstruction* i : comp->instructions()) {
     if (!IsReducerOpcode(i->opcode()) || !CanEmitElementally(*i, why)) {
-      if (why) *why = absl::StrCat("reducer instruction ", i->name(), " (",
-                                   std::string(HloOpcodeString(i->opcode())),
-                                   ") is not a scalar op the emitter handles");
+      if (why)
+        *why = absl::StrCat("reducer instruction ", i->name(), " (",
+                            std::string(HloOpcodeString(i->opcode())),
+                            ") is not a scalar op the emitter handles");
       return false;
     }
     if (i->shape().rank() != 0) {
@@ -133,18 +159,20 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
   if (IsElementwiseOpcode(op)) {
     if (instr.operand_count() == 1) {
       if (CanEmitUnary(op, instr.operand(0)->shape().element_type(), out)) return true;
-      return no(absl::StrCat(std::string(HloOpcodeString(op)), " on ",
-                             std::string(PrimitiveTypeName(instr.operand(0)->shape().element_type())),
-                             " is not supported by the emitter"));
+      return no(
+          absl::StrCat(std::string(HloOpcodeString(op)), " on ",
+                       std::string(PrimitiveTypeName(instr.operand(0)->shape().element_type())),
+                       " is not supported by the emitter"));
     }
     if (instr.operand_count() == 2) {
       if (op == HloOpcode::kCompare &&
           instr.attrs().comparison_type == ComparisonType::kFloatTotalOrder)
         return no("total-order comparison is not supported by the emitter");
       if (CanEmitBinary(op, instr.operand(0)->shape().element_type())) return true;
-      return no(absl::StrCat(std::string(HloOpcodeString(op)), " on ",
-                             std::string(PrimitiveTypeName(instr.operand(0)->shape().element_type())),
-                             " is not supported by the emitter"));
+      return no(
+          absl::StrCat(std::string(HloOpcodeString(op)), " on ",
+                       std::string(PrimitiveTypeName(instr.operand(0)->shape().element_type())),
+                       " is not supported by the emitter"));
     }
     if (op == HloOpcode::kSelect || op == HloOpcode::kClamp) return true;
     return no(absl::StrCat(std::string(HloOpcodeString(op)), " is not supported by the emitter"));
@@ -152,9 +180,15 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
   if (op == HloOpcode::kConstant && !instr.attrs().literal.has_value())
     return no("the constant's value was elided in the dump ({...})");
   switch (op) {
-    case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kBroadcast:
-    case HloOpcode::kReshape: case HloOpcode::kTranspose: case HloOpcode::kSlice:
-    case HloOpcode::kConcatenate: case HloOpcode::kPad: case HloOpcode::kIota:
+    case HloOpcode::kParameter:
+    case HloOpcode::kConstant:
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kReshape:
+    case HloOpcode::kTranspose:
+    case HloOpcode::kSlice:
+    case HloOpcode::kConcatenate:
+    case HloOpcode::kPad:
+    case HloOpcode::kIota:
     case HloOpcode::kReverse:
       return true;
     case HloOpcode::kBitcast:
@@ -170,7 +204,8 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
       if (instr.operand_count() != first + instr.shape().rank())
         return no("dynamic slice without one scalar start index per dimension");
       for (int i = first; i < instr.operand_count(); ++i)
-        if (instr.operand(i)->shape().rank() != 0 || !IsInteger(instr.operand(i)->shape().element_type()))
+        if (instr.operand(i)->shape().rank() != 0 ||
+            !IsInteger(instr.operand(i)->shape().element_type()))
           return no("dynamic slice start indices must be integer scalars");
       if (op == HloOpcode::kDynamicSlice &&
           instr.attrs().dynamic_slice_sizes.size() != static_cast<size_t>(instr.shape().rank()))
@@ -182,10 +217,12 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
       return CanEmitScalarComputation(instr.to_apply(), why);
     case HloOpcode::kConvolution: {
       const auto& dn = instr.attrs().convolution_dimension_numbers;
-      if (!dn.has_value() || instr.operand_count() != 2) return no("convolution without dim_labels");
+      if (!dn.has_value() || instr.operand_count() != 2)
+        return no("convolution without dim_labels");
       if (out == PT::PRED) return no("pred convolution is not supported by the emitter");
       const size_t nsp = dn->input_spatial_dimensions.size();
-      if (dn->kernel_spatial_dimensions.size() != nsp || dn->output_spatial_dimensions.size() != nsp ||
+      if (dn->kernel_spatial_dimensions.size() != nsp ||
+          dn->output_spatial_dimensions.size() != nsp ||
           instr.shape().rank() != static_cast<int>(nsp) + 2 ||
           (instr.attrs().window && instr.attrs().window->dimensions.size() != nsp))
         return no("convolution dim_labels do not match the shapes");
@@ -261,13 +298,15 @@ absl::Status KernelEmitter::EmitLoopNest(const std::vector<int64_t>& dims, const
     bool ranged = d == 0 && outer_lo != nullptr;
     return EmitLoop(ranged ? outer_lo : C64(0), ranged ? outer_hi : C64(dims[d]),
                     absl::StrCat(name, ".d", d), [&](llvm::Value* iv) {
-      Index inner = idx;
-      inner.multi.push_back(iv);
-      inner.linear = d == 0 ? iv
-                            : b_.CreateAdd(b_.CreateMul(idx.linear, C64(dims[d]), "", true, true),
-                                           iv, "", true, true);
-      return nest(d + 1, inner);
-    });
+                      Index inner = idx;
+                      inner.multi.push_back(iv);
+                      inner.linear =
+                          d == 0
+                              ? iv
+                              : b_.CreateAdd(b_.CreateMul(idx.linear, C64(dims[d]), "", true, true),
+                                             iv, "", true, true);
+                      return nest(d + 1, inner);
+                    });
   };
   Index start;
   start.linear = C64(0);
@@ -314,8 +353,9 @@ llvm::Value* KernelEmitter::Linear(const Index& idx, const std::vector<int64_t>&
   llvm::Value* lin = nullptr;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == 1) continue;
-    llvm::Value* term = strides[i] == 1 ? idx.multi[i]
-                                        : b_.CreateMul(idx.multi[i], C64(strides[i]), "", true, true);
+    llvm::Value* term = strides[i] == 1
+                            ? idx.multi[i]
+                            : b_.CreateMul(idx.multi[i], C64(strides[i]), "", true, true);
     lin = lin == nullptr ? term : b_.CreateAdd(lin, term, "", true, true);
   }
   return lin == nullptr ? C64(0) : lin;
@@ -412,20 +452,26 @@ llvm::Value* KernelEmitter::CallIntrinsic(llvm::Intrinsic::ID id, std::vector<ll
   if (gpu()) {
     // The NVPTX backend cannot select these transcendental intrinsics: call libdevice.
     switch (id) {
-      case llvm::Intrinsic::exp: return CallMath("expf", "exp", PT::F32, args);
-      case llvm::Intrinsic::log: return CallMath("logf", "log", PT::F32, args);
-      case llvm::Intrinsic::sin: return CallMath("sinf", "sin", PT::F32, args);
-      case llvm::Intrinsic::cos: return CallMath("cosf", "cos", PT::F32, args);
-      case llvm::Intrinsic::pow: return CallMath("powf", "pow", PT::F32, args);
-      default: break;
+      case llvm::Intrinsic::exp:
+        return CallMath("expf", "exp", PT::F32, args);
+      case llvm::Intrinsic::log:
+        return CallMath("logf", "log", PT::F32, args);
+      case llvm::Intrinsic::sin:
+        return CallMath("sinf", "sin", PT::F32, args);
+      case llvm::Intrinsic::cos:
+        return CallMath("cosf", "cos", PT::F32, args);
+      case llvm::Intrinsic::pow:
+        return CallMath("powf", "pow", PT::F32, args);
+      default:
+        break;
     }
   }
   llvm::Function* f = llvm::Intrinsic::getDeclaration(&module_, id, types);
   return b_.CreateCall(f, args);
 }
 
-llvm::Value* KernelEmitter::CallMath(const std::string& f32_name, const std::string& f64_name,
-                                     PT t, std::vector<llvm::Value*> args) {
+llvm::Value* KernelEmitter::CallMath(const std::string& f32_name, const std::string& f64_name, PT t,
+                                     std::vector<llvm::Value*> args) {
   // libm functions, resolved against the host process by the JIT. Marked as touching no
   // memory so that CSE and loop-invariant motion treat them like arithmetic.
   llvm::Type* ty = args[0]->getType();
@@ -450,7 +496,8 @@ llvm::Value* KernelEmitter::ConstantScalar(const Literal& lit, int64_t linear, P
   return llvm::ConstantInt::get(ty, lit.GetAsInt64(linear), /*isSigned=*/true);
 }
 
-absl::StatusOr<llvm::Value*> KernelEmitter::EmitConstant(const HloInstruction* h, const Index& idx) {
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitConstant(const HloInstruction* h,
+                                                         const Index& idx) {
   PT t = h->shape().element_type();
   if (!h->attrs().literal.has_value())
     return absl::InvalidArgumentError(absl::StrCat("constant ", h->name(), " has no literal"));
@@ -558,23 +605,47 @@ llvm::Value* KernelEmitter::EmitCompare(ComparisonDirection d, PT t, llvm::Value
   if (IsFloatType(t)) {
     // Ordered comparisons, except `ne`, which is true when either side is NaN.
     switch (d) {
-      case ComparisonDirection::kEq: p = P::FCMP_OEQ; break;
-      case ComparisonDirection::kNe: p = P::FCMP_UNE; break;
-      case ComparisonDirection::kGe: p = P::FCMP_OGE; break;
-      case ComparisonDirection::kGt: p = P::FCMP_OGT; break;
-      case ComparisonDirection::kLe: p = P::FCMP_OLE; break;
-      case ComparisonDirection::kLt: p = P::FCMP_OLT; break;
+      case ComparisonDirection::kEq:
+        p = P::FCMP_OEQ;
+        break;
+      case ComparisonDirection::kNe:
+        p = P::FCMP_UNE;
+        break;
+      case ComparisonDirection::kGe:
+        p = P::FCMP_OGE;
+        break;
+      case ComparisonDirection::kGt:
+        p = P::FCMP_OGT;
+        break;
+      case ComparisonDirection::kLe:
+        p = P::FCMP_OLE;
+        break;
+      case ComparisonDirection::kLt:
+        p = P::FCMP_OLT;
+        break;
     }
     return b_.CreateFCmp(p, a, b);
   }
   bool s = IsSignedInt(t);
   switch (d) {
-    case ComparisonDirection::kEq: p = P::ICMP_EQ; break;
-    case ComparisonDirection::kNe: p = P::ICMP_NE; break;
-    case ComparisonDirection::kGe: p = s ? P::ICMP_SGE : P::ICMP_UGE; break;
-    case ComparisonDirection::kGt: p = s ? P::ICMP_SGT : P::ICMP_UGT; break;
-    case ComparisonDirection::kLe: p = s ? P::ICMP_SLE : P::ICMP_ULE; break;
-    case ComparisonDirection::kLt: p = s ? P::ICMP_SLT : P::ICMP_ULT; break;
+    case ComparisonDirection::kEq:
+      p = P::ICMP_EQ;
+      break;
+    case ComparisonDirection::kNe:
+      p = P::ICMP_NE;
+      break;
+    case ComparisonDirection::kGe:
+      p = s ? P::ICMP_SGE : P::ICMP_UGE;
+      break;
+    case ComparisonDirection::kGt:
+      p = s ? P::ICMP_SGT : P::ICMP_UGT;
+      break;
+    case ComparisonDirection::kLe:
+      p = s ? P::ICMP_SLE : P::ICMP_ULE;
+      break;
+    case ComparisonDirection::kLt:
+      p = s ? P::ICMP_SLT : P::ICMP_ULT;
+      break;
   }
   return b_.CreateICmp(p, a, b);
 }
@@ -589,45 +660,87 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, l
   // of libm calls (fast_math.h). f64 and the GPU keep libm / libdevice.
   if (!gpu() && ty->isFloatTy()) {
     switch (h->opcode()) {
-      case HloOpcode::kExp: return RoundToType(FastExpF32(b_, x), out);
-      case HloOpcode::kLog: return RoundToType(FastLogF32(b_, x), out);
-      case HloOpcode::kTanh: return RoundToType(FastTanhF32(b_, x), out);
-      case HloOpcode::kErf: return RoundToType(FastErfF32(b_, x), out);
-      case HloOpcode::kLogistic: return RoundToType(FastLogisticF32(b_, x), out);
-      default: break;
+      case HloOpcode::kExp:
+        return RoundToType(FastExpF32(b_, x), out);
+      case HloOpcode::kLog:
+        return RoundToType(FastLogF32(b_, x), out);
+      case HloOpcode::kTanh:
+        return RoundToType(FastTanhF32(b_, x), out);
+      case HloOpcode::kErf:
+        return RoundToType(FastErfF32(b_, x), out);
+      case HloOpcode::kLogistic:
+        return RoundToType(FastLogisticF32(b_, x), out);
+      default:
+        break;
     }
   }
   switch (h->opcode()) {
     case HloOpcode::kAbs:
-      if (f) r = CallIntrinsic(llvm::Intrinsic::fabs, {ty}, {x});
-      else if (IsSignedInt(in)) r = b_.CreateSelect(b_.CreateICmpSLT(x, llvm::ConstantInt::get(ty, 0)), b_.CreateNeg(x), x);
-      else r = x;
+      if (f)
+        r = CallIntrinsic(llvm::Intrinsic::fabs, {ty}, {x});
+      else if (IsSignedInt(in))
+        r = b_.CreateSelect(b_.CreateICmpSLT(x, llvm::ConstantInt::get(ty, 0)), b_.CreateNeg(x), x);
+      else
+        r = x;
       break;
-    case HloOpcode::kNegate: r = f ? b_.CreateFNeg(x) : b_.CreateNeg(x); break;
-    case HloOpcode::kCopy: r = x; break;
-    case HloOpcode::kExp: r = CallIntrinsic(llvm::Intrinsic::exp, {ty}, {x}); break;
-    case HloOpcode::kExpm1: r = CallMath("expm1f", "expm1", in, {x}); break;
-    case HloOpcode::kLog: r = CallIntrinsic(llvm::Intrinsic::log, {ty}, {x}); break;
-    case HloOpcode::kLog1p: r = CallMath("log1pf", "log1p", in, {x}); break;
-    case HloOpcode::kSqrt: r = CallIntrinsic(llvm::Intrinsic::sqrt, {ty}, {x}); break;
+    case HloOpcode::kNegate:
+      r = f ? b_.CreateFNeg(x) : b_.CreateNeg(x);
+      break;
+    case HloOpcode::kCopy:
+      r = x;
+      break;
+    case HloOpcode::kExp:
+      r = CallIntrinsic(llvm::Intrinsic::exp, {ty}, {x});
+      break;
+    case HloOpcode::kExpm1:
+      r = CallMath("expm1f", "expm1", in, {x});
+      break;
+    case HloOpcode::kLog:
+      r = CallIntrinsic(llvm::Intrinsic::log, {ty}, {x});
+      break;
+    case HloOpcode::kLog1p:
+      r = CallMath("log1pf", "log1p", in, {x});
+      break;
+    case HloOpcode::kSqrt:
+      r = CallIntrinsic(llvm::Intrinsic::sqrt, {ty}, {x});
+      break;
     case HloOpcode::kRsqrt:
-      r = b_.CreateFDiv(llvm::ConstantFP::get(ty, 1.0), CallIntrinsic(llvm::Intrinsic::sqrt, {ty}, {x}));
+      r = b_.CreateFDiv(llvm::ConstantFP::get(ty, 1.0),
+                        CallIntrinsic(llvm::Intrinsic::sqrt, {ty}, {x}));
       break;
-    case HloOpcode::kCbrt: r = CallMath("cbrtf", "cbrt", in, {x}); break;
-    case HloOpcode::kTanh: r = CallMath("tanhf", "tanh", in, {x}); break;
-    case HloOpcode::kErf: r = CallMath("erff", "erf", in, {x}); break;
-    case HloOpcode::kTan: r = CallMath("tanf", "tan", in, {x}); break;
-    case HloOpcode::kSin: r = CallIntrinsic(llvm::Intrinsic::sin, {ty}, {x}); break;
-    case HloOpcode::kCos: r = CallIntrinsic(llvm::Intrinsic::cos, {ty}, {x}); break;
+    case HloOpcode::kCbrt:
+      r = CallMath("cbrtf", "cbrt", in, {x});
+      break;
+    case HloOpcode::kTanh:
+      r = CallMath("tanhf", "tanh", in, {x});
+      break;
+    case HloOpcode::kErf:
+      r = CallMath("erff", "erf", in, {x});
+      break;
+    case HloOpcode::kTan:
+      r = CallMath("tanf", "tan", in, {x});
+      break;
+    case HloOpcode::kSin:
+      r = CallIntrinsic(llvm::Intrinsic::sin, {ty}, {x});
+      break;
+    case HloOpcode::kCos:
+      r = CallIntrinsic(llvm::Intrinsic::cos, {ty}, {x});
+      break;
     case HloOpcode::kLogistic: {
       llvm::Value* e = CallIntrinsic(llvm::Intrinsic::exp, {ty}, {b_.CreateFNeg(x)});
       llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
       r = b_.CreateFDiv(one, b_.CreateFAdd(one, e));
       break;
     }
-    case HloOpcode::kFloor: r = CallIntrinsic(llvm::Intrinsic::floor, {ty}, {x}); break;
-    case HloOpcode::kCeil: r = CallIntrinsic(llvm::Intrinsic::ceil, {ty}, {x}); break;
-    case HloOpcode::kRoundNearestAfz: r = CallIntrinsic(llvm::Intrinsic::round, {ty}, {x}); break;
+    case HloOpcode::kFloor:
+      r = CallIntrinsic(llvm::Intrinsic::floor, {ty}, {x});
+      break;
+    case HloOpcode::kCeil:
+      r = CallIntrinsic(llvm::Intrinsic::ceil, {ty}, {x});
+      break;
+    case HloOpcode::kRoundNearestAfz:
+      r = CallIntrinsic(llvm::Intrinsic::round, {ty}, {x});
+      break;
     case HloOpcode::kRoundNearestEven:
       r = CallIntrinsic(llvm::Intrinsic::roundeven, {ty}, {x});
       break;
@@ -639,15 +752,15 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, l
       if (f) {
         // +-1 for nonzero numbers; zeros (with their sign) and NaN stay as they are.
         llvm::Value* zero = llvm::ConstantFP::get(ty, 0.0);
-        llvm::Value* s = b_.CreateSelect(b_.CreateFCmpOGT(x, zero), llvm::ConstantFP::get(ty, 1.0),
-                                         b_.CreateSelect(b_.CreateFCmpOLT(x, zero),
-                                                         llvm::ConstantFP::get(ty, -1.0), x));
+        llvm::Value* s = b_.CreateSelect(
+            b_.CreateFCmpOGT(x, zero), llvm::ConstantFP::get(ty, 1.0),
+            b_.CreateSelect(b_.CreateFCmpOLT(x, zero), llvm::ConstantFP::get(ty, -1.0), x));
         r = s;
       } else if (IsSignedInt(in)) {
         llvm::Value* zero = llvm::ConstantInt::get(ty, 0);
-        r = b_.CreateSelect(b_.CreateICmpSGT(x, zero), llvm::ConstantInt::get(ty, 1),
-                            b_.CreateSelect(b_.CreateICmpSLT(x, zero),
-                                            llvm::ConstantInt::get(ty, -1, true), zero));
+        r = b_.CreateSelect(
+            b_.CreateICmpSGT(x, zero), llvm::ConstantInt::get(ty, 1),
+            b_.CreateSelect(b_.CreateICmpSLT(x, zero), llvm::ConstantInt::get(ty, -1, true), zero));
       } else {
         r = b_.CreateZExt(b_.CreateICmpNE(x, llvm::ConstantInt::get(ty, 0)), ty);
       }
@@ -655,7 +768,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, l
     case HloOpcode::kNot:
       r = b_.CreateNot(x);
       break;
-    case HloOpcode::kPopulationCount: r = CallIntrinsic(llvm::Intrinsic::ctpop, {ty}, {x}); break;
+    case HloOpcode::kPopulationCount:
+      r = CallIntrinsic(llvm::Intrinsic::ctpop, {ty}, {x});
+      break;
     case HloOpcode::kClz:
       r = CallIntrinsic(llvm::Intrinsic::ctlz, {ty}, {x, b_.getFalse()});
       break;
@@ -671,16 +786,22 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, l
   return RoundToType(r, out);
 }
 
-absl::StatusOr<llvm::Value*> KernelEmitter::EmitBinary(HloOpcode op, const HloInstruction* h,
-                                                       PT t, llvm::Value* a, llvm::Value* b) {
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitBinary(HloOpcode op, const HloInstruction* h, PT t,
+                                                       llvm::Value* a, llvm::Value* b) {
   bool f = IsFloatType(t);
   bool s = IsSignedInt(t);
   llvm::Type* ty = a->getType();
   llvm::Value* r = nullptr;
   switch (op) {
-    case HloOpcode::kAdd: r = f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b); break;
-    case HloOpcode::kSubtract: r = f ? b_.CreateFSub(a, b) : b_.CreateSub(a, b); break;
-    case HloOpcode::kMultiply: r = f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b); break;
+    case HloOpcode::kAdd:
+      r = f ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+      break;
+    case HloOpcode::kSubtract:
+      r = f ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
+      break;
+    case HloOpcode::kMultiply:
+      r = f ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+      break;
     case HloOpcode::kDivide:
     case HloOpcode::kRemainder: {
       if (f) {
@@ -710,13 +831,27 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitBinary(HloOpcode op, const HloIn
       }
       break;
     }
-    case HloOpcode::kMaximum: r = EmitMax(t, a, b, true); break;
-    case HloOpcode::kMinimum: r = EmitMax(t, a, b, false); break;
-    case HloOpcode::kPower: r = CallIntrinsic(llvm::Intrinsic::pow, {ty}, {a, b}); break;
-    case HloOpcode::kAtan2: r = CallMath("atan2f", "atan2", t, {a, b}); break;
-    case HloOpcode::kAnd: r = b_.CreateAnd(a, b); break;
-    case HloOpcode::kOr: r = b_.CreateOr(a, b); break;
-    case HloOpcode::kXor: r = b_.CreateXor(a, b); break;
+    case HloOpcode::kMaximum:
+      r = EmitMax(t, a, b, true);
+      break;
+    case HloOpcode::kMinimum:
+      r = EmitMax(t, a, b, false);
+      break;
+    case HloOpcode::kPower:
+      r = CallIntrinsic(llvm::Intrinsic::pow, {ty}, {a, b});
+      break;
+    case HloOpcode::kAtan2:
+      r = CallMath("atan2f", "atan2", t, {a, b});
+      break;
+    case HloOpcode::kAnd:
+      r = b_.CreateAnd(a, b);
+      break;
+    case HloOpcode::kOr:
+      r = b_.CreateOr(a, b);
+      break;
+    case HloOpcode::kXor:
+      r = b_.CreateXor(a, b);
+      break;
     case HloOpcode::kShiftLeft:
     case HloOpcode::kShiftRightLogical:
     case HloOpcode::kShiftRightArithmetic: {
@@ -749,9 +884,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitBinary(HloOpcode op, const HloIn
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitScalarCall(const HloComputation* comp,
                                                            std::vector<llvm::Value*> args) {
   if (comp->num_parameters() != static_cast<int>(args.size()))
-    return absl::InvalidArgumentError(
-        absl::StrCat("computation ", comp->name(), " takes ", comp->num_parameters(),
-                     " parameters, got ", args.size()));
+    return absl::InvalidArgumentError(absl::StrCat("computation ", comp->name(), " takes ",
+                                                   comp->num_parameters(), " parameters, got ",
+                                                   args.size()));
   for (size_t i = 0; i < args.size(); ++i) bound_scalars_[comp->parameter(i)] = args[i];
   // A fresh scope: the same reducer instructions are generated again for other arguments.
   PushScope();
@@ -800,8 +935,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitPad(const HloInstruction* h, con
         b_.CreateAnd(in_bounds, b_.CreateICmpSLT(oidx, C64(operand->shape().dimensions(i))));
     oi.multi.push_back(oidx);
   }
-  return EmitIfElse(in_bounds, [&]() { return Element(operand, oi); },
-                    [&]() -> absl::StatusOr<llvm::Value*> { return pad_value; });
+  return EmitIfElse(
+      in_bounds, [&]() { return Element(operand, oi); },
+      [&]() -> absl::StatusOr<llvm::Value*> { return pad_value; });
 }
 
 absl::StatusOr<std::vector<llvm::Value*>> KernelEmitter::ClampedStarts(
@@ -842,13 +978,13 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDynamicSlice(const HloInstructio
     inside = b_.CreateAnd(inside, b_.CreateICmpSLT(u, C64(update->shape().dimensions(d))));
     ui.multi.push_back(u);
   }
-  return EmitIfElse(inside, [&]() { return Element(update, ui); },
-                    [&]() { return Element(h->operand(0), idx); });
+  return EmitIfElse(
+      inside, [&]() { return Element(update, ui); }, [&]() { return Element(h->operand(0), idx); });
 }
 
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, const Index& idx,
-                                                      llvm::Value* outer_lo,
-                                                      llvm::Value* outer_hi) {
+                                                       llvm::Value* outer_lo,
+                                                       llvm::Value* outer_hi) {
   const HloInstruction* input = h->operand(0);
   const std::vector<int64_t>& in_dims = input->shape().dimensions();
   std::vector<bool> reduced(in_dims.size(), false);
@@ -867,10 +1003,11 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
   const HloInstruction* root = h->to_apply()->root();
   // A float add/multiply reducer may be reassociated so the loop vectorizer can split the
   // accumulation into lanes (the order of a reduction is unspecified in HLO).
-  bool reassociate = IsFloatType(t) && (t == PT::F32 || t == PT::F64) &&
-                     (root->opcode() == HloOpcode::kAdd || root->opcode() == HloOpcode::kMultiply) &&
-                     root->operand(0)->opcode() == HloOpcode::kParameter &&
-                     root->operand(1)->opcode() == HloOpcode::kParameter;
+  bool reassociate =
+      IsFloatType(t) && (t == PT::F32 || t == PT::F64) &&
+      (root->opcode() == HloOpcode::kAdd || root->opcode() == HloOpcode::kMultiply) &&
+      root->operand(0)->opcode() == HloOpcode::kParameter &&
+      root->operand(1)->opcode() == HloOpcode::kParameter;
   bool widen16 = AccumulatesIn32(*h);
   // A float max/min reducer: the NaN-propagating select chain is a serial dependency the
   // vectorizer cannot split. Instead accumulate maxnum/minnum (nnan nsz, so it may be split
@@ -885,35 +1022,39 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
     nan_seen = EntryAlloca(b_.getInt1Ty(), h->name() + ".nan");
     b_.CreateStore(b_.CreateFCmpUNO(init, init), nan_seen);
   }
-  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(reduced_dims, h->name(), [&](const Index& r) -> absl::Status {
-    Index in;
-    size_t kept = 0, red = 0;
-    for (size_t d = 0; d < in_dims.size(); ++d)
-      in.multi.push_back(reduced[d] ? r.multi[red++] : idx.multi[kept++]);
-    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
-    llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
-    if (minmax) {
-      auto id = root->opcode() == HloOpcode::kMaximum ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum;
-      auto* m = llvm::cast<llvm::Instruction>(CallIntrinsic(id, {v->getType()}, {cur, v}));
-      m->setHasNoNaNs(true);
-      m->setHasNoSignedZeros(true);
-      b_.CreateStore(m, acc);
-      llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), nan_seen);
-      b_.CreateStore(b_.CreateOr(seen, b_.CreateFCmpUNO(v, v)), nan_seen);
-      return absl::OkStatus();
-    }
-    llvm::Value* next;
-    if (widen16) {
-      next = root->opcode() == HloOpcode::kAdd ? b_.CreateFAdd(cur, v) : b_.CreateFMul(cur, v);
-    } else {
-      KILN_EMIT_ASSIGN_OR_RETURN(next, EmitScalarCall(h->to_apply(), {cur, v}));
-    }
-    if (reassociate) {
-      if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
-    }
-    b_.CreateStore(next, acc);
-    return absl::OkStatus();
-  }, outer_lo, outer_hi));
+  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+      reduced_dims, h->name(),
+      [&](const Index& r) -> absl::Status {
+        Index in;
+        size_t kept = 0, red = 0;
+        for (size_t d = 0; d < in_dims.size(); ++d)
+          in.multi.push_back(reduced[d] ? r.multi[red++] : idx.multi[kept++]);
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
+        llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
+        if (minmax) {
+          auto id = root->opcode() == HloOpcode::kMaximum ? llvm::Intrinsic::maxnum
+                                                          : llvm::Intrinsic::minnum;
+          auto* m = llvm::cast<llvm::Instruction>(CallIntrinsic(id, {v->getType()}, {cur, v}));
+          m->setHasNoNaNs(true);
+          m->setHasNoSignedZeros(true);
+          b_.CreateStore(m, acc);
+          llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), nan_seen);
+          b_.CreateStore(b_.CreateOr(seen, b_.CreateFCmpUNO(v, v)), nan_seen);
+          return absl::OkStatus();
+        }
+        llvm::Value* next;
+        if (widen16) {
+          next = root->opcode() == HloOpcode::kAdd ? b_.CreateFAdd(cur, v) : b_.CreateFMul(cur, v);
+        } else {
+          KILN_EMIT_ASSIGN_OR_RETURN(next, EmitScalarCall(h->to_apply(), {cur, v}));
+        }
+        if (reassociate) {
+          if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
+        }
+        b_.CreateStore(next, acc);
+        return absl::OkStatus();
+      },
+      outer_lo, outer_hi));
   llvm::Value* result = b_.CreateLoad(init->getType(), acc);
   if (minmax)
     result = b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan_seen),
@@ -937,19 +1078,21 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, con
     }
     return out;
   };
-  std::vector<int64_t> lfree = free_dims(lhs->shape().rank(), dn.lhs_batch_dimensions,
-                                         dn.lhs_contracting_dimensions);
-  std::vector<int64_t> rfree = free_dims(rhs->shape().rank(), dn.rhs_batch_dimensions,
-                                         dn.rhs_contracting_dimensions);
+  std::vector<int64_t> lfree =
+      free_dims(lhs->shape().rank(), dn.lhs_batch_dimensions, dn.lhs_contracting_dimensions);
+  std::vector<int64_t> rfree =
+      free_dims(rhs->shape().rank(), dn.rhs_batch_dimensions, dn.rhs_contracting_dimensions);
   size_t nb = dn.lhs_batch_dimensions.size();
   if (nb + lfree.size() + rfree.size() != idx.multi.size() ||
       dn.lhs_contracting_dimensions.size() != dn.rhs_contracting_dimensions.size())
-    return absl::InvalidArgumentError(absl::StrCat("dot ", h->name(), ": dimension numbers do not match the shapes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("dot ", h->name(), ": dimension numbers do not match the shapes"));
   std::vector<int64_t> csizes;
   for (int64_t d : dn.lhs_contracting_dimensions) csizes.push_back(lhs->shape().dimensions(d));
   llvm::Type* ct = ComputeType(t, ctx_);
   llvm::AllocaInst* acc = EntryAlloca(ct, h->name() + ".acc");
-  b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0), acc);
+  b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0),
+                 acc);
   KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(csizes, h->name(), [&](const Index& c) -> absl::Status {
     Index li, ri;
     li.multi.resize(lhs->shape().rank());
@@ -1001,7 +1144,8 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
   const size_t nsp = dn.input_spatial_dimensions.size();
   std::vector<WindowDimension> win(nsp);
   if (h->attrs().window) win = h->attrs().window->dimensions;
-  const int64_t groups = h->attrs().feature_group_count, batch_groups = h->attrs().batch_group_count;
+  const int64_t groups = h->attrs().feature_group_count,
+                batch_groups = h->attrs().batch_group_count;
   const int64_t n = ls.dimensions(dn.input_batch_dimension);
   const int64_t ci = rs.dimensions(dn.kernel_input_feature_dimension);
   const int64_t o_count = rs.dimensions(dn.kernel_output_feature_dimension);
@@ -1010,56 +1154,65 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
   llvm::Value* g = groups == 1 ? C64(0) : b_.CreateUDiv(o, C64(o_count / groups));
   llvm::Value* in_b = b;
   if (batch_groups > 1)
-    in_b = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(o, C64(o_count / batch_groups)), C64(n / batch_groups)), b);
+    in_b = b_.CreateAdd(
+        b_.CreateMul(b_.CreateUDiv(o, C64(o_count / batch_groups)), C64(n / batch_groups)), b);
   llvm::Value* feature0 = b_.CreateMul(g, C64(ci));
   std::vector<int64_t> window_dims;
   for (int64_t d : dn.kernel_spatial_dimensions) window_dims.push_back(rs.dimensions(d));
   llvm::Type* ct = ComputeType(t, ctx_);
   llvm::AllocaInst* acc = EntryAlloca(ct, h->name() + ".acc");
-  b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0), acc);
-  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(window_dims, h->name() + ".win", [&](const Index& k) -> absl::Status {
-    Index li, ri;
-    li.multi.resize(ls.rank());
-    ri.multi.resize(rs.rank());
-    li.multi[dn.input_batch_dimension] = in_b;
-    ri.multi[dn.kernel_output_feature_dimension] = o;
-    llvm::Value* inside = b_.getTrue();
-    for (size_t s = 0; s < nsp; ++s) {
-      const WindowDimension& w = win[s];
-      llvm::Value* pos = b_.CreateAdd(
-          b_.CreateSub(b_.CreateMul(idx.multi[dn.output_spatial_dimensions[s]], C64(w.stride)),
-                       C64(w.padding_low)),
-          b_.CreateMul(k.multi[s], C64(w.window_dilation)));
-      inside = b_.CreateAnd(inside, b_.CreateICmpSGE(pos, C64(0)));
-      llvm::Value* ip = pos;
-      if (w.base_dilation > 1) {
-        inside = b_.CreateAnd(inside, b_.CreateICmpEQ(b_.CreateSRem(pos, C64(w.base_dilation)), C64(0)));
-        ip = b_.CreateSDiv(pos, C64(w.base_dilation));
-      }
-      inside = b_.CreateAnd(inside, b_.CreateICmpSLT(ip, C64(ls.dimensions(dn.input_spatial_dimensions[s]))));
-      li.multi[dn.input_spatial_dimensions[s]] = ip;
-      ri.multi[dn.kernel_spatial_dimensions[s]] =
-          w.window_reversal ? b_.CreateSub(C64(window_dims[s] - 1), k.multi[s]) : k.multi[s];
-    }
-    absl::StatusOr<llvm::Value*> done = EmitIfElse(inside, [&]() -> absl::StatusOr<llvm::Value*> {
-      KILN_EMIT_RETURN_IF_ERROR(EmitLoop(ci, h->name() + ".c", [&](llvm::Value* c) -> absl::Status {
-        Index lc = li, rc = ri;
-        lc.multi[dn.input_feature_dimension] = b_.CreateAdd(feature0, c);
-        rc.multi[dn.kernel_input_feature_dimension] = c;
-        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * a, Element(lhs, lc));
-        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, rc));
-        a = ConvertValue(a, ls.element_type(), t);
-        bv = ConvertValue(bv, rs.element_type(), t);
-        llvm::Value* cur = b_.CreateLoad(ct, acc);
-        b_.CreateStore(IsFloatType(t) ? b_.CreateFAdd(cur, b_.CreateFMul(a, bv))
-                                      : b_.CreateAdd(cur, b_.CreateMul(a, bv)),
-                       acc);
-        return absl::OkStatus();
+  b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0),
+                 acc);
+  KILN_EMIT_RETURN_IF_ERROR(
+      EmitLoopNest(window_dims, h->name() + ".win", [&](const Index& k) -> absl::Status {
+        Index li, ri;
+        li.multi.resize(ls.rank());
+        ri.multi.resize(rs.rank());
+        li.multi[dn.input_batch_dimension] = in_b;
+        ri.multi[dn.kernel_output_feature_dimension] = o;
+        llvm::Value* inside = b_.getTrue();
+        for (size_t s = 0; s < nsp; ++s) {
+          const WindowDimension& w = win[s];
+          llvm::Value* pos = b_.CreateAdd(
+              b_.CreateSub(b_.CreateMul(idx.multi[dn.output_spatial_dimensions[s]], C64(w.stride)),
+                           C64(w.padding_low)),
+              b_.CreateMul(k.multi[s], C64(w.window_dilation)));
+          inside = b_.CreateAnd(inside, b_.CreateICmpSGE(pos, C64(0)));
+          llvm::Value* ip = pos;
+          if (w.base_dilation > 1) {
+            inside = b_.CreateAnd(
+                inside, b_.CreateICmpEQ(b_.CreateSRem(pos, C64(w.base_dilation)), C64(0)));
+            ip = b_.CreateSDiv(pos, C64(w.base_dilation));
+          }
+          inside = b_.CreateAnd(
+              inside, b_.CreateICmpSLT(ip, C64(ls.dimensions(dn.input_spatial_dimensions[s]))));
+          li.multi[dn.input_spatial_dimensions[s]] = ip;
+          ri.multi[dn.kernel_spatial_dimensions[s]] =
+              w.window_reversal ? b_.CreateSub(C64(window_dims[s] - 1), k.multi[s]) : k.multi[s];
+        }
+        absl::StatusOr<llvm::Value*> done = EmitIfElse(
+            inside,
+            [&]() -> absl::StatusOr<llvm::Value*> {
+              KILN_EMIT_RETURN_IF_ERROR(
+                  EmitLoop(ci, h->name() + ".c", [&](llvm::Value* c) -> absl::Status {
+                    Index lc = li, rc = ri;
+                    lc.multi[dn.input_feature_dimension] = b_.CreateAdd(feature0, c);
+                    rc.multi[dn.kernel_input_feature_dimension] = c;
+                    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * a, Element(lhs, lc));
+                    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, rc));
+                    a = ConvertValue(a, ls.element_type(), t);
+                    bv = ConvertValue(bv, rs.element_type(), t);
+                    llvm::Value* cur = b_.CreateLoad(ct, acc);
+                    b_.CreateStore(IsFloatType(t) ? b_.CreateFAdd(cur, b_.CreateFMul(a, bv))
+                                                  : b_.CreateAdd(cur, b_.CreateMul(a, bv)),
+                                   acc);
+                    return absl::OkStatus();
+                  }));
+              return b_.getTrue();
+            },
+            [&]() -> absl::StatusOr<llvm::Value*> { return b_.getFalse(); });
+        return done.status();
       }));
-      return b_.getTrue();
-    }, [&]() -> absl::StatusOr<llvm::Value*> { return b_.getFalse(); });
-    return done.status();
-  }));
   return RoundToType(b_.CreateLoad(ct, acc), t);
 }
 
@@ -1139,7 +1292,8 @@ absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction
     }
     case HloOpcode::kConcatenate:
       if (h->dimensions().size() != 1)
-        return absl::InvalidArgumentError(absl::StrCat("concatenate ", h->name(), ": needs one dimension"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("concatenate ", h->name(), ": needs one dimension"));
       return EmitConcatenate(h, idx, 0, 0);
     case HloOpcode::kPad:
       return EmitPad(h, idx);
@@ -1170,15 +1324,15 @@ absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction
 absl::Status KernelEmitter::Emit() {
   for (const HloInstruction* h : spec_.inputs) {
     if (!h->shape().IsArray() || !IsSupportedType(h->shape().element_type()))
-      return absl::InvalidArgumentError(
-          absl::StrCat("kernel ", spec_.name, ": input ", h->name(), " has unsupported shape ",
-                       h->shape().ToString()));
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", spec_.name, ": input ", h->name(),
+                                                     " has unsupported shape ",
+                                                     h->shape().ToString()));
   }
   for (const HloInstruction* h : spec_.outputs) {
     if (!h->shape().IsArray() || !IsSupportedType(h->shape().element_type()))
-      return absl::InvalidArgumentError(
-          absl::StrCat("kernel ", spec_.name, ": output ", h->name(), " has unsupported shape ",
-                       h->shape().ToString()));
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", spec_.name, ": output ", h->name(),
+                                                     " has unsupported shape ",
+                                                     h->shape().ToString()));
   }
   if (gpu()) return EmitGpu();
   const bool parts = spec_.reduce_parts > 0;
@@ -1202,7 +1356,8 @@ absl::Status KernelEmitter::Emit() {
     PT t = root->shape().element_type();
     llvm::Type* st = StorageType(t, ctx_);
     KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
-        root->shape().dimensions(), absl::StrCat("out", o), [&](const Index& idx) -> absl::Status {
+        root->shape().dimensions(), absl::StrCat("out", o),
+        [&](const Index& idx) -> absl::Status {
           KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
           b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(st, out, idx.linear));
           return absl::OkStatus();
@@ -1214,8 +1369,8 @@ absl::Status KernelEmitter::Emit() {
   PopScope();
 
   auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, I64(), I64()}, false);
-  llvm::Function* kernel = llvm::Function::Create(entry_ty, llvm::GlobalValue::ExternalLinkage,
-                                                  spec_.name, module_);
+  llvm::Function* kernel =
+      llvm::Function::Create(entry_ty, llvm::GlobalValue::ExternalLinkage, spec_.name, module_);
   kernel->addFnAttr(llvm::Attribute::NoUnwind);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel));
   std::vector<llvm::Value*> args;
@@ -1231,8 +1386,8 @@ absl::Status KernelEmitter::Emit() {
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyFunction(*fn_, &os) || llvm::verifyFunction(*kernel, &os))
-    return absl::InternalError(absl::StrCat("emitter produced invalid IR for ", spec_.name, ": ",
-                                            os.str()));
+    return absl::InternalError(
+        absl::StrCat("emitter produced invalid IR for ", spec_.name, ": ", os.str()));
   return absl::OkStatus();
 }
 
@@ -1285,13 +1440,15 @@ absl::Status KernelEmitter::EmitReduceParts(llvm::Value* begin, llvm::Value* end
   KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(r->operand(1), Index{{}, C64(0)}));
   llvm::AllocaInst* acc = EntryAlloca(init->getType(), r->name() + ".combine");
   b_.CreateStore(init, acc);
-  absl::Status st_loop = EmitLoop(C64(0), C64(p_count), "combine", [&](llvm::Value* p) -> absl::Status {
-    llvm::Value* v = ToCompute(b_.CreateLoad(st, b_.CreateInBoundsGEP(st, partials, p)), t);
-    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next,
-                               EmitScalarCall(r->to_apply(), {b_.CreateLoad(init->getType(), acc), v}));
-    b_.CreateStore(next, acc);
-    return absl::OkStatus();
-  });
+  absl::Status st_loop =
+      EmitLoop(C64(0), C64(p_count), "combine", [&](llvm::Value* p) -> absl::Status {
+        llvm::Value* v = ToCompute(b_.CreateLoad(st, b_.CreateInBoundsGEP(st, partials, p)), t);
+        KILN_EMIT_ASSIGN_OR_RETURN(
+            llvm::Value * next,
+            EmitScalarCall(r->to_apply(), {b_.CreateLoad(init->getType(), acc), v}));
+        b_.CreateStore(next, acc);
+        return absl::OkStatus();
+      });
   PopScope();
   KILN_EMIT_RETURN_IF_ERROR(st_loop);
   b_.CreateStore(ToStorage(b_.CreateLoad(init->getType(), acc), t), out);

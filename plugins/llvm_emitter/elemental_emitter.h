@@ -55,10 +55,9 @@ struct KernelSpec {
 // operands: elementwise arithmetic, math, compare, select, clamp, convert; broadcast,
 // reshape, transpose, slice, dynamic-slice and dynamic-update-slice (scalar start indices),
 // concatenate, pad, iota, reverse, constant; reduce with a
-// single input and a reducer made of such scalar ops; dot and convolution (naive loops). The element types
-// of the result and operands must be pred, integers up to 64 bits, f16, bf16, f32 or f64.
-// This is the exact list of what the codegen compiles natively; `why` (optional) says why
-// not.
+// single input and a reducer made of such scalar ops; dot and convolution (naive loops). The
+// element types of the result and operands must be pred, integers up to 64 bits, f16, bf16, f32 or
+// f64. This is the exact list of what the codegen compiles natively; `why` (optional) says why not.
 bool CanEmitElementally(const HloInstruction& instr, std::string* why = nullptr);
 
 // Adds the kernel function to `module` (whose context and data layout it uses). For kCpu the

@@ -142,13 +142,12 @@ llvm::Value* FastErfF32(llvm::IRBuilder<>& b, llvm::Value* x) {
   // f32 from 3.92 on, so clamp at 4 (inf and NaN become 4; NaN is fixed by the last select).
   llvm::Value* ac = b.CreateSelect(b.CreateFCmpOLT(a, F(b, 4)), a, F(b, 4));
   llvm::Value* u = b.CreateFMul(b.CreateFSub(ac, F(b, 2.5)), F(b, 1 / 1.5));
-  llvm::Value* rr = Horner(b, u, {0.21080636427594104, -0.11152100469538084,
-                                  0.056110472584285281, -0.027005725289762025,
-                                  0.012489703671470438, -0.0055673329094010852,
-                                  0.0024017016954648125, -0.0010171177746035077,
-                                  0.00041450809783922366, -0.00014394859758813411,
-                                  5.4947248224645443e-05, -3.6928723684809496e-05,
-                                  1.3819088998657932e-05});
+  llvm::Value* rr = Horner(
+      b, u,
+      {0.21080636427594104, -0.11152100469538084, 0.056110472584285281, -0.027005725289762025,
+       0.012489703671470438, -0.0055673329094010852, 0.0024017016954648125, -0.0010171177746035077,
+       0.00041450809783922366, -0.00014394859758813411, 5.4947248224645443e-05,
+       -3.6928723684809496e-05, 1.3819088998657932e-05});
   llvm::Value* erfc = b.CreateFMul(FastExpF32(b, b.CreateFNeg(b.CreateFMul(ac, ac))), rr);
   llvm::Value* large = Intr(b, llvm::Intrinsic::copysign, {b.CreateFSub(F(b, 1), erfc), x});
   llvm::Value* res = b.CreateSelect(b.CreateFCmpOLT(a, F(b, 1)), small, large);

@@ -30,7 +30,7 @@ absl::Status KernelEmitter::EmitGpu() {
   }
   StartBody(spec_.name + ".body", n);
   KILN_EMIT_RETURN_IF_ERROR(layout_.kind == GpuLayout::Kind::kRows ? EmitGpuRowsBody()
-                                                                     : EmitGpuBody());
+                                                                   : EmitGpuBody());
   return VerifyGpu(EmitGpuEntry(n, spec_.name));
 }
 
@@ -38,8 +38,8 @@ absl::Status KernelEmitter::VerifyGpu(llvm::Function* kernel) {
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyFunction(*fn_, &os) || llvm::verifyFunction(*kernel, &os))
-    return absl::InternalError(absl::StrCat("emitter produced invalid IR for ", spec_.name,
-                                            ": ", os.str()));
+    return absl::InternalError(
+        absl::StrCat("emitter produced invalid IR for ", spec_.name, ": ", os.str()));
   return absl::OkStatus();
 }
 
@@ -83,8 +83,9 @@ absl::Status KernelEmitter::EmitGpuBody() {
       for (const Index& idx : group) {
         absl::StatusOr<llvm::Value*> v = Element(root, idx);
         if (!v.ok()) return v.status();
-        stores.push_back({b_.CreateInBoundsGEP(st, fn_->getArg(spec_.inputs.size() + o), idx.linear),
-                          ToStorage(*v, t)});
+        stores.push_back(
+            {b_.CreateInBoundsGEP(st, fn_->getArg(spec_.inputs.size() + o), idx.linear),
+             ToStorage(*v, t)});
       }
     }
     for (auto& [address, value] : stores) b_.CreateStore(value, address);
@@ -127,23 +128,29 @@ void KernelEmitter::MarkVectorAligned(const std::vector<llvm::Value*>& firsts, i
     for (llvm::Instruction& i : bb) {
       auto* load = llvm::dyn_cast<llvm::LoadInst>(&i);
       auto* store = llvm::dyn_cast<llvm::StoreInst>(&i);
-      llvm::Value* ptr = load ? load->getPointerOperand() : store ? store->getPointerOperand() : nullptr;
+      llvm::Value* ptr = load    ? load->getPointerOperand()
+                         : store ? store->getPointerOperand()
+                                 : nullptr;
       auto* gep = llvm::dyn_cast_or_null<llvm::GetElementPtrInst>(ptr);
       if (gep == nullptr || gep->getNumIndices() != 1 || !aligned.contains(gep->getOperand(1)) ||
           !llvm::isa<llvm::Argument>(gep->getPointerOperand()))
         continue;
       const uint64_t size = module_.getDataLayout().getTypeAllocSize(gep->getResultElementType());
       llvm::Align align(std::min<uint64_t>(16, size * static_cast<uint64_t>(width)));
-      if (load) load->setAlignment(align);
-      else store->setAlignment(align);
+      if (load)
+        load->setAlignment(align);
+      else
+        store->setAlignment(align);
     }
   }
 }
 
-std::vector<Index> KernelEmitter::Group(llvm::Value* first, const std::vector<int64_t>& dims, int w) {
+std::vector<Index> KernelEmitter::Group(llvm::Value* first, const std::vector<int64_t>& dims,
+                                        int w) {
   std::vector<Index> group;
   for (int k = 0; k < w; ++k)
-    group.push_back(Delinearize(k == 0 ? first : b_.CreateAdd(first, C64(k), "", true, true), dims));
+    group.push_back(
+        Delinearize(k == 0 ? first : b_.CreateAdd(first, C64(k), "", true, true), dims));
   return group;
 }
 
@@ -234,11 +241,10 @@ absl::StatusOr<std::pair<llvm::Value*, llvm::Value*>> KernelEmitter::WarpCombine
     // Both lanes of a pair compute reducer(lower lane's value, upper lane's value), so every
     // lane ends with the same bits.
     llvm::Value* upper = b_.CreateICmpNE(b_.CreateAnd(lane, C64(m)), C64(0));
-    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * both,
-                               CombineReduced(h, b_.CreateSelect(upper, other, v),
-                                              b_.CreateSelect(upper, v, other)));
-    v = b_.CreateSelect(b_.CreateAnd(valid, other_valid), both,
-                        b_.CreateSelect(valid, v, other));
+    KILN_EMIT_ASSIGN_OR_RETURN(
+        llvm::Value * both,
+        CombineReduced(h, b_.CreateSelect(upper, other, v), b_.CreateSelect(upper, v, other)));
+    v = b_.CreateSelect(b_.CreateAnd(valid, other_valid), both, b_.CreateSelect(valid, v, other));
     valid = b_.CreateOr(valid, other_valid);
   }
   return std::make_pair(v, valid);
@@ -295,8 +301,8 @@ absl::StatusOr<std::pair<llvm::Value*, llvm::Value*>> KernelEmitter::BlockCombin
   llvm::Value* slot = b_.CreateSelect(in_range, lane, C64(0));
   llvm::Value* w = from_bits(b_.CreateLoad(i64, b_.CreateInBoundsGEP(i64, values, slot)));
   llvm::Value* wv = b_.CreateAnd(
-      in_range, b_.CreateICmpNE(b_.CreateLoad(i32, b_.CreateInBoundsGEP(i32, flags, slot)),
-                                b_.getInt32(0)));
+      in_range,
+      b_.CreateICmpNE(b_.CreateLoad(i32, b_.CreateInBoundsGEP(i32, flags, slot)), b_.getInt32(0)));
   CallIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
   return WarpCombine(h, w, wv);
 }
@@ -325,15 +331,15 @@ absl::Status KernelEmitter::EmitStridedLoop(llvm::Value* lo, llvm::Value* hi, ll
 }
 
 // Runs `then` only in thread 0 of the block.
-#define KILN_EMIT_IN_THREAD_ZERO(stmts)                                            \
-  do {                                                                             \
-    auto* _t0 = llvm::BasicBlock::Create(ctx_, "thread0", fn_);                   \
-    auto* _t0_done = llvm::BasicBlock::Create(ctx_, "thread0.done", fn_);         \
-    b_.CreateCondBr(b_.CreateICmpEQ(ThreadIdx(), C64(0)), _t0, _t0_done);          \
-    b_.SetInsertPoint(_t0);                                                        \
-    stmts;                                                                         \
-    b_.CreateBr(_t0_done);                                                         \
-    b_.SetInsertPoint(_t0_done);                                                   \
+#define KILN_EMIT_IN_THREAD_ZERO(stmts)                                   \
+  do {                                                                    \
+    auto* _t0 = llvm::BasicBlock::Create(ctx_, "thread0", fn_);           \
+    auto* _t0_done = llvm::BasicBlock::Create(ctx_, "thread0.done", fn_); \
+    b_.CreateCondBr(b_.CreateICmpEQ(ThreadIdx(), C64(0)), _t0, _t0_done); \
+    b_.SetInsertPoint(_t0);                                               \
+    stmts;                                                                \
+    b_.CreateBr(_t0_done);                                                \
+    b_.SetInsertPoint(_t0_done);                                          \
   } while (0)
 
 absl::Status KernelEmitter::EmitGpuRowsBody() {
@@ -349,7 +355,8 @@ absl::Status KernelEmitter::EmitGpuRowsBody() {
   };
   KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(
       Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), C64(layout_.rows),
-      Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), "row", [&](llvm::Value* r) -> absl::Status {
+      Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), "row",
+      [&](llvm::Value* r) -> absl::Status {
         Index row = Delinearize(r, row_dims);
         // The row's statistics, operands first, each combined across the block; the
         // outputs' elements then find them in this scope under the row's index.
@@ -364,20 +371,20 @@ absl::Status KernelEmitter::EmitGpuRowsBody() {
           b_.CreateStore(init, acc);
           b_.CreateStore(b_.getFalse(), valid);
           // Thread t reads groups of w consecutive columns: t, t + threads, ...
-          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(tid, C64(ncols / w), threads, s->name(),
-                                                    [&](llvm::Value* g) -> absl::Status {
-            llvm::Value* c0 = w == 1 ? g : b_.CreateMul(g, C64(w), "", true, true);
-            llvm::Value* first =
-                b_.CreateAdd(b_.CreateMul(r, C64(ncols), "", true, true), c0, "", true, true);
-            if (w > 1) aligned.insert(aligned.end(), {first, c0});  // c0: per-column operands
-            std::vector<Index> group = RowGroup(row, c0, first, cols, w);
-            KILN_EMIT_RETURN_IF_ERROR(LoadGroup(input->shape().dimensions(), group));
-            for (const Index& in : group) {
-              KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, Element(input, in));
-              KILN_EMIT_RETURN_IF_ERROR(Accumulate(s, acc, valid, x));
-            }
-            return absl::OkStatus();
-          }));
+          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(
+              tid, C64(ncols / w), threads, s->name(), [&](llvm::Value* g) -> absl::Status {
+                llvm::Value* c0 = w == 1 ? g : b_.CreateMul(g, C64(w), "", true, true);
+                llvm::Value* first =
+                    b_.CreateAdd(b_.CreateMul(r, C64(ncols), "", true, true), c0, "", true, true);
+                if (w > 1) aligned.insert(aligned.end(), {first, c0});  // c0: per-column operands
+                std::vector<Index> group = RowGroup(row, c0, first, cols, w);
+                KILN_EMIT_RETURN_IF_ERROR(LoadGroup(input->shape().dimensions(), group));
+                for (const Index& in : group) {
+                  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, Element(input, in));
+                  KILN_EMIT_RETURN_IF_ERROR(Accumulate(s, acc, valid, x));
+                }
+                return absl::OkStatus();
+              }));
           KILN_EMIT_ASSIGN_OR_RETURN(auto total,
                                      BlockCombine(s, b_.CreateLoad(init->getType(), acc),
                                                   b_.CreateLoad(b_.getInt1Ty(), valid)));
@@ -392,23 +399,24 @@ absl::Status KernelEmitter::EmitGpuRowsBody() {
           llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
           PT t = root->shape().element_type();
           llvm::Type* st = StorageType(t, ctx_);
-          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(tid, C64(ncols / w), threads, absl::StrCat("out", o),
-                                                    [&](llvm::Value* g) -> absl::Status {
-            llvm::Value* c0 = w == 1 ? g : b_.CreateMul(g, C64(w), "", true, true);
-            llvm::Value* first =
-                b_.CreateAdd(b_.CreateMul(r, C64(ncols), "", true, true), c0, "", true, true);
-            if (w > 1) aligned.insert(aligned.end(), {first, c0});
-            // The group's values first, then its stores (adjacent, for the vectorizer).
-            std::vector<std::pair<llvm::Value*, llvm::Value*>> stores;
-            std::vector<Index> group = RowGroup(row, c0, first, cols, w);
-            KILN_EMIT_RETURN_IF_ERROR(LoadGroup(root->shape().dimensions(), group));
-            for (const Index& idx : group) {
-              KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
-              stores.push_back({b_.CreateInBoundsGEP(st, out, idx.linear), ToStorage(v, t)});
-            }
-            for (auto& [address, value] : stores) b_.CreateStore(value, address);
-            return absl::OkStatus();
-          }));
+          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(
+              tid, C64(ncols / w), threads, absl::StrCat("out", o),
+              [&](llvm::Value* g) -> absl::Status {
+                llvm::Value* c0 = w == 1 ? g : b_.CreateMul(g, C64(w), "", true, true);
+                llvm::Value* first =
+                    b_.CreateAdd(b_.CreateMul(r, C64(ncols), "", true, true), c0, "", true, true);
+                if (w > 1) aligned.insert(aligned.end(), {first, c0});
+                // The group's values first, then its stores (adjacent, for the vectorizer).
+                std::vector<std::pair<llvm::Value*, llvm::Value*>> stores;
+                std::vector<Index> group = RowGroup(row, c0, first, cols, w);
+                KILN_EMIT_RETURN_IF_ERROR(LoadGroup(root->shape().dimensions(), group));
+                for (const Index& idx : group) {
+                  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
+                  stores.push_back({b_.CreateInBoundsGEP(st, out, idx.linear), ToStorage(v, t)});
+                }
+                for (auto& [address, value] : stores) b_.CreateStore(value, address);
+                return absl::OkStatus();
+              }));
         }
         return absl::OkStatus();
       }));
@@ -445,54 +453,61 @@ absl::Status KernelEmitter::EmitGpuSplitStage(bool combine) {
   if (!combine) {
     // Block r * parts + p reduces the contiguous slice
     // [p columns / parts, (p+1) columns / parts) of row r.
-    st = EmitStridedLoop(first_block, C64(rows * parts), blocks, "part", [&](llvm::Value* blk) -> absl::Status {
-      // In groups of w consecutive elements: the slice bounds fall on group boundaries.
-      const int64_t groups = columns / w;
-      llvm::Value* p = b_.CreateURem(blk, C64(parts));
-      llvm::Value* row_start = b_.CreateMul(b_.CreateUDiv(blk, C64(parts)), C64(groups));
-      llvm::Value* lo = b_.CreateAdd(row_start, b_.CreateSDiv(b_.CreateMul(p, C64(groups)), C64(parts)));
-      llvm::Value* hi = b_.CreateAdd(
-          row_start, b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(groups)), C64(parts)));
-      reset();
-      KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(b_.CreateAdd(lo, tid), hi, threads, "elem",
-                                                [&](llvm::Value* g) -> absl::Status {
-        llvm::Value* first = w == 1 ? g : b_.CreateMul(g, C64(w), "", true, true);
-        if (w > 1) aligned.push_back(first);
-        std::vector<Index> group = Group(first, input->shape().dimensions(), w);
-        KILN_EMIT_RETURN_IF_ERROR(LoadGroup(input->shape().dimensions(), group));
-        for (const Index& in : group) {
-          KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, Element(input, in));
-          KILN_EMIT_RETURN_IF_ERROR(Accumulate(r, acc, valid, x));
-        }
-        return absl::OkStatus();
-      }));
-      KILN_EMIT_ASSIGN_OR_RETURN(auto total, BlockCombine(r, b_.CreateLoad(ct, acc),
-                                                          b_.CreateLoad(b_.getInt1Ty(), valid)));
-      // Every part holds at least one element (AnalyzeGpuKernel), so the partial is valid.
-      KILN_EMIT_IN_THREAD_ZERO(
-          b_.CreateStore(total.first, b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, blk)));
-      return absl::OkStatus();
-    });
+    st = EmitStridedLoop(
+        first_block, C64(rows * parts), blocks, "part", [&](llvm::Value* blk) -> absl::Status {
+          // In groups of w consecutive elements: the slice bounds fall on group boundaries.
+          const int64_t groups = columns / w;
+          llvm::Value* p = b_.CreateURem(blk, C64(parts));
+          llvm::Value* row_start = b_.CreateMul(b_.CreateUDiv(blk, C64(parts)), C64(groups));
+          llvm::Value* lo =
+              b_.CreateAdd(row_start, b_.CreateSDiv(b_.CreateMul(p, C64(groups)), C64(parts)));
+          llvm::Value* hi = b_.CreateAdd(
+              row_start,
+              b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(groups)), C64(parts)));
+          reset();
+          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(
+              b_.CreateAdd(lo, tid), hi, threads, "elem", [&](llvm::Value* g) -> absl::Status {
+                llvm::Value* first = w == 1 ? g : b_.CreateMul(g, C64(w), "", true, true);
+                if (w > 1) aligned.push_back(first);
+                std::vector<Index> group = Group(first, input->shape().dimensions(), w);
+                KILN_EMIT_RETURN_IF_ERROR(LoadGroup(input->shape().dimensions(), group));
+                for (const Index& in : group) {
+                  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, Element(input, in));
+                  KILN_EMIT_RETURN_IF_ERROR(Accumulate(r, acc, valid, x));
+                }
+                return absl::OkStatus();
+              }));
+          KILN_EMIT_ASSIGN_OR_RETURN(
+              auto total,
+              BlockCombine(r, b_.CreateLoad(ct, acc), b_.CreateLoad(b_.getInt1Ty(), valid)));
+          // Every part holds at least one element (AnalyzeGpuKernel), so the partial is valid.
+          KILN_EMIT_IN_THREAD_ZERO(
+              b_.CreateStore(total.first, b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, blk)));
+          return absl::OkStatus();
+        });
   } else {
     // Block r folds row r's partials, then the init value.
     PT t = r->shape().element_type();
     llvm::Type* storage = StorageType(t, ctx_);
-    st = EmitStridedLoop(first_block, C64(rows), blocks, "row", [&](llvm::Value* row) -> absl::Status {
-      reset();
-      llvm::Value* base = b_.CreateMul(row, C64(parts));
-      KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(tid, C64(parts), threads, "partial",
-                                                [&](llvm::Value* i) -> absl::Status {
-        llvm::Value* slot = b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, b_.CreateAdd(base, i));
-        return Accumulate(r, acc, valid, b_.CreateLoad(ct, slot));
-      }));
-      KILN_EMIT_ASSIGN_OR_RETURN(auto total, BlockCombine(r, b_.CreateLoad(ct, acc),
-                                                          b_.CreateLoad(b_.getInt1Ty(), valid)));
-      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * with_init, CombineReduced(r, init, total.first));
-      llvm::Value* v = FinishReduce(r, b_.CreateSelect(total.second, with_init, init));
-      KILN_EMIT_IN_THREAD_ZERO(
-          b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(storage, out, row)));
-      return absl::OkStatus();
-    });
+    st = EmitStridedLoop(
+        first_block, C64(rows), blocks, "row", [&](llvm::Value* row) -> absl::Status {
+          reset();
+          llvm::Value* base = b_.CreateMul(row, C64(parts));
+          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(
+              tid, C64(parts), threads, "partial", [&](llvm::Value* i) -> absl::Status {
+                llvm::Value* slot =
+                    b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, b_.CreateAdd(base, i));
+                return Accumulate(r, acc, valid, b_.CreateLoad(ct, slot));
+              }));
+          KILN_EMIT_ASSIGN_OR_RETURN(
+              auto total,
+              BlockCombine(r, b_.CreateLoad(ct, acc), b_.CreateLoad(b_.getInt1Ty(), valid)));
+          KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * with_init, CombineReduced(r, init, total.first));
+          llvm::Value* v = FinishReduce(r, b_.CreateSelect(total.second, with_init, init));
+          KILN_EMIT_IN_THREAD_ZERO(
+              b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(storage, out, row)));
+          return absl::OkStatus();
+        });
   }
   PopScope();
   if (!st.ok()) return st;
@@ -517,7 +532,8 @@ absl::Status KernelEmitter::EmitGpuColumnStage(bool combine) {
   llvm::Value* start = b_.CreateAdd(
       b_.CreateMul(Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), ntid, "", true, true),
       ThreadIdx(), "", true, true);
-  llvm::Value* stride = b_.CreateMul(Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "", true, true);
+  llvm::Value* stride =
+      b_.CreateMul(Sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x), ntid, "", true, true);
   PushScope();
   absl::Status st;
   absl::StatusOr<llvm::Value*> init_or = Element(r->operand(1), Index{{}, C64(0)});
@@ -527,49 +543,56 @@ absl::Status KernelEmitter::EmitGpuColumnStage(bool combine) {
   llvm::AllocaInst* acc = st.ok() ? EntryAlloca(ct, r->name() + ".acc") : nullptr;
   if (st.ok() && !combine) {
     // Thread t: part t / columns, column t % columns (adjacent threads, adjacent columns).
-    st = EmitStridedLoop(start, C64(parts * columns), stride, "colpart", [&](llvm::Value* t) -> absl::Status {
-      llvm::Value* p = b_.CreateUDiv(t, C64(columns));
-      llvm::Value* c = b_.CreateURem(t, C64(columns));
-      Index col = Delinearize(c, r->shape().dimensions());
-      llvm::Value* lo = b_.CreateSDiv(b_.CreateMul(p, C64(rows)), C64(parts));
-      llvm::Value* hi = b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(rows)), C64(parts));
-      // Every part holds at least 32 rows (AnalyzeGpuKernel): the first row starts the partial.
-      auto element = [&](llvm::Value* k) -> absl::StatusOr<llvm::Value*> {
-        Index in = Delinearize(k, row_dims);
-        in.multi.insert(in.multi.end(), col.multi.begin(), col.multi.end());
-        in.linear = b_.CreateAdd(b_.CreateMul(k, C64(columns), "", true, true), c, "", true, true);
-        return Element(input, in);
-      };
-      PushScope();
-      absl::StatusOr<llvm::Value*> first = element(lo);
-      PopScope();
-      if (!first.ok()) return first.status();
-      b_.CreateStore(*first, acc);
-      KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(b_.CreateAdd(lo, C64(1)), hi, C64(1), "rows",
-                                                [&](llvm::Value* k) -> absl::Status {
-        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, element(k));
-        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next,
-                                   CombineReduced(r, b_.CreateLoad(ct, acc), x));
-        b_.CreateStore(next, acc);
-        return absl::OkStatus();
-      }));
-      b_.CreateStore(b_.CreateLoad(ct, acc), b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, t));
-      return absl::OkStatus();
-    });
+    st = EmitStridedLoop(
+        start, C64(parts * columns), stride, "colpart", [&](llvm::Value* t) -> absl::Status {
+          llvm::Value* p = b_.CreateUDiv(t, C64(columns));
+          llvm::Value* c = b_.CreateURem(t, C64(columns));
+          Index col = Delinearize(c, r->shape().dimensions());
+          llvm::Value* lo = b_.CreateSDiv(b_.CreateMul(p, C64(rows)), C64(parts));
+          llvm::Value* hi =
+              b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(rows)), C64(parts));
+          // Every part holds at least 32 rows (AnalyzeGpuKernel): the first row starts the partial.
+          auto element = [&](llvm::Value* k) -> absl::StatusOr<llvm::Value*> {
+            Index in = Delinearize(k, row_dims);
+            in.multi.insert(in.multi.end(), col.multi.begin(), col.multi.end());
+            in.linear =
+                b_.CreateAdd(b_.CreateMul(k, C64(columns), "", true, true), c, "", true, true);
+            return Element(input, in);
+          };
+          PushScope();
+          absl::StatusOr<llvm::Value*> first = element(lo);
+          PopScope();
+          if (!first.ok()) return first.status();
+          b_.CreateStore(*first, acc);
+          KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(
+              b_.CreateAdd(lo, C64(1)), hi, C64(1), "rows", [&](llvm::Value* k) -> absl::Status {
+                KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * x, element(k));
+                KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next,
+                                           CombineReduced(r, b_.CreateLoad(ct, acc), x));
+                b_.CreateStore(next, acc);
+                return absl::OkStatus();
+              }));
+          b_.CreateStore(b_.CreateLoad(ct, acc),
+                         b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, t));
+          return absl::OkStatus();
+        });
   } else if (st.ok()) {
     // Thread c folds init, then its column's partials in part order.
     PT t = r->shape().element_type();
     llvm::Type* storage = StorageType(t, ctx_);
     st = EmitStridedLoop(start, C64(columns), stride, "col", [&](llvm::Value* c) -> absl::Status {
       b_.CreateStore(init, acc);
-      KILN_EMIT_RETURN_IF_ERROR(EmitStridedLoop(C64(0), C64(parts), C64(1), "parts",
-                                                [&](llvm::Value* p) -> absl::Status {
-        llvm::Value* slot = b_.CreateAdd(b_.CreateMul(p, C64(columns), "", true, true), c, "", true, true);
-        llvm::Value* x = b_.CreateLoad(ct, b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, slot));
-        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next, CombineReduced(r, b_.CreateLoad(ct, acc), x));
-        b_.CreateStore(next, acc);
-        return absl::OkStatus();
-      }));
+      KILN_EMIT_RETURN_IF_ERROR(
+          EmitStridedLoop(C64(0), C64(parts), C64(1), "parts", [&](llvm::Value* p) -> absl::Status {
+            llvm::Value* slot =
+                b_.CreateAdd(b_.CreateMul(p, C64(columns), "", true, true), c, "", true, true);
+            llvm::Value* x =
+                b_.CreateLoad(ct, b_.CreateInBoundsGEP(b_.getInt64Ty(), partials, slot));
+            KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next,
+                                       CombineReduced(r, b_.CreateLoad(ct, acc), x));
+            b_.CreateStore(next, acc);
+            return absl::OkStatus();
+          }));
       llvm::Value* v = FinishReduce(r, b_.CreateLoad(ct, acc));
       b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(storage, out, c));
       return absl::OkStatus();
@@ -580,7 +603,6 @@ absl::Status KernelEmitter::EmitGpuColumnStage(bool combine) {
   b_.CreateRetVoid();
   return absl::OkStatus();
 }
-
 
 llvm::Function* KernelEmitter::EmitGpuEntry(size_t n, const std::string& name) {
   llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
@@ -601,7 +623,8 @@ llvm::Function* KernelEmitter::EmitGpuEntry(size_t n, const std::string& name) {
   // Buffers are global memory: the round trip through addrspace(1) lets address-space
   // inference turn generic loads and stores into ld.global / st.global.
   for (size_t i = 0; i < n; ++i) {
-    llvm::Value* global = b_.CreateAddrSpaceCast(kernel->getArg(i), llvm::PointerType::get(ctx_, 1));
+    llvm::Value* global =
+        b_.CreateAddrSpaceCast(kernel->getArg(i), llvm::PointerType::get(ctx_, 1));
     args.push_back(b_.CreateAddrSpaceCast(global, ptr));
   }
   // The CPU outer-range arguments of the body are unused on the GPU.

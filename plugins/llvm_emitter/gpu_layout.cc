@@ -100,8 +100,9 @@ GpuLayout AnalyzeGpuKernel(const KernelSpec& spec) {
       // blocks in all (1024 blocks of 256 threads fill any current GPU).
       const int64_t rows = r->shape().num_elements();
       const int64_t columns = RowColumns(*r);
-      const int64_t parts = std::min<int64_t>(columns / (int64_t{kGpuMaxBlockThreads} * 8),
-                                              std::max<int64_t>(2048 / std::max<int64_t>(rows, 1), 1));
+      const int64_t parts =
+          std::min<int64_t>(columns / (int64_t{kGpuMaxBlockThreads} * 8),
+                            std::max<int64_t>(2048 / std::max<int64_t>(rows, 1), 1));
       if (rows > 0 && (parts >= 2 || rows == 1)) {
         layout.kind = GpuLayout::Kind::kSplitReduce;
         layout.threads = kGpuMaxBlockThreads;

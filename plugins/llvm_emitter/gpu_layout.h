@@ -46,8 +46,8 @@ struct GpuLayout {
   std::vector<int64_t> row_dims;  // kRows: the statistics' shape (the outputs' leading dims)
   int64_t rows = 0;               // kRows: product of row_dims; kSplitReduce: output elements
   int threads = 0;                // kRows, kSplitReduce: threads per block (whole warps)
-  int64_t parts = 0;      // kSplitReduce: blocks per row; kSplitColumns: parts per column
-  int64_t columns = 0;    // kSplitColumns: output elements
+  int64_t parts = 0;              // kSplitReduce: blocks per row; kSplitColumns: parts per column
+  int64_t columns = 0;            // kSplitColumns: output elements
   // Consecutive elements a thread takes at a time (4 when no value is wider than 32 bits and
   // the sizes allow: a thread's loads of an input read at the output's index become one
   // 16-byte vector load), else 1. kElements: every output has the same size, a multiple of

@@ -19,7 +19,6 @@
 #include "plugins/llvm_emitter/elemental_emitter.h"
 #include "plugins/llvm_emitter/gpu_layout.h"
 
-
 #define KILN_EMIT_RETURN_IF_ERROR(expr) \
   do {                                  \
     absl::Status _st = (expr);          \
@@ -27,10 +26,9 @@
   } while (0)
 #define KILN_EMIT_CONCAT_INNER(a, b) a##b
 #define KILN_EMIT_CONCAT(a, b) KILN_EMIT_CONCAT_INNER(a, b)
-#define KILN_EMIT_ASSIGN_OR_RETURN(lhs, expr)                        \
-  auto KILN_EMIT_CONCAT(_so_, __LINE__) = (expr);                    \
-  if (!KILN_EMIT_CONCAT(_so_, __LINE__).ok())                        \
-    return KILN_EMIT_CONCAT(_so_, __LINE__).status();                \
+#define KILN_EMIT_ASSIGN_OR_RETURN(lhs, expr)                                                   \
+  auto KILN_EMIT_CONCAT(_so_, __LINE__) = (expr);                                               \
+  if (!KILN_EMIT_CONCAT(_so_, __LINE__).ok()) return KILN_EMIT_CONCAT(_so_, __LINE__).status(); \
   lhs = std::move(*KILN_EMIT_CONCAT(_so_, __LINE__))
 
 namespace kiln::llvm_emit::detail {
@@ -39,28 +37,54 @@ using PT = PrimitiveType;
 
 inline bool IsSupportedType(PT t) {
   switch (t) {
-    case PT::PRED: case PT::S8: case PT::S16: case PT::S32: case PT::S64:
-    case PT::U8: case PT::U16: case PT::U32: case PT::U64:
-    case PT::F16: case PT::BF16: case PT::F32: case PT::F64:
+    case PT::PRED:
+    case PT::S8:
+    case PT::S16:
+    case PT::S32:
+    case PT::S64:
+    case PT::U8:
+    case PT::U16:
+    case PT::U32:
+    case PT::U64:
+    case PT::F16:
+    case PT::BF16:
+    case PT::F32:
+    case PT::F64:
       return true;
     default:
       return false;
   }
 }
 
-inline bool IsFloatType(PT t) { return t == PT::F16 || t == PT::BF16 || t == PT::F32 || t == PT::F64; }
+inline bool IsFloatType(PT t) {
+  return t == PT::F16 || t == PT::BF16 || t == PT::F32 || t == PT::F64;
+}
 
 // How values of `t` are laid out in memory.
 inline llvm::Type* StorageType(PT t, llvm::LLVMContext& c) {
   switch (t) {
-    case PT::PRED: case PT::S8: case PT::U8: return llvm::Type::getInt8Ty(c);
-    case PT::S16: case PT::U16: case PT::BF16: return llvm::Type::getInt16Ty(c);
-    case PT::S32: case PT::U32: return llvm::Type::getInt32Ty(c);
-    case PT::S64: case PT::U64: return llvm::Type::getInt64Ty(c);
-    case PT::F16: return llvm::Type::getHalfTy(c);
-    case PT::F32: return llvm::Type::getFloatTy(c);
-    case PT::F64: return llvm::Type::getDoubleTy(c);
-    default: return nullptr;
+    case PT::PRED:
+    case PT::S8:
+    case PT::U8:
+      return llvm::Type::getInt8Ty(c);
+    case PT::S16:
+    case PT::U16:
+    case PT::BF16:
+      return llvm::Type::getInt16Ty(c);
+    case PT::S32:
+    case PT::U32:
+      return llvm::Type::getInt32Ty(c);
+    case PT::S64:
+    case PT::U64:
+      return llvm::Type::getInt64Ty(c);
+    case PT::F16:
+      return llvm::Type::getHalfTy(c);
+    case PT::F32:
+      return llvm::Type::getFloatTy(c);
+    case PT::F64:
+      return llvm::Type::getDoubleTy(c);
+    default:
+      return nullptr;
   }
 }
 
@@ -68,9 +92,13 @@ inline llvm::Type* StorageType(PT t, llvm::LLVMContext& c) {
 // result is rounded back to its type, so results match arithmetic in that type).
 inline llvm::Type* ComputeType(PT t, llvm::LLVMContext& c) {
   switch (t) {
-    case PT::PRED: return llvm::Type::getInt1Ty(c);
-    case PT::F16: case PT::BF16: return llvm::Type::getFloatTy(c);
-    default: return StorageType(t, c);
+    case PT::PRED:
+      return llvm::Type::getInt1Ty(c);
+    case PT::F16:
+    case PT::BF16:
+      return llvm::Type::getFloatTy(c);
+    default:
+      return StorageType(t, c);
   }
 }
 
@@ -111,9 +139,9 @@ class KernelEmitter {
                             const std::function<absl::Status(const Index&)>& body,
                             llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr);
   // Runs `arm` in a fresh block under `cond` / its negation and merges the two values.
-  absl::StatusOr<llvm::Value*> EmitIfElse(llvm::Value* cond,
-                                          const std::function<absl::StatusOr<llvm::Value*>()>& then_fn,
-                                          const std::function<absl::StatusOr<llvm::Value*>()>& else_fn);
+  absl::StatusOr<llvm::Value*> EmitIfElse(
+      llvm::Value* cond, const std::function<absl::StatusOr<llvm::Value*>()>& then_fn,
+      const std::function<absl::StatusOr<llvm::Value*>()>& else_fn);
   void PushScope() { scopes_.emplace_back(); }
   void PopScope() { scopes_.pop_back(); }
   llvm::AllocaInst* EntryAlloca(llvm::Type* t, const std::string& name);
@@ -199,16 +227,16 @@ class KernelEmitter {
                                               llvm::Value* b);
   llvm::Value* FinishReduce(const HloInstruction* h, llvm::Value* v);
   // Folds `v` into the running partial (acc, valid): the first value replaces it.
-  absl::Status Accumulate(const HloInstruction* h, llvm::AllocaInst* acc,
-                          llvm::AllocaInst* valid, llvm::Value* v);
+  absl::Status Accumulate(const HloInstruction* h, llvm::AllocaInst* acc, llvm::AllocaInst* valid,
+                          llvm::Value* v);
   // Combines every thread's (v, valid) partial: each thread gets the block's result and
   // whether any thread had a value. Lanes combine in lane order (lower lane first).
   absl::StatusOr<std::pair<llvm::Value*, llvm::Value*>> BlockCombine(const HloInstruction* h,
+                                                                     llvm::Value* v,
+                                                                     llvm::Value* valid);
+  absl::StatusOr<std::pair<llvm::Value*, llvm::Value*>> WarpCombine(const HloInstruction* h,
                                                                     llvm::Value* v,
                                                                     llvm::Value* valid);
-  absl::StatusOr<std::pair<llvm::Value*, llvm::Value*>> WarpCombine(const HloInstruction* h,
-                                                                   llvm::Value* v,
-                                                                   llvm::Value* valid);
   // A loop over [lo, hi) in steps of `step` (threads striding over a row).
   absl::Status EmitStridedLoop(llvm::Value* lo, llvm::Value* hi, llvm::Value* step,
                                const std::string& name,

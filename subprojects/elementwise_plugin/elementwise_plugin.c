@@ -36,16 +36,29 @@ static void ErrorDestroy(KILN_Error* e) { free(e); }
 static const char* ErrorMessage(const KILN_Error* e) { return e->message; }
 static KILN_ErrorCode ErrorCode(const KILN_Error* e) { return e->code; }
 
-#define CHECK_ARGS(args, type, last)                                                \
-  if ((args) == NULL || (args)->struct_size < KILN_STRUCT_SIZE(type, last))         \
+#define CHECK_ARGS(args, type, last)                                        \
+  if ((args) == NULL || (args)->struct_size < KILN_STRUCT_SIZE(type, last)) \
   return Fail(KILN_ERROR_INVALID_ARGUMENT, "%s%s: args struct too small", #type, "")
 
 /* ---- a tiny reader for the entry computation of HLO text ------------------------ */
-enum Op { OP_PARAMETER, OP_ADD, OP_SUBTRACT, OP_MULTIPLY, OP_DIVIDE, OP_MAXIMUM, OP_MINIMUM,
-          OP_NEGATE, OP_ABS, OP_EXP, OP_TANH, OP_SQRT, OP_UNSUPPORTED };
-static const char* const kOpNames[] = {"parameter", "add", "subtract", "multiply", "divide",
-                                       "maximum", "minimum", "negate", "abs", "exponential",
-                                       "tanh", "sqrt"};
+enum Op {
+  OP_PARAMETER,
+  OP_ADD,
+  OP_SUBTRACT,
+  OP_MULTIPLY,
+  OP_DIVIDE,
+  OP_MAXIMUM,
+  OP_MINIMUM,
+  OP_NEGATE,
+  OP_ABS,
+  OP_EXP,
+  OP_TANH,
+  OP_SQRT,
+  OP_UNSUPPORTED
+};
+static const char* const kOpNames[] = {"parameter", "add",         "subtract", "multiply",
+                                       "divide",    "maximum",     "minimum",  "negate",
+                                       "abs",       "exponential", "tanh",     "sqrt"};
 
 #define MAX_NAME 128
 #define MAX_DIMS 8
@@ -72,7 +85,11 @@ typedef struct {
   int num_params;
 } Program;
 
-static void FreeProgram(Program* p) { free(p->instrs); p->instrs = NULL; p->count = 0; }
+static void FreeProgram(Program* p) {
+  free(p->instrs);
+  p->instrs = NULL;
+  p->count = 0;
+}
 
 static const char* SkipSpace(const char* s, const char* end) {
   while (s < end && (*s == ' ' || *s == '\t' || *s == '\r')) ++s;
@@ -209,7 +226,8 @@ static int ParseLine(Program* p, const char* s, const char* end) {
   p->instrs = grown;
   p->instrs[p->count] = in;
   if (in.is_root) p->root = p->count;
-  if (in.op == OP_PARAMETER && in.param_number + 1 > p->num_params) p->num_params = in.param_number + 1;
+  if (in.op == OP_PARAMETER && in.param_number + 1 > p->num_params)
+    p->num_params = in.param_number + 1;
   p->count++;
   return 1;
 }
@@ -267,11 +285,26 @@ struct KILN_Executable {
 
 static size_t DTypeSize(KILN_DType t) {
   switch (t) {
-    case KILN_DTYPE_PRED: case KILN_DTYPE_S8: case KILN_DTYPE_U8: return 1;
-    case KILN_DTYPE_S16: case KILN_DTYPE_U16: case KILN_DTYPE_F16: case KILN_DTYPE_BF16: return 2;
-    case KILN_DTYPE_S32: case KILN_DTYPE_U32: case KILN_DTYPE_F32: return 4;
-    case KILN_DTYPE_S64: case KILN_DTYPE_U64: case KILN_DTYPE_F64: case KILN_DTYPE_C64: return 8;
-    case KILN_DTYPE_C128: return 16;
+    case KILN_DTYPE_PRED:
+    case KILN_DTYPE_S8:
+    case KILN_DTYPE_U8:
+      return 1;
+    case KILN_DTYPE_S16:
+    case KILN_DTYPE_U16:
+    case KILN_DTYPE_F16:
+    case KILN_DTYPE_BF16:
+      return 2;
+    case KILN_DTYPE_S32:
+    case KILN_DTYPE_U32:
+    case KILN_DTYPE_F32:
+      return 4;
+    case KILN_DTYPE_S64:
+    case KILN_DTYPE_U64:
+    case KILN_DTYPE_F64:
+    case KILN_DTYPE_C64:
+      return 8;
+    case KILN_DTYPE_C128:
+      return 16;
   }
   return 0;
 }
@@ -350,7 +383,8 @@ static KILN_Error* Compile(KILN_Compile_Args* args) {
   for (int i = 0; i < exe->program.count; ++i) {
     const Instr* in = &exe->program.instrs[i];
     if (in->unsupported != NULL) {
-      KILN_Error* err = Fail(KILN_ERROR_UNIMPLEMENTED, "instruction '%s' %s", in->name, in->unsupported);
+      KILN_Error* err =
+          Fail(KILN_ERROR_UNIMPLEMENTED, "instruction '%s' %s", in->name, in->unsupported);
       FreeProgram(&exe->program);
       free(exe);
       return err;
@@ -376,18 +410,30 @@ static KILN_Error* ExecutableDestroy(KILN_Executable_Destroy_Args* args) {
 
 static float Apply(enum Op op, float a, float b) {
   switch (op) {
-    case OP_ADD: return a + b;
-    case OP_SUBTRACT: return a - b;
-    case OP_MULTIPLY: return a * b;
-    case OP_DIVIDE: return a / b;
-    case OP_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
-    case OP_MINIMUM: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
-    case OP_NEGATE: return -a;
-    case OP_ABS: return fabsf(a);
-    case OP_EXP: return expf(a);
-    case OP_TANH: return tanhf(a);
-    case OP_SQRT: return sqrtf(a);
-    default: return 0;
+    case OP_ADD:
+      return a + b;
+    case OP_SUBTRACT:
+      return a - b;
+    case OP_MULTIPLY:
+      return a * b;
+    case OP_DIVIDE:
+      return a / b;
+    case OP_MAXIMUM:
+      return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
+    case OP_MINIMUM:
+      return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+    case OP_NEGATE:
+      return -a;
+    case OP_ABS:
+      return fabsf(a);
+    case OP_EXP:
+      return expf(a);
+    case OP_TANH:
+      return tanhf(a);
+    case OP_SQRT:
+      return sqrtf(a);
+    default:
+      return 0;
   }
 }
 
@@ -417,8 +463,8 @@ static KILN_Error* Execute(KILN_Execute_Args* args) {
     if (in->op == OP_PARAMETER) {
       const KILN_Buffer* b = args->arguments[in->param_number];
       if (b == NULL || b->dtype != KILN_DTYPE_F32 || b->byte_size != n * sizeof(float)) {
-        err = Fail(KILN_ERROR_INVALID_ARGUMENT, "argument for '%s' is not the f32 array it expects%s",
-                   in->name, NULL);
+        err = Fail(KILN_ERROR_INVALID_ARGUMENT,
+                   "argument for '%s' is not the f32 array it expects%s", in->name, NULL);
         break;
       }
       memcpy(values[i], b->data, n * sizeof(float));

@@ -41,12 +41,13 @@ class StandInDeviceArray : public plugin_support::DeviceArray {
 
 class ElementwiseOnlyBackend : public plugin_support::HostBackend {
  public:
-  absl::StatusOr<std::shared_ptr<plugin_support::DeviceArray>> ToDevice(const Literal& value) override {
+  absl::StatusOr<std::shared_ptr<plugin_support::DeviceArray>> ToDevice(
+      const Literal& value) override {
     return std::make_shared<StandInDeviceArray>(value);
   }
-  void Capability(const HloModule& module,
-                  const std::function<void(const HloInstruction&, const std::string*)>& report)
-      override {
+  void Capability(
+      const HloModule& module,
+      const std::function<void(const HloInstruction&, const std::string*)>& report) override {
     plugin_support::ReportEachInstruction(module, UnsupportedReason, report);
   }
   // Refuses what it declared unsupported, so a wrong placement fails loudly in tests.

@@ -65,9 +65,9 @@ static KILN_Error* ClientDevices(KILN_Client_Devices_Args* args) {
   return NULL;
 }
 /* Everything else is unimplemented: the registry tests never run code on these. */
-#define KILN_STUB_UNIMPLEMENTED(fn, type)                                   \
-  __attribute__((unused)) static KILN_Error* fn(type* args) {            \
-    (void)args;                                                             \
+#define KILN_STUB_UNIMPLEMENTED(fn, type)                                       \
+  __attribute__((unused)) static KILN_Error* fn(type* args) {                   \
+    (void)args;                                                                 \
     return MakeError(KILN_ERROR_UNIMPLEMENTED, #fn " not implemented in stub"); \
   }
 KILN_STUB_UNIMPLEMENTED(DeviceDescription, KILN_Device_Description_Args)

@@ -37,9 +37,9 @@ class WrongProgram : public plugin_support::HostProgram {
 
 class WrongBackend : public plugin_support::HostBackend {
  public:
-  void Capability(const HloModule& module,
-                  const std::function<void(const HloInstruction&, const std::string*)>& report)
-      override {
+  void Capability(
+      const HloModule& module,
+      const std::function<void(const HloInstruction&, const std::string*)>& report) override {
     plugin_support::ReportEachInstruction(
         module, [](const HloInstruction&) { return std::optional<std::string>(); }, report);
   }
@@ -55,8 +55,7 @@ absl::StatusOr<std::unique_ptr<plugin_support::HostBackend>> MakeBackend() {
 
 constexpr plugin_support::HostPluginInfo kInfo = {
     "test-wrong", 1, "host-test-wrong",
-    "test plugin: the evaluator's answer with element 1 of every output off by 0.5",
-    MakeBackend};
+    "test plugin: the evaluator's answer with element 1 of every output off by 0.5", MakeBackend};
 
 }  // namespace
 }  // namespace kiln::test_wrong

@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!module.ok()) return 0;
   if (!kiln::VerifyModule(**module).ok()) return 0;
   std::string printed = (*module)->ToString();
-  absl::StatusOr<std::unique_ptr<kiln::HloModule>> again = kiln::ParseHloModule(printed, "printed.hlo");
+  absl::StatusOr<std::unique_ptr<kiln::HloModule>> again =
+      kiln::ParseHloModule(printed, "printed.hlo");
   if (!again.ok()) std::abort();
   return 0;
 }

@@ -27,9 +27,9 @@ absl::StatusOr<Infos> ConstShape(const Node& n, const Infos&) {
     shape = s->shape();
     if (!shape.IsFullyDefined()) return absl::InvalidArgumentError("Const shape must be known");
     if (is_list && static_cast<int64_t>(count) != shape.num_elements()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "Const value has {} elements but shape {} needs {}", count, shape.ToString(),
-          shape.num_elements()));
+      return absl::InvalidArgumentError(
+          fmt::format("Const value has {} elements but shape {} needs {}", count, shape.ToString(),
+                      shape.num_elements()));
     }
   } else if (is_list) {
     shape.dims = {static_cast<int64_t>(count)};
@@ -64,14 +64,14 @@ absl::StatusOr<Infos> ReshapeShape(const Node& n, const Infos& in) {
   if (have >= 0) {
     if (unknown >= 0) {
       if (known == 0 || have % known != 0) {
-        return absl::InvalidArgumentError(fmt::format(
-            "cannot reshape {} elements into {}", have, want.ToString()));
+        return absl::InvalidArgumentError(
+            fmt::format("cannot reshape {} elements into {}", have, want.ToString()));
       }
       want.dims[unknown] = have / known;
     } else if (known != have) {
-      return absl::InvalidArgumentError(fmt::format(
-          "cannot reshape {} ({} elements) into {} ({} elements)", in[0].shape.ToString(), have,
-          want.ToString(), known));
+      return absl::InvalidArgumentError(
+          fmt::format("cannot reshape {} ({} elements) into {} ({} elements)",
+                      in[0].shape.ToString(), have, want.ToString(), known));
     }
   }
   return Infos{{in[0].dtype, want}};
@@ -88,8 +88,8 @@ absl::StatusOr<Infos> TransposeShape(const Node& n, const Infos& in) {
   TensorShape out;
   for (int64_t p : perm) {
     if (p < 0 || p >= s.rank() || seen[p]) {
-      return absl::InvalidArgumentError(fmt::format("perm [{}] is not a permutation",
-                                                    fmt::join(perm, ",")));
+      return absl::InvalidArgumentError(
+          fmt::format("perm [{}] is not a permutation", fmt::join(perm, ",")));
     }
     seen[p] = true;
     out.dims.push_back(s.dims[p]);
@@ -131,8 +131,8 @@ absl::StatusOr<Infos> SqueezeShape(const Node& n, const Infos& in) {
     axes = *norm;
     for (int64_t ax : axes) {
       if (s.dims[ax] != 1 && s.dims[ax] >= 0) {
-        return absl::InvalidArgumentError(fmt::format(
-            "cannot squeeze dimension {} of {}: its size is not 1", ax, s.ToString()));
+        return absl::InvalidArgumentError(
+            fmt::format("cannot squeeze dimension {} of {}: its size is not 1", ax, s.ToString()));
       }
     }
   } else {
@@ -180,34 +180,53 @@ void RegisterArrayOps(OpRegistry& r) {
                         {"value", AttrKind::kFloats, true, true}},
               .shape_fn = ConstShape,
               .lower = LowerConst});
-  r.Register({.name = "Identity", .min_inputs = 1, .max_inputs = 1,
+  r.Register({.name = "Identity",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .shape_fn = [](const Node&, const Infos& in) -> absl::StatusOr<Infos> { return in; },
               .lower = [](LowerContext& ctx) -> absl::StatusOr<std::vector<HloInstruction*>> {
                 return std::vector<HloInstruction*>{ctx.input(0)};
               }});
-  r.Register({.name = "Reshape", .min_inputs = 1, .max_inputs = 1,
+  r.Register({.name = "Reshape",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"shape", AttrKind::kShape, true}},
-              .shape_fn = ReshapeShape, .lower = LowerAsReshape});
-  r.Register({.name = "ExpandDims", .min_inputs = 1, .max_inputs = 1,
+              .shape_fn = ReshapeShape,
+              .lower = LowerAsReshape});
+  r.Register({.name = "ExpandDims",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"axis", AttrKind::kInt, true}},
-              .shape_fn = ExpandDimsShape, .lower = LowerAsReshape});
-  r.Register({.name = "Squeeze", .min_inputs = 1, .max_inputs = 1,
+              .shape_fn = ExpandDimsShape,
+              .lower = LowerAsReshape});
+  r.Register({.name = "Squeeze",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"squeeze_dims", AttrKind::kInts}},
-              .shape_fn = SqueezeShape, .lower = LowerAsReshape});
-  r.Register({.name = "Fill", .min_inputs = 1, .max_inputs = 1,
+              .shape_fn = SqueezeShape,
+              .lower = LowerAsReshape});
+  r.Register({.name = "Fill",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"dims", AttrKind::kShape, true}},
               .shape_fn = FillShape,
               .lower = [](LowerContext& ctx) -> absl::StatusOr<std::vector<HloInstruction*>> {
                 return std::vector<HloInstruction*>{
                     ctx.BroadcastTo(ctx.input(0), ctx.output(0).shape.dims)};
               }});
-  r.Register({.name = "ZerosLike", .min_inputs = 1, .max_inputs = 1,
+  r.Register({.name = "ZerosLike",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .shape_fn = [](const Node&, const Infos& in) -> absl::StatusOr<Infos> { return in; },
               .lower = LowerFilledLike(0)});
-  r.Register({.name = "OnesLike", .min_inputs = 1, .max_inputs = 1,
+  r.Register({.name = "OnesLike",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .shape_fn = [](const Node&, const Infos& in) -> absl::StatusOr<Infos> { return in; },
               .lower = LowerFilledLike(1)});
-  r.Register({.name = "Transpose", .min_inputs = 1, .max_inputs = 1,
+  r.Register({.name = "Transpose",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"perm", AttrKind::kInts, true}},
               .shape_fn = TransposeShape,
               .lower = [](LowerContext& ctx) -> absl::StatusOr<std::vector<HloInstruction*>> {

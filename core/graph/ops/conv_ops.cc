@@ -19,8 +19,8 @@ absl::StatusOr<std::array<int64_t, 2>> SpatialAttr(const Node& n, const std::str
   if (a == nullptr) return std::array<int64_t, 2>{1, 1};
   const std::vector<int64_t>& v = a->ints();
   if (v.size() != 4 || v[0] != 1 || v[3] != 1 || v[1] < 1 || v[2] < 1) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} must be [1, h, w, 1] with h, w >= 1 (NHWC), got {}", name, a->ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("{} must be [1, h, w, 1] with h, w >= 1 (NHWC), got {}", name, a->ToString()));
   }
   return std::array<int64_t, 2>{v[1], v[2]};
 }
@@ -77,8 +77,8 @@ absl::Status CheckNhwc(const ValueInfo& x, const char* what) {
         fmt::format("{} must be rank 4 (NHWC), got {}", what, x.ToString()));
   }
   if (!IsFloating(x.dtype)) {
-    return absl::InvalidArgumentError(fmt::format("{} must be a float type, got {}", what,
-                                                  x.ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("{} must be a float type, got {}", what, x.ToString()));
   }
   return absl::OkStatus();
 }
@@ -104,8 +104,8 @@ Window MakeWindow(const std::vector<int64_t>& in_dims, const WindowAttrs& w, boo
 absl::StatusOr<Infos> Conv2DShape(const Node& n, const Infos& in) {
   if (absl::Status s = CheckNhwc(in[0], "input"); !s.ok()) return s;
   if (in[1].shape.rank() != 4 || in[1].dtype != in[0].dtype) {
-    return absl::InvalidArgumentError(fmt::format(
-        "filter must be rank 4 (HWIO) of the input's type, got {}", in[1].ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("filter must be rank 4 (HWIO) of the input's type, got {}", in[1].ToString()));
   }
   absl::StatusOr<WindowAttrs> w = ReadWindowAttrs(n, nullptr);
   if (!w.ok()) return w.status();
@@ -184,19 +184,25 @@ LowerFn LowerPool(bool max) {
 }  // namespace
 
 void RegisterConvOps(OpRegistry& r) {
-  r.Register({.name = "Conv2D", .min_inputs = 2, .max_inputs = 2,
+  r.Register({.name = "Conv2D",
+              .min_inputs = 2,
+              .max_inputs = 2,
               .attrs = {{"strides", AttrKind::kInts, true},
                         {"padding", AttrKind::kString, true},
                         {"dilations", AttrKind::kInts},
                         {"data_format", AttrKind::kString}},
-              .shape_fn = Conv2DShape, .lower = LowerConv2D});
+              .shape_fn = Conv2DShape,
+              .lower = LowerConv2D});
   for (const char* name : {"MaxPool", "AvgPool"}) {
-    r.Register({.name = name, .min_inputs = 1, .max_inputs = 1,
+    r.Register({.name = name,
+                .min_inputs = 1,
+                .max_inputs = 1,
                 .attrs = {{"ksize", AttrKind::kInts, true},
                           {"strides", AttrKind::kInts, true},
                           {"padding", AttrKind::kString, true},
                           {"data_format", AttrKind::kString}},
-                .shape_fn = PoolShape, .lower = LowerPool(std::string(name) == "MaxPool")});
+                .shape_fn = PoolShape,
+                .lower = LowerPool(std::string(name) == "MaxPool")});
   }
 }
 

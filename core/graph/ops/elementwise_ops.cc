@@ -12,8 +12,8 @@ using Infos = std::vector<ValueInfo>;
 
 absl::StatusOr<Infos> BinaryShape(const Node&, const Infos& in) {
   if (in[0].dtype != in[1].dtype) {
-    return absl::InvalidArgumentError(fmt::format("operand types differ: {} vs {}",
-                                                  in[0].ToString(), in[1].ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("operand types differ: {} vs {}", in[0].ToString(), in[1].ToString()));
   }
   absl::StatusOr<TensorShape> s = BroadcastShapes(in[0].shape, in[1].shape);
   if (!s.ok()) return s.status();
@@ -30,12 +30,12 @@ absl::StatusOr<Infos> CompareShape(const Node& n, const Infos& in) {
 // Select (TF1): cond has x's shape, or is a vector over x's first dimension; x, y equal.
 absl::StatusOr<Infos> SelectShape(const Node&, const Infos& in) {
   if (in[0].dtype != PrimitiveType::PRED) {
-    return absl::InvalidArgumentError(fmt::format("condition must be pred, got {}",
-                                                  in[0].ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("condition must be pred, got {}", in[0].ToString()));
   }
   if (in[1].dtype != in[2].dtype || in[1].shape != in[2].shape) {
-    return absl::InvalidArgumentError(fmt::format("Select needs equal value operands, got {} and {}",
-                                                  in[1].ToString(), in[2].ToString()));
+    return absl::InvalidArgumentError(fmt::format(
+        "Select needs equal value operands, got {} and {}", in[1].ToString(), in[2].ToString()));
   }
   const TensorShape& c = in[0].shape;
   const TensorShape& x = in[1].shape;
@@ -43,7 +43,8 @@ absl::StatusOr<Infos> SelectShape(const Node&, const Infos& in) {
   if (c != x && !vector_cond) {
     return absl::InvalidArgumentError(fmt::format(
         "Select condition {} must have the values' shape {} or be a vector over its first "
-        "dimension (use SelectV2 for broadcasting)", c.ToString(), x.ToString()));
+        "dimension (use SelectV2 for broadcasting)",
+        c.ToString(), x.ToString()));
   }
   return Infos{in[1]};
 }
@@ -51,12 +52,12 @@ absl::StatusOr<Infos> SelectShape(const Node&, const Infos& in) {
 // SelectV2: cond, x and y broadcast together (NumPy rules).
 absl::StatusOr<Infos> SelectV2Shape(const Node&, const Infos& in) {
   if (in[0].dtype != PrimitiveType::PRED) {
-    return absl::InvalidArgumentError(fmt::format("condition must be pred, got {}",
-                                                  in[0].ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("condition must be pred, got {}", in[0].ToString()));
   }
   if (in[1].dtype != in[2].dtype) {
-    return absl::InvalidArgumentError(fmt::format("operand types differ: {} vs {}",
-                                                  in[1].ToString(), in[2].ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("operand types differ: {} vs {}", in[1].ToString(), in[2].ToString()));
   }
   absl::StatusOr<TensorShape> s = BroadcastShapes(in[1].shape, in[2].shape);
   if (s.ok()) s = BroadcastShapes(in[0].shape, *s);
@@ -82,17 +83,16 @@ LowerFn LowerSelect(bool per_row) {
 
 absl::StatusOr<Infos> CastShape(const Node& n, const Infos& in) {
   if (const AttrValue* src = n.FindAttr("SrcT"); src != nullptr && src->type() != in[0].dtype) {
-    return absl::InvalidArgumentError(fmt::format("SrcT={} but the operand is {}",
-                                                  PrimitiveTypeName(src->type()),
-                                                  in[0].ToString()));
+    return absl::InvalidArgumentError(fmt::format(
+        "SrcT={} but the operand is {}", PrimitiveTypeName(src->type()), in[0].ToString()));
   }
   return Infos{{n.FindAttr("DstT")->type(), in[0].shape}};
 }
 
 absl::StatusOr<Infos> UnaryShape(const Node&, const Infos& in) {
   if (!IsFloating(in[0].dtype) && !IsInteger(in[0].dtype)) {
-    return absl::InvalidArgumentError(fmt::format("operand type {} is not numeric",
-                                                  PrimitiveTypeName(in[0].dtype)));
+    return absl::InvalidArgumentError(
+        fmt::format("operand type {} is not numeric", PrimitiveTypeName(in[0].dtype)));
   }
   return in;
 }
@@ -120,41 +120,61 @@ void RegisterElementwiseOps(OpRegistry& r) {
       {"Maximum", HloOpcode::kMaximum}, {"Minimum", HloOpcode::kMinimum},
       {"Pow", HloOpcode::kPower}};
   for (const auto& [name, op] : binary) {
-    r.Register({.name = name, .min_inputs = 2, .max_inputs = 2, .shape_fn = BinaryShape,
+    r.Register({.name = name,
+                .min_inputs = 2,
+                .max_inputs = 2,
+                .shape_fn = BinaryShape,
                 .lower = LowerBinary(op)});
   }
   const std::pair<const char*, HloOpcode> unary[] = {
-      {"Neg", HloOpcode::kNegate}, {"Exp", HloOpcode::kExp},     {"Log", HloOpcode::kLog},
-      {"Sqrt", HloOpcode::kSqrt},  {"Rsqrt", HloOpcode::kRsqrt}, {"Tanh", HloOpcode::kTanh},
+      {"Neg", HloOpcode::kNegate},       {"Exp", HloOpcode::kExp},     {"Log", HloOpcode::kLog},
+      {"Sqrt", HloOpcode::kSqrt},        {"Rsqrt", HloOpcode::kRsqrt}, {"Tanh", HloOpcode::kTanh},
       {"Sigmoid", HloOpcode::kLogistic}, {"Abs", HloOpcode::kAbs}};
   for (const auto& [name, op] : unary) {
-    r.Register({.name = name, .min_inputs = 1, .max_inputs = 1, .shape_fn = UnaryShape,
+    r.Register({.name = name,
+                .min_inputs = 1,
+                .max_inputs = 1,
+                .shape_fn = UnaryShape,
                 .lower = LowerUnary(op)});
   }
   const std::pair<const char*, ComparisonDirection> compare[] = {
-      {"Equal", ComparisonDirection::kEq},     {"NotEqual", ComparisonDirection::kNe},
-      {"Less", ComparisonDirection::kLt},      {"LessEqual", ComparisonDirection::kLe},
-      {"Greater", ComparisonDirection::kGt},   {"GreaterEqual", ComparisonDirection::kGe}};
+      {"Equal", ComparisonDirection::kEq},   {"NotEqual", ComparisonDirection::kNe},
+      {"Less", ComparisonDirection::kLt},    {"LessEqual", ComparisonDirection::kLe},
+      {"Greater", ComparisonDirection::kGt}, {"GreaterEqual", ComparisonDirection::kGe}};
   for (const auto& [name, dir] : compare) {
-    r.Register({.name = name, .min_inputs = 2, .max_inputs = 2, .shape_fn = CompareShape,
+    r.Register({.name = name,
+                .min_inputs = 2,
+                .max_inputs = 2,
+                .shape_fn = CompareShape,
                 .lower = [dir](LowerContext& ctx) -> absl::StatusOr<std::vector<HloInstruction*>> {
                   const std::vector<int64_t>& dims = ctx.output(0).shape.dims;
-                  return std::vector<HloInstruction*>{ctx.Compare(
-                      dir, ctx.BroadcastTo(ctx.input(0), dims), ctx.BroadcastTo(ctx.input(1), dims))};
+                  return std::vector<HloInstruction*>{
+                      ctx.Compare(dir, ctx.BroadcastTo(ctx.input(0), dims),
+                                  ctx.BroadcastTo(ctx.input(1), dims))};
                 }});
   }
-  r.Register({.name = "Select", .min_inputs = 3, .max_inputs = 3, .shape_fn = SelectShape,
+  r.Register({.name = "Select",
+              .min_inputs = 3,
+              .max_inputs = 3,
+              .shape_fn = SelectShape,
               .lower = LowerSelect(true)});
-  r.Register({.name = "SelectV2", .min_inputs = 3, .max_inputs = 3, .shape_fn = SelectV2Shape,
+  r.Register({.name = "SelectV2",
+              .min_inputs = 3,
+              .max_inputs = 3,
+              .shape_fn = SelectV2Shape,
               .lower = LowerSelect(false)});
-  r.Register({.name = "Cast", .min_inputs = 1, .max_inputs = 1,
+  r.Register({.name = "Cast",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"DstT", AttrKind::kType, true}, {"SrcT", AttrKind::kType}},
               .shape_fn = CastShape,
               .lower = [](LowerContext& ctx) -> absl::StatusOr<std::vector<HloInstruction*>> {
-                return std::vector<HloInstruction*>{
-                    ctx.Convert(ctx.input(0), ctx.output(0).dtype)};
+                return std::vector<HloInstruction*>{ctx.Convert(ctx.input(0), ctx.output(0).dtype)};
               }});
-  r.Register({.name = "Relu", .min_inputs = 1, .max_inputs = 1, .shape_fn = UnaryShape,
+  r.Register({.name = "Relu",
+              .min_inputs = 1,
+              .max_inputs = 1,
+              .shape_fn = UnaryShape,
               .lower = [](LowerContext& ctx) -> absl::StatusOr<std::vector<HloInstruction*>> {
                 HloInstruction* x = ctx.input(0);
                 HloInstruction* zero = ctx.BroadcastTo(

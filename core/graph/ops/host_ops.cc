@@ -35,8 +35,8 @@ absl::StatusOr<std::vector<Literal>> UniqueKernel(const Node&, const std::vector
   for (size_t i = 0; i < uniq.size(); ++i) y.SetFromDouble(static_cast<int64_t>(i), uniq[i]);
   Literal idx(Shape(PrimitiveType::S32, {n}));
   for (int64_t i = 0; i < n; ++i) {
-    idx.SetFromDouble(i, static_cast<double>(std::lower_bound(uniq.begin(), uniq.end(), vals[i]) -
-                                             uniq.begin()));
+    idx.SetFromDouble(
+        i, static_cast<double>(std::lower_bound(uniq.begin(), uniq.end(), vals[i]) - uniq.begin()));
   }
   std::vector<Literal> out;
   out.push_back(std::move(y));
@@ -47,19 +47,19 @@ absl::StatusOr<std::vector<Literal>> UniqueKernel(const Node&, const std::vector
 // The three-argument tf.where is SelectV2 (compiled); the raw Where op has one input.
 absl::StatusOr<Infos> WhereShape(const Node& n, const Infos& in, bool transposed) {
   if (in.size() != 1) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} takes one input (the coordinates of the true elements){}; got {}", n.op,
-        transposed ? "" : " or three (condition, x, y)", in.size()));
+    return absl::InvalidArgumentError(
+        fmt::format("{} takes one input (the coordinates of the true elements){}; got {}", n.op,
+                    transposed ? "" : " or three (condition, x, y)", in.size()));
   }
   const int64_t rank = in[0].shape.rank();
-  return Infos{{PrimitiveType::S64,
-                transposed ? TensorShape{{rank, -1}} : TensorShape{{-1, rank}}}};
+  return Infos{
+      {PrimitiveType::S64, transposed ? TensorShape{{rank, -1}} : TensorShape{{-1, rank}}}};
 }
 
 // Coordinates of the non-zero elements in row-major order.
 HostKernel WhereKernel(bool transposed) {
-  return [transposed](const Node&, const std::vector<Literal>& in)
-             -> absl::StatusOr<std::vector<Literal>> {
+  return [transposed](const Node&,
+                      const std::vector<Literal>& in) -> absl::StatusOr<std::vector<Literal>> {
     const Literal& x = in[0];
     const std::vector<int64_t>& dims = x.shape().dimensions();
     const int64_t rank = static_cast<int64_t>(dims.size());
@@ -87,17 +87,25 @@ HostKernel WhereKernel(bool transposed) {
 }  // namespace
 
 void RegisterHostOps(OpRegistry& r) {
-  r.Register({.name = "Unique", .min_inputs = 1, .max_inputs = 1, .num_outputs = 2,
-              .shape_fn = UniqueShape, .host_kernel = UniqueKernel,
+  r.Register({.name = "Unique",
+              .min_inputs = 1,
+              .max_inputs = 1,
+              .num_outputs = 2,
+              .shape_fn = UniqueShape,
+              .host_kernel = UniqueKernel,
               .host_only_reason = "data-dependent output shape"});
-  r.Register({.name = "NonZero", .min_inputs = 1, .max_inputs = 1,
+  r.Register({.name = "NonZero",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .shape_fn = [](const Node& n, const Infos& in) { return WhereShape(n, in, true); },
               .host_kernel = WhereKernel(true),
               .host_only_reason = "data-dependent output shape"});
   // Where(cond) is a host kernel; Where(cond, x, y) is tf.where's select form and compiles
   // exactly like SelectV2 (looked up when used, so registration order does not matter).
   auto select_v2 = [] { return OpRegistry::Global().Find("SelectV2"); };
-  r.Register({.name = "Where", .min_inputs = 1, .max_inputs = 3,
+  r.Register({.name = "Where",
+              .min_inputs = 1,
+              .max_inputs = 3,
               .shape_fn = [select_v2](const Node& n, const Infos& in) -> absl::StatusOr<Infos> {
                 if (in.size() == 3) return select_v2()->shape_fn(n, in);
                 return WhereShape(n, in, false);

@@ -72,9 +72,9 @@ absl::StatusOr<int64_t> OneHotAxis(const Node& n, int indices_rank) {
   absl::StatusOr<int64_t> axis = AttrInt(n, "axis", -1);
   if (!axis.ok()) return axis.status();
   if (*axis < -1 || *axis > indices_rank) {
-    return absl::InvalidArgumentError(fmt::format(
-        "axis {} is out of range for indices of rank {} (-1..{})", *axis, indices_rank,
-        indices_rank));
+    return absl::InvalidArgumentError(
+        fmt::format("axis {} is out of range for indices of rank {} (-1..{})", *axis, indices_rank,
+                    indices_rank));
   }
   return *axis == -1 ? indices_rank : *axis;
 }
@@ -113,8 +113,8 @@ Result LowerOneHot(LowerContext& ctx) {
       ctx.Broadcast(indices, out.shape.dims, mapping));
   auto value = [&](const char* name, double fallback) {
     const AttrValue* a = ctx.node().FindAttr(name);
-    return ctx.BroadcastTo(ctx.ScalarConstant(out.dtype, a == nullptr ? fallback : a->AsNumbers()[0]),
-                           out.shape.dims);
+    return ctx.BroadcastTo(
+        ctx.ScalarConstant(out.dtype, a == nullptr ? fallback : a->AsNumbers()[0]), out.shape.dims);
   };
   return std::vector<HloInstruction*>{ctx.Select(hit, value("on_value", 1), value("off_value", 0))};
 }
@@ -123,16 +123,22 @@ Result LowerOneHot(LowerContext& ctx) {
 
 void RegisterIndexOps(OpRegistry& r) {
   for (const char* name : {"Gather", "GatherV2"}) {
-    r.Register({.name = name, .min_inputs = 2, .max_inputs = 2,
+    r.Register({.name = name,
+                .min_inputs = 2,
+                .max_inputs = 2,
                 .attrs = {{"axis", AttrKind::kInt}, {"batch_dims", AttrKind::kInt}},
-                .shape_fn = GatherShape, .lower = LowerGather});
+                .shape_fn = GatherShape,
+                .lower = LowerGather});
   }
-  r.Register({.name = "OneHot", .min_inputs = 1, .max_inputs = 1,
+  r.Register({.name = "OneHot",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"depth", AttrKind::kInt, true},
                         {"on_value", AttrKind::kFloat, false, true},
                         {"off_value", AttrKind::kFloat, false, true},
                         {"axis", AttrKind::kInt}},
-              .shape_fn = OneHotShape, .lower = LowerOneHot});
+              .shape_fn = OneHotShape,
+              .lower = LowerOneHot});
 }
 
 }  // namespace kiln::graph

@@ -20,8 +20,8 @@ absl::StatusOr<Infos> MatMulShape(const Node& n, const Infos& in) {
         fmt::format("MatMul needs rank-2 operands, got {} and {}", a.ToString(), b.ToString()));
   }
   if (in[0].dtype != in[1].dtype) {
-    return absl::InvalidArgumentError(fmt::format("operand types differ: {} vs {}",
-                                                  in[0].ToString(), in[1].ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("operand types differ: {} vs {}", in[0].ToString(), in[1].ToString()));
   }
   const bool ta = AttrBool(n, "transpose_a", false), tb = AttrBool(n, "transpose_b", false);
   const int64_t m = ta ? a.dims[1] : a.dims[0], ka = ta ? a.dims[0] : a.dims[1];
@@ -52,19 +52,21 @@ absl::StatusOr<Infos> BatchMatMulShape(const Node& n, const Infos& in, bool broa
   const TensorShape& a = in[0].shape;
   const TensorShape& b = in[1].shape;
   if (a.rank() < 2 || b.rank() < 2) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} needs operands of rank >= 2, got {} and {}", n.op, a.ToString(), b.ToString()));
+    return absl::InvalidArgumentError(fmt::format("{} needs operands of rank >= 2, got {} and {}",
+                                                  n.op, a.ToString(), b.ToString()));
   }
   if (in[0].dtype != in[1].dtype) {
-    return absl::InvalidArgumentError(fmt::format("operand types differ: {} vs {}",
-                                                  in[0].ToString(), in[1].ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("operand types differ: {} vs {}", in[0].ToString(), in[1].ToString()));
   }
   TensorShape batch_a{{a.dims.begin(), a.dims.end() - 2}};
   TensorShape batch_b{{b.dims.begin(), b.dims.end() - 2}};
   TensorShape out;
   if (broadcast) {
     absl::StatusOr<TensorShape> s = BroadcastShapes(batch_a, batch_b);
-    if (!s.ok()) return absl::InvalidArgumentError(fmt::format("batch dimensions: {}", std::string(s.status().message())));
+    if (!s.ok())
+      return absl::InvalidArgumentError(
+          fmt::format("batch dimensions: {}", std::string(s.status().message())));
     out = *s;
   } else {
     absl::StatusOr<TensorShape> s = BroadcastShapes(batch_a, batch_b);
@@ -81,9 +83,9 @@ absl::StatusOr<Infos> BatchMatMulShape(const Node& n, const Infos& in, bool broa
   const int64_t m = a.dims[ax ? ra - 1 : ra - 2], ka = a.dims[ax ? ra - 2 : ra - 1];
   const int64_t kb = b.dims[ay ? rb - 1 : rb - 2], nn = b.dims[ay ? rb - 2 : rb - 1];
   if (ka >= 0 && kb >= 0 && ka != kb) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{} contracting dimensions differ: {} ({}{}) vs {} ({}{})", n.op, ka, a.ToString(),
-        ax ? ", adjoint" : "", kb, b.ToString(), ay ? ", adjoint" : ""));
+    return absl::InvalidArgumentError(
+        fmt::format("{} contracting dimensions differ: {} ({}{}) vs {} ({}{})", n.op, ka,
+                    a.ToString(), ax ? ", adjoint" : "", kb, b.ToString(), ay ? ", adjoint" : ""));
   }
   out.dims.push_back(m);
   out.dims.push_back(nn);
@@ -110,9 +112,9 @@ absl::StatusOr<std::vector<HloInstruction*>> LowerBatchMatMul(LowerContext& ctx)
   }
   dnums.lhs_contracting_dimensions = {ax ? nb : nb + 1};
   dnums.rhs_contracting_dimensions = {ay ? nb + 1 : nb};
-  auto dot = std::make_unique<HloInstruction>(
-      HloOpcode::kDot, LowerContext::HloShape(ctx.output(0).dtype, out),
-      std::vector<HloInstruction*>{a, b});
+  auto dot = std::make_unique<HloInstruction>(HloOpcode::kDot,
+                                              LowerContext::HloShape(ctx.output(0).dtype, out),
+                                              std::vector<HloInstruction*>{a, b});
   dot->mutable_attrs().dot_dimension_numbers = dnums;
   return std::vector<HloInstruction*>{ctx.Add(std::move(dot))};
 }
@@ -121,18 +123,18 @@ absl::StatusOr<Infos> BiasAddShape(const Node&, const Infos& in) {
   const TensorShape& x = in[0].shape;
   const TensorShape& b = in[1].shape;
   if (x.rank() < 1 || b.rank() != 1) {
-    return absl::InvalidArgumentError(fmt::format(
-        "BiasAdd needs a rank>=1 value and a rank-1 bias, got {} and {}", x.ToString(),
-        b.ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("BiasAdd needs a rank>=1 value and a rank-1 bias, got {} and {}", x.ToString(),
+                    b.ToString()));
   }
   const int64_t last = x.dims.back();
   if (last >= 0 && b.dims[0] >= 0 && last != b.dims[0]) {
-    return absl::InvalidArgumentError(fmt::format(
-        "bias {} does not match the last dimension of {}", b.ToString(), x.ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("bias {} does not match the last dimension of {}", b.ToString(), x.ToString()));
   }
   if (in[0].dtype != in[1].dtype) {
-    return absl::InvalidArgumentError(fmt::format("operand types differ: {} vs {}",
-                                                  in[0].ToString(), in[1].ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("operand types differ: {} vs {}", in[0].ToString(), in[1].ToString()));
   }
   return Infos{in[0]};
 }
@@ -146,8 +148,8 @@ absl::StatusOr<std::vector<HloInstruction*>> LowerBiasAdd(LowerContext& ctx) {
 
 absl::StatusOr<Infos> FloatShape(const Node& n, const Infos& in) {
   if (!IsFloating(in[0].dtype)) {
-    return absl::InvalidArgumentError(fmt::format("{} needs a float type, got {}", n.op,
-                                                  in[0].ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("{} needs a float type, got {}", n.op, in[0].ToString()));
   }
   return in;
 }
@@ -168,8 +170,8 @@ LowerFn LowerSoftmax(bool log) {
     const int64_t last = static_cast<int64_t>(dims.size()) - 1;
     std::vector<int64_t> keep;
     for (int64_t i = 0; i < last; ++i) keep.push_back(i);
-    HloInstruction* mx = ctx.Reduce(x, {last}, HloOpcode::kMaximum,
-                                    -std::numeric_limits<double>::infinity());
+    HloInstruction* mx =
+        ctx.Reduce(x, {last}, HloOpcode::kMaximum, -std::numeric_limits<double>::infinity());
     HloInstruction* shifted = ctx.Binary(HloOpcode::kSubtract, x, ctx.Broadcast(mx, dims, keep));
     HloInstruction* e = ctx.Unary(HloOpcode::kExp, shifted);
     HloInstruction* sum = ctx.Reduce(e, {last}, HloOpcode::kAdd, 0);
@@ -195,8 +197,8 @@ absl::StatusOr<std::vector<HloInstruction*>> LowerGelu(LowerContext& ctx) {
   HloInstruction* inner;
   if (AttrBool(ctx.node(), "approximate", false)) {
     HloInstruction* x3 = mul(mul(x, x), x);
-    HloInstruction* arg = mul(c(std::sqrt(2.0 / M_PI)),
-                              ctx.Binary(HloOpcode::kAdd, x, mul(c(0.044715), x3)));
+    HloInstruction* arg =
+        mul(c(std::sqrt(2.0 / M_PI)), ctx.Binary(HloOpcode::kAdd, x, mul(c(0.044715), x3)));
     inner = ctx.Unary(HloOpcode::kTanh, arg);
   } else {
     inner = ctx.Unary(HloOpcode::kErf, mul(x, c(M_SQRT1_2)));
@@ -208,26 +210,43 @@ absl::StatusOr<std::vector<HloInstruction*>> LowerGelu(LowerContext& ctx) {
 }  // namespace
 
 void RegisterNnOps(OpRegistry& r) {
-  r.Register({.name = "MatMul", .min_inputs = 2, .max_inputs = 2,
+  r.Register({.name = "MatMul",
+              .min_inputs = 2,
+              .max_inputs = 2,
               .attrs = {{"transpose_a", AttrKind::kBool}, {"transpose_b", AttrKind::kBool}},
-              .shape_fn = MatMulShape, .lower = LowerMatMul});
-  r.Register({.name = "BiasAdd", .min_inputs = 2, .max_inputs = 2, .shape_fn = BiasAddShape,
+              .shape_fn = MatMulShape,
+              .lower = LowerMatMul});
+  r.Register({.name = "BiasAdd",
+              .min_inputs = 2,
+              .max_inputs = 2,
+              .shape_fn = BiasAddShape,
               .lower = LowerBiasAdd});
   for (const char* name : {"BatchMatMul", "BatchMatMulV2"}) {
     const bool broadcast = std::string(name) == "BatchMatMulV2";
-    r.Register({.name = name, .min_inputs = 2, .max_inputs = 2,
-                .attrs = {{"adj_x", AttrKind::kBool}, {"adj_y", AttrKind::kBool}},
-                .shape_fn = [broadcast](const Node& n, const Infos& in) {
-                  return BatchMatMulShape(n, in, broadcast);
-                },
-                .lower = LowerBatchMatMul});
+    r.Register(
+        {.name = name,
+         .min_inputs = 2,
+         .max_inputs = 2,
+         .attrs = {{"adj_x", AttrKind::kBool}, {"adj_y", AttrKind::kBool}},
+         .shape_fn = [broadcast](const Node& n,
+                                 const Infos& in) { return BatchMatMulShape(n, in, broadcast); },
+         .lower = LowerBatchMatMul});
   }
-  r.Register({.name = "Softmax", .min_inputs = 1, .max_inputs = 1, .shape_fn = SoftmaxShape,
+  r.Register({.name = "Softmax",
+              .min_inputs = 1,
+              .max_inputs = 1,
+              .shape_fn = SoftmaxShape,
               .lower = LowerSoftmax(false)});
-  r.Register({.name = "LogSoftmax", .min_inputs = 1, .max_inputs = 1, .shape_fn = SoftmaxShape,
+  r.Register({.name = "LogSoftmax",
+              .min_inputs = 1,
+              .max_inputs = 1,
+              .shape_fn = SoftmaxShape,
               .lower = LowerSoftmax(true)});
-  r.Register({.name = "Gelu", .min_inputs = 1, .max_inputs = 1,
-              .attrs = {{"approximate", AttrKind::kBool}}, .shape_fn = FloatShape,
+  r.Register({.name = "Gelu",
+              .min_inputs = 1,
+              .max_inputs = 1,
+              .attrs = {{"approximate", AttrKind::kBool}},
+              .shape_fn = FloatShape,
               .lower = LowerGelu});
 }
 

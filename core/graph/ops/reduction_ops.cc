@@ -64,10 +64,19 @@ LowerFn LowerReduce(Kind kind) {
     const PrimitiveType t = x->shape().element_type();
     HloInstruction* r = nullptr;
     switch (kind) {
-      case Kind::kSum: case Kind::kMean: r = ctx.Reduce(x, *axes, HloOpcode::kAdd, 0); break;
-      case Kind::kMax: r = ctx.Reduce(x, *axes, HloOpcode::kMaximum, Extreme(t, true)); break;
-      case Kind::kMin: r = ctx.Reduce(x, *axes, HloOpcode::kMinimum, Extreme(t, false)); break;
-      case Kind::kProd: r = ctx.Reduce(x, *axes, HloOpcode::kMultiply, 1); break;
+      case Kind::kSum:
+      case Kind::kMean:
+        r = ctx.Reduce(x, *axes, HloOpcode::kAdd, 0);
+        break;
+      case Kind::kMax:
+        r = ctx.Reduce(x, *axes, HloOpcode::kMaximum, Extreme(t, true));
+        break;
+      case Kind::kMin:
+        r = ctx.Reduce(x, *axes, HloOpcode::kMinimum, Extreme(t, false));
+        break;
+      case Kind::kProd:
+        r = ctx.Reduce(x, *axes, HloOpcode::kMultiply, 1);
+        break;
     }
     if (kind == Kind::kMean) {
       int64_t count = 1;
@@ -114,14 +123,13 @@ LowerFn LowerArg(bool max) {
     if (!axis.ok()) return axis.status();
     const PrimitiveType t = x->shape().element_type();
     const PrimitiveType it = ctx.output(0).dtype;
-    HloInstruction* ext = ctx.Reduce(x, {*axis}, max ? HloOpcode::kMaximum : HloOpcode::kMinimum,
-                                     Extreme(t, max));
+    HloInstruction* ext =
+        ctx.Reduce(x, {*axis}, max ? HloOpcode::kMaximum : HloOpcode::kMinimum, Extreme(t, max));
     std::vector<int64_t> keep;
     for (int64_t i = 0; i < static_cast<int64_t>(dims.size()); ++i) {
       if (i != *axis) keep.push_back(i);
     }
-    HloInstruction* hit =
-        ctx.Compare(ComparisonDirection::kEq, x, ctx.Broadcast(ext, dims, keep));
+    HloInstruction* hit = ctx.Compare(ComparisonDirection::kEq, x, ctx.Broadcast(ext, dims, keep));
     const double n = static_cast<double>(dims[*axis]);
     HloInstruction* idx = ctx.Select(hit, ctx.Iota(it, dims, *axis),
                                      ctx.BroadcastTo(ctx.ScalarConstant(it, n), dims));
@@ -132,18 +140,26 @@ LowerFn LowerArg(bool max) {
 }  // namespace
 
 void RegisterReductionOps(OpRegistry& r) {
-  const std::pair<const char*, Kind> ops[] = {
-      {"Sum", Kind::kSum}, {"Mean", Kind::kMean}, {"Max", Kind::kMax},
-      {"Min", Kind::kMin}, {"Prod", Kind::kProd}};
+  const std::pair<const char*, Kind> ops[] = {{"Sum", Kind::kSum},
+                                              {"Mean", Kind::kMean},
+                                              {"Max", Kind::kMax},
+                                              {"Min", Kind::kMin},
+                                              {"Prod", Kind::kProd}};
   for (const auto& [name, kind] : ops) {
-    r.Register({.name = name, .min_inputs = 1, .max_inputs = 1,
+    r.Register({.name = name,
+                .min_inputs = 1,
+                .max_inputs = 1,
                 .attrs = {{"axes", AttrKind::kInts}, {"keep_dims", AttrKind::kBool}},
-                .shape_fn = ReduceShape, .lower = LowerReduce(kind)});
+                .shape_fn = ReduceShape,
+                .lower = LowerReduce(kind)});
   }
   for (const char* name : {"ArgMax", "ArgMin"}) {
-    r.Register({.name = name, .min_inputs = 1, .max_inputs = 1,
+    r.Register({.name = name,
+                .min_inputs = 1,
+                .max_inputs = 1,
                 .attrs = {{"axis", AttrKind::kInt}, {"output_type", AttrKind::kType}},
-                .shape_fn = ArgShape, .lower = LowerArg(std::string(name) == "ArgMax")});
+                .shape_fn = ArgShape,
+                .lower = LowerArg(std::string(name) == "ArgMax")});
   }
 }
 

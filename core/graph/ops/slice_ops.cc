@@ -25,18 +25,18 @@ absl::StatusOr<Infos> SliceShape(const Node& n, const Infos& in) {
   const std::vector<int64_t>& begin = n.FindAttr("begin")->ints();
   const std::vector<int64_t>& size = n.FindAttr("size")->ints();
   if (static_cast<int>(begin.size()) != s.rank() || static_cast<int>(size.size()) != s.rank()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "begin and size need {} entries (the rank of {}), got {} and {}", s.rank(), s.ToString(),
-        begin.size(), size.size()));
+    return absl::InvalidArgumentError(
+        fmt::format("begin and size need {} entries (the rank of {}), got {} and {}", s.rank(),
+                    s.ToString(), begin.size(), size.size()));
   }
   TensorShape out;
   for (int i = 0; i < s.rank(); ++i) {
     const int64_t d = s.dims[i];
     const int64_t len = size[i] == -1 ? (d < 0 ? -1 : d - begin[i]) : size[i];
     if (begin[i] < 0 || size[i] < -1 || (d >= 0 && (len < 0 || begin[i] + len > d))) {
-      return absl::InvalidArgumentError(fmt::format(
-          "slice begin {} size {} is out of range for dimension {} of {}", begin[i], size[i], i,
-          s.ToString()));
+      return absl::InvalidArgumentError(
+          fmt::format("slice begin {} size {} is out of range for dimension {} of {}", begin[i],
+                      size[i], i, s.ToString()));
     }
     out.dims.push_back(len);
   }
@@ -130,8 +130,7 @@ absl::StatusOr<Infos> StridedSliceShape(const Node& n, const Infos& in) {
 Result LowerStridedSlice(LowerContext& ctx) {
   HloInstruction* x = ctx.input(0);
   const std::vector<int64_t>& dims = x->shape().dimensions();
-  absl::StatusOr<std::vector<StridedDim>> plan =
-      PlanStridedSlice(ctx.node(), TensorShape{dims});
+  absl::StatusOr<std::vector<StridedDim>> plan = PlanStridedSlice(ctx.node(), TensorShape{dims});
   if (!plan.ok()) return plan.status();
   std::vector<int64_t> reversed, starts, limits, strides;
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -160,18 +159,19 @@ absl::StatusOr<Infos> PadShape(const Node& n, const Infos& in) {
   const TensorShape& s = in[0].shape;
   const std::vector<int64_t>& p = n.FindAttr("paddings")->ints();
   if (static_cast<int>(p.size()) != 2 * s.rank()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "paddings needs 2 entries per dimension ({} for {}), got {}", 2 * s.rank(), s.ToString(),
-        p.size()));
+    return absl::InvalidArgumentError(
+        fmt::format("paddings needs 2 entries per dimension ({} for {}), got {}", 2 * s.rank(),
+                    s.ToString(), p.size()));
   }
-  if (const AttrValue* c = n.FindAttr("constant_values"); c != nullptr && c->AsNumbers().size() != 1) {
+  if (const AttrValue* c = n.FindAttr("constant_values");
+      c != nullptr && c->AsNumbers().size() != 1) {
     return absl::InvalidArgumentError("constant_values must be one number");
   }
   TensorShape out;
   for (int i = 0; i < s.rank(); ++i) {
     if (p[2 * i] < 0 || p[2 * i + 1] < 0) {
-      return absl::InvalidArgumentError(fmt::format("paddings must be >= 0, got {} {} for dimension {}",
-                                                    p[2 * i], p[2 * i + 1], i));
+      return absl::InvalidArgumentError(fmt::format(
+          "paddings must be >= 0, got {} {} for dimension {}", p[2 * i], p[2 * i + 1], i));
     }
     out.dims.push_back(s.dims[i] < 0 ? -1 : s.dims[i] + p[2 * i] + p[2 * i + 1]);
   }
@@ -215,9 +215,9 @@ absl::StatusOr<Infos> ConcatShape(const Node& n, const Infos& in) {
       }
     }
     if (!ok) {
-      return absl::InvalidArgumentError(fmt::format(
-          "input {} is {}, which does not concatenate with {} along axis {}", k, in[k].ToString(),
-          in[0].ToString(), *axis));
+      return absl::InvalidArgumentError(
+          fmt::format("input {} is {}, which does not concatenate with {} along axis {}", k,
+                      in[k].ToString(), in[0].ToString(), *axis));
     }
   }
   return Infos{{in[0].dtype, out}};
@@ -238,8 +238,8 @@ absl::StatusOr<Infos> TileShape(const Node& n, const Infos& in) {
   const TensorShape& s = in[0].shape;
   const std::vector<int64_t>& m = n.FindAttr("multiples")->ints();
   if (static_cast<int>(m.size()) != s.rank()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "multiples has {} entries for an operand of rank {}", m.size(), s.rank()));
+    return absl::InvalidArgumentError(
+        fmt::format("multiples has {} entries for an operand of rank {}", m.size(), s.rank()));
   }
   TensorShape out;
   for (int i = 0; i < s.rank(); ++i) {
@@ -266,27 +266,42 @@ Result LowerTile(LowerContext& ctx) {
 }  // namespace
 
 void RegisterSliceOps(OpRegistry& r) {
-  r.Register({.name = "Slice", .min_inputs = 1, .max_inputs = 1,
+  r.Register({.name = "Slice",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"begin", AttrKind::kInts, true}, {"size", AttrKind::kInts, true}},
-              .shape_fn = SliceShape, .lower = LowerSlice});
-  r.Register({.name = "StridedSlice", .min_inputs = 1, .max_inputs = 1,
+              .shape_fn = SliceShape,
+              .lower = LowerSlice});
+  r.Register({.name = "StridedSlice",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"begin", AttrKind::kInts, true},
                         {"end", AttrKind::kInts, true},
                         {"strides", AttrKind::kInts},
                         {"begin_mask", AttrKind::kInt},
                         {"end_mask", AttrKind::kInt},
                         {"shrink_axis_mask", AttrKind::kInt}},
-              .shape_fn = StridedSliceShape, .lower = LowerStridedSlice});
-  r.Register({.name = "Pad", .min_inputs = 1, .max_inputs = 1,
+              .shape_fn = StridedSliceShape,
+              .lower = LowerStridedSlice});
+  r.Register({.name = "Pad",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"paddings", AttrKind::kInts, true},
                         {"constant_values", AttrKind::kFloat, false, true}},
-              .shape_fn = PadShape, .lower = LowerPad});
-  r.Register({.name = "ConcatV2", .min_inputs = 1, .max_inputs = -1,
+              .shape_fn = PadShape,
+              .lower = LowerPad});
+  r.Register({.name = "ConcatV2",
+              .min_inputs = 1,
+              .max_inputs = -1,
               .attrs = {{"axis", AttrKind::kInt, true}},
-              .shape_fn = ConcatShape, .lower = LowerConcat});
-  r.Register({.name = "Tile", .min_inputs = 1, .max_inputs = 1,
+              .shape_fn = ConcatShape,
+              .lower = LowerConcat});
+  r.Register({.name = "Tile",
+              .min_inputs = 1,
+              .max_inputs = 1,
               .attrs = {{"multiples", AttrKind::kInts, true}},
-              .shape_fn = TileShape, .lower = LowerTile});
+              .shape_fn = TileShape,
+              .lower = LowerTile});
 }
 
 }  // namespace kiln::graph

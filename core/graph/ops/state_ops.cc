@@ -27,8 +27,8 @@ absl::Status MatchesVariable(const ValueInfo& var, const ValueInfo& v, const cha
     ok = v.shape.dims[i] < 0 || v.shape.dims[i] == var.shape.dims[i];
   }
   if (!ok) {
-    return absl::InvalidArgumentError(fmt::format("{} {} does not match the variable's {}", what,
-                                                  v.ToString(), var.ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("{} {} does not match the variable's {}", what, v.ToString(), var.ToString()));
   }
   return absl::OkStatus();
 }
@@ -36,8 +36,8 @@ absl::Status MatchesVariable(const ValueInfo& var, const ValueInfo& v, const cha
 // Assign / AssignAdd / AssignSub (ref, value): the value has the variable's type and shape.
 absl::StatusOr<Infos> AssignShape(const Node& n, const Infos& in) {
   if (n.op != "Assign" && !IsFloating(in[0].dtype) && !IsInteger(in[0].dtype)) {
-    return absl::InvalidArgumentError(fmt::format("{} needs a numeric variable, got {}", n.op,
-                                                  in[0].ToString()));
+    return absl::InvalidArgumentError(
+        fmt::format("{} needs a numeric variable, got {}", n.op, in[0].ToString()));
   }
   if (absl::Status s = MatchesVariable(in[0], in[1], "value"); !s.ok()) return s;
   return Infos{in[0]};
@@ -97,33 +97,37 @@ absl::StatusOr<Literals> Update(const Node& node, const Literal& x, VariableStor
 }
 
 OpDef StateOp(const char* name, int inputs, ShapeFn shape_fn, StatefulKernel kernel) {
-  return {.name = name, .min_inputs = inputs, .max_inputs = inputs, .shape_fn = shape_fn,
-          .host_only_reason = kHostState, .stateful_kernel = std::move(kernel),
+  return {.name = name,
+          .min_inputs = inputs,
+          .max_inputs = inputs,
+          .shape_fn = shape_fn,
+          .host_only_reason = kHostState,
+          .stateful_kernel = std::move(kernel),
           .num_ref_inputs = inputs > 0 ? 1 : 0};
 }
 
 }  // namespace
 
 void RegisterStateOps(OpRegistry& r) {
-  OpDef var = StateOp("VariableV2", 0, VariableShape,
-                      [](const Node& n, const Literals&, VariableStore& vars)
-                          -> absl::StatusOr<Literals> {
-                        absl::StatusOr<Literal> v = vars.Read(n);
-                        if (!v.ok()) return v.status();
-                        Literals out;
-                        out.push_back(std::move(*v));
-                        return out;
-                      });
+  OpDef var =
+      StateOp("VariableV2", 0, VariableShape,
+              [](const Node& n, const Literals&, VariableStore& vars) -> absl::StatusOr<Literals> {
+                absl::StatusOr<Literal> v = vars.Read(n);
+                if (!v.ok()) return v.status();
+                Literals out;
+                out.push_back(std::move(*v));
+                return out;
+              });
   var.attrs = {{"dtype", AttrKind::kType, true}, {"shape", AttrKind::kShape, true},
                {"init", AttrKind::kString},      {"value", AttrKind::kFloats, false, true},
                {"stddev", AttrKind::kFloat},     {"scale", AttrKind::kFloat},
                {"seed", AttrKind::kInt}};
   var.is_variable = true;
   r.Register(std::move(var));
-  r.Register(StateOp("Assign", 2, AssignShape,
-                     [](const Node& n, const Literals& in, VariableStore& vars) {
-                       return Update(n, in[1], vars, [](auto, auto x) { return x; });
-                     }));
+  r.Register(
+      StateOp("Assign", 2, AssignShape, [](const Node& n, const Literals& in, VariableStore& vars) {
+        return Update(n, in[1], vars, [](auto, auto x) { return x; });
+      }));
   r.Register(StateOp("AssignAdd", 2, AssignShape,
                      [](const Node& n, const Literals& in, VariableStore& vars) {
                        return Update(n, in[1], vars, [](auto v, auto x) { return v + x; });
@@ -132,17 +136,17 @@ void RegisterStateOps(OpRegistry& r) {
                      [](const Node& n, const Literals& in, VariableStore& vars) {
                        return Update(n, in[1], vars, [](auto v, auto x) { return v - x; });
                      }));
-  r.Register(StateOp("ApplyGradientDescent", 3, ApplyGradientDescentShape,
-                     [](const Node& n, const Literals& in, VariableStore& vars)
-                         -> absl::StatusOr<Literals> {
-                       const double alpha = in[1].GetAsDouble(0);
-                       const float alpha32 = static_cast<float>(alpha);
-                       const bool f32 = in[1].shape().element_type() == PrimitiveType::F32;
-                       return Update(n, in[2], vars, [=](auto v, auto d) {
-                         using T = decltype(v);
-                         return v - (f32 ? static_cast<T>(alpha32) : static_cast<T>(alpha)) * d;
-                       });
-                     }));
+  r.Register(StateOp(
+      "ApplyGradientDescent", 3, ApplyGradientDescentShape,
+      [](const Node& n, const Literals& in, VariableStore& vars) -> absl::StatusOr<Literals> {
+        const double alpha = in[1].GetAsDouble(0);
+        const float alpha32 = static_cast<float>(alpha);
+        const bool f32 = in[1].shape().element_type() == PrimitiveType::F32;
+        return Update(n, in[2], vars, [=](auto v, auto d) {
+          using T = decltype(v);
+          return v - (f32 ? static_cast<T>(alpha32) : static_cast<T>(alpha)) * d;
+        });
+      }));
 }
 
 }  // namespace kiln::graph

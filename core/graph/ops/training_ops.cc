@@ -72,7 +72,8 @@ Lowered LowerSigmoidGrad(LowerContext& ctx) {
   HloInstruction* y = ctx.input(0);
   HloInstruction* dy = ctx.input(1);
   HloInstruction* one = Splat(ctx, y->shape().element_type(), 1, y->shape().dimensions());
-  HloInstruction* dsig = ctx.Binary(HloOpcode::kMultiply, y, ctx.Binary(HloOpcode::kSubtract, one, y));
+  HloInstruction* dsig =
+      ctx.Binary(HloOpcode::kMultiply, y, ctx.Binary(HloOpcode::kSubtract, one, y));
   return std::vector<HloInstruction*>{ctx.Binary(HloOpcode::kMultiply, dy, dsig)};
 }
 
@@ -113,8 +114,8 @@ absl::StatusOr<Infos> XentShape(const Node& n, const Infos& in, bool sparse) {
   }
   if (sparse) {
     if (l.shape.rank() != 1 || (l.dtype != PrimitiveType::S32 && l.dtype != PrimitiveType::S64)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "labels must be s32 or s64 of rank 1 (batch), got {}", l.ToString()));
+      return absl::InvalidArgumentError(
+          fmt::format("labels must be s32 or s64 of rank 1 (batch), got {}", l.ToString()));
     }
     const int64_t a = f.shape.dims[0], b = l.shape.dims[0];
     if (a >= 0 && b >= 0 && a != b) {
@@ -125,8 +126,7 @@ absl::StatusOr<Infos> XentShape(const Node& n, const Infos& in, bool sparse) {
     return s;
   }
   const int64_t batch = f.shape.dims[0] >= 0 ? f.shape.dims[0] : l.shape.dims[0];
-  return Infos{{f.dtype, TensorShape{{batch}}},
-               {f.dtype, TensorShape{{batch, f.shape.dims[1]}}}};
+  return Infos{{f.dtype, TensorShape{{batch}}}, {f.dtype, TensorShape{{batch, f.shape.dims[1]}}}};
 }
 
 // loss = logsumexp(x) - x[label] = -sum(onehot * log_softmax(x)); backprop = softmax - onehot.
@@ -137,19 +137,20 @@ Lowered LowerXent(LowerContext& ctx, bool sparse) {
   const std::vector<int64_t>& dims = x->shape().dimensions();
   const PrimitiveType t = x->shape().element_type();
   const std::vector<int64_t> row = {dims[0]};
-  HloInstruction* mx = ctx.Reduce(x, {1}, HloOpcode::kMaximum,
-                                  -std::numeric_limits<double>::infinity());
+  HloInstruction* mx =
+      ctx.Reduce(x, {1}, HloOpcode::kMaximum, -std::numeric_limits<double>::infinity());
   HloInstruction* shifted = ctx.Binary(HloOpcode::kSubtract, x, ctx.Broadcast(mx, dims, {0}));
   HloInstruction* e = ctx.Unary(HloOpcode::kExp, shifted);
   HloInstruction* sum = ctx.Reduce(e, {1}, HloOpcode::kAdd, 0);
-  HloInstruction* logp = ctx.Binary(
-      HloOpcode::kSubtract, shifted, ctx.Broadcast(ctx.Unary(HloOpcode::kLog, sum), dims, {0}));
+  HloInstruction* logp = ctx.Binary(HloOpcode::kSubtract, shifted,
+                                    ctx.Broadcast(ctx.Unary(HloOpcode::kLog, sum), dims, {0}));
   HloInstruction* softmax = ctx.Binary(HloOpcode::kDivide, e, ctx.Broadcast(sum, dims, {0}));
   HloInstruction* target = labels;  // dense: the label probabilities themselves
   HloInstruction* valid = nullptr;
   if (sparse) {
     const PrimitiveType lt = labels->shape().element_type();
-    auto iota = std::make_unique<HloInstruction>(HloOpcode::kIota, LowerContext::HloShape(lt, dims));
+    auto iota =
+        std::make_unique<HloInstruction>(HloOpcode::kIota, LowerContext::HloShape(lt, dims));
     iota->mutable_attrs().iota_dimension = 1;
     HloInstruction* hot = Compare(ctx, ctx.Add(std::move(iota)), ctx.Broadcast(labels, dims, {0}),
                                   ComparisonDirection::kEq);
@@ -176,19 +177,35 @@ Lowered LowerXent(LowerContext& ctx, bool sparse) {
 }  // namespace
 
 void RegisterTrainingOps(OpRegistry& r) {
-  r.Register({.name = "ReluGrad", .min_inputs = 2, .max_inputs = 2,
-              .shape_fn = ElementwiseGradShape, .lower = LowerReluGrad});
-  r.Register({.name = "SigmoidGrad", .min_inputs = 2, .max_inputs = 2,
-              .shape_fn = ElementwiseGradShape, .lower = LowerSigmoidGrad});
-  r.Register({.name = "TanhGrad", .min_inputs = 2, .max_inputs = 2,
-              .shape_fn = ElementwiseGradShape, .lower = LowerTanhGrad});
-  r.Register({.name = "BiasAddGrad", .min_inputs = 1, .max_inputs = 1,
-              .shape_fn = BiasAddGradShape, .lower = LowerBiasAddGrad});
-  r.Register({.name = "SparseSoftmaxCrossEntropyWithLogits", .min_inputs = 2, .max_inputs = 2,
+  r.Register({.name = "ReluGrad",
+              .min_inputs = 2,
+              .max_inputs = 2,
+              .shape_fn = ElementwiseGradShape,
+              .lower = LowerReluGrad});
+  r.Register({.name = "SigmoidGrad",
+              .min_inputs = 2,
+              .max_inputs = 2,
+              .shape_fn = ElementwiseGradShape,
+              .lower = LowerSigmoidGrad});
+  r.Register({.name = "TanhGrad",
+              .min_inputs = 2,
+              .max_inputs = 2,
+              .shape_fn = ElementwiseGradShape,
+              .lower = LowerTanhGrad});
+  r.Register({.name = "BiasAddGrad",
+              .min_inputs = 1,
+              .max_inputs = 1,
+              .shape_fn = BiasAddGradShape,
+              .lower = LowerBiasAddGrad});
+  r.Register({.name = "SparseSoftmaxCrossEntropyWithLogits",
+              .min_inputs = 2,
+              .max_inputs = 2,
               .num_outputs = 2,
               .shape_fn = [](const Node& n, const Infos& in) { return XentShape(n, in, true); },
               .lower = [](LowerContext& ctx) { return LowerXent(ctx, true); }});
-  r.Register({.name = "SoftmaxCrossEntropyWithLogits", .min_inputs = 2, .max_inputs = 2,
+  r.Register({.name = "SoftmaxCrossEntropyWithLogits",
+              .min_inputs = 2,
+              .max_inputs = 2,
               .num_outputs = 2,
               .shape_fn = [](const Node& n, const Infos& in) { return XentShape(n, in, false); },
               .lower = [](LowerContext& ctx) { return LowerXent(ctx, false); }});
