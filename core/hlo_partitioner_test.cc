@@ -159,7 +159,9 @@ TEST(HloPartitioner, NoClusterDependsOnALaterOne) {
   }
   for (const HloCluster& c : *parts) {
     for (const HloInstruction* in : c.inputs) {
-      if (in->opcode() != HloOpcode::kParameter) EXPECT_LT(where.at(in), c.id) << in->name();
+      if (in->opcode() != HloOpcode::kParameter) {
+        EXPECT_LT(where.at(in), c.id) << in->name();
+      }
     }
   }
 }

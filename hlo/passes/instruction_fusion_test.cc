@@ -179,7 +179,9 @@ TEST(InstructionFusion, OperandLimitIsRespected) {
   ASSERT_TRUE(pass.Run(*m).value());
   Report("add chain, max 4 operands", *m);
   for (const HloInstruction* i : m->entry()->instructions())
-    if (i->opcode() == HloOpcode::kFusion) EXPECT_LE(i->operand_count(), 4);
+    if (i->opcode() == HloOpcode::kFusion) {
+      EXPECT_LE(i->operand_count(), 4);
+    }
   EXPECT_GE(CountFusions(*m->entry()).fusions, 3);
 }
 

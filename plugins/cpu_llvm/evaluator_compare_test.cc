@@ -89,11 +89,15 @@ TEST(CpuLlvmVsEvaluator, ExampleModules) {
 }
 
 // Skips the test when the evaluator cannot run the module yet.
-#define KILN_COMPARE(expected_kernels, text, name)                               \
-  do {                                                                           \
-    int k = CompareWithEvaluator(text, name);                                    \
-    if (k == kEvaluatorMissing) GTEST_SKIP() << "evaluator cannot run " << name; \
-    if ((expected_kernels) >= 0) EXPECT_EQ(k, expected_kernels);                 \
+#define KILN_COMPARE(expected_kernels, text, name)     \
+  do {                                                 \
+    int k = CompareWithEvaluator(text, name);          \
+    if (k == kEvaluatorMissing) {                      \
+      GTEST_SKIP() << "evaluator cannot run " << name; \
+    }                                                  \
+    if ((expected_kernels) >= 0) {                     \
+      EXPECT_EQ(k, expected_kernels);                  \
+    }                                                  \
   } while (0)
 
 TEST(CpuLlvmVsEvaluator, ElementwiseChain) {

@@ -88,7 +88,8 @@ std::string PtxKernelName(const std::string& name) {
               c == '_' || c == '$';
     if (!ok) c = '_';
   }
-  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out.insert(0, "_");
+  // Concatenation, not out.insert(0, ...): GCC 12 warns (-Wrestrict) about its inlined copy.
+  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out = "_" + out;
   return out;
 }
 

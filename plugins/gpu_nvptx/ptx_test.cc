@@ -116,7 +116,9 @@ TEST(GpuPtx, LayoutModules) {
       EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
       EXPECT_NE(ptx.find(".shared"), std::string::npos);
     }
-    if (name == "split") EXPECT_NE(ptx.find("_combine("), std::string::npos);
+    if (name == "split") {
+      EXPECT_NE(ptx.find("_combine("), std::string::npos);
+    }
   }
 }
 
