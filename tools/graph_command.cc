@@ -17,6 +17,7 @@
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/npy.h"
+#include "tools/random_inputs.h"
 
 namespace kiln {
 namespace {
@@ -30,7 +31,9 @@ constexpr const char* kGraphUsage =
     "       kiln graph print FILE.graph      (parse, verify, print back)\n"
     "       kiln graph lower FILE.graph [--input X.npy]...  (must-compile lowering, print HLO;\n"
     "                                    inputs give shapes to Placeholders with -1 dims)\n"
-    "One --input per Placeholder, in text order. --output-dir writes output_0.npy, ...;\n"
+    "One --input per Placeholder, in text order; without --input, deterministic\n"
+    "pseudo-random inputs are generated as kiln run does (every Placeholder shape must be\n"
+    "known). --output-dir writes output_0.npy, ...;\n"
     "without it a summary is printed. --auto-jit (default) compiles maximal compilable\n"
     "clusters and runs host-only ops (Unique) on host kernels; --must-compile compiles the\n"
     "whole graph as one module and fails naming any node that cannot be compiled.\n"
@@ -68,6 +71,26 @@ std::string StepSummary(int step, const std::vector<graph::Edge>& names,
                                                   fmt::join(s.dimensions(), ","))));
   }
   return fmt::format("step {}: {}\n", step, fmt::join(parts, ", "));
+}
+
+// Without --input: deterministic pseudo-random inputs, as `kiln run` makes them, for every
+// Placeholder whose shape is fully known; one with a -1 dimension needs --input.
+absl::StatusOr<std::vector<Literal>> GenerateInputs(const graph::Graph& g) {
+  constexpr uint64_t kSeed = 0x6b696c6e;  // "kiln", as kiln run
+  std::vector<Literal> inputs;
+  std::vector<const graph::Node*> placeholders = g.Placeholders();
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    const graph::Node& p = *placeholders[i];
+    const graph::AttrValue* dtype = p.FindAttr("dtype");
+    const graph::AttrValue* shape = p.FindAttr("shape");
+    if (dtype == nullptr || shape == nullptr || !shape->shape().IsFullyDefined()) {
+      return absl::InvalidArgumentError(
+          fmt::format("Placeholder {} has shape {}: give one --input per Placeholder to set it",
+                      p.name, shape ? shape->shape().ToString() : std::string("(unknown)")));
+    }
+    inputs.push_back(MakeRandomLiteral(Shape(dtype->type(), shape->shape().dims), kSeed + i));
+  }
+  return inputs;
 }
 
 }  // namespace
@@ -119,6 +142,11 @@ int GraphCommand(const std::vector<std::string>& argv) {
     if (!m.ok()) return ReportError("graph", std::string(m.status().message()));
     std::cout << (*m)->ToString();
     return kExitOk;
+  }
+  if (inputs.empty()) {
+    absl::StatusOr<std::vector<Literal>> generated = GenerateInputs(*g);
+    if (!generated.ok()) return ReportError("graph", std::string(generated.status().message()));
+    inputs = std::move(*generated);
   }
   absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
   if (!registry.ok()) return ReportError("graph", std::string(registry.status().message()));

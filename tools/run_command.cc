@@ -30,7 +30,8 @@ constexpr const char* kRunUsage =
     "Runs the entry computation. One --input per entry parameter, in order; without inputs,\n"
     "deterministic pseudo-random ones are generated (floats in [-1,1), ints in [-4,4) or\n"
     "[0,8), pred a coin flip). --output-dir writes output_0.npy, output_1.npy, ... (tuples\n"
-    "flattened depth-first; bf16 written as float32). --benchmark N times N runs after one\n"
+    "flattened depth-first; bf16 written as float32), one `wrote FILE: ...` line each on\n"
+    "stdout. --benchmark N times N runs after one\n"
     "warm-up. --compare runs on REF_DEVICE too and compares element by element: each must\n"
     "satisfy |got - ref| <= atol + rtol*|ref| (per-dtype defaults, exact for integers and\n"
     "pred; --atol/--rtol override them for floats), NaN and infinity matched by position;\n"
@@ -285,6 +286,8 @@ int RunCommand(const std::vector<std::string>& argv) {
       if (absl::Status s = WriteNpyFile(file, result->outputs[i]); !s.ok()) {
         return ReportError("run", std::string(s.message()));
       }
+      // Say what was written, where (stdout; the --benchmark line stays the last).
+      std::cout << fmt::format("wrote {}: {}\n", file, Summarize(result->outputs[i]));
     }
   } else {
     for (size_t i = 0; i < result->outputs.size(); ++i) {

@@ -137,6 +137,24 @@ with tempfile.TemporaryDirectory() as d:
         else:
             print(f"ok error: {want}")
 
+# Without --input, inputs are generated when every Placeholder's shape is known: softmax rows
+# then sum to 1; a Placeholder with a -1 dimension is one error line naming it.
+with tempfile.TemporaryDirectory() as d:
+    r = subprocess.run([KILN, "graph", "run", os.path.join(EX, "softmax.graph"), "--output-dir", d],
+                       capture_output=True, text=True)
+    got = np.load(os.path.join(d, "output_0.npy")) if r.returncode == 0 else None
+    if got is None or got.shape != (4, 10) or not np.allclose(got.sum(axis=1), 1, atol=1e-5):
+        failures.append(f"generated inputs: softmax rc={r.returncode} {r.stderr.strip()}")
+    else:
+        print("ok generated inputs: softmax rows sum to 1")
+    r = subprocess.run([KILN, "graph", "run", os.path.join(EX, "dense.graph")], capture_output=True,
+                       text=True)
+    if r.returncode != 1 or "Placeholder x has shape (-1,3)" not in r.stderr or \
+            len(r.stderr.strip().splitlines()) != 1:
+        failures.append(f"generated inputs: dense rc={r.returncode} {r.stderr!r}")
+    else:
+        print("ok generated inputs: a -1 dimension needs --input")
+
 if failures:
     print("\n".join("FAIL " + f for f in failures))
     sys.exit(1)
