@@ -1,4 +1,4 @@
-// Opcode names and arity derived from KILN_HLO_OPCODES, plus opcode classes.
+// Opcode names, arity and classes, all derived from KILN_HLO_OPCODES.
 #include "hlo/opcode.h"
 
 #include "absl/container/flat_hash_map.h"
@@ -7,8 +7,8 @@ namespace kiln {
 
 std::string_view HloOpcodeString(HloOpcode op) {
   switch (op) {
-#define KILN_CASE(e, n, a) \
-  case HloOpcode::e:       \
+#define KILN_CASE(e, n, a, t) \
+  case HloOpcode::e:          \
     return n;
     KILN_HLO_OPCODES(KILN_CASE)
 #undef KILN_CASE
@@ -19,7 +19,7 @@ std::string_view HloOpcodeString(HloOpcode op) {
 std::optional<HloOpcode> StringToHloOpcode(std::string_view name) {
   static const auto* table = [] {
     auto* m = new absl::flat_hash_map<std::string_view, HloOpcode>();
-#define KILN_ENTRY(e, n, a) (*m)[n] = HloOpcode::e;
+#define KILN_ENTRY(e, n, a, t) (*m)[n] = HloOpcode::e;
     KILN_HLO_OPCODES(KILN_ENTRY)
 #undef KILN_ENTRY
     return m;
@@ -31,8 +31,8 @@ std::optional<HloOpcode> StringToHloOpcode(std::string_view name) {
 
 int HloOpcodeArity(HloOpcode op) {
   switch (op) {
-#define KILN_CASE(e, n, a) \
-  case HloOpcode::e:       \
+#define KILN_CASE(e, n, a, t) \
+  case HloOpcode::e:          \
     return a;
     KILN_HLO_OPCODES(KILN_CASE)
 #undef KILN_CASE
@@ -40,101 +40,30 @@ int HloOpcodeArity(HloOpcode op) {
   return kVariadic;
 }
 
+unsigned HloOpcodeTraits(HloOpcode op) {
+  switch (op) {
+#define KILN_CASE(e, n, a, t) \
+  case HloOpcode::e:          \
+    return t;
+    KILN_HLO_OPCODES(KILN_CASE)
+#undef KILN_CASE
+  }
+  return 0;
+}
+
+static bool Has(HloOpcode op, OpcodeTrait t) { return (HloOpcodeTraits(op) & t) != 0; }
+
+bool IsElementwiseOpcode(HloOpcode op) { return Has(op, kTraitElementwise); }
 bool IsElementwiseUnary(HloOpcode op) {
-  switch (op) {
-    case HloOpcode::kAbs:
-    case HloOpcode::kCbrt:
-    case HloOpcode::kCeil:
-    case HloOpcode::kClz:
-    case HloOpcode::kConvert:
-    case HloOpcode::kBitcastConvert:
-    case HloOpcode::kCos:
-    case HloOpcode::kErf:
-    case HloOpcode::kExp:
-    case HloOpcode::kExpm1:
-    case HloOpcode::kFloor:
-    case HloOpcode::kImag:
-    case HloOpcode::kIsFinite:
-    case HloOpcode::kLog:
-    case HloOpcode::kLog1p:
-    case HloOpcode::kLogistic:
-    case HloOpcode::kNegate:
-    case HloOpcode::kNot:
-    case HloOpcode::kPopulationCount:
-    case HloOpcode::kReal:
-    case HloOpcode::kReducePrecision:
-    case HloOpcode::kRoundNearestAfz:
-    case HloOpcode::kRoundNearestEven:
-    case HloOpcode::kRsqrt:
-    case HloOpcode::kSign:
-    case HloOpcode::kSin:
-    case HloOpcode::kSqrt:
-    case HloOpcode::kTan:
-    case HloOpcode::kTanh:
-    case HloOpcode::kCopy:
-      return true;
-    default:
-      return false;
-  }
+  return Has(op, kTraitElementwise) && HloOpcodeArity(op) == 1;
 }
-
 bool IsElementwiseBinary(HloOpcode op) {
-  switch (op) {
-    case HloOpcode::kAdd:
-    case HloOpcode::kAnd:
-    case HloOpcode::kAtan2:
-    case HloOpcode::kCompare:
-    case HloOpcode::kComplex:
-    case HloOpcode::kDivide:
-    case HloOpcode::kMaximum:
-    case HloOpcode::kMinimum:
-    case HloOpcode::kMultiply:
-    case HloOpcode::kOr:
-    case HloOpcode::kPower:
-    case HloOpcode::kRemainder:
-    case HloOpcode::kShiftLeft:
-    case HloOpcode::kShiftRightArithmetic:
-    case HloOpcode::kShiftRightLogical:
-    case HloOpcode::kSubtract:
-    case HloOpcode::kXor:
-    case HloOpcode::kStochasticConvert:
-      return true;
-    default:
-      return false;
-  }
+  return Has(op, kTraitElementwise) && HloOpcodeArity(op) == 2;
 }
-
-bool IsElementwiseOpcode(HloOpcode op) {
-  return IsElementwiseUnary(op) || IsElementwiseBinary(op) || op == HloOpcode::kSelect ||
-         op == HloOpcode::kClamp;
-}
-
-bool IsCollectiveOpcode(HloOpcode op) {
-  switch (op) {
-    case HloOpcode::kAllGather:
-    case HloOpcode::kAllGatherStart:
-    case HloOpcode::kAllGatherDone:
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kAllReduceDone:
-    case HloOpcode::kAllToAll:
-    case HloOpcode::kCollectiveBroadcast:
-    case HloOpcode::kCollectivePermute:
-    case HloOpcode::kCollectivePermuteStart:
-    case HloOpcode::kCollectivePermuteDone:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kSend:
-    case HloOpcode::kSendDone:
-    case HloOpcode::kRecv:
-    case HloOpcode::kRecvDone:
-    case HloOpcode::kInfeed:
-    case HloOpcode::kOutfeed:
-    case HloOpcode::kReplicaId:
-    case HloOpcode::kPartitionId:
-      return true;
-    default:
-      return false;
-  }
-}
+bool IsCostlyElementwiseOpcode(HloOpcode op) { return Has(op, kTraitCostly); }
+bool IsSideEffectingOpcode(HloOpcode op) { return Has(op, kTraitSideEffecting); }
+bool IsCollectiveOpcode(HloOpcode op) { return Has(op, kTraitCollective); }
+bool IsRandomOpcode(HloOpcode op) { return Has(op, kTraitRandom); }
+bool IsControlFlowOpcode(HloOpcode op) { return Has(op, kTraitControlFlow); }
 
 }  // namespace kiln

@@ -25,24 +25,8 @@ std::string FusionNameTable::Get(std::string_view base) {
 }
 
 bool IsExpensive(const HloInstruction& instr) {
+  if (IsCostlyElementwiseOpcode(instr.opcode())) return true;
   switch (instr.opcode()) {
-    case HloOpcode::kExp:
-    case HloOpcode::kExpm1:
-    case HloOpcode::kLog:
-    case HloOpcode::kLog1p:
-    case HloOpcode::kLogistic:
-    case HloOpcode::kTanh:
-    case HloOpcode::kSqrt:
-    case HloOpcode::kRsqrt:
-    case HloOpcode::kCbrt:
-    case HloOpcode::kPower:
-    case HloOpcode::kDivide:
-    case HloOpcode::kRemainder:
-    case HloOpcode::kAtan2:
-    case HloOpcode::kErf:
-    case HloOpcode::kSin:
-    case HloOpcode::kCos:
-    case HloOpcode::kTan:
     case HloOpcode::kDot:
     case HloOpcode::kConvolution:
     case HloOpcode::kReduce:

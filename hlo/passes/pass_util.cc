@@ -9,38 +9,8 @@
 
 namespace kiln {
 
-bool IsRandomOpcode(HloOpcode op) {
-  return op == HloOpcode::kRng || op == HloOpcode::kRngBitGenerator ||
-         op == HloOpcode::kRngGetAndUpdateState;
-}
-
 bool HasSideEffectNoRecurse(const HloInstruction& instr) {
-  switch (instr.opcode()) {
-    case HloOpcode::kCustomCall:
-    case HloOpcode::kRng:
-    case HloOpcode::kRngBitGenerator:
-    case HloOpcode::kRngGetAndUpdateState:
-    case HloOpcode::kSend:
-    case HloOpcode::kSendDone:
-    case HloOpcode::kRecv:
-    case HloOpcode::kRecvDone:
-    case HloOpcode::kInfeed:
-    case HloOpcode::kOutfeed:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kAllReduceDone:
-    case HloOpcode::kAllGatherStart:
-    case HloOpcode::kAllGatherDone:
-    case HloOpcode::kCollectivePermuteStart:
-    case HloOpcode::kCollectivePermuteDone:
-    case HloOpcode::kAsyncStart:
-    case HloOpcode::kAsyncUpdate:
-    case HloOpcode::kAsyncDone:
-    case HloOpcode::kCopyStart:
-    case HloOpcode::kCopyDone:
-      return true;
-    default:
-      break;
-  }
+  if (IsSideEffectingOpcode(instr.opcode())) return true;
   // A collective with a channel id talks to another program: removing it on one side
   // would deadlock the other.
   if (IsCollectiveOpcode(instr.opcode()) && instr.attrs().FindExtra("channel_id")) return true;

@@ -17,8 +17,6 @@ namespace kiln {
 bool HasSideEffectNoRecurse(const HloInstruction& instr);
 // Also true when a called computation (loop body, reducer, ...) has a side effect.
 bool HasSideEffect(const HloInstruction& instr);
-// rng, rng-bit-generator, rng-get-and-update-state: never merged or folded.
-bool IsRandomOpcode(HloOpcode op);
 
 // Computations that are not fusion bodies, callees first (most passes leave fusions alone:
 // the fusion pass owns their shape).

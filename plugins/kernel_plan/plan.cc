@@ -180,10 +180,7 @@ struct CalledPlans {
 void PlanComputation(const HloComputation* entry, const PlanOptions& options, Plan& plan,
                      CalledPlans& called);
 
-bool IsControlFlow(const HloInstruction& h) {
-  return h.opcode() == HloOpcode::kWhile || h.opcode() == HloOpcode::kConditional ||
-         h.opcode() == HloOpcode::kCall;
-}
+bool IsControlFlow(const HloInstruction& h) { return IsControlFlowOpcode(h.opcode()); }
 
 // The shapes the runner relies on; anything else stays on the evaluator, which reports it.
 bool ControlFlowWellFormed(const HloInstruction& h, std::string* why) {
@@ -336,25 +333,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
     constexpr int64_t kCap = 64, kMaxDuplicatedCost = 16;  // softmax's exp(x - max) is duplicated
     absl::flat_hash_map<const HloInstruction*, int64_t> cost;
     auto op_cost = [](const HloInstruction& h) -> int64_t {
-      switch (h.opcode()) {
-        case HloOpcode::kExp:
-        case HloOpcode::kExpm1:
-        case HloOpcode::kLog:
-        case HloOpcode::kLog1p:
-        case HloOpcode::kLogistic:
-        case HloOpcode::kTanh:
-        case HloOpcode::kErf:
-        case HloOpcode::kPower:
-        case HloOpcode::kSin:
-        case HloOpcode::kCos:
-        case HloOpcode::kAtan2:
-        case HloOpcode::kSqrt:
-        case HloOpcode::kRsqrt:
-        case HloOpcode::kDivide:
-          return 8;
-        default:
-          return 1;
-      }
+      return IsCostlyElementwiseOpcode(h.opcode()) ? 8 : 1;
     };
     for (const HloInstruction* h : order) {  // operands first
       if (!emittable.contains(h)) continue;
