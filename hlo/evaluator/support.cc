@@ -49,4 +49,13 @@ std::optional<std::string> EvaluatorUnsupportedReason(const HloInstruction& inst
   return Reason(instr, 0);
 }
 
+absl::Status CheckEvaluatorRunsAll(const HloModule& module) {
+  for (const HloInstruction* instr : module.entry()->instructions()) {
+    if (std::optional<std::string> why = EvaluatorUnsupportedReason(*instr)) {
+      return absl::UnimplementedError("instruction '" + instr->name() + "' " + *why);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kiln

@@ -6,13 +6,20 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "hlo/computation.h"
 #include "hlo/instruction.h"
+#include "hlo/module.h"
 
 namespace kiln {
 
 // Why `instr` cannot run on the evaluator (nullopt when it can). Instructions that call
 // computations (while, call, fusion, reduce, ...) are only as runnable as their callees.
 std::optional<std::string> EvaluatorUnsupportedReason(const HloInstruction& instr);
+
+// Unimplemented naming the first entry instruction the evaluator cannot run (a custom-call
+// or collective, also nested in a fusion or call), else OK: what a plugin whose fallback is
+// the evaluator checks before a long compile.
+absl::Status CheckEvaluatorRunsAll(const HloModule& module);
 
 }  // namespace kiln

@@ -39,11 +39,7 @@ class CpuLlvmBackend : public plugin_support::HostBackend {
       std::shared_ptr<const HloModule> module) override {
     // What neither the emitter nor the evaluator fallback runs (a custom-call or collective,
     // even nested in a fusion or call) is refused before the compile, not after it.
-    for (const HloInstruction* instr : module->entry()->instructions()) {
-      if (std::optional<std::string> why = EvaluatorUnsupportedReason(*instr)) {
-        return absl::UnimplementedError("instruction '" + instr->name() + "' " + *why);
-      }
-    }
+    if (absl::Status s = CheckEvaluatorRunsAll(*module); !s.ok()) return s;
     auto exe = compiler_->Compile(std::move(module));
     if (!exe.ok()) return exe.status();
     return std::make_unique<JitProgram>(std::move(*exe));

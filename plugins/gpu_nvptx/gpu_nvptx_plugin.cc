@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "hlo/evaluator/support.h"
 #include "plugins/common/host_plugin.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
 #include "plugins/kernel_plan/plan.h"
@@ -129,6 +130,8 @@ class GpuBackend : public plugin_support::HostBackend {
   absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> Compile(
       std::shared_ptr<const HloModule> module) override {
     if (driver_ == nullptr) return absl::UnavailableError("gpu-nvptx is unavailable: " + reason_);
+    // What neither the kernels nor the evaluator fallback runs is refused before the compile.
+    if (absl::Status s = CheckEvaluatorRunsAll(*module); !s.ok()) return s;
     auto exe = GpuExecutable::Create(std::move(module), driver_, cublas_);
     if (!exe.ok()) return exe.status();
     return std::make_unique<GpuProgram>(std::move(*exe), driver_);

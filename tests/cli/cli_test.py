@@ -363,7 +363,31 @@ def test_devices_lists_rejections():
         assert phrase in out, '%r missing from:\n%s' % (phrase, out)
 
 
-for t in [test_dot_bias_relu, test_softmax, test_reduce_and_nested_tuple_flattening,
+def test_nested_custom_call_refused_before_compile():
+    # A custom-call inside a fusion: every host plugin refuses it, naming it, with one error
+    # line and exit 1 (cpu-llvm before compiling, not after).
+    path = write('nested_cc.hlo', """HloModule nested_cc
+%fused (p: f32[4]) -> f32[4] {
+  %p = f32[4] parameter(0)
+  %cc = f32[4] custom-call(f32[4] %p), custom_call_target="vendor_op"
+  ROOT %e = f32[4] exponential(f32[4] %cc)
+}
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %f = f32[4] fusion(f32[4] %x), kind=kLoop, calls=%fused
+}
+""")
+    rc, out, err = run(['devices'])
+    devices = ['interpreter'] + (['cpu-llvm'] if 'cpu-llvm' in out else [])
+    for device in devices:
+        rc, out, err = run(['run', path, '--device', device])
+        assert rc == 1 and err.count('error:') == 1, (device, rc, err)
+        assert 'vendor_op' in err and ('%cc' in err or "'cc'" in err), (device, err)
+        if device == 'cpu-llvm':
+            assert 'compile:' in err, err
+
+
+for t in [test_nested_custom_call_refused_before_compile, test_dot_bias_relu, test_softmax, test_reduce_and_nested_tuple_flattening,
           test_while_loop, test_bf16_travels_as_float32, test_generated_inputs_are_deterministic,
           test_third_party_plugin_is_picked_and_agrees, test_input_errors_are_one_line,
           test_print_is_canonical_and_errors_are_located, test_devices_lists_rejections]:
