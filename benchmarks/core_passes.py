@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test) of issue #11's core pipeline: what running the core's passes on
-every module costs and gains, measured in the same run.
+"""Benchmark (not a test) of issue #11's one compiler: what the core's passes and cpu-llvm's
+fusion as HLO cost and gain, measured in the same run.
 
 1. The seed CPU workloads (cpu_workloads.py's modules at its sizes, and the LSTMs) through
    `kiln run --device cpu-llvm --benchmark N`, with the core passes and with
    --no-core-passes, alternating rounds; prints the median run time of each and the ratio.
-2. Cold compile of every corpus module cpu-llvm compiles, plus the corpus's BERT and Llama
+2. The same workloads with cpu-llvm's fusion decided as HLO (the kernel-fusion pass, the
+   default) against the planner fusing by itself (KILN_CPU_FUSION=planner): run time and
+   the kernel count of each.
+3. Cold compile of every corpus module cpu-llvm compiles, plus the corpus's BERT and Llama
    modules: the core pipeline's time (`kiln opt --passes=simplification`, its per-pass sum)
    against the process's wall time with --no-core-passes (parse, plan, LLVM compile).
 
@@ -34,9 +37,10 @@ KILN = os.path.join(OPTS.build, 'tools', 'kiln')
 HLO = os.path.join(ROOT, 'examples', 'hlo')
 
 
-def bench(path, extra):
+def bench(path, extra, env=None):
     out = subprocess.run([KILN, 'run', path, '--device', 'cpu-llvm', '--benchmark',
-                          str(OPTS.runs)] + extra, capture_output=True, text=True)
+                          str(OPTS.runs)] + extra, capture_output=True, text=True,
+                         env=dict(os.environ, **(env or {})))
     m = re.search(r'median_ms=([\d.]+)', out.stdout)
     if out.returncode != 0 or not m:
         raise RuntimeError(f'{path}: {out.stderr.strip()[-300:]}')
@@ -100,7 +104,33 @@ with tempfile.TemporaryDirectory() as tmp:
 print(f'worst min on/off ratio: {worst:.3f} (goal: <= 1.03); "changed" = core passes that '
       'changed the module (0: the device runs the same module either way)')
 
-print('\n2. cold compile: core pipeline ms against the whole no-passes process (cpu-llvm)')
+PLANNER = {'KILN_CPU_FUSION': 'planner'}
+
+
+def kernels(path, env=None):
+    out = subprocess.run([KILN, 'run', path, '--device', 'cpu-llvm'], capture_output=True,
+                         text=True, env=dict(os.environ, KILN_CPU_DUMP_PLAN='1', **(env or {})))
+    return len(re.findall(r' kernel$', out.stderr, re.M))
+
+
+print('\n2. cpu-llvm fusion as HLO (kernel-fusion) vs in the planner, alternating rounds')
+print(f'{"workload":34} {"kernels":>8} {"hlo ms":>8} {"planner":>8} {"hlo/pl":>7} '
+      f'{"min hlo":>8} {"min pl":>8} {"hlo/pl":>7}')
+worst = 0.0
+with tempfile.TemporaryDirectory() as tmp:
+    for name, path in workloads(tmp).items():
+        on, off = [], []
+        for _ in range(OPTS.rounds):
+            on.append(bench(path, []))
+            off.append(bench(path, [], PLANNER))
+        a, b = statistics.median(on), statistics.median(off)
+        ma, mb = min(on), min(off)
+        worst = max(worst, ma / mb)
+        k = f'{kernels(path)}/{kernels(path, PLANNER)}'
+        print(f'{name:34} {k:>8} {a:8.3f} {b:8.3f} {a / b:7.3f} {ma:8.3f} {mb:8.3f} {ma / mb:7.3f}')
+print(f'worst min hlo/planner ratio: {worst:.3f} (goal: <= 1.03); kernels = hlo/planner count')
+
+print('\n3. cold compile: core pipeline ms against the whole no-passes process (cpu-llvm)')
 print(f'{"module":44} {"pipeline ms":>12} {"process s":>10} {"share":>7}')
 corpus = sorted(glob.glob(os.path.join(ROOT, 'tests', 'hlo_corpus', '*.hlo')))
 for path in corpus:

@@ -1,6 +1,7 @@
 // Compile and run a module the one way (see module_executable.h).
 #include "core/module_executable.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "fmt/format.h"
@@ -75,6 +76,10 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
   CompileOptions compile = options.compile;
   compile.core_passes = exe->core_report_.pass_names;
   const int first_dump = exe->core_report_.result.dumps;
+  // The plugin's own dumps follow the core's and the module handed over (one per cluster).
+  compile.dump_dir = core.dump_dir;
+  compile.dump_sequence =
+      first_dump + static_cast<int>(std::max<size_t>(placement.clusters.size(), 1));
   auto t0 = std::chrono::steady_clock::now();
   if (placement.whole != nullptr) {
     exe->plugin_ = placement.whole;

@@ -318,6 +318,8 @@ absl::StatusOr<std::unique_ptr<Executable>> Plugin::CompileText(
   opts.optimization_level = options.optimization_level;
   opts.num_threads = options.num_threads;
   opts.core_passes = options.core_passes.c_str();
+  opts.dump_dir = options.dump_dir.c_str();
+  opts.dump_sequence = options.dump_sequence;
   KILN_Compile_Args args{};
   args.struct_size = sizeof(args);
   args.client = lib_->client;

@@ -38,6 +38,8 @@ struct CompileOptions {
   int optimization_level = 2;
   int num_threads = 0;
   std::string core_passes;  // what the core ran on the module (core_passes.h); "" = none
+  std::string dump_dir;     // where the plugin may dump its own passes; "" = no dumps
+  int dump_sequence = 0;    // the number of its first dump (after the core's)
 };
 
 // An array on a plugin's device. Move-only; destroys the plugin buffer when it dies.

@@ -194,6 +194,11 @@ typedef struct {
    * A plugin that wants modules as written declares the attribute "core_passes" = "none";
    * the core then runs none of its passes on modules for that plugin. */
   const char* core_passes;
+  /* 1.1: when not NULL or "", the directory where the plugin may dump the module after each
+   * of its own HLO passes, as `<module>.<NN>.<plugin>.<pass>.txt` with NN counting up from
+   * dump_sequence (the core's dumps come before), ending with the program it runs. */
+  const char* dump_dir;
+  int32_t dump_sequence;
 } KILN_CompileOptions;
 
 typedef struct {

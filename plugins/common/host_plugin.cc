@@ -277,7 +277,8 @@ KILN_Error* Capability(KILN_Capability_Args* args) {
   });
 }
 
-KILN_Error* MakeExecutable(std::string text, KILN_Executable** out) {
+KILN_Error* MakeExecutable(std::string text, const HostBackend::CompileContext& context,
+                           KILN_Executable** out) {
   if (std::optional<CompiledText> hit = GetTextCache().Find(text)) {
     auto exe = std::make_unique<KILN_Executable>();
     exe->module = std::move(hit->module);
@@ -295,7 +296,7 @@ KILN_Error* MakeExecutable(std::string text, KILN_Executable** out) {
   auto exe = std::make_unique<KILN_Executable>();
   exe->num_outputs = FlattenShape((*module)->entry()->root()->shape()).size();
   exe->module = std::shared_ptr<const HloModule>(std::move(*module));
-  auto program = backend->Compile(exe->module);
+  auto program = backend->CompileWithContext(exe->module, context);
   if (!program.ok()) return MakeError(program.status());
   exe->program = std::move(*program);
   GetTextCache().Add(text, {exe->module, exe->program, exe->num_outputs});
@@ -311,7 +312,17 @@ KILN_Error* Compile(KILN_Compile_Args* args) {
     }
     if (args->hlo_text == nullptr)
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "hlo_text is null");
-    return MakeExecutable(std::string(args->hlo_text, args->hlo_text_size), &args->executable);
+    HostBackend::CompileContext context;
+    if (const KILN_CompileOptions* o = args->options) {
+      if (KILN_ARGS_HAS(o, KILN_CompileOptions, core_passes) && o->core_passes != nullptr)
+        context.core_passes = o->core_passes;
+      if (KILN_ARGS_HAS(o, KILN_CompileOptions, dump_sequence) && o->dump_dir != nullptr) {
+        context.dump_dir = o->dump_dir;
+        context.dump_sequence = o->dump_sequence;
+      }
+    }
+    return MakeExecutable(std::string(args->hlo_text, args->hlo_text_size), context,
+                          &args->executable);
   });
 }
 
@@ -354,7 +365,7 @@ KILN_Error* ExecutableDeserialize(KILN_Executable_Deserialize_Args* args) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "bytes is null");
     }
     std::string text(static_cast<const char*>(args->bytes), args->size);
-    return MakeExecutable(std::move(text), &args->executable);
+    return MakeExecutable(std::move(text), HostBackend::CompileContext(), &args->executable);
   });
 }
 

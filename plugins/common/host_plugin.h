@@ -59,6 +59,18 @@ class HostBackend {
   // `module` is parsed and verified; the program may keep it.
   virtual absl::StatusOr<std::unique_ptr<HostProgram>> Compile(
       std::shared_ptr<const HloModule> module) = 0;
+  // The same with the compile options of the C ABI that a backend with passes of its own
+  // uses (where to dump them); the default ignores them.
+  struct CompileContext {
+    std::string core_passes;  // what the core ran, comma-separated
+    std::string dump_dir;     // "" = no dumps
+    int dump_sequence = 0;
+  };
+  virtual absl::StatusOr<std::unique_ptr<HostProgram>> CompileWithContext(
+      std::shared_ptr<const HloModule> module, const CompileContext& context) {
+    (void)context;
+    return Compile(std::move(module));
+  }
   // Why programs cannot run now (a device backend without a device), or nullopt. The plugin
   // then reports itself unavailable with the reason; capability queries still work.
   virtual std::optional<std::string> UnavailableReason() const { return std::nullopt; }

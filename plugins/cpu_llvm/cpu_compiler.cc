@@ -8,9 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
+#include "hlo/dump/dump.h"
 #include "hlo/evaluator/evaluator.h"
+#include "hlo/text/parser.h"
 #include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/conv_library.h"
+#include "plugins/kernel_plan/kernel_fusion.h"
 #include "plugins/kernel_plan/step_values.h"
 
 namespace kiln::cpu {
@@ -265,7 +268,7 @@ std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
-    std::shared_ptr<const HloModule> module) {
+    std::shared_ptr<const HloModule> module, const DumpRequest& dump) {
   if (module == nullptr || module->entry() == nullptr)
     return absl::InvalidArgumentError("cpu-llvm: module has no entry computation");
   uint64_t key = Mix(module->Fingerprint(), StructuralHash(*module));
@@ -273,8 +276,8 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
   std::lock_guard<std::mutex> lock(mu_);
   auto it = cache_.find(key);
   if (it != cache_.end()) {
-    for (const auto& exe : it->second) {
-      if (exe->module().ToString() == text) {
+    for (const auto& [source, exe] : it->second) {
+      if (source == text) {
         ++hits_;
         return exe;
       }
@@ -282,7 +285,25 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
   }
   ++misses_;
   auto t0 = std::chrono::steady_clock::now();
-  Plan plan = MakePlan(*module, options_.plan);
+  // The plugin's own pass: fusion decided once, as HLO, then planned as it stands.
+  std::shared_ptr<const HloModule> planned = module;
+  PlanOptions plan_options = options_.plan;
+  const char* fusion_env = std::getenv("KILN_CPU_FUSION");
+  const bool planner_fuses = fusion_env != nullptr && std::string_view(fusion_env) == "planner";
+  const bool hlo_fusion = options_.fuse_as_hlo && !planner_fuses && plan_options.fuse_unfused;
+  if (hlo_fusion) {
+    absl::StatusOr<std::unique_ptr<HloModule>> copy = ParseHloModule(text, module->name());
+    if (!copy.ok()) return copy.status();
+    absl::StatusOr<bool> fused = KernelFusion(plan_options).Run(**copy);
+    if (!fused.ok()) return fused.status();
+    plan_options.fuse_unfused = false;
+    if (!dump.dir.empty()) {
+      absl::Status s = DumpModule(**copy, dump.dir, "", "cpu-llvm.kernel-fusion", dump.sequence);
+      if (!s.ok()) return s;
+    }
+    planned = std::move(*copy);
+  }
+  Plan plan = MakePlan(*planned, plan_options);
   plan_ms_ +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Debugging aid: every computation's dispositions (kernel, control-flow, evaluator, ...).
@@ -295,14 +316,15 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
   request.pool = pool_.get();
   if (object_cache_.has_value() && !plan.kernels.empty()) {
     request.cache = &*object_cache_;
-    request.cache_key = ObjectCacheKey(text);
+    // Kernels differ by who fused them (names, groups): the key says which.
+    request.cache_key = ObjectCacheKey((hlo_fusion ? "fusion=hlo\n" : "fusion=planner\n") + text);
   }
   absl::StatusOr<std::vector<KernelFn>> fns = jit_->Compile(plan.kernels, request);
   if (!fns.ok()) return fns.status();
-  auto exe = std::make_shared<const CpuExecutable>(std::move(module), std::move(plan),
+  auto exe = std::make_shared<const CpuExecutable>(std::move(planned), std::move(plan),
                                                    std::move(*fns), jit_, std::move(ir), pool_,
                                                    options_.plan.parallel_min_work);
-  cache_[key].push_back(exe);
+  cache_[key].emplace_back(std::move(text), exe);
   return exe;
 }
 

@@ -44,6 +44,10 @@ struct CompileOptions {
   // Directory of the on-disk object cache: unset = KILN_CPU_CACHE_DIR (off when that is
   // unset or empty); an empty string turns it off.
   std::optional<std::string> cache_dir;
+  // Fusion decided once, as HLO: the kernel-fusion pass (plugins/kernel_plan/kernel_fusion.h)
+  // writes the plan's fusion into the module, and the planner consumes those fusions. False
+  // (or KILN_CPU_FUSION=planner) leaves the deciding to the planner, as before the pass.
+  bool fuse_as_hlo = true;
 };
 
 // Where a compiler's compile time went (sums over its compiles, milliseconds).
@@ -86,12 +90,19 @@ class CpuExecutable {
   void RunKernel(const Step& step, StepValues& values) const;
 };
 
+// Where CpuCompiler::Compile dumps the module after its own passes (kernel-fusion): the
+// program the plan runs.
+struct DumpRequest {
+  std::string dir;  // "" = none
+  int sequence = 0;
+};
+
 class CpuCompiler {
  public:
   static absl::StatusOr<std::unique_ptr<CpuCompiler>> Create(const CompileOptions& options = {});
 
   absl::StatusOr<std::shared_ptr<const CpuExecutable>> Compile(
-      std::shared_ptr<const HloModule> module);
+      std::shared_ptr<const HloModule> module, const DumpRequest& dump = DumpRequest());
 
   int64_t cache_hits() const { return hits_; }
   int64_t cache_misses() const { return misses_; }
@@ -115,7 +126,10 @@ class CpuCompiler {
   mutable std::mutex mu_;
   double plan_ms_ = 0;
   // Fingerprint -> executables with that fingerprint (the module text tells collisions apart).
-  absl::flat_hash_map<uint64_t, std::vector<std::shared_ptr<const CpuExecutable>>> cache_;
+  // Per structural key: the module text as given and its executable.
+  absl::flat_hash_map<uint64_t,
+                      std::vector<std::pair<std::string, std::shared_ptr<const CpuExecutable>>>>
+      cache_;
   int64_t hits_ = 0, misses_ = 0;
 };
 

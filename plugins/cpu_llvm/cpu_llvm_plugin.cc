@@ -37,10 +37,16 @@ class CpuLlvmBackend : public plugin_support::HostBackend {
 
   absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> Compile(
       std::shared_ptr<const HloModule> module) override {
+    return CompileWithContext(std::move(module), {});
+  }
+  // With --dump-to, the module after cpu-llvm's kernel-fusion pass is dumped: the program
+  // the plan runs, one kernel per fusion or remaining instruction.
+  absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> CompileWithContext(
+      std::shared_ptr<const HloModule> module, const CompileContext& context) override {
     // What neither the emitter nor the evaluator fallback runs (a custom-call or collective,
     // even nested in a fusion or call) is refused before the compile, not after it.
     if (absl::Status s = CheckEvaluatorRunsAll(*module); !s.ok()) return s;
-    auto exe = compiler_->Compile(std::move(module));
+    auto exe = compiler_->Compile(std::move(module), {context.dump_dir, context.dump_sequence});
     if (!exe.ok()) return exe.status();
     return std::make_unique<JitProgram>(std::move(*exe));
   }

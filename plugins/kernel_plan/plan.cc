@@ -265,53 +265,27 @@ std::optional<std::vector<int>> PlanCalled(const HloInstruction& h, const PlanOp
   return out;
 }
 
-// Plans one computation (the entry, or one run by control flow) into plan.steps and
-// plan.dispositions; its kernels are appended to plan.kernels.
-void PlanComputation(const HloComputation* entry, const PlanOptions& options, Plan& plan,
-                     CalledPlans& called) {
-  std::vector<HloInstruction*> order = entry->MakeInstructionPostOrder();
+// The GEMM a library computes for `h` (a large enough dot of a plain form), if any.
+std::optional<GemmShape> LibraryGemm(const HloInstruction& h, const PlanOptions& options) {
+  if (h.opcode() != HloOpcode::kDot) return std::nullopt;
+  std::optional<GemmShape> g = options.device_gemm_min_mnk > 0
+                                   ? MatchGemmDot(h, options.device_gemm_min_mnk)
+                                   : MatchBlasDot(h, options.blas_min_mnk);
+  if (g && options.device_gemm_min_mnk > 0 && g->f64) g.reset();  // f32 only on the device
+  return g;
+}
 
-  // Which instructions the emitter can generate (outside fusions).
-  absl::flat_hash_map<const HloInstruction*, std::string> why_not;
-  absl::flat_hash_set<const HloInstruction*> emittable;
-  absl::flat_hash_map<const HloInstruction*, GemmShape> gemms;
-  absl::flat_hash_map<const HloInstruction*, ConvGemm> convs;
-  absl::flat_hash_map<const HloInstruction*, std::vector<int>> control_flow;
-  for (const HloInstruction* h : order) {
-    std::string why;
-    if (options.native_control_flow && IsControlFlow(*h)) {
-      if (auto c = PlanCalled(*h, options, plan, called, &why))
-        control_flow[h] = *c;
-      else
-        why_not[h] = why;
-      continue;
-    }
-    if (h->opcode() == HloOpcode::kConvolution) {
-      if (std::optional<ConvGemm> c = MatchLibraryConv(*h, options.blas_min_mnk)) {
-        convs[h] = *c;
-        continue;
-      }
-    }
-    if (h->opcode() == HloOpcode::kDot) {
-      std::optional<GemmShape> g = options.device_gemm_min_mnk > 0
-                                       ? MatchGemmDot(*h, options.device_gemm_min_mnk)
-                                       : MatchBlasDot(*h, options.blas_min_mnk);
-      if (g && options.device_gemm_min_mnk > 0 && g->f64) g.reset();  // f32 only on the device
-      if (g) {
-        // Not emittable: its operands are materialized and its users read its buffer.
-        gemms[h] = *g;
-        continue;
-      }
-    }
-    if (h->opcode() == HloOpcode::kFusion) {
-      if (!CanEmitFusion(*h, &why)) why_not[h] = why;
-    } else if (!IsBookkeeping(*h)) {
-      if (llvm_emit::CanEmitElementally(*h, &why))
-        emittable.insert(h);
-      else
-        why_not[h] = why;
-    }
-  }
+std::optional<ConvGemm> LibraryConv(const HloInstruction& h, const PlanOptions& options) {
+  if (h.opcode() != HloOpcode::kConvolution) return std::nullopt;
+  return MatchLibraryConv(h, options.blas_min_mnk);
+}
+
+// Which emittable instructions of `comp` get a kernel of their own (are materialized); the
+// others are generated inside the kernels of their users. `order` is comp's post order.
+absl::flat_hash_set<const HloInstruction*> KernelRoots(
+    const HloComputation& comp, const std::vector<HloInstruction*>& order,
+    const absl::flat_hash_set<const HloInstruction*>& emittable, const PlanOptions& options) {
+  const HloComputation* entry = &comp;
   // An emittable instruction gets its own kernel unless every user is an emittable
   // instruction that can generate it inline ...
   std::function<bool(const HloInstruction*)> base_materialized = [&](const HloInstruction* h) {
@@ -379,9 +353,55 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       if (!base_materialized(h) && !shared.contains(h)) depth[h] = d;
     }
   }
-  auto materialized = [&](const HloInstruction* h) {
-    return base_materialized(h) || shared.contains(h);
-  };
+  absl::flat_hash_set<const HloInstruction*> roots;
+  for (const HloInstruction* h : order) {
+    if (emittable.contains(h) && (base_materialized(h) || shared.contains(h))) roots.insert(h);
+  }
+  return roots;
+}
+
+// Plans one computation (the entry, or one run by control flow) into plan.steps and
+// plan.dispositions; its kernels are appended to plan.kernels.
+void PlanComputation(const HloComputation* entry, const PlanOptions& options, Plan& plan,
+                     CalledPlans& called) {
+  std::vector<HloInstruction*> order = entry->MakeInstructionPostOrder();
+
+  // Which instructions the emitter can generate (outside fusions).
+  absl::flat_hash_map<const HloInstruction*, std::string> why_not;
+  absl::flat_hash_set<const HloInstruction*> emittable;
+  absl::flat_hash_map<const HloInstruction*, GemmShape> gemms;
+  absl::flat_hash_map<const HloInstruction*, ConvGemm> convs;
+  absl::flat_hash_map<const HloInstruction*, std::vector<int>> control_flow;
+  for (const HloInstruction* h : order) {
+    std::string why;
+    if (options.native_control_flow && IsControlFlow(*h)) {
+      if (auto c = PlanCalled(*h, options, plan, called, &why))
+        control_flow[h] = *c;
+      else
+        why_not[h] = why;
+      continue;
+    }
+    if (std::optional<ConvGemm> c = LibraryConv(*h, options)) {
+      convs[h] = *c;
+      continue;
+    }
+    if (std::optional<GemmShape> g = LibraryGemm(*h, options)) {
+      // Not emittable: its operands are materialized and its users read its buffer.
+      gemms[h] = *g;
+      continue;
+    }
+    if (h->opcode() == HloOpcode::kFusion) {
+      if (!CanEmitFusion(*h, &why)) why_not[h] = why;
+    } else if (!IsBookkeeping(*h)) {
+      if (llvm_emit::CanEmitElementally(*h, &why))
+        emittable.insert(h);
+      else
+        why_not[h] = why;
+    }
+  }
+  const absl::flat_hash_set<const HloInstruction*> kernel_roots =
+      KernelRoots(*entry, order, emittable, options);
+  auto materialized = [&](const HloInstruction* h) { return kernel_roots.contains(h); };
 
   for (const HloInstruction* h : order) {
     Step step;
@@ -451,6 +471,49 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
 }
 
 }  // namespace
+
+std::vector<KernelGroup> KernelGroups(const HloComputation& comp, const PlanOptions& options) {
+  std::vector<HloInstruction*> order = comp.MakeInstructionPostOrder();
+  absl::flat_hash_set<const HloInstruction*> emittable;
+  for (const HloInstruction* h : order) {
+    if (options.native_control_flow && IsControlFlow(*h)) continue;
+    if (LibraryConv(*h, options) || LibraryGemm(*h, options)) continue;
+    if (h->opcode() == HloOpcode::kFusion || IsBookkeeping(*h)) continue;
+    std::string why;
+    if (llvm_emit::CanEmitElementally(*h, &why)) emittable.insert(h);
+  }
+  const absl::flat_hash_set<const HloInstruction*> roots =
+      KernelRoots(comp, order, emittable, options);
+  std::vector<KernelGroup> groups;
+  for (HloInstruction* h : order) {
+    if (!roots.contains(h)) continue;
+    // The same walk as a kernel's inputs in PlanComputation: what is inlined is a member.
+    absl::flat_hash_set<const HloInstruction*> seen;
+    std::vector<HloInstruction*> stack(h->operands().begin(), h->operands().end());
+    absl::flat_hash_set<const HloInstruction*> members;
+    while (!stack.empty()) {
+      HloInstruction* o = stack.back();
+      stack.pop_back();
+      if (!seen.insert(o).second) continue;
+      if (IsInlinableConstant(*o)) {
+        members.insert(o);
+        continue;
+      }
+      if (emittable.contains(o) && !roots.contains(o)) {
+        members.insert(o);
+        for (HloInstruction* oo : o->operands()) stack.push_back(oo);
+      }
+    }
+    if (members.empty()) continue;
+    KernelGroup g;
+    g.root = h;
+    for (HloInstruction* i : order) {
+      if (members.contains(i)) g.inlined.push_back(i);
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
 
 Plan MakePlan(const HloModule& module, const PlanOptions& options) {
   Plan plan;

@@ -102,6 +102,16 @@ bool CanEmitFusion(const HloInstruction& fusion, std::string* why);
 
 Plan MakePlan(const HloModule& module, const PlanOptions& options);
 
+// The planner's fusion decision for the unfused instructions of one computation: each
+// instruction that gets a kernel of its own, with the instructions generated inside that
+// kernel (its inlined cone, operands before users). Kernels of one instruction are left out.
+// KernelFusion (kernel_fusion.h) writes these groups into the module as fusions.
+struct KernelGroup {
+  HloInstruction* root = nullptr;
+  std::vector<HloInstruction*> inlined;
+};
+std::vector<KernelGroup> KernelGroups(const HloComputation& comp, const PlanOptions& options);
+
 // Every computation's dispositions, one line per instruction (debugging, tests).
 std::string PlanToString(const Plan& plan);
 

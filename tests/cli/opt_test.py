@@ -256,6 +256,19 @@ for device in ['interpreter'] + (['cpu-llvm'] if re.search(r'^cpu-llvm +\d+ +ava
         check(label + f': the device compiles {want_instructions} instruction(s)',
               n == want_instructions, f'{files} {text}')
 
+# cpu-llvm dumps its own pass after the core's: the module after kernel-fusion is the program
+# it runs, softmax as one fusion holding both row reductions.
+if re.search(r'^cpu-llvm +\d+ +available', listed, re.M):
+    d = os.path.join(TMP, 'run_dump_softmax')
+    rc, _, err = run(['run', os.path.join(EXAMPLES, 'softmax.hlo'), '--device', 'cpu-llvm',
+                      '--dump-to', d])
+    files = sorted(f for f in os.listdir(d) if f.endswith('.txt')) if os.path.isdir(d) else []
+    last = open(os.path.join(d, files[-1])).read() if files else ''
+    entry = last[last.find('ENTRY'):]
+    check('run --dump-to on cpu-llvm ends with its kernel-fusion: one fusion, two reduces inside',
+          rc == 0 and files and files[-1].endswith('.cpu-llvm.kernel-fusion.txt')
+          and entry.count(' fusion(') == 1 and last.count(' reduce(') == 2, f'rc={rc} {files} {err}')
+
 # --no-verify: a module the verifier rejects (a dead instruction with a wrong declared
 # shape) is refused without it and optimized with it.
 BAD = SIMP.replace('%n = f32[8]{0} negate(f32[8]{0} %m)',

@@ -1,0 +1,54 @@
+// The planner's fusion decision written into HLO fusions (see kernel_fusion.h).
+#include "plugins/kernel_plan/kernel_fusion.h"
+
+#include "absl/container/flat_hash_set.h"
+#include "hlo/passes/fusion_util.h"
+
+namespace kiln::kernel_plan {
+
+absl::StatusOr<bool> KernelFusion::Run(HloModule& module) {
+  FusionNameTable names(module);
+  bool changed = false;
+  for (HloComputation* comp : FusibleComputations(module)) {
+    // Decided on the computation as it is, then applied: a value inlined into several
+    // kernels is cloned into each fusion and stays outside while something else reads it.
+    std::vector<KernelGroup> groups = KernelGroups(*comp, options_);
+    const absl::flat_hash_set<const HloInstruction*> control = InstructionsWithControlEdges(*comp);
+    std::vector<HloInstruction*> fused_members;
+    for (const KernelGroup& g : groups) {
+      bool has_control = control.contains(g.root);
+      for (const HloInstruction* m : g.inlined) has_control = has_control || control.contains(m);
+      if (has_control) continue;  // fusions cannot carry control edges
+      FusionSpec spec;
+      spec.members = g.inlined;
+      spec.members.push_back(g.root);
+      spec.outputs = {g.root};
+      const absl::flat_hash_set<const HloInstruction*> in_group(spec.members.begin(),
+                                                                spec.members.end());
+      for (HloInstruction* m : g.inlined) {
+        for (const HloInstruction* u : m->users()) {
+          if (!in_group.contains(u)) spec.survivors.insert(m);
+        }
+        if (comp->root() == m) spec.survivors.insert(m);
+      }
+      spec.name = names.Get("fusion");
+      spec.computation_name = names.Get("fused_computation");
+      BuiltFusion built = BuildFusion(comp, spec, names);
+      built.fusion->mutable_attrs().fusion_kind =
+          KindForFusedComputation(*built.fusion->fused_computation());
+      g.root->ReplaceAllUsesWith(built.fusion);
+      fused_members.insert(fused_members.end(), spec.members.begin(), spec.members.end());
+      changed = true;
+    }
+    // Each member once: a value inlined into several kernels is listed by each of them.
+    absl::flat_hash_set<HloInstruction*> seen;
+    std::vector<HloInstruction*> unique;
+    for (HloInstruction* m : fused_members) {
+      if (seen.insert(m).second) unique.push_back(m);
+    }
+    RemoveDeadMembers(comp, unique);
+  }
+  return changed;
+}
+
+}  // namespace kiln::kernel_plan

@@ -1,0 +1,136 @@
+// kernel-fusion writes the planner's fusion decision into HLO: softmax becomes one fusion
+// holding its row statistics, a library GEMM stays outside with its epilogue fused, the
+// planner then sees one kernel per fusion, and values are unchanged (HLO evaluator).
+#include "plugins/kernel_plan/kernel_fusion.h"
+
+#include <random>
+
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/text/parser.h"
+#include "hlo/verifier.h"
+#include "plugins/kernel_plan/gemm_match.h"
+
+namespace kiln::kernel_plan {
+namespace {
+
+constexpr const char* kSoftmax = R"(HloModule softmax
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(f32[] %a, f32[] %b)
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %main (x: f32[16,128]) -> f32[16,128] {
+  %x = f32[16,128] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[16] reduce(f32[16,128] %x, f32[] %ninf), dimensions={1}, to_apply=%max
+  %mxb = f32[16,128] broadcast(f32[16] %mx), dimensions={0}
+  %d = f32[16,128] subtract(f32[16,128] %x, f32[16,128] %mxb)
+  %e = f32[16,128] exponential(f32[16,128] %d)
+  %zero = f32[] constant(0)
+  %s = f32[16] reduce(f32[16,128] %e, f32[] %zero), dimensions={1}, to_apply=%add
+  %sb = f32[16,128] broadcast(f32[16] %s), dimensions={0}
+  ROOT %y = f32[16,128] divide(f32[16,128] %e, f32[16,128] %sb)
+}
+)";
+
+constexpr const char* kDenseRelu = R"(HloModule dense_relu
+ENTRY %main (x: f32[64,96], w: f32[96,80], b: f32[80]) -> f32[64,80] {
+  %x = f32[64,96] parameter(0)
+  %w = f32[96,80] parameter(1)
+  %b = f32[80] parameter(2)
+  %xw = f32[64,80] dot(f32[64,96] %x, f32[96,80] %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %bb = f32[64,80] broadcast(f32[80] %b), dimensions={1}
+  %z = f32[64,80] add(f32[64,80] %xw, f32[64,80] %bb)
+  %zero = f32[] constant(0)
+  %zeros = f32[64,80] broadcast(f32[] %zero), dimensions={}
+  ROOT %y = f32[64,80] maximum(f32[64,80] %z, f32[64,80] %zeros)
+}
+)";
+
+std::vector<Literal> RandomArgs(const HloModule& m) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<Literal> args;
+  for (const HloInstruction* p : m.entry()->parameters()) {
+    Literal l(p->shape());
+    for (float& v : l.data<float>()) v = u(rng);
+    args.push_back(std::move(l));
+  }
+  return args;
+}
+
+int Count(const HloComputation& c, HloOpcode op) {
+  int n = 0;
+  for (const HloInstruction* i : c.instructions()) n += i->opcode() == op;
+  return n;
+}
+
+// Runs the pass on `text`; checks that it verifies and computes the same values.
+std::unique_ptr<HloModule> FuseAndCheck(const char* text, const PlanOptions& options) {
+  auto before = ParseHloModule(text, "before");
+  auto after = ParseHloModule(text, "after");
+  EXPECT_TRUE(before.ok() && after.ok());
+  absl::StatusOr<bool> changed = KernelFusion(options).Run(**after);
+  EXPECT_TRUE(changed.ok() && *changed);
+  EXPECT_TRUE(VerifyModule(**after).ok()) << VerifyModule(**after) << (*after)->ToString();
+  std::vector<Literal> args = RandomArgs(**before);
+  HloEvaluator ev;
+  absl::StatusOr<Literal> want = ev.Evaluate(**before, args);
+  absl::StatusOr<Literal> got = ev.Evaluate(**after, args);
+  EXPECT_TRUE(want.ok() && got.ok());
+  if (want.ok() && got.ok()) {
+    for (int64_t i = 0; i < want->element_count(); ++i)
+      EXPECT_EQ(got->GetAsDouble(i), want->GetAsDouble(i)) << i;  // same ops, same order
+  }
+  return std::move(*after);
+}
+
+TEST(KernelFusion, SoftmaxIsOneFusionWithItsRowStatistics) {
+  std::unique_ptr<HloModule> m = FuseAndCheck(kSoftmax, PlanOptions());
+  const HloComputation& entry = *m->entry();
+  EXPECT_EQ(entry.instruction_count(), 2) << m->ToString();  // the parameter and the fusion
+  ASSERT_EQ(entry.root()->opcode(), HloOpcode::kFusion);
+  EXPECT_EQ(Count(*entry.root()->fused_computation(), HloOpcode::kReduce), 2);
+  // The planner consumes it as one kernel.
+  PlanOptions consume;
+  consume.fuse_unfused = false;
+  Plan plan = MakePlan(*m, consume);
+  EXPECT_EQ(plan.kernels.size(), 1u);
+}
+
+TEST(KernelFusion, LibraryGemmStaysOutsideItsFusedEpilogue) {
+  PlanOptions options;
+  options.blas_min_mnk = 1;                          // every plain dot is a library GEMM ...
+  if (!HaveBlas()) options.device_gemm_min_mnk = 1;  // ... or a device one without a BLAS
+  std::unique_ptr<HloModule> m = FuseAndCheck(kDenseRelu, options);
+  const HloComputation& entry = *m->entry();
+  EXPECT_EQ(Count(entry, HloOpcode::kDot), 1) << m->ToString();
+  EXPECT_EQ(Count(entry, HloOpcode::kFusion), 1) << m->ToString();
+  ASSERT_EQ(entry.root()->opcode(), HloOpcode::kFusion);
+  int dot_operands = 0;
+  for (const HloInstruction* o : entry.root()->operands())
+    dot_operands += o->opcode() == HloOpcode::kDot;
+  EXPECT_EQ(dot_operands, 1) << m->ToString();
+}
+
+TEST(KernelFusion, NothingToFuseIsUnchanged) {
+  auto m = ParseHloModule(R"(HloModule one
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8] parameter(0)
+  ROOT %n = f32[8] negate(f32[8] %x)
+})",
+                          "one");
+  ASSERT_TRUE(m.ok());
+  absl::StatusOr<bool> changed = KernelFusion(PlanOptions()).Run(**m);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(*changed);
+}
+
+}  // namespace
+}  // namespace kiln::kernel_plan
