@@ -18,6 +18,7 @@ constexpr const char* kUsage =
     "  print MODULE.hlo\n"
     "  opt MODULE.hlo [--passes=a,b,c] [--dump-to DIR] [--dump-pass-re R] [--no-verify]\n"
     "                 [--buffer-report] | opt --list-passes\n"
+    "  opt MODULE.hlo --device NAME|auto [--dump-to DIR] [--no-core-passes]\n"
     "  graph run FILE.graph [--input X.npy]... [--output-dir DIR] [--device NAME|auto]\n"
     "                       [--must-compile|--auto-jit] [--log-device-placement] [--log-compiles]\n"
     "                       [--soft-placement] [--dump-clusters FILE.dot|.svg|.html]\n"

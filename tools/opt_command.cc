@@ -1,9 +1,14 @@
 // `kiln opt MODULE.hlo`: run the optimization pipeline (or named passes), print the result
 // on stdout and a per-pass summary on stderr; optionally dump after each pass and report
 // the buffer assignment.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
+#include "core/module_executable.h"
 #include "core/optimize.h"
+#include "core/plugin_registry.h"
 #include "fmt/format.h"
 #include "hlo/analysis/buffer_assignment.h"
 #include "hlo/passes/pass_registry.h"
@@ -16,6 +21,7 @@ namespace {
 constexpr const char* kOptUsage =
     "usage: kiln opt MODULE.hlo [--passes=a,b,c] [--dump-to DIR] [--dump-pass-re REGEX]\n"
     "                [--no-verify] [--buffer-report]\n"
+    "       kiln opt MODULE.hlo --device NAME|auto [--dump-to DIR] [--no-core-passes]\n"
     "       kiln opt --list-passes\n"
     "Parses and verifies MODULE.hlo, runs the standard pipeline (simplification, then\n"
     "fusion) or the named passes in order, and prints the optimized module on stdout. On\n"
@@ -25,7 +31,11 @@ constexpr const char* kOptUsage =
     "  --dump-to      write text + DOT + HTML of the module after every pass that changed it\n"
     "  --dump-pass-re only dump passes whose name matches this regex (ECMAScript search)\n"
     "  --no-verify    skip the verifier on the input and after each pass\n"
-    "  --buffer-report  print the buffer assignment of the input and the optimized module\n";
+    "  --buffer-report  print the buffer assignment of the input and the optimized module\n"
+    "With --device, prints what that plugin would run instead: the core passes, then the\n"
+    "plugin's own passes as the plugin itself dumps them after compiling (cpu-llvm: its\n"
+    "kernel-fusion, one kernel per fusion or remaining instruction); the same files as\n"
+    "kiln run --dump-to. A plugin without passes of its own runs what the core hands it.\n";
 
 std::string FormatBytes(int64_t b) {
   if (b >= 10 * 1024 * 1024) return fmt::format("{} ({:.1f} MiB)", b, b / 1048576.0);
@@ -43,12 +53,70 @@ std::string BufferTotals(const std::string& label, const BufferStats& s) {
       FormatBytes(s.parameter_bytes), FormatBytes(s.constant_bytes), s.in_place_count);
 }
 
+// The numbered dump files (`<module>.NN.<what>.txt`) in `dir`, in order.
+std::vector<std::filesystem::path> DumpTexts(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".txt") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// `kiln opt MODULE --device NAME`: compiles as kiln run does, with dumps, and prints the last
+// one: the program the plugin runs (or the module the core hands it, if it has no passes).
+int OptForDevice(const std::string& path, const ParsedFlags& flags) {
+  absl::StatusOr<std::unique_ptr<HloModule>> module = LoadModule(path);
+  if (!module.ok()) return ReportError("opt", std::string(module.status().message()));
+  absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
+  if (!registry.ok()) return ReportError("opt", std::string(registry.status().message()));
+  std::filesystem::path dir = flags.Get("dump-to");
+  const bool temporary = dir.empty();
+  if (temporary) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "kiln-opt-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return ReportError("opt", "cannot create a temporary directory for the dumps");
+    }
+    dir = pattern;
+  }
+  ModuleCompileOptions options;
+  options.device = flags.Get("device");
+  options.core_passes.enabled = !flags.Has("no-core-passes");
+  options.core_passes.dump_dir = dir.string();
+  absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe =
+      ModuleExecutable::Compile(*registry, **module, options);
+  std::vector<std::filesystem::path> dumps = DumpTexts(dir);
+  std::string text;
+  if (exe.ok() && (*exe)->plugin() != nullptr && !dumps.empty()) {
+    absl::StatusOr<std::string> last = ReadTextFile(dumps.back().string());
+    if (last.ok()) text = *last;
+  }
+  if (temporary) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  if (!exe.ok()) return ReportError("opt", std::string(exe.status().message()));
+  if ((*exe)->plugin() == nullptr) {
+    return ReportError("opt", fmt::format("the module is partitioned across {}; kiln run "
+                                          "--dump-to DIR writes each cluster's program",
+                                          (*exe)->device_names()));
+  }
+  if (text.empty()) return ReportError("opt", "no dump of the compiled module was written");
+  std::cout << text;
+  std::cerr << fmt::format(
+      "device {}: core passes {}; it runs {}\n", (*exe)->device_names(),
+      (*exe)->core_pass_report().ran ? (*exe)->core_pass_report().pass_names : std::string("off"),
+      dumps.back().filename().string());
+  return kExitOk;
+}
+
 }  // namespace
 
 int OptCommand(const std::vector<std::string>& args) {
   FlagSpec spec;
-  spec.with_value = {"passes", "dump-to", "dump-pass-re"};
-  spec.switches = {"help", "no-verify", "buffer-report", "list-passes"};
+  spec.with_value = {"passes", "dump-to", "dump-pass-re", "device"};
+  spec.switches = {"help", "no-verify", "buffer-report", "list-passes", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(args, spec);
   if (!flags.ok()) return ReportError("opt", std::string(flags.status().message()), kExitUsage);
   if (flags->Has("help")) {
@@ -64,6 +132,17 @@ int OptCommand(const std::vector<std::string>& args) {
   }
   if (flags->Has("dump-pass-re") && !flags->Has("dump-to")) {
     return ReportError("opt", "--dump-pass-re needs --dump-to DIR", kExitUsage);
+  }
+  if (flags->Has("device")) {
+    for (const char* f : {"passes", "dump-pass-re", "buffer-report", "no-verify"}) {
+      if (flags->Has(f)) {
+        return ReportError("opt", fmt::format("--{} does not go with --device", f), kExitUsage);
+      }
+    }
+    return OptForDevice(flags->positional[0], *flags);
+  }
+  if (flags->Has("no-core-passes")) {
+    return ReportError("opt", "--no-core-passes goes with --device", kExitUsage);
   }
   // Pass names are checked before the module is read: a typo is a usage error.
   absl::StatusOr<std::vector<std::unique_ptr<HloPass>>> passes =

@@ -269,6 +269,20 @@ if re.search(r'^cpu-llvm +\d+ +available', listed, re.M):
           rc == 0 and files and files[-1].endswith('.cpu-llvm.kernel-fusion.txt')
           and entry.count(' fusion(') == 1 and last.count(' reduce(') == 2, f'rc={rc} {files} {err}')
 
+# kiln opt --device NAME prints what that plugin runs: cpu-llvm's kernel-fusion output (one
+# fusion), the interpreter's the core's module (no fusion: it has no passes of its own).
+for device, fusions in (('cpu-llvm', 1), ('interpreter', 0)):
+    if device == 'cpu-llvm' and not re.search(r'^cpu-llvm +\d+ +available', listed, re.M):
+        continue
+    rc, out, err = run(['opt', os.path.join(EXAMPLES, 'softmax.hlo'), '--device', device])
+    entry = out[out.find('ENTRY'):]
+    check(f'opt --device {device}: prints the program it runs ({fusions} fusion)',
+          rc == 0 and entry.count(' fusion(') == fusions and out.count(' reduce(') == 2
+          and f'device {device}' in err, f'rc={rc} {err} {out[-500:]}')
+rc, _, err = run(['opt', os.path.join(EXAMPLES, 'softmax.hlo'), '--device', 'interpreter',
+                  '--passes=dce'])
+check('opt --device with --passes is a usage error', rc == 2 and '--passes' in err, f'rc={rc} {err}')
+
 # --no-verify: a module the verifier rejects (a dead instruction with a wrong declared
 # shape) is refused without it and optimized with it.
 BAD = SIMP.replace('%n = f32[8]{0} negate(f32[8]{0} %m)',
