@@ -6,11 +6,11 @@
 #include <set>
 
 #include "core/cluster_contraction.h"
-#include "core/core_passes.h"
 #include "core/graph/colocation.h"
 #include "core/graph/graph_text.h"
 #include "core/graph/lowering.h"
 #include "core/graph/verifier.h"
+#include "core/module_executable.h"
 #include "fmt/format.h"
 
 namespace kiln::graph {
@@ -218,16 +218,12 @@ absl::StatusOr<const GraphExecutor::Compiled*> GraphExecutor::GetOrCompile(
   const std::string text = (*module)->ToString();
   absl::StatusOr<Plugin*> plugin = registry_.Select(device, text);
   if (!plugin.ok()) return plugin.status();
-  CorePassOptions core;
-  core.enabled = options_.core_passes && !(*plugin)->wants_module_as_written();
-  absl::StatusOr<CorePassReport> report = RunCorePasses(**module, core);
-  if (!report.ok()) {
-    return absl::InternalError(
-        fmt::format("cluster_{}: core passes: {}", c.id, std::string(report.status().message())));
-  }
-  CompileOptions compile_options;
-  compile_options.core_passes = report->pass_names;
-  absl::StatusOr<std::unique_ptr<Executable>> exe = (*plugin)->Compile(**module, compile_options);
+  // The one way to compile a module (core passes, then the plugin), on the plugin chosen.
+  ModuleCompileOptions compile;
+  compile.device = (*plugin)->name();
+  compile.core_passes.enabled = options_.core_passes;
+  absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe =
+      ModuleExecutable::Compile(registry_, **module, compile);
   if (!exe.ok()) {
     return absl::InvalidArgumentError(fmt::format("cluster_{} on {}: {}", c.id, (*plugin)->name(),
                                                   std::string(exe.status().message())));
@@ -241,7 +237,6 @@ absl::StatusOr<const GraphExecutor::Compiled*> GraphExecutor::GetOrCompile(
                          fmt::join(shapes, ", "), (*plugin)->name());
   }
   Compiled& slot = cache_[key];
-  slot.plugin = *plugin;
   slot.exe = std::move(*exe);
   return &slot;
 }
@@ -296,7 +291,7 @@ absl::StatusOr<std::vector<Literal>> GraphExecutor::Run(const std::vector<Litera
       }
       for (size_t k = 0; k < c.outputs.size(); ++k)
         values[EdgeKey(c.outputs[k])] = std::move((*r)[k]);
-      where = (*compiled)->plugin->name();
+      where = (*compiled)->exe->device_names();
     }
     for (const Node* n : c.nodes) graph_.FindMutable(n->name)->assigned_device = where;
     if (options_.log_placement && !placement_logged_) {

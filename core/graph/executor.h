@@ -14,6 +14,7 @@
 #include "core/graph/op_registry.h"
 #include "core/graph/placer.h"
 #include "core/graph/variable_store.h"
+#include "core/module_executable.h"
 #include "core/plugin_registry.h"
 
 namespace kiln::graph {
@@ -75,8 +76,7 @@ class GraphExecutor {
   GraphExecutor(Graph& g, const PluginRegistry& r, ExecutorOptions o)
       : graph_(g), registry_(r), options_(std::move(o)) {}
   struct Compiled {
-    Plugin* plugin = nullptr;
-    std::unique_ptr<Executable> exe;
+    std::unique_ptr<ModuleExecutable> exe;
   };
   absl::StatusOr<const Compiled*> GetOrCompile(const Cluster& c, const std::vector<ValueInfo>& in);
   std::ostream& log() const;
