@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "plugins/gpu_nvptx/ptx_compiler.h"
+#include "plugins/kernel_plan/kernel_fusion.h"
 #include "plugins/llvm_emitter/gpu_layout.h"
 
 namespace kiln::gpu {
@@ -48,7 +49,10 @@ LaunchDims DimsOf(const KernelLaunch& l, int64_t max_blocks) {
 
 DevicePlan MakeDevicePlan(const HloModule& module, const kernel_plan::PlanOptions& options) {
   DevicePlan dp;
-  dp.plan = kernel_plan::MakePlan(module, options);
+  // Fusion decided once, as HLO (kernel-fusion); a copy that does not parse back (it always
+  // should) falls back to the planner fusing by itself, which decides the same kernels.
+  absl::StatusOr<kernel_plan::Plan> fused = kernel_plan::MakeFusedPlan(module, options);
+  dp.plan = fused.ok() ? *std::move(fused) : kernel_plan::MakePlan(module, options);
   for (const llvm_emit::KernelSpec& spec : dp.plan.kernels)
     dp.launches.push_back(LaunchesFor(spec));
   return dp;

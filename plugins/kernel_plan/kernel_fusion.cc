@@ -3,6 +3,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "hlo/passes/fusion_util.h"
+#include "hlo/text/parser.h"
 
 namespace kiln::kernel_plan {
 
@@ -49,6 +50,21 @@ absl::StatusOr<bool> KernelFusion::Run(HloModule& module) {
     RemoveDeadMembers(comp, unique);
   }
   return changed;
+}
+
+absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& options) {
+  if (!options.fuse_unfused) return MakePlan(module, options);
+  absl::StatusOr<std::unique_ptr<HloModule>> copy =
+      ParseHloModule(module.ToString(), module.name());
+  if (!copy.ok()) return copy.status();
+  absl::StatusOr<bool> fused = KernelFusion(options).Run(**copy);
+  if (!fused.ok()) return fused.status();
+  std::shared_ptr<const HloModule> owned = std::move(*copy);
+  PlanOptions consume = options;
+  consume.fuse_unfused = false;
+  Plan plan = MakePlan(*owned, consume);
+  plan.fused_module = std::move(owned);
+  return plan;
 }
 
 }  // namespace kiln::kernel_plan

@@ -24,4 +24,9 @@ class KernelFusion : public HloPass {
   PlanOptions options_;
 };
 
+// Plans `module` with its fusion decided as HLO first: kernel-fusion on a copy, which the
+// plan keeps (Plan::fused_module), then MakePlan with fuse_unfused = false. With
+// options.fuse_unfused false it is MakePlan.
+absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& options);
+
 }  // namespace kiln::kernel_plan

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,6 +95,9 @@ struct ComputationPlan {
 struct Plan : ComputationPlan {
   std::vector<llvm_emit::KernelSpec> kernels;
   std::vector<ComputationPlan> called;
+  // The module the plan's instructions belong to when planning made it (MakeFusedPlan:
+  // the module after kernel-fusion); copies of the plan keep it alive. Null otherwise.
+  std::shared_ptr<const HloModule> fused_module;
 };
 
 // True when every instruction of a fused computation can be emitted (a root tuple of
