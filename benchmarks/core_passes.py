@@ -87,25 +87,6 @@ def passes_changed(path, tmp):
                 if f.endswith('.txt') and '.compile.' not in f and '.cpu-llvm.' not in f])
 
 
-print('\n1. run time on cpu-llvm, core passes on vs off, alternating rounds: the median and the')
-print('   minimum of the rounds\' medians (this machine is shared: its noise is bimodal).')
-print(f'{"workload":34} {"changed":>7} {"on ms":>8} {"off ms":>8} {"on/off":>7} '
-      f'{"min on":>8} {"min off":>8} {"on/off":>7}')
-worst = 0.0
-with tempfile.TemporaryDirectory() as tmp:
-    for name, path in workloads(tmp).items():
-        on, off = [], []
-        for _ in range(OPTS.rounds):
-            on.append(bench(path, []))
-            off.append(bench(path, ['--no-core-passes']))
-        a, b = statistics.median(on), statistics.median(off)
-        ma, mb = min(on), min(off)
-        worst = max(worst, ma / mb)
-        print(f'{name:34} {passes_changed(path, tmp):7} {a:8.3f} {b:8.3f} {a / b:7.3f} '
-              f'{ma:8.3f} {mb:8.3f} {ma / mb:7.3f}')
-print(f'worst min on/off ratio: {worst:.3f} (goal: <= 1.03); "changed" = core passes that '
-      'changed the module (0: the device runs the same module either way)')
-
 PLANNER = {'KILN_CPU_FUSION': 'planner'}
 
 
@@ -115,22 +96,37 @@ def kernels(path, env=None):
     return len(re.findall(r' kernel$', out.stderr, re.M))
 
 
-print('\n2. cpu-llvm fusion as HLO (kernel-fusion) vs in the planner, alternating rounds')
-print(f'{"workload":34} {"kernels":>8} {"hlo ms":>8} {"planner":>8} {"hlo/pl":>7} '
-      f'{"min hlo":>8} {"min pl":>8} {"hlo/pl":>7}')
-worst = 0.0
-with tempfile.TemporaryDirectory() as tmp:
-    for name, path in workloads(tmp).items():
-        on, off = [], []
-        for _ in range(OPTS.rounds):
-            on.append(bench(path, []))
-            off.append(bench(path, [], PLANNER))
-        a, b = statistics.median(on), statistics.median(off)
-        ma, mb = min(on), min(off)
-        worst = max(worst, ma / mb)
-        k = f'{kernels(path)}/{kernels(path, PLANNER)}'
-        print(f'{name:34} {k:>8} {a:8.3f} {b:8.3f} {a / b:7.3f} {ma:8.3f} {mb:8.3f} {ma / mb:7.3f}')
-print(f'worst min hlo/planner ratio: {worst:.3f} (goal: <= 1.03); kernels = hlo/planner count')
+def alternate(title, labels, a_args, b_args, b_env, note_column, note):
+    """Times every workload as A and as B in alternating rounds; prints the median and the
+    minimum of the rounds' medians of each, and their ratios, plus one note column."""
+    print(title)
+    a_l, b_l = labels
+    print(f'{"workload":34} {note_column:>8} {a_l:>8} {b_l:>8} {"ratio":>7} '
+          f'{"min " + a_l:>10} {"min " + b_l:>10} {"ratio":>7}')
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, path in workloads(tmp).items():
+            a_ms, b_ms = [], []
+            for _ in range(OPTS.rounds):
+                a_ms.append(bench(path, a_args))
+                b_ms.append(bench(path, b_args, b_env))
+            a, b = statistics.median(a_ms), statistics.median(b_ms)
+            ma, mb = min(a_ms), min(b_ms)
+            worst = max(worst, ma / mb)
+            print(f'{name:34} {note(path, tmp):>8} {a:8.3f} {b:8.3f} {a / b:7.3f} '
+                  f'{ma:10.3f} {mb:10.3f} {ma / mb:7.3f}')
+    print(f'worst min ratio: {worst:.3f} (goal: <= 1.03)')
+
+
+alternate('\n1. run time on cpu-llvm, core passes on vs off, alternating rounds: the median and\n'
+          '   the minimum of the rounds\' medians (this machine is shared: its noise is bimodal);\n'
+          '   "changed" = core passes that changed the module (0: the same module either way)',
+          ('on', 'off'), [], ['--no-core-passes'], None, 'changed',
+          lambda path, tmp: str(passes_changed(path, tmp)))
+alternate('\n2. cpu-llvm fusion as HLO (kernel-fusion) vs in the planner (KILN_CPU_FUSION=planner);\n'
+          '   "kernels" = kernel count with each',
+          ('hlo', 'planner'), [], [], PLANNER, 'kernels',
+          lambda path, tmp: f'{kernels(path)}/{kernels(path, PLANNER)}')
 
 print('\n3. cold compile: core pipeline ms against the whole no-passes process (cpu-llvm)')
 print(f'{"module":44} {"pipeline ms":>12} {"process s":>10} {"share":>7}')
