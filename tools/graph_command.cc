@@ -76,7 +76,6 @@ std::string StepSummary(int step, const std::vector<graph::Edge>& names,
 // Without --input: deterministic pseudo-random inputs, as `kiln run` makes them, for every
 // Placeholder whose shape is fully known; one with a -1 dimension needs --input.
 absl::StatusOr<std::vector<Literal>> GenerateInputs(const graph::Graph& g) {
-  constexpr uint64_t kSeed = 0x6b696c6e;  // "kiln", as kiln run
   std::vector<Literal> inputs;
   std::vector<const graph::Node*> placeholders = g.Placeholders();
   for (size_t i = 0; i < placeholders.size(); ++i) {
@@ -88,7 +87,10 @@ absl::StatusOr<std::vector<Literal>> GenerateInputs(const graph::Graph& g) {
           fmt::format("Placeholder {} has shape {}: give one --input per Placeholder to set it",
                       p.name, shape ? shape->shape().ToString() : std::string("(unknown)")));
     }
-    inputs.push_back(MakeRandomLiteral(Shape(dtype->type(), shape->shape().dims), kSeed + i));
+    absl::StatusOr<Literal> input = GeneratedInput(Shape(dtype->type(), shape->shape().dims),
+                                                   static_cast<int>(i), "Placeholder " + p.name);
+    if (!input.ok()) return input.status();
+    inputs.push_back(std::move(*input));
   }
   return inputs;
 }

@@ -2,6 +2,9 @@
 #include "tools/random_inputs.h"
 
 #include <complex>
+#include <new>
+
+#include "fmt/format.h"
 
 namespace kiln {
 namespace {
@@ -58,6 +61,17 @@ Literal MakeRandomLiteral(const Shape& shape, uint64_t seed) {
     }
   });
   return literal;
+}
+
+absl::StatusOr<Literal> GeneratedInput(const Shape& shape, int index, const std::string& what) {
+  constexpr uint64_t kInputSeed = 0x6b696c6e;  // "kiln"
+  try {
+    return MakeRandomLiteral(shape, kInputSeed + index);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        fmt::format("cannot allocate {} bytes for a generated input to {} ({})", shape.byte_size(),
+                    what, shape.ToString(false)));
+  }
 }
 
 }  // namespace kiln

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "absl/status/statusor.h"
 #include "hlo/literal.h"
 
 namespace kiln {
@@ -12,5 +14,10 @@ namespace kiln {
 // Floats: uniform in [-1, 1); signed ints: [-4, 4); unsigned: [0, 8); pred: fair coin;
 // complex: both parts like floats. Tuples are filled element by element.
 Literal MakeRandomLiteral(const Shape& shape, uint64_t seed);
+
+// The generated input number `index` of `kiln run` and `kiln graph run`: MakeRandomLiteral
+// with a fixed seed per index, so runs are reproducible. One that does not fit in memory is
+// ResourceExhausted naming `what` (e.g. "parameter 0 'x'") and the shape.
+absl::StatusOr<Literal> GeneratedInput(const Shape& shape, int index, const std::string& what);
 
 }  // namespace kiln

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <new>
 #include <optional>
 
 #include "absl/strings/numbers.h"
@@ -48,9 +47,6 @@ constexpr const char* kRunUsage =
     "it (a cluster under --min-cluster-size instructions, default 4, joins a neighbouring\n"
     "lower-priority plugin that can run it all); --log-partition prints the clusters on stderr.\n";
 
-// The seed for parameter i's generated input: fixed, so runs are reproducible.
-constexpr uint64_t kInputSeed = 0x6b696c6e;  // "kiln"
-
 using Clock = std::chrono::steady_clock;
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -75,14 +71,10 @@ absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
   std::vector<Literal> args;
   if (inputs.empty()) {
     for (int i = 0; i < n; ++i) {
-      const Shape& shape = entry.parameter(i)->shape();
-      try {
-        args.push_back(MakeRandomLiteral(shape, kInputSeed + i));
-      } catch (const std::bad_alloc&) {
-        return absl::ResourceExhaustedError(
-            fmt::format("cannot allocate {} bytes for a generated input to {} ({})",
-                        shape.byte_size(), ParamLabel(*entry.parameter(i)), shape.ToString(false)));
-      }
+      absl::StatusOr<Literal> a =
+          GeneratedInput(entry.parameter(i)->shape(), i, ParamLabel(*entry.parameter(i)));
+      if (!a.ok()) return a.status();
+      args.push_back(std::move(*a));
     }
     return args;
   }
