@@ -10,7 +10,6 @@
 #include "hlo/computation.h"
 #include "hlo/dump/dump.h"
 #include "hlo/evaluator/evaluator.h"
-#include "hlo/text/parser.h"
 #include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/conv_library.h"
 #include "plugins/kernel_plan/kernel_fusion.h"
@@ -286,24 +285,20 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
   ++misses_;
   auto t0 = std::chrono::steady_clock::now();
   // The plugin's own pass: fusion decided once, as HLO, then planned as it stands.
-  std::shared_ptr<const HloModule> planned = module;
   PlanOptions plan_options = options_.plan;
   const char* fusion_env = std::getenv("KILN_CPU_FUSION");
   const bool planner_fuses = fusion_env != nullptr && std::string_view(fusion_env) == "planner";
   const bool hlo_fusion = options_.fuse_as_hlo && !planner_fuses && plan_options.fuse_unfused;
-  if (hlo_fusion) {
-    absl::StatusOr<std::unique_ptr<HloModule>> copy = ParseHloModule(text, module->name());
-    if (!copy.ok()) return copy.status();
-    absl::StatusOr<bool> fused = KernelFusion(plan_options).Run(**copy);
-    if (!fused.ok()) return fused.status();
-    plan_options.fuse_unfused = false;
-    if (!dump.dir.empty()) {
-      absl::Status s = DumpModule(**copy, dump.dir, "", "cpu-llvm.kernel-fusion", dump.sequence);
-      if (!s.ok()) return s;
-    }
-    planned = std::move(*copy);
+  absl::StatusOr<Plan> made = hlo_fusion ? MakeFusedPlan(*module, plan_options, text)
+                                         : absl::StatusOr<Plan>(MakePlan(*module, plan_options));
+  if (!made.ok()) return made.status();
+  Plan plan = *std::move(made);
+  // The module the plan refers to: after kernel-fusion, the program that runs.
+  std::shared_ptr<const HloModule> planned = plan.fused_module ? plan.fused_module : module;
+  if (plan.fused_module && !dump.dir.empty()) {
+    absl::Status s = DumpModule(*planned, dump.dir, "", "cpu-llvm.kernel-fusion", dump.sequence);
+    if (!s.ok()) return s;
   }
-  Plan plan = MakePlan(*planned, plan_options);
   plan_ms_ +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Debugging aid: every computation's dispositions (kernel, control-flow, evaluator, ...).

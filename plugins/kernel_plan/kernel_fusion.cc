@@ -52,10 +52,12 @@ absl::StatusOr<bool> KernelFusion::Run(HloModule& module) {
   return changed;
 }
 
-absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& options) {
+absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& options,
+                                   std::string_view module_text) {
   if (!options.fuse_unfused) return MakePlan(module, options);
   absl::StatusOr<std::unique_ptr<HloModule>> copy =
-      ParseHloModule(module.ToString(), module.name());
+      module_text.empty() ? ParseHloModule(module.ToString(), module.name())
+                          : ParseHloModule(module_text, module.name());
   if (!copy.ok()) return copy.status();
   absl::StatusOr<bool> fused = KernelFusion(options).Run(**copy);
   if (!fused.ok()) return fused.status();

@@ -9,6 +9,8 @@
 // instruction. The target policy is the PlanOptions (cpu-llvm's, or gpu-nvptx's layouts).
 #pragma once
 
+#include <string_view>
+
 #include "hlo/passes/pass.h"
 #include "plugins/kernel_plan/plan.h"
 
@@ -26,7 +28,9 @@ class KernelFusion : public HloPass {
 
 // Plans `module` with its fusion decided as HLO first: kernel-fusion on a copy, which the
 // plan keeps (Plan::fused_module), then MakePlan with fuse_unfused = false. With
-// options.fuse_unfused false it is MakePlan.
-absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& options);
+// options.fuse_unfused false it is MakePlan. `module_text`, when given, is
+// module.ToString() (saves printing it again).
+absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& options,
+                                   std::string_view module_text = {});
 
 }  // namespace kiln::kernel_plan
