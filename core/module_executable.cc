@@ -15,10 +15,6 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-absl::StatusOr<std::unique_ptr<HloModule>> Copy(const HloModule& module) {
-  return ParseHloModule(module.ToString(), module.name());
-}
-
 // The exact module `device` compiles, numbered after the core passes' dumps.
 absl::Status DumpCompiled(const HloModule& module, const CorePassOptions& o,
                           const std::string& device, int sequence) {
@@ -36,7 +32,9 @@ const std::vector<HloCluster>& ModuleExecutable::clusters() const {
 absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
     const PluginRegistry& registry, const HloModule& written, const ModuleCompileOptions& options) {
   std::unique_ptr<ModuleExecutable> exe(new ModuleExecutable());
-  absl::StatusOr<std::unique_ptr<HloModule>> module = Copy(written);
+  // Printed once: the copy the passes change, the plugin choice, and the as-written copy.
+  const std::string written_text = written.ToString();
+  absl::StatusOr<std::unique_ptr<HloModule>> module = ParseHloModule(written_text, written.name());
   if (!module.ok()) return module.status();
   exe->module_ = std::move(*module);
   CorePassOptions core = options.core_passes;
@@ -44,7 +42,7 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
   // A named device runs the whole module: it may ask for the module as written.
   Plugin* named = nullptr;
   if (options.device != "auto") {
-    absl::StatusOr<Plugin*> p = registry.Select(options.device, exe->module_->ToString());
+    absl::StatusOr<Plugin*> p = registry.Select(options.device, written_text);
     if (!p.ok()) return p.status();
     named = *p;
     if (named->wants_module_as_written()) core.enabled = false;
@@ -66,7 +64,8 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
     // The one plugin chosen asked for the module as written: it gets that instead.
     if (placement.whole != nullptr && placement.whole->wants_module_as_written() &&
         exe->core_report_.ran) {
-      absl::StatusOr<std::unique_ptr<HloModule>> as_written = Copy(written);
+      absl::StatusOr<std::unique_ptr<HloModule>> as_written =
+          ParseHloModule(written_text, written.name());
       if (!as_written.ok()) return as_written.status();
       exe->module_ = std::move(*as_written);
       exe->core_report_ = CorePassReport();
