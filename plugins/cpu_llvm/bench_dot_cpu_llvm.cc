@@ -1,7 +1,8 @@
 // Benchmark (not a test): f32 dot GFLOP/s through cpu-llvm (BLAS-routed and the emitted
-// loop) against the GEMM library (RunBlasDot: oneDNN or OpenBLAS) called directly on the same
-// arrays. Usage: bench_dot_cpu_llvm [runs]   (median of `runs` timed runs after one warm-up; thread
-// count from KILN_CPU_THREADS, applied to OpenBLAS too)
+// loop) against the GEMM call (RunBlasDot: oneDNN or OpenBLAS, split over a pool of the same
+// size) made directly on the same arrays: what the executable adds around it. The libraries'
+// own threading is measured in benchmarks/gemm_libraries.cc. Usage: bench_dot_cpu_llvm [runs]
+// (median of `runs` timed runs after one warm-up; thread count from KILN_CPU_THREADS)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   }
   std::printf("threads: %d, runs: %d (median after one warm-up)\n", (*blas_compiler)->threads(),
               runs);
+  kiln::cpu::ThreadPool pool((*blas_compiler)->threads());
   struct Size {
     int64_t m, k, n;
     bool emitted;
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
     g.m = s.m, g.n = s.n, g.k = s.k;
     auto direct_call = [&] {
       kiln::cpu::RunBlasDot(g, args[0].untyped_data(), args[1].untyped_data(),
-                            direct.untyped_data());
+                            direct.untyped_data(), &pool);
     };
     double direct_ms = MedianMs(runs, direct_call);
     double kiln_ms = MedianMs(runs, [&] { out = *(*exe)->Run(args); });

@@ -2,11 +2,15 @@
 // build has it, else OpenBLAS's cblas_sgemm; f64 through cblas_dgemm. oneDNN because on this
 // project's AVX-512 machines it measured 1.8-2x OpenBLAS's sgemm GFLOP/s at every workload
 // shape (benchmarks/gemm_libraries.cc; Debian's OpenBLAS 0.3.21 runs Zen 4 on AVX2 kernels).
+//
+// The library runs single-threaded, on cpu-llvm's own pool: a large GEMM is cut into row or
+// column blocks, one library call per block. With the library's own threads (OpenMP for
+// oneDNN, pthreads for OpenBLAS) beside the pool, their spinning workers and the pool's
+// fought over the cores, and on a busy machine every synchronization waited for a
+// descheduled spinner (issue #12: 962 ms against 7.9 ms for the while-loop stacked LSTM).
 #include "plugins/cpu_llvm/blas_dot.h"
 
-#include <atomic>
-
-#include "absl/strings/str_cat.h"
+#include <algorithm>
 
 #ifdef KILN_HAVE_OPENBLAS
 #include <cblas.h>
@@ -18,49 +22,87 @@
 
 namespace kiln::cpu {
 namespace {
-// oneDNN's sgemm runs on OpenMP; the thread count is per calling thread in OpenMP, so each
-// call sets it from here (0: the OpenMP default).
-std::atomic<int> blas_threads{0};
-}  // namespace
 
-void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out) {
+// Below this many flops a GEMM runs on the calling thread: waking the pool costs about as
+// much as a single core's ~10 µs of work.
+constexpr double kParallelMinFlops = 2e6;
+// Blocks are cut at multiples of this many rows or columns, the library's register tiles.
+constexpr int64_t kBlock = 16;
+
+// out[rows r0..r1, cols c0..c1) of batch entry i, with one single-threaded library call.
+void GemmBlock(const GemmShape& g, const void* a, const void* b, void* out, int64_t i, int64_t r0,
+               int64_t r1, int64_t c0, int64_t c1) {
 #ifdef KILN_HAVE_OPENBLAS
-  // Leading dimensions of the stored (row-major) matrices.
-  const blasint lda = static_cast<blasint>(g.trans_a ? g.m : g.k);
-  const blasint ldb = static_cast<blasint>(g.trans_b ? g.k : g.n);
-  const blasint ldc = static_cast<blasint>(g.n);
+  // Leading dimensions of the stored (row-major) matrices; a block keeps them and moves its
+  // pointers: row r of op(A) starts at a + r*lda (or a + r when A is stored transposed),
+  // column c of op(B) at b + c (or b + c*ldb).
+  const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n, ldc = g.n;
+  const int64_t a_off = i * g.m * g.k + (g.trans_a ? r0 : r0 * lda);
+  const int64_t b_off = i * g.k * g.n + (g.trans_b ? c0 * ldb : c0);
+  const int64_t c_off = i * g.m * g.n + r0 * ldc + c0;
+  const int64_t m = r1 - r0, n = c1 - c0;
   const CBLAS_TRANSPOSE ta = g.trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = g.trans_b ? CblasTrans : CblasNoTrans;
-  const int64_t sa = g.m * g.k, sb = g.k * g.n, sc = g.m * g.n;
-  for (int64_t i = 0; i < g.batch; ++i) {
-    if (g.f64) {
-      cblas_dgemm(CblasRowMajor, ta, tb, g.m, g.n, g.k, 1.0, static_cast<const double*>(a) + i * sa,
-                  lda, static_cast<const double*>(b) + i * sb, ldb, 0.0,
-                  static_cast<double*>(out) + i * sc, ldc);
-    } else {
-#ifdef KILN_HAVE_ONEDNN
-      if (int t = blas_threads.load(std::memory_order_relaxed); t > 0) omp_set_num_threads(t);
-      dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n, g.k, 1.0f,
-                 static_cast<const float*>(a) + i * sa, lda, static_cast<const float*>(b) + i * sb,
-                 ldb, 0.0f, static_cast<float*>(out) + i * sc, ldc);
-      continue;
-#endif
-      cblas_sgemm(CblasRowMajor, ta, tb, g.m, g.n, g.k, 1.0f, static_cast<const float*>(a) + i * sa,
-                  lda, static_cast<const float*>(b) + i * sb, ldb, 0.0f,
-                  static_cast<float*>(out) + i * sc, ldc);
-    }
+  if (g.f64) {
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, g.k, 1.0, static_cast<const double*>(a) + a_off, lda,
+                static_cast<const double*>(b) + b_off, ldb, 0.0, static_cast<double*>(out) + c_off,
+                ldc);
+    return;
   }
+#ifdef KILN_HAVE_ONEDNN
+  omp_set_num_threads(1);  // per calling thread in OpenMP: each pool thread sets its own
+  dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', m, n, g.k, 1.0f,
+             static_cast<const float*>(a) + a_off, lda, static_cast<const float*>(b) + b_off, ldb,
+             0.0f, static_cast<float*>(out) + c_off, ldc);
 #else
-  (void)g, (void)a, (void)b, (void)out;
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, g.k, 1.0f, static_cast<const float*>(a) + a_off, lda,
+              static_cast<const float*>(b) + b_off, ldb, 0.0f, static_cast<float*>(out) + c_off,
+              ldc);
+#endif
+#else
+  (void)g, (void)a, (void)b, (void)out, (void)i, (void)r0, (void)r1, (void)c0, (void)c1;
 #endif
 }
 
-void SetBlasThreads(int threads) {
-  blas_threads.store(threads, std::memory_order_relaxed);
+}  // namespace
+
+void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out, ThreadPool* pool) {
+  const int threads = pool != nullptr ? pool->size() : 1;
+  const double flops = 2.0 * g.batch * g.m * g.n * g.k;
+  if (threads <= 1 || flops < kParallelMinFlops) {
+    for (int64_t i = 0; i < g.batch; ++i) GemmBlock(g, a, b, out, i, 0, g.m, 0, g.n);
+    return;
+  }
+  if (g.batch >= threads) {  // whole batch entries per thread
+    pool->ParallelFor(
+        g.batch,
+        [&](int64_t b0, int64_t b1) {
+          for (int64_t i = b0; i < b1; ++i) GemmBlock(g, a, b, out, i, 0, g.m, 0, g.n);
+        },
+        threads);
+    return;
+  }
+  // Otherwise split the longer of m and n into one block range per thread.
+  const bool split_rows = g.m >= g.n;
+  const int64_t extent = split_rows ? g.m : g.n;
+  const int64_t blocks = (extent + kBlock - 1) / kBlock;
+  for (int64_t i = 0; i < g.batch; ++i) {
+    pool->ParallelFor(
+        blocks,
+        [&](int64_t k0, int64_t k1) {
+          const int64_t lo = k0 * kBlock, hi = std::min(extent, k1 * kBlock);
+          if (split_rows)
+            GemmBlock(g, a, b, out, i, lo, hi, 0, g.n);
+          else
+            GemmBlock(g, a, b, out, i, 0, g.m, lo, hi);
+        },
+        threads);
+  }
+}
+
+void UseSingleThreadedBlas() {
 #ifdef KILN_HAVE_OPENBLAS
-  openblas_set_num_threads(threads);
-#else
-  (void)threads;
+  openblas_set_num_threads(1);
 #endif
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "hlo/instruction.h"
+#include "plugins/cpu_llvm/thread_pool.h"
 #include "plugins/kernel_plan/gemm_match.h"
 
 namespace kiln::cpu {
@@ -17,10 +18,13 @@ namespace kiln::cpu {
 using namespace ::kiln::kernel_plan;
 
 // Computes the dot into `out` (overwritten). `a`, `b`, `out` are the lhs, rhs and result
-// buffers, dense row-major.
-void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out);
+// buffers, dense row-major. A large dot is split across `pool` (null: the calling thread);
+// the library itself runs single-threaded.
+void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out,
+                ThreadPool* pool = nullptr);
 
-// Sets the BLAS library's own thread count (a no-op without one).
-void SetBlasThreads(int threads);
+// Turns the BLAS library's own threads off (a no-op without one): cpu-llvm's pool is the
+// only one.
+void UseSingleThreadedBlas();
 
 }  // namespace kiln::cpu

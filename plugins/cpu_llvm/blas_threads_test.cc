@@ -1,13 +1,16 @@
 // Dots routed to BLAS and kernels split across threads, against reference loops written in
 // the test (double precision) and the HLO evaluator; threaded results against 1 thread.
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
+#include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
 #include "plugins/cpu_llvm/test_builder.h"
 
@@ -157,6 +160,56 @@ TEST_P(BlasDotTest, MatchesReferenceAndEvaluator) {
 
 INSTANTIATE_TEST_SUITE_P(Types, BlasDotTest, ::testing::Values(PT::F32, PT::F64));
 
+// RunBlasDot on a pool cuts a GEMM into row blocks, column blocks or batch entries, one
+// single-threaded library call each: every way of cutting against a loop over the stored
+// layouts, in double precision.
+TEST(CpuLlvmBlas, GemmSplitAcrossThePoolMatchesReference) {
+  if (!HaveBlas()) GTEST_SKIP() << "built without a BLAS library";
+  struct Case {
+    int64_t batch, m, n, k;
+  };
+  // m >= n: row blocks; n > m: column blocks; batch >= threads: whole entries. Sizes are not
+  // multiples of the 16-wide blocks, and every case is above the 2 MFLOP split threshold.
+  const Case cases[] = {{1, 150, 37, 200}, {1, 37, 150, 200}, {3, 70, 50, 300}, {2, 90, 41, 300}};
+  for (bool f64 : {false, true}) {
+    for (const Case& c : cases) {
+      for (int ta = 0; ta < 2; ++ta) {
+        for (int tb = 0; tb < 2; ++tb) {
+          GemmShape g;
+          g.f64 = f64, g.batch = c.batch, g.m = c.m, g.n = c.n, g.k = c.k;
+          g.trans_a = ta, g.trans_b = tb;
+          PT t = f64 ? PT::F64 : PT::F32;
+          Literal a = Random(Shape(t, {c.batch, c.m * c.k}), 3);
+          Literal b = Random(Shape(t, {c.batch, c.k * c.n}), 4);
+          for (int threads : {2, 3}) {
+            SCOPED_TRACE(::testing::Message()
+                         << "f64=" << f64 << " batch=" << c.batch << " m=" << c.m << " n=" << c.n
+                         << " ta=" << ta << " tb=" << tb << " threads=" << threads);
+            ThreadPool pool(threads);
+            Literal out(Shape(t, {c.batch, c.m * c.n}));
+            RunBlasDot(g, a.untyped_data(), b.untyped_data(), out.untyped_data(), &pool);
+            for (int64_t i = 0; i < c.batch; ++i) {
+              for (int64_t r = 0; r < c.m; ++r) {
+                for (int64_t col = 0; col < c.n; ++col) {
+                  double want = 0;
+                  for (int64_t k = 0; k < c.k; ++k) {
+                    int64_t ai = i * c.m * c.k + (ta ? k * c.m + r : r * c.k + k);
+                    int64_t bi = i * c.k * c.n + (tb ? col * c.k + k : k * c.n + col);
+                    want += a.GetAsDouble(ai) * b.GetAsDouble(bi);
+                  }
+                  ASSERT_NEAR(out.GetAsDouble(i * c.m * c.n + r * c.n + col), want,
+                              f64 ? 1e-10 : 1e-3)
+                      << "at [" << i << "," << r << "," << col << "]";
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuLlvmBlas, SmallDotStaysEmitted) {
   auto module = std::make_shared<HloModule>("m");
   HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
@@ -254,6 +307,48 @@ TEST(CpuLlvmThreads, ParallelForCoversEveryIndexOnce) {
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i], 3) << threads << " " << n << " " << i;
     }
   }
+}
+
+TEST(CpuLlvmThreads, ChunkBoundAndNestedCallsRunEveryIndexOnce) {
+  ThreadPool pool(3);
+  // max_chunks = 2: two calls, whatever the pool size.
+  std::atomic<int> calls{0};
+  std::vector<int> hits(50, 0);
+  pool.ParallelFor(
+      50,
+      [&](int64_t b, int64_t e) {
+        ++calls;
+        for (int64_t i = b; i < e; ++i) ++hits[i];
+      },
+      2);
+  EXPECT_EQ(calls.load(), 2);
+  for (int h : hits) ASSERT_EQ(h, 1);
+  // A parallel-for inside a chunk runs inline on that thread instead of deadlocking.
+  std::vector<std::atomic<int>> inner(40 * 10);
+  pool.ParallelFor(40, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      pool.ParallelFor(10, [&](int64_t jb, int64_t je) {
+        for (int64_t j = jb; j < je; ++j) ++inner[i * 10 + j];
+      });
+  });
+  for (const auto& h : inner) ASSERT_EQ(h.load(), 1);
+}
+
+// Two threads calling into one pool at once (two executables sharing a compiler): calls are
+// serialized and each sees its own indices exactly once.
+TEST(CpuLlvmThreads, ConcurrentCallersEachCompleteTheirOwnRange) {
+  ThreadPool pool(2);
+  std::vector<int> a(1000, 0), b(1000, 0);
+  auto run = [&pool](std::vector<int>& v) {
+    for (int rep = 0; rep < 200; ++rep)
+      pool.ParallelFor(static_cast<int64_t>(v.size()), [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) ++v[i];
+      });
+  };
+  std::thread other([&] { run(b); });
+  run(a);
+  other.join();
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(a[i] == 200 && b[i] == 200) << i;
 }
 
 TEST(CpuLlvmThreads, ThreadCountFromEnvironment) {

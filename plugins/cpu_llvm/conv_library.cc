@@ -24,9 +24,13 @@ bool Next(std::vector<int64_t>& idx, const std::vector<int64_t>& sizes) {
   return false;
 }
 
+// Patch matrices smaller than this are filled on the calling thread.
+constexpr int64_t kParallelMinPatchElements = 1 << 16;
+
 }  // namespace
 
-void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, float* out) {
+void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, float* out,
+                    ThreadPool* pool) {
   const ConvolutionDimensionNumbers& dn = c.dnums;
   const size_t ns = dn.input_spatial_dimensions.size();
   const std::vector<int64_t> is = RowMajorStrides(c.in_dims), ks = RowMajorStrides(c.kernel_dims),
@@ -41,37 +45,47 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
   if (win_sizes.empty()) win_sizes.push_back(1);  // no spatial dims: one kernel position
 
   // Patches [rows, depth]: row (batch, output position), column (kernel position, feature).
+  // Rows are independent: they are filled in parallel on the pool.
   std::vector<float> patches(static_cast<size_t>(c.rows * c.depth));
-  std::vector<int64_t> o(out_sizes.size(), 0);
-  int64_t row = 0;
-  do {
-    float* prow = patches.data() + row * c.depth;
-    std::vector<int64_t> w(win_sizes.size(), 0);
-    do {
-      int64_t base = o[0] * is[dn.input_batch_dimension];
-      bool inside = true;
-      for (size_t i = 0; i < ns && inside; ++i) {
-        const WindowDimension& wd = c.window.dimensions[i];
-        int64_t kpos = wd.window_reversal ? wd.size - 1 - w[i] : w[i];
-        // Position in the (base-dilated, padded) input.
-        int64_t p = o[i + 1] * wd.stride - wd.padding_low + kpos * wd.window_dilation;
-        if (p < 0 || p % wd.base_dilation != 0) inside = false;
-        p /= wd.base_dilation;
-        if (p >= c.in_dims[dn.input_spatial_dimensions[i]]) inside = false;
-        base += p * is[dn.input_spatial_dimensions[i]];
-      }
-      if (inside) {
-        if (in_fstride == 1)
-          std::memcpy(prow, input + base, cin * sizeof(float));
-        else
-          for (int64_t f = 0; f < cin; ++f) prow[f] = input[base + f * in_fstride];
-      } else {
-        std::memset(prow, 0, cin * sizeof(float));
-      }
-      prow += cin;
-    } while (Next(w, win_sizes));
-    ++row;
-  } while (Next(o, out_sizes));
+  auto fill_rows = [&](int64_t first, int64_t last) {
+    std::vector<int64_t> o(out_sizes.size());  // the output position of row `first`
+    int64_t rest = first;
+    for (int d = static_cast<int>(o.size()) - 1; d >= 0; --d) {
+      o[d] = rest % out_sizes[d];
+      rest /= out_sizes[d];
+    }
+    for (int64_t row = first; row < last; ++row, Next(o, out_sizes)) {
+      float* prow = patches.data() + row * c.depth;
+      std::vector<int64_t> w(win_sizes.size(), 0);
+      do {
+        int64_t base = o[0] * is[dn.input_batch_dimension];
+        bool inside = true;
+        for (size_t i = 0; i < ns && inside; ++i) {
+          const WindowDimension& wd = c.window.dimensions[i];
+          int64_t kpos = wd.window_reversal ? wd.size - 1 - w[i] : w[i];
+          // Position in the (base-dilated, padded) input.
+          int64_t p = o[i + 1] * wd.stride - wd.padding_low + kpos * wd.window_dilation;
+          if (p < 0 || p % wd.base_dilation != 0) inside = false;
+          p /= wd.base_dilation;
+          if (p >= c.in_dims[dn.input_spatial_dimensions[i]]) inside = false;
+          base += p * is[dn.input_spatial_dimensions[i]];
+        }
+        if (inside) {
+          if (in_fstride == 1)
+            std::memcpy(prow, input + base, cin * sizeof(float));
+          else
+            for (int64_t f = 0; f < cin; ++f) prow[f] = input[base + f * in_fstride];
+        } else {
+          std::memset(prow, 0, cin * sizeof(float));
+        }
+        prow += cin;
+      } while (Next(w, win_sizes));
+    }
+  };
+  if (pool != nullptr && pool->size() > 1 && c.rows * c.depth >= kParallelMinPatchElements)
+    pool->ParallelFor(c.rows, fill_rows);
+  else
+    fill_rows(0, c.rows);
 
   // Kernel [depth, out_features] in the patches' column order.
   std::vector<float> weights(static_cast<size_t>(c.depth * c.out_features));
@@ -99,13 +113,13 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
                         return true;
                       }();
   if (direct) {
-    RunBlasDot(g, patches.data(), weights.data(), out);
+    RunBlasDot(g, patches.data(), weights.data(), out, pool);
     return;
   }
   std::vector<float> product(static_cast<size_t>(c.rows * c.out_features));
-  RunBlasDot(g, patches.data(), weights.data(), product.data());
-  std::fill(o.begin(), o.end(), 0);
-  row = 0;
+  RunBlasDot(g, patches.data(), weights.data(), product.data(), pool);
+  std::vector<int64_t> o(out_sizes.size(), 0);
+  int64_t row = 0;
   do {
     int64_t base = o[0] * os[dn.output_batch_dimension];
     for (size_t i = 0; i < ns; ++i) base += o[i + 1] * os[dn.output_spatial_dimensions[i]];

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hlo/instruction.h"
+#include "plugins/cpu_llvm/thread_pool.h"
 #include "plugins/kernel_plan/gemm_match.h"
 
 namespace kiln::cpu {
@@ -20,7 +21,9 @@ namespace kiln::cpu {
 // gpu-nvptx.
 using namespace ::kiln::kernel_plan;
 
-// Computes the convolution into `out` (overwritten); all buffers dense row-major f32.
-void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, float* out);
+// Computes the convolution into `out` (overwritten); all buffers dense row-major f32. The
+// patch gathering and the GEMM are split across `pool` (null: the calling thread).
+void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, float* out,
+                    ThreadPool* pool = nullptr);
 
 }  // namespace kiln::cpu

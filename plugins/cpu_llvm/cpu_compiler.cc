@@ -144,10 +144,10 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           if (step.conv) {
             RunLibraryConv(*step.conv, values.at(step.sources[0])->data<float>().data(),
                            values.at(step.sources[1])->data<float>().data(),
-                           out.data<float>().data());
+                           out.data<float>().data(), pool_.get());
           } else {
             RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
-                       values.at(step.sources[1])->untyped_data(), out.untyped_data());
+                       values.at(step.sources[1])->untyped_data(), out.untyped_data(), pool_.get());
           }
           values.Own(h, std::move(out));
           break;
@@ -241,7 +241,7 @@ absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOp
   absl::StatusOr<std::unique_ptr<CpuJit>> jit = CpuJit::Create(options.jit);
   if (!jit.ok()) return jit.status();
   int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
-  SetBlasThreads(threads);
+  UseSingleThreadedBlas();
   std::unique_ptr<CpuCompiler> compiler(
       new CpuCompiler(options, std::move(*jit), std::make_shared<ThreadPool>(threads)));
   if (!options.cache_dir.has_value())

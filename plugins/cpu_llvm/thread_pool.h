@@ -1,10 +1,18 @@
 // A small pool of persistent worker threads with a blocking parallel-for over an index
-// range, used to run the outer loop of large JIT kernels on several cores. LLVM-free.
+// range, used to run the outer loop of large JIT kernels and the GEMM calls on several cores.
+// It is the only pool cpu-llvm runs on: the GEMM library is called single-threaded from it.
+// LLVM-free.
+//
+// Robust on a busy machine: the range is cut into chunks that the calling thread and the
+// workers claim one at a time, so the caller never waits for a worker that has not started
+// (it runs the chunks itself); it waits only for chunks a worker is running. Workers spin a
+// bounded time for the next call before they sleep.
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -25,25 +33,25 @@ class ThreadPool {
 
   int size() const { return threads_; }
 
-  // Splits [0, n) into at most size() contiguous chunks and calls fn(begin, end) for each,
-  // one chunk on the calling thread; returns when all are done. Calls from several threads
-  // are serialized (the pool runs one parallel-for at a time). `fn` must not throw.
-  void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+  // Splits [0, n) into contiguous chunks and calls fn(begin, end) for each, on the calling
+  // thread and the workers; returns when all are done. `max_chunks` bounds the chunk count
+  // (0: a few per thread; pass size() when each call has a fixed cost, as a GEMM call has).
+  // Calls from several threads are serialized; a call from inside fn runs inline. `fn` must
+  // not throw.
+  void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int max_chunks = 0);
 
  private:
-  void WorkerLoop(int id);
+  struct Job;
+  void WorkerLoop();
 
   int threads_;
   std::vector<std::thread> workers_;
   std::mutex call_mu_;  // one ParallelFor at a time
-  std::mutex mu_;       // guards everything below
-  std::condition_variable start_cv_, done_cv_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
-  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-  int64_t n_ = 0;
-  int chunks_ = 0;
+  // The current job, published with a new generation; workers sleep on generation_.
+  std::mutex job_mu_;
+  std::shared_ptr<Job> job_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace kiln::cpu
