@@ -65,7 +65,7 @@ def lstm_stacked(layers=3, hidden=60, steps=20, batch=64, width=60):
     params, body = [], []
     for l in range(layers):
         fan_in = width if l == 0 else hidden
-        params += [(f'w{l}', f'f32[{fan_in},{4 * hidden}]'), (f'u{l}', f'f32[{hidden},{4 * hidden}]'),
+        params += [(f'w{l}', f'f32[{fan_in},{4 * hidden}]'), (f'rw{l}', f'f32[{hidden},{4 * hidden}]'),
                    (f'b{l}', f'f32[{4 * hidden}]')]
     params.insert(0, ('xs', f'f32[{steps},{batch},{width}]'))
     body += [f'  %{n} = {t} parameter({i})' for i, (n, t) in enumerate(params)]
@@ -80,7 +80,7 @@ def lstm_stacked(layers=3, hidden=60, steps=20, batch=64, width=60):
         x, x_width = f'%x{t}', width
         for l in range(layers):
             lines, h[l], c[l] = cell(f't{t}l{l}_', batch, x_width, hidden, x, h[l], c[l],
-                                     f'%w{l}', f'%u{l}', f'%b{l}')
+                                     f'%w{l}', f'%rw{l}', f'%b{l}')
             body += lines
             x, x_width = h[l], hidden
         body.append(f'  %y{t} = f32[1,{batch},{hidden}] reshape({bh} {x})')
@@ -110,7 +110,7 @@ def lstm_stacked_while(layers=3, hidden=60, steps=20, batch=64, width=60):
     weights = []
     for l in range(layers):
         fan_in = width if l == 0 else hidden
-        weights += [(f'w{l}', f'f32[{fan_in},{4 * hidden}]'), (f'u{l}', f'f32[{hidden},{4 * hidden}]'),
+        weights += [(f'w{l}', f'f32[{fan_in},{4 * hidden}]'), (f'rw{l}', f'f32[{hidden},{4 * hidden}]'),
                     (f'b{l}', f'f32[{4 * hidden}]')]
     fields = [('t', 's32[]'), ('xs', seq_x)] + weights + [('h', st), ('c', st), ('ys', seq)]
     state = '(' + ', '.join(t for _, t in fields) + ')'
@@ -128,7 +128,7 @@ def lstm_stacked_while(layers=3, hidden=60, steps=20, batch=64, width=60):
                      f'slice={{[{l}:{l + 1}], [0:{batch}], [0:{hidden}]}}',
                      f'  %{v}{l} = {bh} reshape(f32[1,{batch},{hidden}] %{v}{l}_s)']
         lines, h, c = cell(f'l{l}_', batch, x_width, hidden, x, f'%h{l}', f'%c{l}', f'%w{l}',
-                           f'%u{l}', f'%b{l}')
+                           f'%rw{l}', f'%b{l}')
         body += lines + [f'  %{h[1:]}3 = f32[1,{batch},{hidden}] reshape({bh} {h})',
                          f'  %{c[1:]}3 = f32[1,{batch},{hidden}] reshape({bh} {c})']
         hs.append(f'f32[1,{batch},{hidden}] {h}3')

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""XLA:CPU as a benchmark peer, on the same HLO text Kiln runs: jaxlib parses the text
+(jaxlib._hlo.hlo_module_from_text), converts it to StableHLO and compiles it with XLA:CPU's
+default options; the arrays are the same .npy files Kiln reads.
+
+As a child process (so XLA's thread pool and allocator live apart from the caller's):
+    xla_peer.py DIR RUNS
+reads DIR/module.hlo and DIR/in0.npy, in1.npy, ..., prints `compile_ms=.. median_ms=..
+min_ms=..` and writes DIR/xla_out0.npy, ... Needs JAX (benchmarks/install_peers.sh)."""
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def available():
+    """None when jaxlib can compile HLO text here, else why not."""
+    try:
+        import jaxlib._hlo  # noqa: F401
+        from jax._src.lib import xla_client  # noqa: F401
+    except ImportError as e:
+        return f'no jax ({e.name}): run benchmarks/install_peers.sh'
+    return None
+
+
+def compile_hlo(text):
+    """(executable, device, compile_ms) for HLO text on XLA:CPU."""
+    import jax
+    import jaxlib._hlo as hlo
+    from jax._src.lib import xla_client as xc
+    devices = jax.devices('cpu')
+    start = time.perf_counter()
+    module = hlo.hlo_module_from_text(text)
+    mlir = xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+    exe = devices[0].client.compile_and_load(mlir, xc.DeviceList(tuple(devices[:1])),
+                                             xc.CompileOptions())
+    return exe, devices[0], (time.perf_counter() - start) * 1e3
+
+
+def run(exe, args):
+    """Runs once on device arrays; returns the outputs as device arrays (waited for)."""
+    outs = [o[0] for o in exe.execute_sharded(args).disassemble_into_single_device_arrays()]
+    for o in outs:
+        o.block_until_ready()
+    return outs
+
+
+def main():
+    folder, runs = sys.argv[1], int(sys.argv[2])
+    import jax
+    with open(os.path.join(folder, 'module.hlo')) as f:
+        exe, device, compile_ms = compile_hlo(f.read())
+    inputs, i = [], 0
+    while os.path.exists(os.path.join(folder, f'in{i}.npy')):
+        inputs.append(np.load(os.path.join(folder, f'in{i}.npy')))
+        i += 1
+    args = [jax.device_put(a, device) for a in inputs]
+    outs = run(exe, args)  # warm-up
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run(exe, args)
+        times.append((time.perf_counter() - start) * 1e3)
+    for k, o in enumerate(outs):
+        np.save(os.path.join(folder, f'xla_out{k}.npy'), np.asarray(o))
+    times.sort()
+    print(f'compile_ms={compile_ms:.3f} median_ms={times[len(times) // 2]:.4f} '
+          f'min_ms={times[0]:.4f} runs={runs}')
+
+
+if __name__ == '__main__':
+    main()
