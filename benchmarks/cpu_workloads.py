@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test) of Kiln issue #4: the seven CPU workloads through `kiln run
---benchmark` on cpu-llvm and on the interpreter, against NumPy and PyTorch eager measured in
-the same run on the same inputs and thread count, and against a bound made of the STREAM-like
-bandwidth (build/benchmarks/stream_bound) and NumPy/OpenBLAS's sgemm rate, also measured in
-this run. Then the dot rate against the same BLAS, compile and dispatch costs through the C ABI
-(build/benchmarks/bench_compile_dispatch), and the MLP training step's peak memory against
-PyTorch eager. Prints ratios: the machine is shared and noisy, only same-run ratios mean much.
+"""Benchmark (not a test) of Kiln issues #4 and #12: the CPU workloads through `kiln run
+--benchmark` on cpu-llvm and on the interpreter, against XLA:CPU running the same HLO text
+(benchmarks/xla_peer.py), PyTorch eager and torch.compile, and NumPy, measured in the same run
+on the same inputs and thread count, and against a bound made of the STREAM-like bandwidth
+(build/benchmarks/stream_bound) and NumPy/OpenBLAS's sgemm rate, also measured in this run.
+Then the same workloads again with busy processes competing for the cores (--load, the
+slowdown of each system against its own quiet run), the dot rate against the same BLAS,
+compile and dispatch costs through the C ABI (build/benchmarks/bench_compile_dispatch), and
+the MLP training step's peak memory against PyTorch eager. Prints ratios: the machine is
+shared and noisy, only same-run ratios mean much.
 
-Usage: benchmarks/cpu_workloads.py [--build DIR] [--threads T] [--runs N] [--interp-timeout S]
-PyTorch comes from benchmarks/install_peers.sh; without it the PyTorch column says so."""
+Usage: .venv-peers/bin/python benchmarks/cpu_workloads.py [--build DIR] [--threads T]
+           [--runs N] [--interp-timeout S] [--load P] [--no-torch-compile]
+The peers come from benchmarks/install_peers.sh (the .venv-peers interpreter has NumPy, JAX
+and PyTorch); a missing one is reported in its column."""
 import argparse
 import importlib.util
 import os
@@ -25,6 +30,9 @@ ARGS.add_argument('--threads', type=int, default=os.cpu_count() or 1)
 ARGS.add_argument('--runs', type=int, default=20, help='timed runs per measurement (median)')
 ARGS.add_argument('--interp-timeout', type=float, default=120,
                   help='seconds per interpreter workload (it runs --benchmark 1)')
+ARGS.add_argument('--load', type=int, default=2,
+                  help='busy processes for the loaded table (0: no loaded table)')
+ARGS.add_argument('--no-torch-compile', action='store_true', help='skip torch.compile (slow)')
 ARGS.add_argument('--torch-worker', nargs=2, metavar=('INDEX', 'DIR'), help=argparse.SUPPRESS)
 OPTS = ARGS.parse_args()
 # Peers get kiln's thread count; OpenBLAS reads this at import (torch.set_num_threads does not
@@ -35,12 +43,14 @@ os.environ['OMP_NUM_THREADS'] = str(OPTS.threads)
 import numpy as np  # noqa: E402
 
 import workload_hlo  # noqa: E402  (HLO text shared with gpu_workloads.py)
+import xla_peer  # noqa: E402
 from timing import median_ms  # noqa: E402
 
 # PyTorch runs in a child process per workload (--torch-worker): in one process with NumPy,
 # OpenBLAS's spinning threads and torch's OpenMP threads fight over the 2 cores and torch
 # measures several times slower than it is.
 HAVE_TORCH = importlib.util.find_spec('torch') is not None
+NO_XLA = xla_peer.available()  # None, or why XLA:CPU cannot run here
 # Sleeping (not spinning) OpenMP workers: with spinning ones, torch's OpenMP threads and
 # OpenBLAS's threads starve each other on 2 cores (measured: MLP step 156 ms vs 6.8 ms).
 TORCH_ENV = dict(os.environ, OMP_WAIT_POLICY='PASSIVE')
@@ -275,16 +285,25 @@ WORKLOADS = (sum_xyz, softmax, layernorm_gelu, dense_relu, mlp_train_step, lstm_
 
 def torch_worker(index, folder):
     """Child process: times each PyTorch variant of WORKLOADS[index] on the inputs saved in
-    `folder`; prints `variant ms` lines."""
+    `folder`, then torch.compile of the decomposed one (unless --no-torch-compile); prints
+    `variant ms` lines, and `compile:torch.compile ms` for the compile (first call)."""
     global torch, F
     import torch
     import torch.nn.functional as F
     torch.set_num_threads(OPTS.threads)
     w = WORKLOADS[index]()
     inputs = [np.load(os.path.join(folder, f'in{i}.npy')) for i in range(len(w.inputs))]
-    for label, fn in w.torch_fns(inputs).items():
+    variants = w.torch_fns(inputs)
+    if not OPTS.no_torch_compile:
+        variants['torch.compile'] = torch.compile(variants.get('decomposed') or
+                                                  next(iter(variants.values())))
+    for label, fn in variants.items():
         args = tt(inputs)
-        with torch.enable_grad() if label == 'autograd+SGD' else torch.no_grad():
+        with torch.enable_grad() if w.name.startswith('MLP') else torch.no_grad():
+            if label == 'torch.compile':
+                start = time.perf_counter()
+                fn(*args)
+                print(f'compile:{label}', (time.perf_counter() - start) * 1e3, flush=True)
             print(label, median_ms(lambda: fn(*args), OPTS.runs), flush=True)
 
 
@@ -292,64 +311,164 @@ def torch_ms(index, folder):
     """{variant: ms} from a torch worker, or a reason string."""
     if not HAVE_TORCH:
         return 'no torch'
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), '--build', OPTS.build,
-                          '--threads', str(OPTS.threads), '--runs', str(OPTS.runs),
-                          '--torch-worker', str(index), folder], capture_output=True, text=True,
-                         env=TORCH_ENV)
+    cmd = [sys.executable, os.path.abspath(__file__), '--build', OPTS.build, '--threads',
+           str(OPTS.threads), '--runs', str(OPTS.runs), '--torch-worker', str(index), folder]
+    out = subprocess.run(cmd + (['--no-torch-compile'] if OPTS.no_torch_compile else []),
+                         capture_output=True, text=True, env=TORCH_ENV)
     if out.returncode != 0:
         return 'failed: ' + (out.stderr.strip().splitlines() or ['?'])[-1]
     return {line.rsplit(' ', 1)[0]: float(line.rsplit(' ', 1)[1])
             for line in out.stdout.strip().splitlines()}
 
 
+def on_threads():
+    """For a peer that sizes its pool to the machine (XLA:CPU): keep it on OPTS.threads cores."""
+    cores = sorted(os.sched_getaffinity(0))
+    if OPTS.threads < len(cores):
+        os.sched_setaffinity(0, cores[:OPTS.threads])
+
+
+def xla_ms(folder, n_outputs):
+    """XLA:CPU on the same module.hlo and in*.npy: (median ms, compile ms, outputs) or a reason
+    string."""
+    if NO_XLA:
+        return NO_XLA
+    out = subprocess.run([sys.executable, os.path.join(ROOT, 'benchmarks', 'xla_peer.py'), folder,
+                          str(OPTS.runs)], capture_output=True, text=True, preexec_fn=on_threads)
+    if out.returncode != 0:
+        return 'failed: ' + (out.stderr.strip().splitlines() or ['?'])[-1][:60]
+    fields = dict(kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())
+    outs = [np.load(os.path.join(folder, f'xla_out{i}.npy')) for i in range(n_outputs)]
+    return float(fields['median_ms']), float(fields['compile_ms']), outs
+
+
+class BusyProcesses:
+    """`count` processes spinning on the CPU while the block runs: a machine where something
+    else runs, as users' machines are."""
+
+    def __init__(self, count):
+        self.count, self.procs = count, []
+
+    def __enter__(self):
+        self.procs = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+                      for _ in range(self.count)]
+        time.sleep(0.5)
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+
+def save_workload(w, tmp):
+    """Writes module.hlo and in*.npy into tmp (removing the last workload's .npy files: the XLA
+    peer takes every in<i>.npy it finds); returns the input paths."""
+    for name in os.listdir(tmp):
+        if name.endswith('.npy'):
+            os.remove(os.path.join(tmp, name))
+    with open(os.path.join(tmp, 'module.hlo'), 'w') as f:
+        f.write(w.hlo)
+    inputs = []
+    for i, a in enumerate(w.inputs):
+        inputs.append(os.path.join(tmp, f'in{i}.npy'))
+        np.save(inputs[-1], a)
+    return inputs
+
+
+def max_diff(got, want):
+    return f'{max(float(np.abs(g - np.asarray(v)).max()) for g, v in zip(got, want)):.1e}'
+
+
+def fastest_eager(variants):
+    eager = {k: v for k, v in variants.items() if ':' not in k and k != 'torch.compile'}
+    return min(eager.values())
+
+
 def workload_table(tmp, measure_bound):
-    """Measures every workload, then calls measure_bound() -> (bandwidth by mix, sgemm peak)
-    and prints the table."""
-    cols = ['workload', 'kiln ms', 'interp ms', 'numpy ms', 'torch ms', 'bound ms',
-            'kiln/bound', 'torch/kiln', 'numpy/kiln', 'max|kiln-np|']
-    widths = [32, 8, 9, 8, 8, 8, 10, 10, 10, 12]
-    notes, measured = [], []
+    """Measures every workload quiet, then calls measure_bound() -> (bandwidth by mix, sgemm
+    peak), prints the table; returns the quiet times for the loaded table."""
+    cols = ['workload', 'kiln ms', 'xla ms', 't.comp ms', 'torch ms', 'numpy ms', 'interp ms',
+            'bound ms', 'kiln/bound', 'xla/kiln', 't.comp/kiln', 'torch/kiln',
+            'max|kiln-xla|', 'max|kiln-np|']
+    widths = [32, 8, 8, 9, 8, 8, 9, 8, 10, 8, 11, 10, 13, 12]
+    notes, measured, quiet = [], [], []
     for index, make in enumerate(WORKLOADS):
         w = make()
-        path = os.path.join(tmp, 'module.hlo')
-        with open(path, 'w') as f:
-            f.write(w.hlo)
-        inputs = []
-        for i, a in enumerate(w.inputs):
-            inputs.append(os.path.join(tmp, f'in{i}.npy'))
-            np.save(inputs[-1], a)
+        inputs = save_workload(w, tmp)
         out_dir = os.path.join(tmp, 'out')
         os.makedirs(out_dir, exist_ok=True)
-        kms = kiln_run(path, inputs, 'cpu-llvm', OPTS.runs, output_dir=out_dir)
-        ims = kiln_run(path, inputs, 'interpreter', 1, timeout=OPTS.interp_timeout)
+        kms = kiln_run(os.path.join(tmp, 'module.hlo'), inputs, 'cpu-llvm', OPTS.runs,
+                       output_dir=out_dir)
+        ims = kiln_run(os.path.join(tmp, 'module.hlo'), inputs, 'interpreter', 1,
+                       timeout=OPTS.interp_timeout)
         nms = median_ms(lambda: w.numpy_fn(*w.inputs), OPTS.runs)
-        err = '-'
+        want = w.numpy_fn(*w.inputs)
+        want = want if isinstance(want, tuple) else (want,)
+        err = xerr = '-'
+        got = None
         if isinstance(kms, float):
-            want = w.numpy_fn(*w.inputs)
-            want = want if isinstance(want, tuple) else (want,)
             got = [np.load(os.path.join(out_dir, f'output_{i}.npy')) for i in range(len(want))]
-            err = f'{max(float(np.abs(g - np.asarray(v)).max()) for g, v in zip(got, want)):.1e}'
+            err = max_diff(got, want)
+        xla = xla_ms(tmp, len(want))
+        xms = xla
+        if isinstance(xla, tuple):
+            xms = xla[0]
+            notes.append(f'  {w.name}: XLA:CPU compile {xla[1]:.0f} ms')
+            if got is not None:
+                xerr = max_diff(got, xla[2])
         variants = torch_ms(index, tmp)
-        tms = variants
+        tms = tcms = variants
         if isinstance(variants, dict):
-            label = min(variants, key=variants.get)
-            tms = variants[label]
+            tms = fastest_eager(variants)
+            tcms = variants.get('torch.compile', '-')
             notes += [f'  {w.name}: {k} {v:.2f} ms' for k, v in variants.items()]
         else:
             notes.append(f'  {w.name}: {variants}')
-        measured.append((w, kms, ims, nms, tms, err))
+        measured.append((w, kms, xms, tcms, tms, nms, ims, xerr, err))
+        quiet.append((kms, xms, tcms, tms))
     bw, peak_gflops = measure_bound()
     print('| ' + ' | '.join(c.ljust(w) for c, w in zip(cols, widths)) + ' |')
     print('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
-    for w, kms, ims, nms, tms, err in measured:
+    for w, kms, xms, tcms, tms, nms, ims, xerr, err in measured:
         bound = max(w.bytes / bw[w.mix] / 1e6, w.flops / peak_gflops / 1e6)
-        row = [w.name, fmt_ms(kms), fmt_ms(ims), fmt_ms(nms), fmt_ms(tms), f'{bound:.2f}',
-               ratio(kms, bound), ratio(tms, kms), ratio(nms, kms), err]
+        row = [w.name, fmt_ms(kms), fmt_ms(xms), fmt_ms(tcms), fmt_ms(tms), fmt_ms(nms),
+               fmt_ms(ims), f'{bound:.2f}', ratio(kms, bound), ratio(xms, kms), ratio(tcms, kms),
+               ratio(tms, kms), xerr, err]
         print('| ' + ' | '.join(c.ljust(w_) for c, w_ in zip(row, widths)) + ' |')
-    print('PyTorch eager variants, each workload in its own process with OMP_WAIT_POLICY=PASSIVE '
-          '(the torch column is the fastest):')
-    print('\n'.join(notes) if HAVE_TORCH else
-          '  PyTorch not installed: run benchmarks/install_peers.sh')
+    print('xla: XLA:CPU (jaxlib) compiling the same HLO text, default options, pinned to T cores; '
+          't.comp: torch.compile of the decomposed form; torch: fastest PyTorch eager variant, '
+          'each workload in its own process with OMP_WAIT_POLICY=PASSIVE. Per workload:')
+    print('\n'.join(notes) if HAVE_TORCH or not NO_XLA else
+          '  PyTorch and JAX not installed: run benchmarks/install_peers.sh')
+    return quiet
+
+
+def loaded_table(tmp, quiet):
+    """The workloads again with OPTS.load busy processes: each system's time against its own
+    quiet time. Kiln's slowdown must be no worse than the peers'."""
+    print(f'\nWith {OPTS.load} busy processes on the {os.cpu_count()} cores (loaded ms, and '
+          'loaded / quiet for each system; quiet times from the table above):')
+    cols = ['workload', 'kiln', 'xla', 't.comp', 'torch', 'kiln slow', 'xla slow',
+            't.comp slow', 'torch slow']
+    widths = [32, 8, 8, 8, 8, 9, 8, 11, 10]
+    print('| ' + ' | '.join(c.ljust(w) for c, w in zip(cols, widths)) + ' |')
+    print('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
+    for index, make in enumerate(WORKLOADS):
+        w = make()
+        inputs = save_workload(w, tmp)
+        with BusyProcesses(OPTS.load):
+            kms = kiln_run(os.path.join(tmp, 'module.hlo'), inputs, 'cpu-llvm', OPTS.runs)
+            xla = xla_ms(tmp, 0)
+            variants = torch_ms(index, tmp)
+        xms = xla[0] if isinstance(xla, tuple) else xla
+        tms = tcms = variants
+        if isinstance(variants, dict):
+            tms, tcms = fastest_eager(variants), variants.get('torch.compile', '-')
+        qk, qx, qtc, qt = quiet[index]
+        row = [w.name, fmt_ms(kms), fmt_ms(xms), fmt_ms(tcms), fmt_ms(tms), ratio(kms, qk),
+               ratio(xms, qx), ratio(tcms, qtc), ratio(tms, qt)]
+        print('| ' + ' | '.join(c.ljust(w_) for c, w_ in zip(row, widths)) + ' |', flush=True)
 
 
 def dot_table(tmp):
@@ -448,6 +567,7 @@ def main():
     print(f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, threads={OPTS.threads} '
           f'(KILN_CPU_THREADS, torch.set_num_threads, OPENBLAS_NUM_THREADS), runs={OPTS.runs}, '
           f'numpy {np.__version__}, torch {"found" if HAVE_TORCH else "missing"}, '
+          f'XLA:CPU {"found" if not NO_XLA else "missing"}, '
           f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
     # Bandwidth and the sgemm peak are measured before and after the workloads and the best
     # is kept: a bound must not be loose because another job held the cores for a moment.
@@ -471,7 +591,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         dot_table(tmp)
         print()
-        workload_table(tmp, measure_bound)
+        quiet = workload_table(tmp, measure_bound)
+        if OPTS.load > 0:
+            loaded_table(tmp, quiet)
         memory_report(tmp)
     cd = os.path.join(OPTS.build, 'benchmarks', 'bench_compile_dispatch')
     if os.path.exists(cd):

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Installs the benchmark peers that setup.sh leaves out to keep CI fast: Debian's PyTorch
-# (python3-torch; NumPy is already a build dependency) and Eigen (libeigen3-dev, a peer in
-# benchmarks/gemm_libraries.cc; reconfigure the build after installing it). benchmarks/cpu_workloads.py skips
-# the PyTorch column with a note when torch is missing.
+# Installs the benchmark peers that setup.sh leaves out to keep CI fast:
+# - a virtual environment, .venv-peers at the repository root, made from Debian's python3 with
+#   NumPy, JAX (jaxlib is XLA:CPU, the peer that counts most) and PyTorch 2 (eager and
+#   torch.compile) from the Python package index. Run the benchmarks with its interpreter:
+#   .venv-peers/bin/python benchmarks/cpu_workloads.py
+#   (PyTorch's Linux wheel pulls CUDA libraries: several GB, fine for a peer, too heavy for CI.)
+# - Eigen (libeigen3-dev, a peer in benchmarks/gemm_libraries.cc; reconfigure the build after
+#   installing it) and python3-venv, from Debian.
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
 
-packages=(python3-numpy python3-torch libeigen3-dev)  # Eigen: build/benchmarks/gemm_libraries
+packages=(python3-venv python3-dev libeigen3-dev)  # python3-dev: torch.compile builds C++
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,4 +21,9 @@ if (( ${#missing[@]} )); then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-/usr/bin/python3 -c 'import numpy, torch; print("numpy", numpy.__version__, "torch", torch.__version__)'
+
+venv="$root/.venv-peers"
+[[ -x "$venv/bin/python" ]] || /usr/bin/python3 -m venv "$venv"
+"$venv/bin/pip" install -q --upgrade pip
+"$venv/bin/pip" install -q numpy jax torch
+"$venv/bin/python" -c 'import numpy, jax, torch; print("peers in .venv-peers: numpy", numpy.__version__, "jax", jax.__version__, "torch", torch.__version__)'

@@ -376,7 +376,7 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
       results[g] = im.CompileGroup(members[g], *im.tms[g], request.ir_out != nullptr);
   };
   if (groups > 1)
-    request.pool->ParallelFor(groups, compile);
+    request.pool->ParallelFor(groups, compile, 0, /*even=*/false);
   else
     compile(0, groups);
   std::vector<std::string> objects;

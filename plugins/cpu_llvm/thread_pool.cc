@@ -1,9 +1,12 @@
 // The CPU backend's worker threads and its parallel-for.
 #include "plugins/cpu_llvm/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <string>
 
 namespace kiln::cpu {
 namespace {
@@ -11,33 +14,55 @@ namespace {
 // Chunks per thread when the caller sets no bound: enough that a descheduled worker leaves
 // little for the others to wait on, few enough that claiming stays cheap.
 constexpr int kChunksPerThread = 4;
-// How long a worker looks for the next call, and a caller for its last chunks, before
+// How long a worker looks for the next call, and a caller for its chunks to finish, before
 // sleeping: long enough to cover the gap between two kernels, short enough not to take a
 // busy machine's cores from other processes.
-constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kSpin = std::chrono::microseconds(100);
+// Signs that another process took a time slice from the pool: a worker that finished this
+// much later than the first one (and later by at least half the call's time, the chunks
+// costing about the same), or a caller that saw the last chunk done this much late.
+constexpr int64_t kLateNs = 500'000;
+// After that, parallel-fors run on the calling thread alone for this long.
+constexpr int64_t kContendedForNs = 200'000'000;
 
-// True on workers, and on a caller inside ParallelFor: a nested call runs inline.
+// True on workers: a nested call runs inline.
 thread_local bool in_pool = false;
 
-void Pause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
+int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
-// Spins up to kSpin while `value` still reads `old`; returns the last value read.
-template <typename T>
-T SpinWhileEqual(const std::atomic<T>& value, T old) {
-  T v = value.load(std::memory_order_acquire);
+// Spins up to kSpin until done() is true; returns done(). Between checks it yields: the
+// caller and a worker may share a core, and a spinner that kept it would hold up the other.
+template <typename Done>
+bool SpinUntil(const Done& done) {
   const auto until = std::chrono::steady_clock::now() + kSpin;
-  while (v == old) {
-    for (int i = 0; i < 64 && v == old; ++i) {
-      Pause();
-      v = value.load(std::memory_order_acquire);
-    }
-    if (v == old && std::chrono::steady_clock::now() > until) break;
+  while (!done()) {
+    std::this_thread::yield();
+    if (std::chrono::steady_clock::now() > until) return done();
   }
-  return v;
+  return true;
+}
+
+// Pins the calling thread to the index-th CPU it may run on, when there are at least `count`
+// of them and KILN_CPU_PIN is not 0. Linux left two threads that wake each other on one core
+// of an otherwise idle two-core machine for the whole run (a GEMM split in two ran at
+// one-thread speed in about half of the processes); pinned workers cannot share a core.
+void PinToCpu(int index, int count) {
+  if (const char* env = std::getenv("KILN_CPU_PIN"); env != nullptr && std::string(env) == "0")
+    return;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < count) return;
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed) || seen++ != index) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+    return;
+  }
 }
 
 }  // namespace
@@ -58,25 +83,49 @@ struct ThreadPool::Job {
   const std::function<void(int64_t, int64_t)>* fn;
   int64_t n;
   int chunks;
+  int64_t start_ns;
   std::atomic<int> next{0};
   std::atomic<int> done{0};
+  // When the first and the last worker that ran chunks finished them.
+  std::atomic<int64_t> first_finish_ns{INT64_MAX}, last_finish_ns{0};
 
-  void RunChunks() {
-    for (int c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+  // Runs unclaimed chunks until none is left; true when this thread finished the last one.
+  bool RunChunks() {
+    bool ran = false, last = false;
+    for (int c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks; ran = true) {
       (*fn)(n * c / chunks, n * (c + 1) / chunks);
-      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_all();
+      last = done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks;
     }
+    if (ran) {
+      const int64_t t = Now();
+      for (int64_t v = first_finish_ns.load();
+           t < v && !first_finish_ns.compare_exchange_weak(v, t);) {
+      }
+      for (int64_t v = last_finish_ns.load();
+           t > v && !last_finish_ns.compare_exchange_weak(v, t);) {
+      }
+    }
+    return last;
   }
 };
 
 ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
-  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  if (threads_ == 1) return;  // runs inline
+  for (int i = 0; i < threads_; ++i) {
+    workers_.emplace_back([this, i] {
+      PinToCpu(i, threads_);
+      WorkerLoop();
+    });
+  }
 }
 
 ThreadPool::~ThreadPool() {
-  stop_.store(true);
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
 
@@ -84,28 +133,36 @@ void ThreadPool::WorkerLoop() {
   in_pool = true;
   uint64_t seen = 0;
   for (;;) {
-    uint64_t g = SpinWhileEqual(generation_, seen);
-    if (g == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
-      continue;
+    const auto called = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+    if (!SpinUntil(called)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_cv_.wait(lock, called);
     }
-    if (stop_.load()) return;
-    seen = g;
     std::shared_ptr<Job> job;
     {
-      std::lock_guard<std::mutex> lock(job_mu_);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      seen = generation_.load(std::memory_order_acquire);
       job = job_;
     }
-    if (job != nullptr) job->RunChunks();
+    if (job != nullptr && job->RunChunks()) {
+      // The caller may be asleep waiting for this last chunk. Locking orders the notify
+      // after its check of `done`.
+      { std::lock_guard<std::mutex> lock(mu_); }
+      done_cv_.notify_all();
+    }
   }
 }
 
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
-                             int max_chunks) {
+                             int max_chunks, bool even) {
   if (n <= 0) return;
   const int limit = max_chunks > 0 ? max_chunks : threads_ * kChunksPerThread;
   const int chunks = static_cast<int>(std::min<int64_t>(n, limit));
-  if (threads_ <= 1 || chunks <= 1 || in_pool) {
+  // On a machine where other processes preempt the workers, every parallel-for would wait
+  // for a descheduled one (a few ms each); for a while, one thread does the whole range.
+  if (threads_ <= 1 || chunks <= 1 || in_pool ||
+      Now() < contended_until_ns_.load(std::memory_order_relaxed)) {
     fn(0, n);
     return;
   }
@@ -114,22 +171,26 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
   job->fn = &fn;
   job->n = n;
   job->chunks = chunks;
+  job->start_ns = Now();
   {
-    std::lock_guard<std::mutex> lock(job_mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     job_ = job;
+    generation_.fetch_add(1, std::memory_order_release);
   }
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
-  in_pool = true;
-  job->RunChunks();
-  in_pool = false;
-  // Only chunks a worker has claimed are left: wait for those.
-  int d = job->done.load(std::memory_order_acquire);
-  while (d < chunks) {
-    if (SpinWhileEqual(job->done, d) == d) job->done.wait(d, std::memory_order_acquire);
-    d = job->done.load(std::memory_order_acquire);
+  wake_cv_.notify_all();
+  // The caller only waits: running chunks too, it would share a core with a pinned worker,
+  // and either could be descheduled holding the last chunk.
+  const auto all_done = [&] { return job->done.load(std::memory_order_acquire) == chunks; };
+  if (!SpinUntil(all_done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, all_done);
   }
-  std::lock_guard<std::mutex> lock(job_mu_);
+  const int64_t first = job->first_finish_ns.load(), last = job->last_finish_ns.load();
+  const bool worker_late =
+      even && last - first > kLateNs && 2 * (last - first) > last - job->start_ns;
+  if (worker_late || Now() - last > kLateNs)
+    contended_until_ns_.store(Now() + kContendedForNs, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
   job_.reset();
 }
 

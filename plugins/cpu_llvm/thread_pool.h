@@ -3,13 +3,15 @@
 // It is the only pool cpu-llvm runs on: the GEMM library is called single-threaded from it.
 // LLVM-free.
 //
-// Robust on a busy machine: the range is cut into chunks that the calling thread and the
-// workers claim one at a time, so the caller never waits for a worker that has not started
-// (it runs the chunks itself); it waits only for chunks a worker is running. Workers spin a
-// bounded time for the next call before they sleep.
+// A pool of T threads has T workers, pinned one per CPU when the process may run on at least
+// T (KILN_CPU_PIN=0: not pinned); the calling thread hands the work over and waits. The range
+// is cut into chunks the workers claim one at a time, so on a busy machine a descheduled
+// worker leaves its share to the others. Workers spin a bounded time for the next call
+// before they sleep; the caller yields while it waits, then sleeps.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,7 +27,7 @@ int DefaultThreadCount();
 
 class ThreadPool {
  public:
-  // `threads` counts the calling thread: a pool of 1 has no workers and runs inline.
+  // A pool of 1 has no workers and runs everything inline on the calling thread.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -33,12 +35,18 @@ class ThreadPool {
 
   int size() const { return threads_; }
 
-  // Splits [0, n) into contiguous chunks and calls fn(begin, end) for each, on the calling
-  // thread and the workers; returns when all are done. `max_chunks` bounds the chunk count
-  // (0: a few per thread; pass size() when each call has a fixed cost, as a GEMM call has).
-  // Calls from several threads are serialized; a call from inside fn runs inline. `fn` must
-  // not throw.
-  void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int max_chunks = 0);
+  // Splits [0, n) into contiguous chunks and calls fn(begin, end) for each on the workers;
+  // returns when all are done. `max_chunks` bounds the chunk count (0: a few per thread; pass
+  // size() when each call has a fixed cost, as a GEMM call has). `even`: chunks cost about
+  // the same, so a worker finishing far behind the others was preempted by another process
+  // (pass false for uneven work such as compiling). Calls from several threads are
+  // serialized; a call from inside fn runs inline. `fn` must not throw.
+  //
+  // On a busy machine: when a worker of an even call was preempted, parallel-fors run on the
+  // calling thread alone for the next 200 ms (then the pool tries again): otherwise each
+  // would wait for a descheduled worker's next time slice.
+  void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int max_chunks = 0,
+                   bool even = true);
 
  private:
   struct Job;
@@ -47,11 +55,17 @@ class ThreadPool {
   int threads_;
   std::vector<std::thread> workers_;
   std::mutex call_mu_;  // one ParallelFor at a time
-  // The current job, published with a new generation; workers sleep on generation_.
-  std::mutex job_mu_;
+  // The current job, published with a new generation. Workers spin on generation_, then
+  // sleep on wake_cv_; a caller spins on its job's count of finished chunks, then sleeps on
+  // done_cv_. (std::atomic::wait lost wake-ups here: GCC 12's libstdc++.)
+  std::mutex mu_;
+  std::condition_variable wake_cv_, done_cv_;
   std::shared_ptr<Job> job_;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> stop_{false};
+  bool stop_ = false;
+  // Until this steady-clock time (ns) parallel-fors run on the caller alone: set when a worker
+  // was preempted, the sign of other processes competing for the cores.
+  std::atomic<int64_t> contended_until_ns_{0};
 };
 
 }  // namespace kiln::cpu
