@@ -59,9 +59,12 @@ std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk
   const auto& rd = rhs->shape().dimensions();
   const int64_t lc = dn.lhs_contracting_dimensions[0], rc = dn.rhs_contracting_dimensions[0];
   const int64_t lr = static_cast<int64_t>(ld.size()), rr = static_cast<int64_t>(rd.size());
-  if (lr != nb + 1 && lr != nb + 2) return no("lhs is not a matrix or vector per batch");
-  if (rr != nb + 1 && rr != nb + 2) return no("rhs is not a matrix or vector per batch");
   if (lc < nb || lc >= lr || rc < nb || rc >= rr) return no("bad contracting dimension");
+  // Each operand's free dimensions must be one contiguous run beside its contracting one, so
+  // that they flatten into the matrix's rows (lhs) or columns (rhs): the contracting
+  // dimension first after the batch ones (stored transposed for the lhs) or last.
+  if (lc != nb && lc != lr - 1) return no("lhs contracting dimension is between free ones");
+  if (rc != nb && rc != rr - 1) return no("rhs contracting dimension is between free ones");
   GemmShape g;
   g.f64 = t == PrimitiveType::F64;
   for (int64_t i = 0; i < nb; ++i) {
@@ -70,14 +73,12 @@ std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk
   }
   g.k = ld[lc];
   if (rd[rc] != g.k) return no("contracting sizes differ");
-  if (lr == nb + 2) {
-    g.trans_a = lc == nb;  // stored [k, m]
-    g.m = ld[g.trans_a ? nb + 1 : nb];
-  }
-  if (rr == nb + 2) {
-    g.trans_b = rc == nb + 1;  // stored [n, k]
-    g.n = rd[g.trans_b ? nb : nb + 1];
-  }
+  for (int64_t i = nb; i < lr; ++i)
+    if (i != lc) g.m *= ld[i];
+  for (int64_t i = nb; i < rr; ++i)
+    if (i != rc) g.n *= rd[i];
+  g.trans_a = lc == nb && lr > nb + 1;      // stored [k, m...]
+  g.trans_b = rc == rr - 1 && rr > nb + 1;  // stored [n..., k]
   if (g.batch <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) return no("empty dot");
   if (g.batch * g.m * g.n * g.k < min_mnk) return no("too small for a BLAS call");
   return g;

@@ -25,8 +25,10 @@ struct GemmShape {
 bool HaveBlas();
 
 // The GEMM form of `dot` when a BLAS call can compute it: f32 or f64 throughout; batch
-// dimensions leading and in order on both operands; one contracting dimension; each operand
-// a matrix (or a vector) per batch; batch*m*n*k >= min_mnk. Otherwise nullopt, and `why`
+// dimensions leading and in order on both operands; one contracting dimension, first or last
+// among each operand's non-batch dimensions, so that the free dimensions flatten into the
+// matrix's rows or columns (x[b,s,d] @ w[d,e] is one [b*s, d] x [d, e] GEMM, as JAX writes a
+// dense layer); batch*m*n*k >= min_mnk. Otherwise nullopt, and `why`
 // (optional) says why.
 std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk,
                                       std::string* why = nullptr);
