@@ -8,6 +8,7 @@
 #include "hlo/passes/convolution_to_gemm.h"
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dce.h"
+#include "hlo/passes/dot_canonicalization.h"
 #include "hlo/passes/fusion_pipeline.h"
 #include "hlo/passes/instruction_fusion.h"
 #include "hlo/passes/multi_output_fusion.h"
@@ -34,6 +35,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<HloConstantFolding>(),
       Factory<AlgebraicSimplifier>(),
       Factory<TransposeFolding>(),
+      Factory<DotCanonicalization>(),
       Factory<ConvolutionToGemm>(),
       Factory<TupleSimplifier>(),
       Factory<InstructionFusion>(),

@@ -113,10 +113,10 @@ std::vector<DotCase> DotCases() {
       {"rhs_3d", {33, 47}, {47, 3, 11}, {33, 3, 11}, {}, {}, 1, 0, true},
       {"rhs_3d_transposed", {33, 47}, {3, 11, 47}, {33, 3, 11}, {}, {}, 1, 2, true},
       {"batched_3d", {2, 5, 3, 21}, {2, 21, 13}, {2, 5, 3, 13}, {0}, {0}, 3, 1, true},
-      // Contracting dimension between two free ones: stays an emitted loop, same values.
-      {"contracting_in_the_middle", {4, 47, 9}, {47, 29}, {4, 9, 29}, {}, {}, 1, 0, false},
-      // Batch dimension not leading: stays an emitted loop, same values.
-      {"batch_not_leading", {17, 3, 21}, {3, 21, 13}, {3, 17, 13}, {1}, {0}, 2, 1, false},
+      // Contracting dimension between two free ones, batch dimension not leading: a GEMM
+      // after a transposed copy of the operand (dot canonicalization), same values.
+      {"contracting_in_the_middle", {4, 47, 9}, {47, 29}, {4, 9, 29}, {}, {}, 1, 0, true},
+      {"batch_not_leading", {17, 3, 21}, {3, 21, 13}, {3, 17, 13}, {1}, {0}, 2, 1, true},
   };
 }
 

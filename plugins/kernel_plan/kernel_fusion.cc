@@ -2,6 +2,7 @@
 #include "plugins/kernel_plan/kernel_fusion.h"
 
 #include "absl/container/flat_hash_set.h"
+#include "hlo/passes/dot_canonicalization.h"
 #include "hlo/passes/fusion_util.h"
 #include "hlo/text/parser.h"
 
@@ -59,6 +60,15 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
       module_text.empty() ? ParseHloModule(module.ToString(), module.name())
                           : ParseHloModule(module_text, module.name());
   if (!copy.ok()) return copy.status();
+  // Dots a GEMM library can take once an operand is transposed get that transpose first, so
+  // fusion sees them as library calls with materialized operands.
+  const int64_t gemm_min_mnk = options.device_gemm_min_mnk > 0 ? options.device_gemm_min_mnk
+                               : HaveBlas()                    ? options.blas_min_mnk
+                                                               : -1;
+  if (gemm_min_mnk >= 0) {
+    absl::StatusOr<bool> sorted = DotCanonicalization(gemm_min_mnk).Run(**copy);
+    if (!sorted.ok()) return sorted.status();
+  }
   absl::StatusOr<bool> fused = KernelFusion(options).Run(**copy);
   if (!fused.ok()) return fused.status();
   std::shared_ptr<const HloModule> owned = std::move(*copy);

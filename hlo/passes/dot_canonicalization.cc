@@ -1,0 +1,90 @@
+// Dot canonicalization (see dot_canonicalization.h).
+#include "hlo/passes/dot_canonicalization.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "hlo/computation.h"
+#include "hlo/module.h"
+
+namespace kiln {
+namespace {
+
+// The operand's dimensions in canonical order: its batch dims as listed, then its free dims
+// in increasing order, with the contracting dim last (lhs) or first after the batch (rhs).
+std::vector<int64_t> CanonicalOrder(int64_t rank, const std::vector<int64_t>& batch,
+                                    int64_t contracting, bool lhs) {
+  std::vector<int64_t> order(batch);
+  if (!lhs) order.push_back(contracting);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != contracting && std::find(batch.begin(), batch.end(), d) == batch.end())
+      order.push_back(d);
+  if (lhs) order.push_back(contracting);
+  return order;
+}
+
+// True when a GEMM can read the operand as stored: batch dims leading and in order, the
+// contracting dim first or last among the others (kernel_plan's MatchGemmDot accepts both).
+bool GemmReadable(int64_t rank, const std::vector<int64_t>& batch, int64_t contracting) {
+  const int64_t nb = static_cast<int64_t>(batch.size());
+  for (int64_t i = 0; i < nb; ++i)
+    if (batch[i] != i) return false;
+  return contracting == nb || contracting == rank - 1;
+}
+
+// Makes operand `side` of `dot` canonical with a transpose; returns false when it already
+// was GEMM-readable.
+bool Canonicalize(HloComputation& comp, HloInstruction* dot, int side) {
+  DotDimensionNumbers& dn = *dot->mutable_attrs().dot_dimension_numbers;
+  const bool lhs = side == 0;
+  std::vector<int64_t>& batch = lhs ? dn.lhs_batch_dimensions : dn.rhs_batch_dimensions;
+  std::vector<int64_t>& contracting =
+      lhs ? dn.lhs_contracting_dimensions : dn.rhs_contracting_dimensions;
+  HloInstruction* operand = dot->operand(side);
+  const int64_t rank = operand->shape().rank();
+  if (GemmReadable(rank, batch, contracting[0])) return false;
+  const std::vector<int64_t> order = CanonicalOrder(rank, batch, contracting[0], lhs);
+  std::vector<int64_t> dims;
+  for (int64_t d : order) dims.push_back(operand->shape().dimensions(d));
+  auto t = HloInstruction::CreateUnary(HloOpcode::kTranspose,
+                                       Shape(operand->shape().element_type(), dims), operand);
+  t->mutable_attrs().dimensions = order;
+  t->mutable_attrs().has_dimensions = true;
+  dot->ReplaceOperandWith(side, comp.AddInstruction(std::move(t)));
+  const int64_t nb = static_cast<int64_t>(batch.size());
+  for (int64_t i = 0; i < nb; ++i) batch[i] = i;
+  contracting[0] = lhs ? rank - 1 : nb;
+  return true;
+}
+
+int64_t MultiplyAdds(const HloInstruction& dot) {
+  const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
+  int64_t k = 1;
+  for (int64_t d : dn.lhs_contracting_dimensions) k *= dot.operand(0)->shape().dimensions(d);
+  return dot.shape().num_elements() * k;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> DotCanonicalization::Run(HloModule& module) {
+  bool changed = false;
+  for (HloComputation* comp : module.computations()) {
+    if (comp->is_fusion_computation()) continue;  // fused dots are emitted as loops anyway
+    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
+      if (instr->opcode() != HloOpcode::kDot || !instr->attrs().dot_dimension_numbers ||
+          instr->operand_count() != 2 || !instr->shape().IsArray())
+        continue;
+      const DotDimensionNumbers& dn = *instr->attrs().dot_dimension_numbers;
+      if (dn.lhs_contracting_dimensions.size() != 1 || dn.rhs_contracting_dimensions.size() != 1 ||
+          !instr->operand(0)->shape().IsArray() || !instr->operand(1)->shape().IsArray() ||
+          MultiplyAdds(*instr) < min_mnk_)
+        continue;
+      changed |= Canonicalize(*comp, instr, 0);
+      changed |= Canonicalize(*comp, instr, 1);
+    }
+  }
+  return changed;
+}
+
+}  // namespace kiln
