@@ -16,6 +16,14 @@ Literal::Literal(const Shape& shape) : shape_(shape) {
   }
 }
 
+Literal Literal::Uninitialized(const Shape& shape) {
+  if (!shape.IsArray()) return Literal(shape);
+  Literal l;
+  l.shape_ = shape;
+  l.bytes_.resize(static_cast<size_t>(shape.byte_size()));
+  return l;
+}
+
 Literal Literal::FromDoubles(const Shape& shape, const std::vector<double>& values) {
   Literal l(shape);
   for (size_t i = 0; i < values.size() && static_cast<int64_t>(i) < l.element_count(); ++i)

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hlo/native_type.h"
@@ -18,6 +20,9 @@ class Literal {
   Literal() : shape_(Shape::Tuple({})) {}
   // A zero-filled literal of `shape` (tuples get zero-filled elements).
   explicit Literal(const Shape& shape);
+  // A literal of array `shape` whose bytes are not initialized: for a buffer that is about to
+  // be written whole (a kernel's output), where zero-filling would be a second pass over it.
+  static Literal Uninitialized(const Shape& shape);
 
   template <typename T>
   static Literal Scalar(PrimitiveType type, T value) {
@@ -83,7 +88,23 @@ class Literal {
 
  private:
   Shape shape_;
-  std::vector<uint8_t> bytes_;
+  // Leaves new bytes uninitialized on resize (Uninitialized); assign() still fills.
+  template <typename T>
+  struct DefaultInitAllocator : std::allocator<T> {
+    template <typename U>
+    struct rebind {
+      using other = DefaultInitAllocator<U>;
+    };
+    template <typename U>
+    void construct(U* p) {
+      ::new (static_cast<void*>(p)) U;
+    }
+    template <typename U, typename... Args>
+    void construct(U* p, Args&&... args) {
+      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+  };
+  std::vector<uint8_t, DefaultInitAllocator<uint8_t>> bytes_;
   std::vector<Literal> elements_;
 };
 

@@ -140,7 +140,7 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           RunKernel(step, values);
           break;
         case Disposition::kLibrary: {
-          Literal out(h->shape());
+          Literal out = Literal::Uninitialized(h->shape());  // the call writes all of it
           if (step.conv) {
             RunLibraryConv(*step.conv, values.at(step.sources[0])->data<float>().data(),
                            values.at(step.sources[1])->data<float>().data(),
@@ -174,14 +174,15 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values) const {
   std::vector<Literal> outs;
   outs.reserve(spec.outputs.size());
   for (const HloInstruction* o : spec.outputs) {
-    outs.emplace_back(o->shape());
+    outs.push_back(Literal::Uninitialized(o->shape()));  // a kernel writes every element
     buffers.push_back(outs.back().untyped_data());
   }
   KernelFn fn = kernels_[step.kernel];
   // A two-stage reduction: parts in parallel into `partials`, then the combining call.
   Literal partials;
   if (step.reduce_parts > 0) {
-    partials = Literal(Shape(spec.outputs[0]->shape().element_type(), {step.reduce_parts}));
+    partials =
+        Literal::Uninitialized(Shape(spec.outputs[0]->shape().element_type(), {step.reduce_parts}));
     buffers.push_back(partials.untyped_data());
   }
   const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;

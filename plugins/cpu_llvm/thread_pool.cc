@@ -134,7 +134,10 @@ void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
     const auto called = [&] { return generation_.load(std::memory_order_acquire) != seen; };
-    if (!SpinUntil(called)) {
+    // A worker on the core the caller last ran on sleeps at once: spinning there would halve
+    // the speed of the caller's own work between parallel-fors.
+    const bool beside_caller = sched_getcpu() == caller_cpu_.load(std::memory_order_relaxed);
+    if (beside_caller ? !called() : !SpinUntil(called)) {
       std::unique_lock<std::mutex> lock(mu_);
       wake_cv_.wait(lock, called);
     }
@@ -167,6 +170,7 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
     return;
   }
   std::lock_guard<std::mutex> call(call_mu_);
+  caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
   auto job = std::make_shared<Job>();
   job->fn = &fn;
   job->n = n;

@@ -66,6 +66,7 @@ class ThreadPool {
   // Until this steady-clock time (ns) parallel-fors run on the caller alone: set when a worker
   // was preempted, the sign of other processes competing for the cores.
   std::atomic<int64_t> contended_until_ns_{0};
+  std::atomic<int> caller_cpu_{-1};  // the core the last caller ran on
 };
 
 }  // namespace kiln::cpu
