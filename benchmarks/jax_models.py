@@ -200,7 +200,8 @@ def main():
                 os.makedirs(OPTS.save_hlo, exist_ok=True)
                 slug = name.split()[0].lower().replace('-', '')
                 with open(os.path.join(OPTS.save_hlo, f'{slug}.hlo'), 'w') as f:
-                    f.write(text)
+                    f.write(f'// Lowered from JAX by benchmarks/jax_models.py --save-hlo (jax '
+                            f'{jax.__version__}): see that file\'s {slug} model.\n' + text)
             for i, a in enumerate(inputs):
                 np.save(os.path.join(tmp, f'in{i}.npy'), a)
             k = kiln_run(tmp, len(inputs))

@@ -6,7 +6,8 @@ usage: cross_device_test.py KILN SOURCE_ROOT DEVICE REF [ONLY]
 ONLY, a comma-separated list of substrings, keeps the modules whose path holds one of them
 (compare_test.py runs a deliberately wrong plugin on a few this way).
 
-- Every module of tests/hlo_corpus, examples/hlo and tests/numpy_e2e/modules: when REF runs
+- Every module of tests/hlo_corpus, tests/jax_lowered, examples/hlo and
+  tests/numpy_e2e/modules: when REF runs
   it, DEVICE must agree within the dtype tolerance of `--compare`; when REF cannot (custom
   calls, collectives, memory), DEVICE must fail too, with one clear `error:` line and exit
   code 1, never a crash or a hang.
@@ -123,7 +124,8 @@ def check_low_precision(low_path, f32_path, label):
     check_against_truth(low_path, f32_path, label, 2.0 ** -7 if "bf16" in label else 2.0 ** -10)
 
 
-modules = sorted(glob.glob(os.path.join(ROOT, "tests", "hlo_corpus", "*.hlo")))
+modules = sorted(glob.glob(os.path.join(ROOT, "tests", "hlo_corpus", "*.hlo")) +
+                 glob.glob(os.path.join(ROOT, "tests", "jax_lowered", "*.hlo")))
 f32_modules = sorted(glob.glob(os.path.join(ROOT, "examples", "hlo", "*.hlo")) +
                      glob.glob(os.path.join(ROOT, "tests", "numpy_e2e", "modules", "*.hlo")))
 
