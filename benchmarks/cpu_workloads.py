@@ -321,25 +321,16 @@ def torch_ms(index, folder):
             for line in out.stdout.strip().splitlines()}
 
 
-def on_threads():
-    """For a peer that sizes its pool to the machine (XLA:CPU): keep it on OPTS.threads cores."""
-    cores = sorted(os.sched_getaffinity(0))
-    if OPTS.threads < len(cores):
-        os.sched_setaffinity(0, cores[:OPTS.threads])
-
-
 def xla_ms(folder, n_outputs):
     """XLA:CPU on the same module.hlo and in*.npy: (median ms, compile ms, outputs) or a reason
     string."""
     if NO_XLA:
         return NO_XLA
-    out = subprocess.run([sys.executable, os.path.join(ROOT, 'benchmarks', 'xla_peer.py'), folder,
-                          str(OPTS.runs)], capture_output=True, text=True, preexec_fn=on_threads)
-    if out.returncode != 0:
-        return 'failed: ' + (out.stderr.strip().splitlines() or ['?'])[-1][:60]
-    fields = dict(kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())
+    r = xla_peer.run_child(folder, OPTS.runs, OPTS.threads)
+    if isinstance(r, str):
+        return r
     outs = [np.load(os.path.join(folder, f'xla_out{i}.npy')) for i in range(n_outputs)]
-    return float(fields['median_ms']), float(fields['compile_ms']), outs
+    return r['median_ms'], r['compile_ms'], outs
 
 
 class BusyProcesses:

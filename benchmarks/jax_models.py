@@ -31,6 +31,9 @@ OPTS = ARGS.parse_args()
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
+import xla_peer  # noqa: E402
+
 KILN = os.path.join(OPTS.build, 'tools', 'kiln')
 rng = np.random.default_rng(12)
 
@@ -166,18 +169,6 @@ def kiln_run(folder, n_inputs):
     return {k: v for k, v in (kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())}
 
 
-def xla_run(folder):
-    def on_threads():
-        cores = sorted(os.sched_getaffinity(0))
-        if OPTS.threads < len(cores):
-            os.sched_setaffinity(0, cores[:OPTS.threads])
-    out = subprocess.run([sys.executable, os.path.join(ROOT, 'benchmarks', 'xla_peer.py'), folder,
-                          str(OPTS.runs)], capture_output=True, text=True, preexec_fn=on_threads)
-    if out.returncode != 0:
-        return 'failed: ' + (out.stderr.strip().splitlines() or ['?'])[-1][:70]
-    return {k: v for k, v in (kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())}
-
-
 def main():
     import jax
     print(f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, threads={OPTS.threads}, '
@@ -205,7 +196,7 @@ def main():
             for i, a in enumerate(inputs):
                 np.save(os.path.join(tmp, f'in{i}.npy'), a)
             k = kiln_run(tmp, len(inputs))
-            x = xla_run(tmp)
+            x = xla_peer.run_child(tmp, OPTS.runs, OPTS.threads)
             diff = '-'
             if isinstance(k, dict) and isinstance(x, dict):
                 i, worst = 0, 0.0

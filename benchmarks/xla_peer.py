@@ -24,6 +24,24 @@ def available():
     return None
 
 
+def run_child(folder, runs, threads):
+    """Runs this file as a child process on `folder` (module.hlo, in*.npy), pinned to
+    `threads` cores when the machine has more (XLA sizes its pool to the cores it may use):
+    {'compile_ms', 'median_ms', 'min_ms'} as floats, or a reason string."""
+    import subprocess
+
+    def pin():
+        cores = sorted(os.sched_getaffinity(0))
+        if threads < len(cores):
+            os.sched_setaffinity(0, cores[:threads])
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), folder, str(runs)],
+                         capture_output=True, text=True, preexec_fn=pin)
+    if out.returncode != 0:
+        return 'failed: ' + (out.stderr.strip().splitlines() or ['?'])[-1][:70]
+    fields = dict(kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())
+    return {k: float(v) for k, v in fields.items() if k != 'runs'}
+
+
 def compile_hlo(text):
     """(executable, device, compile_ms) for HLO text on XLA:CPU."""
     import jax
