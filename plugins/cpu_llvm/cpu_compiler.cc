@@ -80,7 +80,8 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
       jit_(std::move(jit)),
       ir_(std::move(ir)),
       pool_(std::move(pool)),
-      parallel_min_work_(parallel_min_work) {}
+      parallel_min_work_(parallel_min_work),
+      profile_(StepProfile::FromEnv(module_->name())) {}
 
 std::vector<std::string> CpuExecutable::NativeInstructions() const {
   std::vector<std::string> out;
@@ -124,6 +125,8 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
   StepValues values;
   for (const Step& step : p.steps) {
     const HloInstruction* h = step.instr;
+    const auto start =
+        profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     // A buffer that does not fit is this step's error, named, not a bare std::bad_alloc.
     try {
       switch (step.kind) {
@@ -154,6 +157,13 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
         }
         case Disposition::kInlined:
           break;
+      }
+      if (profile_ && step.kind != Disposition::kInlined &&
+          step.kind != Disposition::kBookkeeping) {
+        profile_->Add(h, DispositionName(step.kind),
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
       }
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError(

@@ -16,6 +16,7 @@
 #include "hlo/literal.h"
 #include "hlo/module.h"
 #include "plugins/cpu_llvm/jit.h"
+#include "plugins/cpu_llvm/step_profile.h"
 #include "plugins/cpu_llvm/thread_pool.h"
 #include "plugins/kernel_plan/plan.h"
 
@@ -81,6 +82,7 @@ class CpuExecutable {
   std::string ir_;
   std::shared_ptr<ThreadPool> pool_;
   int64_t parallel_min_work_;
+  std::unique_ptr<StepProfile> profile_;  // KILN_CPU_PROFILE; null when off
 
   // Runs one computation's steps (the entry, or a sub-plan of control flow) on `args`.
   absl::StatusOr<Value> RunComputation(const ComputationPlan& p, std::span<const Value> args,
