@@ -194,6 +194,8 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
       even && last - first > kLateNs && 2 * (last - first) > last - job->start_ns;
   if (worker_late || Now() - last > kLateNs)
     contended_until_ns_.store(Now() + kContendedForNs, std::memory_order_relaxed);
+  // Where the caller goes on from (it may have moved while it waited).
+  caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   job_.reset();
 }
