@@ -90,22 +90,29 @@ struct ThreadPool::Job {
   std::atomic<int64_t> first_finish_ns{INT64_MAX}, last_finish_ns{0};
 
   // Runs unclaimed chunks until none is left; true when this thread finished the last one.
+  // A thread notes when it finished before it counts its last chunk done, so the caller,
+  // which reads the times once all chunks are done, always sees them.
   bool RunChunks() {
-    bool ran = false, last = false;
-    for (int c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks; ran = true) {
+    int c = next.fetch_add(1, std::memory_order_relaxed);
+    if (c >= chunks) return false;
+    for (;;) {
       (*fn)(n * c / chunks, n * (c + 1) / chunks);
-      last = done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks;
-    }
-    if (ran) {
-      const int64_t t = Now();
-      for (int64_t v = first_finish_ns.load();
-           t < v && !first_finish_ns.compare_exchange_weak(v, t);) {
+      const int following = next.fetch_add(1, std::memory_order_relaxed);
+      if (following >= chunks) {
+        NoteFinish(Now());
+        return done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks;
       }
-      for (int64_t v = last_finish_ns.load();
-           t > v && !last_finish_ns.compare_exchange_weak(v, t);) {
-      }
+      done.fetch_add(1, std::memory_order_acq_rel);
+      c = following;
     }
-    return last;
+  }
+
+  void NoteFinish(int64_t t) {
+    for (int64_t v = first_finish_ns.load();
+         t < v && !first_finish_ns.compare_exchange_weak(v, t);) {
+    }
+    for (int64_t v = last_finish_ns.load(); t > v && !last_finish_ns.compare_exchange_weak(v, t);) {
+    }
   }
 };
 

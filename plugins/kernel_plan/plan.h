@@ -50,7 +50,7 @@ struct PlanOptions {
   int64_t device_gemm_min_mnk = 0;
   // Kernels whose estimated work (element operations) is at least this run their outer loop
   // across the thread pool.
-  int64_t parallel_min_work = int64_t{1} << 16;
+  int64_t parallel_min_work = int64_t{1} << 18;
   // Plan the computations of while/conditional/call as sub-plans (kControlFlow) instead of
   // handing the whole instruction to the evaluator (both the CPU and the GPU runners drive them).
   bool native_control_flow = true;
