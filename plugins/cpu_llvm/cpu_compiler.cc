@@ -98,6 +98,7 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal> args) const 
 }
 
 absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args) const {
+  if (profile_) profile_->BeginRun();
   const HloComputation* entry = module_->entry();
   if (static_cast<int>(args.size()) != entry->num_parameters())
     return absl::InvalidArgumentError(absl::StrCat("module ", module_->name(), " takes ",

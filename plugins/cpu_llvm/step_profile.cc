@@ -14,8 +14,14 @@ std::unique_ptr<StepProfile> StepProfile::FromEnv(std::string module_name) {
   return std::unique_ptr<StepProfile>(new StepProfile(std::move(module_name)));
 }
 
+void StepProfile::BeginRun() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++runs_;
+}
+
 void StepProfile::Add(const HloInstruction* instr, std::string_view what, int64_t ns) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (runs_ <= 1) return;  // the first run: see BeginRun
   Entry& e = entries_[instr];
   if (e.count == 0) {
     e.name = instr->name();
@@ -34,9 +40,10 @@ StepProfile::~StepProfile() {
   }
   std::sort(rows.begin(), rows.end(), [](const Entry* a, const Entry* b) { return a->ns > b->ns; });
   std::fprintf(stderr,
-               "KILN_CPU_PROFILE %s: %.3f ms in %zu steps (control flow counted once, "
-               "in its bodies' steps)\n",
-               module_.c_str(), total * 1e-6, rows.size());
+               "KILN_CPU_PROFILE %s: %.3f ms in %zu steps over %lld runs (the first run left "
+               "out; control flow counted once, in its bodies' steps)\n",
+               module_.c_str(), total * 1e-6, rows.size(),
+               static_cast<long long>(std::max<int64_t>(runs_ - 1, 0)));
   std::fprintf(stderr, "%10s %6s %8s  %s\n", "ms", "share", "calls", "step");
   for (const Entry* e : rows) {
     std::fprintf(stderr, "%10.3f %5.1f%% %8lld  %s = %s\n", e->ns * 1e-6,

@@ -21,6 +21,10 @@ class StepProfile {
   static std::unique_ptr<StepProfile> FromEnv(std::string module_name);
   ~StepProfile();  // prints the table
 
+  // Called as each run starts. The first run is left out of the table: it pays one-time
+  // costs (the JIT links each kernel on its first call; oneDNN generates its GEMM kernels on
+  // its first call in the process, ~30 ms) that would hide where the time of a run goes.
+  void BeginRun();
   // Adds one step's time; `what` says how it ran ("kernel", "library", ...).
   void Add(const HloInstruction* instr, std::string_view what, int64_t ns);
 
@@ -33,6 +37,7 @@ class StepProfile {
   };
   std::string module_;
   std::mutex mu_;
+  int64_t runs_ = 0;
   absl::flat_hash_map<const HloInstruction*, Entry> entries_;
 };
 
