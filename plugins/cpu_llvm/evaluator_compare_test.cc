@@ -120,6 +120,26 @@ ENTRY %main (x: f32[33,17], y: f32[33,17]) -> f32[33,17] {
                "chain");
 }
 
+// Reshapes that only add or drop size-1 dimensions map indices directly (no division by
+// the dimensions in the loop); others go through the linear index. Both inside one kernel.
+TEST(CpuLlvmVsEvaluator, DegenerateAndGeneralReshapes) {
+  KILN_COMPARE(1, (R"(
+HloModule reshapes
+ENTRY %main (c: f32[3,5,7], y: f32[5,1,7], z: f32[7,5]) -> f32[5,7] {
+  %c = f32[3,5,7]{2,1,0} parameter(0)
+  %y = f32[5,1,7]{2,1,0} parameter(1)
+  %z = f32[7,5]{1,0} parameter(2)
+  %c1 = f32[1,5,7]{2,1,0} slice(%c), slice={[1:2], [0:5], [0:7]}
+  %r1 = f32[5,7]{1,0} reshape(%c1)
+  %r2 = f32[5,7]{1,0} reshape(%y)
+  %r3 = f32[5,7]{1,0} reshape(%z)
+  %s = f32[5,7]{1,0} add(%r1, %r2)
+  %t = f32[5,7]{1,0} tanh(%s)
+  ROOT %r = f32[5,7]{1,0} multiply(%t, %r3)
+})"),
+               "reshapes");
+}
+
 TEST(CpuLlvmVsEvaluator, BroadcastTranspose) {
   KILN_COMPARE(1, (R"(
 HloModule bt

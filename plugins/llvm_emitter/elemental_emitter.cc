@@ -1256,8 +1256,27 @@ absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction
     }
     case HloOpcode::kReshape:
     case HloOpcode::kBitcast: {
+      const std::vector<int64_t>& from = h->operand(0)->shape().dimensions();
+      // Only size-1 dimensions added or removed: the other indices carry over as they are.
+      // Going through the linear index instead puts a division by each dimension in the
+      // loop, which kept an LSTM cell reading c[0] of f32[3,64,60] from vectorizing.
+      std::vector<size_t> out_kept, in_kept;
+      for (size_t i = 0; i < dims.size(); ++i)
+        if (dims[i] != 1) out_kept.push_back(i);
+      for (size_t i = 0; i < from.size(); ++i)
+        if (from[i] != 1) in_kept.push_back(i);
+      bool same = out_kept.size() == in_kept.size();
+      for (size_t k = 0; same && k < out_kept.size(); ++k)
+        same = dims[out_kept[k]] == from[in_kept[k]];
+      if (same) {
+        Index oi;
+        oi.multi.assign(from.size(), C64(0));
+        for (size_t k = 0; k < out_kept.size(); ++k) oi.multi[in_kept[k]] = idx.multi[out_kept[k]];
+        oi.linear = idx.linear;  // a reshape keeps the row-major order
+        return Element(h->operand(0), oi);
+      }
       llvm::Value* lin = Linear(idx, dims);
-      return Element(h->operand(0), Delinearize(lin, h->operand(0)->shape().dimensions()));
+      return Element(h->operand(0), Delinearize(lin, from));
     }
     case HloOpcode::kTranspose: {
       Index oi;
