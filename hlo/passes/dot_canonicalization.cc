@@ -24,15 +24,6 @@ std::vector<int64_t> CanonicalOrder(int64_t rank, const std::vector<int64_t>& ba
   return order;
 }
 
-// True when a GEMM can read the operand as stored: batch dims leading and in order, the
-// contracting dim first or last among the others (kernel_plan's MatchGemmDot accepts both).
-bool GemmReadable(int64_t rank, const std::vector<int64_t>& batch, int64_t contracting) {
-  const int64_t nb = static_cast<int64_t>(batch.size());
-  for (int64_t i = 0; i < nb; ++i)
-    if (batch[i] != i) return false;
-  return contracting == nb || contracting == rank - 1;
-}
-
 // Makes operand `side` of `dot` canonical with a transpose; returns false when it already
 // was GEMM-readable.
 bool Canonicalize(HloComputation& comp, HloInstruction* dot, int side) {
@@ -43,7 +34,7 @@ bool Canonicalize(HloComputation& comp, HloInstruction* dot, int side) {
       lhs ? dn.lhs_contracting_dimensions : dn.rhs_contracting_dimensions;
   HloInstruction* operand = dot->operand(side);
   const int64_t rank = operand->shape().rank();
-  if (GemmReadable(rank, batch, contracting[0])) return false;
+  if (GemmReadableDotOperand(rank, batch, contracting[0])) return false;
   const std::vector<int64_t> order = CanonicalOrder(rank, batch, contracting[0], lhs);
   std::vector<int64_t> dims;
   for (int64_t d : order) dims.push_back(operand->shape().dimensions(d));
@@ -66,6 +57,13 @@ int64_t MultiplyAdds(const HloInstruction& dot) {
 }
 
 }  // namespace
+
+bool GemmReadableDotOperand(int64_t rank, const std::vector<int64_t>& batch, int64_t contracting) {
+  const int64_t nb = static_cast<int64_t>(batch.size());
+  for (int64_t i = 0; i < nb; ++i)
+    if (batch[i] != i) return false;
+  return contracting == nb || contracting == rank - 1;
+}
 
 absl::StatusOr<bool> DotCanonicalization::Run(HloModule& module) {
   bool changed = false;

@@ -10,10 +10,17 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "hlo/passes/pass.h"
 
 namespace kiln {
+
+// True when a GEMM library can read a dot operand of `rank` as stored: its batch dimensions
+// are the leading ones in order, and its one contracting dimension comes first or last among
+// the others, so the free ones flatten into the matrix's rows or columns. kernel_plan's
+// MatchGemmDot asks it of both operands; DotCanonicalization transposes those it is false for.
+bool GemmReadableDotOperand(int64_t rank, const std::vector<int64_t>& batch, int64_t contracting);
 
 class DotCanonicalization : public HloPass {
  public:

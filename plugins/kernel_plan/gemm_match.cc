@@ -3,6 +3,7 @@
 #include "plugins/kernel_plan/gemm_match.h"
 
 #include "absl/strings/str_cat.h"
+#include "hlo/passes/dot_canonicalization.h"
 
 namespace kiln::kernel_plan {
 namespace {
@@ -50,9 +51,6 @@ std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk
   const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
   const int64_t nb = static_cast<int64_t>(dn.lhs_batch_dimensions.size());
   if (static_cast<int64_t>(dn.rhs_batch_dimensions.size()) != nb) return no("batch dims differ");
-  for (int64_t i = 0; i < nb; ++i)
-    if (dn.lhs_batch_dimensions[i] != i || dn.rhs_batch_dimensions[i] != i)
-      return no("batch dimensions are not the leading ones in order");
   if (dn.lhs_contracting_dimensions.size() != 1 || dn.rhs_contracting_dimensions.size() != 1)
     return no("not exactly one contracting dimension");
   const auto& ld = lhs->shape().dimensions();
@@ -60,11 +58,16 @@ std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk
   const int64_t lc = dn.lhs_contracting_dimensions[0], rc = dn.rhs_contracting_dimensions[0];
   const int64_t lr = static_cast<int64_t>(ld.size()), rr = static_cast<int64_t>(rd.size());
   if (lc < nb || lc >= lr || rc < nb || rc >= rr) return no("bad contracting dimension");
-  // Each operand's free dimensions must be one contiguous run beside its contracting one, so
-  // that they flatten into the matrix's rows (lhs) or columns (rhs): the contracting
-  // dimension first after the batch ones (stored transposed for the lhs) or last.
-  if (lc != nb && lc != lr - 1) return no("lhs contracting dimension is between free ones");
-  if (rc != nb && rc != rr - 1) return no("rhs contracting dimension is between free ones");
+  // Batch dimensions leading in order, the contracting one first (stored transposed for the
+  // lhs) or last among the rest: the rule dot canonicalization makes operands follow.
+  if (!GemmReadableDotOperand(lr, dn.lhs_batch_dimensions, lc))
+    return no(
+        "lhs is not a matrix per batch as stored (batch dims leading, contracting first "
+        "or last)");
+  if (!GemmReadableDotOperand(rr, dn.rhs_batch_dimensions, rc))
+    return no(
+        "rhs is not a matrix per batch as stored (batch dims leading, contracting first "
+        "or last)");
   GemmShape g;
   g.f64 = t == PrimitiveType::F64;
   for (int64_t i = 0; i < nb; ++i) {
