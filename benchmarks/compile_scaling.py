@@ -26,6 +26,7 @@ ARGS.add_argument('--timeout', type=float, default=600, help='seconds per compil
 OPTS = ARGS.parse_args()
 sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
 import xla_peer  # noqa: E402
+from timing import kiln_benchmark  # noqa: E402
 
 OPS = ('add', 'multiply', 'subtract', 'maximum')
 
@@ -78,16 +79,9 @@ def layers(n, width=64, batch=16):
 def kiln_compile_ms(path):
     env = dict(os.environ)
     env.pop('KILN_CPU_CACHE_DIR', None)  # cold: no object cache
-    try:
-        out = subprocess.run([os.path.join(OPTS.build, 'tools', 'kiln'), 'run', path, '--device',
-                              'cpu-llvm', '--benchmark', '1'], capture_output=True, text=True,
-                             env=env, timeout=OPTS.timeout)
-    except subprocess.TimeoutExpired:
-        return f'>{OPTS.timeout:.0f}s'
-    if out.returncode != 0:
-        return 'failed: ' + (out.stderr.strip().splitlines() or ['?'])[-1][:60]
-    fields = dict(kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())
-    return float(fields['compile_ms'])
+    r = kiln_benchmark(os.path.join(OPTS.build, 'tools', 'kiln'), path, 'cpu-llvm', 1, env=env,
+                       timeout=OPTS.timeout)
+    return r['compile_ms'] if isinstance(r, dict) else r[:68]
 
 
 def xla_compile_ms(text):

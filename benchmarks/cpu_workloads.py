@@ -44,7 +44,7 @@ import numpy as np  # noqa: E402
 
 import workload_hlo  # noqa: E402  (HLO text shared with gpu_workloads.py)
 import xla_peer  # noqa: E402
-from timing import median_ms  # noqa: E402
+from timing import kiln_benchmark, median_ms  # noqa: E402
 
 # PyTorch runs in a child process per workload (--torch-worker): in one process with NumPy,
 # OpenBLAS's spinning threads and torch's OpenMP threads fight over the 2 cores and torch
@@ -232,21 +232,10 @@ def lstm_stacked_while():
 
 
 def kiln_run(hlo_path, input_paths, device, runs, timeout=None, output_dir=None):
-    """`kiln run --benchmark` (DESIGN.md contract): returns median_ms, or a reason string."""
-    cmd = [KILN, 'run', hlo_path, '--device', device, '--benchmark', str(runs)]
-    for p in input_paths:
-        cmd += ['--input', p]
-    if output_dir:
-        cmd += ['--output-dir', output_dir]
-    env = dict(os.environ, KILN_CPU_THREADS=str(OPTS.threads))
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return f'>{timeout:.0f}s'
-    if out.returncode != 0:
-        return 'failed: ' + out.stderr.strip().splitlines()[-1]
-    fields = dict(kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())
-    return float(fields['median_ms'])
+    """`kiln run --benchmark` at OPTS.threads: returns median_ms, or a reason string."""
+    r = kiln_benchmark(KILN, hlo_path, device, runs, input_paths, output_dir,
+                       dict(os.environ, KILN_CPU_THREADS=str(OPTS.threads)), timeout)
+    return r['median_ms'] if isinstance(r, dict) else r
 
 
 def stream_bandwidth():

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 import workload_hlo
-from timing import median_ms
+from timing import kiln_benchmark, median_ms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARGS = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -276,20 +276,10 @@ def kiln_device():
 
 
 def kiln_run(hlo_path, input_paths, runs, output_dir=None):
-    """`kiln run --benchmark` (DESIGN.md contract): returns median_ms, or a reason string."""
-    cmd = [KILN, 'run', hlo_path, '--device', OPTS.device, '--benchmark', str(runs)]
-    for p in input_paths:
-        cmd += ['--input', p]
-    if output_dir:
-        cmd += ['--output-dir', output_dir]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=OPTS.timeout)
-    except subprocess.TimeoutExpired:
-        return f'>{OPTS.timeout:.0f}s'
-    if out.returncode != 0:
-        return 'failed: ' + (out.stderr.strip().splitlines() or ['?'])[-1]
-    fields = dict(kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())
-    return float(fields['median_ms'])
+    """`kiln run --benchmark` on OPTS.device: returns median_ms, or a reason string."""
+    r = kiln_benchmark(KILN, hlo_path, OPTS.device, runs, input_paths, output_dir,
+                       timeout=OPTS.timeout)
+    return r['median_ms'] if isinstance(r, dict) else r
 
 
 def kiln_measure(w, tmp):

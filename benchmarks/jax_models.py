@@ -15,7 +15,6 @@ Usage: .venv-peers/bin/python benchmarks/jax_models.py [--build DIR] [--threads 
 JAX comes from benchmarks/install_peers.sh."""
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
 import xla_peer  # noqa: E402
+from timing import kiln_benchmark  # noqa: E402
 
 KILN = os.path.join(OPTS.build, 'tools', 'kiln')
 rng = np.random.default_rng(12)
@@ -158,15 +158,11 @@ def lower(fn, inputs):
 
 
 def kiln_run(folder, n_inputs):
-    cmd = [KILN, 'run', os.path.join(folder, 'module.hlo'), '--device', 'cpu-llvm', '--benchmark',
-           str(OPTS.runs), '--output-dir', os.path.join(folder, 'kiln')]
-    for i in range(n_inputs):
-        cmd += ['--input', os.path.join(folder, f'in{i}.npy')]
-    out = subprocess.run(cmd, capture_output=True, text=True,
-                         env=dict(os.environ, KILN_CPU_THREADS=str(OPTS.threads)))
-    if out.returncode != 0:
-        return 'failed: ' + (out.stderr.strip().splitlines() or ['?'])[-1][:70]
-    return {k: v for k, v in (kv.split('=') for kv in out.stdout.strip().splitlines()[-1].split())}
+    r = kiln_benchmark(KILN, os.path.join(folder, 'module.hlo'), 'cpu-llvm', OPTS.runs,
+                       [os.path.join(folder, f'in{i}.npy') for i in range(n_inputs)],
+                       os.path.join(folder, 'kiln'),
+                       dict(os.environ, KILN_CPU_THREADS=str(OPTS.threads)))
+    return r if isinstance(r, dict) else r[:78]
 
 
 def main():
@@ -207,13 +203,13 @@ def main():
                     i += 1
                 diff = f'{worst:.1e}'
         instrs = sum(1 for line in text.splitlines() if ' = ' in line)
-        kms = float(k['median_ms']) if isinstance(k, dict) else k
-        xms = float(x['median_ms']) if isinstance(x, dict) else x
+        kms = k['median_ms'] if isinstance(k, dict) else k
+        xms = x['median_ms'] if isinstance(x, dict) else x
         row = [name, str(instrs), f'{kms:.2f}' if isinstance(kms, float) else kms,
                f'{xms:.2f}' if isinstance(xms, float) else xms,
                f'{xms / kms:.2f}' if isinstance(kms, float) and isinstance(xms, float) else '-',
-               f'{float(k["compile_ms"]):.0f} ms' if isinstance(k, dict) else '-',
-               f'{float(x["compile_ms"]):.0f} ms' if isinstance(x, dict) else '-', diff]
+               f'{k["compile_ms"]:.0f} ms' if isinstance(k, dict) else '-',
+               f'{x["compile_ms"]:.0f} ms' if isinstance(x, dict) else '-', diff]
         print('| ' + ' | '.join(c.ljust(w) for c, w in zip(row, widths)) + ' |', flush=True)
     print('Same HLO text on both; kiln: kiln run --benchmark (cpu-llvm, KILN_CPU_THREADS=T); '
           'xla: XLA:CPU through jaxlib (xla_peer.py), pinned to T cores; compile: cold, in the '
