@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh Debian 12 machine: installs the Debian packages Kiln needs,
-# configures the Meson build in ./build (with ccache when present) and builds it.
+# creates the Python environment .venv (Debian's python3 plus python/requirements.txt from
+# the Python package index: NumPy, nanobind, JAX, flax, ml_dtypes, pytest), configures the
+# Meson build in ./build (with ccache when present) and builds it, the `kiln` Python package
+# included (build/python, on .venv's path).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(meson ninja-build pkg-config g++ ccache libabsl-dev libfmt-dev libboost1.81-dev
-          libgtest-dev googletest python3 python3-numpy llvm-16-dev libzstd-dev libopenblas-dev
+          libgtest-dev googletest python3 python3-numpy python3-venv python3-dev llvm-16-dev libzstd-dev libopenblas-dev
           libdnnl-dev clang-format-14)
 missing=()
 for p in "${packages[@]}"; do
@@ -17,6 +20,18 @@ if (( ${#missing[@]} )); then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
 fi
+
+# The Python environment: made once, its packages reinstalled when the requirements change.
+if [[ ! -x .venv/bin/python ]]; then
+  /usr/bin/python3 -m venv .venv
+fi
+if ! cmp -s python/requirements.txt .venv/kiln-requirements.txt; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r python/requirements.txt
+  cp python/requirements.txt .venv/kiln-requirements.txt
+fi
+# `import kiln` in .venv finds the package in the build tree.
+site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD/build/python" > "$site/kiln-build-tree.pth"
 
 if [[ ! -f build/build.ninja ]]; then
   cxx="g++"

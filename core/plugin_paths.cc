@@ -2,6 +2,8 @@
 // libkiln_plugin_*.so naming convention.
 #include "core/plugin_paths.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -35,20 +37,31 @@ void AddColonList(std::string_view list, std::vector<fs::path>& out) {
   }
 }
 
-// True when the running program sits inside the build tree (tests, `build/tools/kiln`):
-// then it must use the plugins built beside it, not an older installed copy.
+// True when `file` lies inside `root`.
+bool IsInside(const fs::path& file, const fs::path& root) {
+  std::string f = file.string(), r = root.string();
+  return f.size() > r.size() && f.compare(0, r.size(), r) == 0 && f[r.size()] == '/';
+}
+
+// True when the running program, or the library holding this code (the Python extension
+// module), sits inside the build tree (tests, `build/tools/kiln`, `build/python`): then it
+// must use the plugins built beside it, not an older installed copy.
 bool RunningFromBuildTree() {
   std::string root = KILN_BUILD_ROOT;
   if (root.empty()) return false;
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return false;
   fs::path canonical_root = fs::weakly_canonical(root, ec);
   if (ec) return false;
-  std::string e = exe.string(), r = canonical_root.string();
-  return e.size() > r.size() && e.compare(0, r.size(), r) == 0 && e[r.size()] == '/';
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && IsInside(exe, canonical_root)) return true;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&RunningFromBuildTree), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    return false;
+  }
+  fs::path library = fs::weakly_canonical(info.dli_fname, ec);
+  return !ec && IsInside(library, canonical_root);
 }
-
 }  // namespace
 
 bool IsPluginFileName(std::string_view name) {

@@ -1,0 +1,78 @@
+"""Kiln from Python: compile XLA HLO modules and run them on Kiln's device plugins.
+
+    import kiln, numpy as np
+    exe = kiln.compile(open("model.hlo").read())          # or a path
+    out = exe(np.ones(4, np.float32), np.ones(4, np.float32))
+
+`kiln.devices()` lists the plugins; `kiln.device_put` keeps arrays on a device between calls;
+`kiln.jax.jit` runs JAX functions on Kiln. Errors are `kiln.KilnError` with a `.code`.
+"""
+import os
+import threading
+
+from . import _kiln
+from ._kiln import Buffer, Device, Executable, KilnError
+
+__all__ = ["Buffer", "Device", "Executable", "KilnError", "compile", "device_put", "devices"]
+
+_cache = {}
+_cache_lock = threading.Lock()
+
+
+def devices():
+    """Every discovered plugin (name, priority, state, reason, attributes, api_version)."""
+    return _kiln.devices()
+
+
+def _read_module(hlo):
+    """(text, filename) for HLO text, a path to a .hlo file, or an object with as_hlo_text()."""
+    if hasattr(hlo, "as_hlo_text"):
+        return hlo.as_hlo_text(), "<as_hlo_text>"
+    if isinstance(hlo, os.PathLike) or (isinstance(hlo, str) and "\n" not in hlo
+                                          and not hlo.lstrip().startswith("HloModule")):
+        path = os.fspath(hlo)
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read(), path
+        except OSError as e:
+            err = KilnError(f"{path}: cannot read HLO module: {e.strerror}")
+            err.code = "NOT_FOUND" if isinstance(e, FileNotFoundError) else "INVALID_ARGUMENT"
+            raise err from None
+    if isinstance(hlo, bytes):
+        hlo = hlo.decode("utf-8")
+    if not isinstance(hlo, str):
+        err = KilnError(f"compile: expected HLO text or a path, got {type(hlo).__name__}")
+        err.code = "INVALID_ARGUMENT"
+        raise err
+    return hlo, "<string>"
+
+
+def compile(hlo, device="auto", *, core_passes=True, dump_to=None, dump_pass_re=None,
+            min_cluster_size=4, cache=True):
+    """Compiles an HLO module (text, a path, or an object with `as_hlo_text()`).
+
+    device: a plugin name or "auto" (the highest-priority plugin that runs everything, else a
+    partition across plugins, as `kiln run --device auto`). core_passes=False gives the
+    plugins the module as written. dump_to writes the passes' dumps as `kiln run --dump-to`
+    does. The same text and options return the same executable from a cache unless
+    cache=False.
+    """
+    text, filename = _read_module(hlo)
+    key = (text, device, bool(core_passes), dump_to, dump_pass_re, min_cluster_size)
+    if cache and dump_to is None:
+        with _cache_lock:
+            exe = _cache.get(key)
+        if exe is not None:
+            return exe
+    exe = _kiln.compile(text, filename, device, bool(core_passes),
+                        os.fspath(dump_to) if dump_to is not None else "", dump_pass_re or "",
+                        int(min_cluster_size))
+    if cache and dump_to is None:
+        with _cache_lock:
+            exe = _cache.setdefault(key, exe)
+    return exe
+
+
+def device_put(array, device="auto"):
+    """Copies `array` to a device ("auto": the highest-priority available plugin)."""
+    return _kiln.device_put(array, device)

@@ -1,0 +1,37 @@
+// NumPy arrays to and from Kiln literals, through NumPy's C API (the only file that uses it).
+// bf16 is ml_dtypes.bfloat16 when ml_dtypes is installed (as JAX does); without it bf16
+// results come back as float32 and bf16 arguments cannot be given.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "hlo/literal.h"
+
+namespace kiln::python {
+
+// Imports NumPy's C API and looks for ml_dtypes; call once at module import.
+void InitArrays();
+
+// True for a NumPy ndarray (or subclass).
+bool IsNdarray(nanobind::handle obj);
+
+// The argument for a parameter of array shape `expected`. An ndarray must have exactly that
+// dtype and shape; other objects (Python scalars, lists, objects with __array__) are
+// converted to the expected dtype first, as JAX treats weakly typed values. Errors say
+// which argument (`what`) and what was expected.
+absl::StatusOr<Literal> LiteralFromPython(nanobind::handle obj, const Shape& expected,
+                                          const std::string& what);
+
+// A NumPy array viewing the literal's bytes without a copy (it owns the literal).
+nanobind::object ArrayFromLiteral(Literal literal);
+
+// "f32[2,3]" for an ndarray, for messages; "int" etc. for other objects.
+std::string DescribePython(nanobind::handle obj);
+
+// The Kiln element type of a NumPy dtype-like object, or InvalidArgument.
+absl::StatusOr<PrimitiveType> ElementTypeOfDtype(nanobind::handle dtype);
+
+}  // namespace kiln::python

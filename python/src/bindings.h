@@ -1,0 +1,55 @@
+// The classes the extension module binds: a compiled module and an array on a device.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/module_executable.h"
+#include "core/plugin.h"
+
+namespace kiln::python {
+
+// An array on a plugin's device (kiln.Buffer): numpy.asarray(buffer) copies it back.
+struct PyBuffer {
+  std::shared_ptr<DeviceBuffer> buffer;
+  const Plugin* plugin = nullptr;
+  Shape shape;
+};
+
+// Copies `array` (anything NumPy can convert) to `plugin`'s device; `dtype` None keeps the
+// array's own.
+PyBuffer DevicePut(nanobind::handle array, const Plugin& plugin);
+
+// A compiled module (kiln.Executable). Calls release the GIL while Kiln runs, so one
+// executable can be called from many Python threads at once.
+class PyExecutable {
+ public:
+  explicit PyExecutable(std::unique_ptr<ModuleExecutable> exe);
+
+  // Host arrays (or buffers) in; NumPy arrays out: one array when the module's result is
+  // an array, else a tuple of the result's leaves (flattened depth-first).
+  nanobind::object Call(nanobind::args args) const;
+  // Arrays or buffers in; a tuple of buffers that stay on the device out.
+  nanobind::tuple Execute(nanobind::args args) const;
+
+  const ModuleExecutable& exe() const { return *exe_; }
+  const std::vector<Shape>& parameter_shapes() const { return params_; }
+  bool tuple_result() const { return tuple_result_; }
+
+ private:
+  void CheckArgumentCount(size_t n) const;
+  std::vector<DeviceBuffer> RunOnDevice(nanobind::args args) const;
+  nanobind::object Wrap(std::vector<nanobind::object> leaves) const;
+
+  std::unique_ptr<ModuleExecutable> exe_;
+  std::vector<Shape> params_;
+  bool tuple_result_ = false;
+};
+
+void BindExecutable(nanobind::module_& m);
+void BindBuffer(nanobind::module_& m);
+
+}  // namespace kiln::python

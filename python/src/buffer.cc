@@ -1,0 +1,77 @@
+// kiln.Buffer: an array kept on a plugin's device between calls.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "fmt/format.h"
+#include "python/src/arrays.h"
+#include "python/src/bindings.h"
+#include "python/src/errors.h"
+
+namespace nb = nanobind;
+
+namespace kiln::python {
+namespace {
+
+nb::object ToNumpy(const PyBuffer& b) {
+  absl::StatusOr<Literal> l;
+  {
+    nb::gil_scoped_release release;
+    l = b.buffer->ToLiteral();
+  }
+  return ArrayFromLiteral(ValueOrThrow(std::move(l)));
+}
+
+}  // namespace
+
+PyBuffer DevicePut(nb::handle array, const Plugin& plugin) {
+  // The array's own element type and dims are the buffer's.
+  nb::object numpy = nb::module_::import_("numpy");
+  nb::object a = IsNdarray(array) ? nb::borrow(array) : numpy.attr("asarray")(array);
+  PrimitiveType type = ValueOrThrow(ElementTypeOfDtype(a.attr("dtype")));
+  std::vector<int64_t> dims;
+  for (nb::handle d : a.attr("shape")) dims.push_back(nb::cast<int64_t>(d));
+  Shape shape(type, dims);
+  Literal l = ValueOrThrow(LiteralFromPython(a, shape, "device_put"));
+  absl::StatusOr<DeviceBuffer> b;
+  {
+    nb::gil_scoped_release release;
+    b = plugin.ToDevice(l);
+  }
+  PyBuffer out;
+  out.buffer = std::make_shared<DeviceBuffer>(ValueOrThrow(std::move(b)));
+  out.plugin = &plugin;
+  out.shape = std::move(shape);
+  return out;
+}
+
+void BindBuffer(nb::module_& m) {
+  nb::class_<PyBuffer>(m, "Buffer", "An array on a Kiln device; numpy.asarray(b) copies it back.")
+      .def_prop_ro("device", [](const PyBuffer& b) { return b.plugin->name(); })
+      .def_prop_ro("shape",
+                   [](const PyBuffer& b) {
+                     nb::list dims;
+                     for (int64_t d : b.shape.dimensions()) dims.append(d);
+                     return nb::tuple(dims);
+                   })
+      .def_prop_ro("dtype",
+                   [](const PyBuffer& b) {
+                     // The dtype NumPy gives the copied-back array.
+                     Literal empty(Shape(b.shape.element_type(), {0}));
+                     return ArrayFromLiteral(std::move(empty)).attr("dtype");
+                   })
+      .def_prop_ro("hlo_shape", [](const PyBuffer& b) { return b.shape.ToString(false); })
+      .def("to_numpy", &ToNumpy, "A NumPy copy of the buffer.")
+      .def(
+          "__array__",
+          [](const PyBuffer& b, nb::object dtype, nb::object copy) {
+            nb::object a = ToNumpy(b);
+            if (!dtype.is_none()) a = a.attr("astype")(dtype);
+            return a;
+          },
+          nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+      .def("__repr__", [](const PyBuffer& b) {
+        return fmt::format("<kiln.Buffer {} on {}>", b.shape.ToString(false), b.plugin->name());
+      });
+}
+
+}  // namespace kiln::python

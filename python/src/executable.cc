@@ -1,0 +1,176 @@
+// kiln.Executable: calling a compiled module with host arrays or device buffers.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <utility>
+
+#include "fmt/format.h"
+#include "python/src/arrays.h"
+#include "python/src/bindings.h"
+#include "python/src/errors.h"
+
+namespace nb = nanobind;
+
+namespace kiln::python {
+
+PyExecutable::PyExecutable(std::unique_ptr<ModuleExecutable> exe) : exe_(std::move(exe)) {
+  const HloComputation& entry = *exe_->module().entry();
+  for (int i = 0; i < entry.num_parameters(); ++i) params_.push_back(entry.parameter(i)->shape());
+  tuple_result_ = entry.root()->shape().IsTuple();
+}
+
+void PyExecutable::CheckArgumentCount(size_t n) const {
+  if (n != params_.size()) {
+    throw StatusError(absl::InvalidArgumentError(fmt::format(
+        "module {} takes {} argument(s), got {}", exe_->module().name(), params_.size(), n)));
+  }
+}
+
+nb::object PyExecutable::Wrap(std::vector<nb::object> leaves) const {
+  if (!tuple_result_ && leaves.size() == 1) return leaves[0];
+  nb::list list;
+  for (nb::object& leaf : leaves) list.append(std::move(leaf));
+  return nb::tuple(list);
+}
+
+nb::object PyExecutable::Call(nb::args args) const {
+  CheckArgumentCount(args.size());
+  for (nb::handle a : args) {
+    if (nb::isinstance<PyBuffer>(a)) {  // some argument is on a device: run there
+      std::vector<DeviceBuffer> outs = RunOnDevice(args);
+      std::vector<nb::object> leaves;
+      for (DeviceBuffer& b : outs) {
+        absl::StatusOr<Literal> l;
+        {
+          nb::gil_scoped_release release;
+          l = b.ToLiteral();
+        }
+        leaves.push_back(ArrayFromLiteral(ValueOrThrow(std::move(l))));
+      }
+      return Wrap(std::move(leaves));
+    }
+  }
+  std::vector<Literal> literals;
+  literals.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    literals.push_back(
+        ValueOrThrow(LiteralFromPython(args[i], params_[i], fmt::format("argument {}", i))));
+  }
+  absl::StatusOr<std::vector<Literal>> outs;
+  {
+    nb::gil_scoped_release release;
+    outs = exe_->Execute(literals);
+  }
+  std::vector<nb::object> leaves;
+  for (Literal& l : ValueOrThrow(std::move(outs))) leaves.push_back(ArrayFromLiteral(std::move(l)));
+  return Wrap(std::move(leaves));
+}
+
+std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args) const {
+  const Plugin* plugin = exe_->plugin();
+  if (plugin == nullptr || exe_->executable() == nullptr) {
+    throw StatusError(absl::FailedPreconditionError(
+        fmt::format("module {} is partitioned across {}: device buffers need a module that runs "
+                    "on one plugin; call it with host arrays",
+                    exe_->module().name(), exe_->device_names())));
+  }
+  std::vector<DeviceBuffer> uploaded;  // arguments given as host arrays
+  uploaded.reserve(args.size());
+  std::vector<const DeviceBuffer*> ptrs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string what = fmt::format("argument {}", i);
+    if (nb::isinstance<PyBuffer>(args[i])) {
+      const PyBuffer& b = nb::cast<const PyBuffer&>(args[i]);
+      if (b.plugin != plugin) {
+        throw StatusError(absl::InvalidArgumentError(
+            fmt::format("{} is a buffer on {}, but the executable runs on {}", what,
+                        b.plugin->name(), plugin->name())));
+      }
+      if (b.shape.element_type() != params_[i].element_type() ||
+          b.shape.dimensions() != params_[i].dimensions()) {
+        throw StatusError(absl::InvalidArgumentError(
+            fmt::format("{}: expected {}, got a buffer of {}", what, params_[i].ToString(false),
+                        b.shape.ToString(false))));
+      }
+      ptrs.push_back(b.buffer.get());
+    } else {
+      Literal l = ValueOrThrow(LiteralFromPython(args[i], params_[i], what));
+      absl::StatusOr<DeviceBuffer> b;
+      {
+        nb::gil_scoped_release release;
+        b = plugin->ToDevice(l);
+      }
+      uploaded.push_back(ValueOrThrow(std::move(b)));
+      ptrs.push_back(&uploaded.back());
+    }
+  }
+  absl::StatusOr<std::vector<DeviceBuffer>> outs;
+  {
+    nb::gil_scoped_release release;
+    outs = exe_->executable()->ExecuteBuffers(ptrs);
+  }
+  return ValueOrThrow(std::move(outs));
+}
+
+nb::tuple PyExecutable::Execute(nb::args args) const {
+  CheckArgumentCount(args.size());
+  std::vector<DeviceBuffer> outs = RunOnDevice(args);
+  nb::list list;
+  for (DeviceBuffer& b : outs) {
+    PyBuffer pb;
+    pb.plugin = exe_->plugin();
+    pb.shape = ValueOrThrow(b.shape());
+    pb.buffer = std::make_shared<DeviceBuffer>(std::move(b));
+    list.append(nb::cast(std::move(pb)));
+  }
+  return nb::tuple(list);
+}
+
+void BindExecutable(nb::module_& m) {
+  nb::class_<PyExecutable>(m, "Executable", "A compiled HLO module. Call it with arrays to run it.")
+      .def("__call__", &PyExecutable::Call,
+           "Runs the module on host arrays (or buffers); returns NumPy arrays: one array, or "
+           "a tuple of the result's leaves when the module returns a tuple.")
+      .def("execute", &PyExecutable::Execute,
+           "Runs the module; returns a tuple of kiln.Buffer that stay on the device.")
+      .def_prop_ro(
+          "device", [](const PyExecutable& e) { return e.exe().device_names(); },
+          "The plugin that runs it, or the partition's plugins joined by '+'.")
+      .def_prop_ro("returns_tuple", &PyExecutable::tuple_result,
+                   "True when the module's result is a tuple (a call returns a tuple of arrays).")
+      .def_prop_ro("num_parameters",
+                   [](const PyExecutable& e) { return e.parameter_shapes().size(); })
+      .def_prop_ro(
+          "parameter_shapes",
+          [](const PyExecutable& e) {
+            std::vector<std::string> out;
+            for (const Shape& s : e.parameter_shapes()) out.push_back(s.ToString(false));
+            return out;
+          },
+          "Entry parameter shapes as HLO text (\"f32[2,3]\").")
+      .def_prop_ro(
+          "compile_ms", [](const PyExecutable& e) { return e.exe().compile_ms(); },
+          "Milliseconds the plugins spent compiling.")
+      .def_prop_ro(
+          "core_passes",
+          [](const PyExecutable& e) { return e.exe().core_pass_report().pass_names; },
+          "The core passes that ran on the module, comma-separated.")
+      .def_prop_ro(
+          "hlo_text", [](const PyExecutable& e) { return e.exe().module().ToString(); },
+          "The module the devices compiled (after the core passes).")
+      .def_prop_ro(
+          "partition",
+          [](const PyExecutable& e) -> std::string {
+            if (e.exe().plugin() != nullptr) {
+              return fmt::format("cluster 0: {} (whole module)\n", e.exe().device_names());
+            }
+            return DescribePartition(e.exe().clusters());
+          },
+          "Which plugin runs which part, as `kiln run --log-partition` prints it.")
+      .def("__repr__", [](const PyExecutable& e) {
+        return fmt::format("<kiln.Executable {} on {}>", e.exe().module().name(),
+                           e.exe().device_names());
+      });
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,13 @@
+// The process-wide plugin registry the Python package uses: discovered once, on first use,
+// from the same places as the `kiln` tool (KILN_PLUGIN_PATH, the config file, the build or
+// install tree) plus the `plugins/` folder beside the extension module (an installed wheel).
+#pragma once
+
+#include "core/plugin_registry.h"
+
+namespace kiln::python {
+
+// Throws StatusError when the config cannot be read.
+const PluginRegistry& Registry();
+
+}  // namespace kiln::python
