@@ -34,7 +34,8 @@ ARGS.add_argument('--load', type=int, default=2,
                   help='busy processes for the loaded table (0: no loaded table)')
 ARGS.add_argument('--no-torch-compile', action='store_true', help='skip torch.compile (slow)')
 ARGS.add_argument('--torch-worker', nargs=2, metavar=('INDEX', 'DIR'), help=argparse.SUPPRESS)
-OPTS = ARGS.parse_args()
+# Imported (python_overhead.py reuses the workloads): the defaults.
+OPTS = ARGS.parse_args() if __name__ == '__main__' else ARGS.parse_args([])
 # Peers get kiln's thread count; OpenBLAS reads this at import (torch.set_num_threads does not
 # reach Debian torch's OpenBLAS matmuls).
 os.environ['OPENBLAS_NUM_THREADS'] = str(OPTS.threads)
