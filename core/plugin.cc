@@ -185,7 +185,9 @@ absl::Status Init(PluginLibrary& lib, const KILN_Api* api) {
 // ---- Plugin -------------------------------------------------------------------------
 
 static absl::StatusOr<DeviceBuffer> Upload(const std::shared_ptr<PluginLibrary>& lib_,
-                                           const Literal& literal);
+                                           const Shape& shape, const void* data,
+                                           void (*on_done)(void*) = nullptr,
+                                           void* on_done_arg = nullptr);
 
 Plugin::Plugin(std::shared_ptr<internal::PluginLibrary> lib) : lib_(std::move(lib)) {}
 Plugin::~Plugin() = default;
@@ -347,28 +349,42 @@ absl::StatusOr<std::unique_ptr<Executable>> Plugin::Deserialize(std::string_view
 }
 
 absl::StatusOr<DeviceBuffer> Plugin::ToDevice(const Literal& literal) const {
-  return Upload(lib_, literal);
+  return Upload(lib_, literal.shape(), literal.untyped_data());
 }
 
+absl::StatusOr<DeviceBuffer> Plugin::ToDeviceShared(const Shape& shape, const void* data,
+                                                    void (*on_done)(void*), void* arg) const {
+  return Upload(lib_, shape, data, on_done, arg);
+}
+
+// Copies (or, with on_done, may share) `data` into a new plugin buffer.
 static absl::StatusOr<DeviceBuffer> Upload(const std::shared_ptr<PluginLibrary>& lib_,
-                                           const Literal& literal) {
+                                           const Shape& shape, const void* data,
+                                           void (*on_done)(void*), void* on_done_arg) {
   if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
-  if (!literal.shape().IsArray()) {
+  if (!shape.IsArray()) {
     return absl::InvalidArgumentError(
-        fmt::format("only arrays cross to a device, not {}", literal.shape().ToString(false)));
+        fmt::format("only arrays cross to a device, not {}", shape.ToString(false)));
   }
   KILN_Buffer_FromHost_Args args{};
   args.struct_size = sizeof(args);
   args.client = lib_->client;
-  args.dtype = static_cast<KILN_DType>(literal.shape().element_type());
-  args.dims = literal.shape().dimensions().data();
-  args.num_dims = literal.shape().dimensions().size();
-  args.data = literal.untyped_data();
-  args.data_size = static_cast<size_t>(literal.size_bytes());
+  args.dtype = static_cast<KILN_DType>(shape.element_type());
+  args.dims = shape.dimensions().data();
+  args.num_dims = shape.dimensions().size();
+  args.data = data;
+  args.data_size = static_cast<size_t>(shape.byte_size());
+  // Before 1.2 a plugin always copies and never calls on_done: then the core calls it.
+  const bool plugin_calls_on_done = on_done != nullptr && lib_->minor >= 2;
+  if (plugin_calls_on_done) {
+    args.on_done = on_done;
+    args.on_done_arg = on_done_arg;
+  }
   if (absl::Status s = lib_->Take(lib_->api->buffer_from_host(&args), "buffer_from_host");
       !s.ok()) {
     return s;
   }
+  if (on_done != nullptr && !plugin_calls_on_done) on_done(on_done_arg);
   if (args.buffer == nullptr)
     return absl::InternalError(fmt::format("{}: buffer_from_host returned no buffer", lib_->name));
   return DeviceBuffer(lib_, args.buffer);
@@ -417,6 +433,18 @@ absl::StatusOr<Shape> DeviceBuffer::shape() const {
                                            lib_->name, args.byte_size, shape.ToString(false)));
   }
   return shape;
+}
+
+const void* DeviceBuffer::HostData() const {
+  if (!KILN_API_HAS(lib_->api, buffer_host_data)) return nullptr;
+  KILN_Buffer_HostData_Args args{};
+  args.struct_size = sizeof(args);
+  args.buffer = buffer_;
+  if (KILN_Error* e = lib_->api->buffer_host_data(&args)) {
+    lib_->api->error_destroy(e);
+    return nullptr;
+  }
+  return args.data;
 }
 
 absl::StatusOr<Literal> DeviceBuffer::ToLiteral() const {
@@ -476,7 +504,7 @@ absl::StatusOr<std::vector<Literal>> Executable::Execute(std::span<const Literal
   std::vector<DeviceBuffer> on_device;
   on_device.reserve(args.size());
   for (const Literal& a : args) {
-    absl::StatusOr<DeviceBuffer> b = Upload(lib_, a);
+    absl::StatusOr<DeviceBuffer> b = Upload(lib_, a.shape(), a.untyped_data());
     if (!b.ok()) return b.status();
     on_device.push_back(std::move(*b));
   }

@@ -54,6 +54,9 @@ class DeviceBuffer {
 
   absl::StatusOr<Shape> shape() const;
   absl::StatusOr<Literal> ToLiteral() const;
+  // Where the buffer's bytes are when they live in host memory (valid while it lives, not
+  // to be written); null when they do not, or the plugin cannot say (ABI < 1.2).
+  const void* HostData() const;
   KILN_Buffer* handle() const { return buffer_; }
 
  private:
@@ -120,6 +123,11 @@ class Plugin {
                                                           const CompileOptions& options = {}) const;
   absl::StatusOr<std::unique_ptr<Executable>> Deserialize(std::string_view bytes) const;
   absl::StatusOr<DeviceBuffer> ToDevice(const Literal& literal) const;
+  // Like ToDevice, but a plugin with host-memory buffers may keep reading `data` instead of
+  // copying it (a zero-copy import). On success `on_done(arg)` is called exactly once when
+  // `data` is no longer read (right away when it was copied); on error it is not called.
+  absl::StatusOr<DeviceBuffer> ToDeviceShared(const Shape& shape, const void* data,
+                                              void (*on_done)(void*), void* arg) const;
 
  private:
   explicit Plugin(std::shared_ptr<internal::PluginLibrary> lib);

@@ -24,6 +24,28 @@ Literal Literal::Uninitialized(const Shape& shape) {
   return l;
 }
 
+Literal Literal::Adopt(const Shape& shape, void* data, std::shared_ptr<void> owner) {
+  Literal l;
+  l.shape_ = shape;
+  l.adopted_ = static_cast<uint8_t*>(data);
+  l.adopted_size_ = static_cast<size_t>(shape.byte_size());
+  l.owner_ = std::move(owner);
+  return l;
+}
+
+Literal::Literal(const Literal& o) : shape_(o.shape_), elements_(o.elements_) {
+  if (o.owner_) {
+    bytes_.assign(o.adopted_, o.adopted_ + o.adopted_size_);
+  } else {
+    bytes_ = o.bytes_;
+  }
+}
+
+Literal& Literal::operator=(const Literal& o) {
+  if (this != &o) *this = Literal(o);
+  return *this;
+}
+
 Literal Literal::FromDoubles(const Shape& shape, const std::vector<double>& values) {
   Literal l(shape);
   for (size_t i = 0; i < values.size() && static_cast<int64_t>(i) < l.element_count(); ++i)
@@ -178,7 +200,8 @@ std::vector<Literal> Literal::DecomposeTuple() && {
 bool Literal::operator==(const Literal& o) const {
   if (!shape_.Compatible(o.shape_)) return false;
   if (IsTuple()) return elements_ == o.elements_;
-  return bytes_ == o.bytes_;
+  return size_bytes() == o.size_bytes() &&
+         (size_bytes() == 0 || std::memcmp(untyped_data(), o.untyped_data(), size_bytes()) == 0);
 }
 
 std::string Literal::ToString() const {

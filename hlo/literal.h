@@ -23,6 +23,16 @@ class Literal {
   // A literal of array `shape` whose bytes are not initialized: for a buffer that is about to
   // be written whole (a kernel's output), where zero-filling would be a second pass over it.
   static Literal Uninitialized(const Shape& shape);
+  // An array literal over memory it does not own (a zero-copy import such as DLPack):
+  // `data` holds shape.byte_size() row-major bytes and stays valid until `owner` is
+  // released, when this literal (or the literal it was moved into) dies. Copies own their
+  // bytes.
+  static Literal Adopt(const Shape& shape, void* data, std::shared_ptr<void> owner);
+
+  Literal(const Literal& other);
+  Literal& operator=(const Literal& other);
+  Literal(Literal&&) noexcept = default;
+  Literal& operator=(Literal&&) noexcept = default;
 
   template <typename T>
   static Literal Scalar(PrimitiveType type, T value) {
@@ -39,17 +49,22 @@ class Literal {
   int64_t element_count() const { return shape_.num_elements(); }
 
   // Raw row-major bytes of an array literal.
-  uint8_t* untyped_data() { return bytes_.data(); }
-  const uint8_t* untyped_data() const { return bytes_.data(); }
-  int64_t size_bytes() const { return static_cast<int64_t>(bytes_.size()); }
+  uint8_t* untyped_data() { return owner_ ? adopted_ : bytes_.data(); }
+  const uint8_t* untyped_data() const { return owner_ ? adopted_ : bytes_.data(); }
+  int64_t size_bytes() const {
+    return static_cast<int64_t>(owner_ ? adopted_size_ : bytes_.size());
+  }
+  // True when the bytes belong to someone else (Adopt).
+  bool adopted() const { return owner_ != nullptr; }
 
   template <typename T>
   std::span<T> data() {
-    return {reinterpret_cast<T*>(bytes_.data()), bytes_.size() / sizeof(T)};
+    return {reinterpret_cast<T*>(untyped_data()), static_cast<size_t>(size_bytes()) / sizeof(T)};
   }
   template <typename T>
   std::span<const T> data() const {
-    return {reinterpret_cast<const T*>(bytes_.data()), bytes_.size() / sizeof(T)};
+    return {reinterpret_cast<const T*>(untyped_data()),
+            static_cast<size_t>(size_bytes()) / sizeof(T)};
   }
   template <typename T>
   T Get(const std::vector<int64_t>& index) const {
@@ -105,6 +120,10 @@ class Literal {
     }
   };
   std::vector<uint8_t, DefaultInitAllocator<uint8_t>> bytes_;
+  // Adopted bytes (Adopt): used instead of bytes_ while owner_ is set.
+  uint8_t* adopted_ = nullptr;
+  size_t adopted_size_ = 0;
+  std::shared_ptr<void> owner_;
   std::vector<Literal> elements_;
 };
 

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define KILN_API_MAJOR 1
-#define KILN_API_MINOR 1
+#define KILN_API_MINOR 2
 
 /* The symbol every plugin exports. */
 #define KILN_GET_API_SYMBOL "KILN_GetApi"
@@ -254,6 +254,15 @@ typedef struct {
   const void* data;    /* dense, row-major, host byte order; copied before return */
   size_t data_size;    /* bytes; must equal product(dims) * size of dtype */
   KILN_Buffer* buffer; /* out */
+  /* 1.2, optional (a caller whose struct_size ends above leaves them out): when `on_done` is
+   * set, a plugin whose buffers live in host memory may keep reading `data` after returning
+   * instead of copying it (a zero-copy import such as DLPack). Whatever it does, a 1.2 plugin
+   * calls on_done(on_done_arg) exactly once when it no longer reads `data`: right away when
+   * it copied, or when the buffer and every output sharing its memory are destroyed; on an
+   * error return it does not call it. The caller keeps `data` valid and unchanged until
+   * then. A caller checks the plugin's api_minor >= 2 before setting it. */
+  void (*on_done)(void* on_done_arg);
+  void* on_done_arg;
 } KILN_Buffer_FromHost_Args;
 typedef KILN_Error* KILN_Buffer_FromHost(KILN_Buffer_FromHost_Args* args);
 
@@ -274,6 +283,16 @@ typedef struct {
   size_t byte_size;    /* out */
 } KILN_Buffer_Info_Args;
 typedef KILN_Error* KILN_Buffer_Info(KILN_Buffer_Info_Args* args);
+
+/* 1.2, optional: where a buffer's bytes are when it lives in host memory (dense, row-major,
+ * host byte order), valid while the buffer lives; `data` is NULL when it lives elsewhere (a
+ * GPU). For zero-copy exports (DLPack). The caller does not write through it. */
+typedef struct {
+  size_t struct_size;
+  KILN_Buffer* buffer;
+  const void* data; /* out */
+} KILN_Buffer_HostData_Args;
+typedef KILN_Error* KILN_Buffer_HostData(KILN_Buffer_HostData_Args* args);
 
 typedef struct {
   size_t struct_size;
@@ -328,6 +347,9 @@ typedef struct KILN_Api {
   KILN_Buffer_ToHost* buffer_to_host;
   KILN_Buffer_Info* buffer_info;
   KILN_Buffer_Destroy* buffer_destroy;
+
+  /* Version 1.2. */
+  KILN_Buffer_HostData* buffer_host_data; /* optional */
   /* Later minors append here. */
 } KILN_Api;
 

@@ -426,6 +426,17 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
   });
 }
 
+// The caller's memory lent to a buffer (buffer_from_host with on_done): released by calling
+// on_done when the last literal reading it dies.
+struct CallerMemory {
+  CallerMemory(void (*done)(void*), void* arg) : on_done(done), on_done_arg(arg) {}
+  ~CallerMemory() {
+    if (on_done != nullptr) on_done(on_done_arg);
+  }
+  void (*on_done)(void*);
+  void* on_done_arg;
+};
+
 KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
   return Guard("buffer_from_host", [&]() -> KILN_Error* {
     if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_FromHost_Args, buffer),
@@ -450,14 +461,32 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
     }
     if (args->data == nullptr && args->data_size != 0)
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "data is null");
-    Literal value(shape);
-    if (args->data_size != 0) std::memcpy(value.untyped_data(), args->data, args->data_size);
-    auto buffer = std::make_unique<KILN_Buffer>();
-    // A device backend keeps the buffer in its memory; otherwise it stays here.
+    // The caller's 1.2 on_done: called once the data is no longer read.
+    void (*on_done)(void*) = nullptr;
+    void* on_done_arg = nullptr;
+    if (args->struct_size >= KILN_STRUCT_SIZE(KILN_Buffer_FromHost_Args, on_done_arg)) {
+      on_done = args->on_done;
+      on_done_arg = args->on_done_arg;
+    }
     HostBackend* backend = Initialized().backend.get();
+    auto buffer = std::make_unique<KILN_Buffer>();
+    // With on_done the literal reads the caller's memory (zero copy) until its last user is
+    // gone; a device backend copies it, after which it is released.
+    std::shared_ptr<CallerMemory> lent =
+        on_done ? std::make_shared<CallerMemory>(on_done, on_done_arg) : nullptr;
+    Literal value = [&] {
+      if (lent) return Literal::Adopt(shape, const_cast<void*>(args->data), lent);
+      Literal copy = Literal::Uninitialized(shape);
+      if (args->data_size != 0) std::memcpy(copy.untyped_data(), args->data, args->data_size);
+      return copy;
+    }();
+    // A device backend keeps the buffer in its memory; otherwise it stays here.
     absl::StatusOr<std::shared_ptr<DeviceArray>> device =
         backend ? backend->ToDevice(value) : std::shared_ptr<DeviceArray>();
-    if (!device.ok()) return MakeError(device.status());
+    if (!device.ok()) {
+      if (lent) lent->on_done = nullptr;  // on error the caller keeps its memory
+      return MakeError(device.status());
+    }
     if (*device != nullptr)
       buffer->array.device = std::move(*device);
     else
@@ -508,6 +537,19 @@ KILN_Error* BufferInfo(KILN_Buffer_Info_Args* args) {
   });
 }
 
+KILN_Error* BufferHostData(KILN_Buffer_HostData_Args* args) {
+  return Guard("buffer_host_data", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_HostData_Args, data),
+                            "buffer_host_data")) {
+      return e;
+    }
+    if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
+    const BufferArray& a = args->buffer->array;
+    args->data = a.device != nullptr ? nullptr : a.host->untyped_data();
+    return nullptr;
+  });
+}
+
 KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* args) {
   return Guard("buffer_destroy", [&]() -> KILN_Error* {
     if (auto* e =
@@ -550,6 +592,7 @@ const KILN_Api* HostPluginApi(const HostPluginInfo& info) {
     a.buffer_to_host = BufferToHost;
     a.buffer_info = BufferInfo;
     a.buffer_destroy = BufferDestroy;
+    a.buffer_host_data = BufferHostData;
     return a;
   }();
   return &api;

@@ -13,7 +13,8 @@ import threading
 from . import _kiln
 from ._kiln import Buffer, Device, Executable, KilnError
 
-__all__ = ["Buffer", "Device", "Executable", "KilnError", "compile", "device_put", "devices"]
+__all__ = ["Buffer", "Device", "Executable", "KilnError", "compile", "device_put", "devices",
+           "from_dlpack"]
 
 _cache = {}
 _cache_lock = threading.Lock()
@@ -76,3 +77,10 @@ def compile(hlo, device="auto", *, core_passes=True, dump_to=None, dump_pass_re=
 def device_put(array, device="auto"):
     """Copies `array` to a device ("auto": the highest-priority available plugin)."""
     return _kiln.device_put(array, device)
+
+
+def from_dlpack(array, device="auto"):
+    """A kiln.Buffer sharing `array`'s bytes (anything with __dlpack__ or the buffer protocol,
+    C-contiguous, in host memory). Host-memory plugins read the array in place: do not write
+    to it while the buffer lives. Other devices copy it."""
+    return _kiln.from_dlpack(array, device)

@@ -23,6 +23,11 @@ struct PyBuffer {
 // array's own.
 PyBuffer DevicePut(nanobind::handle array, const Plugin& plugin);
 
+// DLPack (dlpack.cc): Buffer.__dlpack__ shares a host-memory buffer's bytes; FromDlpack
+// lends a host array's bytes to the plugin without a copy where the plugin can read them.
+nanobind::object BufferDlpack(nanobind::handle self, nanobind::kwargs kwargs);
+PyBuffer FromDlpack(nanobind::handle array, const Plugin& plugin);
+
 // A compiled module (kiln.Executable). Calls release the GIL while Kiln runs, so one
 // executable can be called from many Python threads at once.
 class PyExecutable {

@@ -61,6 +61,17 @@ void BindBuffer(nb::module_& m) {
                    })
       .def_prop_ro("hlo_shape", [](const PyBuffer& b) { return b.shape.ToString(false); })
       .def("to_numpy", &ToNumpy, "A NumPy copy of the buffer.")
+      .def("__dlpack__", &BufferDlpack,
+           "A DLPack capsule sharing the buffer's bytes (devices with host memory).")
+      .def("__dlpack_device__", [](const PyBuffer&) { return nb::make_tuple(1, 0); })  // CPU
+      .def(
+          "unsafe_host_pointer",
+          [](const PyBuffer& b) -> nb::object {
+            const void* p = b.buffer->HostData();
+            if (p == nullptr) return nb::none();
+            return nb::int_(reinterpret_cast<uintptr_t>(p));
+          },
+          "The address of the buffer's bytes when they live in host memory, else None.")
       .def(
           "__array__",
           [](const PyBuffer& b, nb::object dtype, nb::object copy) {

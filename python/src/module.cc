@@ -51,17 +51,6 @@ std::vector<DeviceInfo> Devices() {
   return out;
 }
 
-const Plugin& PluginFor(const std::string& device) {
-  if (device == "auto") {
-    std::vector<const PluginEntry*> candidates = Registry().Candidates();
-    if (candidates.empty()) {
-      throw StatusError(absl::NotFoundError("no Kiln device is available (see kiln.devices())"));
-    }
-    return *candidates.front()->plugin;
-  }
-  return *ValueOrThrow(Registry().Get(device));
-}
-
 PyExecutable Compile(const std::string& text, const std::string& filename,
                      const std::string& device, bool core_passes, const std::string& dump_to,
                      const std::string& dump_pass_re, int min_cluster_size) {
@@ -100,6 +89,9 @@ NB_MODULE(_kiln, m) {
   using namespace kiln::python;
   m.doc() = "Kiln's C++ core, bound for the `kiln` package (use `kiln`, not this module).";
   InitArrays();
+  // Buffers and executables held by module globals or exception tracebacks at interpreter
+  // exit are released in no particular order; nanobind's leak report would be noise.
+  nb::set_leak_warnings(false);
   RegisterKilnError(m);
   m.attr("ABI_VERSION") = fmt::format("{}.{}", KILN_API_MAJOR, KILN_API_MINOR);
 
@@ -136,4 +128,11 @@ NB_MODULE(_kiln, m) {
       },
       nb::arg("array"), nb::arg("device") = "auto",
       "Copies an array to a device; returns a kiln.Buffer.");
+  m.def(
+      "from_dlpack",
+      [](nb::handle array, const std::string& device) {
+        return FromDlpack(array, PluginFor(device));
+      },
+      nb::arg("array"), nb::arg("device") = "auto",
+      "A kiln.Buffer sharing the bytes of a DLPack (or buffer-protocol) host array.");
 }

@@ -40,4 +40,15 @@ const PluginRegistry& Registry() {
   return **registry;
 }
 
+const Plugin& PluginFor(const std::string& device) {
+  if (device == "auto") {
+    std::vector<const PluginEntry*> candidates = Registry().Candidates();
+    if (candidates.empty()) {
+      throw StatusError(absl::NotFoundError("no Kiln device is available (see kiln.devices())"));
+    }
+    return *candidates.front()->plugin;
+  }
+  return *ValueOrThrow(Registry().Get(device));
+}
+
 }  // namespace kiln::python

@@ -123,6 +123,7 @@ __attribute__((unused)) static const KILN_Api kApi = {
     BufferToHost,
     BufferInfo,
     BufferDestroy,
+    NULL, /* buffer_host_data (1.2, optional) */
 };
 
 #if defined(KILN_STUB_NO_SYMBOL)
