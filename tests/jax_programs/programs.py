@@ -928,5 +928,331 @@ def _():
     return f, f32_inputs((8, 4), seed=134, dtype=np.float16)
 
 
+# ---------------------------------------------------------------------------------------------
+# Further everyday JAX: special functions, small integer types, linear algebra, FFT, complex,
+# remat, other PRNGs, quantized matmul, batch norm, embeddings, transposed and grouped convs
+# ---------------------------------------------------------------------------------------------
+
+@program("special_functions", tol="f32_loose")
+def _():
+    def f(x):
+        a = jnp.abs(x) + 0.5
+        return (jax.scipy.special.gammaln(a), jax.scipy.special.digamma(a), jnp.sinh(x), jnp.cosh(x),
+                jnp.arcsinh(x), jnp.arcsin(jnp.tanh(x)), jnp.arccos(jnp.tanh(x)), jnp.logaddexp(x, -x),
+                jax.scipy.special.xlogy(a, a), jnp.exp2(x), jnp.log2(a), jnp.log10(a))
+    return f, f32_inputs((24,), seed=140)
+
+
+@program("small_int_types", tol="exact")
+def _():
+    def f(u8, i8, i16, u32):
+        return (u8 + u8, u8 // 3, i8 * 2, i8 >> 1, i16 * i16, u32 >> 3, u32 * jnp.uint32(2654435761),
+                lax.population_count(u32), lax.clz(u32), u8.astype(jnp.int32).sum(), jnp.max(i8))
+    def make():
+        r = rng(141)
+        return (r.integers(0, 256, 16).astype(np.uint8), r.integers(-128, 128, 16).astype(np.int8),
+                r.integers(-200, 200, 16).astype(np.int16), r.integers(0, 2**32, 16, dtype=np.uint64).astype(np.uint32))
+    return f, make
+
+
+@program("quantized_matmul", tol="exact")
+def _():
+    def f(a, b, scale):
+        acc = jnp.matmul(a, b, preferred_element_type=jnp.int32)
+        q = jnp.clip(jnp.round(acc.astype(jnp.float32) * scale), -128, 127).astype(jnp.int8)
+        return acc, q
+    def make():
+        r = rng(142)
+        return (r.integers(-128, 128, (6, 32)).astype(np.int8), r.integers(-128, 128, (32, 5)).astype(np.int8),
+                np.float32(0.01))
+    return f, make
+
+
+@program("linalg_solve", tol="f32_loose")
+def _():
+    def f(a, b):
+        return jnp.linalg.solve(a, b), jnp.linalg.cholesky(a @ a.T + 4.0 * jnp.eye(a.shape[0]))
+    def make():
+        r = rng(143)
+        return randn(r, 5, 5) + 3 * np.eye(5, dtype=np.float32), randn(r, 5, 2)
+    return f, make
+
+
+@program("linalg_triangular_solve", tol="f32_loose")
+def _():
+    def f(l, b):
+        return jax.scipy.linalg.solve_triangular(l, b, lower=True)
+    def make():
+        r = rng(144)
+        return np.tril(randn(r, 6, 6)) + 4 * np.eye(6, dtype=np.float32), randn(r, 6, 3)
+    return f, make
+
+
+@program("fft", tol="f32_loose")
+def _():
+    def f(x):
+        spec = jnp.fft.rfft(x)
+        return jnp.abs(spec), jnp.fft.irfft(spec, n=x.shape[-1])
+    return f, f32_inputs((3, 16), seed=145)
+
+
+@program("complex_arith", tol="f32_loose")
+def _():
+    def f(re, im):
+        z = lax.complex(re, im)
+        w = z * z + jnp.conj(z) / (z + 2.0)
+        return jnp.real(w), jnp.imag(w), jnp.abs(jnp.exp(z * 0.1)), jnp.angle(z)
+    return f, f32_inputs((10,), (10,), seed=146)
+
+
+@program("remat_mlp_grad", tol="f32_loose")
+def _():
+    def f(params, x):
+        loss = lambda p: jnp.sum(jax.checkpoint(mlp_apply)(p, x) ** 2)
+        return jax.grad(loss)(params)
+    def make():
+        r = rng(147)
+        return mlp_params(r, [6, 12, 3]), randn(r, 4, 6)
+    return f, make
+
+
+@program("random_rbg_key", tol="f32_loose")
+def _():
+    def f(k):
+        key = jax.random.wrap_key_data(k, impl="rbg")
+        return jax.random.normal(key, (3, 4)), jax.random.uniform(key, (5,))
+    return f, lambda: (np.asarray(jax.random.key_data(jax.random.key(148, impl="rbg"))),)
+
+
+@program("random_gamma_categorical", tol="f32_loose")
+def _():
+    def f(k, logits):
+        key = jax.random.wrap_key_data(k)
+        k1, k2 = jax.random.split(key)
+        return jax.random.gamma(k1, 2.5, (6,)), jax.random.categorical(k2, logits, axis=-1)
+    return f, lambda: key_input(149)() + (randn(rng(149), 4, 7),)
+
+
+@program("associative_scan", tol="f32_loose")
+def _():
+    def f(x):
+        return lax.associative_scan(jnp.add, x), lax.cumlogsumexp(x, axis=0), lax.cumsum(x, reverse=True)
+    return f, f32_inputs((17,), seed=150)
+
+
+@program("searchsorted_interp", tol="f32_loose")
+def _():
+    def f(xp, fp, x):
+        return jnp.searchsorted(xp, x), jnp.interp(x, xp, fp), jnp.digitize(x, xp)
+    def make():
+        r = rng(151)
+        xp = np.sort(randn(r, 12))
+        return xp, randn(r, 12), randn(r, 9)
+    return f, make
+
+
+@program("median_percentile", tol="f32_loose")
+def _():
+    def f(x):
+        return jnp.median(x, axis=1), jnp.percentile(x, 90.0), jnp.quantile(x, 0.25, axis=0)
+    return f, f32_inputs((5, 11), seed=152)
+
+
+@program("unique_sized", tol="exact")
+def _():
+    def f(x):
+        return jnp.unique(x, size=10, fill_value=-1), jnp.unique(x, size=10, fill_value=-1, return_counts=True)[1]
+    return f, lambda: (rng(153).integers(0, 7, 25).astype(np.int32),)
+
+
+@program("scan_reverse_unrolled", tol="f32_loose")
+def _():
+    def f(xs):
+        step = lambda c, x: (c * 0.7 + x, jnp.tanh(c))
+        a = lax.scan(step, jnp.zeros(3), xs, reverse=True)
+        b = lax.scan(step, jnp.ones(3), xs, unroll=3)
+        return a, b, lax.map(jnp.linalg.norm, xs)
+    return f, f32_inputs((7, 3), seed=154)
+
+
+@program("while_with_cond", tol="f32_loose")
+def _():
+    def f(x):
+        def body(s):
+            i, v = s
+            v = lax.cond(i % 2 == 0, lambda v: v * 1.5, lambda v: jnp.sin(v), v)
+            return i + 1, v
+        return lax.while_loop(lambda s: s[0] < 9, body, (jnp.int32(0), x))
+    return f, f32_inputs((4,), seed=155)
+
+
+@program("conv_transpose_grad_depthwise", tol="f32_loose")
+def _():
+    def f(x, w, wd):
+        dn = ("NHWC", "HWIO", "NHWC")
+        up = lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=dn)
+        def depthwise(wd):
+            y = lax.conv_general_dilated(x, wd, (2, 2), "SAME", dimension_numbers=dn, feature_group_count=4)
+            return jnp.sum(jnp.tanh(y))
+        return up, jax.grad(depthwise)(wd)
+    return f, f32_inputs((2, 5, 5, 4), (3, 3, 4, 3), (3, 3, 1, 8), seed=156)
+
+
+@program("pool_grads", tol="f32_loose")
+def _():
+    def f(x):
+        mx = lambda x: jnp.sum(nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME") ** 2)
+        av = lambda x: jnp.sum(jnp.sin(nn.avg_pool(x, (2, 2), strides=(1, 1))))
+        return jax.grad(mx)(x), jax.grad(av)(x)
+    return f, f32_inputs((1, 6, 6, 2), seed=157)
+
+
+class EmbedAttendBN(nn.Module):
+    @nn.compact
+    def __call__(self, tokens, train):
+        h = nn.Embed(50, 16)(tokens)
+        h = h + nn.MultiHeadDotProductAttention(num_heads=4)(h)
+        h = nn.BatchNorm(use_running_average=not train)(h)
+        return nn.Dense(3)(h.mean(axis=1))
+
+
+@program("flax_embed_attention_batchnorm", tol="f32_loose")
+def _():
+    model = EmbedAttendBN()
+    def f(variables, tokens):
+        out, updates = model.apply(variables, tokens, True, mutable=["batch_stats"])
+        return out, updates
+    def make():
+        tokens = rng(158).integers(0, 50, (4, 9)).astype(np.int32)
+        return to_numpy(model.init(jax.random.PRNGKey(158), tokens, False)), tokens
+    return f, make
+
+
+@program("dot_product_attention", tol="f32_loose")
+def _():
+    def f(q, k, v):
+        return jax.nn.dot_product_attention(q, k, v, is_causal=True), \
+            jax.nn.dot_product_attention(q, k, v, scale=0.5)
+    return f, f32_inputs((2, 6, 3, 8), (2, 6, 3, 8), (2, 6, 3, 8), seed=159)
+
+
+@program("bf16_mixed_precision_step", tol="bf16")
+def _():
+    def f(params, x, y):
+        def loss(p):
+            pb = jax.tree_util.tree_map(lambda a: a.astype(jnp.bfloat16), p)
+            out = mlp_apply(pb, x.astype(jnp.bfloat16)).astype(jnp.float32)
+            return jnp.mean((out - y) ** 2)
+        l, g = jax.value_and_grad(loss)(params)
+        return l, jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, params, g)
+    def make():
+        r = rng(160)
+        return mlp_params(r, [8, 16, 2]), randn(r, 6, 8), randn(r, 6, 2)
+    return f, make
+
+
+@program("f16_grad", tol="f16")
+def _():
+    def f(w, x):
+        return jax.grad(lambda w: jnp.sum(jax.nn.softplus(x @ w)).astype(jnp.float32))(w)
+    return f, lambda: tuple(a * np.float16(0.5) for a in f32_inputs((5, 3), (4, 5), seed=161, dtype=np.float16)())
+
+
+@program("nan_reductions")
+def _():
+    def f(x):
+        return jnp.max(x, axis=1), jnp.argmax(x, axis=1), jnp.nansum(x, axis=1), jnp.nanmax(x, axis=1), \
+            jnp.sort(x, axis=1)
+    def make():
+        x = randn(rng(162), 4, 5)
+        x[1, 2] = np.nan
+        x[3, 0] = np.nan
+        x[2, 4] = np.inf
+        return (x,)
+    return f, make
+
+
+# ---------------------------------------------------------------------------------------------
+# Sizes and signatures: GEMM-sized matmuls, long reductions, NCHW convs, no inputs, outputs that
+# are inputs, empty arrays, bool and complex arrays in and out
+# ---------------------------------------------------------------------------------------------
+
+@program("matmul_large", tol="f32_loose")
+def _():
+    def f(a, b):
+        return a @ b, a.T @ a, jnp.einsum("ik,jk->ij", a, b.T), jax.nn.relu(a @ b + 1.0)
+    return f, f32_inputs((192, 160), (160, 136), seed=170)
+
+
+@program("reductions_long", tol="f32_loose")
+def _():
+    def f(x):
+        return jnp.sum(x), jnp.sum(x, axis=0), jnp.max(x, axis=1), jnp.mean(x * x, axis=1), jnp.argmin(x, axis=0)
+    return f, f32_inputs((1000, 37), seed=171)
+
+
+@program("conv_nchw", tol="f32_loose")
+def _():
+    def f(x, w):
+        dn = ("NCHW", "OIHW", "NCHW")
+        y = lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)), dimension_numbers=dn)
+        return jax.nn.relu(y), lax.conv_general_dilated(x, w, (2, 1), ((0, 0), (1, 1)), lhs_dilation=(1, 2),
+                                                           dimension_numbers=dn)
+    return f, f32_inputs((2, 3, 12, 10), (8, 3, 3, 3), seed=172)
+
+
+@program("no_inputs", tol="exact")
+def _():
+    def f():
+        return jnp.arange(10, dtype=jnp.int32) * 3, jnp.full((2, 3), 7.5), jnp.eye(3, dtype=jnp.bool_)
+    return f, lambda: ()
+
+
+@program("passthrough_outputs", tol="exact")
+def _():
+    def f(x, unused, y):
+        return x, (x, y * 2), {"again": y}
+    def make():
+        r = rng(173)
+        return randn(r, 3, 2), randn(r, 4), r.integers(0, 9, 5).astype(np.int32)
+    return f, make
+
+
+@program("zero_size", tol="exact")
+def _():
+    def f(x, y):
+        return x.sum(axis=0), x * 2.0, jnp.concatenate([x, x]), y.max(initial=-1), x.T @ x
+    return f, lambda: (np.zeros((0, 3), np.float32), np.zeros((0,), np.int32))
+
+
+@program("bool_inputs", tol="exact")
+def _():
+    def f(m, x):
+        return m & ~m[::-1], jnp.where(m, x, -x), m.sum(), jnp.argmax(m), m.astype(jnp.int32) * 2, jnp.any(m, axis=0)
+    def make():
+        r = rng(174)
+        return r.random((4, 6)) > 0.5, randn(r, 4, 6)
+    return f, make
+
+
+@program("complex_outputs", tol="f32_loose")
+def _():
+    def f(x, z):
+        return jnp.fft.fft(x), jnp.fft.ifft(z), z * jnp.conj(z), jnp.fft.fft2(x.reshape(2, 8))
+    def make():
+        r = rng(175)
+        return randn(r, 16), (randn(r, 8) + 1j * randn(r, 8)).astype(np.complex64)
+    return f, make
+
+
+@program("reduce_precision")
+def _():
+    def f(x):
+        return (lax.reduce_precision(x, exponent_bits=8, mantissa_bits=7),
+                lax.reduce_precision(x, exponent_bits=5, mantissa_bits=10),
+                x.astype(jnp.bfloat16).astype(jnp.float32))
+    return f, lambda: (randn(rng(176), 32) * np.float32(100),)
+
+
 PROGRAMS_BY_NAME = {p.name: p for p in PROGRAMS}
 assert len(PROGRAMS_BY_NAME) == len(PROGRAMS), "duplicate program names"
