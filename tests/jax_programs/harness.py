@@ -137,11 +137,16 @@ def compare(got, want, tol_class):
     if got_tree != want_tree:
         return f"output structure {got_tree} != expected {want_tree}"
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(want)[0]]
+    bad = []
     for path, g, w in zip(paths, got_leaves, want_leaves):
         msg = compare_leaf(g, w, tol_class)
         if msg is not None:
-            return f"output{path or ''} ({w.dtype}{list(np.shape(w))}): {msg}"
-    return None
+            bad.append(f"output{path or ''} ({w.dtype}{list(np.shape(w))}): {msg}")
+    if not bad:
+        return None
+    more = f" (and {len(bad) - 1} more of {len(want_leaves)} leaves: " + \
+        ", ".join(b.split(" (")[0] for b in bad[1:]) + ")" if len(bad) > 1 else ""
+    return bad[0] + more
 
 
 def one_line(text):

@@ -1254,5 +1254,58 @@ def _():
     return f, lambda: (randn(rng(176), 32) * np.float32(100),)
 
 
+# ---------------------------------------------------------------------------------------------
+# Edge semantics XLA defines: integer division by zero and INT_MIN / -1, over-wide shifts,
+# saturating float->int conversion, IEEE special values, out-of-bounds gathers and scatters
+# ---------------------------------------------------------------------------------------------
+
+@program("int_edge_semantics", tol="exact")
+def _():
+    def f(a, b, s):
+        return (lax.div(a, b), lax.rem(a, b), lax.shift_left(a, s), lax.shift_right_logical(a, s),
+                lax.shift_right_arithmetic(a, s), jnp.power(a % 7, jnp.abs(b) % 4), jnp.abs(a), -a)
+    def make():
+        imin = np.iinfo(np.int32).min
+        a = np.array([7, -7, imin, imin, 5, -9, 123456, imin + 1], np.int32)
+        b = np.array([0, 0, -1, 1, 3, -2, 0, -1], np.int32)
+        s = np.array([0, 1, 31, 32, 33, 40, -1, 5], np.int32)
+        return a, b, s
+    return f, make
+
+
+@program("float_edge_semantics")
+def _():
+    def f(x):
+        return (jnp.signbit(x), jnp.copysign(1.0, x), lax.nextafter(x, jnp.zeros_like(x)), jnp.sqrt(x),
+                jnp.log(x), jnp.exp(x * 100.0), x / 0.0, jnp.maximum(x, -x), jnp.arctan2(x, -1.0),
+                x.astype(jnp.int32), x.astype(jnp.uint8))
+    def make():
+        return (np.array([0.0, -0.0, 1e-30, -1e-30, np.inf, -np.inf, np.nan, 3e9, -3e9, 300.7, -1.5, 2.0],
+                         np.float32),)
+    return f, make
+
+
+@program("denormals")
+def _():
+    # XLA:CPU runs with denormals flushed to zero (inputs and results), as XLA on GPUs does.
+    def f(x, y):
+        return x * 1.0, jnp.sqrt(x), jnp.log(x), 1.0 / x, x * y, y * 1e-20
+    def make():
+        x = np.array([1e-40, -1e-40, 1e-39, -5e-45, 1e-30, 0.0], np.float32)
+        return x, np.full(6, 1e-19, np.float32)
+    return f, make
+
+
+@program("gather_scatter_out_of_bounds", tol="exact")
+def _():
+    def f(x, idx):
+        return (x[idx], jnp.take(x, idx, mode="fill", fill_value=-7.0), x.at[idx].add(100.0),
+                x.at[idx].set(-1.0, mode="drop"), x.at[idx].get(mode="clip"),
+                lax.dynamic_slice(x, (idx[0],), (3,)))
+    def make():
+        return np.arange(8, dtype=np.float32), np.array([9, -1, -9, 3, 100, 7], np.int32)
+    return f, make
+
+
 PROGRAMS_BY_NAME = {p.name: p for p in PROGRAMS}
 assert len(PROGRAMS_BY_NAME) == len(PROGRAMS), "duplicate program names"

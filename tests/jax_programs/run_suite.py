@@ -27,6 +27,7 @@ def reason_key(result):
         text = f"{m.group(1)} {m.group(2)}" if m else text
         text = re.sub(r"worst at .*|first at .*|at \(.*", "", text)
     text = re.sub(r"(?<![\w])(/[\w.\-]+){2,}", "<path>", text)
+    text = re.sub(r"'[^']*'", "'..'", text)  # quoted instruction names, custom-call targets
     text = re.sub(r"%?[A-Za-z_][\w\-]*\.\d+", "<name>", text)  # instruction names like add.3
     text = re.sub(r"\b\d+(\.\d+)?(e-?\d+)?\b", "N", text)
     text = re.sub(r"\[[N, ]*\]", "[..]", text)
