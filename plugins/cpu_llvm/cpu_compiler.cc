@@ -12,6 +12,7 @@
 #include "hlo/evaluator/evaluator.h"
 #include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/conv_library.h"
+#include "plugins/cpu_llvm/flush_denormals.h"
 #include "plugins/kernel_plan/kernel_fusion.h"
 #include "plugins/kernel_plan/step_values.h"
 
@@ -98,6 +99,7 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal> args) const 
 }
 
 absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args) const {
+  ScopedFlushDenormals flush;  // the pool's workers flush too (thread_pool.cc)
   if (profile_) profile_->BeginRun();
   const HloComputation* entry = module_->entry();
   if (static_cast<int>(args.size()) != entry->num_parameters())

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "plugins/cpu_llvm/flush_denormals.h"
+
 namespace kiln::cpu {
 namespace {
 
@@ -138,6 +140,7 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::WorkerLoop() {
   in_pool = true;
+  ScopedFlushDenormals flush;  // workers run only cpu-llvm's kernels and GEMMs
   uint64_t seen = 0;
   for (;;) {
     const auto called = [&] { return generation_.load(std::memory_order_acquire) != seen; };

@@ -21,11 +21,16 @@ nb::dlpack::dtype DlpackType(PrimitiveType t) {
     return nb::dlpack::dtype{static_cast<uint8_t>(code), static_cast<uint8_t>(bits), 1};
   };
   switch (t) {
-    case PrimitiveType::PRED: return make(dtype_code::Bool, 8);
-    case PrimitiveType::BF16: return make(dtype_code::Bfloat, 16);
-    case PrimitiveType::C64: return make(dtype_code::Complex, 64);
-    case PrimitiveType::C128: return make(dtype_code::Complex, 128);
-    default: break;
+    case PrimitiveType::PRED:
+      return make(dtype_code::Bool, 8);
+    case PrimitiveType::BF16:
+      return make(dtype_code::Bfloat, 16);
+    case PrimitiveType::C64:
+      return make(dtype_code::Complex, 64);
+    case PrimitiveType::C128:
+      return make(dtype_code::Complex, 128);
+    default:
+      break;
   }
   int bits = BitWidth(t);
   if (IsFloating(t)) return make(dtype_code::Float, bits);
