@@ -5,16 +5,16 @@
     out = exe(np.ones(4, np.float32), np.ones(4, np.float32))
 
 `kiln.devices()` lists the plugins; `kiln.device_put` keeps arrays on a device between calls;
-`kiln.jax.jit` runs JAX functions on Kiln. Errors are `kiln.KilnError` with a `.code`.
+`kiln.jax.jit` runs JAX functions on Kiln; `kiln.graph` parses and runs the graph IR. Errors are `kiln.KilnError` with a `.code`.
 """
 import os
 import threading
 
-from . import _kiln
+from . import _kiln, graph
 from ._kiln import Buffer, Device, Executable, KilnError
 
 __all__ = ["Buffer", "Device", "Executable", "KilnError", "compile", "device_put", "devices",
-           "from_dlpack"]
+           "from_dlpack", "graph"]
 
 _cache = {}
 _cache_lock = threading.Lock()

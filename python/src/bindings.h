@@ -56,5 +56,6 @@ class PyExecutable {
 
 void BindExecutable(nanobind::module_& m);
 void BindBuffer(nanobind::module_& m);
+void BindGraph(nanobind::module_& m);  // graph.cc
 
 }  // namespace kiln::python

@@ -116,6 +116,7 @@ NB_MODULE(_kiln, m) {
 
   BindBuffer(m);
   BindExecutable(m);
+  BindGraph(m);
 
   m.def("devices", &Devices, "Every discovered plugin, available or not, in discovery order.");
   m.def("compile", &Compile, nb::arg("text"), nb::arg("filename"), nb::arg("device"),
