@@ -450,16 +450,18 @@ const void* DeviceBuffer::HostData() const {
 absl::StatusOr<Literal> DeviceBuffer::ToLiteral() const {
   absl::StatusOr<Shape> shape = this->shape();
   if (!shape.ok()) return shape.status();
-  Literal literal(*shape);
+  Literal literal = Literal::Uninitialized(*shape);  // written whole below
+  if (absl::Status s = CopyToHost(literal.untyped_data(), literal.size_bytes()); !s.ok()) return s;
+  return literal;
+}
+
+absl::Status DeviceBuffer::CopyToHost(void* dst, int64_t size) const {
   KILN_Buffer_ToHost_Args args{};
   args.struct_size = sizeof(args);
   args.buffer = buffer_;
-  args.dst = literal.untyped_data();
-  args.dst_size = static_cast<size_t>(literal.size_bytes());
-  if (absl::Status s = lib_->Take(lib_->api->buffer_to_host(&args), "buffer_to_host"); !s.ok()) {
-    return s;
-  }
-  return literal;
+  args.dst = dst;
+  args.dst_size = static_cast<size_t>(size);
+  return lib_->Take(lib_->api->buffer_to_host(&args), "buffer_to_host");
 }
 
 // ---- Executable -----------------------------------------------------------------------

@@ -54,6 +54,8 @@ class DeviceBuffer {
 
   absl::StatusOr<Shape> shape() const;
   absl::StatusOr<Literal> ToLiteral() const;
+  // Copies the bytes (dense, row-major) into `dst`, which holds exactly `size` bytes.
+  absl::Status CopyToHost(void* dst, int64_t size) const;
   // Where the buffer's bytes are when they live in host memory (valid while it lives, not
   // to be written); null when they do not, or the plugin cannot say (ABI < 1.2).
   const void* HostData() const;

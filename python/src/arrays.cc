@@ -160,11 +160,33 @@ absl::StatusOr<PrimitiveType> ElementTypeOfDtype(nb::handle dtype) {
   return *t;
 }
 
+const void* ExactArrayData(nb::handle obj, const Shape& expected) {
+  if (!PyArray_Check(obj.ptr())) return nullptr;
+  auto* a = reinterpret_cast<PyArrayObject*>(obj.ptr());
+  std::optional<PrimitiveType> t = ElementTypeOf(PyArray_DESCR(a));
+  if (!t || *t != expected.element_type() || !PyArray_ISCARRAY_RO(a) ||
+      PyArray_NDIM(a) != expected.rank() ||
+      !std::equal(expected.dimensions().begin(), expected.dimensions().end(), PyArray_DIMS(a))) {
+    return nullptr;
+  }
+  return PyArray_DATA(a);
+}
+
+std::pair<nb::object, void*> NewArray(const Shape& shape) {
+  PyArray_Descr* descr = DescrFor(shape.element_type());  // a new reference, stolen below
+  if (descr == nullptr) return {nb::none(), nullptr};
+  std::vector<npy_intp> dims(shape.dimensions().begin(), shape.dimensions().end());
+  PyObject* out = PyArray_NewFromDescr(&PyArray_Type, descr, static_cast<int>(dims.size()),
+                                       dims.data(), nullptr, nullptr, 0, nullptr);
+  if (out == nullptr) throw nb::python_error();
+  return {nb::steal(out), PyArray_DATA(reinterpret_cast<PyArrayObject*>(out))};
+}
+
 absl::StatusOr<Literal> LiteralFromPython(nb::handle obj, const Shape& expected,
-                                          const std::string& what) {
+                                          absl::FunctionRef<std::string()> what) {
   if (!expected.IsArray()) {
     return absl::InvalidArgumentError(fmt::format(
-        "{}: parameter shape {} cannot be given from Python", what, expected.ToString(false)));
+        "{}: parameter shape {} cannot be given from Python", what(), expected.ToString(false)));
   }
   nb::object array;  // a C-contiguous, aligned ndarray of the expected dtype
   if (PyArray_Check(obj.ptr())) {
@@ -174,7 +196,7 @@ absl::StatusOr<Literal> LiteralFromPython(nb::handle obj, const Shape& expected,
         PyArray_NDIM(a) == expected.rank() &&
         std::equal(expected.dimensions().begin(), expected.dimensions().end(), PyArray_DIMS(a));
     if (!t || *t != expected.element_type() || !same_dims) {
-      return absl::InvalidArgumentError(fmt::format("{}: expected {}, got an array of {}", what,
+      return absl::InvalidArgumentError(fmt::format("{}: expected {}, got an array of {}", what(),
                                                     expected.ToString(false), DescribeArray(a)));
     }
     array = nb::borrow(obj);
@@ -186,7 +208,7 @@ absl::StatusOr<Literal> LiteralFromPython(nb::handle obj, const Shape& expected,
     PyArray_Descr* descr = DescrFor(expected.element_type());
     if (descr == nullptr) {
       return absl::InvalidArgumentError(
-          fmt::format("{}: {} arguments need ml_dtypes (pip install ml_dtypes)", what,
+          fmt::format("{}: {} arguments need ml_dtypes (pip install ml_dtypes)", what(),
                       PrimitiveTypeName(expected.element_type())));
     }
     // Steals descr.
@@ -194,7 +216,7 @@ absl::StatusOr<Literal> LiteralFromPython(nb::handle obj, const Shape& expected,
                                           NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED, nullptr);
     if (converted == nullptr) {
       nb::python_error err;
-      return absl::InvalidArgumentError(fmt::format("{}: cannot convert {} to {}: {}", what,
+      return absl::InvalidArgumentError(fmt::format("{}: cannot convert {} to {}: {}", what(),
                                                     DescribePython(obj), expected.ToString(false),
                                                     err.what()));
     }
@@ -204,7 +226,7 @@ absl::StatusOr<Literal> LiteralFromPython(nb::handle obj, const Shape& expected,
         PyArray_NDIM(a) == expected.rank() &&
         std::equal(expected.dimensions().begin(), expected.dimensions().end(), PyArray_DIMS(a));
     if (!same_dims) {
-      return absl::InvalidArgumentError(fmt::format("{}: expected {}, got {} of shape {}", what,
+      return absl::InvalidArgumentError(fmt::format("{}: expected {}, got {} of shape {}", what(),
                                                     expected.ToString(false), DescribePython(obj),
                                                     DescribeArray(a)));
     }

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "hlo/literal.h"
 
@@ -22,8 +23,17 @@ bool IsNdarray(nanobind::handle obj);
 // dtype and shape; other objects (Python scalars, lists, objects with __array__) are
 // converted to the expected dtype first, as JAX treats weakly typed values. Errors say
 // which argument (`what`) and what was expected.
+// `what` names the argument in errors ("argument 2"); it is called only on an error.
 absl::StatusOr<Literal> LiteralFromPython(nanobind::handle obj, const Shape& expected,
-                                          const std::string& what);
+                                          absl::FunctionRef<std::string()> what);
+
+// Where the bytes of `obj` are when it is a C-contiguous, aligned ndarray of exactly the
+// expected element type and dims (so they can be lent without a copy); null otherwise.
+const void* ExactArrayData(nanobind::handle obj, const Shape& expected);
+
+// A new, uninitialized NumPy array for an array of `shape` and where its bytes are; the
+// pointer is null when the type has no NumPy dtype here (bf16 without ml_dtypes).
+std::pair<nanobind::object, void*> NewArray(const Shape& shape);
 
 // A NumPy array viewing the literal's bytes without a copy (it owns the literal).
 nanobind::object ArrayFromLiteral(Literal literal);

@@ -46,11 +46,16 @@ class PyExecutable {
 
  private:
   void CheckArgumentCount(size_t n) const;
+  // Runs the whole-module executable on its plugin: buffers as they are, host arrays of the
+  // exact type lent without a copy, other values converted.
   std::vector<DeviceBuffer> RunOnDevice(nanobind::args args) const;
-  nanobind::object Wrap(std::vector<nanobind::object> leaves) const;
+  // Host arrays in and out through ModuleExecutable (a partitioned module).
+  nanobind::object CallPartitioned(nanobind::args args) const;
+  nanobind::object Wrap(nanobind::object* leaves, size_t n) const;
 
   std::unique_ptr<ModuleExecutable> exe_;
   std::vector<Shape> params_;
+  std::vector<Shape> outputs_;  // the result's array leaves, depth-first
   bool tuple_result_ = false;
 };
 

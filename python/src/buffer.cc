@@ -31,7 +31,7 @@ PyBuffer DevicePut(nb::handle array, const Plugin& plugin) {
   std::vector<int64_t> dims;
   for (nb::handle d : a.attr("shape")) dims.push_back(nb::cast<int64_t>(d));
   Shape shape(type, dims);
-  Literal l = ValueOrThrow(LiteralFromPython(a, shape, "device_put"));
+  Literal l = ValueOrThrow(LiteralFromPython(a, shape, [] { return std::string("device_put"); }));
   absl::StatusOr<DeviceBuffer> b;
   {
     nb::gil_scoped_release release;

@@ -12,11 +12,49 @@
 namespace nb = nanobind;
 
 namespace kiln::python {
+namespace {
+
+// Below this size a copy out is not worth releasing the GIL for.
+constexpr int64_t kReleaseGilBytes = 1 << 16;
+
+void Flatten(const Shape& s, std::vector<Shape>& out) {
+  if (!s.IsTuple()) {
+    out.push_back(s);
+    return;
+  }
+  for (const Shape& e : s.tuple_shapes()) Flatten(e, out);
+}
+
+std::string ArgumentName(size_t i) { return fmt::format("argument {}", i); }
+
+// The on_done of a lent NumPy array: drops the reference the plugin held.
+void ReleaseArray(void* array) {
+  nb::gil_scoped_acquire gil;
+  Py_DECREF(static_cast<PyObject*>(array));
+}
+
+// A NumPy copy of a buffer whose shape is known.
+nb::object ToNumpy(const DeviceBuffer& b, const Shape& shape) {
+  auto [array, data] = NewArray(shape);
+  if (data == nullptr) return ArrayFromLiteral(ValueOrThrow(b.ToLiteral()));
+  absl::Status s;
+  if (shape.byte_size() >= kReleaseGilBytes) {
+    nb::gil_scoped_release release;
+    s = b.CopyToHost(data, shape.byte_size());
+  } else {
+    s = b.CopyToHost(data, shape.byte_size());
+  }
+  ThrowIfError(s);
+  return array;
+}
+
+}  // namespace
 
 PyExecutable::PyExecutable(std::unique_ptr<ModuleExecutable> exe) : exe_(std::move(exe)) {
   const HloComputation& entry = *exe_->module().entry();
   for (int i = 0; i < entry.num_parameters(); ++i) params_.push_back(entry.parameter(i)->shape());
   tuple_result_ = entry.root()->shape().IsTuple();
+  Flatten(entry.root()->shape(), outputs_);
 }
 
 void PyExecutable::CheckArgumentCount(size_t n) const {
@@ -26,35 +64,40 @@ void PyExecutable::CheckArgumentCount(size_t n) const {
   }
 }
 
-nb::object PyExecutable::Wrap(std::vector<nb::object> leaves) const {
-  if (!tuple_result_ && leaves.size() == 1) return leaves[0];
-  nb::list list;
-  for (nb::object& leaf : leaves) list.append(std::move(leaf));
-  return nb::tuple(list);
+nb::object PyExecutable::Wrap(nb::object* leaves, size_t n) const {
+  if (!tuple_result_ && n == 1) return leaves[0];
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(n));
+  if (tuple == nullptr) throw nb::python_error();
+  for (size_t i = 0; i < n; ++i) PyTuple_SET_ITEM(tuple, i, leaves[i].release().ptr());
+  return nb::steal(tuple);
 }
 
 nb::object PyExecutable::Call(nb::args args) const {
   CheckArgumentCount(args.size());
-  for (nb::handle a : args) {
-    if (nb::isinstance<PyBuffer>(a)) {  // some argument is on a device: run there
-      std::vector<DeviceBuffer> outs = RunOnDevice(args);
-      std::vector<nb::object> leaves;
-      for (DeviceBuffer& b : outs) {
-        absl::StatusOr<Literal> l;
-        {
-          nb::gil_scoped_release release;
-          l = b.ToLiteral();
-        }
-        leaves.push_back(ArrayFromLiteral(ValueOrThrow(std::move(l))));
-      }
-      return Wrap(std::move(leaves));
-    }
+  if (exe_->executable() == nullptr) return CallPartitioned(args);
+  std::vector<DeviceBuffer> outs = RunOnDevice(args);
+  if (outs.size() != outputs_.size()) {
+    throw StatusError(
+        absl::InternalError(fmt::format("{} returned {} outputs, the module has {}",
+                                        exe_->device_names(), outs.size(), outputs_.size())));
   }
+  std::vector<nb::object> leaves;
+  leaves.reserve(outs.size());
+  for (size_t i = 0; i < outs.size(); ++i) leaves.push_back(ToNumpy(outs[i], outputs_[i]));
+  return Wrap(leaves.data(), leaves.size());
+}
+
+nb::object PyExecutable::CallPartitioned(nb::args args) const {
   std::vector<Literal> literals;
   literals.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
-    literals.push_back(
-        ValueOrThrow(LiteralFromPython(args[i], params_[i], fmt::format("argument {}", i))));
+    nb::handle a = args[i];
+    if (nb::isinstance<PyBuffer>(a)) {
+      literals.push_back(ValueOrThrow(nb::cast<const PyBuffer&>(a).buffer->ToLiteral()));
+    } else {
+      literals.push_back(
+          ValueOrThrow(LiteralFromPython(a, params_[i], [i] { return ArgumentName(i); })));
+    }
   }
   absl::StatusOr<std::vector<Literal>> outs;
   {
@@ -63,7 +106,7 @@ nb::object PyExecutable::Call(nb::args args) const {
   }
   std::vector<nb::object> leaves;
   for (Literal& l : ValueOrThrow(std::move(outs))) leaves.push_back(ArrayFromLiteral(std::move(l)));
-  return Wrap(std::move(leaves));
+  return Wrap(leaves.data(), leaves.size());
 }
 
 std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args) const {
@@ -74,35 +117,41 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args) const {
                     "on one plugin; call it with host arrays",
                     exe_->module().name(), exe_->device_names())));
   }
-  std::vector<DeviceBuffer> uploaded;  // arguments given as host arrays
+  std::vector<DeviceBuffer> uploaded;  // arguments given as host values
   uploaded.reserve(args.size());
   std::vector<const DeviceBuffer*> ptrs;
+  ptrs.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
-    std::string what = fmt::format("argument {}", i);
-    if (nb::isinstance<PyBuffer>(args[i])) {
-      const PyBuffer& b = nb::cast<const PyBuffer&>(args[i]);
+    nb::handle a = args[i];
+    if (nb::isinstance<PyBuffer>(a)) {
+      const PyBuffer& b = nb::cast<const PyBuffer&>(a);
       if (b.plugin != plugin) {
         throw StatusError(absl::InvalidArgumentError(
-            fmt::format("{} is a buffer on {}, but the executable runs on {}", what,
+            fmt::format("{} is a buffer on {}, but the executable runs on {}", ArgumentName(i),
                         b.plugin->name(), plugin->name())));
       }
       if (b.shape.element_type() != params_[i].element_type() ||
           b.shape.dimensions() != params_[i].dimensions()) {
         throw StatusError(absl::InvalidArgumentError(
-            fmt::format("{}: expected {}, got a buffer of {}", what, params_[i].ToString(false),
-                        b.shape.ToString(false))));
+            fmt::format("{}: expected {}, got a buffer of {}", ArgumentName(i),
+                        params_[i].ToString(false), b.shape.ToString(false))));
       }
       ptrs.push_back(b.buffer.get());
-    } else {
-      Literal l = ValueOrThrow(LiteralFromPython(args[i], params_[i], what));
-      absl::StatusOr<DeviceBuffer> b;
-      {
-        nb::gil_scoped_release release;
-        b = plugin->ToDevice(l);
-      }
-      uploaded.push_back(ValueOrThrow(std::move(b)));
-      ptrs.push_back(&uploaded.back());
+      continue;
     }
+    absl::StatusOr<DeviceBuffer> b;
+    if (const void* data = ExactArrayData(a, params_[i])) {
+      // Lent, not copied, where the plugin keeps host memory; it holds a reference until done.
+      Py_INCREF(a.ptr());
+      b = plugin->ToDeviceShared(params_[i], data, &ReleaseArray, a.ptr());
+      if (!b.ok()) Py_DECREF(a.ptr());
+    } else {
+      Literal l = ValueOrThrow(LiteralFromPython(a, params_[i], [i] { return ArgumentName(i); }));
+      nb::gil_scoped_release release;
+      b = plugin->ToDevice(l);
+    }
+    uploaded.push_back(ValueOrThrow(std::move(b)));
+    ptrs.push_back(&uploaded.back());
   }
   absl::StatusOr<std::vector<DeviceBuffer>> outs;
   {
@@ -115,15 +164,19 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args) const {
 nb::tuple PyExecutable::Execute(nb::args args) const {
   CheckArgumentCount(args.size());
   std::vector<DeviceBuffer> outs = RunOnDevice(args);
-  nb::list list;
-  for (DeviceBuffer& b : outs) {
+  std::vector<nb::object> leaves;
+  leaves.reserve(outs.size());
+  for (size_t i = 0; i < outs.size(); ++i) {
     PyBuffer pb;
     pb.plugin = exe_->plugin();
-    pb.shape = ValueOrThrow(b.shape());
-    pb.buffer = std::make_shared<DeviceBuffer>(std::move(b));
-    list.append(nb::cast(std::move(pb)));
+    pb.shape = i < outputs_.size() ? outputs_[i] : ValueOrThrow(outs[i].shape());
+    pb.buffer = std::make_shared<DeviceBuffer>(std::move(outs[i]));
+    leaves.push_back(nb::cast(std::move(pb)));
   }
-  return nb::tuple(list);
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(leaves.size()));
+  if (tuple == nullptr) throw nb::python_error();
+  for (size_t i = 0; i < leaves.size(); ++i) PyTuple_SET_ITEM(tuple, i, leaves[i].release().ptr());
+  return nb::steal<nb::tuple>(tuple);
 }
 
 void BindExecutable(nb::module_& m) {

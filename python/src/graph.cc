@@ -96,8 +96,9 @@ class PyGraphSession {
         if (dims[i] < 0) dims[i] = given[i];
       }
     }
-    return LiteralFromPython(value, Shape(dtype->type(), dims),
-                             fmt::format("placeholder {} {}", ph.name, shape->shape().ToString()));
+    return LiteralFromPython(value, Shape(dtype->type(), dims), [&] {
+      return fmt::format("placeholder {} {}", ph.name, shape->shape().ToString());
+    });
   }
 
   std::unique_ptr<graph::Graph> graph_;
