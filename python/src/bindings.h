@@ -46,9 +46,10 @@ class PyExecutable {
 
  private:
   void CheckArgumentCount(size_t n) const;
-  // Runs the whole-module executable on its plugin: buffers as they are, host arrays of the
-  // exact type lent without a copy, other values converted.
-  std::vector<DeviceBuffer> RunOnDevice(nanobind::args args) const;
+  // Runs the whole-module executable on its plugin: buffers as they are, other values copied
+  // or converted. `lend`: host arrays of the exact type are lent without a copy instead (only
+  // when no output outlives the call: an output may share an argument's memory).
+  std::vector<DeviceBuffer> RunOnDevice(nanobind::args args, bool lend) const;
   // Host arrays in and out through ModuleExecutable (a partitioned module).
   nanobind::object CallPartitioned(nanobind::args args) const;
   nanobind::object Wrap(nanobind::object* leaves, size_t n) const;

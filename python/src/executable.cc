@@ -75,7 +75,7 @@ nb::object PyExecutable::Wrap(nb::object* leaves, size_t n) const {
 nb::object PyExecutable::Call(nb::args args) const {
   CheckArgumentCount(args.size());
   if (exe_->executable() == nullptr) return CallPartitioned(args);
-  std::vector<DeviceBuffer> outs = RunOnDevice(args);
+  std::vector<DeviceBuffer> outs = RunOnDevice(args, /*lend=*/true);  // all copied out below
   if (outs.size() != outputs_.size()) {
     throw StatusError(
         absl::InternalError(fmt::format("{} returned {} outputs, the module has {}",
@@ -109,7 +109,7 @@ nb::object PyExecutable::CallPartitioned(nb::args args) const {
   return Wrap(leaves.data(), leaves.size());
 }
 
-std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args) const {
+std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args, bool lend) const {
   const Plugin* plugin = exe_->plugin();
   if (plugin == nullptr || exe_->executable() == nullptr) {
     throw StatusError(absl::FailedPreconditionError(
@@ -140,7 +140,7 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args) const {
       continue;
     }
     absl::StatusOr<DeviceBuffer> b;
-    if (const void* data = ExactArrayData(a, params_[i])) {
+    if (const void* data = lend ? ExactArrayData(a, params_[i]) : nullptr) {
       // Lent, not copied, where the plugin keeps host memory; it holds a reference until done.
       Py_INCREF(a.ptr());
       b = plugin->ToDeviceShared(params_[i], data, &ReleaseArray, a.ptr());
@@ -163,7 +163,7 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args) const {
 
 nb::tuple PyExecutable::Execute(nb::args args) const {
   CheckArgumentCount(args.size());
-  std::vector<DeviceBuffer> outs = RunOnDevice(args);
+  std::vector<DeviceBuffer> outs = RunOnDevice(args, /*lend=*/false);  // outputs outlive the call
   std::vector<nb::object> leaves;
   leaves.reserve(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {

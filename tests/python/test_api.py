@@ -201,3 +201,19 @@ ENTRY %main (v: f32[256]) -> f32[256] {
         done.set()
         t.join()
     assert len(ticks) > 5, f"the ticker ran {len(ticks)} times while Kiln ran"
+
+
+def test_execute_copies_host_arrays_so_outputs_do_not_alias_them(device):
+    # The identity: a plugin may hand the argument's memory back as the output (none does
+    # today: the host plugins copy a passed-through parameter), so execute must not lend it.
+    exe = kiln.compile("""HloModule identity
+ENTRY %main (x: f32[4]) -> f32[4] {
+  ROOT %x = f32[4] parameter(0)
+}
+""", device)
+    x = np.arange(4, dtype=np.float32)
+    (b,) = exe.execute(x)
+    y = exe(x)
+    x[:] = -1  # the caller's array changes after the calls
+    np.testing.assert_array_equal(np.asarray(b), [0, 1, 2, 3])
+    np.testing.assert_array_equal(y, [0, 1, 2, 3])
