@@ -89,7 +89,7 @@ def overhead_table(build, calls):
 def workload_table(build, runs):
     import cpu_workloads
     import kiln
-    from timing import kiln_benchmark
+    from timing import kiln_benchmark, median_ms
     cli = os.path.join(build, 'tools', 'kiln')
     print(f'\nCPU workloads, median ms of {runs} runs, inputs on the device in both '
           f'(KILN_CPU_THREADS={os.environ.get("KILN_CPU_THREADS", "all cores")}):')
@@ -107,16 +107,6 @@ def workload_table(build, runs):
             host_ms = median_ms(lambda: exe(*w.inputs), runs)
             print(f'  {w.name:36s} {cli_ms:16.3f} {py_ms:15.3f} {py_ms / cli_ms:6.3f}'
                   f' {host_ms:13.3f}', flush=True)
-
-
-def median_ms(fn, runs):
-    fn()
-    t = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        t.append((time.perf_counter() - t0) * 1e3)
-    return sorted(t)[len(t) // 2]
 
 
 def main():
