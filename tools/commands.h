@@ -21,6 +21,7 @@ int PrintCommand(const std::vector<std::string>& args);
 int DevicesCommand(const std::vector<std::string>& args);
 int OptCommand(const std::vector<std::string>& args);
 int GraphCommand(const std::vector<std::string>& args);
+int PluginTestCommand(const std::vector<std::string>& args);
 
 // Shared helpers.
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);

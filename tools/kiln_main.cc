@@ -1,4 +1,5 @@
-// The `kiln` program: dispatches to the run / print / devices / opt / graph subcommands.
+// The `kiln` program: dispatches to the run / print / devices / opt / graph / plugin-test
+// subcommands.
 #include <exception>
 #include <iostream>
 #include <string>
@@ -25,6 +26,7 @@ constexpr const char* kUsage =
     "                       [--steps N] [--no-core-passes]\n"
     "  graph print FILE.graph | graph lower FILE.graph [--input X.npy]...\n"
     "  devices\n"
+    "  plugin-test PATH.so|NAME [--json] [--seed N] [--modules N]\n"
     "  help\n"
     "Run `kiln <command> --help` for details.\n";
 
@@ -43,6 +45,7 @@ int main(int argc, char** argv) {
     if (command == "devices") return kiln::DevicesCommand(args);
     if (command == "opt") return kiln::OptCommand(args);
     if (command == "graph") return kiln::GraphCommand(args);
+    if (command == "plugin-test") return kiln::PluginTestCommand(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::cout << kUsage;
       return kiln::kExitOk;

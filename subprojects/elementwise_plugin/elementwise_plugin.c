@@ -239,7 +239,7 @@ static KILN_Error* ParseProgram(const char* text, size_t size, Program* p) {
   if (text == NULL) return Fail(KILN_ERROR_INVALID_ARGUMENT, "hlo_text is null%s%s", NULL, NULL);
   const char* end = text + size;
   const char* line = text;
-  int in_entry = 0;
+  int in_entry = 0, closed = 0;
   while (line < end) {
     const char* eol = memchr(line, '\n', (size_t)(end - line));
     if (eol == NULL) eol = end;
@@ -247,6 +247,7 @@ static KILN_Error* ParseProgram(const char* text, size_t size, Program* p) {
     if (!in_entry) {
       if (eol - s >= 6 && strncmp(s, "ENTRY ", 6) == 0) in_entry = 1;
     } else if (s < eol && *s == '}') {
+      closed = 1;
       break;
     } else if (s < eol) {
       if (ParseLine(p, s, eol) < 0) {
@@ -259,6 +260,11 @@ static KILN_Error* ParseProgram(const char* text, size_t size, Program* p) {
   if (!in_entry || p->count == 0) {
     FreeProgram(p);
     return Fail(KILN_ERROR_INVALID_ARGUMENT, "no ENTRY computation found%s%s", NULL, NULL);
+  }
+  if (!closed) { /* cut short: what was read may look like a whole program */
+    FreeProgram(p);
+    return Fail(KILN_ERROR_INVALID_ARGUMENT, "ENTRY computation has no closing '}'%s%s", NULL,
+                NULL);
   }
   if (p->root < 0) p->root = p->count - 1;
   return NULL;
@@ -573,6 +579,7 @@ static const KILN_Api kApi = {
     BufferToHost,
     BufferInfo,
     BufferDestroy,
+    NULL, /* buffer_host_data (1.2): not offered */
 };
 
 const KILN_Api* KILN_GetApi(void) { return &kApi; }

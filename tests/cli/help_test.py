@@ -16,7 +16,7 @@ KILN, ROOT = os.path.abspath(sys.argv[1]), sys.argv[2]
 usage = subprocess.run([KILN, "--help"], capture_output=True, text=True, timeout=30).stdout
 failures = []
 for path in sorted(glob.glob(os.path.join(ROOT, "tools", "*_command.cc"))):
-    command = os.path.basename(path)[:-len("_command.cc")]
+    command = os.path.basename(path)[:-len("_command.cc")].replace("_", "-")
     if not re.search(rf"^  {command}\b", usage, re.M):
         failures.append(f"command '{command}' missing from kiln --help")
     text = open(path).read()
