@@ -14,6 +14,7 @@
 #include "hlo/evaluator/evaluator_internal.h"
 #include "hlo/evaluator/evaluator_util.h"
 #include "hlo/evaluator/fft.h"
+#include "hlo/evaluator/lapack_custom_calls.h"
 
 namespace kiln {
 
@@ -465,6 +466,8 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstruction(
           return zero;
         }
         case HloOpcode::kCustomCall:
+          if (eval::IsLapackCustomCall(instr.attrs().custom_call_target))
+            return eval::EvalLapackCustomCall(instr, operands);
           return eval::Unimplemented(
               instr, absl::StrCat("custom-call target '", instr.attrs().custom_call_target,
                                   "' is not supported by the evaluator"));

@@ -1,6 +1,7 @@
 // What the evaluator runs: single-device, host-only semantics (see support.h).
 #include "hlo/evaluator/support.h"
 
+#include "hlo/evaluator/lapack_custom_calls.h"
 #include "hlo/opcode.h"
 
 namespace kiln {
@@ -23,7 +24,7 @@ std::optional<std::string> ComputationReason(const HloComputation& c, int depth)
 
 std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
   HloOpcode op = instr.opcode();
-  if (op == HloOpcode::kCustomCall) {
+  if (op == HloOpcode::kCustomCall && !eval::IsLapackCustomCall(instr.attrs().custom_call_target)) {
     return "is a custom-call ('" + instr.attrs().custom_call_target +
            "'), which needs a target-specific implementation";
   }

@@ -988,6 +988,70 @@ def _():
     return f, make
 
 
+@program("linalg_inv_det_slogdet", tol="f32_loose")
+def _():
+    def f(a):
+        sign, logdet = jnp.linalg.slogdet(a)
+        return jnp.linalg.inv(a), jnp.linalg.det(a), sign, logdet
+    def make():
+        return randn(rng(145), 4, 4) + 2 * np.eye(4, dtype=np.float32),
+    return f, make
+
+
+@program("linalg_singular_det_and_lu", tol="f32_loose")
+def _():
+    # A zero pivot (getrf's info > 0): det is 0; the pivots and factors still come back.
+    def f(a):
+        p, l, u = jax.scipy.linalg.lu(a)
+        return jnp.linalg.det(a), p, l, u
+    def make():
+        a = randn(rng(146), 4, 4)
+        a[2] = a[0] + a[1]
+        a[:, 3] = 0.0
+        return a,
+    return f, make
+
+
+@program("linalg_batched_complex_solve", tol="f32_loose")
+def _():
+    def f(a, b):
+        return jnp.linalg.solve(a, b)
+    def make():
+        r = rng(147)
+        a = (randn(r, 3, 4, 4) + 1j * randn(r, 3, 4, 4)).astype(np.complex64)
+        a += 4 * np.eye(4, dtype=np.complex64)
+        return a, (randn(r, 3, 4, 2) + 1j * randn(r, 3, 4, 2)).astype(np.complex64)
+    return f, make
+
+
+@program("linalg_cho_solve_and_not_pd", tol="f32_loose")
+def _():
+    # cho_factor/cho_solve (potrf then trsm both ways), and a matrix that is not positive
+    # definite (potrf's info > 0: JAX returns NaNs).
+    def f(a, b):
+        spd = a @ a.T + 3.0 * jnp.eye(a.shape[0])
+        x = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(spd, lower=False), b)
+        return x, jnp.linalg.cholesky(-spd)
+    def make():
+        r = rng(148)
+        return randn(r, 5, 5), randn(r, 5, 2)
+    return f, make
+
+
+@program("linalg_triangular_solve_variants", tol="f32_loose")
+def _():
+    def f(u, b, c):
+        sl = jax.scipy.linalg
+        return (sl.solve_triangular(u, b, lower=False, trans=1, unit_diagonal=True),
+                sl.solve_triangular(u, b, lower=False, trans=2),
+                jax.lax.linalg.triangular_solve(u, c, left_side=False, lower=False))
+    def make():
+        r = rng(149)
+        return (np.triu(randn(r, 5, 5)) + 4 * np.eye(5, dtype=np.float32), randn(r, 5, 3),
+                randn(r, 2, 5))
+    return f, make
+
+
 @program("fft", tol="f32_loose")
 def _():
     def f(x):

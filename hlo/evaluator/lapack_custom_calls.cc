@@ -1,0 +1,225 @@
+#include "hlo/evaluator/lapack_custom_calls.h"
+
+#include <cctype>
+#include <complex>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "hlo/evaluator/matrix_kernels.h"
+
+namespace kiln::eval {
+namespace {
+
+constexpr std::string_view kPrefix = "lapack_", kSuffix = "_ffi";
+
+// "getrf" for "lapack_sgetrf_ffi" (any of s, d, c, z), or "".
+std::string_view Routine(std::string_view target) {
+  if (target.size() <= kPrefix.size() + kSuffix.size() + 1 || !target.starts_with(kPrefix) ||
+      !target.ends_with(kSuffix)) {
+    return "";
+  }
+  const char type = target[kPrefix.size()];
+  if (type != 's' && type != 'd' && type != 'c' && type != 'z') return "";
+  return target.substr(kPrefix.size() + 1, target.size() - kPrefix.size() - 1 - kSuffix.size());
+}
+
+// backend_config={diag = 78 : ui8, side = 76 : ui8} -> {diag: 'N', side: 'L'}.
+std::map<std::string, int64_t> Attributes(const HloInstruction& instr) {
+  std::map<std::string, int64_t> out;
+  const std::string* text = instr.attrs().FindExtra("backend_config");
+  if (text == nullptr) return out;
+  std::string_view s = *text;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && !std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
+    size_t name_start = i;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+    std::string name(s.substr(name_start, i - name_start));
+    while (i < s.size() && s[i] == ' ') ++i;
+    if (i >= s.size() || s[i] != '=') continue;
+    ++i;
+    while (i < s.size() && s[i] == ' ') ++i;
+    size_t value_start = i;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '-')) ++i;
+    int64_t v = 0;
+    if (absl::SimpleAtoi(absl::string_view(s.data() + value_start, i - value_start), &v))
+      out[name] = v;
+    while (i < s.size() && s[i] != ',' && s[i] != '}') ++i;  // ": ui8"
+  }
+  return out;
+}
+
+// The LAPACK character flag `name`, or `fallback` when absent.
+char Flag(const std::map<std::string, int64_t>& attrs, const std::string& name, char fallback) {
+  auto it = attrs.find(name);
+  return it == attrs.end() ? fallback : static_cast<char>(it->second);
+}
+
+struct MatrixBatch {
+  int64_t m = 0, n = 0, batches = 0;
+};
+
+absl::StatusOr<MatrixBatch> Matrices(const HloInstruction& instr, const Shape& s) {
+  if (s.rank() < 2 || !(IsFloating(s.element_type()) || IsComplex(s.element_type())))
+    return EvalError(instr,
+                     "expects a floating or complex batch of matrices, got " + s.ToString(false));
+  MatrixBatch b;
+  b.m = s.dimensions(s.rank() - 2);
+  b.n = s.dimensions(s.rank() - 1);
+  b.batches = 1;
+  for (int d = 0; d < s.rank() - 2; ++d) b.batches *= s.dimensions(d);
+  return b;
+}
+
+std::vector<int64_t> BatchDims(const Shape& s) {
+  return std::vector<int64_t>(s.dimensions().begin(), s.dimensions().end() - 2);
+}
+
+Literal Int32s(std::vector<int64_t> dims, const std::vector<int32_t>& values) {
+  Literal l(Shape(PrimitiveType::S32, std::move(dims)));
+  std::copy(values.begin(), values.end(), l.data<int32_t>().begin());
+  return l;
+}
+
+// LU with partial pivoting (LAPACK getrf): rows are swapped whole; ipiv is 1-based; info is
+// the 1-based column of the first exactly zero pivot (that column is left unscaled).
+template <typename C>
+void LuBatch(std::vector<C>& a, const MatrixBatch& b, std::vector<int32_t>& ipiv,
+             std::vector<int32_t>& info) {
+  const int64_t k = std::min(b.m, b.n);
+  ipiv.assign(b.batches * k, 0);
+  info.assign(b.batches, 0);
+  for (int64_t bi = 0; bi < b.batches; ++bi) {
+    C* A = a.data() + bi * b.m * b.n;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t p = j;
+      for (int64_t i = j + 1; i < b.m; ++i)
+        if (std::abs(A[i * b.n + j]) > std::abs(A[p * b.n + j])) p = i;
+      ipiv[bi * k + j] = static_cast<int32_t>(p + 1);
+      if (A[p * b.n + j] == C(0)) {
+        if (info[bi] == 0) info[bi] = static_cast<int32_t>(j + 1);
+        continue;
+      }
+      if (p != j)
+        for (int64_t c = 0; c < b.n; ++c) std::swap(A[j * b.n + c], A[p * b.n + c]);
+      for (int64_t i = j + 1; i < b.m; ++i) {
+        A[i * b.n + j] /= A[j * b.n + j];
+        for (int64_t c = j + 1; c < b.n; ++c) A[i * b.n + c] -= A[i * b.n + j] * A[j * b.n + c];
+      }
+    }
+  }
+}
+
+template <typename C>
+absl::StatusOr<Literal> Getrf(const HloInstruction& instr, const Literal& a) {
+  auto b = Matrices(instr, a.shape());
+  if (!b.ok()) return b.status();
+  std::vector<C> values = LoadWide<C>(a);
+  std::vector<int32_t> ipiv, info;
+  LuBatch(values, *b, ipiv, info);
+  Literal lu(Shape(a.shape().element_type(), a.shape().dimensions()));
+  StoreWide(values, lu);
+  std::vector<int64_t> pivot_dims = BatchDims(a.shape());
+  pivot_dims.push_back(std::min(b->m, b->n));
+  std::vector<Literal> out;
+  out.push_back(std::move(lu));
+  out.push_back(Int32s(pivot_dims, ipiv));
+  out.push_back(Int32s(BatchDims(a.shape()), info));
+  return Literal::MakeTuple(std::move(out));
+}
+
+// Cholesky in the `uplo` triangle; the other triangle keeps the input (as LAPACK leaves it).
+// A matrix that is not positive definite gets info 1 and NaNs (JAX replaces it with NaNs).
+template <typename C>
+absl::StatusOr<Literal> Potrf(const HloInstruction& instr, const Literal& a, bool lower) {
+  auto b = Matrices(instr, a.shape());
+  if (!b.ok()) return b.status();
+  if (b->m != b->n) return EvalError(instr, "potrf needs square matrices");
+  const std::vector<C> in = LoadWide<C>(a);
+  std::vector<C> factor;
+  CholeskyBatch(in, factor, b->n, b->batches, lower);
+  std::vector<int32_t> info(b->batches, 0);
+  const int64_t n = b->n;
+  for (int64_t bi = 0; bi < b->batches; ++bi) {
+    C* F = factor.data() + bi * n * n;
+    const C* A = in.data() + bi * n * n;
+    if (n > 0 && std::isnan(RealPart(F[0]))) {
+      info[bi] = 1;
+      continue;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        if (lower ? j > i : j < i) F[i * n + j] = A[i * n + j];
+  }
+  Literal out_a(Shape(a.shape().element_type(), a.shape().dimensions()));
+  StoreWide(factor, out_a);
+  std::vector<Literal> out;
+  out.push_back(std::move(out_a));
+  out.push_back(Int32s(BatchDims(a.shape()), info));
+  return Literal::MakeTuple(std::move(out));
+}
+
+template <typename C>
+absl::StatusOr<Literal> Trsm(const HloInstruction& instr, const Literal& a, const Literal& x,
+                             const std::map<std::string, int64_t>& flags) {
+  auto ab = Matrices(instr, a.shape());
+  auto xb = Matrices(instr, x.shape());
+  if (!ab.ok()) return ab.status();
+  if (!xb.ok()) return xb.status();
+  InstructionAttributes at;
+  at.left_side = Flag(flags, "side", 'L') == 'L';
+  at.lower = Flag(flags, "uplo", 'L') == 'L';
+  at.unit_diagonal = Flag(flags, "diag", 'N') == 'U';
+  const char trans = Flag(flags, "trans_x", 'N');
+  at.transpose_a = trans == 'T'   ? TriangularSolveTranspose::kTranspose
+                   : trans == 'C' ? TriangularSolveTranspose::kAdjoint
+                                  : TriangularSolveTranspose::kNoTranspose;
+  const int64_t order = at.left_side ? xb->m : xb->n;
+  if (ab->m != ab->n || ab->m != order || ab->batches != xb->batches)
+    return EvalError(instr, "trsm: a " + a.shape().ToString(false) + " does not fit b " +
+                                x.shape().ToString(false));
+  std::vector<C> values = LoadWide<C>(x);
+  TriangularSolveBatch(LoadWide<C>(a), values, xb->m, xb->n, xb->batches, at);
+  Literal out(Shape(x.shape().element_type(), x.shape().dimensions()));
+  StoreWide(values, out);
+  return out;
+}
+
+template <typename C>
+absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
+                                 std::string_view routine) {
+  const auto flags = Attributes(instr);
+  if (routine == "getrf") {
+    if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
+    return Getrf<C>(instr, *ops[0]);
+  }
+  if (routine == "potrf") {
+    if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
+    return Potrf<C>(instr, *ops[0], Flag(flags, "uplo", 'L') == 'L');
+  }
+  if (auto st = ExpectOperands(instr, ops, 2); !st.ok()) return st;
+  return Trsm<C>(instr, *ops[0], *ops[1], flags);
+}
+
+}  // namespace
+
+bool IsLapackCustomCall(std::string_view target) {
+  std::string_view r = Routine(target);
+  return r == "getrf" || r == "potrf" || r == "trsm";
+}
+
+absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {
+  const std::string& target = instr.attrs().custom_call_target;
+  std::string_view routine = Routine(target);
+  if (!IsLapackCustomCall(target))
+    return EvalError(instr,
+                     "custom-call target '" + target + "' is not a LAPACK routine Kiln runs");
+  const char type = target[kPrefix.size()];
+  if (type == 'c' || type == 'z') return Dispatch<std::complex<double>>(instr, ops, routine);
+  return Dispatch<double>(instr, ops, routine);
+}
+
+}  // namespace kiln::eval

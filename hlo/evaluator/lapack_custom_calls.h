@@ -1,0 +1,24 @@
+// The LAPACK custom-calls JAX emits for linear algebra on CPU (jnp.linalg.solve, inv, det,
+// cholesky, jax.scipy.linalg.solve_triangular): `lapack_{s,d,c,z}{getrf,potrf,trsm}_ffi`,
+// with XLA's typed-FFI conventions (matrices in the last two dimensions, batch dimensions
+// before them; LAPACK's column-major order is the operands' layout, so logically the
+// matrices are the arrays as written). Attributes come from backend_config's
+// `{name = value : ui8}` dictionary.
+#pragma once
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "hlo/evaluator/evaluator_internal.h"
+
+namespace kiln::eval {
+
+// True for the custom-call targets below.
+bool IsLapackCustomCall(std::string_view target);
+
+// getrf: (LU, 1-based pivots s32[..., min(m,n)], info s32[...]) with partial pivoting;
+// potrf: (factor in the `uplo` triangle, the other triangle as given; info s32[...]);
+// trsm: op(A) X = B or X op(A) = B per side/uplo/trans_x/diag, alpha 1.
+absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops);
+
+}  // namespace kiln::eval

@@ -1,0 +1,89 @@
+// JAX's LAPACK custom-calls on the evaluator against hand-computed factorizations (the JAX
+// programs suite compares them with XLA:CPU as well).
+#include "hlo/evaluator/lapack_custom_calls.h"
+
+#include <memory>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hlo/evaluator/kernel_test_util.h"
+
+namespace kiln::eval {
+namespace {
+
+using testing::ExpectValues;
+using testing::F32;
+
+std::unique_ptr<HloInstruction> CustomCall(const std::string& target, Shape shape,
+                                           std::string backend_config) {
+  auto cc = std::make_unique<HloInstruction>(HloOpcode::kCustomCall, std::move(shape));
+  cc->mutable_attrs().custom_call_target = target;
+  if (!backend_config.empty()) cc->mutable_attrs().SetExtra("backend_config", backend_config);
+  return cc;
+}
+
+TEST(LapackCustomCallTest, TargetsItRuns) {
+  EXPECT_TRUE(IsLapackCustomCall("lapack_sgetrf_ffi"));
+  EXPECT_TRUE(IsLapackCustomCall("lapack_zpotrf_ffi"));
+  EXPECT_TRUE(IsLapackCustomCall("lapack_dtrsm_ffi"));
+  EXPECT_FALSE(IsLapackCustomCall("lapack_ssyevd_ffi"));  // eigh: not yet
+  EXPECT_FALSE(IsLapackCustomCall("lapack_xgetrf_ffi"));
+  EXPECT_FALSE(IsLapackCustomCall("TopK"));
+}
+
+// [[0, 1], [2, 3]]: the pivot swaps the rows; LU = [[2, 3], [0, 1]], ipiv = [2, 2].
+// A singular [[1, 2], [2, 4]]: L21 = 2, U22 = 0, info = 2 (the 1-based zero pivot).
+TEST(LapackCustomCallTest, GetrfPivotsAndReportsZeroPivots) {
+  Shape out = Shape::Tuple({Shape(PrimitiveType::F32, {2, 2}), Shape(PrimitiveType::S32, {2}),
+                            Shape(PrimitiveType::S32, {})});
+  auto lu = CustomCall("lapack_sgetrf_ffi", out, "{}");
+  Literal a = F32({2, 2}, {0, 1, 2, 3});
+  auto r = EvalLapackCustomCall(*lu, std::vector<const Literal*>{&a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(r->element(0), {2, 2}, {2, 3, 0, 1});
+  ExpectValues(r->element(1), {2}, {2, 2});
+  ExpectValues(r->element(2), {}, {0});
+
+  Literal s = F32({2, 2}, {1, 2, 2, 4});
+  r = EvalLapackCustomCall(*lu, std::vector<const Literal*>{&s});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(r->element(0), {2, 2}, {2, 4, 0.5, 0});
+  ExpectValues(r->element(2), {}, {2});
+}
+
+// [[4, 2], [2, 5]] = L L^T with L = [[2, 0], [1, 2]]; the upper triangle keeps the input.
+TEST(LapackCustomCallTest, PotrfLowerAndNotPositiveDefinite) {
+  Shape out = Shape::Tuple({Shape(PrimitiveType::F32, {2, 2}), Shape(PrimitiveType::S32, {})});
+  auto chol = CustomCall("lapack_spotrf_ffi", out, "{uplo = 76 : ui8}");
+  Literal a = F32({2, 2}, {4, 2, 2, 5});
+  auto r = EvalLapackCustomCall(*chol, std::vector<const Literal*>{&a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(r->element(0), {2, 2}, {2, 2, 1, 2});
+  ExpectValues(r->element(1), {}, {0});
+  Literal neg = F32({2, 2}, {-4, 2, 2, 5});
+  r = EvalLapackCustomCall(*chol, std::vector<const Literal*>{&neg});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(r->element(1), {}, {1});
+}
+
+// U = [[2, 1], [0, 4]], B = [[4], [8]]: U X = B gives X = [[1], [2]]; with trans_x = 'T'
+// and diag = 'U' (U^T with ones on the diagonal) X = [[4], [4]].
+TEST(LapackCustomCallTest, TrsmFlags) {
+  Literal u = F32({2, 2}, {2, 1, 0, 4});
+  Literal b = F32({2, 1}, {4, 8});
+  auto plain = CustomCall("lapack_strsm_ffi", Shape(PrimitiveType::F32, {2, 1}),
+                          "{diag = 78 : ui8, side = 76 : ui8, trans_x = 78 : ui8, "
+                          "uplo = 85 : ui8}");
+  auto r = EvalLapackCustomCall(*plain, std::vector<const Literal*>{&u, &b});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(*r, {2, 1}, {1, 2});
+  auto unit_t = CustomCall("lapack_strsm_ffi", Shape(PrimitiveType::F32, {2, 1}),
+                           "{diag = 85 : ui8, side = 76 : ui8, trans_x = 84 : ui8, "
+                           "uplo = 85 : ui8}");
+  r = EvalLapackCustomCall(*unit_t, std::vector<const Literal*>{&u, &b});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(*r, {2, 1}, {4, 4});
+}
+
+}  // namespace
+}  // namespace kiln::eval
