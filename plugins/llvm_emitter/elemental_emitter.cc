@@ -923,7 +923,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitPad(const HloInstruction* h, con
   llvm::Value* in_bounds = b_.getTrue();
   for (int i = 0; i < h->shape().rank(); ++i) {
     llvm::Value* t = b_.CreateSub(idx.multi[i], C64(pc[i].edge_padding_low));
-    int64_t step = pc[i].interior_padding + 1;
+    // A lone element has no interior padding (which may then be as large as INT64_MAX); with
+    // more, shape inference has checked that (size - 1) * step fits.
+    int64_t step = operand->shape().dimensions(i) > 1 ? pc[i].interior_padding + 1 : 1;
     llvm::Value* oidx = t;
     if (step > 1) {
       // Negative t must not pass the modulus test: check t >= 0 first (below).
