@@ -573,6 +573,7 @@ static const KILN_Api kApi = {
     BufferToHost,
     BufferInfo,
     BufferDestroy,
+    NULL, /* buffer_host_data (1.2): not offered */
 };
 
 const KILN_Api* KILN_GetApi(void) { return &kApi; }
