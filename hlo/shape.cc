@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "hlo/checked_math.h"
 
 namespace kiln {
 
@@ -77,6 +78,37 @@ int64_t Shape::total_byte_size() const {
   }
   return IsArray() ? byte_size() : 0;
 }
+
+namespace {
+
+// total_byte_size() of `s`, or nullopt when a dimension is negative or a product or sum
+// overflows int64. The running byte count of an array bounds its running element count
+// (each element has at least one byte), so this checks num_elements() too, including the
+// products before a zero dimension.
+std::optional<int64_t> CheckedTotalBytes(const Shape& s) {
+  if (s.IsTuple()) {
+    int64_t total = 0;
+    for (const Shape& t : s.tuple_shapes()) {
+      std::optional<int64_t> b = CheckedTotalBytes(t);
+      if (b) b = CheckedAdd(total, *b);
+      if (!b) return std::nullopt;
+      total = *b;
+    }
+    return total;
+  }
+  if (!s.IsArray()) return 0;
+  int64_t bytes = ByteSizeOf(s.element_type()) == 0 ? 1 : ByteSizeOf(s.element_type());
+  for (int64_t d : s.dimensions()) {
+    std::optional<int64_t> b = d < 0 ? std::nullopt : CheckedMul(bytes, d);
+    if (!b) return std::nullopt;
+    bytes = *b;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+bool Shape::SizeFits() const { return CheckedTotalBytes(*this).has_value(); }
 
 std::string Shape::ToString(bool print_layout) const {
   if (IsTuple()) {

@@ -66,6 +66,11 @@ class Shape {
   int64_t byte_size() const { return num_elements() * ByteSizeOf(element_type_); }
   // Sum of the byte sizes of all array leaves.
   int64_t total_byte_size() const;
+  // Whether every array leaf has non-negative dimensions and a byte size (and so an element
+  // count) that fits in int64, and so does total_byte_size(): the size accessors are
+  // meaningful only then.
+  // Shapes from HLO text and from shape inference always fit; check shapes built by hand.
+  bool SizeFits() const;
 
   // `f32[2,3]{1,0}`, `(f32[], s32[4]{0})`; layouts printed when present and requested.
   std::string ToString(bool print_layout = true) const;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "hlo/checked_math.h"
 #include "hlo/computation.h"
 
 namespace kiln {
@@ -399,7 +400,9 @@ absl::StatusOr<Shape> Inferrer::Slice() {
     if (starts[i] < 0 || starts[i] > limits[i] || limits[i] > a.dimensions(i))
       return Err("slice [{}:{}] of dimension {} is out of bounds for size {}", starts[i], limits[i],
                  i, a.dimensions(i));
-    dims.push_back((limits[i] - starts[i] + strides[i] - 1) / strides[i]);
+    // ceil(span / stride) without forming span + stride - 1, which overflows for huge strides.
+    int64_t span = limits[i] - starts[i];  // in [0, size]: checked above
+    dims.push_back(span == 0 ? 0 : (span - 1) / strides[i] + 1);
   }
   return ArrayOf(a.element_type(), dims);
 }
@@ -483,7 +486,9 @@ absl::StatusOr<Shape> Inferrer::Concatenate() {
         return Err("operand {} {} differs from operand 0 {} in dimension {}", i, Str(o), Str(first),
                    d);
     }
-    dims[*dim] += o.dimensions(static_cast<int>(*dim));
+    std::optional<int64_t> sum = CheckedAdd(dims[*dim], o.dimensions(static_cast<int>(*dim)));
+    if (!sum) return Err("concatenated dimension {} overflows 64 bits at operand {}", *dim, i);
+    dims[*dim] = *sum;
   }
   return ArrayOf(first.element_type(), dims);
 }
@@ -505,12 +510,15 @@ absl::StatusOr<Shape> Inferrer::Pad() {
     if (p.interior_padding < 0)
       return Err("interior padding {} of dimension {} is negative", p.interior_padding, i);
     int64_t d = a.dimensions(i);
-    int64_t size = p.edge_padding_low + p.edge_padding_high + d +
-                   std::max<int64_t>(d - 1, 0) * p.interior_padding;
-    if (size < 0)
+    std::optional<int64_t> size =
+        CheckedPaddedSize(d, p.interior_padding, p.edge_padding_low, p.edge_padding_high);
+    if (!size)
+      return Err("padding {}_{}_{} of dimension {} (size {}) overflows 64 bits", p.edge_padding_low,
+                 p.edge_padding_high, p.interior_padding, i, d);
+    if (*size < 0)
       return Err("padding {}_{}_{} makes dimension {} of size {} negative", p.edge_padding_low,
                  p.edge_padding_high, p.interior_padding, i, d);
-    dims.push_back(size);
+    dims.push_back(*size);
   }
   return ArrayOf(a.element_type(), dims);
 }
@@ -594,13 +602,20 @@ absl::StatusOr<std::vector<int64_t>> Inferrer::WindowOutput(const std::vector<in
     if (d.window_dilation < 1 || d.base_dilation < 1)
       return Err("window dimension {} has non-positive dilation (rhs {} lhs {})", i,
                  d.window_dilation, d.base_dilation);
-    int64_t dilated_base = base[i] == 0 ? 0 : (base[i] - 1) * d.base_dilation + 1;
-    int64_t padded = dilated_base + d.padding_low + d.padding_high;
-    if (padded < 0)
+    std::optional<int64_t> padded =
+        CheckedPaddedSize(base[i], d.base_dilation - 1, d.padding_low, d.padding_high);
+    if (!padded)
+      return Err("window dimension {}: lhs_dilate={} and pad={}_{} of {} size {} overflow 64 bits",
+                 i, d.base_dilation, d.padding_low, d.padding_high, what, base[i]);
+    if (*padded < 0)
       return Err("padding {}_{} makes dimension {} of {} negative", d.padding_low, d.padding_high,
                  i, what);
-    int64_t dilated_window = d.size == 0 ? 0 : (d.size - 1) * d.window_dilation + 1;
-    out.push_back(padded < dilated_window ? 0 : (padded - dilated_window) / d.stride + 1);
+    std::optional<int64_t> dilated_window =
+        CheckedPaddedSize(d.size, d.window_dilation - 1, /*low=*/0, /*high=*/0);
+    if (!dilated_window)
+      return Err("window dimension {}: size {} with rhs_dilate={} overflows 64 bits", i, d.size,
+                 d.window_dilation);
+    out.push_back(*padded < *dilated_window ? 0 : (*padded - *dilated_window) / d.stride + 1);
   }
   return out;
 }
@@ -1442,7 +1457,14 @@ absl::Status CheckOperandCount(const HloInstruction& instr) {
 
 absl::StatusOr<Shape> InferShape(const HloInstruction& instr) {
   absl::StatusOr<Shape> s = Inferrer(instr).Infer();
-  if (s.ok()) s->SetDefaultLayout();
+  if (!s.ok()) return s;
+  // Results built from attributes (pad, slice, windows, concatenate) or taken from the
+  // declared shape must still describe data whose byte size fits in int64.
+  if (!s->SizeFits())
+    return absl::InvalidArgumentError(
+        fmt::format("%{}: {}: result shape {} is too large (its byte size overflows 64 bits)",
+                    instr.name(), HloOpcodeString(instr.opcode()), Str(*s)));
+  s->SetDefaultLayout();
   return s;
 }
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "hlo/hlo_test_builder.h"
 
 namespace kiln {
@@ -755,6 +757,143 @@ TEST_F(InferTest, OperandCountErrors) {
               "%add.9: add: expects 2 operands but has 3 operands");
   ExpectError(I(O::kNegate, "f32[2]", {}), "expects 1 operand but has 0 operands");
   ExpectError(I(O::kSort, "f32[2]", {}), "expects at least 1 operand");
+}
+
+// ---- hostile sizes: attributes near INT64_MAX must give errors, never wrapped sizes -----
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+TEST(ShapeSizeFits, OverflowingByteSizesAreRejected) {
+  EXPECT_TRUE(S("f32[4,8]").SizeFits());
+  EXPECT_TRUE(S("f32[0,2]").SizeFits());
+  EXPECT_TRUE(S("pred[9223372036854775807]").SizeFits());  // one byte each: fits exactly
+  EXPECT_FALSE(S("f32[9223372036854775807,4]").SizeFits());
+  EXPECT_FALSE(S("f32[9223372036854775807]").SizeFits());  // 4 * (2^63 - 1) bytes
+  // The products before a zero dimension must fit too (num_elements() forms them).
+  EXPECT_FALSE(S("s8[4294967296,4294967296,0]").SizeFits());
+  EXPECT_TRUE(S("s8[0,4294967296,4294967296]").SizeFits());
+  // Each leaf fits but the tuple's total byte size does not.
+  EXPECT_FALSE(S("(pred[6000000000000000000], pred[6000000000000000000])").SizeFits());
+  Shape negative = S("f32[2]");
+  negative.mutable_dimensions()[0] = -1;
+  EXPECT_FALSE(negative.SizeFits());
+}
+
+TEST_F(InferTest, PadNearInt64MaxIsAnError) {
+  auto* a = P("f32[4]");
+  auto* v = P("f32[]");
+  // 4 + MAX + MAX wrapped to 2 before the check.
+  auto* edges = I(O::kPad, "f32[2]", {a, v}, "pad.1");
+  edges->mutable_attrs().padding_config = {{kMax, kMax, 0}};
+  ExpectError(edges,
+              "%pad.1: pad: padding 9223372036854775807_9223372036854775807_0 of dimension 0 "
+              "(size 4) overflows 64 bits");
+  auto* interior = I(O::kPad, "f32[4]", {a, v});
+  interior->mutable_attrs().padding_config = {{0, 0, kMax}};
+  ExpectError(interior, "padding 0_0_9223372036854775807 of dimension 0 (size 4) overflows");
+  // Low padding that only a very negative high padding brings back in range: positions
+  // low + k would overflow, so the partial sum is checked too.
+  auto* seesaw = I(O::kPad, "f32[4]", {a, v});
+  seesaw->mutable_attrs().padding_config = {{kMax - 2, -(kMax - 2), 0}};
+  ExpectError(seesaw, "overflows 64 bits");
+  auto* neg = I(O::kPad, "f32[0]", {a, v});
+  neg->mutable_attrs().padding_config = {{-kMax, -kMax, 0}};
+  ExpectError(neg, "overflows 64 bits");
+  // The total (5) fits, but an output index minus the low padding (up to 4 + MAX - 2) does
+  // not, nor does -INT64_MIN.
+  auto* far = I(O::kPad, "f32[5]", {a, v});
+  far->mutable_attrs().padding_config = {{1 - kMax, kMax, 0}};
+  ExpectError(far, "overflows 64 bits");
+  auto* min = I(O::kPad, "f32[0]", {a, v});
+  min->mutable_attrs().padding_config = {{std::numeric_limits<int64_t>::min(), kMax, 0}};
+  ExpectError(min, "overflows 64 bits");
+  // Interior padding does not matter for a single element.
+  auto* one = P("f32[1]");
+  auto* lone = I(O::kPad, "f32[1]", {one, v});
+  lone->mutable_attrs().padding_config = {{0, 0, kMax}};
+  ExpectShape(lone, "f32[1]");
+  // The element count fits but the byte size does not.
+  auto* huge = I(O::kPad, "f32[9223372036854775807]", {a, v}, "pad.5");
+  huge->mutable_attrs().padding_config = {{0, kMax - 4, 0}};
+  ExpectError(huge,
+              "%pad.5: pad: result shape f32[9223372036854775807] is too large (its byte size "
+              "overflows 64 bits)");
+}
+
+TEST_F(InferTest, SliceWithHugeStrideTakesOneElement) {
+  auto* a = P("f32[4]");
+  auto slice = [&](int64_t start, int64_t limit) {
+    auto* s = I(O::kSlice, "f32[1]", {a});
+    s->mutable_attrs().slice_starts = {start};
+    s->mutable_attrs().slice_limits = {limit};
+    s->mutable_attrs().slice_strides = {kMax};
+    return s;
+  };
+  ExpectShape(slice(0, 4), "f32[1]");  // element 0 only (was f32[0]: 4 + MAX - 1 wrapped)
+  ExpectShape(slice(3, 4), "f32[1]");
+  ExpectShape(slice(4, 4), "f32[0]");
+}
+
+TEST_F(InferTest, WindowAttributesNearInt64MaxAreErrors) {
+  auto* a = P("f32[4]");
+  auto* z = P("f32[]");
+  auto rw = [&](WindowDimension d) {
+    auto* r = I(O::kReduceWindow, "f32[1]", {a, z}, "rw");
+    r->mutable_attrs().window = Window{{d}};
+    return r;
+  };
+  WindowDimension base_dilated{1, 1, 0, 0, 1, kMax};
+  ExpectError(rw(base_dilated),
+              "%rw: reduce-window: window dimension 0: lhs_dilate=9223372036854775807 and "
+              "pad=0_0 of the input size 4 overflow 64 bits");
+  WindowDimension padded{1, 1, kMax, kMax};
+  ExpectError(rw(padded), "pad=9223372036854775807_9223372036854775807 of the input size 4");
+  WindowDimension window_dilated{2, 1, 0, 0, kMax, 1};
+  ExpectError(rw(window_dilated),
+              "window dimension 0: size 2 with rhs_dilate=9223372036854775807 overflows 64 bits");
+  WindowDimension big_window{kMax, 1, 0, 0, 2, 1};
+  ExpectError(rw(big_window), "size 9223372036854775807 with rhs_dilate=2 overflows");
+  WindowDimension strided{2, kMax};
+  ExpectShape(rw(strided), "f32[1]");  // (4 - 2) / MAX + 1
+
+  auto* src = P("f32[1]");
+  auto* sas = I(O::kSelectAndScatter, "f32[4]", {a, src, z});
+  sas->mutable_attrs().window = Window{{padded}};
+  ExpectError(sas, "of the operand size 4 overflow 64 bits");
+}
+
+TEST_F(InferTest, ConvolutionDilationNearInt64MaxIsAnError) {
+  auto* lhs = P("f32[1,1,4]");
+  auto* rhs = P("f32[1,1,2]");
+  auto* conv = I(O::kConvolution, "f32[1,1,3]", {lhs, rhs}, "conv");
+  ConvolutionDimensionNumbers dn;
+  dn.input_batch_dimension = 0;
+  dn.input_feature_dimension = 1;
+  dn.input_spatial_dimensions = {2};
+  dn.kernel_input_feature_dimension = 1;
+  dn.kernel_output_feature_dimension = 0;
+  dn.kernel_spatial_dimensions = {2};
+  dn.output_batch_dimension = 0;
+  dn.output_feature_dimension = 1;
+  dn.output_spatial_dimensions = {2};
+  conv->mutable_attrs().convolution_dimension_numbers = dn;
+  conv->mutable_attrs().window = Window{{WindowDimension{2, 1, 0, 0, 1, 1}}};
+  ExpectShape(conv, "f32[1,1,3]");
+  conv->mutable_attrs().window = Window{{WindowDimension{2, 1, 0, 0, 1, kMax}}};
+  ExpectError(conv, "%conv: convolution: window dimension 0: lhs_dilate=9223372036854775807");
+}
+
+TEST_F(InferTest, ConcatenateSizeOverflowIsAnError) {
+  auto* a = P("pred[6000000000000000000]");
+  auto* cat = I(O::kConcatenate, "pred[1]", {a, a}, "cat");
+  cat->mutable_attrs().dimensions = {0};
+  ExpectError(cat, "%cat: concatenate: concatenated dimension 0 overflows 64 bits at operand 1");
+}
+
+TEST_F(InferTest, DeclaredShapeTooLargeIsAnError) {
+  auto* c = P("f32[]");
+  auto* b = I(O::kBroadcast, "f32[9223372036854775807,4]", {c}, "b");
+  ExpectError(b, "%b: broadcast: result shape f32[9223372036854775807,4] is too large");
 }
 
 }  // namespace

@@ -140,6 +140,10 @@ class Verifier {
     for (HloInstruction* i : c.instructions()) members.insert(i);
     for (HloInstruction* i : c.instructions()) {
       if (i->parent() != &c) return Fail(c, *i, "instruction's parent is another computation");
+      // Before any shape check reads sizes: shape inference multiplies operand dimensions.
+      if (!i->shape().SizeFits())
+        return Fail(c, *i, "shape {} is too large (its byte size overflows 64 bits)",
+                    Str(i->shape()));
       for (int k = 0; k < i->operand_count(); ++k) {
         const HloInstruction* o = i->operand(k);
         if (o == nullptr) return Fail(c, *i, "operand {} is null", k);

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "hlo/checked_math.h"
 #include "hlo/evaluator/evaluator_internal.h"
 #include "hlo/evaluator/evaluator_util.h"
 
@@ -168,14 +170,17 @@ absl::StatusOr<Literal> Slice(const HloInstruction& instr, const Literal& operan
           instr, absl::StrCat("slice [", start, ":", limit, ":", stride,
                               "] is out of range for dimension ", i, " of size ", size));
     }
-    int64_t expect = (limit - start + stride - 1) / stride;
+    // ceil((limit - start) / stride), without forming limit - start + stride - 1.
+    int64_t expect = limit == start ? 0 : (limit - start - 1) / stride + 1;
     if (instr.shape().dimensions(i) != expect) {
       return InvalidArgument(
           instr, absl::StrCat("slice result dimension ", i, " is ", instr.shape().dimensions(i),
                               ", expected ", expect));
     }
     offset += start * op_strides[i];
-    strides[i] = stride * op_strides[i];
+    // With one element the stride is never used (and stride * op_strides[i] may overflow for
+    // a huge stride); with more, (expect - 1) * stride < size keeps the product in range.
+    strides[i] = expect <= 1 ? 0 : stride * op_strides[i];
   }
   Literal out(instr.shape());
   StridedGather(operand.untyped_data(), ElemSize(operand), instr.shape().dimensions(), offset,
@@ -333,10 +338,12 @@ absl::StatusOr<Literal> Pad(const HloInstruction& instr, Operands ops) {
     const PaddingDimension& p = cfg[i];
     if (p.interior_padding < 0)
       return InvalidArgument(instr, "interior padding must be non-negative");
-    int64_t expect = p.edge_padding_low + p.edge_padding_high + n +
-                     std::max<int64_t>(n - 1, 0) * p.interior_padding;
-    if (expect != out_shape.dimensions(i) || expect < 0) {
-      return InvalidArgument(instr, absl::StrCat("padding dimension ", i, " gives size ", expect,
+    std::optional<int64_t> expect =
+        CheckedPaddedSize(n, p.interior_padding, p.edge_padding_low, p.edge_padding_high);
+    if (!expect)
+      return InvalidArgument(instr, absl::StrCat("padding dimension ", i, " overflows 64 bits"));
+    if (*expect != out_shape.dimensions(i) || *expect < 0) {
+      return InvalidArgument(instr, absl::StrCat("padding dimension ", i, " gives size ", *expect,
                                                  ", result has ", out_shape.dimensions(i)));
     }
   }
@@ -350,26 +357,30 @@ absl::StatusOr<Literal> Pad(const HloInstruction& instr, Operands ops) {
     for (int64_t i = 0; i < out.element_count(); ++i)
       std::memcpy(d + i * esize, v, static_cast<size_t>(esize));
   }
+  if (operand.element_count() == 0 || out.element_count() == 0) return out;
   std::vector<int64_t> in_strides = RowMajorStrides(operand.shape().dimensions());
   std::vector<int64_t> out_strides = RowMajorStrides(out_shape.dimensions());
   std::vector<int64_t> box(rank), src_strides(rank), dst_strides(rank);
   int64_t src_off = 0, dst_off = 0;
+  // CheckedPaddedSize above bounds everything formed here: -low, out_n - 1 - low and
+  // (n - 1) * step all fit in int64.
   for (int i = 0; i < rank; ++i) {
     const int64_t n = operand.shape().dimensions(i), out_n = out_shape.dimensions(i);
-    const int64_t low = cfg[i].edge_padding_low, step = cfg[i].interior_padding + 1;
+    const int64_t low = cfg[i].edge_padding_low;
+    // A lone element has no interior padding (which may then be as large as INT64_MAX).
+    const int64_t step = n > 1 ? cfg[i].interior_padding + 1 : 1;
     // Operand indices j with 0 <= low + j * step < out_n.
-    int64_t first = low >= 0 ? 0 : (-low + step - 1) / step;
-    int64_t last = out_n - 1 - low < 0 ? -1 : std::min(n - 1, (out_n - 1 - low) / step);
-    box[i] = std::max<int64_t>(0, last - first + 1);
+    int64_t first = low >= 0 ? 0 : (-low - 1) / step + 1;
+    int64_t last = low > out_n - 1 ? -1 : std::min(n - 1, (out_n - 1 - low) / step);
+    if (last < first) return out;  // no operand element lands inside the result
+    box[i] = last - first + 1;
     src_off += first * in_strides[i];
     dst_off += (low + first * step) * out_strides[i];
     src_strides[i] = in_strides[i];
-    dst_strides[i] = step * out_strides[i];
+    dst_strides[i] = box[i] == 1 ? 0 : step * out_strides[i];
   }
-  if (ElementCount(box) > 0) {
-    StridedCopy(operand.untyped_data(), esize, box, src_off, src_strides, out.untyped_data(),
-                dst_off, dst_strides);
-  }
+  StridedCopy(operand.untyped_data(), esize, box, src_off, src_strides, out.untyped_data(), dst_off,
+              dst_strides);
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/evaluator/test_builder.h"
@@ -144,6 +145,12 @@ TEST_F(DataMovementTest, SliceWithStrides) {
   auto bad = Run(HloOpcode::kSlice, Shape(P::S32, {2, 2}), Args(S32({3, 4}, v)),
                  sl({0, 3}, {3, 5}, {2, 1}));
   EXPECT_FALSE(bad.ok());
+  // Strides of INT64_MAX take one element per dimension (their sizes once wrapped to 0, and
+  // stride * row length overflowed).
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kSlice, Shape(P::S32, {1, 1}), Args(S32({3, 4}, v)),
+                             sl({2, 1}, {3, 4}, {kMax, kMax})),
+            (std::vector<int32_t>{9}));
 }
 
 TEST_F(DataMovementTest, DynamicSliceClampsStartIndices) {
@@ -208,6 +215,19 @@ TEST_F(DataMovementTest, PadWithNegativeEdgesAndInterior) {
   EXPECT_EQ(MustRun<int32_t>(HloOpcode::kPad, Shape(P::S32, {2}), Args(S32({2}, {1, 2}), Idx(5)),
                              pad({{-3, 3, 0}})),
             (std::vector<int32_t>{5, 5}));
+  // Interior padding of a single element is no padding, however large.
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kPad, Shape(P::S32, {2, 3}),
+                             Args(S32({2, 1}, {1, 2}), Idx(0)), pad({{0, 0, 0}, {1, 1, kMax}})),
+            (std::vector<int32_t>{0, 1, 0, 0, 2, 0}));
+  // Edge paddings far apart whose sum is small: the operand lies entirely before the result.
+  EXPECT_EQ(MustRun<int32_t>(HloOpcode::kPad, Shape(P::S32, {3}), Args(S32({2}, {1, 2}), Idx(7)),
+                             pad({{-kMax / 2, kMax / 2 + 1, 0}})),
+            (std::vector<int32_t>{7, 7, 7}));
+  // Sizes that overflow are errors, not wrapped sizes.
+  EXPECT_FALSE(Run(HloOpcode::kPad, Shape(P::S32, {2}), Args(S32({4}, {1, 2, 3, 4}), Idx(0)),
+                   pad({{kMax, kMax, 0}}))
+                   .ok());
 }
 
 TEST_F(DataMovementTest, IotaAndGetDimensionSize) {

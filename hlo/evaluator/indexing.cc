@@ -133,6 +133,10 @@ absl::StatusOr<Literal> EvalGather(const HloInstruction& instr, Operands ops) {
 
   Literal out(rs);
   if (out.element_count() == 0) return out;
+  // A collapsed slice dimension may have size 0 (XLA allows bounds 0 and 1), so an empty
+  // operand can still give a non-empty result: there is nothing to read, and the result is
+  // zeros, as XLA's simplifier makes a gather from a zero-element operand.
+  if (operand.element_count() == 0) return out;
   const int64_t esize = ByteSizeOf(rs.element_type());
   const auto ostr = RowMajorStrides(odims);
   const auto rstr = RowMajorStrides(rs.dimensions());

@@ -99,6 +99,27 @@ TEST(GatherTest, BatchingDims) {
   ExpectValues(*r, {2}, {3, 11});
 }
 
+// Empty operands: a zero-size slice gives an empty result (XLA's ZeroSizeSlice shape), and a
+// collapsed slice dimension of size 0 gives a non-empty result with nothing to read, which is
+// zeros as XLA's simplifier makes it (this read past the empty operand before).
+TEST(GatherTest, EmptyOperand) {
+  Literal empty = F32({0, 2}, {});
+  Literal idx = Lit(kS32, {3, 1}, {0, 1, -1});
+  HloInstruction g(HloOpcode::kGather, Shape(kF32, {3, 0, 2}));
+  g.mutable_attrs().gather_dimension_numbers = GatherDimensionNumbers{{1, 2}, {}, {0}, 1, {}, {}};
+  g.mutable_attrs().gather_slice_sizes = {0, 2};
+  auto r = EvalIndexing(g, std::vector<const Literal*>{&empty, &idx}, kNoCall);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(*r, {3, 0, 2}, {});
+
+  HloInstruction c(HloOpcode::kGather, Shape(kF32, {3, 2}));
+  c.mutable_attrs().gather_dimension_numbers = GatherDimensionNumbers{{1}, {0}, {0}, 1, {}, {}};
+  c.mutable_attrs().gather_slice_sizes = {0, 2};
+  r = EvalIndexing(c, std::vector<const Literal*>{&empty, &idx}, kNoCall);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(*r, {3, 2}, {0, 0, 0, 0, 0, 0});
+}
+
 // np.add.at(operand, [1, 4, 1, -1], updates) except out-of-bounds rows (4, -1) are skipped.
 TEST(ScatterTest, AddSkipsOutOfBounds) {
   Literal op = F32({4, 2}, {0, 0, 0, 0, 0, 0, 0, 0});

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "hlo/checked_math.h"
 #include "hlo/passes/pass_util.h"
 
 namespace kiln {
@@ -233,15 +234,26 @@ class Simplifier {
     InstructionAttributes& n = s->mutable_attrs();
     for (int d = 0; d < rank; ++d) {
       int64_t count = instr->shape().dimensions(d);
-      int64_t stride = a.slice_strides[d] * b.slice_strides[d];
-      int64_t start = b.slice_starts[d] + a.slice_starts[d] * b.slice_strides[d];
       if (count == 0) {
-        start = 0;
-        stride = 1;
+        n.slice_starts.push_back(0);
+        n.slice_limits.push_back(0);
+        n.slice_strides.push_back(1);
+        continue;
       }
-      n.slice_starts.push_back(start);
-      n.slice_limits.push_back(count == 0 ? 0 : start + (count - 1) * stride + 1);
-      n.slice_strides.push_back(stride);
+      // A single element needs no stride (strides may be as large as INT64_MAX, whose
+      // product would overflow); otherwise the products stay below x's size, but are still
+      // checked: a slice that cannot be merged exactly is left alone.
+      std::optional<int64_t> stride =
+          count == 1 ? 1 : CheckedMul(a.slice_strides[d], b.slice_strides[d]);
+      std::optional<int64_t> start = CheckedMul(a.slice_starts[d], b.slice_strides[d]);
+      if (start) start = CheckedAdd(*start, b.slice_starts[d]);
+      std::optional<int64_t> limit = stride ? CheckedMul(count - 1, *stride) : std::nullopt;
+      if (limit && start) limit = CheckedAdd(*limit, *start);
+      if (limit) limit = CheckedAdd(*limit, 1);
+      if (!stride || !start || !limit) return;
+      n.slice_starts.push_back(*start);
+      n.slice_limits.push_back(*limit);
+      n.slice_strides.push_back(*stride);
     }
     Replace(instr, Add(std::move(s)));
   }

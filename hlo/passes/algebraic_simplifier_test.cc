@@ -227,6 +227,22 @@ ENTRY main {
   )");
 }
 
+// Strides of INT64_MAX (one element each): the merged slice takes no stride there instead of
+// multiplying INT64_MAX by INT64_MAX.
+TEST(AlgsimpTest, SliceOfSliceWithHugeStrides) {
+  Check(R"(
+HloModule m
+ENTRY main {
+  p = f32[10,4] parameter(0)
+  s1 = f32[1,4] slice(p), slice={[3:10:9223372036854775807], [0:4]}
+  ROOT s2 = f32[1,2] slice(s1), slice={[0:1:9223372036854775807], [1:4:2]}
+}
+)",
+        R"(
+    CHECK: ROOT {{.*}} = f32[1,2]{1,0} slice(f32[10,4]{1,0} %p), slice={[3:4], [1:4:2]}
+  )");
+}
+
 TEST(AlgsimpTest, ConcatenateOfOneOperandAndEmptyOperands) {
   Check(R"(
 HloModule m

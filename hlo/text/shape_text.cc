@@ -116,13 +116,10 @@ absl::Status ParseShapeAt(Cursor& c, Shape* out, int depth) {
       if (absl::Status s = c.Expect(',', "',' or ']' in the dimensions"); !s.ok()) return s;
     }
   }
-  // Sizes whose byte count does not fit in 64 bits cannot describe real data.
-  int64_t bytes = ByteSizeOf(*type) == 0 ? 1 : ByteSizeOf(*type);
-  for (int64_t d : dims) {
-    if (__builtin_mul_overflow(bytes, d, &bytes))
-      return c.ErrorAt(at, "shape is too large (its byte size overflows 64 bits)");
-  }
   Shape shape(*type, std::move(dims));
+  // Sizes whose byte count does not fit in 64 bits cannot describe real data.
+  if (!shape.SizeFits())
+    return c.ErrorAt(at, "shape is too large (its byte size overflows 64 bits)");
   for (size_t i = 0; i < dynamic.size(); ++i)
     if (dynamic[i]) shape.set_dynamic_dimension(static_cast<int>(i), true);
   // A layout follows `]` directly (XLA never puts space between them); this keeps

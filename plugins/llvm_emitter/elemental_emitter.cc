@@ -923,7 +923,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitPad(const HloInstruction* h, con
   llvm::Value* in_bounds = b_.getTrue();
   for (int i = 0; i < h->shape().rank(); ++i) {
     llvm::Value* t = b_.CreateSub(idx.multi[i], C64(pc[i].edge_padding_low));
-    int64_t step = pc[i].interior_padding + 1;
+    // A lone element has no interior padding (which may then be as large as INT64_MAX); with
+    // more, shape inference has checked that (size - 1) * step fits.
+    int64_t step = operand->shape().dimensions(i) > 1 ? pc[i].interior_padding + 1 : 1;
     llvm::Value* oidx = t;
     if (step > 1) {
       // Negative t must not pass the modulus test: check t >= 0 first (below).
@@ -1034,9 +1036,14 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
         if (minmax) {
           auto id = root->opcode() == HloOpcode::kMaximum ? llvm::Intrinsic::maxnum
                                                           : llvm::Intrinsic::minnum;
-          auto* m = llvm::cast<llvm::Instruction>(CallIntrinsic(id, {v->getType()}, {cur, v}));
-          m->setHasNoNaNs(true);
-          m->setHasNoSignedZeros(true);
+          llvm::Value* m = CallIntrinsic(id, {v->getType()}, {cur, v});
+          // The builder may fold the call (or the GPU path emit a library call): flags go on
+          // floating-point instructions only.
+          auto* inst = llvm::dyn_cast<llvm::Instruction>(m);
+          if (inst && llvm::isa<llvm::FPMathOperator>(inst)) {
+            inst->setHasNoNaNs(true);
+            inst->setHasNoSignedZeros(true);
+          }
           b_.CreateStore(m, acc);
           llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), nan_seen);
           b_.CreateStore(b_.CreateOr(seen, b_.CreateFCmpUNO(v, v)), nan_seen);
@@ -1117,9 +1124,13 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, con
       llvm::Value* prod = b_.CreateFMul(a, bv);
       next = b_.CreateFAdd(cur, prod);
       if (t == PT::F32 || t == PT::F64) {
-        llvm::cast<llvm::Instruction>(prod)->setHasAllowContract(true);
-        llvm::cast<llvm::Instruction>(next)->setHasAllowContract(true);
-        llvm::cast<llvm::Instruction>(next)->setHasAllowReassoc(true);
+        // IRBuilder folds constant operands (a dot of broadcast constants): a folded product
+        // is a Constant and takes no flags.
+        if (auto* inst = llvm::dyn_cast<llvm::Instruction>(prod)) inst->setHasAllowContract(true);
+        if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) {
+          inst->setHasAllowContract(true);
+          inst->setHasAllowReassoc(true);
+        }
       }
     } else {
       next = b_.CreateAdd(cur, b_.CreateMul(a, bv));

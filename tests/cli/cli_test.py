@@ -354,6 +354,59 @@ def test_print_is_canonical_and_errors_are_located():
     assert len(err.strip().splitlines()) == 1, err
 
 
+def test_hostile_sizes_are_rejected():
+    """Attributes and shapes near INT64_MAX: every size computation is checked, so the module
+    is rejected with one located line (file, computation, instruction, attribute) by print and
+    by run on each device, never accepted with a wrapped size (issue #16)."""
+    add = 'add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n'
+    cases = [
+        ('pad_edges', '  x = f32[4] parameter(0)\n  z = f32[] constant(0)\n'
+         '  ROOT p = f32[2] pad(x, z), padding=9223372036854775807_9223372036854775807\n',
+         ['verifier: in %e, %p: pad: padding 9223372036854775807_9223372036854775807_0 of '
+          'dimension 0 (size 4) overflows 64 bits']),
+        ('pad_interior', '  x = f32[4] parameter(0)\n  z = f32[] constant(0)\n'
+         '  ROOT p = f32[4] pad(x, z), padding=0_0_9223372036854775807\n',
+         ['%p: pad: padding 0_0_9223372036854775807 of dimension 0 (size 4) overflows 64 bits']),
+        # f32[9223372036854775807] cannot even be written (the parser rejects it), so the
+        # declared shape differs: the inferred one is rejected first.
+        ('pad_bytes', '  x = f32[4] parameter(0)\n  z = f32[] constant(0)\n'
+         '  ROOT p = f32[1] pad(x, z), padding=0_9223372036854775803\n',
+         ['%p: pad: result shape f32[9223372036854775807] is too large (its byte size overflows '
+          '64 bits)']),
+        ('window_dilation', '  x = f32[4] parameter(0)\n  z = f32[] constant(0)\n'
+         '  ROOT r = f32[1] reduce-window(x, z), window={size=1 lhs_dilate=9223372036854775807}, '
+         'to_apply=add\n',
+         ['%r: reduce-window: window dimension 0: lhs_dilate=9223372036854775807 and pad=0_0 of '
+          'the input size 4 overflow 64 bits']),
+        ('window_pad', '  x = f32[4] parameter(0)\n  z = f32[] constant(0)\n'
+         '  ROOT r = f32[1] reduce-window(x, z), window={size=2 pad=9223372036854775807_0}, '
+         'to_apply=add\n',
+         ['%r: reduce-window: window dimension 0', 'pad=9223372036854775807_0', 'overflow 64 bits']),
+        ('concatenate', '  x = pred[6000000000000000000] parameter(0)\n'
+         '  ROOT c = pred[1] concatenate(x, x), dimensions={0}\n',
+         ['%c: concatenate: concatenated dimension 0 overflows 64 bits at operand 1']),
+        ('tuple_bytes', '  ROOT x = (pred[6000000000000000000], pred[6000000000000000000]) '
+         'parameter(0)\n',
+         ['%x: parameter: shape (pred[6000000000000000000], pred[6000000000000000000]) is too '
+          'large (its byte size overflows 64 bits)']),
+        ('absurd_dims', '  ROOT x = f32[9223372036854775807,4] parameter(0)\n',
+         ['absurd_dims.hlo:3:', 'shape is too large (its byte size overflows 64 bits)']),
+    ]
+    rc, out, err = run(['devices'])
+    devices = ['interpreter'] + (['cpu-llvm'] if 'cpu-llvm' in out else [])
+    for name, body, phrases in cases:
+        path = write(name + '.hlo', 'HloModule %s\n\n%sENTRY e {\n%s}\n' % (name, add, body))
+        if name == 'absurd_dims':  # the parser rejects it: the location is a line and column
+            path = write(name + '.hlo', 'HloModule %s\nENTRY e {\n%s}\n' % (name, body))
+        for args in [['print', path]] + [['run', path, '--device', d] for d in devices]:
+            rc, _, err = run(args)
+            try:
+                one_line_error(rc, err, name + '.hlo', *phrases)
+                assert rc == 1, 'exit status %d' % rc
+            except AssertionError as e:
+                raise AssertionError('kiln %s: %s' % (' '.join(args[:1] + args[2:]), e))
+
+
 def test_devices_lists_rejections():
     rc, out, err = run(['devices'], {'KILN_PLUGIN_PATH': TEST_PLUGIN_DIR + ':' + EXAMPLE_DIR})
     assert rc == 0, err
@@ -390,7 +443,8 @@ ENTRY %main (x: f32[4]) -> f32[4] {
 for t in [test_nested_custom_call_refused_before_compile, test_dot_bias_relu, test_softmax, test_reduce_and_nested_tuple_flattening,
           test_while_loop, test_bf16_travels_as_float32, test_generated_inputs_are_deterministic,
           test_third_party_plugin_is_picked_and_agrees, test_input_errors_are_one_line,
-          test_print_is_canonical_and_errors_are_located, test_devices_lists_rejections]:
+          test_print_is_canonical_and_errors_are_located, test_hostile_sizes_are_rejected,
+          test_devices_lists_rejections]:
     case(t)
 
 shutil.rmtree(TMP, ignore_errors=True)

@@ -6,11 +6,12 @@ usage: cross_device_test.py KILN SOURCE_ROOT DEVICE REF [ONLY]
 ONLY, a comma-separated list of substrings, keeps the modules whose path holds one of them
 (compare_test.py runs a deliberately wrong plugin on a few this way).
 
-- Every module of tests/hlo_corpus, tests/jax_lowered, examples/hlo and
+- Every module of tests/hlo_corpus, tests/jax_lowered, tests/regressions, examples/hlo and
   tests/numpy_e2e/modules: when REF runs
   it, DEVICE must agree within the dtype tolerance of `--compare`; when REF cannot (custom
   calls, collectives, memory), DEVICE must fail too, with one clear `error:` line and exit
-  code 1, never a crash or a hang.
+  code 1, never a crash or a hang. tests/regressions holds reproducers of crashes that were
+  fixed: REF must run those.
 - The f32 example and NumPy e2e modules again in bf16 and in f16 (every `f32` of the text
   replaced), so low-precision rounding is compared too (see check_low_precision).
 """
@@ -43,6 +44,10 @@ def check(path, label):
         ref = run([path, "--device", REF, "--output-dir", d])
         if ref is None:
             failures.append(f"{label}: {REF} timed out")
+            return
+        if ref.returncode != 0 and os.sep + "regressions" + os.sep in path:
+            failures.append(f"{label}: {REF} fails on a regression module: "
+                            f"{ref.stderr.strip().splitlines()[-1:]}")
             return
         if ref.returncode != 0:
             got = run([path, "--device", DEVICE, "--output-dir", d])
@@ -125,7 +130,8 @@ def check_low_precision(low_path, f32_path, label):
 
 
 modules = sorted(glob.glob(os.path.join(ROOT, "tests", "hlo_corpus", "*.hlo")) +
-                 glob.glob(os.path.join(ROOT, "tests", "jax_lowered", "*.hlo")))
+                 glob.glob(os.path.join(ROOT, "tests", "jax_lowered", "*.hlo")) +
+                 glob.glob(os.path.join(ROOT, "tests", "regressions", "*.hlo")))
 f32_modules = sorted(glob.glob(os.path.join(ROOT, "examples", "hlo", "*.hlo")) +
                      glob.glob(os.path.join(ROOT, "tests", "numpy_e2e", "modules", "*.hlo")))
 
