@@ -117,32 +117,8 @@ absl::Status Init(PluginLibrary& lib, const KILN_Api* api) {
   lib.major = api->api_major;
   lib.minor = api->api_minor;
 
-  struct Required {
-    const char* entry;
-    bool present;
-  };
-  const Required required[] = {
-      {"error_destroy", api->error_destroy != nullptr},
-      {"error_message", api->error_message != nullptr},
-      {"error_code", api->error_code != nullptr},
-      {"initialize", api->initialize != nullptr},
-      {"client_create", api->client_create != nullptr},
-      {"client_destroy", api->client_destroy != nullptr},
-      {"client_devices", api->client_devices != nullptr},
-      {"device_description", api->device_description != nullptr},
-      {"compile", api->compile != nullptr},
-      {"executable_info", api->executable_info != nullptr},
-      {"executable_destroy", api->executable_destroy != nullptr},
-      {"execute", api->execute != nullptr},
-      {"buffer_from_host", api->buffer_from_host != nullptr},
-      {"buffer_to_host", api->buffer_to_host != nullptr},
-      {"buffer_info", api->buffer_info != nullptr},
-      {"buffer_destroy", api->buffer_destroy != nullptr},
-  };
-  for (const Required& r : required) {
-    if (!r.present)
-      return Reject(fmt::format("plugin '{}': required entry '{}' is null", name, r.entry));
-  }
+  if (std::vector<const char*> missing = MissingRequiredEntries(*api); !missing.empty())
+    return Reject(fmt::format("plugin '{}': required entry '{}' is null", name, missing[0]));
 
   KILN_Initialize_Args init{};
   init.struct_size = sizeof(init);
@@ -181,6 +157,31 @@ absl::Status Init(PluginLibrary& lib, const KILN_Api* api) {
 }
 
 }  // namespace
+
+std::vector<const char*> MissingRequiredEntries(const KILN_Api& api) {
+  const std::pair<const char*, bool> required[] = {
+      {"error_destroy", api.error_destroy != nullptr},
+      {"error_message", api.error_message != nullptr},
+      {"error_code", api.error_code != nullptr},
+      {"initialize", api.initialize != nullptr},
+      {"client_create", api.client_create != nullptr},
+      {"client_destroy", api.client_destroy != nullptr},
+      {"client_devices", api.client_devices != nullptr},
+      {"device_description", api.device_description != nullptr},
+      {"compile", api.compile != nullptr},
+      {"executable_info", api.executable_info != nullptr},
+      {"executable_destroy", api.executable_destroy != nullptr},
+      {"execute", api.execute != nullptr},
+      {"buffer_from_host", api.buffer_from_host != nullptr},
+      {"buffer_to_host", api.buffer_to_host != nullptr},
+      {"buffer_info", api.buffer_info != nullptr},
+      {"buffer_destroy", api.buffer_destroy != nullptr},
+  };
+  std::vector<const char*> missing;
+  for (const auto& [entry, present] : required)
+    if (!present) missing.push_back(entry);
+  return missing;
+}
 
 // ---- Plugin -------------------------------------------------------------------------
 

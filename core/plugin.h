@@ -24,6 +24,10 @@ namespace internal {
 struct PluginLibrary;  // the loaded .so, its table and client; shared by every handle
 }
 
+// The entries every plugin table must set (those of ABI 1.0 not marked optional) that `api`
+// leaves null, in table order: the loader rejects such a plugin; `kiln plugin-test` reports it.
+std::vector<const char*> MissingRequiredEntries(const KILN_Api& api);
+
 struct DeviceDescription {
   int id = 0;
   std::string kind;

@@ -243,27 +243,9 @@ struct Suite {
     row.Check(api->plugin_name != nullptr && api->plugin_name[0] != '\0', "no plugin name");
     row.Check(api->default_priority >= 0,
               fmt::format("negative default_priority {}", api->default_priority));
-    const std::pair<const char*, bool> required[] = {
-        {"error_destroy", api->error_destroy != nullptr},
-        {"error_message", api->error_message != nullptr},
-        {"error_code", api->error_code != nullptr},
-        {"initialize", api->initialize != nullptr},
-        {"client_create", api->client_create != nullptr},
-        {"client_destroy", api->client_destroy != nullptr},
-        {"client_devices", api->client_devices != nullptr},
-        {"device_description", api->device_description != nullptr},
-        {"compile", api->compile != nullptr},
-        {"executable_info", api->executable_info != nullptr},
-        {"executable_destroy", api->executable_destroy != nullptr},
-        {"execute", api->execute != nullptr},
-        {"buffer_from_host", api->buffer_from_host != nullptr},
-        {"buffer_to_host", api->buffer_to_host != nullptr},
-        {"buffer_info", api->buffer_info != nullptr},
-        {"buffer_destroy", api->buffer_destroy != nullptr},
-    };
-    for (const auto& [entry, present] : required) {
-      row.Check(present, fmt::format("required entry {} is null", entry));
-    }
+    const std::vector<const char*> missing = MissingRequiredEntries(*api);
+    row.Check(missing.empty(),
+              fmt::format("required entries are null: {}", fmt::join(missing, ", ")));
     std::vector<std::string> optional;
     if (KILN_API_HAS(api, attributes)) optional.push_back("attributes");
     if (KILN_API_HAS(api, capability)) optional.push_back("capability");
