@@ -188,6 +188,96 @@ absl::StatusOr<Literal> Trsm(const HloInstruction& instr, const Literal& a, cons
   return out;
 }
 
+double Real(double v) { return v; }
+double Real(std::complex<double> v) { return v.real(); }
+double Imag(double) { return 0; }
+double Imag(std::complex<double> v) { return v.imag(); }
+double Abs2(double v) { return v * v; }
+double Abs2(std::complex<double> v) { return std::norm(v); }
+
+// LAPACK's elementary reflector (xLARFG) for x = (alpha, rest): H = I - tau v v^H with v =
+// (1, rest / (alpha - beta)), H^H x = (beta, 0...), beta real and of the opposite sign to
+// Re(alpha); tau = 0 (H = I) when rest is zero and alpha real. Writes v's tail over `rest`
+// and beta over alpha.
+template <typename C>
+C Reflector(C& alpha, C* rest, int64_t count, int64_t stride) {
+  double xnorm2 = 0;
+  for (int64_t i = 0; i < count; ++i) xnorm2 += Abs2(rest[i * stride]);
+  if (xnorm2 == 0 && Imag(alpha) == 0) return C(0);
+  double beta = std::sqrt(Abs2(alpha) + xnorm2);
+  if (Real(alpha) >= 0) beta = -beta;
+  const C tau = (C(beta) - alpha) / C(beta);
+  const C scale = C(1) / (alpha - C(beta));
+  for (int64_t i = 0; i < count; ++i) rest[i * stride] *= scale;
+  alpha = C(beta);
+  return tau;
+}
+
+// Applies I - t v v^H (v = (1, A[r+1.., col]) read from column `vcol` of A) from the left to
+// the columns [c0, c1) of rows [r, m) of the m x n row-major A (or of Q).
+template <typename C>
+void ApplyReflector(const C* V, int64_t vstride, C t, C* A, int64_t m, int64_t n, int64_t r,
+                    int64_t c0, int64_t c1) {
+  if (t == C(0)) return;
+  for (int64_t c = c0; c < c1; ++c) {
+    C dot = A[r * n + c];  // v^H a with v_0 = 1
+    for (int64_t i = r + 1; i < m; ++i) dot += Conj(V[(i - r) * vstride]) * A[i * n + c];
+    dot *= t;
+    A[r * n + c] -= dot;
+    for (int64_t i = r + 1; i < m; ++i) A[i * n + c] -= V[(i - r) * vstride] * dot;
+  }
+}
+
+// QR (xGEQRF): R in the upper triangle, the reflectors' tails below it, tau per reflector.
+template <typename C>
+absl::StatusOr<Literal> Geqrf(const HloInstruction& instr, const Literal& a) {
+  auto b = Matrices(instr, a.shape());
+  if (!b.ok()) return b.status();
+  const int64_t m = b->m, n = b->n, k = std::min(m, n);
+  std::vector<C> values = LoadWide<C>(a), taus(b->batches * k);
+  for (int64_t bi = 0; bi < b->batches; ++bi) {
+    C* A = values.data() + bi * m * n;
+    for (int64_t j = 0; j < k; ++j) {
+      const C tau = Reflector(A[j * n + j], A + (j + 1) * n + j, m - j - 1, n);
+      taus[bi * k + j] = tau;
+      // geqrf applies H^H = I - conj(tau) v v^H to the rest of the columns.
+      ApplyReflector(A + j * n + j, n, Conj(tau), A, m, n, j, j + 1, n);
+    }
+  }
+  Literal out_a(Shape(a.shape().element_type(), a.shape().dimensions()));
+  StoreWide(values, out_a);
+  std::vector<int64_t> tau_dims = BatchDims(a.shape());
+  tau_dims.push_back(k);
+  Literal out_tau(Shape(a.shape().element_type(), tau_dims));
+  StoreWide(taus, out_tau);
+  std::vector<Literal> out;
+  out.push_back(std::move(out_a));
+  out.push_back(std::move(out_tau));
+  return Literal::MakeTuple(std::move(out));
+}
+
+// The m x n Q = H_1 ... H_k (xORGQR/xUNGQR) from geqrf's reflectors and taus.
+template <typename C>
+absl::StatusOr<Literal> Orgqr(const HloInstruction& instr, const Literal& a, const Literal& tau) {
+  auto b = Matrices(instr, a.shape());
+  if (!b.ok()) return b.status();
+  const int64_t m = b->m, n = b->n;
+  const int64_t k = tau.shape().rank() == 0 ? 0 : tau.shape().dimensions(tau.shape().rank() - 1);
+  if (k > n || n > m) return EvalError(instr, "orgqr needs k <= n <= m");
+  const std::vector<C> V = LoadWide<C>(a), taus = LoadWide<C>(tau);
+  std::vector<C> q(V.size(), C(0));
+  for (int64_t bi = 0; bi < b->batches; ++bi) {
+    const C* Vb = V.data() + bi * m * n;
+    C* Q = q.data() + bi * m * n;
+    for (int64_t i = 0; i < n; ++i) Q[i * n + i] = C(1);
+    for (int64_t j = k - 1; j >= 0; --j)
+      ApplyReflector(Vb + j * n + j, n, taus[bi * k + j], Q, m, n, j, j, n);
+  }
+  Literal out(Shape(a.shape().element_type(), a.shape().dimensions()));
+  StoreWide(q, out);
+  return out;
+}
+
 template <typename C>
 absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
                                  std::string_view routine) {
@@ -195,6 +285,14 @@ absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
   if (routine == "getrf") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
     return Getrf<C>(instr, *ops[0]);
+  }
+  if (routine == "geqrf") {
+    if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
+    return Geqrf<C>(instr, *ops[0]);
+  }
+  if (routine == "orgqr" || routine == "ungqr") {
+    if (auto st = ExpectOperands(instr, ops, 2); !st.ok()) return st;
+    return Orgqr<C>(instr, *ops[0], *ops[1]);
   }
   if (routine == "potrf") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
@@ -208,7 +306,8 @@ absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
 
 bool IsLapackCustomCall(std::string_view target) {
   std::string_view r = Routine(target);
-  return r == "getrf" || r == "potrf" || r == "trsm";
+  return r == "getrf" || r == "potrf" || r == "trsm" || r == "geqrf" || r == "orgqr" ||
+         r == "ungqr";
 }
 
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {

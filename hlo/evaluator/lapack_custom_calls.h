@@ -1,5 +1,6 @@
 // The LAPACK custom-calls JAX emits for linear algebra on CPU (jnp.linalg.solve, inv, det,
-// cholesky, jax.scipy.linalg.solve_triangular): `lapack_{s,d,c,z}{getrf,potrf,trsm}_ffi`,
+// cholesky, qr, jax.scipy.linalg.solve_triangular): `lapack_{s,d,c,z}{getrf,potrf,trsm,
+// geqrf}_ffi` and `lapack_{s,d}orgqr_ffi`/`lapack_{c,z}ungqr_ffi`,
 // with XLA's typed-FFI conventions (matrices in the last two dimensions, batch dimensions
 // before them; LAPACK's column-major order is the operands' layout, so logically the
 // matrices are the arrays as written). Attributes come from backend_config's
@@ -18,7 +19,9 @@ bool IsLapackCustomCall(std::string_view target);
 
 // getrf: (LU, 1-based pivots s32[..., min(m,n)], info s32[...]) with partial pivoting;
 // potrf: (factor in the `uplo` triangle, the other triangle as given; info s32[...]);
-// trsm: op(A) X = B or X op(A) = B per side/uplo/trans_x/diag, alpha 1.
+// trsm: op(A) X = B or X op(A) = B per side/uplo/trans_x/diag, alpha 1;
+// geqrf: (R above the diagonal, reflector tails below, tau[..., min(m,n)]) by LAPACK's
+// reflector convention; orgqr/ungqr: Q from geqrf's output and tau.
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops);
 
 }  // namespace kiln::eval

@@ -26,6 +26,8 @@ TEST(LapackCustomCallTest, TargetsItRuns) {
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgetrf_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_zpotrf_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_dtrsm_ffi"));
+  EXPECT_TRUE(IsLapackCustomCall("lapack_sgeqrf_ffi"));
+  EXPECT_TRUE(IsLapackCustomCall("lapack_cungqr_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("lapack_ssyevd_ffi"));  // eigh: not yet
   EXPECT_FALSE(IsLapackCustomCall("lapack_xgetrf_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("TopK"));
@@ -83,6 +85,24 @@ TEST(LapackCustomCallTest, TrsmFlags) {
   r = EvalLapackCustomCall(*unit_t, std::vector<const Literal*>{&u, &b});
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectValues(*r, {2, 1}, {4, 4});
+}
+
+// A = [[3], [4]]: LAPACK's reflector gives beta = -5 (R), tau = (beta - 3) / beta = 1.6 and
+// v = (1, 4 / (3 - beta)) = (1, 0.5); Q = (I - tau v v^T) e1 = (-0.6, -0.8), so Q R = A.
+TEST(LapackCustomCallTest, GeqrfAndOrgqrFollowLapacksReflectors) {
+  Shape qr_shape =
+      Shape::Tuple({Shape(PrimitiveType::F32, {2, 1}), Shape(PrimitiveType::F32, {1})});
+  auto geqrf = CustomCall("lapack_sgeqrf_ffi", qr_shape, "{}");
+  Literal a = F32({2, 1}, {3, 4});
+  auto r = EvalLapackCustomCall(*geqrf, std::vector<const Literal*>{&a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(r->element(0), {2, 1}, {-5, 0.5});
+  ExpectValues(r->element(1), {1}, {1.6}, 1e-6);
+  auto orgqr = CustomCall("lapack_sorgqr_ffi", Shape(PrimitiveType::F32, {2, 1}), "{}");
+  auto q =
+      EvalLapackCustomCall(*orgqr, std::vector<const Literal*>{&r->element(0), &r->element(1)});
+  ASSERT_TRUE(q.ok()) << q.status();
+  ExpectValues(*q, {2, 1}, {-0.6, -0.8}, 1e-6);
 }
 
 }  // namespace

@@ -1052,6 +1052,21 @@ def _():
     return f, make
 
 
+@program("linalg_qr_modes_and_least_squares", tol="f32_loose")
+def _():
+    # geqrf + orgqr (Householder reflectors: LAPACK's sign convention fixes Q and R).
+    def f(tall, wide, b):
+        q, r = jnp.linalg.qr(tall)
+        qc, rc = jnp.linalg.qr(tall, mode="complete")
+        qw, rw = jnp.linalg.qr(wide)
+        x = jax.scipy.linalg.solve_triangular(r, q.T @ b, lower=False)
+        return q, r, qc, rc, qw, rw, x
+    def make():
+        r = rng(150)
+        return randn(r, 6, 4), randn(r, 3, 5), randn(r, 6, 2)
+    return f, make
+
+
 @program("fft", tol="f32_loose")
 def _():
     def f(x):
