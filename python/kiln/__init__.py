@@ -26,9 +26,12 @@ def devices():
 
 
 def _read_module(hlo):
-    """(text, filename) for HLO text, a path to a .hlo file, or an object with as_hlo_text()."""
+    """(text, filename) for HLO text, a path to a .hlo file, an object with as_hlo_text()
+    (XLA's HloModule) or a jax.stages.Lowered (jax.jit(f).lower(...))."""
     if hasattr(hlo, "as_hlo_text"):
         return hlo.as_hlo_text(), "<as_hlo_text>"
+    if hasattr(hlo, "as_text") and hasattr(hlo, "out_tree"):  # jax.stages.Lowered
+        return hlo.as_text(dialect="hlo"), "<jax lowered>"
     if isinstance(hlo, os.PathLike) or (isinstance(hlo, str) and "\n" not in hlo
                                           and not hlo.lstrip().startswith("HloModule")):
         path = os.fspath(hlo)
@@ -50,7 +53,8 @@ def _read_module(hlo):
 
 def compile(hlo, device="auto", *, core_passes=True, dump_to=None, dump_pass_re=None,
             min_cluster_size=4, cache=True):
-    """Compiles an HLO module (text, a path, or an object with `as_hlo_text()`).
+    """Compiles an HLO module (text, a path, an object with `as_hlo_text()`, or what
+    `jax.jit(f).lower(...)` returns).
 
     device: a plugin name or "auto" (the highest-priority plugin that runs everything, else a
     partition across plugins, as `kiln run --device auto`). core_passes=False gives the

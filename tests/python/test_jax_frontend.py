@@ -60,3 +60,11 @@ def test_lower_gives_the_hlo_that_runs():
     assert text.startswith("HloModule") and "f32[2]" in text
     exe = kiln.compile(text, "interpreter")
     np.testing.assert_array_equal(exe(np.ones(2, np.float32)), [2.0, 2.0])
+
+
+def test_compile_takes_a_jax_lowered_object(device):
+    lowered = jax.jit(lambda x, y: jnp.sin(x) * y).lower(np.ones(3, np.float32),
+                                                         np.ones(3, np.float32))
+    exe = kiln.compile(lowered, device)
+    x = np.linspace(0, 1, 3, dtype=np.float32)
+    np.testing.assert_allclose(exe(x, np.full(3, 2, np.float32)), np.sin(x) * 2, rtol=1e-6)
