@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "hlo/shape_inference.h"
+#include "hlo/text/parser.h"
 
 namespace kiln {
 namespace {
@@ -416,5 +417,19 @@ class Verifier {
 }  // namespace
 
 absl::Status VerifyModule(const HloModule& module) { return Verifier(module).Run(); }
+
+absl::StatusOr<std::unique_ptr<HloModule>> ParseRunnableModule(std::string_view text,
+                                                               std::string_view filename,
+                                                               bool verify) {
+  absl::StatusOr<std::unique_ptr<HloModule>> module = ParseHloModule(text, filename);
+  if (!module.ok()) return module.status();
+  if (absl::Status s = verify ? VerifyModule(**module) : absl::OkStatus(); !s.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", filename, std::string(s.message())));
+  }
+  if ((*module)->entry() == nullptr) {
+    return absl::InvalidArgumentError(fmt::format("{}: module has no entry computation", filename));
+  }
+  return module;
+}
 
 }  // namespace kiln

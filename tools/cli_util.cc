@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "fmt/format.h"
-#include "hlo/text/parser.h"
 #include "hlo/verifier.h"
 #include "tools/commands.h"
 
@@ -22,15 +21,7 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
 absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, bool verify) {
   absl::StatusOr<std::string> text = ReadTextFile(path);
   if (!text.ok()) return text.status();
-  absl::StatusOr<std::unique_ptr<HloModule>> module = ParseHloModule(*text, path);
-  if (!module.ok()) return module.status();
-  if (absl::Status s = verify ? VerifyModule(**module) : absl::OkStatus(); !s.ok()) {
-    return absl::InvalidArgumentError(fmt::format("{}: {}", path, std::string(s.message())));
-  }
-  if ((*module)->entry() == nullptr) {
-    return absl::InvalidArgumentError(fmt::format("{}: module has no entry computation", path));
-  }
-  return module;
+  return ParseRunnableModule(*text, path, verify);
 }
 
 int ReportError(const std::string& command, const std::string& message, int exit_code) {

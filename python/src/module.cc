@@ -11,7 +11,6 @@
 
 #include "core/module_executable.h"
 #include "fmt/format.h"
-#include "hlo/text/parser.h"
 #include "hlo/verifier.h"
 #include "plugin_api/kiln_plugin_api.h"
 #include "python/src/arrays.h"
@@ -59,16 +58,8 @@ PyExecutable Compile(const std::string& text, const std::string& filename,
   {
     nb::gil_scoped_release release;
     exe = [&]() -> absl::StatusOr<std::unique_ptr<ModuleExecutable>> {
-      absl::StatusOr<std::unique_ptr<HloModule>> module = ParseHloModule(text, filename);
+      absl::StatusOr<std::unique_ptr<HloModule>> module = ParseRunnableModule(text, filename);
       if (!module.ok()) return module.status();
-      if (absl::Status s = VerifyModule(**module); !s.ok()) {
-        return absl::InvalidArgumentError(
-            fmt::format("{}: {}", filename, std::string(s.message())));
-      }
-      if ((*module)->entry() == nullptr) {
-        return absl::InvalidArgumentError(
-            fmt::format("{}: module has no entry computation", filename));
-      }
       ModuleCompileOptions options;
       options.device = device;
       options.core_passes.enabled = core_passes;
