@@ -188,13 +188,6 @@ absl::StatusOr<Literal> Trsm(const HloInstruction& instr, const Literal& a, cons
   return out;
 }
 
-double Real(double v) { return v; }
-double Real(std::complex<double> v) { return v.real(); }
-double Imag(double) { return 0; }
-double Imag(std::complex<double> v) { return v.imag(); }
-double Abs2(double v) { return v * v; }
-double Abs2(std::complex<double> v) { return std::norm(v); }
-
 // LAPACK's elementary reflector (xLARFG) for x = (alpha, rest): H = I - tau v v^H with v =
 // (1, rest / (alpha - beta)), H^H x = (beta, 0...), beta real and of the opposite sign to
 // Re(alpha); tau = 0 (H = I) when rest is zero and alpha real. Writes v's tail over `rest`
@@ -202,10 +195,10 @@ double Abs2(std::complex<double> v) { return std::norm(v); }
 template <typename C>
 C Reflector(C& alpha, C* rest, int64_t count, int64_t stride) {
   double xnorm2 = 0;
-  for (int64_t i = 0; i < count; ++i) xnorm2 += Abs2(rest[i * stride]);
-  if (xnorm2 == 0 && Imag(alpha) == 0) return C(0);
-  double beta = std::sqrt(Abs2(alpha) + xnorm2);
-  if (Real(alpha) >= 0) beta = -beta;
+  for (int64_t i = 0; i < count; ++i) xnorm2 += std::norm(rest[i * stride]);
+  if (xnorm2 == 0 && std::imag(alpha) == 0) return C(0);
+  double beta = std::sqrt(std::norm(alpha) + xnorm2);
+  if (RealPart(alpha) >= 0) beta = -beta;
   const C tau = (C(beta) - alpha) / C(beta);
   const C scale = C(1) / (alpha - C(beta));
   for (int64_t i = 0; i < count; ++i) rest[i * stride] *= scale;
