@@ -19,6 +19,9 @@ struct PyBuffer {
   Shape shape;
 };
 
+// A NumPy copy of a buffer of `shape`, written straight into the new array (buffer.cc).
+nanobind::object CopyToNumpy(const DeviceBuffer& b, const Shape& shape);
+
 // Copies `array` (anything NumPy can convert) to `plugin`'s device; `dtype` None keeps the
 // array's own.
 PyBuffer DevicePut(nanobind::handle array, const Plugin& plugin);

@@ -12,16 +12,26 @@ namespace nb = nanobind;
 namespace kiln::python {
 namespace {
 
-nb::object ToNumpy(const PyBuffer& b) {
-  absl::StatusOr<Literal> l;
-  {
-    nb::gil_scoped_release release;
-    l = b.buffer->ToLiteral();
-  }
-  return ArrayFromLiteral(ValueOrThrow(std::move(l)));
-}
+// Below this size a copy out is not worth releasing the GIL for.
+constexpr int64_t kReleaseGilBytes = 1 << 16;
+
+nb::object ToNumpy(const PyBuffer& b) { return CopyToNumpy(*b.buffer, b.shape); }
 
 }  // namespace
+
+nb::object CopyToNumpy(const DeviceBuffer& b, const Shape& shape) {
+  auto [array, data] = NewArray(shape);
+  if (data == nullptr) return ArrayFromLiteral(ValueOrThrow(b.ToLiteral()));
+  absl::Status s;
+  if (shape.byte_size() >= kReleaseGilBytes) {
+    nb::gil_scoped_release release;
+    s = b.CopyToHost(data, shape.byte_size());
+  } else {
+    s = b.CopyToHost(data, shape.byte_size());
+  }
+  ThrowIfError(s);
+  return array;
+}
 
 PyBuffer DevicePut(nb::handle array, const Plugin& plugin) {
   // The array's own element type and dims are the buffer's.

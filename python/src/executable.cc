@@ -14,9 +14,6 @@ namespace nb = nanobind;
 namespace kiln::python {
 namespace {
 
-// Below this size a copy out is not worth releasing the GIL for.
-constexpr int64_t kReleaseGilBytes = 1 << 16;
-
 void Flatten(const Shape& s, std::vector<Shape>& out) {
   if (!s.IsTuple()) {
     out.push_back(s);
@@ -31,21 +28,6 @@ std::string ArgumentName(size_t i) { return fmt::format("argument {}", i); }
 void ReleaseArray(void* array) {
   nb::gil_scoped_acquire gil;
   Py_DECREF(static_cast<PyObject*>(array));
-}
-
-// A NumPy copy of a buffer whose shape is known.
-nb::object ToNumpy(const DeviceBuffer& b, const Shape& shape) {
-  auto [array, data] = NewArray(shape);
-  if (data == nullptr) return ArrayFromLiteral(ValueOrThrow(b.ToLiteral()));
-  absl::Status s;
-  if (shape.byte_size() >= kReleaseGilBytes) {
-    nb::gil_scoped_release release;
-    s = b.CopyToHost(data, shape.byte_size());
-  } else {
-    s = b.CopyToHost(data, shape.byte_size());
-  }
-  ThrowIfError(s);
-  return array;
 }
 
 }  // namespace
@@ -83,7 +65,7 @@ nb::object PyExecutable::Call(nb::args args) const {
   }
   std::vector<nb::object> leaves;
   leaves.reserve(outs.size());
-  for (size_t i = 0; i < outs.size(); ++i) leaves.push_back(ToNumpy(outs[i], outputs_[i]));
+  for (size_t i = 0; i < outs.size(); ++i) leaves.push_back(CopyToNumpy(outs[i], outputs_[i]));
   return Wrap(leaves.data(), leaves.size());
 }
 
