@@ -55,7 +55,7 @@ class PyExecutable {
   std::vector<DeviceBuffer> RunOnDevice(nanobind::args args, bool lend) const;
   // Host arrays in and out through ModuleExecutable (a partitioned module).
   nanobind::object CallPartitioned(nanobind::args args) const;
-  nanobind::object Wrap(nanobind::object* leaves, size_t n) const;
+  nanobind::object Wrap(std::vector<nanobind::object> leaves) const;
 
   std::unique_ptr<ModuleExecutable> exe_;
   std::vector<Shape> params_;

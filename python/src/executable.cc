@@ -22,6 +22,13 @@ void Flatten(const Shape& s, std::vector<Shape>& out) {
   for (const Shape& e : s.tuple_shapes()) Flatten(e, out);
 }
 
+nb::tuple TupleOf(std::vector<nb::object> items) {
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(items.size()));
+  if (tuple == nullptr) throw nb::python_error();
+  for (size_t i = 0; i < items.size(); ++i) PyTuple_SET_ITEM(tuple, i, items[i].release().ptr());
+  return nb::steal<nb::tuple>(tuple);
+}
+
 std::string ArgumentName(size_t i) { return fmt::format("argument {}", i); }
 
 // The on_done of a lent NumPy array: drops the reference the plugin held.
@@ -46,12 +53,9 @@ void PyExecutable::CheckArgumentCount(size_t n) const {
   }
 }
 
-nb::object PyExecutable::Wrap(nb::object* leaves, size_t n) const {
-  if (!tuple_result_ && n == 1) return leaves[0];
-  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(n));
-  if (tuple == nullptr) throw nb::python_error();
-  for (size_t i = 0; i < n; ++i) PyTuple_SET_ITEM(tuple, i, leaves[i].release().ptr());
-  return nb::steal(tuple);
+nb::object PyExecutable::Wrap(std::vector<nb::object> leaves) const {
+  if (!tuple_result_ && leaves.size() == 1) return leaves[0];
+  return TupleOf(std::move(leaves));
 }
 
 nb::object PyExecutable::Call(nb::args args) const {
@@ -66,7 +70,7 @@ nb::object PyExecutable::Call(nb::args args) const {
   std::vector<nb::object> leaves;
   leaves.reserve(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) leaves.push_back(CopyToNumpy(outs[i], outputs_[i]));
-  return Wrap(leaves.data(), leaves.size());
+  return Wrap(std::move(leaves));
 }
 
 nb::object PyExecutable::CallPartitioned(nb::args args) const {
@@ -88,7 +92,7 @@ nb::object PyExecutable::CallPartitioned(nb::args args) const {
   }
   std::vector<nb::object> leaves;
   for (Literal& l : ValueOrThrow(std::move(outs))) leaves.push_back(ArrayFromLiteral(std::move(l)));
-  return Wrap(leaves.data(), leaves.size());
+  return Wrap(std::move(leaves));
 }
 
 std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args, bool lend) const {
@@ -155,10 +159,7 @@ nb::tuple PyExecutable::Execute(nb::args args) const {
     pb.buffer = std::make_shared<DeviceBuffer>(std::move(outs[i]));
     leaves.push_back(nb::cast(std::move(pb)));
   }
-  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(leaves.size()));
-  if (tuple == nullptr) throw nb::python_error();
-  for (size_t i = 0; i < leaves.size(); ++i) PyTuple_SET_ITEM(tuple, i, leaves[i].release().ptr());
-  return nb::steal<nb::tuple>(tuple);
+  return TupleOf(std::move(leaves));
 }
 
 void BindExecutable(nb::module_& m) {
