@@ -112,6 +112,11 @@ PyArray_Descr* DescrFor(PrimitiveType t) {
   return num < 0 ? nullptr : PyArray_DescrFromType(num);
 }
 
+bool SameDims(PyArrayObject* a, const Shape& s) {
+  return PyArray_NDIM(a) == s.rank() &&
+         std::equal(s.dimensions().begin(), s.dimensions().end(), PyArray_DIMS(a));
+}
+
 std::string DescribeArray(PyArrayObject* a) {
   std::optional<PrimitiveType> t = ElementTypeOf(PyArray_DESCR(a));
   std::string type =
@@ -164,9 +169,7 @@ const void* ExactArrayData(nb::handle obj, const Shape& expected) {
   if (!PyArray_Check(obj.ptr())) return nullptr;
   auto* a = reinterpret_cast<PyArrayObject*>(obj.ptr());
   std::optional<PrimitiveType> t = ElementTypeOf(PyArray_DESCR(a));
-  if (!t || *t != expected.element_type() || !PyArray_ISCARRAY_RO(a) ||
-      PyArray_NDIM(a) != expected.rank() ||
-      !std::equal(expected.dimensions().begin(), expected.dimensions().end(), PyArray_DIMS(a))) {
+  if (!t || *t != expected.element_type() || !PyArray_ISCARRAY_RO(a) || !SameDims(a, expected)) {
     return nullptr;
   }
   return PyArray_DATA(a);
@@ -192,10 +195,7 @@ absl::StatusOr<Literal> LiteralFromPython(nb::handle obj, const Shape& expected,
   if (PyArray_Check(obj.ptr())) {
     auto* a = reinterpret_cast<PyArrayObject*>(obj.ptr());
     std::optional<PrimitiveType> t = ElementTypeOf(PyArray_DESCR(a));
-    bool same_dims =
-        PyArray_NDIM(a) == expected.rank() &&
-        std::equal(expected.dimensions().begin(), expected.dimensions().end(), PyArray_DIMS(a));
-    if (!t || *t != expected.element_type() || !same_dims) {
+    if (!t || *t != expected.element_type() || !SameDims(a, expected)) {
       return absl::InvalidArgumentError(fmt::format("{}: expected {}, got an array of {}", what(),
                                                     expected.ToString(false), DescribeArray(a)));
     }
@@ -222,10 +222,7 @@ absl::StatusOr<Literal> LiteralFromPython(nb::handle obj, const Shape& expected,
     }
     array = nb::steal(converted);
     auto* a = reinterpret_cast<PyArrayObject*>(converted);
-    bool same_dims =
-        PyArray_NDIM(a) == expected.rank() &&
-        std::equal(expected.dimensions().begin(), expected.dimensions().end(), PyArray_DIMS(a));
-    if (!same_dims) {
+    if (!SameDims(a, expected)) {
       return absl::InvalidArgumentError(fmt::format("{}: expected {}, got {} of shape {}", what(),
                                                     expected.ToString(false), DescribePython(obj),
                                                     DescribeArray(a)));
