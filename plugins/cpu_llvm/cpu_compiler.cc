@@ -1,6 +1,7 @@
 // Compilation with caching, and running a compiled module step by step.
 #include "plugins/cpu_llvm/cpu_compiler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -117,13 +118,13 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
   values.reserve(args.size());
   for (const Literal* a : args) values.push_back(Value::Borrowed(a));
   HloEvaluator evaluator;
-  absl::StatusOr<Value> root = RunComputation(plan_, values, evaluator);
+  absl::StatusOr<Value> root = RunComputation(plan_, std::move(values), evaluator);
   if (!root.ok()) return root.status();
   return Materialize(*std::move(root));
 }
 
 absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
-                                                    std::span<const Value> args,
+                                                    std::vector<Value> args,
                                                     HloEvaluator& evaluator) const {
   StepValues values;
   for (const Step& step : p.steps) {
@@ -161,6 +162,7 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
         case Disposition::kInlined:
           break;
       }
+      for (const HloInstruction* dead : step.last_uses) values.Release(dead);
       if (profile_ && step.kind != Disposition::kInlined &&
           step.kind != Disposition::kBookkeeping) {
         profile_->Add(h, DispositionName(step.kind),
@@ -182,12 +184,24 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values) const {
   const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
   std::vector<void*> buffers;
   buffers.reserve(step.sources.size() + spec.outputs.size() + 1);
-  for (const HloInstruction* s : step.sources)
-    buffers.push_back(const_cast<uint8_t*>(values.at(s)->untyped_data()));
   std::vector<Literal> outs;
   outs.reserve(spec.outputs.size());
+  if (step.in_place_source >= 0) {
+    // The kernel writes only the update: its output starts as the operand, whose buffer is
+    // taken when no later step reads it (a while loop's state row by row), else copied.
+    const HloInstruction* operand = step.sources[step.in_place_source];
+    const bool last =
+        std::find(step.last_uses.begin(), step.last_uses.end(), operand) != step.last_uses.end();
+    outs.push_back(values.TakeOrCopy(operand, last));
+  }
+  for (const HloInstruction* s : step.sources) {
+    buffers.push_back(step.in_place_source >= 0 && s == step.sources[step.in_place_source]
+                          ? outs[0].untyped_data()  // never read by the kernel
+                          : const_cast<uint8_t*>(values.at(s)->untyped_data()));
+  }
   for (const HloInstruction* o : spec.outputs) {
-    outs.push_back(Literal::Uninitialized(o->shape()));  // a kernel writes every element
+    if (step.in_place_source < 0)
+      outs.push_back(Literal::Uninitialized(o->shape()));  // a kernel writes every element
     buffers.push_back(outs.back().untyped_data());
   }
   KernelFn fn = kernels_[step.kernel];
@@ -220,15 +234,20 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
     const ComputationPlan& body = plan_.called[step.called[1]];
     // The state's elements pass from one iteration to the next by reference: an element the
     // body returns unchanged is not copied, and one it replaces is freed.
-    Value state = values.value(h->operand(0));
+    // The body takes the state over, so an element only it holds can be updated in place;
+    // so does the loop from its operand when nothing after it reads that.
+    const bool last = std::find(step.last_uses.begin(), step.last_uses.end(), h->operand(0)) !=
+                      step.last_uses.end();
+    Value state = last ? values.Take(h->operand(0)) : values.value(h->operand(0));
     for (;;) {
-      absl::StatusOr<Value> go = RunComputation(cond, std::span<const Value>(&state, 1), evaluator);
+      absl::StatusOr<Value> go = RunComputation(cond, {state}, evaluator);
       if (!go.ok()) return annotate(go.status());
       if (go->literal == nullptr || go->literal->IsTuple())
         return annotate(absl::InternalError("while condition did not return a pred scalar"));
       if (!go->literal->data<bool>()[0]) break;
-      absl::StatusOr<Value> next =
-          RunComputation(body, std::span<const Value>(&state, 1), evaluator);
+      std::vector<Value> in;
+      in.push_back(std::move(state));
+      absl::StatusOr<Value> next = RunComputation(body, std::move(in), evaluator);
       if (!next.ok()) return annotate(next.status());
       state = *std::move(next);
     }
@@ -245,7 +264,7 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
   } else {  // call
     for (const HloInstruction* o : h->operands()) args.push_back(values.value(o));
   }
-  absl::StatusOr<Value> r = RunComputation(plan_.called[sub], args, evaluator);
+  absl::StatusOr<Value> r = RunComputation(plan_.called[sub], std::move(args), evaluator);
   if (!r.ok()) return annotate(r.status());
   values.Set(h, *std::move(r));
   return absl::OkStatus();
@@ -277,7 +296,7 @@ std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
   return absl::StrCat(
       "cpu-llvm objects\nbinary=", BinaryIdentity(reinterpret_cast<const void*>(&StructuralHash)),
       "\n", jit_->CacheKey(), "\nplan=", p.fuse_unfused, ",", p.blas_min_mnk, ",",
-      p.parallel_min_work, ",", p.native_control_flow, "\n", text);
+      p.parallel_min_work, ",", p.native_control_flow, ",", p.update_in_place, "\n", text);
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(

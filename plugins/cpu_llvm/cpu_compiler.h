@@ -34,8 +34,15 @@ namespace kiln::cpu {
 // gpu-nvptx.
 using namespace ::kiln::kernel_plan;
 
+// The planner's defaults, with what only the CPU runner supports turned on.
+inline PlanOptions CpuPlanOptions() {
+  PlanOptions p;
+  p.update_in_place = true;
+  return p;
+}
+
 struct CompileOptions {
-  PlanOptions plan;
+  PlanOptions plan = CpuPlanOptions();
   JitOptions jit;
   bool keep_ir = false;  // keep the optimized LLVM IR in the executable (tests, debugging)
   // Threads for kernels (and the BLAS library's own threads): 0 = DefaultThreadCount()
@@ -85,7 +92,8 @@ class CpuExecutable {
   std::unique_ptr<StepProfile> profile_;  // KILN_CPU_PROFILE; null when off
 
   // Runs one computation's steps (the entry, or a sub-plan of control flow) on `args`.
-  absl::StatusOr<Value> RunComputation(const ComputationPlan& p, std::span<const Value> args,
+  // Values are released after their last reader (Step::last_uses).
+  absl::StatusOr<Value> RunComputation(const ComputationPlan& p, std::vector<Value> args,
                                        HloEvaluator& evaluator) const;
   // A while/conditional/call step: runs its sub-plans and sets its value.
   absl::Status RunControlFlow(const Step& step, StepValues& values, HloEvaluator& evaluator) const;

@@ -146,6 +146,14 @@ int64_t EstimateWork(const llvm_emit::KernelSpec& spec) {
 // scalar is split into parts instead.
 void SetPartition(llvm_emit::KernelSpec& spec, Step& step, const PlanOptions& options) {
   step.work = EstimateWork(spec);
+  if (spec.update_in_place) {  // the loop runs over the update only
+    const Shape& update = spec.outputs[0]->operand(1)->shape();
+    step.work = std::min(step.work, Elements(update) * 4);
+    if (update.rank() == 0 || update.dimensions(0) < 2) return;
+    spec.partition_outer = true;
+    step.outer_extent = update.dimensions(0);
+    return;
+  }
   if (spec.outputs.size() == 1 && spec.outputs[0]->opcode() == HloOpcode::kReduce &&
       spec.outputs[0]->shape().rank() == 0 && spec.outputs[0]->operand(0)->shape().rank() > 0 &&
       options.reduce_parts >= 2 && step.work >= options.parallel_min_work) {
@@ -163,6 +171,63 @@ void SetPartition(llvm_emit::KernelSpec& spec, Step& step, const PlanOptions& op
   if (extent < 2) return;
   spec.partition_outer = true;
   step.outer_extent = extent;
+}
+
+// The index in spec.inputs of the operand a dynamic-update-slice kernel may update in
+// place, or -1: the one output is a dynamic-update-slice whose operand 0 is an input that
+// nothing else in the kernel (the update, the start indices) reads.
+int InPlaceInput(const llvm_emit::KernelSpec& spec) {
+  if (spec.outputs.size() != 1 || spec.reduce_parts > 0) return -1;
+  const HloInstruction* dus = spec.outputs[0];
+  if (dus->opcode() != HloOpcode::kDynamicUpdateSlice) return -1;
+  auto it = std::find(spec.inputs.begin(), spec.inputs.end(), dus->operand(0));
+  if (it == spec.inputs.end()) return -1;
+  absl::flat_hash_set<const HloInstruction*> stop(spec.inputs.begin(), spec.inputs.end());
+  absl::flat_hash_set<const HloInstruction*> seen;
+  std::vector<const HloInstruction*> stack(dus->operands().begin() + 1, dus->operands().end());
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    stack.pop_back();
+    if (h == dus->operand(0)) return -1;
+    if (stop.contains(h) || !seen.insert(h).second) continue;
+    for (const HloInstruction* o : h->operands()) stack.push_back(o);
+  }
+  return static_cast<int>(it - spec.inputs.begin());
+}
+
+// Marks a kernel that can update its dynamic-update-slice operand in place (before
+// SetPartition, whose loop is then the update's).
+void SetInPlace(llvm_emit::KernelSpec& spec, Step& step, const PlanOptions& options) {
+  if (!options.update_in_place) return;
+  const int k = InPlaceInput(spec);
+  if (k < 0 || std::count(step.sources.begin(), step.sources.end(), step.sources[k]) != 1) return;
+  spec.update_in_place = true;
+  step.in_place_source = k;
+}
+
+// Calls `f` on each instruction whose value a step reads.
+template <typename F>
+void ForEachRead(const Step& step, F f) {
+  if (step.kind == Disposition::kEvaluator || step.kind == Disposition::kBookkeeping) {
+    for (const HloInstruction* o : step.instr->operands()) f(o);
+  } else {
+    for (const HloInstruction* o : step.sources) f(o);
+  }
+}
+
+// Fills Step::last_uses: each value is released after its last reader (a value nothing
+// reads, after its own step); the root is kept.
+void MarkLastUses(ComputationPlan& plan) {
+  absl::flat_hash_map<const HloInstruction*, size_t> last;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    last.try_emplace(plan.steps[i].instr, i);
+    ForEachRead(plan.steps[i], [&](const HloInstruction* r) { last[r] = i; });
+  }
+  for (const HloInstruction* h : plan.computation->MakeInstructionPostOrder()) {
+    auto it = last.find(h);
+    if (it != last.end() && h != plan.computation->root())
+      plan.steps[it->second].last_uses.push_back(h);
+  }
 }
 
 // Control flow nested deeper than this stays on the evaluator, which refuses what is
@@ -436,6 +501,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       }
       for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
       step.kernel = static_cast<int>(plan.kernels.size());
+      SetInPlace(spec, step, options);
       SetPartition(spec, step, options);
       plan.kernels.push_back(std::move(spec));
     } else if (!materialized(h)) {
@@ -462,12 +528,14 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       }
       step.sources = spec.inputs;
       step.kernel = static_cast<int>(plan.kernels.size());
+      SetInPlace(spec, step, options);
       SetPartition(spec, step, options);
       plan.kernels.push_back(std::move(spec));
     }
     plan.dispositions.emplace_back(h, step.kind);
     plan.steps.push_back(std::move(step));
   }
+  MarkLastUses(plan);
 }
 
 }  // namespace

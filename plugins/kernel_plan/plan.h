@@ -58,6 +58,10 @@ struct PlanOptions {
   // this many parts (slices of the input's dimension 0) reduced in parallel, then combined
   // (KernelSpec::reduce_parts). A fixed count, so results do not depend on the thread count.
   int64_t reduce_parts = 16;
+  // A kernel whose one output is a dynamic-update-slice of an input that nothing else in the
+  // kernel reads writes only the update (KernelSpec::update_in_place, Step::in_place_source):
+  // the runner hands it the operand's buffer, or a copy. The CPU runner supports it.
+  bool update_in_place = false;
 };
 
 // One step of the run, in post-order.
@@ -79,6 +83,13 @@ struct Step {
   std::vector<int> called;
   // For kKernel: KernelSpec::reduce_parts (a two-stage reduction to a scalar), else 0.
   int64_t reduce_parts = 0;
+  // For a kKernel with KernelSpec::update_in_place: the index in `sources` of the operand
+  // whose buffer the kernel updates (that source appears once in `sources`); else -1.
+  int in_place_source = -1;
+  // Values no later step of the computation reads (the root excepted): a runner may free
+  // them once this step has run, and a step that is the last reader of its in-place
+  // operand may take that operand's buffer.
+  std::vector<const HloInstruction*> last_uses;
 };
 
 // The steps of one computation.

@@ -50,6 +50,24 @@ const Literal* StepValues::at(const HloInstruction* h) {
   return v.literal.get();
 }
 
+Value StepValues::Take(const HloInstruction* h) {
+  auto it = values_.find(h);
+  Value v = std::move(it->second);
+  values_.erase(it);
+  return v;
+}
+
+Literal StepValues::TakeOrCopy(const HloInstruction* h, bool may_take) {
+  Value& v = values_.at(h);
+  // use_count is 1 only for an owned literal (or owned tuple holding it) with no other owner.
+  if (may_take && v.literal != nullptr && !v.literal->IsTuple() && v.literal.use_count() == 1) {
+    Literal out = std::move(const_cast<Literal&>(*v.literal));
+    values_.erase(h);
+    return out;
+  }
+  return Literal(*at(h));
+}
+
 void StepValues::OwnOutputs(const HloInstruction* h, std::vector<Literal> outputs) {
   if (h->shape().IsTuple()) {
     Value t;
@@ -62,16 +80,16 @@ void StepValues::OwnOutputs(const HloInstruction* h, std::vector<Literal> output
 
 absl::Status StepValues::RunBookkeeping(const HloInstruction& h,
                                         std::span<const Literal* const> args) {
-  if (h.opcode() != HloOpcode::kParameter) return RunBookkeeping(h, std::span<const Value>());
+  if (h.opcode() != HloOpcode::kParameter) return RunBookkeeping(h, std::span<Value>());
   Set(&h, Value::Borrowed(args[h.parameter_number()]));
   return absl::OkStatus();
 }
 
-absl::Status StepValues::RunBookkeeping(const HloInstruction& h, std::span<const Value> args) {
+absl::Status StepValues::RunBookkeeping(const HloInstruction& h, std::span<Value> args) {
   if (h.opcode() == HloOpcode::kParameter) {
     if (h.parameter_number() < 0 || h.parameter_number() >= static_cast<int64_t>(args.size()))
       return absl::InvalidArgumentError(absl::StrCat("parameter ", h.name(), " has no argument"));
-    Set(&h, args[h.parameter_number()]);
+    Set(&h, std::move(args[h.parameter_number()]));
   } else if (h.opcode() == HloOpcode::kConstant) {
     absl::StatusOr<const Literal*> value = ConstantValue(h);
     if (!value.ok()) return value.status();

@@ -45,10 +45,19 @@ class StepValues {
   void Own(const HloInstruction* h, Literal value) { Set(h, Value::Owned(std::move(value))); }
   // A kernel's outputs: one literal, or the elements of `h`'s tuple result.
   void OwnOutputs(const HloInstruction* h, std::vector<Literal> outputs);
+  // Drops `h`'s value (after its last reader; nothing when it has none).
+  void Release(const HloInstruction* h) { values_.erase(h); }
+  // Moves `h`'s value out (its last reader is taking it).
+  Value Take(const HloInstruction* h);
+  // `h`'s array as a literal the caller may overwrite: its own buffer, taken, when `may_take`
+  // (no later step reads `h`) and `h`'s value is the only reference to an owned literal;
+  // otherwise a copy.
+  Literal TakeOrCopy(const HloInstruction* h, bool may_take);
   // Parameter, constant, get-tuple-element or tuple. The literal form borrows the entry's
-  // arguments; the Value form takes a called computation's arguments.
+  // arguments; the Value form moves a called computation's arguments in (so a value the
+  // computation takes over has no other owner left here).
   absl::Status RunBookkeeping(const HloInstruction& h, std::span<const Literal* const> args);
-  absl::Status RunBookkeeping(const HloInstruction& h, std::span<const Value> args);
+  absl::Status RunBookkeeping(const HloInstruction& h, std::span<Value> args);
   // One instruction on the host evaluator.
   absl::Status RunOnEvaluator(const HloInstruction& h, HloEvaluator& evaluator);
   // The root's value; the run's other values are dropped, so results only the root refers

@@ -1366,6 +1366,15 @@ absl::Status KernelEmitter::Emit() {
   }
   if (gpu()) return EmitGpu();
   const bool parts = spec_.reduce_parts > 0;
+  if (spec_.update_in_place) {
+    const HloInstruction* d = spec_.outputs.size() == 1 ? spec_.outputs[0] : nullptr;
+    if (d == nullptr || d->opcode() != HloOpcode::kDynamicUpdateSlice || parts ||
+        std::find(spec_.inputs.begin(), spec_.inputs.end(), d->operand(0)) == spec_.inputs.end())
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel ", spec_.name,
+                       ": update_in_place needs one dynamic-update-slice output whose operand 0 "
+                       "is an input"));
+  }
   if (parts) {
     const HloInstruction* r = spec_.outputs.size() == 1 ? spec_.outputs[0] : nullptr;
     if (r == nullptr || r->opcode() != HloOpcode::kReduce || r->shape().rank() != 0 ||
@@ -1380,7 +1389,12 @@ absl::Status KernelEmitter::Emit() {
   StartBody(spec_.name + ".body", n);
   PushScope();
   if (parts) KILN_EMIT_RETURN_IF_ERROR(EmitReduceParts(fn_->getArg(n), fn_->getArg(n + 1)));
-  for (size_t o = 0; o < spec_.outputs.size() && !parts; ++o) {
+  if (spec_.update_in_place) {
+    KILN_EMIT_RETURN_IF_ERROR(EmitUpdateInPlace(
+        fn_->getArg(spec_.inputs.size()), spec_.partition_outer ? fn_->getArg(n) : nullptr,
+        spec_.partition_outer ? fn_->getArg(n + 1) : nullptr));
+  }
+  for (size_t o = 0; o < spec_.outputs.size() && !parts && !spec_.update_in_place; ++o) {
     const HloInstruction* root = spec_.outputs[o];
     llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
     PT t = root->shape().element_type();
@@ -1442,6 +1456,29 @@ void KernelEmitter::StartBody(const std::string& name, size_t n) {
   input_ptrs_.clear();
   for (size_t i = 0; i < spec_.inputs.size(); ++i) input_ptrs_[spec_.inputs[i]] = fn_->getArg(i);
   scopes_.clear();
+}
+
+absl::Status KernelEmitter::EmitUpdateInPlace(llvm::Value* out, llvm::Value* begin,
+                                              llvm::Value* end) {
+  const HloInstruction* dus = spec_.outputs[0];
+  const HloInstruction* update = dus->operand(1);
+  const std::vector<int64_t>& dims = dus->shape().dimensions();
+  PT t = dus->shape().element_type();
+  llvm::Type* st = StorageType(t, ctx_);
+  // The starts are scalars: generated once, before the loop nest.
+  KILN_EMIT_ASSIGN_OR_RETURN(std::vector<llvm::Value*> starts,
+                             ClampedStarts(dus, 2, update->shape().dimensions()));
+  return EmitLoopNest(
+      update->shape().dimensions(), "update",
+      [&](const Index& ui) -> absl::Status {
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(update, ui));
+        Index oi;
+        for (size_t d = 0; d < starts.size(); ++d)
+          oi.multi.push_back(b_.CreateAdd(ui.multi[d], starts[d], "", true, true));
+        b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(st, out, Linear(oi, dims)));
+        return absl::OkStatus();
+      },
+      begin, end);
 }
 
 absl::Status KernelEmitter::EmitReduceParts(llvm::Value* begin, llvm::Value* end) {

@@ -49,6 +49,14 @@ struct KernelSpec {
   // dimension 0) into partials[p], so parts can run on different threads; a call whose range
   // includes reduce_parts then combines the partials into the output (call it last).
   int64_t reduce_parts = 0;
+  // kCpu, update in place: the one output is a dynamic-update-slice whose operand 0 is one of
+  // `inputs`, and the output buffer already holds that operand's values (the runner passes
+  // the operand's own buffer when nothing reads it later, else a copy). The loop nest runs
+  // over the update's index space only and stores the update into the window, so a loop
+  // that writes one row of a large state per iteration costs the row, not the state. With
+  // partition_outer the range is over the update's dimension 0. The operand-0 input is
+  // never read.
+  bool update_in_place = false;
 };
 
 // True when the emitter can generate the elements of `instr` from the elements of its

@@ -180,6 +180,9 @@ class KernelEmitter {
                                           llvm::Value* outer_hi = nullptr);
   // The body of a KernelSpec::reduce_parts kernel (two-stage reduction to a scalar).
   absl::Status EmitReduceParts(llvm::Value* begin, llvm::Value* end);
+  // KernelSpec::update_in_place: stores the update of the one dynamic-update-slice output
+  // into its window of `out`, over [begin, end) of the update's dimension 0 when given.
+  absl::Status EmitUpdateInPlace(llvm::Value* out, llvm::Value* begin, llvm::Value* end);
   absl::StatusOr<llvm::Value*> EmitDot(const HloInstruction* h, const Index& idx);
   absl::StatusOr<llvm::Value*> EmitConvolution(const HloInstruction* h, const Index& idx);
   // Applies a scalar computation (a reducer) to already generated argument values.
