@@ -226,6 +226,18 @@ absl::Status DumpModule(const HloModule& module, std::string_view dir, std::stri
   return DumpModule(module, o, pass_name, sequence);
 }
 
+absl::Status DumpReport(const HloModule& module, std::string_view dir, std::string_view name,
+                        int sequence, std::string_view text) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::string(dir), ec);
+  if (ec)
+    return absl::UnavailableError("cannot create dump directory '" + std::string(dir) +
+                                  "': " + ec.message());
+  std::string base =
+      fmt::format("{}.{:02d}.{}.txt", SafeName(module.name()), sequence, SafeName(name));
+  return WriteFile(std::filesystem::path(std::string(dir)) / base, std::string(text));
+}
+
 void ModuleDumper::AfterPass(std::string_view pass_name, const HloModule& module) {
   if (!options_.pass_regex.empty()) {
     try {

@@ -29,6 +29,11 @@ absl::Status DumpModule(const HloModule& module, std::string_view dir, std::stri
                         std::string_view pass_name, int sequence = 0,
                         std::string_view pass_regex = "");
 
+// Writes a text report that goes with a dump (`<module>.<NN>.<name>.txt`, say a buffer
+// assignment), numbered like the module dump it describes.
+absl::Status DumpReport(const HloModule& module, std::string_view dir, std::string_view name,
+                        int sequence, std::string_view text);
+
 // The entry computation as a Graphviz digraph, fusions as clusters.
 std::string ModuleToDot(const HloModule& module);
 

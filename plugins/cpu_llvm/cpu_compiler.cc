@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "absl/strings/str_cat.h"
@@ -75,7 +76,7 @@ uint64_t StructuralHash(const HloModule& module) {
 CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
                              std::vector<KernelFn> kernels, std::shared_ptr<CpuJit> jit,
                              std::string ir, std::shared_ptr<ThreadPool> pool,
-                             int64_t parallel_min_work)
+                             int64_t parallel_min_work, ArenaLayout arena)
     : module_(std::move(module)),
       plan_(std::move(plan)),
       kernels_(std::move(kernels)),
@@ -83,7 +84,41 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
       ir_(std::move(ir)),
       pool_(std::move(pool)),
       parallel_min_work_(parallel_min_work),
-      profile_(StepProfile::FromEnv(module_->name())) {}
+      profile_(StepProfile::FromEnv(module_->name())),
+      arena_(std::move(arena)) {}
+
+std::shared_ptr<uint8_t> CpuExecutable::AcquireArena() const {
+  if (arena_.size == 0) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(arena_mu_);
+    if (!free_arenas_.empty()) {
+      std::shared_ptr<uint8_t> a = std::move(free_arenas_.back());
+      free_arenas_.pop_back();
+      return a;
+    }
+  }
+  constexpr std::align_val_t kAlign{64};
+  return std::shared_ptr<uint8_t>(
+      static_cast<uint8_t*>(::operator new(static_cast<size_t>(arena_.size), kAlign)),
+      [](uint8_t* p) { ::operator delete(p, kAlign); });
+}
+
+void CpuExecutable::ReturnArena(std::shared_ptr<uint8_t> arena) const {
+  // Kept for the next run unless a value still refers to it; a few for concurrent runs.
+  constexpr size_t kKept = 4;
+  if (arena == nullptr || arena.use_count() != 1) return;
+  std::lock_guard<std::mutex> lock(arena_mu_);
+  if (free_arenas_.size() < kKept) free_arenas_.push_back(std::move(arena));
+}
+
+Literal CpuExecutable::ResultBuffer(const HloInstruction* h,
+                                    const std::shared_ptr<uint8_t>& arena) const {
+  if (arena != nullptr) {
+    if (const int64_t offset = arena_.OffsetOf(h); offset >= 0)
+      return Literal::Adopt(h->shape(), arena.get() + offset, arena);
+  }
+  return Literal::Uninitialized(h->shape());  // its producer writes every element
+}
 
 std::vector<std::string> CpuExecutable::NativeInstructions() const {
   std::vector<std::string> out;
@@ -118,14 +153,24 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args)
   values.reserve(args.size());
   for (const Literal* a : args) values.push_back(Value::Borrowed(a));
   HloEvaluator evaluator;
-  absl::StatusOr<Value> root = RunComputation(plan_, std::move(values), evaluator);
+  std::shared_ptr<uint8_t> arena;
+  try {
+    arena = AcquireArena();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat("out of memory for the temporaries of ",
+                                                     module_->name(), " (", arena_.Summary(), ")"));
+  }
+  absl::StatusOr<Value> root = RunComputation(plan_, std::move(values), evaluator, arena);
   if (!root.ok()) return root.status();
-  return Materialize(*std::move(root));
+  Literal result = Materialize(*std::move(root));
+  ReturnArena(std::move(arena));
+  return result;
 }
 
 absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
                                                     std::vector<Value> args,
-                                                    HloEvaluator& evaluator) const {
+                                                    HloEvaluator& evaluator,
+                                                    const std::shared_ptr<uint8_t>& arena) const {
   StepValues values;
   for (const Step& step : p.steps) {
     const HloInstruction* h = step.instr;
@@ -144,10 +189,10 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           if (absl::Status st = RunControlFlow(step, values, evaluator); !st.ok()) return st;
           break;
         case Disposition::kKernel:
-          RunKernel(step, values);
+          RunKernel(step, values, arena);
           break;
         case Disposition::kLibrary: {
-          Literal out = Literal::Uninitialized(h->shape());  // the call writes all of it
+          Literal out = ResultBuffer(h, arena);  // the call writes all of it
           if (step.conv) {
             RunLibraryConv(*step.conv, values.at(step.sources[0])->data<float>().data(),
                            values.at(step.sources[1])->data<float>().data(),
@@ -180,7 +225,8 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
   return values.TakeValue(p.computation->root());
 }
 
-void CpuExecutable::RunKernel(const Step& step, StepValues& values) const {
+void CpuExecutable::RunKernel(const Step& step, StepValues& values,
+                              const std::shared_ptr<uint8_t>& arena) const {
   const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
   std::vector<void*> buffers;
   buffers.reserve(step.sources.size() + spec.outputs.size() + 1);
@@ -192,7 +238,17 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values) const {
     const HloInstruction* operand = step.sources[step.in_place_source];
     const bool last =
         std::find(step.last_uses.begin(), step.last_uses.end(), operand) != step.last_uses.end();
-    outs.push_back(values.TakeOrCopy(operand, last));
+    if (arena != nullptr && arena_.OffsetOf(step.instr) >= 0) {
+      // The result's place in the arena; the assignment may have put it on the operand.
+      outs.push_back(ResultBuffer(step.instr, arena));
+      const Literal* in = values.at(operand);
+      if (in->untyped_data() != outs[0].untyped_data())
+        std::memcpy(outs[0].untyped_data(), in->untyped_data(), in->size_bytes());
+    } else if (arena != nullptr && arena_.OffsetOf(operand) >= 0) {
+      outs.push_back(Literal(*values.at(operand)));  // the arena's buffer stays where it is
+    } else {
+      outs.push_back(values.TakeOrCopy(operand, last));
+    }
   }
   for (const HloInstruction* s : step.sources) {
     buffers.push_back(step.in_place_source >= 0 && s == step.sources[step.in_place_source]
@@ -200,8 +256,11 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values) const {
                           : const_cast<uint8_t*>(values.at(s)->untyped_data()));
   }
   for (const HloInstruction* o : spec.outputs) {
-    if (step.in_place_source < 0)
-      outs.push_back(Literal::Uninitialized(o->shape()));  // a kernel writes every element
+    if (step.in_place_source < 0) {
+      // A kernel writes every element.
+      outs.push_back(step.instr->shape().IsArray() ? ResultBuffer(step.instr, arena)
+                                                   : Literal::Uninitialized(o->shape()));
+    }
     buffers.push_back(outs.back().untyped_data());
   }
   KernelFn fn = kernels_[step.kernel];
@@ -240,14 +299,14 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
                       step.last_uses.end();
     Value state = last ? values.Take(h->operand(0)) : values.value(h->operand(0));
     for (;;) {
-      absl::StatusOr<Value> go = RunComputation(cond, {state}, evaluator);
+      absl::StatusOr<Value> go = RunComputation(cond, {state}, evaluator, nullptr);
       if (!go.ok()) return annotate(go.status());
       if (go->literal == nullptr || go->literal->IsTuple())
         return annotate(absl::InternalError("while condition did not return a pred scalar"));
       if (!go->literal->data<bool>()[0]) break;
       std::vector<Value> in;
       in.push_back(std::move(state));
-      absl::StatusOr<Value> next = RunComputation(body, std::move(in), evaluator);
+      absl::StatusOr<Value> next = RunComputation(body, std::move(in), evaluator, nullptr);
       if (!next.ok()) return annotate(next.status());
       state = *std::move(next);
     }
@@ -264,7 +323,7 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
   } else {  // call
     for (const HloInstruction* o : h->operands()) args.push_back(values.value(o));
   }
-  absl::StatusOr<Value> r = RunComputation(plan_.called[sub], std::move(args), evaluator);
+  absl::StatusOr<Value> r = RunComputation(plan_.called[sub], std::move(args), evaluator, nullptr);
   if (!r.ok()) return annotate(r.status());
   values.Set(h, *std::move(r));
   return absl::OkStatus();
@@ -349,9 +408,21 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
   }
   absl::StatusOr<std::vector<KernelFn>> fns = jit_->Compile(plan.kernels, request);
   if (!fns.ok()) return fns.status();
-  auto exe = std::make_shared<const CpuExecutable>(std::move(planned), std::move(plan),
-                                                   std::move(*fns), jit_, std::move(ir), pool_,
-                                                   options_.plan.parallel_min_work);
+  // Temporaries from the buffer assignment, unless KILN_CPU_ARENA=0 (for comparisons).
+  ArenaLayout arena;
+  if (const char* env = std::getenv("KILN_CPU_ARENA");
+      env == nullptr || std::string_view(env) != "0") {
+    std::string report;
+    arena = LayOutArena(*planned, plan, dump.dir.empty() ? nullptr : &report);
+    if (!dump.dir.empty()) {
+      absl::Status s =
+          DumpReport(*planned, dump.dir, "cpu-llvm.buffer-assignment", dump.sequence, report);
+      if (!s.ok()) return s;
+    }
+  }
+  auto exe = std::make_shared<const CpuExecutable>(
+      std::move(planned), std::move(plan), std::move(*fns), jit_, std::move(ir), pool_,
+      options_.plan.parallel_min_work, std::move(arena));
   cache_[key].emplace_back(std::move(text), exe);
   return exe;
 }

@@ -18,6 +18,7 @@
 #include "plugins/cpu_llvm/jit.h"
 #include "plugins/cpu_llvm/step_profile.h"
 #include "plugins/cpu_llvm/thread_pool.h"
+#include "plugins/kernel_plan/arena_layout.h"
 #include "plugins/kernel_plan/plan.h"
 
 namespace kiln {
@@ -68,7 +69,7 @@ class CpuExecutable {
  public:
   CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan, std::vector<KernelFn> kernels,
                 std::shared_ptr<CpuJit> jit, std::string ir, std::shared_ptr<ThreadPool> pool,
-                int64_t parallel_min_work);
+                int64_t parallel_min_work, ArenaLayout arena);
 
   // Runs the entry computation; `args` must match the entry parameters.
   absl::StatusOr<Literal> Run(std::span<const Literal> args) const;
@@ -80,6 +81,8 @@ class CpuExecutable {
   // Names of the entry instructions computed by JIT code (own kernel or inlined).
   std::vector<std::string> NativeInstructions() const;
   const std::string& llvm_ir() const { return ir_; }
+  // Where the entry's temporaries live (one arena per concurrent run, kept for the next).
+  const ArenaLayout& arena_layout() const { return arena_; }
 
  private:
   std::shared_ptr<const HloModule> module_;
@@ -90,14 +93,23 @@ class CpuExecutable {
   std::shared_ptr<ThreadPool> pool_;
   int64_t parallel_min_work_;
   std::unique_ptr<StepProfile> profile_;  // KILN_CPU_PROFILE; null when off
+  ArenaLayout arena_;
+  mutable std::mutex arena_mu_;
+  mutable std::vector<std::shared_ptr<uint8_t>> free_arenas_;  // arenas of finished runs
 
+  std::shared_ptr<uint8_t> AcquireArena() const;  // null when the layout is empty
+  void ReturnArena(std::shared_ptr<uint8_t> arena) const;
+  // The buffer of an array result: its place in `arena` when the layout has one (the
+  // entry's steps; `arena` is null in sub-plans), else a fresh one.
+  Literal ResultBuffer(const HloInstruction* h, const std::shared_ptr<uint8_t>& arena) const;
   // Runs one computation's steps (the entry, or a sub-plan of control flow) on `args`.
   // Values are released after their last reader (Step::last_uses).
   absl::StatusOr<Value> RunComputation(const ComputationPlan& p, std::vector<Value> args,
-                                       HloEvaluator& evaluator) const;
+                                       HloEvaluator& evaluator,
+                                       const std::shared_ptr<uint8_t>& arena) const;
   // A while/conditional/call step: runs its sub-plans and sets its value.
   absl::Status RunControlFlow(const Step& step, StepValues& values, HloEvaluator& evaluator) const;
-  void RunKernel(const Step& step, StepValues& values) const;
+  void RunKernel(const Step& step, StepValues& values, const std::shared_ptr<uint8_t>& arena) const;
 };
 
 // Where CpuCompiler::Compile dumps the module after its own passes (kernel-fusion): the

@@ -1,0 +1,146 @@
+// The arena of entry temporaries (plugins/kernel_plan/arena_layout.h) on real modules: no two
+// results whose live ranges overlap (computed here from the plan's steps and the users of
+// each result) share bytes, except a dynamic-update-slice written in place over its dying
+// operand; every range lies inside the arena; and runs with the arena agree with the
+// evaluator, run after run, on the examples and the JAX-lowered models.
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/text/parser.h"
+#include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
+
+namespace kiln::cpu {
+namespace {
+
+using codegen_testing::ExpectClose;
+using codegen_testing::RandomLiteral;
+
+std::string SourceRoot() {
+  const char* root = std::getenv("KILN_SOURCE_ROOT");
+  return root ? root : ".";
+}
+
+std::shared_ptr<const HloModule> Load(const std::string& relative) {
+  std::ifstream in(SourceRoot() + "/" + relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = ParseHloModule(text.str(), relative);
+  EXPECT_TRUE(parsed.ok()) << relative << ": " << parsed.status();
+  if (!parsed.ok()) return nullptr;
+  return std::shared_ptr<const HloModule>(std::move(*parsed));
+}
+
+struct Range {
+  const HloInstruction* h;
+  int64_t first_step, last_step;  // defined at, last read at
+  int64_t begin, end;             // bytes in the arena
+  const HloInstruction* in_place_on = nullptr;
+};
+
+// Checks the layout of `exe` against live ranges computed from its plan; returns how many
+// results it holds.
+int64_t CheckLayout(const CpuExecutable& exe, const std::string& name) {
+  const ArenaLayout& layout = exe.arena_layout();
+  const std::vector<Step>& steps = exe.plan().steps;
+  absl::flat_hash_map<const HloInstruction*, int64_t> step_of;
+  for (size_t i = 0; i < steps.size(); ++i) step_of[steps[i].instr] = static_cast<int64_t>(i);
+  std::vector<Range> ranges;
+  for (const auto& [h, offset] : layout.offsets) {
+    EXPECT_TRUE(step_of.contains(h)) << name << ": " << h->name() << " is not a step";
+    Range r{h, step_of[h], step_of[h], offset, offset + h->shape().byte_size()};
+    for (const HloInstruction* u : h->users()) {
+      EXPECT_TRUE(step_of.contains(u)) << name << ": user " << u->name() << " is not a step";
+      r.last_step = std::max(r.last_step, step_of[u]);
+    }
+    const Step& s = steps[r.first_step];
+    if (s.in_place_source >= 0) r.in_place_on = s.sources[s.in_place_source];
+    EXPECT_EQ(offset % 64, 0) << name << ": " << h->name();
+    EXPECT_GE(r.begin, 0) << name;
+    EXPECT_LE(r.end, layout.size) << name << ": " << h->name() << " ends past the arena";
+    EXPECT_NE(h, exe.module().entry()->root()) << name << ": the root is the caller's";
+    ranges.push_back(r);
+  }
+  for (const Range& a : ranges) {
+    for (const Range& b : ranges) {
+      if (&a == &b || a.first_step > b.first_step) continue;
+      const bool live_together = b.first_step <= a.last_step;
+      const bool share_bytes = a.begin < b.end && b.begin < a.end;
+      const bool in_place = b.in_place_on == a.h && a.last_step == b.first_step;
+      EXPECT_FALSE(live_together && share_bytes && !in_place)
+          << name << ": " << a.h->name() << " [" << a.first_step << "," << a.last_step << "] and "
+          << b.h->name() << " [" << b.first_step << "," << b.last_step << "] share bytes";
+    }
+  }
+  return static_cast<int64_t>(ranges.size());
+}
+
+void CheckModule(const std::string& file, bool expect_results) {
+  std::shared_ptr<const HloModule> module = Load(file);
+  ASSERT_NE(module, nullptr);
+  auto compiler = CpuCompiler::Create();
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  auto exe = (*compiler)->Compile(module);
+  ASSERT_TRUE(exe.ok()) << file << ": " << exe.status();
+  const int64_t placed = CheckLayout(**exe, file);
+  if (expect_results) {
+    EXPECT_GT(placed, 0) << file << ": nothing went into the arena";
+  }
+  std::mt19937 rng(11);
+  std::vector<Literal> args;
+  for (const HloInstruction* p : module->entry()->parameters())
+    args.push_back(RandomLiteral(p->shape(), rng));
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*module, args);
+  ASSERT_TRUE(want.ok()) << file << ": " << want.status();
+  for (int run = 0; run < 3; ++run) {  // later runs reuse the arena of earlier ones
+    auto got = (*exe)->Run(args);
+    ASSERT_TRUE(got.ok()) << file << ": " << got.status();
+    ExpectClose(*got, *want, file + " run " + std::to_string(run), "jit", 2e-3);
+  }
+}
+
+TEST(Arena, MlpTrainStep) { CheckModule("examples/hlo/mlp_train_step.hlo", true); }
+TEST(Arena, Softmax) { CheckModule("examples/hlo/softmax.hlo", false); }
+TEST(Arena, ModelFn) { CheckModule("examples/hlo/model_fn.hlo", false); }
+TEST(Arena, LstmStacked) { CheckModule("examples/hlo/lstm_stacked.hlo", true); }
+TEST(Arena, LstmStackedWhile) { CheckModule("examples/hlo/lstm_stacked_while.hlo", false); }
+TEST(Arena, JaxMnist) { CheckModule("tests/jax_lowered/mnist.hlo", true); }
+TEST(Arena, JaxResnet8) { CheckModule("tests/jax_lowered/resnet8.hlo", true); }
+TEST(Arena, JaxBert) { CheckModule("tests/jax_lowered/bert.hlo", true); }
+
+// Several threads running one executable at once each get an arena of their own.
+TEST(Arena, ConcurrentRunsAgree) {
+  std::shared_ptr<const HloModule> module = Load("examples/hlo/mlp_train_step.hlo");
+  ASSERT_NE(module, nullptr);
+  auto compiler = CpuCompiler::Create();
+  ASSERT_TRUE(compiler.ok());
+  auto exe = (*compiler)->Compile(module);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::mt19937 rng(3);
+  std::vector<Literal> args;
+  for (const HloInstruction* p : module->entry()->parameters())
+    args.push_back(RandomLiteral(p->shape(), rng));
+  auto want = (*exe)->Run(args);
+  ASSERT_TRUE(want.ok());
+  std::vector<std::thread> threads;
+  std::vector<int> bad(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        auto got = (*exe)->Run(args);
+        if (!got.ok() || !(*got == *want)) ++bad[t];
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
+}
+
+}  // namespace
+}  // namespace kiln::cpu

@@ -1,0 +1,92 @@
+// The arena layout of a plan's entry temporaries, from hlo/analysis's buffer assignment.
+#include "plugins/kernel_plan/arena_layout.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "hlo/analysis/buffer_assignment.h"
+#include "hlo/computation.h"
+
+namespace kiln::kernel_plan {
+
+namespace {
+
+constexpr int64_t kAlignment = 64;  // as Literal storage: whole cache lines, aligned vectors
+
+int64_t RoundUp(int64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+}  // namespace
+
+std::string ArenaLayout::Summary() const {
+  return absl::StrCat("arena: ", size, " bytes, ", allocations, " allocations for ", values,
+                      " results");
+}
+
+ArenaLayout LayOutArena(const HloModule& module, const Plan& plan, std::string* report) {
+  ArenaLayout layout;
+  if (plan.computation == nullptr || plan.computation != module.entry()) return layout;
+  absl::StatusOr<BufferAssignment> assignment = BufferAssignment::Run(module);
+  if (!assignment.ok()) return layout;
+  const Liveness& liveness = assignment->liveness();
+  // The live ranges are in schedule order: the steps must run in that order.
+  absl::flat_hash_map<const HloInstruction*, const Step*> steps;
+  int64_t previous = -1;
+  for (const Step& s : plan.steps) {
+    const int64_t position = liveness.schedule().PositionOf(s.instr);
+    if (position <= previous) return layout;
+    previous = position;
+    steps[s.instr] = &s;
+  }
+  // A user that reads the value as a step of its own and keeps no reference to it.
+  auto direct_reader = [&](const HloInstruction* u) {
+    auto it = steps.find(u);
+    if (it == steps.end()) return false;  // generated inside another kernel
+    const Disposition k = it->second->kind;
+    return k == Disposition::kKernel || k == Disposition::kLibrary || k == Disposition::kEvaluator;
+  };
+  absl::flat_hash_map<const HloInstruction*, int64_t> allocation_of;  // results placed so far
+  absl::flat_hash_map<int64_t, int64_t> offset_of;                    // allocation -> offset
+  for (const Step& s : plan.steps) {
+    if (s.kind != Disposition::kKernel && s.kind != Disposition::kLibrary) continue;
+    const HloInstruction* h = s.instr;
+    if (!h->shape().IsArray()) continue;
+    const ValueTree& tree = liveness.TreeOf(h);
+    if (tree.value < 0 || !tree.children.empty()) continue;
+    const BufferValue& value = liveness.value(tree.value);
+    if (value.is_output || value.is_parameter || value.is_constant) continue;
+    const int64_t a = assignment->AllocationOf(value.id);
+    if (a < 0) continue;
+    const Allocation& allocation = assignment->allocations()[a];
+    // An allocation that also holds outputs still serves its temporaries: outputs get
+    // buffers of their own (the caller keeps them).
+    if (allocation.is_parameter || allocation.is_constant) continue;
+    if (!std::all_of(h->users().begin(), h->users().end(), direct_reader)) continue;
+    // In place on an input of the same kernel: only the dynamic-update-slice kernels that
+    // write just the update are made for that.
+    bool aliases_input = false;
+    for (size_t i = 0; i < s.sources.size(); ++i) {
+      auto it = allocation_of.find(s.sources[i]);
+      if (it != allocation_of.end() && it->second == a && static_cast<int>(i) != s.in_place_source)
+        aliases_input = true;
+    }
+    if (aliases_input) continue;
+    allocation_of[h] = a;
+    auto [it, fresh] = offset_of.try_emplace(a, layout.size);
+    if (fresh) {
+      layout.size += RoundUp(allocation.size);
+      ++layout.allocations;
+    }
+    layout.offsets[h] = it->second;
+    ++layout.values;
+    if (report != nullptr)
+      absl::StrAppend(report, "  %", h->name(), " ", h->shape().ToString(false), " at ", it->second,
+                      " (allocation ", a, ")\n");
+  }
+  if (report != nullptr) {
+    *report = absl::StrCat(layout.Summary(), "\n", *report, "\nbuffer assignment:\n",
+                           assignment->ToString());
+  }
+  return layout;
+}
+
+}  // namespace kiln::kernel_plan

@@ -1,0 +1,45 @@
+// Where a plan's entry temporaries live: one arena per run, laid out at compile time from
+// the buffer assignment of hlo/analysis (values whose live ranges do not overlap share an
+// allocation; each allocation gets a fixed offset), so a run allocates nothing for them and
+// the arena is reused across runs.
+//
+// A kernel or library result goes into the arena when the assignment's live range is the
+// whole truth about it: it is not an output of the module, and every user reads it as a step
+// of its own (a kernel, a library call, the evaluator), so no other value refers to it after
+// its last reader. Results read by tuples or control flow (a while loop may carry a buffer
+// past the step that passed it in), tuple-shaped results, and results the assignment put in
+// place on an operand of the same kernel (other than an in-place dynamic-update-slice) get
+// buffers of their own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "hlo/module.h"
+#include "plugins/kernel_plan/plan.h"
+
+namespace kiln::kernel_plan {
+
+struct ArenaLayout {
+  int64_t size = 0;  // bytes; 0 when nothing goes into the arena
+  // Byte offset (a multiple of 64) of each entry instruction whose result lives in the arena.
+  absl::flat_hash_map<const HloInstruction*, int64_t> offsets;
+  int64_t allocations = 0;  // distinct allocations of the assignment the arena holds
+  int64_t values = 0;       // results placed in it
+
+  int64_t OffsetOf(const HloInstruction* h) const {
+    auto it = offsets.find(h);
+    return it == offsets.end() ? -1 : it->second;
+  }
+  // "arena: N bytes, A allocations for V results" (logs, dumps).
+  std::string Summary() const;
+};
+
+// The layout for `plan`'s entry computation, which must be `module`'s entry. An empty
+// layout (everything in buffers of its own) when the assignment fails, for instance on a
+// malformed input_output_alias, or when the plan's steps do not follow its schedule.
+// With `report`: the layout, each result's offset, then the assignment's own report.
+ArenaLayout LayOutArena(const HloModule& module, const Plan& plan, std::string* report = nullptr);
+
+}  // namespace kiln::kernel_plan
