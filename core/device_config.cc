@@ -1,6 +1,7 @@
 // Parsing the device config file and applying KILN_PLATFORMS.
 #include "core/device_config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -67,6 +68,15 @@ absl::StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view text, std::strin
             "{}: '{}' needs a plugin name and an integer value, got '{}'", where, key, value));
       }
       config.priorities[name] = priority;
+    } else if (key == "isolate") {
+      config.isolate = SplitPlatformList(value);
+    } else if (key == "plugin_deadline_s") {
+      double s = 0;
+      if (!absl::SimpleAtod(std::string(value), &s) || !(s > 0)) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: plugin_deadline_s needs a positive number of seconds, got '{}'", where, value));
+      }
+      config.plugin_deadline_s = s;
     } else if (key == "plugin_path") {
       size_t start = 0;
       while (start <= value.size()) {
@@ -78,7 +88,9 @@ absl::StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view text, std::strin
       }
     } else {
       return absl::InvalidArgumentError(fmt::format(
-          "{}: unknown key '{}' (known: platforms, priority.<plugin>, plugin_path)", where, key));
+          "{}: unknown key '{}' (known: platforms, priority.<plugin>, plugin_path, isolate, "
+          "plugin_deadline_s)",
+          where, key));
     }
   }
   return config;
@@ -110,7 +122,29 @@ absl::StatusOr<DeviceConfig> LoadDeviceConfig() {
     config.platforms = SplitPlatformList(env);
     config.platforms_source = "KILN_PLATFORMS";
   }
+  if (const char* env = std::getenv("KILN_ISOLATE"); env != nullptr && env[0] != '\0')
+    config.isolate = SplitPlatformList(env);
+  if (const char* env = std::getenv("KILN_PLUGIN_DEADLINE_S"); env != nullptr && env[0] != '\0') {
+    double s = 0;
+    if (!absl::SimpleAtod(env, &s) || !(s > 0)) {
+      return absl::InvalidArgumentError(
+          fmt::format("KILN_PLUGIN_DEADLINE_S needs a positive number of seconds, got '{}'", env));
+    }
+    config.plugin_deadline_s = s;
+  }
   return config;
+}
+
+bool DeviceConfig::ListHas(const std::vector<std::string>& list, std::string_view name) {
+  auto same = [&](std::string_view item) {
+    if (item.size() != name.size()) return false;
+    for (size_t i = 0; i < item.size(); ++i) {
+      const char a = item[i] == '_' ? '-' : item[i], b = name[i] == '_' ? '-' : name[i];
+      if (a != b) return false;
+    }
+    return true;
+  };
+  return std::any_of(list.begin(), list.end(), same);
 }
 
 }  // namespace kiln

@@ -16,12 +16,26 @@ namespace kiln {
 //   platforms = cpu-llvm,interpreter   # restricts to these plugins and orders them
 //   priority.interpreter = 5           # overrides a plugin's default priority
 //   plugin_path = /opt/kiln/plugins:/x # extra plugin directories (colon separated)
-// The environment variable KILN_PLATFORMS (like JAX_PLATFORMS) replaces `platforms`.
+//   isolate = all                      # or a list of plugins: probe them in a child first
+//   plugin_deadline_s = 30             # how long a probed plugin may take to load
+// The environment variables KILN_PLATFORMS (like JAX_PLATFORMS), KILN_ISOLATE and
+// KILN_PLUGIN_DEADLINE_S replace `platforms`, `isolate` and `plugin_deadline_s`.
 struct DeviceConfig {
   std::vector<std::string> platforms;  // empty: every plugin, by priority
   std::string platforms_source;        // "KILN_PLATFORMS" or "<file>:<line>", for messages
   std::map<std::string, int> priorities;
   std::vector<std::string> plugin_paths;
+  // Plugins loaded in a child process first (plugin_probe.h), so that one crashing, hanging
+  // or exiting while it loads is rejected with what happened: names, or "all".
+  std::vector<std::string> isolate;
+  double plugin_deadline_s = 30;
+
+  // Whether `name` (a plugin name, or the <name> of its file, where `_` stands for `-`) is
+  // in `list`, compared the same way.
+  static bool ListHas(const std::vector<std::string>& list, std::string_view name);
+  bool Isolated(std::string_view name) const {
+    return ListHas(isolate, "all") || ListHas(isolate, name);
+  }
 };
 
 // Parses config text; errors name `filename:line`.

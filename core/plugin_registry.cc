@@ -5,9 +5,21 @@
 
 #include "absl/status/status.h"
 #include "core/plugin_paths.h"
+#include "core/plugin_probe.h"
 #include "fmt/format.h"
 
 namespace kiln {
+
+namespace {
+
+// The <name> of `libkiln_plugin_<name>.so`.
+std::string FileNameOfPlugin(const std::filesystem::path& file) {
+  std::string stem = file.stem().string();
+  constexpr std::string_view kPrefix = "libkiln_plugin_";
+  return stem.rfind(kPrefix, 0) == 0 ? stem.substr(kPrefix.size()) : stem;
+}
+
+}  // namespace
 
 std::string_view PluginStateName(PluginEntry::State s) {
   switch (s) {
@@ -34,10 +46,35 @@ PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
   PluginRegistry r;
   r.config_ = config;
   r.dirs_ = dirs;
+  const auto deadline = std::chrono::milliseconds(
+      static_cast<int64_t>(std::min(config.plugin_deadline_s, 1e6) * 1000));
   for (const std::filesystem::path& dir : dirs) {
     for (const std::filesystem::path& file : ListPluginFiles(dir)) {
       PluginEntry e;
       e.path = file.string();
+      // A plugin a platforms list leaves out by its file name, or one isolation asks for, is
+      // loaded in a child process first: the host never loads the first kind, and neither kind
+      // can take the host down while it loads.
+      const std::string file_name = FileNameOfPlugin(file);
+      const bool listed_by_file =
+          config.platforms.empty() || DeviceConfig::ListHas(config.platforms, file_name);
+      if (!listed_by_file || config.Isolated(file_name)) {
+        ProbeResult probe = ProbePlugin(file, deadline);
+        if (!probe.loaded) {
+          e.reason = probe.reason;
+          r.entries_.push_back(std::move(e));
+          continue;
+        }
+        if (!config.platforms.empty() && std::find(config.platforms.begin(), config.platforms.end(),
+                                                   probe.name) == config.platforms.end()) {
+          e.name = probe.name;
+          e.state = PluginEntry::State::kDisabled;
+          e.reason =
+              fmt::format("not listed in platforms ({}); not loaded", config.platforms_source);
+          r.entries_.push_back(std::move(e));
+          continue;
+        }
+      }
       absl::StatusOr<std::unique_ptr<Plugin>> plugin = Plugin::Load(file);
       if (!plugin.ok()) {
         e.reason = std::string(plugin.status().message());
@@ -108,6 +145,13 @@ std::vector<const PluginEntry*> PluginRegistry::Candidates() const {
 
 absl::StatusOr<Plugin*> PluginRegistry::Get(std::string_view name) const {
   const PluginEntry* e = Find(name);
+  if (e == nullptr) {  // a plugin left out unloaded is still known by name
+    for (const PluginEntry& x : entries_) {
+      if (x.name == name && x.state == PluginEntry::State::kDisabled)
+        return absl::FailedPreconditionError(
+            fmt::format("plugin '{}' is disabled: {}", name, x.reason));
+    }
+  }
   if (e == nullptr) {
     std::string known;
     for (const PluginEntry& x : entries_) {

@@ -102,12 +102,73 @@ TEST(PluginRegistry, PlatformsRestrictAndOrder) {
   std::vector<std::string> names;
   for (const PluginEntry* c : r.Candidates()) names.push_back(c->name);
   EXPECT_EQ(names, (std::vector<std::string>{"interpreter", "dup-test"}));
-  EXPECT_EQ(r.Find("elementwise-example")->state, PluginEntry::State::kDisabled);
   EXPECT_EQ(r.missing_platforms(), std::vector<std::string>{"nonexistent"});
+  // Left out: learnt by name in a child process, never loaded here.
+  bool seen = false;
+  for (const PluginEntry& e : r.entries()) {
+    if (e.name != "elementwise-example") continue;
+    seen = true;
+    EXPECT_EQ(e.state, PluginEntry::State::kDisabled);
+    EXPECT_EQ(e.plugin, nullptr);
+    EXPECT_NE(e.reason.find("not loaded"), std::string::npos) << e.reason;
+  }
+  EXPECT_TRUE(seen);
   absl::StatusOr<Plugin*> p = r.Get("elementwise-example");
   ASSERT_FALSE(p.ok());
   EXPECT_NE(std::string(p.status().message()).find("disabled"), std::string::npos);
+  // Files the list leaves out are probed, so their load failures are still reported.
+  ExpectRejected(r, "libkiln_plugin_bad_major.so", "ABI major version 99");
 }
+
+#ifdef KILN_HOSTILE_PLUGIN_DIR
+// Plugins that crash, exit or hang while loading, next to good ones: probed in a child
+// process, they are rejected with what happened and the good ones still load.
+void ExpectHostileRejected(const PluginRegistry& r) {
+  ExpectRejected(r, "libkiln_plugin_crash_get_api.so", "crashed while loading: signal 11");
+  ExpectRejected(r, "libkiln_plugin_crash_init.so", "crashed while loading: signal 11");
+  ExpectRejected(r, "libkiln_plugin_exit_init.so", "exited with code 3 while loading");
+  ExpectRejected(r, "libkiln_plugin_hang_init.so", "did not finish loading within 0.5 s");
+}
+
+TEST(PluginRegistry, IsolationSurvivesPluginsThatCrashExitOrHangWhileLoading) {
+  DeviceConfig config;
+  config.isolate = {"all"};
+  config.plugin_deadline_s = 0.5;
+  PluginRegistry r =
+      PluginRegistry::Discover(config, {KILN_HOSTILE_PLUGIN_DIR, KILN_BUILD_PLUGIN_DIR});
+  ExpectHostileRejected(r);
+  absl::StatusOr<Plugin*> interpreter = r.Get("interpreter");
+  EXPECT_TRUE(interpreter.ok()) << interpreter.status();
+}
+
+TEST(PluginRegistry, PlatformsNeverLoadWhatTheyLeaveOut) {
+  DeviceConfig config;
+  config.platforms = {"interpreter"};
+  config.platforms_source = "KILN_PLATFORMS";
+  config.plugin_deadline_s = 0.5;
+  PluginRegistry r =
+      PluginRegistry::Discover(config, {KILN_HOSTILE_PLUGIN_DIR, KILN_BUILD_PLUGIN_DIR});
+  ExpectHostileRejected(r);
+  std::vector<std::string> names;
+  for (const PluginEntry* c : r.Candidates()) names.push_back(c->name);
+  EXPECT_EQ(names, std::vector<std::string>{"interpreter"});
+  const PluginEntry* cpu = ByFile(r, "libkiln_plugin_cpu_llvm.so");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->state, PluginEntry::State::kDisabled);
+  EXPECT_EQ(cpu->plugin, nullptr);
+}
+
+// Only the plugins isolation names are probed: the names compare with `_` for `-`.
+TEST(PluginRegistry, IsolationByName) {
+  DeviceConfig config;
+  config.isolate = {"crash-init", "exit_init"};
+  EXPECT_TRUE(config.Isolated("crash_init"));
+  EXPECT_TRUE(config.Isolated("exit-init"));
+  EXPECT_FALSE(config.Isolated("cpu_llvm"));
+  config.isolate = {"all"};
+  EXPECT_TRUE(config.Isolated("anything"));
+}
+#endif
 
 TEST(PluginRegistry, UnknownAndRejectedNamesExplainThemselves) {
   PluginRegistry r = Load();
@@ -147,6 +208,21 @@ TEST(DeviceConfig, ErrorsNameFileAndLine) {
   c = ParseDeviceConfig("colour = blue\n", "x.conf");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(std::string(c.status().message()).find("unknown key 'colour'"), std::string::npos);
+  c = ParseDeviceConfig("plugin_deadline_s = soon\n", "x.conf");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(std::string(c.status().message()).find("x.conf:1: plugin_deadline_s needs a positive"),
+            std::string::npos)
+      << c.status();
+}
+
+TEST(DeviceConfig, IsolationKeys) {
+  absl::StatusOr<DeviceConfig> c =
+      ParseDeviceConfig("isolate = gpu-nvptx, vendor\nplugin_deadline_s = 2.5\n", "x.conf");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->isolate, (std::vector<std::string>{"gpu-nvptx", "vendor"}));
+  EXPECT_DOUBLE_EQ(c->plugin_deadline_s, 2.5);
+  EXPECT_TRUE(c->Isolated("gpu_nvptx"));
+  EXPECT_FALSE(c->Isolated("interpreter"));
 }
 
 // The C-only example plugin parses HLO text itself, so it runs without Kiln's parser.

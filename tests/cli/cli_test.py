@@ -416,6 +416,23 @@ def test_devices_lists_rejections():
         assert phrase in out, '%r missing from:\n%s' % (phrase, out)
 
 
+def test_plugins_that_crash_while_loading_do_not_take_commands_down():
+    # tests/plugins/hostile: plugins that segfault in KILN_GetApi or initialize, exit, or hang.
+    hostile = os.path.join(TEST_PLUGIN_DIR, 'hostile')
+    env = {'KILN_PLUGIN_PATH': hostile, 'KILN_PLUGIN_DEADLINE_S': '0.5'}
+    module = write('hostile_neighbours.hlo', 'HloModule m\nENTRY %main (a: f32[3]) -> f32[3] {\n'
+                   '  %a = f32[3] parameter(0)\n  ROOT %n = f32[3] negate(%a)\n}\n')
+    for extra in ({'KILN_ISOLATE': 'all'}, {'KILN_PLATFORMS': 'interpreter'}):
+        rc, out, err = run(['devices'], dict(env, **extra))
+        assert rc == 0, 'kiln devices with %s: exit %d %s' % (extra, rc, err)
+        for phrase in ['crashed while loading: signal 11', 'exited with code 3',
+                       'did not finish loading within 0.5 s']:
+            assert phrase in out, '%r missing with %s from:\n%s' % (phrase, extra, out)
+        rc, out, err = run(['run', module, '--device', 'interpreter'],
+                           dict(env, **extra))
+        assert rc == 0 and 'output_0' in out, 'kiln run with %s: %d %s' % (extra, rc, err)
+
+
 def test_nested_custom_call_refused_before_compile():
     # A custom-call inside a fusion: every host plugin refuses it, naming it, with one error
     # line and exit 1 (cpu-llvm before compiling, not after).
@@ -444,7 +461,7 @@ for t in [test_nested_custom_call_refused_before_compile, test_dot_bias_relu, te
           test_while_loop, test_bf16_travels_as_float32, test_generated_inputs_are_deterministic,
           test_third_party_plugin_is_picked_and_agrees, test_input_errors_are_one_line,
           test_print_is_canonical_and_errors_are_located, test_hostile_sizes_are_rejected,
-          test_devices_lists_rejections]:
+          test_devices_lists_rejections, test_plugins_that_crash_while_loading_do_not_take_commands_down]:
     case(t)
 
 shutil.rmtree(TMP, ignore_errors=True)

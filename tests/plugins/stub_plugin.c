@@ -8,9 +8,15 @@
  *   MISSING_ENTRY  compile is NULL              -> rejected, required entry null
  *   UNAVAILABLE    available = 0 with a reason  -> loaded but unavailable
  *   DUP            name "dup-test" (built twice) -> the second is rejected as a duplicate
+ * Hostile variants, built into tests/plugins/hostile (only probed out of process there):
+ *   CRASH_GET_API  KILN_GetApi dereferences NULL -> crashes the process that loads it
+ *   CRASH_INIT     initialize dereferences NULL
+ *   HANG_INIT      initialize never returns
+ *   EXIT_INIT      initialize calls exit(3)
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kiln_plugin_api.h"
 
@@ -31,8 +37,21 @@ static void ErrorDestroy(KILN_Error* e) { free(e); }
 static const char* ErrorMessage(const KILN_Error* e) { return e->message; }
 static KILN_ErrorCode ErrorCode(const KILN_Error* e) { return e->code; }
 
+/* Reads through a pointer the compiler cannot prove null: a real segfault. */
+static volatile int* volatile nowhere = NULL;
+
 static KILN_Error* Initialize(KILN_Initialize_Args* args) {
-#if defined(KILN_STUB_INIT_FAILS)
+#if defined(KILN_STUB_CRASH_INIT)
+  args->available = *nowhere;
+  return NULL;
+#elif defined(KILN_STUB_HANG_INIT)
+  for (;;) pause();
+  (void)args;
+  return NULL;
+#elif defined(KILN_STUB_EXIT_INIT)
+  (void)args;
+  exit(3);
+#elif defined(KILN_STUB_INIT_FAILS)
   (void)args;
   return MakeError(KILN_ERROR_INTERNAL, "simulated failure: device firmware missing");
 #elif defined(KILN_STUB_UNAVAILABLE)
@@ -130,6 +149,8 @@ __attribute__((unused)) static const KILN_Api kApi = {
 KILN_PLUGIN_EXPORT const KILN_Api* KILN_GetAPI(void) { return &kApi; }
 #elif defined(KILN_STUB_NULL_TABLE)
 const KILN_Api* KILN_GetApi(void) { return NULL; }
+#elif defined(KILN_STUB_CRASH_GET_API)
+const KILN_Api* KILN_GetApi(void) { return *nowhere ? &kApi : NULL; }
 #else
 const KILN_Api* KILN_GetApi(void) { return &kApi; }
 #endif
