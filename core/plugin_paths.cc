@@ -96,6 +96,12 @@ std::vector<fs::path> PluginSearchDirs(const DeviceConfig& config) {
   return dirs;
 }
 
+fs::path DefaultPluginDir() {
+  std::string build_dir = KILN_BUILD_PLUGIN_DIR, install_dir = KILN_INSTALL_PLUGIN_DIR;
+  if (!build_dir.empty() && RunningFromBuildTree()) return build_dir;
+  return install_dir;
+}
+
 std::vector<fs::path> ListPluginFiles(const fs::path& dir) {
   std::vector<fs::path> files;
   std::error_code ec;

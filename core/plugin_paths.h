@@ -23,6 +23,10 @@ bool IsPluginFileName(std::string_view file_name);
 // Directories that do not exist are skipped.
 std::vector<std::filesystem::path> PluginSearchDirs(const DeviceConfig& config);
 
+// The plugins folder of this installation: the build tree's when the running program lives
+// in the build tree, else the installed one (empty when neither is known).
+std::filesystem::path DefaultPluginDir();
+
 // Plugin files directly inside `dir`, sorted by name (so discovery is deterministic).
 std::vector<std::filesystem::path> ListPluginFiles(const std::filesystem::path& dir);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/status/status.h"
+#include "core/isolation/isolated_plugin.h"
 #include "core/plugin_paths.h"
 #include "core/plugin_probe.h"
 #include "fmt/format.h"
@@ -52,13 +53,14 @@ PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
     for (const std::filesystem::path& file : ListPluginFiles(dir)) {
       PluginEntry e;
       e.path = file.string();
-      // A plugin a platforms list leaves out by its file name, or one isolation asks for, is
-      // loaded in a child process first: the host never loads the first kind, and neither kind
-      // can take the host down while it loads.
+      // A plugin a platforms list leaves out by its file name is loaded in a child process
+      // only, to learn its real name; one isolation asks for runs in a helper process for good.
+      // Neither can take the host down while it loads.
       const std::string file_name = FileNameOfPlugin(file);
       const bool listed_by_file =
           config.platforms.empty() || DeviceConfig::ListHas(config.platforms, file_name);
-      if (!listed_by_file || config.Isolated(file_name)) {
+      const bool isolated = config.Isolated(file_name);
+      if (!listed_by_file) {
         ProbeResult probe = ProbePlugin(file, deadline);
         if (!probe.loaded) {
           e.reason = probe.reason;
@@ -75,7 +77,9 @@ PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
           continue;
         }
       }
-      absl::StatusOr<std::unique_ptr<Plugin>> plugin = Plugin::Load(file);
+      // Isolated: the plugin runs in a kiln-plugin-host process behind a forwarding table.
+      absl::StatusOr<std::unique_ptr<Plugin>> plugin =
+          isolated ? LoadIsolatedPlugin(file, deadline) : Plugin::Load(file);
       if (!plugin.ok()) {
         e.reason = std::string(plugin.status().message());
         r.entries_.push_back(std::move(e));

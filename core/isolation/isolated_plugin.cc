@@ -1,0 +1,530 @@
+// The core's side of an isolated plugin: a KILN_Api table whose entries forward to a
+// kiln-plugin-host process, and what happens when that process dies or stalls.
+#include "core/isolation/isolated_plugin.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <utility>
+
+#include "core/isolation/wire.h"
+#include "core/plugin_paths.h"
+#include "fmt/format.h"
+#include "kiln_plugin_api.h"
+
+namespace kiln {
+namespace {
+
+using isolation::Op;
+using isolation::Reader;
+using isolation::Writer;
+
+struct ProxyError {
+  KILN_ErrorCode code;
+  std::string message;
+};
+KILN_Error* MakeError(KILN_ErrorCode code, std::string message) {
+  return reinterpret_cast<KILN_Error*>(new ProxyError{code, std::move(message)});
+}
+void ErrorDestroy(KILN_Error* e) { delete reinterpret_cast<ProxyError*>(e); }
+const char* ErrorMessage(const KILN_Error* e) {
+  return reinterpret_cast<const ProxyError*>(e)->message.c_str();
+}
+KILN_ErrorCode ErrorCode(const KILN_Error* e) {
+  return reinterpret_cast<const ProxyError*>(e)->code;
+}
+
+// One helper process and the socket to it. Calls are serialized: one request in flight.
+class Connection {
+ public:
+  Connection(int fd, pid_t pid, std::string path, std::chrono::milliseconds deadline)
+      : fd_(fd), pid_(pid), path_(std::move(path)), deadline_(deadline) {}
+  ~Connection() {
+    close(fd_);  // the helper sees the end of its input and exits
+    if (!dead_) {
+      kill(pid_, SIGKILL);
+      while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+
+  // Sends `request` (unless empty: then only waits, for the first message) and waits for the
+  // reply. Null with the reply's fields in `reply`, or the plugin's error, or UNAVAILABLE /
+  // DEADLINE_EXCEEDED when the helper died or did not answer in time.
+  KILN_Error* Call(const char* entry, const Writer* request, std::string* reply) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (dead_) return Gone(entry);
+    if (request != nullptr && !isolation::SendMessage(fd_, request->data())) return Died(entry);
+    pollfd p{fd_, POLLIN, 0};
+    int ready;
+    do {
+      ready = poll(&p, 1, static_cast<int>(deadline_.count()));
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) {
+      kill(pid_, SIGKILL);
+      Reap();
+      why_dead_ = fmt::format("killed after {} s without an answer to {}",
+                              deadline_.count() / 1000.0, entry);
+      return MakeError(KILN_ERROR_DEADLINE_EXCEEDED,
+                       fmt::format("{}: plugin '{}' (isolated) did not answer within {} s; its "
+                                   "helper process was killed",
+                                   entry, name, deadline_.count() / 1000.0));
+    }
+    uint32_t n = 0;
+    std::string body;
+    if (!isolation::ReadExactly(fd_, &n, 4)) return Died(entry);
+    body.resize(n);
+    if (!isolation::ReadExactly(fd_, body.data(), n)) return Died(entry);
+    Reader r(body);
+    const uint32_t code = r.U32();
+    std::string message = r.Str();
+    if (!r.ok()) return MakeError(KILN_ERROR_INTERNAL, "malformed reply from kiln-plugin-host");
+    if (code != 0) return MakeError(static_cast<KILN_ErrorCode>(code), std::move(message));
+    *reply = body.substr(4 + 8 + message.size());
+    return nullptr;
+  }
+
+  bool dead() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dead_;
+  }
+  pid_t pid() const { return pid_; }
+
+  // From the first message and from initialize/attributes; the table points into these.
+  std::string name;
+  int priority = 0;
+  int minor = 0;
+  std::string unavailable_reason;
+  std::vector<std::pair<std::string, std::string>> attribute_text;
+  std::vector<KILN_Attribute> attributes;
+
+ private:
+  void Reap() {
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    dead_ = true;
+    if (WIFSIGNALED(status)) {
+      why_dead_ =
+          fmt::format("crashed: signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    } else {
+      why_dead_ = fmt::format("exited with code {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
+  }
+  KILN_Error* Died(const char* entry) {
+    Reap();
+    why_dead_ += fmt::format(" during {}", entry);
+    return Gone(entry);
+  }
+  KILN_Error* Gone(const char* entry) const {
+    return MakeError(KILN_ERROR_UNAVAILABLE,
+                     fmt::format("{}: plugin '{}' (isolated) is gone: its helper process {}", entry,
+                                 name.empty() ? path_ : name, why_dead_));
+  }
+
+  std::mutex mu_;
+  int fd_;
+  pid_t pid_;
+  std::string path_;
+  std::chrono::milliseconds deadline_;
+  bool dead_ = false;
+  std::string why_dead_;
+};
+
+struct ProxyDevice {
+  Connection* conn;
+  uint64_t id;
+  std::string kind;
+};
+struct ProxyClient {
+  Connection* conn;
+  uint64_t id;
+  std::vector<std::unique_ptr<ProxyDevice>> devices;
+  std::vector<KILN_Device*> device_handles;
+};
+struct ProxyExecutable {
+  Connection* conn;
+  uint64_t id;
+};
+struct ProxyBuffer {
+  Connection* conn;
+  uint64_t id;
+  bool info_known = false;
+  KILN_DType dtype = KILN_DTYPE_F32;
+  std::vector<int64_t> dims;
+  size_t byte_size = 0;
+};
+
+template <typename P, typename H>
+P* Proxy(H* handle) {
+  return reinterpret_cast<P*>(handle);
+}
+template <typename H, typename P>
+H* Handle(P* proxy) {
+  return reinterpret_cast<H*>(proxy);
+}
+uint64_t IdOf(KILN_Device* d) { return d == nullptr ? 0 : Proxy<ProxyDevice>(d)->id; }
+
+KILN_Error* Initialize(Connection& c, KILN_Initialize_Args* a) {
+  std::string reply;
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kInitialize));
+  if (KILN_Error* e = c.Call("initialize", &w, &reply)) return e;
+  Reader r(reply);
+  a->available = static_cast<int32_t>(r.U32());
+  c.unavailable_reason = r.Str();
+  a->unavailable_reason = a->available ? nullptr : c.unavailable_reason.c_str();
+  return nullptr;
+}
+
+KILN_Error* Attributes(Connection& c, KILN_Attributes_Args* a) {
+  std::string reply;
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kAttributes));
+  if (KILN_Error* e = c.Call("attributes", &w, &reply)) return e;
+  Reader r(reply);
+  c.attribute_text.clear();
+  for (uint64_t i = 0, n = r.U64(); i < n && r.ok(); ++i) {
+    std::string name = r.Str();
+    c.attribute_text.emplace_back(name, r.Str());
+  }
+  c.attribute_text.emplace_back("isolated", fmt::format("pid {}", c.pid()));
+  c.attributes.clear();
+  for (const auto& [name, value] : c.attribute_text)
+    c.attributes.push_back({name.c_str(), value.c_str()});
+  a->attributes = c.attributes.data();
+  a->num_attributes = c.attributes.size();
+  return nullptr;
+}
+
+KILN_Error* ClientCreate(Connection& c, KILN_Client_Create_Args* a) {
+  std::string reply;
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kClientCreate));
+  if (KILN_Error* e = c.Call("client_create", &w, &reply)) return e;
+  Reader r(reply);
+  a->client = Handle<KILN_Client>(new ProxyClient{&c, r.U64(), {}, {}});
+  return nullptr;
+}
+
+// A destroy on a helper that is gone succeeds: there is nothing left to free there.
+KILN_Error* Destroyed(Connection& c, KILN_Error* e) {
+  if (e != nullptr && c.dead()) {
+    ErrorDestroy(e);
+    return nullptr;
+  }
+  return e;
+}
+
+KILN_Error* ClientDestroy(KILN_Client_Destroy_Args* a) {
+  ProxyClient* client = Proxy<ProxyClient>(a->client);
+  if (client == nullptr) return nullptr;
+  std::string reply;
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kClientDestroy)).U64(client->id);
+  KILN_Error* e = Destroyed(*client->conn, client->conn->Call("client_destroy", &w, &reply));
+  delete client;
+  return e;
+}
+
+KILN_Error* ClientDevices(KILN_Client_Devices_Args* a) {
+  ProxyClient* client = Proxy<ProxyClient>(a->client);
+  if (client->devices.empty()) {
+    std::string reply;
+    Writer w;
+    w.U8(static_cast<uint8_t>(Op::kClientDevices)).U64(client->id);
+    if (KILN_Error* e = client->conn->Call("client_devices", &w, &reply)) return e;
+    Reader r(reply);
+    for (uint64_t i = 0, n = r.U64(); i < n && r.ok(); ++i) {
+      client->devices.push_back(
+          std::make_unique<ProxyDevice>(ProxyDevice{client->conn, r.U64(), ""}));
+      client->device_handles.push_back(Handle<KILN_Device>(client->devices.back().get()));
+    }
+  }
+  a->devices = client->device_handles.data();
+  a->num_devices = client->device_handles.size();
+  return nullptr;
+}
+
+KILN_Error* DeviceDescription(KILN_Device_Description_Args* a) {
+  ProxyDevice* device = Proxy<ProxyDevice>(a->device);
+  std::string reply;
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kDeviceDescription)).U64(device->id);
+  if (KILN_Error* e = device->conn->Call("device_description", &w, &reply)) return e;
+  Reader r(reply);
+  a->id = static_cast<int32_t>(r.U32());
+  device->kind = r.Str();
+  a->kind = device->kind.c_str();
+  return nullptr;
+}
+
+KILN_Error* Capability(KILN_Capability_Args* a) {
+  ProxyClient* client = Proxy<ProxyClient>(a->client);
+  std::string reply;
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kCapability)).U64(client->id).Bytes(a->hlo_text, a->hlo_text_size);
+  if (KILN_Error* e = client->conn->Call("capability", &w, &reply)) return e;
+  Reader r(reply);
+  for (uint64_t i = 0, n = r.U64(); i < n && r.ok(); ++i) {
+    std::string name = r.Str();
+    if (a->report_supported != nullptr) a->report_supported(a->user_data, name.c_str());
+  }
+  for (uint64_t i = 0, n = r.U64(); i < n && r.ok(); ++i) {
+    std::string name = r.Str(), reason = r.Str();
+    if (a->report_unsupported != nullptr)
+      a->report_unsupported(a->user_data, name.c_str(), reason.c_str());
+  }
+  return nullptr;
+}
+
+KILN_Error* Compile(KILN_Compile_Args* a) {
+  ProxyClient* client = Proxy<ProxyClient>(a->client);
+  const KILN_CompileOptions* o = a->options;
+  auto has = [&](size_t end) { return o != nullptr && o->struct_size >= end; };
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kCompile)).U64(client->id).Bytes(a->hlo_text, a->hlo_text_size);
+  w.U8(o != nullptr ? 1 : 0);
+  w.U32(static_cast<uint32_t>(o != nullptr ? o->optimization_level : 0));
+  w.U32(static_cast<uint32_t>(o != nullptr ? o->num_threads : 0));
+  const bool v11 = has(KILN_STRUCT_SIZE(KILN_CompileOptions, dump_sequence));
+  w.Str(v11 && o->core_passes != nullptr ? o->core_passes : "");
+  w.Str(v11 && o->dump_dir != nullptr ? o->dump_dir : "");
+  w.U32(static_cast<uint32_t>(v11 ? o->dump_sequence : 0));
+  std::string reply;
+  if (KILN_Error* e = client->conn->Call("compile", &w, &reply)) return e;
+  Reader r(reply);
+  a->executable = Handle<KILN_Executable>(new ProxyExecutable{client->conn, r.U64()});
+  return nullptr;
+}
+
+KILN_Error* ExecutableInfo(KILN_Executable_Info_Args* a) {
+  ProxyExecutable* exe = Proxy<ProxyExecutable>(a->executable);
+  std::string reply;
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kExecutableInfo)).U64(exe->id);
+  if (KILN_Error* e = exe->conn->Call("executable_info", &w, &reply)) return e;
+  Reader r(reply);
+  a->num_parameters = r.U64();
+  a->num_outputs = r.U64();
+  return nullptr;
+}
+
+KILN_Error* ExecutableDestroy(KILN_Executable_Destroy_Args* a) {
+  ProxyExecutable* exe = Proxy<ProxyExecutable>(a->executable);
+  if (exe == nullptr) return nullptr;
+  std::string reply;
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kExecutableDestroy)).U64(exe->id);
+  KILN_Error* e = Destroyed(*exe->conn, exe->conn->Call("executable_destroy", &w, &reply));
+  delete exe;
+  return e;
+}
+
+KILN_Error* Execute(KILN_Execute_Args* a) {
+  ProxyExecutable* exe = Proxy<ProxyExecutable>(a->executable);
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kExecute)).U64(exe->id).U64(IdOf(a->device)).U64(a->num_arguments);
+  for (size_t i = 0; i < a->num_arguments; ++i) {
+    if (a->arguments[i] == nullptr)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, fmt::format("argument {} is null", i));
+    w.U64(Proxy<ProxyBuffer>(a->arguments[i])->id);
+  }
+  w.U64(a->num_outputs);
+  std::string reply;
+  if (KILN_Error* e = exe->conn->Call("execute", &w, &reply)) return e;
+  Reader r(reply);
+  for (size_t i = 0; i < a->num_outputs; ++i)
+    a->outputs[i] = Handle<KILN_Buffer>(new ProxyBuffer{exe->conn, r.U64()});
+  return nullptr;
+}
+
+KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* a) {
+  ProxyClient* client = Proxy<ProxyClient>(a->client);
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kBufferFromHost)).U64(client->id).U64(IdOf(a->device));
+  w.U32(static_cast<uint32_t>(a->dtype)).U64(a->num_dims);
+  for (size_t i = 0; i < a->num_dims; ++i) w.I64(a->dims[i]);
+  w.Bytes(a->data, a->data_size);
+  std::string reply;
+  if (KILN_Error* e = client->conn->Call("buffer_from_host", &w, &reply)) return e;
+  Reader r(reply);
+  a->buffer = Handle<KILN_Buffer>(new ProxyBuffer{client->conn, r.U64()});
+  // The bytes were copied into the message: done with the caller's memory.
+  if (KILN_ARGS_HAS(a, KILN_Buffer_FromHost_Args, on_done) && a->on_done != nullptr)
+    a->on_done(a->on_done_arg);
+  return nullptr;
+}
+
+KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* a) {
+  ProxyBuffer* b = Proxy<ProxyBuffer>(a->buffer);
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kBufferToHost)).U64(b->id).U64(a->dst_size);
+  std::string reply;
+  if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply)) return e;
+  Reader r(reply);
+  std::string_view bytes = r.Bytes();
+  if (!r.ok() || bytes.size() != a->dst_size)
+    return MakeError(KILN_ERROR_INTERNAL, "buffer_to_host: the helper sent the wrong byte count");
+  std::memcpy(a->dst, bytes.data(), bytes.size());
+  return nullptr;
+}
+
+KILN_Error* BufferInfo(KILN_Buffer_Info_Args* a) {
+  ProxyBuffer* b = Proxy<ProxyBuffer>(a->buffer);
+  if (!b->info_known) {
+    Writer w;
+    w.U8(static_cast<uint8_t>(Op::kBufferInfo)).U64(b->id);
+    std::string reply;
+    if (KILN_Error* e = b->conn->Call("buffer_info", &w, &reply)) return e;
+    Reader r(reply);
+    b->dtype = static_cast<KILN_DType>(r.U32());
+    b->dims.resize(r.U64());
+    for (int64_t& d : b->dims) d = r.I64();
+    b->byte_size = r.U64();
+    if (!r.ok()) return MakeError(KILN_ERROR_INTERNAL, "buffer_info: malformed reply");
+    b->info_known = true;
+  }
+  a->dtype = b->dtype;
+  a->dims = b->dims.data();
+  a->num_dims = b->dims.size();
+  a->byte_size = b->byte_size;
+  return nullptr;
+}
+
+KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* a) {
+  ProxyBuffer* b = Proxy<ProxyBuffer>(a->buffer);
+  if (b == nullptr) return nullptr;
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kBufferDestroy)).U64(b->id);
+  std::string reply;
+  KILN_Error* e = Destroyed(*b->conn, b->conn->Call("buffer_destroy", &w, &reply));
+  delete b;
+  return e;
+}
+
+// The entries without a handle to find their connection by: one instance per slot.
+constexpr int kSlots = 16;
+Connection* slots[kSlots] = {};
+KILN_Api tables[kSlots];
+std::mutex slots_mu;
+
+template <int N>
+KILN_Error* SlotInitialize(KILN_Initialize_Args* a) {
+  return Initialize(*slots[N], a);
+}
+template <int N>
+KILN_Error* SlotAttributes(KILN_Attributes_Args* a) {
+  return Attributes(*slots[N], a);
+}
+template <int N>
+KILN_Error* SlotClientCreate(KILN_Client_Create_Args* a) {
+  return ClientCreate(*slots[N], a);
+}
+
+template <int... N>
+void FillSlotEntries(std::integer_sequence<int, N...>) {
+  ((tables[N].initialize = &SlotInitialize<N>, tables[N].attributes = &SlotAttributes<N>,
+    tables[N].client_create = &SlotClientCreate<N>),
+   ...);
+}
+
+// Fills slot `n`'s table for `c`.
+const KILN_Api* MakeTable(int n, Connection& c) {
+  static std::once_flag filled;
+  std::call_once(filled, [] { FillSlotEntries(std::make_integer_sequence<int, kSlots>()); });
+  KILN_Api& t = tables[n];
+  t.struct_size = sizeof(KILN_Api);
+  t.api_major = KILN_API_MAJOR;
+  t.api_minor = std::min(c.minor, 2);  // what the proxy forwards: 1.2 without buffer_host_data
+  t.plugin_name = c.name.c_str();
+  t.default_priority = c.priority;
+  t.error_destroy = ErrorDestroy;
+  t.error_message = ErrorMessage;
+  t.error_code = ErrorCode;
+  t.client_destroy = ClientDestroy;
+  t.client_devices = ClientDevices;
+  t.device_description = DeviceDescription;
+  t.capability = Capability;
+  t.compile = Compile;
+  t.executable_info = ExecutableInfo;
+  t.executable_serialize = nullptr;
+  t.executable_deserialize = nullptr;
+  t.executable_destroy = ExecutableDestroy;
+  t.execute = Execute;
+  t.buffer_from_host = BufferFromHost;
+  t.buffer_to_host = BufferToHost;
+  t.buffer_info = BufferInfo;
+  t.buffer_destroy = BufferDestroy;
+  t.buffer_host_data = nullptr;  // the bytes live in the helper
+  return &t;
+}
+
+}  // namespace
+
+std::filesystem::path PluginHostPath(const std::filesystem::path& plugin) {
+  if (const char* env = std::getenv("KILN_PLUGIN_HOST"); env != nullptr && env[0] != '\0')
+    return env;
+  const std::filesystem::path beside = plugin.parent_path() / "kiln-plugin-host";
+  if (access(beside.c_str(), X_OK) == 0) return beside;
+  return DefaultPluginDir() / "kiln-plugin-host";
+}
+
+absl::StatusOr<std::unique_ptr<Plugin>> LoadIsolatedPlugin(const std::filesystem::path& path,
+                                                           std::chrono::milliseconds deadline) {
+  const std::filesystem::path host = PluginHostPath(path);
+  if (access(host.c_str(), X_OK) != 0)
+    return absl::FailedPreconditionError(fmt::format(
+        "cannot isolate: no kiln-plugin-host at {} (set KILN_PLUGIN_HOST)", host.string()));
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    return absl::InternalError(fmt::format("cannot isolate: socketpair: {}", std::strerror(errno)));
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(sv[0]);
+    close(sv[1]);
+    return absl::InternalError(fmt::format("cannot isolate: fork: {}", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    // The helper's end on fd 3, kept open across exec; everything else is close-on-exec.
+    if (sv[1] != 3) dup2(sv[1], 3);
+    fcntl(3, F_SETFD, 0);
+    const std::string file = path.string();
+    execl(host.c_str(), "kiln-plugin-host", "3", file.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(sv[1]);
+  auto conn = std::make_unique<Connection>(sv[0], pid, path.string(), deadline);
+  std::string hello;
+  if (KILN_Error* e = conn->Call("loading", nullptr, &hello)) {
+    std::string message = ErrorMessage(e);
+    ErrorDestroy(e);
+    return absl::FailedPreconditionError(message);
+  }
+  Reader r(hello);
+  conn->name = r.Str();
+  conn->priority = static_cast<int32_t>(r.U32());
+  conn->minor = static_cast<int32_t>(r.U32());
+  if (!r.ok()) return absl::InternalError("malformed first message from kiln-plugin-host");
+  int slot = -1;
+  {
+    std::lock_guard<std::mutex> lock(slots_mu);
+    for (int i = 0; i < kSlots && slot < 0; ++i)
+      if (slots[i] == nullptr) slot = i;
+    if (slot < 0)
+      return absl::ResourceExhaustedError(
+          fmt::format("cannot isolate more than {} plugins in one process", kSlots));
+    slots[slot] = conn.release();  // lives as long as the process: the table points into it
+  }
+  return Plugin::FromApi(MakeTable(slot, *slots[slot]), path.string());
+}
+
+}  // namespace kiln

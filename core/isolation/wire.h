@@ -1,0 +1,130 @@
+// The messages between the core and a plugin host process (kiln-plugin-host), which loads
+// one plugin and serves its C ABI over a Unix socket. A message is a little-endian u32
+// length, then that many bytes: an op (u8) and its fields, written with Writer and read back
+// in the same order with Reader. Header-only and free of the rest of Kiln, so the host
+// process links nothing but libc.
+//
+// Handles (clients, devices, executables, buffers) travel as the host's pointers, as u64.
+// A reply starts with the plugin's error code (u32, 0 = ok) and message; the fields follow
+// only when the code is 0.
+#pragma once
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace kiln::isolation {
+
+enum class Op : uint8_t {
+  kInitialize = 1,
+  kAttributes,
+  kClientCreate,
+  kClientDestroy,
+  kClientDevices,
+  kDeviceDescription,
+  kCapability,
+  kCompile,
+  kExecutableInfo,
+  kExecutableDestroy,
+  kExecute,
+  kBufferFromHost,
+  kBufferToHost,
+  kBufferInfo,
+  kBufferDestroy,
+};
+
+class Writer {
+ public:
+  Writer& U8(uint8_t v) { return Raw(&v, 1); }
+  Writer& U32(uint32_t v) { return Raw(&v, 4); }
+  Writer& U64(uint64_t v) { return Raw(&v, 8); }
+  Writer& I64(int64_t v) { return Raw(&v, 8); }
+  Writer& Bytes(const void* data, size_t size) {
+    U64(size);
+    return Raw(data, size);
+  }
+  Writer& Str(std::string_view s) { return Bytes(s.data(), s.size()); }
+  const std::string& data() const { return data_; }
+
+ private:
+  Writer& Raw(const void* p, size_t n) {
+    data_.append(static_cast<const char*>(p), n);
+    return *this;
+  }
+  std::string data_;
+};
+
+// Reads fields in order; a read past the end sets !ok() and yields zeros (a malformed message
+// is then reported, never read out of bounds).
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  uint8_t U8() { return Fixed<uint8_t>(); }
+  uint32_t U32() { return Fixed<uint32_t>(); }
+  uint64_t U64() { return Fixed<uint64_t>(); }
+  int64_t I64() { return Fixed<int64_t>(); }
+  std::string_view Bytes() {
+    const uint64_t n = U64();
+    if (!ok_ || n > data_.size() - pos_) {
+      ok_ = false;
+      return {};
+    }
+    std::string_view out = data_.substr(pos_, n);
+    pos_ += n;
+    return out;
+  }
+  std::string Str() { return std::string(Bytes()); }
+  bool ok() const { return ok_; }
+
+ private:
+  template <typename T>
+  T Fixed() {
+    T v{};
+    if (!ok_ || data_.size() - pos_ < sizeof(T)) {
+      ok_ = false;
+      return v;
+    }
+    std::memcpy(&v, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string_view data_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+// Writes a whole message (length prefix and body); false when the peer is gone.
+inline bool SendMessage(int fd, const std::string& body) {
+  const uint32_t n = static_cast<uint32_t>(body.size());
+  std::string all(reinterpret_cast<const char*>(&n), 4);
+  all += body;
+  for (size_t done = 0; done < all.size();) {
+    const ssize_t w = send(fd, all.data() + done, all.size() - done, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    done += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Reads exactly `n` bytes; false on end of stream or an error.
+inline bool ReadExactly(int fd, void* out, size_t n) {
+  char* p = static_cast<char*>(out);
+  for (size_t done = 0; done < n;) {
+    const ssize_t r = read(fd, p + done, n - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    done += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Messages are at most this large (a buffer's bytes travel inside one).
+constexpr uint32_t kMaxMessage = 0xFFFFFFF0u;
+
+}  // namespace kiln::isolation
