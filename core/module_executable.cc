@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "fmt/format.h"
 #include "hlo/dump/dump.h"
@@ -29,7 +30,32 @@ const std::vector<HloCluster>& ModuleExecutable::clusters() const {
   return partitioned_ ? partitioned_->clusters() : kNone;
 }
 
+size_t ModuleExecutable::AliveCandidates(const PluginRegistry& registry) {
+  return registry.Candidates().size();
+}
+
+// The module's plugin went away while compiling or running it: "auto" tries the next one.
+static bool PluginWentAway(const absl::Status& s, size_t alive_before, size_t alive_after) {
+  return (s.code() == absl::StatusCode::kUnavailable ||
+          s.code() == absl::StatusCode::kDeadlineExceeded) &&
+         alive_after < alive_before;
+}
+
 absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
+    const PluginRegistry& registry, const HloModule& written, const ModuleCompileOptions& options) {
+  for (;;) {
+    const size_t before = AliveCandidates(registry);
+    absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe = CompileOnce(registry, written, options);
+    if (exe.ok()) return exe;
+    if (options.device != "auto" ||
+        !PluginWentAway(exe.status(), before, AliveCandidates(registry)))
+      return exe.status();
+    std::fprintf(stderr, "kiln: warning: %s; compiling for the next plugin\n",
+                 std::string(exe.status().message()).c_str());
+  }
+}
+
+absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::CompileOnce(
     const PluginRegistry& registry, const HloModule& written, const ModuleCompileOptions& options) {
   std::unique_ptr<ModuleExecutable> exe(new ModuleExecutable());
   // Printed once: the copy the passes change, the plugin choice, and the as-written copy.
@@ -105,6 +131,12 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
     exe->device_names_ = PartitionDeviceNames(exe->partitioned_->clusters());
   }
   exe->compile_ms_ = MsSince(t0);
+  if (options.device == "auto") {
+    exe->registry_ = &registry;
+    exe->written_text_ = written_text;
+    exe->written_name_ = written.name();
+    exe->options_ = options;
+  }
   return exe;
 }
 
@@ -125,7 +157,28 @@ absl::StatusOr<std::vector<Literal>> ModuleExecutable::Execute(
     }
   }
   if (partitioned_) return partitioned_->Execute(args);
-  return executable_->Execute(args);
+  {
+    std::lock_guard<std::mutex> lock(fallback_mu_);
+    if (fallback_ != nullptr) return fallback_->Execute(args);
+  }
+  const size_t before = registry_ != nullptr ? AliveCandidates(*registry_) : 0;
+  absl::StatusOr<std::vector<Literal>> out = executable_->Execute(args);
+  if (out.ok() || registry_ == nullptr ||
+      !PluginWentAway(out.status(), before, AliveCandidates(*registry_)))
+    return out;
+  std::fprintf(stderr, "kiln: warning: %s; running on the next plugin\n",
+               std::string(out.status().message()).c_str());
+  std::lock_guard<std::mutex> lock(fallback_mu_);
+  if (fallback_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<HloModule>> written =
+        ParseHloModule(written_text_, written_name_);
+    if (!written.ok()) return written.status();
+    absl::StatusOr<std::unique_ptr<ModuleExecutable>> next =
+        Compile(*registry_, **written, options_);
+    if (!next.ok()) return next.status();
+    fallback_ = std::move(*next);
+  }
+  return fallback_->Execute(args);
 }
 
 }  // namespace kiln

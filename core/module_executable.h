@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ class ModuleExecutable {
 
   // One host array per entry parameter; returns the array leaves of the result (tuples
   // flattened depth-first). Shapes are checked: a wrong one is InvalidArgument naming it.
+  // With device "auto", a run whose plugin is gone (an isolated plugin whose helper died or
+  // was killed) is compiled again for the next plugin that can run it and run there, with a
+  // warning on stderr; so is a compile.
   absl::StatusOr<std::vector<Literal>> Execute(std::span<const Literal> args) const;
 
   // The one plugin that runs the whole module, or null when it is partitioned.
@@ -56,6 +60,18 @@ class ModuleExecutable {
 
  private:
   ModuleExecutable() = default;
+  static absl::StatusOr<std::unique_ptr<ModuleExecutable>> CompileOnce(
+      const PluginRegistry& registry, const HloModule& module, const ModuleCompileOptions& options);
+  // Alive plugins that could be chosen: a plugin going away during a call lowers it.
+  static size_t AliveCandidates(const PluginRegistry& registry);
+
+  // For the fallback of an "auto" module whose plugin went away.
+  const PluginRegistry* registry_ = nullptr;
+  std::string written_text_, written_name_;
+  ModuleCompileOptions options_;
+  mutable std::mutex fallback_mu_;
+  mutable std::unique_ptr<ModuleExecutable> fallback_;
+
   std::unique_ptr<HloModule> module_;
   CorePassReport core_report_;
   const Plugin* plugin_ = nullptr;

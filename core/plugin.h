@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -103,8 +104,10 @@ class Plugin {
   // message is the rejection reason (shown by `kiln devices`). A plugin that initializes
   // but reports itself unavailable loads fine with available() == false.
   static absl::StatusOr<std::unique_ptr<Plugin>> Load(const std::filesystem::path& path);
-  // Wraps a table the caller already has (plugins linked in statically, tests).
-  static absl::StatusOr<std::unique_ptr<Plugin>> FromApi(const KILN_Api* api, std::string origin);
+  // Wraps a table the caller already has (plugins linked in statically, tests, the proxy of
+  // an isolated plugin, whose `alive` says whether its helper process still runs).
+  static absl::StatusOr<std::unique_ptr<Plugin>> FromApi(const KILN_Api* api, std::string origin,
+                                                         std::function<bool()> alive = nullptr);
   ~Plugin();
 
   const std::string& name() const;
@@ -113,6 +116,8 @@ class Plugin {
   int api_major() const;
   int api_minor() const;
   bool available() const;
+  // False once an isolated plugin's helper process died or was killed: placement skips it.
+  bool alive() const;
   const std::string& unavailable_reason() const;
   const std::vector<std::pair<std::string, std::string>>& attributes() const;
   // The plugin's attribute "core_passes" is "none": it compiles modules as the user wrote

@@ -130,7 +130,7 @@ std::vector<const PluginEntry*> PluginRegistry::Candidates() const {
   if (!config_.platforms.empty()) {
     for (const std::string& p : config_.platforms) {
       const PluginEntry* e = Find(p);
-      if (e != nullptr && e->state == PluginEntry::State::kAvailable &&
+      if (e != nullptr && e->state == PluginEntry::State::kAvailable && e->plugin->alive() &&
           std::find(out.begin(), out.end(), e) == out.end()) {
         out.push_back(e);
       }
@@ -138,7 +138,7 @@ std::vector<const PluginEntry*> PluginRegistry::Candidates() const {
     return out;
   }
   for (const PluginEntry& e : entries_) {
-    if (e.state == PluginEntry::State::kAvailable) out.push_back(&e);
+    if (e.state == PluginEntry::State::kAvailable && e.plugin->alive()) out.push_back(&e);
   }
   std::stable_sort(out.begin(), out.end(), [](const PluginEntry* a, const PluginEntry* b) {
     if (a->priority != b->priority) return a->priority > b->priority;

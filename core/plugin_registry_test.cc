@@ -128,8 +128,9 @@ void ExpectHostileRejected(const PluginRegistry& r, bool isolated) {
   ExpectRejected(r, "libkiln_plugin_crash_get_api.so", crash);
   ExpectRejected(r, "libkiln_plugin_crash_init.so", crash);
   ExpectRejected(r, "libkiln_plugin_exit_init.so", "exited with code 3");
-  ExpectRejected(r, "libkiln_plugin_hang_init.so",
-                 isolated ? "did not answer within 0.5 s" : "did not finish loading within 0.5 s");
+  ExpectRejected(
+      r, "libkiln_plugin_hang_init.so",
+      isolated ? "did not answer initialize within 0.5 s" : "did not finish loading within 0.5 s");
 }
 
 TEST(PluginRegistry, IsolationSurvivesPluginsThatCrashExitOrHangWhileLoading) {

@@ -252,18 +252,29 @@ int RunCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe =
       ModuleExecutable::Compile(*registry, **module, compile);
   if (!exe.ok()) return ReportError("run", std::string(exe.status().message()));
-  const std::string& run_device = (*exe)->device_names();
   if (flags->Has("log-partition")) {
     if ((*exe)->plugin() != nullptr) {
       std::cerr << fmt::format("kiln run: cluster 0: {} ({} instructions, whole module)\n",
-                               run_device, (*exe)->module().entry()->instruction_count());
+                               (*exe)->device_names(),
+                               (*exe)->module().entry()->instruction_count());
     } else {
       std::cerr << DescribePartition((*exe)->clusters(), "kiln run: ");
     }
   }
   const int warmup = benchmark_runs > 0 ? 1 : 0, runs = std::max(benchmark_runs, 1);
   absl::StatusOr<RunResult> result = Time(**exe, *args, warmup, runs);
+  // With "auto", a plugin that went away (an isolated plugin whose helper process died or was
+  // killed) hands the module to the next plugin that can run it.
+  while (!result.ok() && device == "auto" && (*exe)->plugin() != nullptr &&
+         !(*exe)->plugin()->alive()) {
+    std::cerr << fmt::format("kiln run: warning: {}; compiling for the next plugin\n",
+                             std::string(result.status().message()));
+    exe = ModuleExecutable::Compile(*registry, **module, compile);
+    if (!exe.ok()) return ReportError("run", std::string(exe.status().message()));
+    result = Time(**exe, *args, warmup, runs);
+  }
   if (!result.ok()) return ReportError("run", std::string(result.status().message()));
+  const std::string run_device = (*exe)->device_names();
 
   // Outputs: files, or a summary on stdout.
   if (flags->Has("output-dir")) {

@@ -73,9 +73,9 @@ class Connection {
       why_dead_ = fmt::format("killed after {} s without an answer to {}",
                               deadline_.count() / 1000.0, entry);
       return MakeError(KILN_ERROR_DEADLINE_EXCEEDED,
-                       fmt::format("{}: plugin '{}' (isolated) did not answer within {} s; its "
+                       fmt::format("plugin '{}' (isolated) did not answer {} within {} s; its "
                                    "helper process was killed",
-                                   entry, name, deadline_.count() / 1000.0));
+                                   name, entry, deadline_.count() / 1000.0));
     }
     uint32_t n = 0;
     std::string body;
@@ -123,9 +123,9 @@ class Connection {
     why_dead_ += fmt::format(" during {}", entry);
     return Gone(entry);
   }
-  KILN_Error* Gone(const char* entry) const {
+  KILN_Error* Gone(const char* /*entry*/) const {
     return MakeError(KILN_ERROR_UNAVAILABLE,
-                     fmt::format("{}: plugin '{}' (isolated) is gone: its helper process {}", entry,
+                     fmt::format("plugin '{}' (isolated) is gone: its helper process {}",
                                  name.empty() ? path_ : name, why_dead_));
   }
 
@@ -524,7 +524,8 @@ absl::StatusOr<std::unique_ptr<Plugin>> LoadIsolatedPlugin(const std::filesystem
           fmt::format("cannot isolate more than {} plugins in one process", kSlots));
     slots[slot] = conn.release();  // lives as long as the process: the table points into it
   }
-  return Plugin::FromApi(MakeTable(slot, *slots[slot]), path.string());
+  Connection* c = slots[slot];
+  return Plugin::FromApi(MakeTable(slot, *c), path.string(), [c] { return !c->dead(); });
 }
 
 }  // namespace kiln

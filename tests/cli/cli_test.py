@@ -428,12 +428,38 @@ def test_plugins_that_crash_while_loading_do_not_take_commands_down():
         isolated = 'KILN_ISOLATE' in extra
         for phrase in ['crashed: signal 11' if isolated else 'crashed while loading: signal 11',
                        'exited with code 3',
-                       'did not answer within 0.5 s' if isolated
+                       'did not answer initialize within 0.5 s' if isolated
                        else 'did not finish loading within 0.5 s']:
             assert phrase in out, '%r missing with %s from:\n%s' % (phrase, extra, out)
         rc, out, err = run(['run', module, '--device', 'interpreter'],
                            dict(env, **extra))
         assert rc == 0 and 'output_0' in out, 'kiln run with %s: %d %s' % (extra, rc, err)
+
+
+def test_isolated_plugin_that_misbehaves_at_run_time():
+    # tests/plugins/misbehave: crashes, aborts, exits, hangs or returns garbage by module name.
+    env = {'KILN_PLUGIN_PATH': os.path.join(TEST_PLUGIN_DIR, 'misbehave'),
+           'KILN_PLUGIN_DEADLINE_S': '1', 'KILN_ISOLATE': 'test-misbehave'}
+
+    def module(word):
+        return write('mis_%s.hlo' % word, 'HloModule %s_mod\nENTRY %%main (a: f32[5]) -> f32[5] {\n'
+                     '  %%a = f32[5] parameter(0)\n  ROOT %%n = f32[5] negate(%%a)\n}\n' % word)
+
+    want, _ = run_ok(['run', module('fine'), '--device', 'interpreter'])
+    got, _ = run_ok(['run', module('fine'), '--device', 'test-misbehave'], env)
+    assert got == want, (got, want)
+    for word, phrase in [('crash', 'crashed: signal 11 (Segmentation fault) during execute'),
+                         ('abort', 'crashed: signal 6'), ('exit', 'exited with code 7'),
+                         ('hang', 'did not answer execute within 1 s')]:
+        rc, out, err = run(['run', module(word), '--device', 'test-misbehave'], env)
+        assert rc == 1 and phrase in err, (word, rc, err)
+        # auto, with the plugin first in line: the next plugin runs the module.
+        conf = write('misbehave.conf', 'priority.test-misbehave = 500\n')
+        rc, out, err = run(['run', module(word), '--device', 'auto'], dict(env, KILN_CONFIG=conf))
+        assert rc == 0 and 'compiling for the next plugin' in err, (word, rc, err)
+        assert out.replace('%s_mod' % word, '') == want.replace('fine_mod', ''), (word, out, want)
+    got, _ = run_ok(['run', module('garbage'), '--device', 'test-misbehave'], env)
+    assert '12345' in got, got
 
 
 def test_nested_custom_call_refused_before_compile():
@@ -464,7 +490,8 @@ for t in [test_nested_custom_call_refused_before_compile, test_dot_bias_relu, te
           test_while_loop, test_bf16_travels_as_float32, test_generated_inputs_are_deterministic,
           test_third_party_plugin_is_picked_and_agrees, test_input_errors_are_one_line,
           test_print_is_canonical_and_errors_are_located, test_hostile_sizes_are_rejected,
-          test_devices_lists_rejections, test_plugins_that_crash_while_loading_do_not_take_commands_down]:
+          test_devices_lists_rejections, test_plugins_that_crash_while_loading_do_not_take_commands_down,
+          test_isolated_plugin_that_misbehaves_at_run_time]:
     case(t)
 
 shutil.rmtree(TMP, ignore_errors=True)

@@ -1,0 +1,79 @@
+// A plugin that misbehaves when it runs, for the isolation tests: "test-misbehave"
+// (priority 1) runs the HLO evaluator like the interpreter, except that a module whose name
+// contains one of these words does what it says when executed:
+//   crash   dereferences a null pointer (SIGSEGV)
+//   abort   calls abort() (SIGABRT)
+//   hang    never returns
+//   exit    calls exit(7)
+//   garbage returns the right shape filled with 12345
+// Loaded in the host it takes the host down with it; isolated (KILN_ISOLATE) the host reports
+// what happened and keeps going.
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "plugins/common/host_plugin.h"
+
+namespace kiln::test_misbehave {
+namespace {
+
+volatile int* volatile nowhere = nullptr;
+
+void Fill(Literal& value) {
+  if (value.IsTuple()) {
+    for (Literal& e : value.elements()) Fill(e);
+    return;
+  }
+  for (int64_t i = 0; i < value.element_count(); ++i) value.SetFromDouble(i, 12345);
+}
+
+class MisbehavingProgram : public plugin_support::HostProgram {
+ public:
+  explicit MisbehavingProgram(std::shared_ptr<const HloModule> module)
+      : name_(module->name()), exact_(std::move(module)) {}
+  absl::StatusOr<Literal> Run(std::span<const Literal* const> args) override {
+    auto has = [&](const char* word) { return name_.find(word) != std::string::npos; };
+    if (has("crash")) return Literal::Scalar<int32_t>(PrimitiveType::S32, *nowhere);
+    if (has("abort")) std::abort();
+    if (has("hang")) {
+      for (;;) pause();
+    }
+    if (has("exit")) std::exit(7);
+    absl::StatusOr<Literal> result = exact_.Run(args);
+    if (result.ok() && has("garbage")) Fill(*result);
+    return result;
+  }
+
+ private:
+  std::string name_;
+  plugin_support::EvaluatorProgram exact_;
+};
+
+class MisbehavingBackend : public plugin_support::HostBackend {
+ public:
+  void Capability(
+      const HloModule& module,
+      const std::function<void(const HloInstruction&, const std::string*)>& report) override {
+    plugin_support::ReportEachInstruction(
+        module, [](const HloInstruction&) { return std::optional<std::string>(); }, report);
+  }
+  absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> Compile(
+      std::shared_ptr<const HloModule> module) override {
+    return std::make_unique<MisbehavingProgram>(std::move(module));
+  }
+};
+
+absl::StatusOr<std::unique_ptr<plugin_support::HostBackend>> MakeBackend() {
+  return std::make_unique<MisbehavingBackend>();
+}
+
+constexpr plugin_support::HostPluginInfo kInfo = {
+    "test-misbehave", 1, "host-test-misbehave",
+    "test plugin: crashes, aborts, hangs, exits or returns garbage by module name", MakeBackend};
+
+}  // namespace
+}  // namespace kiln::test_misbehave
+
+extern "C" KILN_PLUGIN_EXPORT const KILN_Api* KILN_GetApi(void) {
+  return kiln::plugin_support::HostPluginApi(kiln::test_misbehave::kInfo);
+}
