@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,15 +59,24 @@ class Connection {
   // Sends `request` (unless empty: then only waits, for the first message) and waits for the
   // reply. Null with the reply's fields in `reply`, or the plugin's error, or UNAVAILABLE /
   // DEADLINE_EXCEEDED when the helper died or did not answer in time.
-  KILN_Error* Call(const char* entry, const Writer* request, std::string* reply) {
+  // `send_fd` (when >= 0) goes right after the request; `received_fd` (when not null) takes
+  // the descriptor that comes right after a successful reply.
+  KILN_Error* Call(const char* entry, const Writer* request, std::string* reply, int send_fd = -1,
+                   int* received_fd = nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     if (dead_) return Gone(entry);
     if (request != nullptr && !isolation::SendMessage(fd_, request->data())) return Died(entry);
+    if (send_fd >= 0 && !isolation::SendFd(fd_, send_fd)) return Died(entry);
+    if (request != nullptr && isolation::IsOneWay(static_cast<Op>(request->data()[0]))) {
+      reply->clear();
+      return nullptr;
+    }
     pollfd p{fd_, POLLIN, 0};
-    int ready;
-    do {
+    int ready = isolation::SpinForInput(fd_, isolation::kSpin) ? 1 : -1;
+    while (ready < 0) {
       ready = poll(&p, 1, static_cast<int>(deadline_.count()));
-    } while (ready < 0 && errno == EINTR);
+      if (ready < 0 && errno != EINTR) break;
+    }
     if (ready == 0) {
       kill(pid_, SIGKILL);
       Reap();
@@ -88,6 +98,8 @@ class Connection {
     if (!r.ok()) return MakeError(KILN_ERROR_INTERNAL, "malformed reply from kiln-plugin-host");
     if (code != 0) return MakeError(static_cast<KILN_ErrorCode>(code), std::move(message));
     *reply = body.substr(4 + 8 + message.size());
+    if (received_fd != nullptr && (*received_fd = isolation::ReceiveFd(fd_)) < 0)
+      return Died(entry);
     return nullptr;
   }
 
@@ -341,8 +353,17 @@ KILN_Error* Execute(KILN_Execute_Args* a) {
   std::string reply;
   if (KILN_Error* e = exe->conn->Call("execute", &w, &reply)) return e;
   Reader r(reply);
-  for (size_t i = 0; i < a->num_outputs; ++i)
-    a->outputs[i] = Handle<KILN_Buffer>(new ProxyBuffer{exe->conn, r.U64()});
+  for (size_t i = 0; i < a->num_outputs; ++i) {
+    auto* b = new ProxyBuffer{exe->conn, r.U64()};
+    if (r.U8() != 0) {  // its info came along
+      b->dtype = static_cast<KILN_DType>(r.U32());
+      b->dims.resize(r.U64());
+      for (int64_t& d : b->dims) d = r.I64();
+      b->byte_size = r.U64();
+      b->info_known = r.ok();
+    }
+    a->outputs[i] = Handle<KILN_Buffer>(b);
+  }
   return nullptr;
 }
 
@@ -352,9 +373,30 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* a) {
   w.U8(static_cast<uint8_t>(Op::kBufferFromHost)).U64(client->id).U64(IdOf(a->device));
   w.U32(static_cast<uint32_t>(a->dtype)).U64(a->num_dims);
   for (size_t i = 0; i < a->num_dims; ++i) w.I64(a->dims[i]);
-  w.Bytes(a->data, a->data_size);
+  // A large buffer goes through shared memory: one copy here, none or one in the helper.
+  int shared = -1;
+  if (a->data_size >= isolation::kSharedMemoryMin) {
+    shared = memfd_create("kiln-buffer", MFD_CLOEXEC);
+    void* p = MAP_FAILED;
+    if (shared >= 0 && ftruncate(shared, static_cast<off_t>(a->data_size)) == 0)
+      p = mmap(nullptr, a->data_size, PROT_READ | PROT_WRITE, MAP_SHARED, shared, 0);
+    if (p == MAP_FAILED) {
+      if (shared >= 0) close(shared);
+      shared = -1;
+    } else {
+      std::memcpy(p, a->data, a->data_size);
+      munmap(p, a->data_size);
+    }
+  }
+  if (shared >= 0) {
+    w.U8(1).U64(a->data_size);
+  } else {
+    w.U8(0).Bytes(a->data, a->data_size);
+  }
   std::string reply;
-  if (KILN_Error* e = client->conn->Call("buffer_from_host", &w, &reply)) return e;
+  KILN_Error* error = client->conn->Call("buffer_from_host", &w, &reply, shared);
+  if (shared >= 0) close(shared);
+  if (error != nullptr) return error;
   Reader r(reply);
   a->buffer = Handle<KILN_Buffer>(new ProxyBuffer{client->conn, r.U64()});
   // The bytes were copied into the message: done with the caller's memory.
@@ -366,8 +408,20 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* a) {
 KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* a) {
   ProxyBuffer* b = Proxy<ProxyBuffer>(a->buffer);
   Writer w;
-  w.U8(static_cast<uint8_t>(Op::kBufferToHost)).U64(b->id).U64(a->dst_size);
+  const bool shared = a->dst_size >= isolation::kSharedMemoryMin;
+  w.U8(static_cast<uint8_t>(Op::kBufferToHost)).U64(b->id).U64(a->dst_size).U8(shared ? 1 : 0);
   std::string reply;
+  if (shared) {  // the helper writes a memfd and sends it after the reply
+    int fd = -1;
+    if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply, -1, &fd)) return e;
+    void* p = mmap(nullptr, a->dst_size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+      return MakeError(KILN_ERROR_RESOURCE_EXHAUSTED, "buffer_to_host: cannot map shared memory");
+    std::memcpy(a->dst, p, a->dst_size);
+    munmap(p, a->dst_size);
+    return nullptr;
+  }
   if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply)) return e;
   Reader r(reply);
   std::string_view bytes = r.Bytes();

@@ -3,6 +3,7 @@
 // core starts it for each isolated plugin (KILN_ISOLATE, the config's `isolate`): when the
 // plugin crashes, hangs or exits, this process dies or is killed, and the core reports it.
 #include <dlfcn.h>
+#include <sys/mman.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,8 @@ namespace kiln::isolation {
 namespace {
 
 const KILN_Api* api = nullptr;
+int sock = -1;         // the socket to the core
+int send_fd = -1;      // a descriptor to send after the reply (shared memory for buffer_to_host)
 bool serving = false;  // the plugin passed the checks of Hello
 
 // The reply header for a plugin error (destroyed here), or for success.
@@ -42,6 +45,24 @@ T* Handle(uint64_t id) {
   return reinterpret_cast<T*>(static_cast<uintptr_t>(id));
 }
 uint64_t Id(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
+
+// A memfd mapped into this process; unmapped when deleted.
+struct Mapping {
+  void* data = nullptr;
+  size_t size = 0;
+  static Mapping* Of(int fd, size_t size, bool writable = false) {
+    if (fd < 0) return nullptr;
+    void* p = size == 0 ? nullptr
+                        : mmap(nullptr, size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                               MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return nullptr;
+    return new Mapping{p, size};
+  }
+  ~Mapping() {
+    if (data != nullptr) munmap(data, size);
+  }
+};
 
 struct Capabilities {
   std::vector<std::string> supported;
@@ -186,7 +207,21 @@ Writer Serve(Op op, Reader& in) {
       KILN_Error* e = api->execute(&a);
       Writer w = Reply(e);
       if (e != nullptr) return w;
-      for (KILN_Buffer* b : outputs) w.U64(Id(b));
+      // Each output with its info: the core asks for it next, and a round trip costs more.
+      for (KILN_Buffer* b : outputs) {
+        w.U64(Id(b));
+        KILN_Buffer_Info_Args info{};
+        info.struct_size = sizeof(info);
+        info.buffer = b;
+        if (KILN_Error* ie = api->buffer_info(&info)) {
+          api->error_destroy(ie);
+          w.U8(0);
+          continue;
+        }
+        w.U8(1).U32(static_cast<uint32_t>(info.dtype)).U64(info.num_dims);
+        for (size_t i = 0; i < info.num_dims; ++i) w.I64(info.dims[i]);
+        w.U64(info.byte_size);
+      }
       return w;
     }
     case Op::kBufferFromHost: {
@@ -197,13 +232,32 @@ Writer Serve(Op op, Reader& in) {
       a.dtype = static_cast<KILN_DType>(in.U32());
       std::vector<int64_t> dims(in.U64());
       for (int64_t& d : dims) d = in.I64();
-      std::string_view data = in.Bytes();
+      const bool shared = in.U8() != 0;
+      std::string_view data;
+      Mapping* mapping = nullptr;
+      if (shared) {  // the bytes are in a memfd sent after the message
+        const size_t size = in.U64();
+        mapping = Mapping::Of(ReceiveFd(sock), size);
+        if (mapping == nullptr)
+          return Failure(KILN_ERROR_INTERNAL, "buffer_from_host: cannot map the shared memory");
+        data = std::string_view(static_cast<const char*>(mapping->data), size);
+      } else {
+        data = in.Bytes();
+      }
       if (!in.ok()) return Failure(KILN_ERROR_INTERNAL, "malformed buffer_from_host request");
       a.dims = dims.data();
       a.num_dims = dims.size();
       a.data = data.data();
       a.data_size = data.size();
+      // A 1.2 plugin may keep reading the mapping (zero copy); it unmaps through on_done.
+      const bool lend = mapping != nullptr && api->api_minor >= 2;
+      if (lend) {
+        a.struct_size = sizeof(a);
+        a.on_done = [](void* m) { delete static_cast<Mapping*>(m); };
+        a.on_done_arg = mapping;
+      }
       KILN_Error* e = api->buffer_from_host(&a);
+      if (mapping != nullptr && (!lend || e != nullptr)) delete mapping;
       Writer w = Reply(e);
       if (e == nullptr) w.U64(Id(a.buffer));
       return w;
@@ -212,7 +266,28 @@ Writer Serve(Op op, Reader& in) {
       KILN_Buffer_ToHost_Args a{};
       a.struct_size = sizeof(a);
       a.buffer = Handle<KILN_Buffer>(in.U64());
-      std::string bytes(in.U64(), '\0');
+      const size_t size = in.U64();
+      if (in.U8() != 0) {  // through a memfd sent after the reply
+        const int fd = memfd_create("kiln-buffer", MFD_CLOEXEC);
+        Mapping* m = fd >= 0 && ftruncate(fd, static_cast<off_t>(size)) == 0
+                         ? Mapping::Of(dup(fd), size, true)
+                         : nullptr;
+        if (m == nullptr) {
+          if (fd >= 0) close(fd);
+          return Failure(KILN_ERROR_RESOURCE_EXHAUSTED, "buffer_to_host: no shared memory");
+        }
+        a.dst = m->data;
+        a.dst_size = size;
+        KILN_Error* e = api->buffer_to_host(&a);
+        delete m;
+        if (e == nullptr) {
+          send_fd = fd;
+        } else {
+          close(fd);
+        }
+        return Reply(e);
+      }
+      std::string bytes(size, '\0');
       a.dst = bytes.data();
       a.dst_size = bytes.size();
       KILN_Error* e = api->buffer_to_host(&a);
@@ -253,10 +328,24 @@ Writer Hello(const char* path) {
   api = get_api();
   if (api == nullptr)
     return Failure(KILN_ERROR_FAILED_PRECONDITION, "KILN_GetApi returned a null table");
-  if (api->struct_size < KILN_API_STRUCT_SIZE_1_0 || api->api_major != KILN_API_MAJOR ||
-      api->plugin_name == nullptr)
+  // The same checks, in the same words, as the core's for a plugin loaded in process.
+  constexpr size_t kHeader = KILN_STRUCT_SIZE(KILN_Api, default_priority);
+  if (api->struct_size < kHeader)
     return Failure(KILN_ERROR_FAILED_PRECONDITION,
-                   "table too small, of another ABI major version, or without a name");
+                   "table struct_size " + std::to_string(api->struct_size) +
+                       " is too small to be a KILN_Api (needs >= " + std::to_string(kHeader) + ")");
+  if (api->api_major != KILN_API_MAJOR)
+    return Failure(KILN_ERROR_FAILED_PRECONDITION,
+                   "ABI major version " + std::to_string(api->api_major) +
+                       " does not match the core's " + std::to_string(KILN_API_MAJOR) +
+                       " (rebuild the plugin against kiln_plugin_api.h " +
+                       std::to_string(KILN_API_MAJOR) + ".x)");
+  if (api->struct_size < KILN_API_STRUCT_SIZE_1_0)
+    return Failure(KILN_ERROR_FAILED_PRECONDITION,
+                   "table struct_size " + std::to_string(api->struct_size) +
+                       " is smaller than ABI 1.0's " + std::to_string(KILN_API_STRUCT_SIZE_1_0));
+  if (api->plugin_name == nullptr || api->plugin_name[0] == '\0')
+    return Failure(KILN_ERROR_FAILED_PRECONDITION, "plugin has no name");
   const std::pair<const void*, const char*> required[] = {
       {reinterpret_cast<const void*>(api->error_destroy), "error_destroy"},
       {reinterpret_cast<const void*>(api->error_message), "error_message"},
@@ -277,8 +366,9 @@ Writer Hello(const char* path) {
   };
   for (const auto& [entry, name] : required) {
     if (entry == nullptr)
-      return Failure(KILN_ERROR_FAILED_PRECONDITION,
-                     std::string("required entry '") + name + "' is null");
+      return Failure(
+          KILN_ERROR_FAILED_PRECONDITION,
+          std::string("plugin '") + api->plugin_name + "': required entry '" + name + "' is null");
   }
   serving = true;
   Writer w;
@@ -297,15 +387,25 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int fd = std::atoi(argv[1]);
+  sock = fd;
   if (!SendMessage(fd, Hello(argv[2]).data()) || !serving) return 1;
   std::string body;
   for (;;) {
     uint32_t n = 0;
+    SpinForInput(fd, kSpin);                                   // then a blocking read
     if (!ReadExactly(fd, &n, 4) || n > kMaxMessage) return 0;  // the core closed the socket
     body.resize(n);
     if (!ReadExactly(fd, body.data(), n)) return 0;
     Reader in(body);
     const Op op = static_cast<Op>(in.U8());
-    if (!SendMessage(fd, Serve(op, in).data())) return 0;
+    Writer reply = Serve(op, in);
+    if (IsOneWay(op)) continue;  // the core does not wait for these
+    if (!SendMessage(fd, reply.data())) return 0;
+    if (send_fd >= 0) {
+      const bool sent = SendFd(fd, send_fd);
+      close(send_fd);
+      send_fd = -1;
+      if (!sent) return 0;
+    }
   }
 }

@@ -9,14 +9,17 @@
 // only when the code is 0.
 #pragma once
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace kiln::isolation {
 
@@ -37,6 +40,12 @@ enum class Op : uint8_t {
   kBufferInfo,
   kBufferDestroy,
 };
+
+// Requests the core sends without waiting for a reply: destroying a handle. An error there
+// has nowhere to go anyway (the core's destroy calls ignore it), so it saves a round trip.
+inline bool IsOneWay(Op op) {
+  return op == Op::kBufferDestroy || op == Op::kExecutableDestroy || op == Op::kClientDestroy;
+}
 
 class Writer {
  public:
@@ -122,6 +131,68 @@ inline bool ReadExactly(int fd, void* out, size_t n) {
     done += static_cast<size_t>(r);
   }
   return true;
+}
+
+// Polls `fd` for input without sleeping for up to `spin`: a reply or the next request usually
+// comes within tens of microseconds, and waking from a blocking wait costs about as much
+// again on each side. True when input is there.
+inline bool SpinForInput(int fd, std::chrono::microseconds spin) {
+  const auto until = std::chrono::steady_clock::now() + spin;
+  pollfd p{fd, POLLIN, 0};
+  do {
+    if (poll(&p, 1, 0) > 0) return true;
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < until);
+  return false;
+}
+constexpr std::chrono::microseconds kSpin{30};
+
+// Buffers at least this large travel through shared memory (a memfd passed with the
+// message) instead of inside it: one copy on the way in, where the socket would make four.
+constexpr size_t kSharedMemoryMin = size_t{1} << 20;
+
+// Sends `fd` as one marker byte with the descriptor attached (SCM_RIGHTS); the peer reads it
+// with ReceiveFd right after the message that announced it.
+inline bool SendFd(int sock, int fd) {
+  char marker = 'F';
+  iovec iov{&marker, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  ssize_t n;
+  do {
+    n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n == 1;
+}
+
+// The descriptor SendFd sent, or -1.
+inline int ReceiveFd(int sock) {
+  char marker = 0;
+  iovec iov{&marker, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (n != 1 || c == nullptr || c->cmsg_type != SCM_RIGHTS) return -1;
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
+  return fd;
 }
 
 // Messages are at most this large (a buffer's bytes travel inside one).

@@ -107,3 +107,25 @@ def test_broken_plugins_are_listed_not_fatal():
     assert any("rejected plugin 'init-fails': initialize failed" in l for l in lines), p.stdout
     assert any(l.startswith("unavailable-test unavailable") for l in lines), p.stdout
     assert lines[-1] == "[2. 2. 2. 2.]"
+
+
+def test_isolated_plugin_crash_is_an_exception_not_the_end_of_python():
+    import os
+    plugin_dir = os.environ.get("KILN_TEST_PLUGIN_DIR")
+    if not plugin_dir:
+        pytest.skip("KILN_TEST_PLUGIN_DIR not set (run through meson test)")
+    # test-misbehave segfaults executing a module named *crash*; isolated, Python survives.
+    crash = ADD_HLO.replace("HloModule add", "HloModule crash_add")
+    p = run_python(
+        "import kiln, numpy as np\n"
+        "x = np.ones(4, np.float32)\n"
+        f"try:\n  kiln.compile({crash!r}, 'test-misbehave')(x, x)\n"
+        "except kiln.KilnError as e:\n  print('caught', e.code, e)\n"
+        f"print(kiln.compile({ADD_HLO!r}, 'interpreter')(x, x))\n",
+        {"KILN_PLUGIN_PATH": os.path.join(plugin_dir, "misbehave"),
+         "KILN_ISOLATE": "test-misbehave"})
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("caught UNAVAILABLE"), p.stdout
+    assert "crashed: signal 11" in lines[0], p.stdout
+    assert lines[-1] == "[2. 2. 2. 2.]", p.stdout
