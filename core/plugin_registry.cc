@@ -1,7 +1,10 @@
 // Discovery: load every plugin file, record rejections with reasons, apply the config.
 #include "core/plugin_registry.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <set>
 
 #include "absl/status/status.h"
 #include "core/isolation/isolated_plugin.h"
@@ -12,6 +15,22 @@
 namespace kiln {
 
 namespace {
+
+// Why a plugin file may not be loaded, or "": the rule ld.so applies to secure paths. A
+// file or folder others may write could have been replaced by anyone on the machine.
+std::string UnsafePermissions(const std::filesystem::path& file) {
+  for (const std::filesystem::path& p : {file, file.parent_path()}) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) != 0) continue;
+    // A world-writable folder with the sticky bit (like /tmp) still keeps others from
+    // replacing a file they do not own; the file itself must not be writable by others.
+    const bool sticky_dir = p != file && (st.st_mode & S_ISVTX) != 0;
+    if ((st.st_mode & S_IWOTH) != 0 && !sticky_dir)
+      return fmt::format("refused: {} {} is writable by others (mode {:o}); fix it with chmod o-w",
+                         p == file ? "the file" : "its folder", p.string(), st.st_mode & 07777);
+  }
+  return "";
+}
 
 // The <name> of `libkiln_plugin_<name>.so`.
 std::string FileNameOfPlugin(const std::filesystem::path& file) {
@@ -49,10 +68,21 @@ PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
   r.dirs_ = dirs;
   const auto deadline = std::chrono::milliseconds(
       static_cast<int64_t>(std::min(config.plugin_deadline_s, 1e6) * 1000));
+  std::set<std::filesystem::path> seen;  // canonical files: one library reached twice loads once
   for (const std::filesystem::path& dir : dirs) {
     for (const std::filesystem::path& file : ListPluginFiles(dir)) {
       PluginEntry e;
       e.path = file.string();
+      std::error_code ec;
+      const std::filesystem::path canonical = std::filesystem::weakly_canonical(file, ec);
+      if (!ec && !seen.insert(canonical).second) continue;  // listed once, where first found
+      std::string why = UnsafePermissions(file);
+      if (why.empty() && !ec && canonical != file) why = UnsafePermissions(canonical);
+      if (!why.empty()) {
+        e.reason = why;
+        r.entries_.push_back(std::move(e));
+        continue;
+      }
       // A plugin a platforms list leaves out by its file name is loaded in a child process
       // only, to learn its real name; one isolation asks for runs in a helper process for good.
       // Neither can take the host down while it loads.

@@ -4,6 +4,10 @@
 #include "core/plugin_registry.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "core/plugin_paths.h"
 
@@ -118,6 +122,59 @@ TEST(PluginRegistry, PlatformsRestrictAndOrder) {
   EXPECT_NE(std::string(p.status().message()).find("disabled"), std::string::npos);
   // Files the list leaves out are probed, so their load failures are still reported.
   ExpectRejected(r, "libkiln_plugin_bad_major.so", "ABI major version 99");
+}
+
+// A scratch folder for one test, removed after it.
+struct ScratchDir {
+  std::filesystem::path path;
+  explicit ScratchDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all, ec);
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+TEST(PluginRegistry, FilesOrFoldersWritableByOthersAreRefused) {
+  namespace fs = std::filesystem;
+  const fs::path interpreter = fs::path(KILN_BUILD_PLUGIN_DIR) / "libkiln_plugin_interpreter.so";
+  ScratchDir file_dir("kiln_ww_file"), open_dir("kiln_ww_dir");
+  const fs::path loose = file_dir.path / "libkiln_plugin_loose.so";
+  fs::copy_file(interpreter, loose);
+  fs::permissions(loose, fs::perms::others_write, fs::perm_options::add);
+  fs::copy_file(interpreter, open_dir.path / "libkiln_plugin_open.so");
+  fs::permissions(open_dir.path, fs::perms::all);  // 0777, no sticky bit
+  PluginRegistry r = PluginRegistry::Discover({}, {file_dir.path, open_dir.path});
+  ExpectRejected(r, "libkiln_plugin_loose.so", "is writable by others (mode 757)");
+  ExpectRejected(r, "libkiln_plugin_open.so", "its folder");
+}
+
+TEST(PluginRegistry, EmptyAndNonElfFilesAreRejected) {
+  ScratchDir dir("kiln_not_elf");
+  { std::ofstream empty(dir.path / "libkiln_plugin_empty.so"); }
+  std::ofstream(dir.path / "libkiln_plugin_text.so") << "#!/bin/sh\necho not a library\n";
+  PluginRegistry r = PluginRegistry::Discover({}, {dir.path, KILN_BUILD_PLUGIN_DIR});
+  ExpectRejected(r, "libkiln_plugin_empty.so", "cannot load");
+  ExpectRejected(r, "libkiln_plugin_text.so", "cannot load");
+  EXPECT_TRUE(r.Get("interpreter").ok());
+}
+
+TEST(PluginRegistry, OneLibraryReachedTwiceLoadsOnce) {
+  namespace fs = std::filesystem;
+  ScratchDir links("kiln_links");
+  fs::create_symlink(fs::path(KILN_BUILD_PLUGIN_DIR) / "libkiln_plugin_interpreter.so",
+                     links.path / "libkiln_plugin_interp_link.so");
+  PluginRegistry r = PluginRegistry::Discover({}, {links.path, KILN_BUILD_PLUGIN_DIR});
+  int interpreters = 0;
+  for (const PluginEntry& e : r.entries()) {
+    interpreters += e.name == "interpreter";
+    EXPECT_EQ(e.reason.find("duplicate"), std::string::npos) << e.path << ": " << e.reason;
+  }
+  EXPECT_EQ(interpreters, 1);
 }
 
 #ifdef KILN_HOSTILE_PLUGIN_DIR
