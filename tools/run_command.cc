@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "core/hlo_partitioner.h"
 #include "core/module_executable.h"
+#include "core/plugin_paths.h"
 #include "core/plugin_registry.h"
 #include "fmt/format.h"
 #include "tools/commands.h"
@@ -25,7 +26,7 @@ constexpr const char* kRunUsage =
     "usage: kiln run MODULE.hlo [--device NAME|auto] [--input FILE.npy]... [--output-dir DIR]\n"
     "                [--benchmark N] [--compare REF_DEVICE] [--dump-to DIR [--dump-pass-re R]]\n"
     "                [--atol A] [--rtol R] [--log-partition] [--min-cluster-size N]\n"
-    "                [--no-core-passes]\n"
+    "                [--no-core-passes] [--timeout S]\n"
     "Runs the entry computation. One --input per entry parameter, in order; without inputs,\n"
     "deterministic pseudo-random ones are generated (floats in [-1,1), ints in [-4,4) or\n"
     "[0,8), pred a coin flip). --output-dir writes output_0.npy, output_1.npy, ... (tuples\n"
@@ -45,7 +46,10 @@ constexpr const char* kRunUsage =
     "With --device auto, when the highest-priority plugin cannot run every entry instruction,\n"
     "the module is partitioned: each cluster runs on the highest-priority plugin that can run\n"
     "it (a cluster under --min-cluster-size instructions, default 4, joins a neighbouring\n"
-    "lower-priority plugin that can run it all); --log-partition prints the clusters on stderr.\n";
+    "lower-priority plugin that can run it all); --log-partition prints the clusters on stderr.\n"
+    "--timeout S runs the device's plugin isolated (in a kiln-plugin-host process) and cancels\n"
+    "any plugin call that takes longer than S seconds (a hung call, a while loop that never\n"
+    "ends) by killing that process: the run fails with DEADLINE_EXCEEDED, exit 1.\n";
 
 using Clock = std::chrono::steady_clock;
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -184,8 +188,9 @@ absl::StatusOr<RunResult> Time(const ModuleExecutable& exe, const std::vector<Li
 
 int RunCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.with_value = {"device",  "input",        "output-dir",       "benchmark", "compare",
-                     "dump-to", "dump-pass-re", "min-cluster-size", "atol",      "rtol"};
+  spec.with_value = {"device",  "input",   "output-dir",   "benchmark",
+                     "compare", "dump-to", "dump-pass-re", "min-cluster-size",
+                     "atol",    "rtol",    "timeout"};
   spec.switches = {"help", "log-partition", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("run", std::string(flags.status().message()), kExitUsage);
@@ -232,6 +237,15 @@ int RunCommand(const std::vector<std::string>& argv) {
     }
     *value = v;
   }
+  double timeout_s = 0;
+  if (flags->Has("timeout")) {
+    std::string v = flags->Get("timeout");
+    if (!absl::SimpleAtod(v, &timeout_s) || !(timeout_s > 0) || !std::isfinite(timeout_s)) {
+      return ReportError("run",
+                         fmt::format("--timeout needs a positive number of seconds, got '{}'", v),
+                         kExitUsage);
+    }
+  }
   const std::string device = flags->Get("device", "auto");
   const std::string& path = flags->positional[0];
 
@@ -241,8 +255,14 @@ int RunCommand(const std::vector<std::string>& argv) {
       MakeArguments(*(*module)->entry(), flags->All("input"));
   if (!args.ok()) return ReportError("run", std::string(args.status().message()));
 
-  absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
-  if (!registry.ok()) return ReportError("run", std::string(registry.status().message()));
+  absl::StatusOr<DeviceConfig> config = LoadDeviceConfig();
+  if (!config.ok()) return ReportError("run", std::string(config.status().message()));
+  if (timeout_s > 0) {  // a deadline is a killable helper process per plugin
+    config->isolate = {device == "auto" ? std::string("all") : device};
+    config->plugin_deadline_s = timeout_s;
+  }
+  absl::StatusOr<PluginRegistry> registry =
+      PluginRegistry::Discover(*config, PluginSearchDirs(*config));
   ModuleCompileOptions compile;
   compile.device = device;
   compile.core_passes.enabled = !flags->Has("no-core-passes");
@@ -266,7 +286,8 @@ int RunCommand(const std::vector<std::string>& argv) {
   // With "auto", a plugin that went away (an isolated plugin whose helper process died or was
   // killed) hands the module to the next plugin that can run it.
   while (!result.ok() && device == "auto" && (*exe)->plugin() != nullptr &&
-         !(*exe)->plugin()->alive()) {
+         !(*exe)->plugin()->alive() &&
+         !(timeout_s > 0 && result.status().code() == absl::StatusCode::kDeadlineExceeded)) {
     std::cerr << fmt::format("kiln run: warning: {}; compiling for the next plugin\n",
                              std::string(result.status().message()));
     exe = ModuleExecutable::Compile(*registry, **module, compile);

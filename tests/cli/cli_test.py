@@ -462,6 +462,31 @@ def test_isolated_plugin_that_misbehaves_at_run_time():
     assert '12345' in got, got
 
 
+def test_timeout_cancels_a_loop_that_never_ends():
+    forever = write('forever.hlo', '''HloModule forever
+%cond (s: s32[]) -> pred[] {
+  %s = s32[] parameter(0)
+  ROOT %t = pred[] constant(true)
+}
+%body (s: s32[]) -> s32[] {
+  %s = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %n = s32[] add(%s, %one)
+}
+ENTRY %main (x: s32[]) -> s32[] {
+  %x = s32[] parameter(0)
+  ROOT %w = s32[] while(%x), condition=%cond, body=%body
+}
+''')
+    import time
+    start = time.monotonic()
+    rc, out, err = run(['run', forever, '--device', 'interpreter', '--timeout', '1'])
+    assert rc == 1 and 'did not answer execute within 1 s' in err, (rc, err)
+    assert time.monotonic() - start < 30, 'the timeout did not cut the run short'
+    rc, out, err = run(['run', forever, '--timeout', 'soon'])
+    assert rc == 2 and '--timeout needs a positive number' in err, (rc, err)
+
+
 def test_nested_custom_call_refused_before_compile():
     # A custom-call inside a fusion: every host plugin refuses it, naming it, with one error
     # line and exit 1 (cpu-llvm before compiling, not after).
@@ -491,7 +516,7 @@ for t in [test_nested_custom_call_refused_before_compile, test_dot_bias_relu, te
           test_third_party_plugin_is_picked_and_agrees, test_input_errors_are_one_line,
           test_print_is_canonical_and_errors_are_located, test_hostile_sizes_are_rejected,
           test_devices_lists_rejections, test_plugins_that_crash_while_loading_do_not_take_commands_down,
-          test_isolated_plugin_that_misbehaves_at_run_time]:
+          test_isolated_plugin_that_misbehaves_at_run_time, test_timeout_cancels_a_loop_that_never_ends]:
     case(t)
 
 shutil.rmtree(TMP, ignore_errors=True)
