@@ -2,6 +2,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "fmt/format.h"
 #include "hlo/verifier.h"
@@ -9,13 +10,25 @@
 
 namespace kiln {
 
-absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
+absl::StatusOr<std::string> ReadFileBounded(const std::string& path, size_t limit) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(fmt::format("{}: cannot open file", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
+  // Read in pieces up to the limit: a device such as /dev/zero never ends.
+  std::string out;
+  std::vector<char> piece(1 << 20);
+  while (in) {
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    out.append(piece.data(), static_cast<size_t>(in.gcount()));
+    if (out.size() > limit)
+      return absl::ResourceExhaustedError(
+          fmt::format("{}: longer than {} bytes, more than kiln reads from one file", path, limit));
+  }
   if (in.bad()) return absl::DataLossError(fmt::format("{}: read error", path));
-  return buf.str();
+  return out;
+}
+
+absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
+  return ReadFileBounded(path, kMaxTextFileBytes);
 }
 
 absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, bool verify) {

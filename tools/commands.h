@@ -24,6 +24,10 @@ int GraphCommand(const std::vector<std::string>& args);
 int PluginTestCommand(const std::vector<std::string>& args);
 
 // Shared helpers.
+// The most a text file (an HLO module, a graph) may hold: 2 GiB.
+inline constexpr size_t kMaxTextFileBytes = size_t{2} << 30;
+// Reads a whole file, refusing one longer than `limit` bytes (ResourceExhausted, naming it).
+absl::StatusOr<std::string> ReadFileBounded(const std::string& path, size_t limit);
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 // Reads, parses (errors `path:line:col: ...`) and verifies (errors `path: ...`) a module.
 // With verify=false the verifier is skipped (`kiln opt --no-verify`).

@@ -13,14 +13,21 @@ int DevicesCommand(const std::vector<std::string>& args) {
   spec.switches = {"help"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(args, spec);
   if (!flags.ok()) return ReportError("devices", std::string(flags.status().message()), kExitUsage);
-  if (flags->Has("help") || !flags->positional.empty()) {
+  if (!flags->positional.empty()) {
+    return ReportError("devices",
+                       fmt::format("unexpected argument '{}' (kiln devices takes none; see kiln "
+                                   "devices --help)",
+                                   flags->positional[0]),
+                       kExitUsage);
+  }
+  if (flags->Has("help")) {
     std::cout << "usage: kiln devices\n"
                  "Lists discovered plugins, their priority, availability and rejection reasons.\n"
                  "Plugins are libkiln_plugin_*.so files in $KILN_PLUGIN_PATH (colon separated),\n"
                  "the config's plugin_path, and the build or install plugins directory.\n"
                  "Config: $KILN_CONFIG or ~/.config/kiln/devices.conf; KILN_PLATFORMS=a,b\n"
                  "restricts and orders the plugins used.\n";
-    return flags->Has("help") ? kExitOk : kExitUsage;
+    return kExitOk;
   }
   absl::StatusOr<PluginRegistry> registry = PluginRegistry::Discover();
   if (!registry.ok()) return ReportError("devices", std::string(registry.status().message()));
@@ -55,6 +62,10 @@ int DevicesCommand(const std::vector<std::string>& args) {
       }
     } else {
       details = e.reason;
+    }
+    // One table row per plugin: whatever a plugin put in a name or reason stays on it.
+    for (char& c : details) {
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
     }
     std::cout << fmt::format("{:<20} {:>8}  {:<12} {}\n", e.name.empty() ? "-" : e.name,
                              e.plugin ? fmt::format("{}", e.priority) : std::string("-"),

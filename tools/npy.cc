@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <vector>
 
 #include "fmt/format.h"
+#include "tools/commands.h"
 
 namespace kiln {
 namespace {
@@ -311,12 +313,21 @@ absl::StatusOr<Literal> ParseNpy(std::string_view bytes, std::string_view name) 
 }
 
 absl::StatusOr<Literal> ReadNpyFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("{}: cannot open file", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(fmt::format("{}: read error", path));
-  return ParseNpy(buf.str(), path);
+  // A regular file is read whole (its size is its own); anything else (a pipe, a device)
+  // up to the limit of a text file, since it may never end.
+  std::error_code ec;
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  if (regular) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(fmt::format("{}: cannot open file", path));
+    std::stringstream buf;
+    buf << in.rdbuf();
+    if (in.bad()) return absl::DataLossError(fmt::format("{}: read error", path));
+    return ParseNpy(buf.str(), path);
+  }
+  absl::StatusOr<std::string> bytes = ReadFileBounded(path, kMaxTextFileBytes);
+  if (!bytes.ok()) return bytes.status();
+  return ParseNpy(*bytes, path);
 }
 
 absl::StatusOr<std::string> SerializeNpy(const Literal& literal) {

@@ -414,6 +414,8 @@ def test_devices_lists_rejections():
                    'ABI major version 99', 'initialize failed', 'missing entry symbol',
                    "duplicate plugin name 'dup-test'", 'unavailable', 'no accelerator found']:
         assert phrase in out, '%r missing from:\n%s' % (phrase, out)
+    rc, out, err = run(['devices', 'extra'])
+    assert rc == 2 and out == '' and "unexpected argument 'extra'" in err, (rc, out, err)
 
 
 def test_plugins_that_crash_while_loading_do_not_take_commands_down():
