@@ -14,7 +14,7 @@ constexpr const char* kUsage =
     "usage: kiln <command> [args]\n"
     "  run MODULE.hlo [--device NAME|auto] [--input FILE.npy]... [--output-dir DIR]\n"
     "                 [--benchmark N] [--compare REF_DEVICE [--atol A] [--rtol R]]\n"
-    "                 [--dump-to DIR [--dump-pass-re R]] [--no-core-passes]\n"
+    "                 [--dump-to DIR [--dump-pass-re R]] [--no-core-passes] [--timeout S]\n"
     "                 [--log-partition] [--min-cluster-size N]\n"
     "  print MODULE.hlo\n"
     "  opt MODULE.hlo [--passes=a,b,c] [--dump-to DIR] [--dump-pass-re R] [--no-verify]\n"
