@@ -151,44 +151,45 @@ constexpr std::chrono::microseconds kSpin{30};
 // message) instead of inside it: one copy on the way in, where the socket would make four.
 constexpr size_t kSharedMemoryMin = size_t{1} << 20;
 
-// Sends `fd` as one marker byte with the descriptor attached (SCM_RIGHTS); the peer reads it
-// with ReceiveFd right after the message that announced it.
-inline bool SendFd(int sock, int fd) {
+// One marker byte with room for one descriptor (SCM_RIGHTS): what SendFd and ReceiveFd pass.
+struct FdMessage {
   char marker = 'F';
   iovec iov{&marker, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  FdMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+  }
+  FdMessage(const FdMessage&) = delete;  // msg points into this object
+};
+
+// Sends `fd` as one marker byte with the descriptor attached; the peer reads it with
+// ReceiveFd right after the message that announced it.
+inline bool SendFd(int sock, int fd) {
+  FdMessage m;
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
   ssize_t n;
   do {
-    n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    n = sendmsg(sock, &m.msg, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
   return n == 1;
 }
 
 // The descriptor SendFd sent, or -1.
 inline int ReceiveFd(int sock) {
-  char marker = 0;
-  iovec iov{&marker, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
+  FdMessage m;
   ssize_t n;
   do {
-    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    n = recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (n != 1 || c == nullptr || c->cmsg_type != SCM_RIGHTS) return -1;
   int fd = -1;
   std::memcpy(&fd, CMSG_DATA(c), sizeof(int));

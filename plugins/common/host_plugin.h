@@ -104,6 +104,23 @@ void ReportEachInstruction(
     const std::function<std::optional<std::string>(const HloInstruction&)>& unsupported,
     const std::function<void(const HloInstruction&, const std::string* why)>& report);
 
+// A backend that claims every instruction and runs modules with program type P (made from
+// the module): test plugins that differ from the interpreter only in how they run.
+template <typename P>
+class EveryInstructionBackend : public HostBackend {
+ public:
+  void Capability(
+      const HloModule& module,
+      const std::function<void(const HloInstruction&, const std::string*)>& report) override {
+    ReportEachInstruction(
+        module, [](const HloInstruction&) { return std::optional<std::string>(); }, report);
+  }
+  absl::StatusOr<std::unique_ptr<HostProgram>> Compile(
+      std::shared_ptr<const HloModule> module) override {
+    return std::make_unique<P>(std::move(module));
+  }
+};
+
 struct HostPluginInfo {
   const char* name;
   int32_t default_priority;

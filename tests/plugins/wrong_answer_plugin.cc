@@ -35,22 +35,8 @@ class WrongProgram : public plugin_support::HostProgram {
   plugin_support::EvaluatorProgram exact_;
 };
 
-class WrongBackend : public plugin_support::HostBackend {
- public:
-  void Capability(
-      const HloModule& module,
-      const std::function<void(const HloInstruction&, const std::string*)>& report) override {
-    plugin_support::ReportEachInstruction(
-        module, [](const HloInstruction&) { return std::optional<std::string>(); }, report);
-  }
-  absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> Compile(
-      std::shared_ptr<const HloModule> module) override {
-    return std::make_unique<WrongProgram>(std::move(module));
-  }
-};
-
 absl::StatusOr<std::unique_ptr<plugin_support::HostBackend>> MakeBackend() {
-  return std::make_unique<WrongBackend>();
+  return std::make_unique<plugin_support::EveryInstructionBackend<WrongProgram>>();
 }
 
 constexpr plugin_support::HostPluginInfo kInfo = {
