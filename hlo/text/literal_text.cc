@@ -366,6 +366,32 @@ std::string FloatToText(double v) {
   return fmt::format("{}", v);
 }
 
+namespace {
+
+// An array of one repeated value, written as the value alone. Its storage is allocated here,
+// so it is bounded like other literals the text cannot fill.
+absl::Status ParseSplat(Cursor& c, const Shape& shape, std::optional<Literal>* out, int depth) {
+  constexpr int64_t kMaxSplatBytes = int64_t{1} << 31;
+  const size_t at = c.pos();
+  std::optional<Literal> one;
+  if (absl::Status s = ParseLiteral(c, Shape::Scalar(shape.element_type()), &one, depth + 1);
+      !s.ok())
+    return s;
+  if (!one) return c.ErrorAt(at, "a one-value (splat) constant cannot be elided");
+  if (!shape.SizeFits() || shape.byte_size() > kMaxSplatBytes)
+    return c.ErrorAt(at, fmt::format("a splat constant of {} would take more than {} bytes",
+                                     ShapeToText(shape), kMaxSplatBytes));
+  Literal lit = Literal::Uninitialized(shape);
+  const size_t size = static_cast<size_t>(one->size_bytes());
+  uint8_t* dst = lit.untyped_data();
+  for (int64_t i = 0, n = shape.num_elements(); i < n; ++i)
+    std::memcpy(dst + i * size, one->untyped_data(), size);
+  out->emplace(std::move(lit));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ParseLiteral(Cursor& c, const Shape& shape, std::optional<Literal>* out, int depth) {
   if (depth > kMaxNesting) return c.Error("literal nested too deeply");
   if (absl::Status s = c.SkipSpace(); !s.ok()) return s;
@@ -410,6 +436,8 @@ absl::Status ParseLiteral(Cursor& c, const Shape& shape, std::optional<Literal>*
   }
   if (!shape.IsArray())
     return c.Error(fmt::format("a {} has no literal value", ShapeToText(shape)));
+  // XLA writes an array of one repeated value as that value: `f32[9] constant(0)`.
+  if (shape.rank() > 0 && c.Peek() != '{') return ParseSplat(c, shape, out, depth);
   // Every element needs at least one character: refuse shapes the text cannot fill before
   // allocating their storage.
   int64_t n = shape.num_elements();

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "hlo/shape_inference.h"
 #include "hlo/text/attribute_text.h"
 #include "hlo/text/lexer.h"
 #include "hlo/text/literal_text.h"
@@ -244,9 +245,7 @@ class Parser {
       KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(c_, &s));
       sig_result.emplace(std::move(s), shape_at);
     }
-    if (c_.TryConsume(',')) {
-      return c_.Error("computation attributes (such as execution_thread) are not supported");
-    }
+    KILN_RETURN_IF_ERROR(ParseComputationAttributes());
     KILN_RETURN_IF_ERROR(c_.Expect('{', "'{' starting the computation body"));
     auto comp = std::make_unique<HloComputation>(name);
     HloComputation* cp = comp.get();
@@ -281,6 +280,8 @@ class Parser {
       }
       last = instr;
     }
+    // XLA writes them after the body: `%c (...) -> f32[] { ... }, execution_thread="main"`.
+    KILN_RETURN_IF_ERROR(ParseComputationAttributes());
     if (!last) return c_.ErrorAt(at, fmt::format("computation '{}' has no instructions", name));
     cp->set_root(root ? root : last);
     // Parameters must be numbered 0..n-1.
@@ -310,6 +311,24 @@ class Parser {
                         hlo_text::ShapeToText(sig_result->first, false), cp->root()->name(),
                         hlo_text::ShapeToText(cp->root()->shape(), false)));
       }
+    }
+    return absl::OkStatus();
+  }
+
+  // `, execution_thread="name"` (XLA's one computation attribute), before or after the body.
+  // The thread is not kept: Kiln runs every computation on the thread that runs the module.
+  absl::Status ParseComputationAttributes() {
+    while (c_.TryConsume(',')) {
+      KILN_RETURN_IF_ERROR(c_.SkipSpace());
+      size_t at = c_.pos();
+      std::string key, value;
+      KILN_RETURN_IF_ERROR(c_.ReadName("a computation attribute", &key));
+      if (key != "execution_thread")
+        return c_.ErrorAt(at, fmt::format("unknown computation attribute '{}' (known: "
+                                          "execution_thread)",
+                                          key));
+      KILN_RETURN_IF_ERROR(c_.Expect('=', "'=' after execution_thread"));
+      KILN_RETURN_IF_ERROR(c_.ReadQuoted("the thread name", &value));
     }
     return absl::OkStatus();
   }
@@ -355,13 +374,17 @@ class Parser {
     Shape shape;
     KILN_RETURN_IF_ERROR(c_.SkipSpace());
     size_t shape_begin = c_.pos();
-    KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(c_, &shape));
+    // XLA may leave the shape out where it can be inferred: `%t = tuple(%a, %b)`.
+    const bool shape_written = hlo_text::AtShapeStart(c_) || !OpcodeFollows();
+    if (shape_written) KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(c_, &shape));
     std::string_view shape_text = c_.text().substr(shape_begin, c_.pos() - shape_begin);
     KILN_RETURN_IF_ERROR(c_.SkipSpace());
     size_t op_at = c_.pos();
     HloOpcode op = HloOpcode::kAdd;
     std::optional<HloOpcode> wrapped;
     KILN_RETURN_IF_ERROR(ParseOpcode(&op, &wrapped));
+    if (!shape_written && (op == HloOpcode::kConstant || op == HloOpcode::kParameter))
+      return c_.ErrorAt(op_at, fmt::format("'{}' needs its shape written before the opcode", name));
     KILN_RETURN_IF_ERROR(c_.ExpectF('(', "'(' after opcode '{}'", HloOpcodeString(op)));
     auto instr = std::make_unique<HloInstruction>(op, std::move(shape));
     instr->set_name(name);
@@ -441,10 +464,26 @@ class Parser {
     CallAttributes calls;
     KILN_RETURN_IF_ERROR(ParseAttributes(instr.get(), &calls));
     KILN_RETURN_IF_ERROR(PlaceCalledComputations(instr.get(), calls, op_at));
+    if (!shape_written) {
+      absl::StatusOr<Shape> inferred = InferShape(*instr);
+      if (!inferred.ok())
+        return c_.ErrorAt(shape_begin,
+                          fmt::format("'{}' is written without a shape, and it cannot be "
+                                      "inferred ({}); write the shape before the opcode",
+                                      name, std::string(inferred.status().message())));
+      *instr->mutable_shape() = *std::move(inferred);
+    }
     HloInstruction* p = comp->AddInstruction(std::move(instr));
     instructions_[name] = Defined{p, shape_text};
     *out = p;
     return absl::OkStatus();
+  }
+
+  // True when the text at the cursor is an opcode and '(' (an instruction without a shape).
+  bool OpcodeFollows() const {
+    Cursor probe = c_;
+    std::string_view w = probe.Peek() == '%' ? std::string_view() : probe.PeekWord();
+    return !w.empty() && probe.Peek(w.size()) == '(';
   }
 
   // Skips a shape written without spaces or comments (`f32[2,3]{1,0}`, `(s32[], f32[2]{0})`)

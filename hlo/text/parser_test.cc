@@ -783,3 +783,62 @@ TEST(ParserRobustness, DeepNestingIsAnErrorNotACrash) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Forms current XLA writes (issue #16 item 1).
+TEST(Parser, SplatConstantFillsTheArray) {
+  std::optional<Literal> l = ParseConstant("f32[2,3]", "1.5");
+  ASSERT_TRUE(l.has_value());
+  ASSERT_EQ(l->element_count(), 6);
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(l->GetAsDouble(i), 1.5) << i;
+  std::optional<Literal> p = ParseConstant("pred[4]", "true");
+  ASSERT_TRUE(p.has_value());
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(p->GetAsDouble(i), 1) << i;
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT c = f32[100000,100000,100] constant(0)\n}\n")
+                .find("would take more than"),
+            std::string::npos);
+}
+
+TEST(Parser, ShapeLeftOutIsInferred) {
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  a = f32[2,3] parameter(0)
+  b = s32[] parameter(1)
+  s = add(a, a)
+  ROOT t = tuple(s, b)
+}
+)");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->entry()->root()->shape().ToString(false), "(f32[2,3], s32[])");
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT c = constant(1)\n}\n")
+                .find("'c' needs its shape written before the opcode"),
+            std::string::npos);
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n"
+                       "  b = f32[3] parameter(1)\n  ROOT s = add(a, b)\n}\n")
+                .find("'s' is written without a shape, and it cannot be inferred"),
+            std::string::npos);
+}
+
+TEST(Parser, ExecutionThreadAfterTheBody) {
+  auto m = Parse(R"(HloModule m
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}, execution_thread="main"
+
+ENTRY %e (p: f32[4]) -> f32[4] {
+  ROOT %p = f32[4] parameter(0)
+}, execution_thread="main"
+)");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->entry()->name(), "e");
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}, colour=\"x\"\n")
+                .find("unknown computation attribute 'colour'"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln
