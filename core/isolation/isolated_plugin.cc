@@ -131,6 +131,9 @@ class Connection {
     }
   }
   KILN_Error* Died(const char* entry) {
+    // The socket closed: the helper is exiting or gone. One that closed it and lives on is
+    // killed, so reaping cannot wait forever (a dead one keeps its exit status).
+    kill(pid_, SIGKILL);
     Reap();
     why_dead_ += fmt::format(" during {}", entry);
     return Gone(entry);
