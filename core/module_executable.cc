@@ -30,25 +30,26 @@ const std::vector<HloCluster>& ModuleExecutable::clusters() const {
   return partitioned_ ? partitioned_->clusters() : kNone;
 }
 
-size_t ModuleExecutable::AliveCandidates(const PluginRegistry& registry) {
-  return registry.Candidates().size();
+const ModuleExecutable& ModuleExecutable::Current() const {
+  std::lock_guard<std::mutex> lock(fallback_mu_);
+  return fallback_ != nullptr ? *fallback_ : *this;
 }
 
-// The module's plugin went away while compiling or running it: "auto" tries the next one.
-static bool PluginWentAway(const absl::Status& s, size_t alive_before, size_t alive_after) {
-  return (s.code() == absl::StatusCode::kUnavailable ||
-          s.code() == absl::StatusCode::kDeadlineExceeded) &&
-         alive_after < alive_before;
+// How a call fails when its isolated plugin's helper process died or was killed.
+static bool LostPluginStatus(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kUnavailable ||
+         s.code() == absl::StatusCode::kDeadlineExceeded;
 }
 
 absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
     const PluginRegistry& registry, const HloModule& written, const ModuleCompileOptions& options) {
   for (;;) {
-    const size_t before = AliveCandidates(registry);
+    // The plugin that failed is not known here: one going away lowers the candidate count.
+    const size_t before = registry.Candidates().size();
     absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe = CompileOnce(registry, written, options);
     if (exe.ok()) return exe;
-    if (options.device != "auto" ||
-        !PluginWentAway(exe.status(), before, AliveCandidates(registry)))
+    if (options.device != "auto" || !LostPluginStatus(exe.status()) ||
+        registry.Candidates().size() >= before)
       return exe.status();
     std::fprintf(stderr, "kiln: warning: %s; compiling for the next plugin\n",
                  std::string(exe.status().message()).c_str());
@@ -161,10 +162,8 @@ absl::StatusOr<std::vector<Literal>> ModuleExecutable::Execute(
     std::lock_guard<std::mutex> lock(fallback_mu_);
     if (fallback_ != nullptr) return fallback_->Execute(args);
   }
-  const size_t before = registry_ != nullptr ? AliveCandidates(*registry_) : 0;
   absl::StatusOr<std::vector<Literal>> out = executable_->Execute(args);
-  if (out.ok() || registry_ == nullptr ||
-      !PluginWentAway(out.status(), before, AliveCandidates(*registry_)))
+  if (out.ok() || registry_ == nullptr || !LostPluginStatus(out.status()) || plugin_->alive())
     return out;
   std::fprintf(stderr, "kiln: warning: %s; running on the next plugin\n",
                std::string(out.status().message()).c_str());

@@ -46,13 +46,14 @@ class ModuleExecutable {
   absl::StatusOr<std::vector<Literal>> Execute(std::span<const Literal> args) const;
 
   // The one plugin that runs the whole module, or null when it is partitioned.
-  const Plugin* plugin() const { return plugin_; }
+  // After a fallback (see Execute) these describe the plugin the module runs on now.
+  const Plugin* plugin() const { return Current().plugin_; }
   // The whole-module executable (for runs on device buffers), or null when partitioned.
-  const Executable* executable() const { return executable_.get(); }
+  const Executable* executable() const { return Current().executable_.get(); }
   // The clusters when partitioned (empty otherwise).
   const std::vector<HloCluster>& clusters() const;
   // "cpu-llvm", or the partition's plugins in order of use ("test-elementwise+cpu-llvm").
-  const std::string& device_names() const { return device_names_; }
+  const std::string& device_names() const { return Current().device_names_; }
   // The module the devices compile (after the core passes, if they ran).
   const HloModule& module() const { return *module_; }
   const CorePassReport& core_pass_report() const { return core_report_; }
@@ -60,10 +61,10 @@ class ModuleExecutable {
 
  private:
   ModuleExecutable() = default;
+  // This, or the executable compiled for the next plugin when this one's plugin went away.
+  const ModuleExecutable& Current() const;
   static absl::StatusOr<std::unique_ptr<ModuleExecutable>> CompileOnce(
       const PluginRegistry& registry, const HloModule& module, const ModuleCompileOptions& options);
-  // Alive plugins that could be chosen: a plugin going away during a call lowers it.
-  static size_t AliveCandidates(const PluginRegistry& registry);
 
   // For the fallback of an "auto" module whose plugin went away.
   const PluginRegistry* registry_ = nullptr;
