@@ -236,8 +236,6 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
     // The kernel writes only the update: its output starts as the operand, whose buffer is
     // taken when no later step reads it (a while loop's state row by row), else copied.
     const HloInstruction* operand = step.sources[step.in_place_source];
-    const bool last =
-        std::find(step.last_uses.begin(), step.last_uses.end(), operand) != step.last_uses.end();
     if (arena != nullptr && arena_.OffsetOf(step.instr) >= 0) {
       // The result's place in the arena; the assignment may have put it on the operand.
       outs.push_back(ResultBuffer(step.instr, arena));
@@ -247,7 +245,7 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
     } else if (arena != nullptr && arena_.OffsetOf(operand) >= 0) {
       outs.push_back(Literal(*values.at(operand)));  // the arena's buffer stays where it is
     } else {
-      outs.push_back(values.TakeOrCopy(operand, last));
+      outs.push_back(values.TakeOrCopy(operand, step.IsLastUse(operand)));
     }
   }
   for (const HloInstruction* s : step.sources) {
@@ -295,9 +293,8 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
     // body returns unchanged is not copied, and one it replaces is freed.
     // The body takes the state over, so an element only it holds can be updated in place;
     // so does the loop from its operand when nothing after it reads that.
-    const bool last = std::find(step.last_uses.begin(), step.last_uses.end(), h->operand(0)) !=
-                      step.last_uses.end();
-    Value state = last ? values.Take(h->operand(0)) : values.value(h->operand(0));
+    Value state =
+        step.IsLastUse(h->operand(0)) ? values.Take(h->operand(0)) : values.value(h->operand(0));
     for (;;) {
       absl::StatusOr<Value> go = RunComputation(cond, {state}, evaluator, nullptr);
       if (!go.ok()) return annotate(go.status());

@@ -5,6 +5,7 @@
 // flow (while/conditional/call) whose computations are planned the same way. LLVM-free.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -90,6 +91,9 @@ struct Step {
   // them once this step has run, and a step that is the last reader of its in-place
   // operand may take that operand's buffer.
   std::vector<const HloInstruction*> last_uses;
+  bool IsLastUse(const HloInstruction* h) const {
+    return std::find(last_uses.begin(), last_uses.end(), h) != last_uses.end();
+  }
 };
 
 // The steps of one computation.
