@@ -74,6 +74,11 @@ bool IsPluginFileName(std::string_view name) {
   return false;
 }
 
+std::string PluginNameInFileName(const fs::path& file) {
+  std::string stem = file.stem().string();
+  return stem.rfind(kPrefix, 0) == 0 ? stem.substr(kPrefix.size()) : stem;
+}
+
 std::vector<fs::path> PluginSearchDirs(const DeviceConfig& config) {
   std::vector<fs::path> candidates;
   if (const char* env = std::getenv("KILN_PLUGIN_PATH"); env != nullptr)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -14,6 +15,8 @@ namespace kiln {
 // their own helper libraries. The <name> in the file name is a convention only; the
 // plugin's real name is the one in its KILN_Api table.
 bool IsPluginFileName(std::string_view file_name);
+// The <name> of `libkiln_plugin_<name>.so` (its `_` stand for `-`, see DeviceConfig::ListHas).
+std::string PluginNameInFileName(const std::filesystem::path& file);
 
 // Search order (first found wins when two plugins share a name):
 //   1. every directory in $KILN_PLUGIN_PATH (colon separated),

@@ -32,13 +32,6 @@ std::string UnsafePermissions(const std::filesystem::path& file) {
   return "";
 }
 
-// The <name> of `libkiln_plugin_<name>.so`.
-std::string FileNameOfPlugin(const std::filesystem::path& file) {
-  std::string stem = file.stem().string();
-  constexpr std::string_view kPrefix = "libkiln_plugin_";
-  return stem.rfind(kPrefix, 0) == 0 ? stem.substr(kPrefix.size()) : stem;
-}
-
 }  // namespace
 
 std::string_view PluginStateName(PluginEntry::State s) {
@@ -86,7 +79,7 @@ PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
       // A plugin a platforms list leaves out by its file name is loaded in a child process
       // only, to learn its real name; one isolation asks for runs in a helper process for good.
       // Neither can take the host down while it loads.
-      const std::string file_name = FileNameOfPlugin(file);
+      const std::string file_name = PluginNameInFileName(file);
       const bool listed_by_file =
           config.platforms.empty() || DeviceConfig::ListHas(config.platforms, file_name);
       const bool isolated = config.Isolated(file_name);
