@@ -30,18 +30,14 @@ ARGS.add_argument('--build', default=os.path.join(ROOT, 'build'))
 ARGS.add_argument('--runs', type=int, default=20)
 OPTS = ARGS.parse_args()
 
+# Run in a child process; {bench} is this folder, for python_overhead's module and timer.
 CHILD = r"""
 import sys, time
+sys.path.insert(0, {bench!r})
 import numpy as np
 import kiln
-ADD = '''HloModule add4
-ENTRY %main (x: f32[4], y: f32[4]) -> f32[4] {
-  %x = f32[4] parameter(0)
-  %y = f32[4] parameter(1)
-  ROOT %s = f32[4] add(f32[4] %x, f32[4] %y)
-}
-'''
-def best_of(fn, reps):
+from python_overhead import ADD, per_call_us
+def median_s(fn, reps):
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -50,20 +46,15 @@ def best_of(fn, reps):
     return sorted(times)[len(times) // 2]
 exe = kiln.compile(ADD, 'cpu-llvm')
 x = kiln.device_put(np.arange(4, dtype=np.float32), 'cpu-llvm')
-calls = 2000
-def batch():
-    for _ in range(calls):
-        exe.execute(x, x)
-batch()
-dispatch_us = best_of(batch, 7) / calls * 1e6
+dispatch_us = per_call_us(lambda: exe.execute(x, x), 2000)
 big = np.random.default_rng(0).standard_normal(64 << 20).astype(np.float32)  # 256 MiB
 def round_trip():
     np.asarray(kiln.device_put(big, 'cpu-llvm'))
 round_trip()
-trip_s = best_of(round_trip, 5)
-memcpy_s = best_of(lambda: big.copy(), 5)
-print(f'dispatch_us={dispatch_us:.2f} trip_s={trip_s:.4f} memcpy_s={memcpy_s:.4f}')
-"""
+trip_s = median_s(round_trip, 5)
+memcpy_s = median_s(lambda: big.copy(), 5)
+print(f'dispatch_us={{dispatch_us:.2f}} trip_s={{trip_s:.4f}} memcpy_s={{memcpy_s:.4f}}')
+""".format(bench=os.path.join(ROOT, 'benchmarks'))
 
 
 def child(isolate):
