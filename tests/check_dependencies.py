@@ -9,6 +9,8 @@ usage: check_dependencies.py SOURCE_ROOT
   (plugins/common, plugins/llvm_emitter, plugins/kernel_plan) and itself: never another
   plugin, never core/. The shared libraries include no plugin.
 - tools/ may use core/, hlo/ and plugin_api/, never a plugin.
+- aot/ (ahead-of-time compilation) may use what tools/ may, plus cpu-llvm's code generator
+  (plugins/cpu_llvm/) and the shared plugin libraries; no plugin includes aot/.
 Exits 1 listing every include that breaks a rule."""
 import os
 import re
@@ -30,6 +32,9 @@ def allowed(folder):
         return ("hlo/", "plugin_api/", "core/")
     if folder.startswith("tools"):
         return ("hlo/", "plugin_api/", "core/", "tools/")
+    if folder.startswith("aot"):
+        return ("hlo/", "plugin_api/", "core/", "tools/", "aot/", "plugins/cpu_llvm/") + tuple(
+            s + "/" for s in SHARED)
     for shared in SHARED:
         if folder.startswith(shared):
             return ("hlo/", "plugin_api/") + tuple(s + "/" for s in SHARED)
@@ -39,9 +44,9 @@ def allowed(folder):
     return None
 
 
-OURS = ("hlo/", "plugin_api/", "core/", "tools/", "plugins/")
+OURS = ("hlo/", "plugin_api/", "core/", "tools/", "plugins/", "aot/")
 bad, files = [], 0
-for top in ("hlo", "plugin_api", "core", "plugins", "tools"):
+for top in ("hlo", "plugin_api", "core", "plugins", "tools", "aot"):
     for dirpath, _, names in os.walk(os.path.join(ROOT, top)):
         folder = os.path.relpath(dirpath, ROOT)
         rules = allowed(folder)

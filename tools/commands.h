@@ -22,6 +22,7 @@ int DevicesCommand(const std::vector<std::string>& args);
 int OptCommand(const std::vector<std::string>& args);
 int GraphCommand(const std::vector<std::string>& args);
 int PluginTestCommand(const std::vector<std::string>& args);
+int AotCommand(const std::vector<std::string>& args);
 
 // Shared helpers.
 // The most a text file (an HLO module, a graph) may hold: 2 GiB.

@@ -1,5 +1,5 @@
 // The `kiln` program: dispatches to the run / print / devices / opt / graph / plugin-test
-// subcommands.
+// subcommands, and runs kiln-aot for `aot`.
 #include <exception>
 #include <iostream>
 #include <string>
@@ -27,6 +27,8 @@ constexpr const char* kUsage =
     "  graph print FILE.graph | graph lower FILE.graph [--input X.npy]...\n"
     "  devices\n"
     "  plugin-test PATH.so|NAME [--json] [--seed N] [--modules N]\n"
+    "  aot MODULE.hlo --name NAME --out-dir DIR [--target TRIPLE] [--cpu CPU] [--features F]\n"
+    "                 [--gemm emitted|openblas] [--no-core-passes]\n"
     "  help\n"
     "Run `kiln <command> --help` for details.\n";
 
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
     if (command == "opt") return kiln::OptCommand(args);
     if (command == "graph") return kiln::GraphCommand(args);
     if (command == "plugin-test") return kiln::PluginTestCommand(args);
+    if (command == "aot") return kiln::AotCommand(args);
     if (command == "help" || command == "--help" || command == "-h") {
       std::cout << kUsage;
       return kiln::kExitOk;

@@ -13,16 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "fmt/format.h"
 #include "hlo/instruction.h"
-#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
 #include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/Host.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -30,6 +27,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "plugins/cpu_llvm/kernel_signature.h"
+#include "plugins/cpu_llvm/llvm_pipeline.h"
 
 namespace kiln::cpu {
 
@@ -128,7 +126,6 @@ struct CpuJit::Impl {
   int64_t next_module = 0;
   JitStats stats;
 
-  void Optimize(llvm::Module& m, llvm::TargetMachine& tm);
   GroupResult CompileGroup(const std::vector<const llvm_emit::KernelSpec*>& specs,
                            llvm::TargetMachine& tm, bool want_ir);
   // Objects (from the cache or compiled) loaded into a fresh JITDylib; the entry points of
@@ -204,37 +201,6 @@ JitStats CpuJit::stats() const {
   return impl_->stats;
 }
 
-void CpuJit::Impl::Optimize(llvm::Module& m, llvm::TargetMachine& tm) {
-  llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = options.vectorize;
-  pto.SLPVectorization = options.vectorize;
-  pto.LoopInterleaving = options.vectorize;
-  pto.LoopUnrolling = true;
-  llvm::PassBuilder pb(&tm, pto);
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
-  if (use_libmvec)
-    tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
-                                            tm.getTargetTriple());
-  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::OptimizationLevel level = options.opt_level >= 3   ? llvm::OptimizationLevel::O3
-                                  : options.opt_level == 2 ? llvm::OptimizationLevel::O2
-                                  : options.opt_level == 1 ? llvm::OptimizationLevel::O1
-                                                           : llvm::OptimizationLevel::O0;
-  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
-                                    ? pb.buildO0DefaultPipeline(level)
-                                    : pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(m, mam);
-}
-
 GroupResult CpuJit::Impl::CompileGroup(const std::vector<const llvm_emit::KernelSpec*>& specs,
                                        llvm::TargetMachine& tm, bool want_ir) {
   GroupResult r;
@@ -254,23 +220,18 @@ GroupResult CpuJit::Impl::CompileGroup(const std::vector<const llvm_emit::Kernel
     f.addFnAttr("target-features", features);
   }
   Clock::time_point t1 = Clock::now();
-  Optimize(*module, tm);
+  OptimizeModule(*module, tm, options, use_libmvec);
   Clock::time_point t2 = Clock::now();
   if (want_ir) {
     llvm::raw_string_ostream os(r.ir);
     module->print(os, nullptr);
   }
-  llvm::SmallVector<char, 0> buffer;
-  {
-    llvm::raw_svector_ostream os(buffer);
-    llvm::legacy::PassManager pm;
-    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) {
-      r.status = absl::InternalError("cpu-llvm: the target cannot emit object files");
-      return r;
-    }
-    pm.run(*module);
+  absl::StatusOr<std::string> object = EmitObjectFile(*module, tm);
+  if (!object.ok()) {
+    r.status = object.status();
+    return r;
   }
-  r.object.assign(buffer.begin(), buffer.end());
+  r.object = *std::move(object);
   Clock::time_point t3 = Clock::now();
   r.emit_ms = Ms(t1 - t0);
   r.optimize_ms = Ms(t2 - t1);

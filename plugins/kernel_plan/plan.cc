@@ -341,7 +341,7 @@ std::optional<GemmShape> LibraryGemm(const HloInstruction& h, const PlanOptions&
 }
 
 std::optional<ConvGemm> LibraryConv(const HloInstruction& h, const PlanOptions& options) {
-  if (h.opcode() != HloOpcode::kConvolution) return std::nullopt;
+  if (h.opcode() != HloOpcode::kConvolution || !options.library_convolutions) return std::nullopt;
   return MatchLibraryConv(h, options.blas_min_mnk);
 }
 

@@ -46,6 +46,9 @@ struct PlanOptions {
   // Dots inside fusions are always emitted. (Measured with bench_dot_cpu_llvm, 1 thread:
   // 16^3 ties with the emitted loop, 32^3 is 1.5x faster through BLAS, 64^3 19x.)
   int64_t blas_min_mnk = int64_t{1} << 14;
+  // Large convolutions (blas_min_mnk on the GEMM's work) go to the library's im2col + GEMM;
+  // false emits every convolution (an ahead-of-time artifact that calls only a BLAS).
+  bool library_convolutions = true;
   // When > 0: unfused f32 dots of the same forms with batch*m*n*k at least this go to a
   // device GEMM library step (gpu-nvptx's cuBLAS) whether or not the host has a BLAS.
   int64_t device_gemm_min_mnk = 0;

@@ -1,0 +1,535 @@
+// Ahead-of-time compilation: the plan's entry steps become straight-line calls in NAME_run.
+// Every value gets a fixed place when the object is compiled: an argument, a result the
+// caller passed, a read-only constant, or an offset in the temporary arena (the buffer
+// assignment's layout, plus slots of their own for what the layout leaves out).
+#include "aot/aot_compiler.h"
+
+#include <cctype>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "aot/aot_header.h"
+#include "hlo/computation.h"
+#include "hlo/instruction.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/SubtargetFeature.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/Host.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/cpu_llvm/kernel_signature.h"
+#include "plugins/cpu_llvm/llvm_pipeline.h"
+#include "plugins/kernel_plan/arena_layout.h"
+#include "plugins/kernel_plan/kernel_fusion.h"
+
+namespace kiln::cpu::aot {
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+int64_t RoundUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Where an array lives while NAME_run runs.
+struct Place {
+  enum Kind { kArg, kResult, kTemp, kConstant } kind = kTemp;
+  int64_t index = 0;   // argument, result or constant number; byte offset for kTemp
+  bool arena = false;  // kTemp: placed by the buffer assignment (shared with other values)
+  bool operator==(const Place& o) const { return kind == o.kind && index == o.index; }
+};
+
+// A value of the entry computation: an array at a place, or a tuple of values.
+struct Node {
+  std::optional<Place> place;
+  std::vector<Node> elements;
+};
+
+void Flatten(const Node& n, std::vector<Place>& out) {
+  if (n.place) {
+    out.push_back(*n.place);
+    return;
+  }
+  for (const Node& e : n.elements) Flatten(e, out);
+}
+
+// Which (kernel or library step, output) writes each result directly: the first result leaf
+// a step's output reaches through tuples and get-tuple-elements. Other result leaves
+// (arguments, constants, a value returned twice) are copied at the end.
+using Def = std::pair<const HloInstruction*, int>;
+
+absl::flat_hash_map<Def, int64_t> ClaimResults(const kernel_plan::Plan& plan) {
+  // Symbolic values: leaves name the step output (or parameter/constant) that defines them.
+  struct Sym {
+    std::optional<Def> def;
+    std::vector<Sym> elements;
+  };
+  absl::flat_hash_map<const HloInstruction*, Sym> syms;
+  for (const kernel_plan::Step& step : plan.steps) {
+    const HloInstruction* h = step.instr;
+    Sym s;
+    if (step.kind == kernel_plan::Disposition::kInlined) continue;
+    if (h->opcode() == HloOpcode::kTuple && step.kind == kernel_plan::Disposition::kBookkeeping) {
+      for (const HloInstruction* o : h->operands()) s.elements.push_back(syms.at(o));
+    } else if (h->opcode() == HloOpcode::kGetTupleElement &&
+               step.kind == kernel_plan::Disposition::kBookkeeping) {
+      s = syms.at(h->operand(0)).elements.at(h->tuple_index());
+    } else if (h->shape().IsTuple()) {
+      for (int i = 0; i < h->shape().tuple_size(); ++i) s.elements.push_back(Sym{Def{h, i}, {}});
+    } else {
+      s.def = Def{h, 0};
+    }
+    syms[h] = std::move(s);
+  }
+  std::vector<Def> leaves;
+  // Depth-first, left to right: the order of FlattenShape.
+  std::function<void(const Sym&)> walk = [&](const Sym& s) {
+    if (s.def) {
+      leaves.push_back(*s.def);
+      return;
+    }
+    for (const Sym& e : s.elements) walk(e);
+  };
+  walk(syms.at(plan.computation->root()));
+  absl::flat_hash_map<Def, int64_t> claims;
+  for (int64_t j = 0; j < static_cast<int64_t>(leaves.size()); ++j) {
+    const HloOpcode op = leaves[j].first->opcode();
+    if (op == HloOpcode::kParameter || op == HloOpcode::kConstant) continue;
+    claims.emplace(leaves[j], j);
+  }
+  return claims;
+}
+
+// The first entry step AOT cannot compile, as an error naming it.
+absl::Status CheckSteps(const kernel_plan::Plan& plan, AotGemm gemm) {
+  for (const kernel_plan::Step& step : plan.steps) {
+    const HloInstruction& h = *step.instr;
+    auto refuse = [&](std::string_view why) {
+      return absl::UnimplementedError(absl::StrCat("cannot compile %", h.name(), " (",
+                                                   std::string(HloOpcodeString(h.opcode())),
+                                                   ") ahead of time: ", std::string(why)));
+    };
+    switch (step.kind) {
+      case kernel_plan::Disposition::kEvaluator:
+        return refuse(absl::StrCat("the code generator cannot emit it (", step.why,
+                                   "), and an AOT artifact has no evaluator to fall back on"));
+      case kernel_plan::Disposition::kControlFlow:
+        return refuse("control flow is not compiled ahead of time yet");
+      case kernel_plan::Disposition::kLibrary:
+        if (step.conv || !step.gemm || gemm != AotGemm::kOpenBlas)
+          return refuse("a library call the artifact does not link");
+        break;
+      case kernel_plan::Disposition::kBookkeeping:
+        if (h.opcode() == HloOpcode::kParameter && !h.shape().IsArray())
+          return refuse("AOT takes array parameters only (pass the leaves of a tuple one by one)");
+        break;
+      default:
+        break;
+    }
+  }
+  for (const Shape& leaf : FlattenShape(plan.computation->root()->shape())) {
+    if (!leaf.IsArray())
+      return absl::UnimplementedError(
+          absl::StrCat("cannot compile the entry's result ", plan.computation->root()->name(),
+                       " ahead of time: it holds a ", leaf.ToString(false), ", not only arrays"));
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const AotOptions& o, std::string* error,
+                                                       std::string* description) {
+  static std::once_flag init;
+  std::call_once(init, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+  });
+  const std::string host = llvm::sys::getProcessTriple();
+  const std::string triple = o.triple.empty() ? host : llvm::Triple::normalize(o.triple);
+  const bool is_host = llvm::Triple(triple).getArch() == llvm::Triple(host).getArch();
+  std::string cpu = o.cpu, features = o.features;
+  if (cpu.empty()) cpu = is_host ? llvm::sys::getHostCPUName().str() : "generic";
+  if (features.empty() && is_host && cpu == llvm::sys::getHostCPUName().str()) {
+    llvm::SubtargetFeatures f;
+    llvm::StringMap<bool> host_features;
+    if (llvm::sys::getHostCPUFeatures(host_features))
+      for (auto& e : host_features) f.AddFeature(e.first(), e.second);
+    features = f.getString();
+  }
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, *error);
+  if (target == nullptr) return nullptr;
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
+      o.opt_level >= 3 ? llvm::CodeGenOpt::Aggressive : llvm::CodeGenOpt::Default));
+  if (tm == nullptr) *error = absl::StrCat("LLVM cannot create a target machine for ", triple);
+  *description = absl::StrCat(triple, " ", cpu);
+  return tm;
+}
+
+// Emits NAME_run: the steps in the plan's order on fixed places.
+class DriverEmitter {
+ public:
+  DriverEmitter(const kernel_plan::Plan& plan, const kernel_plan::ArenaLayout& arena,
+                const AotOptions& options, llvm::Module& m)
+      : plan_(plan), arena_(arena), options_(options), m_(m), ctx_(m.getContext()), b_(ctx_) {}
+
+  absl::Status Emit(const std::vector<std::string>& kernel_names, AotArtifact& out);
+
+ private:
+  llvm::Value* Pointer(const Place& p);
+  Place NewTemp(int64_t bytes) {
+    Place p{Place::kTemp, extra_end_, false};
+    extra_end_ += RoundUp(std::max<int64_t>(bytes, 1));
+    return p;
+  }
+  // Where step output `o` goes: a result, the step's arena offset, or a slot of its own.
+  Place OutputPlace(const kernel_plan::Step& step, int o, int64_t bytes);
+  absl::Status EmitConstant(const HloInstruction& h, AotArtifact& out);
+  void EmitKernelCall(const kernel_plan::Step& step, llvm::Function* fn);
+  void EmitGemm(const kernel_plan::Step& step);
+  void CallGemm(const kernel_plan::GemmShape& g, llvm::Value* a, llvm::Value* b, llvm::Value* c,
+                llvm::Value* i);
+
+  const kernel_plan::Plan& plan_;
+  const kernel_plan::ArenaLayout& arena_;
+  const AotOptions& options_;
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  llvm::Function* run_ = nullptr;
+  llvm::Value* table_ = nullptr;  // the kernels' buffer table
+  absl::flat_hash_map<Def, int64_t> claims_;
+  absl::flat_hash_map<const HloInstruction*, Node> values_;
+  std::vector<llvm::GlobalVariable*> constants_;
+  std::map<std::pair<int, int64_t>, llvm::Value*> loaded_;  // argument/result pointers
+  int64_t extra_end_ = 0;
+};
+
+llvm::Value* DriverEmitter::Pointer(const Place& p) {
+  switch (p.kind) {
+    case Place::kConstant:
+      return constants_[p.index];
+    case Place::kTemp:
+      return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), run_->getArg(2), p.index);
+    case Place::kArg:
+    case Place::kResult: {
+      auto key = std::make_pair(static_cast<int>(p.kind), p.index);
+      auto it = loaded_.find(key);
+      if (it != loaded_.end()) return it->second;
+      // Loaded once, in the entry block, so every later block sees it.
+      llvm::IRBuilder<> entry(&run_->getEntryBlock(), run_->getEntryBlock().begin());
+      llvm::Value* base = run_->getArg(p.kind == Place::kArg ? 0 : 1);
+      llvm::Value* slot = entry.CreateConstInBoundsGEP1_64(entry.getPtrTy(), base, p.index);
+      llvm::Value* ptr = entry.CreateLoad(entry.getPtrTy(), slot);
+      loaded_[key] = ptr;
+      return ptr;
+    }
+  }
+  return nullptr;
+}
+
+Place DriverEmitter::OutputPlace(const kernel_plan::Step& step, int o, int64_t bytes) {
+  if (auto it = claims_.find(Def{step.instr, o}); it != claims_.end())
+    return Place{Place::kResult, it->second, false};
+  if (step.instr->shape().IsArray()) {
+    if (const int64_t off = arena_.OffsetOf(step.instr); off >= 0)
+      return Place{Place::kTemp, off, true};
+  }
+  return NewTemp(bytes);
+}
+
+absl::Status DriverEmitter::EmitConstant(const HloInstruction& h, AotArtifact& out) {
+  absl::StatusOr<const Literal*> value = kernel_plan::ConstantValue(h);
+  if (!value.ok()) return value.status();
+  const Literal& lit = **value;
+  static const uint8_t kZero = 0;  // an empty array still gets a byte, so it has an address
+  llvm::ArrayRef<uint8_t> bytes =
+      lit.size_bytes() > 0
+          ? llvm::ArrayRef<uint8_t>(lit.untyped_data(), static_cast<size_t>(lit.size_bytes()))
+          : llvm::ArrayRef<uint8_t>(&kZero, 1);
+  llvm::Constant* init = llvm::ConstantDataArray::get(ctx_, bytes);
+  auto* g = new llvm::GlobalVariable(m_, init->getType(), /*isConstant=*/true,
+                                     llvm::GlobalValue::PrivateLinkage, init,
+                                     absl::StrCat(options_.name, ".constant.", h.name()));
+  g->setAlignment(llvm::Align(kAlign));
+  g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+  out.constant_bytes += lit.size_bytes();
+  values_[&h].place = Place{Place::kConstant, static_cast<int64_t>(constants_.size()), false};
+  constants_.push_back(g);
+  return absl::OkStatus();
+}
+
+void DriverEmitter::EmitKernelCall(const kernel_plan::Step& step, llvm::Function* fn) {
+  const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
+  Node result;
+  std::vector<llvm::Value*> outs;
+  for (int o = 0; o < static_cast<int>(spec.outputs.size()); ++o) {
+    const int64_t bytes = spec.outputs[o]->shape().byte_size();
+    Place p;
+    if (step.in_place_source >= 0) {
+      // The kernel writes only the update into a buffer that holds the operand already: the
+      // operand's own slot when nothing else can see it any more, else a copy.
+      const HloInstruction* operand = step.sources[step.in_place_source];
+      const Place from = *values_.at(operand).place;
+      const HloOpcode op = operand->opcode();
+      const bool private_value = op != HloOpcode::kGetTupleElement && op != HloOpcode::kTuple &&
+                                 op != HloOpcode::kParameter && op != HloOpcode::kConstant &&
+                                 operand->users().size() == 1 && step.IsLastUse(operand);
+      // Not an arena slot: the buffer assignment may give it to another value after this step.
+      const bool own_slot = from.kind == Place::kTemp && !from.arena;
+      const bool placed = claims_.contains(Def{step.instr, o}) || arena_.OffsetOf(step.instr) >= 0;
+      p = !placed && own_slot && private_value ? from : OutputPlace(step, o, bytes);
+      if (!(p == from))
+        b_.CreateMemCpy(Pointer(p), llvm::MaybeAlign(16), Pointer(from), llvm::MaybeAlign(16),
+                        bytes);
+    } else {
+      p = OutputPlace(step, o, bytes);
+    }
+    outs.push_back(Pointer(p));
+    if (step.instr->shape().IsArray())
+      result.place = p;
+    else
+      result.elements.push_back(Node{p, {}});
+  }
+  int slot = 0;
+  auto store = [&](llvm::Value* v) {
+    b_.CreateStore(v, b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), table_, slot++));
+  };
+  for (size_t s = 0; s < step.sources.size(); ++s) {
+    store(static_cast<int>(s) == step.in_place_source
+              ? outs[0]
+              : Pointer(*values_.at(step.sources[s]).place));
+  }
+  for (llvm::Value* v : outs) store(v);
+  b_.CreateCall(fn, {table_, b_.getInt64(0), b_.getInt64(step.outer_extent)});
+  values_[step.instr] = std::move(result);
+}
+
+void DriverEmitter::CallGemm(const kernel_plan::GemmShape& g, llvm::Value* a, llvm::Value* b,
+                             llvm::Value* c, llvm::Value* i) {
+  llvm::Type* i32 = b_.getInt32Ty();
+  llvm::Type* elem = g.f64 ? b_.getDoubleTy() : b_.getFloatTy();
+  llvm::Type* ptr = b_.getPtrTy();
+  llvm::FunctionType* ty = llvm::FunctionType::get(
+      b_.getVoidTy(), {i32, i32, i32, i32, i32, i32, elem, ptr, i32, ptr, i32, elem, ptr, i32},
+      false);
+  llvm::FunctionCallee gemm = m_.getOrInsertFunction(g.f64 ? "cblas_dgemm" : "cblas_sgemm", ty);
+  const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n, ldc = g.n;
+  auto offset = [&](llvm::Value* base, int64_t per_batch) {
+    return b_.CreateInBoundsGEP(elem, base, b_.CreateMul(i, b_.getInt64(per_batch)));
+  };
+  auto c32 = [&](int64_t v) { return b_.getInt32(static_cast<int32_t>(v)); };
+  constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+  b_.CreateCall(
+      gemm, {c32(kRowMajor), c32(g.trans_a ? kTrans : kNoTrans), c32(g.trans_b ? kTrans : kNoTrans),
+             c32(g.m), c32(g.n), c32(g.k), llvm::ConstantFP::get(elem, 1.0), offset(a, g.m * g.k),
+             c32(lda), offset(b, g.k * g.n), c32(ldb), llvm::ConstantFP::get(elem, 0.0),
+             offset(c, g.m * g.n), c32(ldc)});
+}
+
+void DriverEmitter::EmitGemm(const kernel_plan::Step& step) {
+  const kernel_plan::GemmShape& g = *step.gemm;
+  Place p = OutputPlace(step, 0, step.instr->shape().byte_size());
+  llvm::Value* a = Pointer(*values_.at(step.sources[0]).place);
+  llvm::Value* b = Pointer(*values_.at(step.sources[1]).place);
+  llvm::Value* c = Pointer(p);
+  // for (i = 0; i < batch; ++i) gemm(batch entry i)
+  llvm::BasicBlock* before = b_.GetInsertBlock();
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(ctx_, "gemm_batch", run_);
+  llvm::BasicBlock* after = llvm::BasicBlock::Create(ctx_, "gemm_done", run_);
+  b_.CreateBr(loop);
+  b_.SetInsertPoint(loop);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
+  i->addIncoming(b_.getInt64(0), before);
+  CallGemm(g, a, b, c, i);
+  llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1));
+  i->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(g.batch)), loop, after);
+  b_.SetInsertPoint(after);
+  values_[step.instr].place = p;
+}
+
+absl::Status DriverEmitter::Emit(const std::vector<std::string>& kernel_names, AotArtifact& out) {
+  claims_ = ClaimResults(plan_);
+  extra_end_ = RoundUp(arena_.size);
+  llvm::Type* ptr = b_.getPtrTy();
+  run_ = llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr, ptr}, false),
+                                llvm::GlobalValue::ExternalLinkage, options_.name + "_run", m_);
+  run_->addFnAttr(llvm::Attribute::NoUnwind);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", run_));
+  size_t table_size = 1;
+  for (const kernel_plan::Step& step : plan_.steps) {
+    if (step.kind == kernel_plan::Disposition::kKernel)
+      table_size =
+          std::max(table_size, step.sources.size() + plan_.kernels[step.kernel].outputs.size() + 1);
+  }
+  table_ = b_.CreateAlloca(llvm::ArrayType::get(ptr, table_size), nullptr, "buffers");
+  for (const kernel_plan::Step& step : plan_.steps) {
+    const HloInstruction& h = *step.instr;
+    switch (step.kind) {
+      case kernel_plan::Disposition::kBookkeeping:
+        if (h.opcode() == HloOpcode::kParameter) {
+          values_[&h].place = Place{Place::kArg, h.parameter_number(), false};
+        } else if (h.opcode() == HloOpcode::kConstant) {
+          if (absl::Status st = EmitConstant(h, out); !st.ok()) return st;
+        } else if (h.opcode() == HloOpcode::kGetTupleElement) {
+          Node n = values_.at(h.operand(0)).elements.at(h.tuple_index());
+          values_[&h] = std::move(n);
+        } else {
+          Node t;
+          for (const HloInstruction* o : h.operands()) t.elements.push_back(values_.at(o));
+          values_[&h] = std::move(t);
+        }
+        break;
+      case kernel_plan::Disposition::kKernel: {
+        llvm::Function* fn = m_.getFunction(kernel_names[step.kernel]);
+        if (fn == nullptr)
+          return absl::InternalError(absl::StrCat("AOT: kernel ", kernel_names[step.kernel],
+                                                  " of %", h.name(), " was not emitted"));
+        EmitKernelCall(step, fn);
+        break;
+      }
+      case kernel_plan::Disposition::kLibrary:
+        EmitGemm(step);
+        break;
+      default:
+        break;  // kInlined; CheckSteps refused the rest
+    }
+  }
+  // Results the steps did not write in place are copied into the caller's buffers.
+  std::vector<Place> leaves;
+  Flatten(values_.at(plan_.computation->root()), leaves);
+  std::vector<Shape> shapes = FlattenShape(plan_.computation->root()->shape());
+  for (size_t j = 0; j < leaves.size(); ++j) {
+    Place dst{Place::kResult, static_cast<int64_t>(j), false};
+    if (leaves[j] == dst) continue;
+    b_.CreateMemCpy(Pointer(dst), llvm::MaybeAlign(1), Pointer(leaves[j]), llvm::MaybeAlign(1),
+                    shapes[j].byte_size());
+  }
+  b_.CreateRet(b_.getInt32(0));
+  out.temp_bytes = extra_end_ > RoundUp(arena_.size) ? extra_end_ : arena_.size;
+  out.temp_bytes = RoundUp(out.temp_bytes);
+
+  // NAME_run_simple: NAME_run with its own temporary memory.
+  llvm::Function* simple =
+      llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr}, false),
+                             llvm::GlobalValue::ExternalLinkage, options_.name + "_run_simple", m_);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", simple));
+  if (out.temp_bytes == 0) {
+    b_.CreateRet(b_.CreateCall(run_, {simple->getArg(0), simple->getArg(1),
+                                      llvm::ConstantPointerNull::get(b_.getPtrTy())}));
+    return absl::OkStatus();
+  }
+  llvm::FunctionCallee alloc = m_.getOrInsertFunction(
+      "aligned_alloc", llvm::FunctionType::get(ptr, {b_.getInt64Ty(), b_.getInt64Ty()}, false));
+  llvm::FunctionCallee release =
+      m_.getOrInsertFunction("free", llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false));
+  llvm::Value* temp = b_.CreateCall(alloc, {b_.getInt64(kAlign), b_.getInt64(out.temp_bytes)});
+  llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "ok", simple);
+  llvm::BasicBlock* fail = llvm::BasicBlock::Create(ctx_, "no_memory", simple);
+  b_.CreateCondBr(b_.CreateIsNull(temp), fail, ok);
+  b_.SetInsertPoint(fail);
+  b_.CreateRet(b_.getInt32(1));
+  b_.SetInsertPoint(ok);
+  llvm::Value* rc = b_.CreateCall(run_, {simple->getArg(0), simple->getArg(1), temp});
+  b_.CreateCall(release, {temp});
+  b_.CreateRet(rc);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsValidAotName(const std::string& name) {
+  if (name.empty() || name.size() > 200) return false;
+  if (!std::isalpha(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions& options) {
+  if (!IsValidAotName(options.name))
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the name '", options.name, "' is not a C identifier ([A-Za-z][A-Za-z0-9_]*)"));
+  if (module.entry() == nullptr)
+    return absl::InvalidArgumentError("the module has no entry computation");
+  // cpu-llvm's planning for one thread: no partitioned loops or split reductions; dots and
+  // convolutions emitted unless a BLAS is linked.
+  kernel_plan::PlanOptions po = CpuPlanOptions();
+  po.parallel_min_work = std::numeric_limits<int64_t>::max();
+  po.library_convolutions = false;
+  if (options.gemm == AotGemm::kEmitted) po.blas_min_mnk = std::numeric_limits<int64_t>::max();
+  absl::StatusOr<kernel_plan::Plan> made = kernel_plan::MakeFusedPlan(module, po);
+  if (!made.ok()) return made.status();
+  const kernel_plan::Plan& plan = *made;
+  const HloModule& planned = plan.fused_module ? *plan.fused_module : module;
+  if (absl::Status st = CheckSteps(plan, options.gemm); !st.ok()) return st;
+  const kernel_plan::ArenaLayout arena = kernel_plan::LayOutArena(planned, plan);
+
+  std::string error;
+  AotArtifact out;
+  std::unique_ptr<llvm::TargetMachine> tm = MakeTargetMachine(options, &error, &out.target);
+  if (tm == nullptr) return absl::InvalidArgumentError(absl::StrCat("AOT target: ", error));
+  llvm::LLVMContext ctx;
+  llvm::Module m(options.name, ctx);
+  m.setDataLayout(tm->createDataLayout());
+  m.setTargetTriple(tm->getTargetTriple().str());
+  // Kernels: identical ones (the same fusion layer after layer) are emitted once.
+  std::vector<std::string> names;
+  absl::flat_hash_map<std::string, std::string> by_signature;
+  for (const llvm_emit::KernelSpec& spec : plan.kernels) {
+    auto [it, inserted] = by_signature.emplace(KernelSignature(spec), spec.name);
+    names.push_back(it->second);
+    if (!inserted) continue;
+    if (absl::Status st = llvm_emit::EmitKernel(spec, m); !st.ok()) return st;
+    ++out.kernels;
+  }
+  DriverEmitter driver(plan, arena, options, m);
+  if (absl::Status st = driver.Emit(names, out); !st.ok()) return st;
+  // Only NAME_run and NAME_run_simple are exported: two artifacts link into one program.
+  const std::string cpu = std::string(tm->getTargetCPU()),
+                    features = std::string(tm->getTargetFeatureString());
+  for (llvm::Function& f : m) {
+    if (f.isDeclaration()) continue;
+    if (f.getName() != options.name + "_run" && f.getName() != options.name + "_run_simple")
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+    f.addFnAttr("target-cpu", cpu);
+    if (!features.empty()) f.addFnAttr("target-features", features);
+  }
+  std::string broken;
+  llvm::raw_string_ostream os(broken);
+  if (llvm::verifyModule(m, &os))
+    return absl::InternalError(absl::StrCat("AOT produced invalid LLVM IR: ", os.str()));
+  JitOptions jit;
+  jit.opt_level = options.opt_level;
+  // glibc's vector math library is part of libm on x86-64 (-lm links it).
+  const bool libmvec = tm->getTargetTriple().getArch() == llvm::Triple::x86_64;
+  OptimizeModule(m, *tm, jit, libmvec);
+  absl::StatusOr<std::string> object = EmitObjectFile(m, *tm);
+  if (!object.ok()) return object.status();
+  out.object = *std::move(object);
+  for (int i = 0; i < module.entry()->num_parameters(); ++i) {
+    const HloInstruction* p = module.entry()->parameter(i);
+    out.args.push_back(AotBuffer{p->name(), p->shape()});
+  }
+  std::vector<Shape> leaves = FlattenShape(module.entry()->root()->shape());
+  for (size_t j = 0; j < leaves.size(); ++j)
+    out.results.push_back(AotBuffer{absl::StrCat("result", j), leaves[j]});
+  out.header = MakeAotHeader(module.name(), options.name, out);
+  return out;
+}
+
+}  // namespace kiln::cpu::aot

@@ -1,0 +1,138 @@
+// kiln-aot: the ahead-of-time compiler `kiln aot` runs (it lives beside the cpu-llvm plugin
+// because it is cpu-llvm's code generator; the `kiln` program itself links no LLVM).
+//   kiln-aot MODULE.hlo --name NAME --out-dir DIR [--target TRIPLE] [--cpu CPU]
+//            [--features F] [--gemm emitted|openblas] [--no-core-passes]
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "aot/aot_compiler.h"
+#include "core/core_passes.h"
+#include "hlo/verifier.h"
+#include "tools/flags.h"
+
+namespace {
+
+constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2;
+constexpr size_t kMaxModuleBytes = size_t{2} << 30;
+
+constexpr const char* kUsage =
+    "usage: kiln aot MODULE.hlo --name NAME --out-dir DIR [--target TRIPLE] [--cpu CPU]\n"
+    "                [--features F] [--gemm emitted|openblas] [--no-core-passes]\n"
+    "Compiles MODULE.hlo ahead of time into DIR/NAME.o and DIR/NAME.h: the same core passes,\n"
+    "fusion, buffer assignment and code generator as the cpu-llvm device, with no LLVM, core\n"
+    "or plugin at run time. Link with `cc prog.c DIR/NAME.o -lm` (and -lopenblas with\n"
+    "--gemm openblas). NAME.h declares\n"
+    "  int NAME_run(const void* const* args, void* const* results, void* temp);\n"
+    "  int NAME_run_simple(const void* const* args, void* const* results);\n"
+    "with arguments in parameter order and results the flattened leaves of the output.\n"
+    "  --target   an LLVM triple (default: this machine), e.g. aarch64-linux-gnu\n"
+    "  --cpu      a CPU name (default: this machine's CPU for its own triple, else generic)\n"
+    "  --features LLVM feature string (default: the host CPU's, for the host CPU)\n"
+    "  --gemm     emitted (default: dots are generated loops) or openblas (large dots call\n"
+    "             cblas_sgemm/cblas_dgemm)\n";
+
+int Fail(const std::string& message, int code = kExitError) {
+  std::string line = message;
+  for (char& c : line)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::cerr << "kiln aot: error: " << line << std::endl;
+  return code;
+}
+
+absl::StatusOr<std::string> ReadModuleText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
+  std::string out;
+  std::vector<char> piece(1 << 20);
+  while (in) {
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    out.append(piece.data(), static_cast<size_t>(in.gcount()));
+    if (out.size() > kMaxModuleBytes)
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path, ": longer than ", kMaxModuleBytes, " bytes, more than kiln reads"));
+  }
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  return out;
+}
+
+absl::Status WriteFile(const std::filesystem::path& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat(path.string(), ": cannot write"));
+  return absl::OkStatus();
+}
+
+int Main(const std::vector<std::string>& args) {
+  kiln::FlagSpec spec;
+  spec.with_value = {"name", "out-dir", "target", "cpu", "features", "gemm"};
+  spec.switches = {"help", "no-core-passes"};
+  absl::StatusOr<kiln::ParsedFlags> flags = kiln::ParseFlags(args, spec);
+  if (!flags.ok()) return Fail(std::string(flags.status().message()), kExitUsage);
+  if (flags->Has("help")) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (flags->positional.size() != 1) return Fail("expected exactly one MODULE.hlo", kExitUsage);
+  if (!flags->Has("name") || !flags->Has("out-dir"))
+    return Fail("--name NAME and --out-dir DIR are required", kExitUsage);
+  kiln::cpu::aot::AotOptions options;
+  options.name = flags->Get("name");
+  if (!kiln::cpu::aot::IsValidAotName(options.name))
+    return Fail(
+        absl::StrCat("--name '", options.name, "' is not a C identifier ([A-Za-z][A-Za-z0-9_]*)"),
+        kExitUsage);
+  options.triple = flags->Get("target");
+  options.cpu = flags->Get("cpu");
+  options.features = flags->Get("features");
+  const std::string gemm = flags->Get("gemm", "emitted");
+  if (gemm == "openblas")
+    options.gemm = kiln::cpu::aot::AotGemm::kOpenBlas;
+  else if (gemm != "emitted")
+    return Fail(absl::StrCat("--gemm must be emitted or openblas, not '", gemm, "'"), kExitUsage);
+
+  const std::string& path = flags->positional[0];
+  absl::StatusOr<std::string> text = ReadModuleText(path);
+  if (!text.ok()) return Fail(std::string(text.status().message()));
+  absl::StatusOr<std::unique_ptr<kiln::HloModule>> module =
+      kiln::ParseRunnableModule(*text, path, /*verify=*/true);
+  if (!module.ok()) return Fail(std::string(module.status().message()));
+  kiln::CorePassOptions core;
+  core.enabled = !flags->Has("no-core-passes");
+  if (core.enabled) {
+    absl::StatusOr<kiln::CorePassReport> ran = kiln::RunCorePasses(**module, core);
+    if (!ran.ok()) return Fail(absl::StrCat(path, ": ", ran.status().message()));
+  }
+  absl::StatusOr<kiln::cpu::aot::AotArtifact> artifact =
+      kiln::cpu::aot::CompileAot(**module, options);
+  if (!artifact.ok()) return Fail(absl::StrCat(path, ": ", artifact.status().message()));
+
+  const std::filesystem::path dir = flags->Get("out-dir");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Fail(absl::StrCat(dir.string(), ": cannot create the folder: ", ec.message()));
+  const std::filesystem::path object = dir / (options.name + ".o");
+  const std::filesystem::path header = dir / (options.name + ".h");
+  if (absl::Status st = WriteFile(object, artifact->object); !st.ok())
+    return Fail(std::string(st.message()));
+  if (absl::Status st = WriteFile(header, artifact->header); !st.ok())
+    return Fail(std::string(st.message()));
+  std::cout << "kiln aot: " << object.string() << " (" << artifact->object.size() << " bytes, "
+            << artifact->kernels << " kernels, " << artifact->constant_bytes
+            << " bytes of constants) and " << header.string() << "; " << artifact->args.size()
+            << " arguments, " << artifact->results.size() << " results, " << artifact->temp_bytes
+            << " bytes of temporaries; target " << artifact->target << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception& e) {
+    return Fail(std::string("internal error: ") + e.what());
+  }
+}

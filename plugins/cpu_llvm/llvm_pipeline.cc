@@ -1,0 +1,54 @@
+// The new pass manager's default pipelines with the vectorizers the options ask for, and the
+// legacy code generator for object files.
+#include "plugins/cpu_llvm/llvm_pipeline.h"
+
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace kiln::cpu {
+
+void OptimizeModule(llvm::Module& m, llvm::TargetMachine& tm, const JitOptions& options,
+                    bool use_libmvec) {
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = options.vectorize;
+  pto.SLPVectorization = options.vectorize;
+  pto.LoopInterleaving = options.vectorize;
+  pto.LoopUnrolling = true;
+  llvm::PassBuilder pb(&tm, pto);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
+  if (use_libmvec)
+    tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
+                                            tm.getTargetTriple());
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = options.opt_level >= 3   ? llvm::OptimizationLevel::O3
+                                  : options.opt_level == 2 ? llvm::OptimizationLevel::O2
+                                  : options.opt_level == 1 ? llvm::OptimizationLevel::O1
+                                                           : llvm::OptimizationLevel::O0;
+  llvm::ModulePassManager mpm = level == llvm::OptimizationLevel::O0
+                                    ? pb.buildO0DefaultPipeline(level)
+                                    : pb.buildPerModuleDefaultPipeline(level);
+  mpm.run(m, mam);
+}
+
+absl::StatusOr<std::string> EmitObjectFile(llvm::Module& m, llvm::TargetMachine& tm) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
+    return absl::InternalError("cpu-llvm: the target cannot emit object files");
+  pm.run(m);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+}  // namespace kiln::cpu
