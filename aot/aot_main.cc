@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "aot/aot_compiler.h"
 #include "core/core_passes.h"
+#include "hlo/passes/call_inliner.h"
+#include "hlo/passes/dce.h"
 #include "hlo/verifier.h"
 #include "tools/flags.h"
 
@@ -99,11 +101,20 @@ int Main(const std::vector<std::string>& args) {
   absl::StatusOr<std::unique_ptr<kiln::HloModule>> module =
       kiln::ParseRunnableModule(*text, path, /*verify=*/true);
   if (!module.ok()) return Fail(std::string(module.status().message()));
+  kiln::CallInliner inliner;
+  kiln::HloDCE dce;
   kiln::CorePassOptions core;
   core.enabled = !flags->Has("no-core-passes");
   if (core.enabled) {
     absl::StatusOr<kiln::CorePassReport> ran = kiln::RunCorePasses(**module, core);
     if (!ran.ok()) return Fail(absl::StrCat(path, ": ", ran.status().message()));
+  }
+  // Calls become flat code: the artifact has no sub-computations to call (yet).
+  for (kiln::HloPass* pass : std::initializer_list<kiln::HloPass*>{&inliner, &dce}) {
+    absl::StatusOr<bool> ran = pass->Run(**module);
+    if (!ran.ok())
+      return Fail(
+          absl::StrCat(path, ": ", std::string(pass->name()), ": ", ran.status().message()));
   }
   absl::StatusOr<kiln::cpu::aot::AotArtifact> artifact =
       kiln::cpu::aot::CompileAot(**module, options);

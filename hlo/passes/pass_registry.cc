@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "hlo/passes/algebraic_simplifier.h"
+#include "hlo/passes/call_inliner.h"
 #include "hlo/passes/constant_folding.h"
 #include "hlo/passes/convolution_to_gemm.h"
 #include "hlo/passes/cse.h"
@@ -38,6 +39,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<DotCanonicalization>(),
       Factory<ConvolutionToGemm>(),
       Factory<TupleSimplifier>(),
+      Factory<CallInliner>(),
       Factory<InstructionFusion>(),
       Factory<MultiOutputFusion>(),
       [] { return std::unique_ptr<HloPass>(MakeSimplificationPipeline()); },
