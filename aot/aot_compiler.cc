@@ -40,6 +40,9 @@ namespace kiln::cpu::aot {
 namespace {
 
 constexpr int64_t kAlign = 64;
+// Dots with batch*m*n*k at least this are emitted as GEMM loop nests (GemmFunction) instead of
+// one reduction per output element: the elemental form reads B down its columns.
+constexpr int64_t kEmittedGemmMinMnk = int64_t{1} << 12;
 int64_t RoundUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // Where an array lives while NAME_run runs.
@@ -112,7 +115,7 @@ absl::flat_hash_map<Def, int64_t> ClaimResults(const kernel_plan::Plan& plan) {
 }
 
 // The first entry step AOT cannot compile, as an error naming it.
-absl::Status CheckSteps(const kernel_plan::Plan& plan, AotGemm gemm) {
+absl::Status CheckSteps(const kernel_plan::Plan& plan) {
   for (const kernel_plan::Step& step : plan.steps) {
     const HloInstruction& h = *step.instr;
     auto refuse = [&](std::string_view why) {
@@ -127,8 +130,7 @@ absl::Status CheckSteps(const kernel_plan::Plan& plan, AotGemm gemm) {
       case kernel_plan::Disposition::kControlFlow:
         return refuse("control flow is not compiled ahead of time yet");
       case kernel_plan::Disposition::kLibrary:
-        if (step.conv || !step.gemm || gemm != AotGemm::kOpenBlas)
-          return refuse("a library call the artifact does not link");
+        if (step.conv || !step.gemm) return refuse("a library call the artifact does not link");
         break;
       case kernel_plan::Disposition::kBookkeeping:
         if (h.opcode() == HloOpcode::kParameter && !h.shape().IsArray())
@@ -179,6 +181,111 @@ std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const AotOptions& o, std:
   return tm;
 }
 
+// A counted loop [0, n) around `body` at the builder's insertion point; the builder ends
+// after the loop.
+void Loop(llvm::IRBuilder<>& b, llvm::Value* n, const std::string& name,
+          const std::function<void(llvm::Value*)>& body) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::BasicBlock* before = b.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(b.getContext(), name, f);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(b.getContext(), name + ".done", f);
+  b.CreateCondBr(b.CreateICmpSGT(n, b.getInt64(0)), head, done);
+  b.SetInsertPoint(head);
+  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2, name + ".i");
+  i->addIncoming(b.getInt64(0), before);
+  body(i);
+  llvm::Value* next = b.CreateAdd(i, b.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+  i->addIncoming(next, b.GetInsertBlock());
+  b.CreateCondBr(b.CreateICmpSLT(next, n), head, done);
+  b.SetInsertPoint(done);
+}
+
+// void gemm(noalias A, noalias B, noalias C, i64 m, i64 n, i64 k): C[m,n] = op(A) op(B), all
+// row-major, as GemmShape describes. With B stored k x n, C's row i is accumulated from the
+// rows of B scaled by A[i,p] (unit-stride inner loop the vectorizer turns into FMAs over
+// vectors); with B stored transposed, each element is a unit-stride dot product.
+llvm::Function* GemmFunction(llvm::Module& m, const std::string& prefix,
+                             const kernel_plan::GemmShape& g) {
+  const std::string name = absl::StrCat(prefix, ".gemm.", g.f64 ? "f64" : "f32", ".",
+                                        g.trans_a ? "T" : "N", g.trans_b ? "T" : "N");
+  if (llvm::Function* f = m.getFunction(name)) return f;
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  llvm::Type* ptr = b.getPtrTy();
+  llvm::Type* i64 = b.getInt64Ty();
+  llvm::Type* elem = g.f64 ? b.getDoubleTy() : b.getFloatTy();
+  llvm::Function* f = llvm::Function::Create(
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, ptr, i64, i64, i64}, false),
+      llvm::GlobalValue::InternalLinkage, name, m);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  for (unsigned i = 0; i < 3; ++i) {
+    f->addParamAttr(i, llvm::Attribute::NoAlias);
+    f->addParamAttr(i, llvm::Attribute::NoCapture);
+  }
+  llvm::Value *A = f->getArg(0), *B = f->getArg(1), *C = f->getArg(2);
+  llvm::Value *M = f->getArg(3), *N = f->getArg(4), *K = f->getArg(5);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  llvm::FastMathFlags fmf;
+  fmf.setAllowContract(true);
+  fmf.setAllowReassoc(true);  // the dot-product form vectorizes its sum
+  b.setFastMathFlags(fmf);
+  auto load = [&](llvm::Value* base, llvm::Value* index) {
+    return b.CreateLoad(elem, b.CreateInBoundsGEP(elem, base, index));
+  };
+  auto a_at = [&](llvm::Value* i, llvm::Value* p) {  // op(A)[i, p]
+    return load(A,
+                g.trans_a ? b.CreateAdd(b.CreateMul(p, M), i) : b.CreateAdd(b.CreateMul(i, K), p));
+  };
+  Loop(b, M, "i", [&](llvm::Value* i) {
+    llvm::Value* crow = b.CreateInBoundsGEP(elem, C, b.CreateMul(i, N));
+    if (!g.trans_b) {
+      Loop(b, N, "zero", [&](llvm::Value* j) {
+        b.CreateStore(llvm::ConstantFP::get(elem, 0.0), b.CreateInBoundsGEP(elem, crow, j));
+      });
+      // Four rows of B per pass over C's row: a quarter of the loads and stores of C.
+      constexpr int kUnroll = 4;
+      auto accumulate = [&](llvm::Value* p0, int rows) {
+        std::vector<llvm::Value*> a, brow;
+        for (int r = 0; r < rows; ++r) {
+          llvm::Value* p = b.CreateAdd(p0, b.getInt64(r));
+          a.push_back(a_at(i, p));
+          brow.push_back(b.CreateInBoundsGEP(elem, B, b.CreateMul(p, N)));
+        }
+        Loop(b, N, "j", [&](llvm::Value* j) {
+          llvm::Value* slot = b.CreateInBoundsGEP(elem, crow, j);
+          llvm::Value* sum = b.CreateLoad(elem, slot);
+          for (int r = 0; r < rows; ++r)
+            sum = b.CreateFAdd(sum, b.CreateFMul(a[r], load(brow[r], j)));
+          b.CreateStore(sum, slot);
+        });
+      };
+      llvm::Value* quads = b.CreateSDiv(K, b.getInt64(kUnroll));
+      Loop(b, quads, "p4",
+           [&](llvm::Value* q) { accumulate(b.CreateMul(q, b.getInt64(kUnroll)), kUnroll); });
+      llvm::Value* rest_start = b.CreateMul(quads, b.getInt64(kUnroll));
+      Loop(b, b.CreateSub(K, rest_start), "p",
+           [&](llvm::Value* r) { accumulate(b.CreateAdd(rest_start, r), 1); });
+    } else {
+      Loop(b, N, "j", [&](llvm::Value* j) {
+        llvm::Value* bcol = b.CreateInBoundsGEP(elem, B, b.CreateMul(j, K));
+        llvm::AllocaInst* acc = nullptr;
+        {
+          llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
+          acc = entry.CreateAlloca(elem);
+        }
+        b.CreateStore(llvm::ConstantFP::get(elem, 0.0), acc);
+        Loop(b, K, "p", [&](llvm::Value* p) {
+          b.CreateStore(
+              b.CreateFAdd(b.CreateLoad(elem, acc), b.CreateFMul(a_at(i, p), load(bcol, p))), acc);
+        });
+        b.CreateStore(b.CreateLoad(elem, acc), b.CreateInBoundsGEP(elem, crow, j));
+      });
+    }
+  });
+  b.CreateRetVoid();
+  return f;
+}
+
 // Emits NAME_run: the steps in the plan's order on fixed places.
 class DriverEmitter {
  public:
@@ -199,7 +306,7 @@ class DriverEmitter {
   Place OutputPlace(const kernel_plan::Step& step, int o, int64_t bytes);
   absl::Status EmitConstant(const HloInstruction& h, AotArtifact& out);
   void EmitKernelCall(const kernel_plan::Step& step, llvm::Function* fn);
-  void EmitGemm(const kernel_plan::Step& step);
+  void EmitGemm(const kernel_plan::Step& step, AotArtifact& out);
   void CallGemm(const kernel_plan::GemmShape& g, llvm::Value* a, llvm::Value* b, llvm::Value* c,
                 llvm::Value* i);
 
@@ -340,8 +447,9 @@ void DriverEmitter::CallGemm(const kernel_plan::GemmShape& g, llvm::Value* a, ll
              offset(c, g.m * g.n), c32(ldc)});
 }
 
-void DriverEmitter::EmitGemm(const kernel_plan::Step& step) {
+void DriverEmitter::EmitGemm(const kernel_plan::Step& step, AotArtifact& out) {
   const kernel_plan::GemmShape& g = *step.gemm;
+  ++out.gemm_steps;
   Place p = OutputPlace(step, 0, step.instr->shape().byte_size());
   llvm::Value* a = Pointer(*values_.at(step.sources[0]).place);
   llvm::Value* b = Pointer(*values_.at(step.sources[1]).place);
@@ -354,7 +462,17 @@ void DriverEmitter::EmitGemm(const kernel_plan::Step& step) {
   b_.SetInsertPoint(loop);
   llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2);
   i->addIncoming(b_.getInt64(0), before);
-  CallGemm(g, a, b, c, i);
+  if (options_.gemm == AotGemm::kOpenBlas) {
+    CallGemm(g, a, b, c, i);
+  } else {
+    llvm::Type* elem = g.f64 ? b_.getDoubleTy() : b_.getFloatTy();
+    auto entry = [&](llvm::Value* base, int64_t per_batch) {
+      return b_.CreateInBoundsGEP(elem, base, b_.CreateMul(i, b_.getInt64(per_batch)));
+    };
+    b_.CreateCall(GemmFunction(m_, options_.name, g),
+                  {entry(a, g.m * g.k), entry(b, g.k * g.n), entry(c, g.m * g.n), b_.getInt64(g.m),
+                   b_.getInt64(g.n), b_.getInt64(g.k)});
+  }
   llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1));
   i->addIncoming(next, b_.GetInsertBlock());
   b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(g.batch)), loop, after);
@@ -403,7 +521,7 @@ absl::Status DriverEmitter::Emit(const std::vector<std::string>& kernel_names, A
         break;
       }
       case kernel_plan::Disposition::kLibrary:
-        EmitGemm(step);
+        EmitGemm(step, out);
         break;
       default:
         break;  // kInlined; CheckSteps refused the rest
@@ -471,12 +589,17 @@ absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions
   kernel_plan::PlanOptions po = CpuPlanOptions();
   po.parallel_min_work = std::numeric_limits<int64_t>::max();
   po.library_convolutions = false;
-  if (options.gemm == AotGemm::kEmitted) po.blas_min_mnk = std::numeric_limits<int64_t>::max();
+  // Large plain dots are GEMM steps either way: OpenBLAS calls, or the loop nest GemmFunction
+  // emits (planned as a device GEMM library, which needs no host BLAS in this build).
+  if (options.gemm == AotGemm::kEmitted) {
+    po.blas_min_mnk = std::numeric_limits<int64_t>::max();
+    po.device_gemm_min_mnk = kEmittedGemmMinMnk;
+  }
   absl::StatusOr<kernel_plan::Plan> made = kernel_plan::MakeFusedPlan(module, po);
   if (!made.ok()) return made.status();
   const kernel_plan::Plan& plan = *made;
   const HloModule& planned = plan.fused_module ? *plan.fused_module : module;
-  if (absl::Status st = CheckSteps(plan, options.gemm); !st.ok()) return st;
+  if (absl::Status st = CheckSteps(plan); !st.ok()) return st;
   const kernel_plan::ArenaLayout arena = kernel_plan::LayOutArena(planned, plan);
 
   std::string error;

@@ -40,6 +40,7 @@ struct AotArtifact {
   std::vector<AotBuffer> args, results;
   int64_t temp_bytes = 0;  // the one temporary arena NAME_run needs (64-byte aligned)
   int64_t kernels = 0;     // kernel functions in the object
+  int64_t gemm_steps = 0;  // dots computed as GEMMs (emitted loop nests or OpenBLAS calls)
   int64_t constant_bytes = 0;
   std::string target;  // triple and CPU, for the summary
 };

@@ -131,10 +131,10 @@ int Main(const std::vector<std::string>& args) {
   if (absl::Status st = WriteFile(header, artifact->header); !st.ok())
     return Fail(std::string(st.message()));
   std::cout << "kiln aot: " << object.string() << " (" << artifact->object.size() << " bytes, "
-            << artifact->kernels << " kernels, " << artifact->constant_bytes
-            << " bytes of constants) and " << header.string() << "; " << artifact->args.size()
-            << " arguments, " << artifact->results.size() << " results, " << artifact->temp_bytes
-            << " bytes of temporaries; target " << artifact->target << "\n";
+            << artifact->kernels << " kernels, " << artifact->gemm_steps << " GEMMs, "
+            << artifact->constant_bytes << " bytes of constants) and " << header.string() << "; "
+            << artifact->args.size() << " arguments, " << artifact->results.size() << " results, "
+            << artifact->temp_bytes << " bytes of temporaries; target " << artifact->target << "\n";
   return kExitOk;
 }
 

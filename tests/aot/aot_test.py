@@ -217,6 +217,22 @@ ENTRY main {
   ROOT t = (f32[32,100], f32[32]) tuple(y, s)
 }
 """,
+    # GEMM steps with either operand stored transposed, batched, and an f64 dot.
+    "gemm_forms": """
+ENTRY main {
+  a = f32[48,40] parameter(0)
+  b = f32[56,48] parameter(1)
+  x = f32[4,16,33] parameter(2)
+  y = f32[4,33,40] parameter(3)
+  p = f64[20,30] parameter(4)
+  q = f64[30,40] parameter(5)
+  tn = f32[40,56] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={1}
+  nt = f32[56,40] dot(b, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bd = f32[4,16,40] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  d64 = f64[20,40] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[40,56], f32[56,40], f32[4,16,40], f64[20,40]) tuple(tn, nt, bd, d64)
+}
+""",
     "no_arguments": """
 ENTRY main {
   i = s32[5,7] iota(), iota_dimension=1
