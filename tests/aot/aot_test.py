@@ -14,6 +14,8 @@ usage: aot_test.py KILN SOURCE_ROOT
   interpreter, or is refused with one located `kiln aot: error:` line naming the instruction
   (control flow, custom calls, ...), never a crash.
 - The header compiles as C++ and its class runs the module as NAME_run_simple does.
+- aarch64 artifacts (`--target aarch64-linux-gnu`) linked by Debian's cross compiler and run
+  under user-mode QEMU, compared the same way.
 - Bad input: a bad name, a bad --gemm, a missing file, an unknown target; exit 2 or 1.
 """
 import glob
@@ -76,9 +78,17 @@ def random_input(dtype, dims, rng):
     return rng.uniform(-1, 1, size=dims).astype(NP_TYPES[dtype])
 
 
-def check_module(path, name, extra=(), libs=()):
-    """Compile, link, run and compare; True when it agreed. Refusals return None."""
+# aarch64: Debian's cross compiler links the artifact, user-mode QEMU runs it.
+CROSS_CC = shutil.which("aarch64-linux-gnu-gcc")
+QEMU = shutil.which("qemu-aarch64")
+AARCH64_SYSROOT = "/usr/aarch64-linux-gnu"
+
+
+def check_module(path, name, extra=(), libs=(), aarch64=False):
+    """Compile, link, run and compare; True when it agreed. Refusals return the failed run."""
     out = os.path.join(TMP, name)
+    if aarch64:
+        extra = tuple(extra) + ("--target", "aarch64-linux-gnu")
     r = aot(path, name, out, *extra)
     if r.returncode != 0:
         return r
@@ -86,7 +96,7 @@ def check_module(path, name, extra=(), libs=()):
     args, results = header_buffers(header, name)
     exe = os.path.join(out, "run")
     link = subprocess.run(
-        [CC, "-O2", "-Wall", "-Werror", "-I" + out, "-I" + os.path.join(ROOT, "examples", "aot"),
+        [CROSS_CC if aarch64 else CC, "-O2", "-Wall", "-Werror", "-I" + out, "-I" + os.path.join(ROOT, "examples", "aot"),
          f"-DKILN_AOT_NAME={name}", f'-DKILN_AOT_HEADER="{name}.h"',
          os.path.join(ROOT, "examples", "aot", "run_npy.c"), os.path.join(out, name + ".o"),
          "-lm", *libs, "-o", exe], capture_output=True, text=True)
@@ -102,7 +112,9 @@ def check_module(path, name, extra=(), libs=()):
     got_dir, want_dir = os.path.join(out, "got"), os.path.join(out, "want")
     os.makedirs(got_dir)
     os.makedirs(want_dir)
-    ran = subprocess.run([exe] + inputs + [got_dir], capture_output=True, text=True, timeout=300)
+    runner = [QEMU, "-L", AARCH64_SYSROOT] if aarch64 else []
+    ran = subprocess.run(runner + [exe] + inputs + [got_dir], capture_output=True, text=True,
+                         timeout=300)
     if ran.returncode != 0:
         fail(path, f"the linked program exited {ran.returncode}: {ran.stderr[-1000:]}")
         return False
@@ -301,6 +313,24 @@ def main():
                 fail(path, "--gemm openblas did not call cblas_sgemm")
     else:
         print("note: OpenBLAS cannot be linked here; --gemm openblas not tried")
+
+    # The same artifacts for aarch64, run under QEMU.
+    if CROSS_CC and QEMU:
+        for name in ("placements", "update_rows", "softmax", "types", "gemm_forms"):
+            path = os.path.join(mod_dir, name + ".hlo")
+            r = check_module(path, "arm_" + name, aarch64=True)
+            if not isinstance(r, bool):
+                fail(path, f"refused for aarch64: {r.stderr.strip()}")
+        path = os.path.join(ROOT, "examples", "hlo", "lstm_stacked.hlo")
+        r = check_module(path, "arm_lstm", aarch64=True)
+        if not isinstance(r, bool):
+            fail(path, f"refused for aarch64: {r.stderr.strip()}")
+        obj = open(os.path.join(TMP, "arm_lstm", "arm_lstm.o"), "rb").read(20)
+        if obj[18] != 183:  # e_machine EM_AARCH64
+            fail(path, "the --target aarch64-linux-gnu object is not an AArch64 ELF file")
+    else:
+        print("note: no aarch64-linux-gnu-gcc or qemu-aarch64 (setup.sh installs them); "
+              "aarch64 not tried")
 
     # Every example and corpus module: agrees with the interpreter, or a clean refusal.
     paths = sorted(glob.glob(os.path.join(ROOT, "examples", "hlo", "*.hlo")) +

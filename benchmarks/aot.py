@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Issue #15's goals for `kiln aot`, measured in one run: the size of the linked example
+programs and the time per run of the ahead-of-time artifact against cpu-llvm's JIT on the
+same module, inputs and thread count (one thread: the artifact is single-threaded).
+
+usage: /usr/bin/python3 benchmarks/aot.py [--runs N] [--kiln build/tools/kiln]
+
+For each module: `kiln aot` with the self-contained GEMM (`--gemm emitted`) and with OpenBLAS
+(`--gemm openblas`), linked into examples/aot/run_npy.c, stripped; `size` per section; the
+program's `--repeat N` time per run against `kiln run --device cpu-llvm --benchmark N` (its
+median), best of three alternating rounds; and the outputs of both against each other.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODULES = ["examples/hlo/lstm_stacked.hlo", "examples/hlo/model_fn.hlo",
+           "examples/hlo/dense_relu.hlo", "examples/hlo/lstm_cell.hlo"]
+
+
+def sh(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, check=True, **kw)
+
+
+def build(kiln, module, name, out, gemm):
+    sh([kiln, "aot", module, "--name", name, "--out-dir", out, "--gemm", gemm])
+    exe = os.path.join(out, "run")
+    sh(["cc", "-O2", "-I" + out, "-I" + os.path.join(ROOT, "examples", "aot"),
+        f"-DKILN_AOT_NAME={name}", f'-DKILN_AOT_HEADER="{name}.h"',
+        os.path.join(ROOT, "examples", "aot", "run_npy.c"), os.path.join(out, name + ".o"),
+        "-lm"] + (["-lopenblas"] if gemm == "openblas" else []) + ["-o", exe])
+    sh(["strip", exe])
+    return exe
+
+
+def inputs_for(header, name, out):
+    rng = np.random.default_rng(1)
+    files, i = [], 0
+    while True:
+        d = re.search(rf"static const int64_t {name}_arg{i}_dims\[\d+\] = \{{([^}}]*)\}};", header)
+        if not d:
+            return files
+        rank = int(re.search(rf"#define {name.upper()}_ARG{i}_RANK (\d+)", header)[1])
+        dims = [int(x) for x in d[1].split(",")][:rank]
+        f = os.path.join(out, f"in{i}.npy")
+        np.save(f, (rng.uniform(-1, 1, size=dims) * 0.3).astype(np.float32))
+        files.append(f)
+        i += 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "tools", "kiln"))
+    a = ap.parse_args()
+    env = dict(os.environ, KILN_CPU_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    os.environ.update(env)
+    tmp = tempfile.mkdtemp(prefix="kiln_aot_bench_")
+    print(f"{'module':<18} {'gemm':<9} {'program':>9} {'text':>8} {'data':>6} "
+          f"{'aot us':>9} {'jit us':>9} {'aot/jit':>8} {'max |diff|':>10}")
+    for rel in MODULES:
+        module = os.path.join(ROOT, rel)
+        base = os.path.basename(rel)[:-4]
+        for gemm in ("emitted", "openblas"):
+            out = os.path.join(tmp, f"{base}_{gemm}")
+            exe = build(a.kiln, module, base, out, gemm)
+            header = open(os.path.join(out, base + ".h")).read()
+            ins = inputs_for(header, base, out)
+            text, data = [int(x) for x in sh(["size", exe]).stdout.splitlines()[1].split()[:2]]
+            aot_dir, jit_dir = os.path.join(out, "aot"), os.path.join(out, "jit")
+            os.makedirs(aot_dir)
+            os.makedirs(jit_dir)
+            aot_us, jit_us = [], []
+            for _ in range(3):
+                r = sh([exe, "--repeat", str(a.runs)] + ins + [aot_dir])
+                aot_us.append(float(r.stdout.split()[0]))
+                r = sh([a.kiln, "run", module, "--device", "cpu-llvm", "--benchmark", str(a.runs),
+                        "--output-dir", jit_dir] + sum((["--input", f] for f in ins), []))
+                jit_us.append(1e3 * float(re.search(r"median_ms=([\d.]+)", r.stdout)[1]))
+            diff, j = 0.0, 0
+            while os.path.exists(os.path.join(aot_dir, f"output_{j}.npy")):
+                x = np.load(os.path.join(aot_dir, f"output_{j}.npy")).astype(np.float64)
+                y = np.load(os.path.join(jit_dir, f"output_{j}.npy")).astype(np.float64)
+                diff = max(diff, float(np.abs(x - y).max()) if x.size else 0.0)
+                j += 1
+            print(f"{base:<18} {gemm:<9} {os.path.getsize(exe):>9} {text:>8} {data:>6} "
+                  f"{min(aot_us):>9.1f} {min(jit_us):>9.1f} {min(aot_us) / min(jit_us):>8.2f} "
+                  f"{diff:>10.2g}", flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
