@@ -334,6 +334,7 @@ def main():
 
     # Every example and corpus module: agrees with the interpreter, or a clean refusal.
     paths = sorted(glob.glob(os.path.join(ROOT, "examples", "hlo", "*.hlo")) +
+                   glob.glob(os.path.join(ROOT, "examples", "aot", "*.hlo")) +
                    glob.glob(os.path.join(ROOT, "tests", "hlo_corpus", "0*.hlo")) +
                    glob.glob(os.path.join(ROOT, "tests", "jax_lowered", "*.hlo")))
     for n, path in enumerate(paths):
