@@ -309,6 +309,8 @@ class DriverEmitter {
   void EmitGemm(const kernel_plan::Step& step, AotArtifact& out);
   void CallGemm(const kernel_plan::GemmShape& g, llvm::Value* a, llvm::Value* b, llvm::Value* c,
                 llvm::Value* i);
+  void CallOneDnn(const kernel_plan::GemmShape& g, llvm::Value* a, llvm::Value* b, llvm::Value* c,
+                  llvm::Value* i);
 
   const kernel_plan::Plan& plan_;
   const kernel_plan::ArenaLayout& arena_;
@@ -447,6 +449,34 @@ void DriverEmitter::CallGemm(const kernel_plan::GemmShape& g, llvm::Value* a, ll
              offset(c, g.m * g.n), c32(ldc)});
 }
 
+// dnnl_sgemm(char transa, char transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc): row-major,
+// 64-bit dimensions; its status is ignored (it fails only on bad arguments).
+void DriverEmitter::CallOneDnn(const kernel_plan::GemmShape& g, llvm::Value* a, llvm::Value* b,
+                               llvm::Value* c, llvm::Value* i) {
+  llvm::Type* i8 = b_.getInt8Ty();
+  llvm::Type* i64 = b_.getInt64Ty();
+  llvm::Type* f32 = b_.getFloatTy();
+  llvm::Type* ptr = b_.getPtrTy();
+  llvm::FunctionType* ty = llvm::FunctionType::get(
+      b_.getInt32Ty(), {i8, i8, i64, i64, i64, f32, ptr, i64, ptr, i64, f32, ptr, i64}, false);
+  llvm::FunctionCallee gemm = m_.getOrInsertFunction("dnnl_sgemm", ty);
+  if (auto* f = llvm::dyn_cast<llvm::Function>(gemm.getCallee())) {
+    f->addParamAttr(0, llvm::Attribute::SExt);
+    f->addParamAttr(1, llvm::Attribute::SExt);
+  }
+  const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n, ldc = g.n;
+  auto offset = [&](llvm::Value* base, int64_t per_batch) {
+    return b_.CreateInBoundsGEP(f32, base, b_.CreateMul(i, b_.getInt64(per_batch)));
+  };
+  llvm::CallInst* call = b_.CreateCall(
+      gemm, {b_.getInt8(g.trans_a ? 'T' : 'N'), b_.getInt8(g.trans_b ? 'T' : 'N'), b_.getInt64(g.m),
+             b_.getInt64(g.n), b_.getInt64(g.k), llvm::ConstantFP::get(f32, 1.0),
+             offset(a, g.m * g.k), b_.getInt64(lda), offset(b, g.k * g.n), b_.getInt64(ldb),
+             llvm::ConstantFP::get(f32, 0.0), offset(c, g.m * g.n), b_.getInt64(ldc)});
+  call->addParamAttr(0, llvm::Attribute::SExt);
+  call->addParamAttr(1, llvm::Attribute::SExt);
+}
+
 void DriverEmitter::EmitGemm(const kernel_plan::Step& step, AotArtifact& out) {
   const kernel_plan::GemmShape& g = *step.gemm;
   ++out.gemm_steps;
@@ -464,6 +494,8 @@ void DriverEmitter::EmitGemm(const kernel_plan::Step& step, AotArtifact& out) {
   i->addIncoming(b_.getInt64(0), before);
   if (options_.gemm == AotGemm::kOpenBlas) {
     CallGemm(g, a, b, c, i);
+  } else if (options_.gemm == AotGemm::kOneDnn) {
+    CallOneDnn(g, a, b, c, i);
   } else {
     llvm::Type* elem = g.f64 ? b_.getDoubleTy() : b_.getFloatTy();
     auto entry = [&](llvm::Value* base, int64_t per_batch) {
@@ -591,9 +623,11 @@ absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions
   po.library_convolutions = false;
   // Large plain dots are GEMM steps either way: OpenBLAS calls, or the loop nest GemmFunction
   // emits (planned as a device GEMM library, which needs no host BLAS in this build).
-  if (options.gemm == AotGemm::kEmitted) {
+  if (options.gemm != AotGemm::kOpenBlas) {
+    // f32 only: f64 dots stay generated kernels (oneDNN has no dgemm).
     po.blas_min_mnk = std::numeric_limits<int64_t>::max();
-    po.device_gemm_min_mnk = kEmittedGemmMinMnk;
+    po.device_gemm_min_mnk =
+        options.gemm == AotGemm::kEmitted ? kEmittedGemmMinMnk : CpuPlanOptions().blas_min_mnk;
   }
   absl::StatusOr<kernel_plan::Plan> made = kernel_plan::MakeFusedPlan(module, po);
   if (!made.ok()) return made.status();

@@ -17,6 +17,7 @@ namespace kiln::cpu::aot {
 enum class AotGemm {
   kEmitted,   // dots and convolutions are generated loops: the object needs only libc and libm
   kOpenBlas,  // large plain dots call cblas_sgemm/cblas_dgemm (link with -lopenblas)
+  kOneDnn,    // large plain f32 dots call dnnl_sgemm (link with -ldnnl)
 };
 
 struct AotOptions {

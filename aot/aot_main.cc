@@ -1,7 +1,7 @@
 // kiln-aot: the ahead-of-time compiler `kiln aot` runs (it lives beside the cpu-llvm plugin
 // because it is cpu-llvm's code generator; the `kiln` program itself links no LLVM).
 //   kiln-aot MODULE.hlo --name NAME --out-dir DIR [--target TRIPLE] [--cpu CPU]
-//            [--features F] [--gemm emitted|openblas] [--no-core-passes]
+//            [--features F] [--gemm emitted|openblas|onednn] [--no-core-passes]
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,19 +21,20 @@ constexpr size_t kMaxModuleBytes = size_t{2} << 30;
 
 constexpr const char* kUsage =
     "usage: kiln aot MODULE.hlo --name NAME --out-dir DIR [--target TRIPLE] [--cpu CPU]\n"
-    "                [--features F] [--gemm emitted|openblas] [--no-core-passes]\n"
+    "                [--features F] [--gemm emitted|openblas|onednn] [--no-core-passes]\n"
     "Compiles MODULE.hlo ahead of time into DIR/NAME.o and DIR/NAME.h: the same core passes,\n"
     "fusion, buffer assignment and code generator as the cpu-llvm device, with no LLVM, core\n"
-    "or plugin at run time. Link with `cc prog.c DIR/NAME.o -lm` (and -lopenblas with\n"
-    "--gemm openblas). NAME.h declares\n"
+    "or plugin at run time. Link with `cc prog.c DIR/NAME.o -lm` (add -lopenblas with\n"
+    "--gemm openblas, -ldnnl with --gemm onednn). NAME.h declares\n"
     "  int NAME_run(const void* const* args, void* const* results, void* temp);\n"
     "  int NAME_run_simple(const void* const* args, void* const* results);\n"
     "with arguments in parameter order and results the flattened leaves of the output.\n"
     "  --target   an LLVM triple (default: this machine), e.g. aarch64-linux-gnu\n"
     "  --cpu      a CPU name (default: this machine's CPU for its own triple, else generic)\n"
     "  --features LLVM feature string (default: the host CPU's, for the host CPU)\n"
-    "  --gemm     emitted (default: dots are generated loops) or openblas (large dots call\n"
-    "             cblas_sgemm/cblas_dgemm)\n";
+    "  --gemm     emitted (default: dots are generated loop nests), openblas (large dots\n"
+    "             call cblas_sgemm/cblas_dgemm) or onednn (large f32 dots call dnnl_sgemm,\n"
+    "             which runs on OMP_NUM_THREADS threads)\n";
 
 int Fail(const std::string& message, int code = kExitError) {
   std::string line = message;
@@ -92,8 +93,11 @@ int Main(const std::vector<std::string>& args) {
   const std::string gemm = flags->Get("gemm", "emitted");
   if (gemm == "openblas")
     options.gemm = kiln::cpu::aot::AotGemm::kOpenBlas;
+  else if (gemm == "onednn")
+    options.gemm = kiln::cpu::aot::AotGemm::kOneDnn;
   else if (gemm != "emitted")
-    return Fail(absl::StrCat("--gemm must be emitted or openblas, not '", gemm, "'"), kExitUsage);
+    return Fail(absl::StrCat("--gemm must be emitted, openblas or onednn, not '", gemm, "'"),
+                kExitUsage);
 
   const std::string& path = flags->positional[0];
   absl::StatusOr<std::string> text = ReadModuleText(path);

@@ -5,8 +5,8 @@ same module, inputs and thread count (one thread: the artifact is single-threade
 
 usage: /usr/bin/python3 benchmarks/aot.py [--runs N] [--kiln build/tools/kiln]
 
-For each module: `kiln aot` with the self-contained GEMM (`--gemm emitted`) and with OpenBLAS
-(`--gemm openblas`), linked into examples/aot/run_npy.c, stripped; `size` per section; the
+For each module: `kiln aot` with the self-contained GEMM (`--gemm emitted`), with OpenBLAS
+(`--gemm openblas`) and with oneDNN (`--gemm onednn`, cpu-llvm's own f32 GEMM), linked into examples/aot/run_npy.c, stripped; `size` per section; the
 program's `--repeat N` time per run against `kiln run --device cpu-llvm --benchmark N` (its
 median), best of three alternating rounds; and the outputs of both against each other. Sizes
 are of the stripped, dynamically linked program (the runtime is the artifact itself; libc
@@ -38,7 +38,7 @@ def build(kiln, module, name, out, gemm):
     sh(["cc", "-O2", "-I" + out, "-I" + os.path.join(ROOT, "examples", "aot"),
         f"-DKILN_AOT_NAME={name}", f'-DKILN_AOT_HEADER="{name}.h"',
         os.path.join(ROOT, "examples", "aot", "run_npy.c"), os.path.join(out, name + ".o"),
-        "-lm"] + (["-lopenblas"] if gemm == "openblas" else []) + ["-o", exe])
+        "-lm"] + {"openblas": ["-lopenblas"], "onednn": ["-ldnnl"]}.get(gemm, []) + ["-o", exe])
     sh(["strip", exe])
     return exe
 
@@ -71,7 +71,7 @@ def main():
     for rel in MODULES:
         module = os.path.join(ROOT, rel)
         base = os.path.basename(rel)[:-4]
-        for gemm in ("emitted", "openblas"):
+        for gemm in ("emitted", "openblas", "onednn"):
             out = os.path.join(tmp, f"{base}_{gemm}")
             exe = build(a.kiln, module, base, out, gemm)
             header = open(os.path.join(out, base + ".h")).read()

@@ -313,6 +313,17 @@ def main():
                 fail(path, "--gemm openblas did not call cblas_sgemm")
     else:
         print("note: OpenBLAS cannot be linked here; --gemm openblas not tried")
+    have_onednn = subprocess.run([CC, "-x", "c", "-", "-ldnnl", "-o", os.devnull],
+                                 input="int main(void){return 0;}", capture_output=True,
+                                 text=True).returncode == 0
+    if have_onednn:
+        path = os.path.join(TMP, "modules", "gemm_forms.hlo")
+        r = check_module(path, "dnnl_gemm_forms", ("--gemm", "onednn"), ("-ldnnl",))
+        if not isinstance(r, bool):
+            fail(path, f"refused with --gemm onednn: {r.stderr.strip()}")
+        obj = open(os.path.join(TMP, "dnnl_gemm_forms", "dnnl_gemm_forms.o"), "rb").read()
+        if b"dnnl_sgemm" not in obj:
+            fail(path, "--gemm onednn did not call dnnl_sgemm")
 
     # The same artifacts for aarch64, run under QEMU.
     if CROSS_CC and QEMU:
