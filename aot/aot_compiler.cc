@@ -4,6 +4,7 @@
 // assignment's layout, plus slots of their own for what the layout leaves out).
 #include "aot/aot_compiler.h"
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <limits>
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "aot/aot_header.h"
 #include "hlo/computation.h"
@@ -114,8 +116,8 @@ absl::flat_hash_map<Def, int64_t> ClaimResults(const kernel_plan::Plan& plan) {
   return claims;
 }
 
-// The first entry step AOT cannot compile, as an error naming it.
-absl::Status CheckSteps(const kernel_plan::Plan& plan) {
+// The first step of one computation AOT cannot compile.
+absl::Status CheckPlanSteps(const kernel_plan::ComputationPlan& plan, bool entry) {
   for (const kernel_plan::Step& step : plan.steps) {
     const HloInstruction& h = *step.instr;
     auto refuse = [&](std::string_view why) {
@@ -127,18 +129,26 @@ absl::Status CheckSteps(const kernel_plan::Plan& plan) {
       case kernel_plan::Disposition::kEvaluator:
         return refuse(absl::StrCat("the code generator cannot emit it (", step.why,
                                    "), and an AOT artifact has no evaluator to fall back on"));
-      case kernel_plan::Disposition::kControlFlow:
-        return refuse("control flow is not compiled ahead of time yet");
       case kernel_plan::Disposition::kLibrary:
         if (step.conv || !step.gemm) return refuse("a library call the artifact does not link");
         break;
       case kernel_plan::Disposition::kBookkeeping:
-        if (h.opcode() == HloOpcode::kParameter && !h.shape().IsArray())
+        if (entry && h.opcode() == HloOpcode::kParameter && !h.shape().IsArray())
           return refuse("AOT takes array parameters only (pass the leaves of a tuple one by one)");
         break;
       default:
         break;
     }
+  }
+  return absl::OkStatus();
+}
+
+// The first step AOT cannot compile, in the entry or a computation control flow runs, as an
+// error naming it.
+absl::Status CheckSteps(const kernel_plan::Plan& plan) {
+  if (absl::Status st = CheckPlanSteps(plan, /*entry=*/true); !st.ok()) return st;
+  for (const kernel_plan::ComputationPlan& c : plan.called) {
+    if (absl::Status st = CheckPlanSteps(c, /*entry=*/false); !st.ok()) return st;
   }
   for (const Shape& leaf : FlattenShape(plan.computation->root()->shape())) {
     if (!leaf.IsArray())
@@ -305,6 +315,14 @@ class DriverEmitter {
   // Where step output `o` goes: a result, the step's arena offset, or a slot of its own.
   Place OutputPlace(const kernel_plan::Step& step, int o, int64_t bytes);
   absl::Status EmitConstant(const HloInstruction& h, AotArtifact& out);
+  // The steps of one computation (the entry, or one run by control flow) with its parameters
+  // at `params`; the root's value.
+  absl::StatusOr<Node> EmitComputation(const kernel_plan::ComputationPlan& p,
+                                       std::vector<Node> params, AotArtifact& out);
+  absl::Status EmitControlFlow(const kernel_plan::Step& step, AotArtifact& out);
+  void MarkStateUpdates(const kernel_plan::ComputationPlan& body);
+  Node NewNode(const Shape& shape);  // fresh slots for every leaf
+  void CopyNode(const Node& to, const Node& from, const Shape& shape);
   void EmitKernelCall(const kernel_plan::Step& step, llvm::Function* fn);
   void EmitGemm(const kernel_plan::Step& step, AotArtifact& out);
   void CallGemm(const kernel_plan::GemmShape& g, llvm::Value* a, llvm::Value* b, llvm::Value* c,
@@ -322,6 +340,8 @@ class DriverEmitter {
   llvm::Value* table_ = nullptr;  // the kernels' buffer table
   absl::flat_hash_map<Def, int64_t> claims_;
   absl::flat_hash_map<const HloInstruction*, Node> values_;
+  const std::vector<std::string>* kernel_names_ = nullptr;
+  absl::flat_hash_set<const HloInstruction*> state_updates_;  // see MarkStateUpdates
   std::vector<llvm::GlobalVariable*> constants_;
   std::map<std::pair<int, int64_t>, llvm::Value*> loaded_;  // argument/result pointers
   int64_t extra_end_ = 0;
@@ -400,7 +420,9 @@ void DriverEmitter::EmitKernelCall(const kernel_plan::Step& step, llvm::Function
       // Not an arena slot: the buffer assignment may give it to another value after this step.
       const bool own_slot = from.kind == Place::kTemp && !from.arena;
       const bool placed = claims_.contains(Def{step.instr, o}) || arena_.OffsetOf(step.instr) >= 0;
-      p = !placed && own_slot && private_value ? from : OutputPlace(step, o, bytes);
+      const bool state_update = state_updates_.contains(step.instr) && step.IsLastUse(operand);
+      p = state_update || (!placed && own_slot && private_value) ? from
+                                                                 : OutputPlace(step, o, bytes);
       if (!(p == from))
         b_.CreateMemCpy(Pointer(p), llvm::MaybeAlign(16), Pointer(from), llvm::MaybeAlign(16),
                         bytes);
@@ -512,27 +534,14 @@ void DriverEmitter::EmitGemm(const kernel_plan::Step& step, AotArtifact& out) {
   values_[step.instr].place = p;
 }
 
-absl::Status DriverEmitter::Emit(const std::vector<std::string>& kernel_names, AotArtifact& out) {
-  claims_ = ClaimResults(plan_);
-  extra_end_ = RoundUp(arena_.size);
-  llvm::Type* ptr = b_.getPtrTy();
-  run_ = llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr, ptr}, false),
-                                llvm::GlobalValue::ExternalLinkage, options_.name + "_run", m_);
-  run_->addFnAttr(llvm::Attribute::NoUnwind);
-  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", run_));
-  size_t table_size = 1;
-  for (const kernel_plan::Step& step : plan_.steps) {
-    if (step.kind == kernel_plan::Disposition::kKernel)
-      table_size =
-          std::max(table_size, step.sources.size() + plan_.kernels[step.kernel].outputs.size() + 1);
-  }
-  table_ = b_.CreateAlloca(llvm::ArrayType::get(ptr, table_size), nullptr, "buffers");
-  for (const kernel_plan::Step& step : plan_.steps) {
+absl::StatusOr<Node> DriverEmitter::EmitComputation(const kernel_plan::ComputationPlan& p,
+                                                    std::vector<Node> params, AotArtifact& out) {
+  for (const kernel_plan::Step& step : p.steps) {
     const HloInstruction& h = *step.instr;
     switch (step.kind) {
       case kernel_plan::Disposition::kBookkeeping:
         if (h.opcode() == HloOpcode::kParameter) {
-          values_[&h].place = Place{Place::kArg, h.parameter_number(), false};
+          values_[&h] = params.at(h.parameter_number());
         } else if (h.opcode() == HloOpcode::kConstant) {
           if (absl::Status st = EmitConstant(h, out); !st.ok()) return st;
         } else if (h.opcode() == HloOpcode::kGetTupleElement) {
@@ -545,9 +554,9 @@ absl::Status DriverEmitter::Emit(const std::vector<std::string>& kernel_names, A
         }
         break;
       case kernel_plan::Disposition::kKernel: {
-        llvm::Function* fn = m_.getFunction(kernel_names[step.kernel]);
+        llvm::Function* fn = m_.getFunction((*kernel_names_)[step.kernel]);
         if (fn == nullptr)
-          return absl::InternalError(absl::StrCat("AOT: kernel ", kernel_names[step.kernel],
+          return absl::InternalError(absl::StrCat("AOT: kernel ", (*kernel_names_)[step.kernel],
                                                   " of %", h.name(), " was not emitted"));
         EmitKernelCall(step, fn);
         break;
@@ -555,13 +564,171 @@ absl::Status DriverEmitter::Emit(const std::vector<std::string>& kernel_names, A
       case kernel_plan::Disposition::kLibrary:
         EmitGemm(step, out);
         break;
+      case kernel_plan::Disposition::kControlFlow:
+        if (absl::Status st = EmitControlFlow(step, out); !st.ok()) return st;
+        break;
       default:
         break;  // kInlined; CheckSteps refused the rest
     }
   }
+  return values_.at(p.computation->root());
+}
+
+Node DriverEmitter::NewNode(const Shape& shape) {
+  if (!shape.IsTuple()) return Node{NewTemp(shape.byte_size()), {}};
+  Node n;
+  for (const Shape& s : shape.tuple_shapes()) n.elements.push_back(NewNode(s));
+  return n;
+}
+
+void DriverEmitter::CopyNode(const Node& to, const Node& from, const Shape& shape) {
+  std::vector<Place> dst, src;
+  Flatten(to, dst);
+  Flatten(from, src);
+  std::vector<Shape> leaves = FlattenShape(shape);
+  for (size_t k = 0; k < dst.size(); ++k) {
+    if (dst[k] == src[k]) continue;
+    b_.CreateMemCpy(Pointer(dst[k]), llvm::MaybeAlign(16), Pointer(src[k]), llvm::MaybeAlign(16),
+                    leaves[k].byte_size());
+  }
+}
+
+// The body steps that may update a state element in place: a kernel with an in-place
+// dynamic-update-slice whose operand is the state's element k, read by nothing else (one
+// get-tuple-element of index k, the parameter used only through get-tuple-elements), and
+// whose result is the body's element k. Its output is then the state slot itself.
+void DriverEmitter::MarkStateUpdates(const kernel_plan::ComputationPlan& body) {
+  const HloComputation& comp = *body.computation;
+  const HloInstruction* param = comp.parameter(0);
+  const HloInstruction* root = comp.root();
+  if (root->opcode() != HloOpcode::kTuple) return;
+  absl::flat_hash_map<int64_t, int> readers;
+  for (const HloInstruction* u : param->users()) {
+    if (u->opcode() != HloOpcode::kGetTupleElement) return;
+    ++readers[u->tuple_index()];
+  }
+  for (const kernel_plan::Step& step : body.steps) {
+    if (step.kind != kernel_plan::Disposition::kKernel || step.in_place_source < 0) continue;
+    const HloInstruction* operand = step.sources[step.in_place_source];
+    if (operand->opcode() != HloOpcode::kGetTupleElement || operand->operand(0) != param ||
+        operand->users().size() != 1 || readers[operand->tuple_index()] != 1)
+      continue;
+    const int64_t k = operand->tuple_index();
+    if (k < root->operand_count() && root->operand(k) == step.instr)
+      state_updates_.insert(step.instr);
+  }
+}
+
+absl::Status DriverEmitter::EmitControlFlow(const kernel_plan::Step& step, AotArtifact& out) {
+  const HloInstruction& h = *step.instr;
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  if (h.opcode() == HloOpcode::kWhile) {
+    const kernel_plan::ComputationPlan& cond = plan_.called[step.called[0]];
+    const kernel_plan::ComputationPlan& body = plan_.called[step.called[1]];
+    // The state lives in slots of its own; the body's results are copied back into them,
+    // except what it returns unchanged and what it updated there in place.
+    Node state = NewNode(h.shape());
+    CopyNode(state, values_.at(h.operand(0)), h.shape());
+    MarkStateUpdates(body);
+    llvm::BasicBlock* test = llvm::BasicBlock::Create(ctx_, h.name() + ".cond", f);
+    llvm::BasicBlock* loop = llvm::BasicBlock::Create(ctx_, h.name() + ".body", f);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, h.name() + ".done", f);
+    b_.CreateBr(test);
+    b_.SetInsertPoint(test);
+    absl::StatusOr<Node> go = EmitComputation(cond, {state}, out);
+    if (!go.ok()) return go.status();
+    llvm::Value* flag = b_.CreateLoad(b_.getInt8Ty(), Pointer(*go->place));
+    b_.CreateCondBr(b_.CreateICmpNE(flag, b_.getInt8(0)), loop, done);
+    b_.SetInsertPoint(loop);
+    absl::StatusOr<Node> next = EmitComputation(body, {state}, out);
+    if (!next.ok()) return next.status();
+    // Elements the body moved from one state slot to another go through a staging copy, so
+    // none is overwritten before it is read.
+    std::vector<Place> to, from;
+    Flatten(state, to);
+    Flatten(*next, from);
+    std::vector<Shape> leaves = FlattenShape(h.shape());
+    std::vector<std::pair<size_t, Place>> staged;
+    for (size_t k = 0; k < to.size(); ++k) {
+      if (from[k] == to[k]) continue;
+      if (std::find(to.begin(), to.end(), from[k]) != to.end()) {
+        Place stage = NewTemp(leaves[k].byte_size());
+        b_.CreateMemCpy(Pointer(stage), llvm::MaybeAlign(16), Pointer(from[k]),
+                        llvm::MaybeAlign(16), leaves[k].byte_size());
+        staged.emplace_back(k, stage);
+      }
+    }
+    for (size_t k = 0; k < to.size(); ++k) {
+      if (from[k] == to[k] || std::find(to.begin(), to.end(), from[k]) != to.end()) continue;
+      b_.CreateMemCpy(Pointer(to[k]), llvm::MaybeAlign(16), Pointer(from[k]), llvm::MaybeAlign(16),
+                      leaves[k].byte_size());
+    }
+    for (const auto& [k, stage] : staged)
+      b_.CreateMemCpy(Pointer(to[k]), llvm::MaybeAlign(16), Pointer(stage), llvm::MaybeAlign(16),
+                      leaves[k].byte_size());
+    b_.CreateBr(test);
+    b_.SetInsertPoint(done);
+    values_[&h] = std::move(state);
+    return absl::OkStatus();
+  }
+  // A conditional: its selector picks the branch (pred true -> 0, false -> 1; an index out
+  // of range -> the last branch), whose result is copied into slots of the conditional's own.
+  if (h.opcode() != HloOpcode::kConditional)
+    return absl::UnimplementedError(absl::StrCat("cannot compile %", h.name(),
+                                                 " ahead of time: calls must be inlined first "
+                                                 "(the call-inliner pass)"));
+  Node result = NewNode(h.shape());
+  const int64_t branches = static_cast<int64_t>(step.called.size());
+  const HloInstruction* selector = h.operand(0);
+  llvm::Value* index;
+  if (selector->shape().element_type() == PrimitiveType::PRED) {
+    llvm::Value* v = b_.CreateLoad(b_.getInt8Ty(), Pointer(*values_.at(selector).place));
+    index = b_.CreateSelect(b_.CreateICmpNE(v, b_.getInt8(0)), b_.getInt32(0), b_.getInt32(1));
+  } else {
+    llvm::Value* v = b_.CreateLoad(b_.getInt32Ty(), Pointer(*values_.at(selector).place));
+    llvm::Value* inside = b_.CreateAnd(b_.CreateICmpSGE(v, b_.getInt32(0)),
+                                       b_.CreateICmpSLT(v, b_.getInt32(branches)));
+    index = b_.CreateSelect(inside, v, b_.getInt32(static_cast<int32_t>(branches - 1)));
+  }
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, h.name() + ".done", f);
+  llvm::SwitchInst* sw = b_.CreateSwitch(index, done, static_cast<unsigned>(branches));
+  for (int64_t i = 0; i < branches; ++i) {
+    llvm::BasicBlock* block =
+        llvm::BasicBlock::Create(ctx_, absl::StrCat(h.name(), ".branch", i), f);
+    sw->addCase(b_.getInt32(static_cast<int32_t>(i)), block);
+    b_.SetInsertPoint(block);
+    absl::StatusOr<Node> r =
+        EmitComputation(plan_.called[step.called[i]], {values_.at(h.operand(i + 1))}, out);
+    if (!r.ok()) return r.status();
+    CopyNode(result, *r, h.shape());
+    b_.CreateBr(done);
+  }
+  b_.SetInsertPoint(done);
+  values_[&h] = std::move(result);
+  return absl::OkStatus();
+}
+
+absl::Status DriverEmitter::Emit(const std::vector<std::string>& kernel_names, AotArtifact& out) {
+  claims_ = ClaimResults(plan_);
+  extra_end_ = RoundUp(arena_.size);
+  llvm::Type* ptr = b_.getPtrTy();
+  run_ = llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr, ptr}, false),
+                                llvm::GlobalValue::ExternalLinkage, options_.name + "_run", m_);
+  run_->addFnAttr(llvm::Attribute::NoUnwind);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", run_));
+  size_t table_size = 1;
+  for (const llvm_emit::KernelSpec& spec : plan_.kernels)
+    table_size = std::max(table_size, spec.inputs.size() + spec.outputs.size() + 1);
+  table_ = b_.CreateAlloca(llvm::ArrayType::get(ptr, table_size), nullptr, "buffers");
+  kernel_names_ = &kernel_names;
+  std::vector<Node> params;
+  for (int i = 0; i < plan_.computation->num_parameters(); ++i)
+    params.push_back(Node{Place{Place::kArg, i, false}, {}});
+  absl::StatusOr<Node> root = EmitComputation(plan_, std::move(params), out);
+  if (!root.ok()) return root.status();
   // Results the steps did not write in place are copied into the caller's buffers.
   std::vector<Place> leaves;
-  Flatten(values_.at(plan_.computation->root()), leaves);
+  Flatten(*root, leaves);
   std::vector<Shape> shapes = FlattenShape(plan_.computation->root()->shape());
   for (size_t j = 0; j < leaves.size(); ++j) {
     Place dst{Place::kResult, static_cast<int64_t>(j), false};

@@ -23,7 +23,8 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODULES = ["examples/hlo/lstm_stacked.hlo", "examples/hlo/model_fn.hlo",
+MODULES = ["examples/hlo/lstm_stacked.hlo", "examples/hlo/lstm_stacked_while.hlo",
+           "examples/hlo/model_fn.hlo",
            "examples/aot/mnist_classifier.hlo", "examples/hlo/dense_relu.hlo",
            "examples/hlo/lstm_cell.hlo"]
 

@@ -245,6 +245,73 @@ ENTRY main {
   ROOT t = (f32[40,56], f32[56,40], f32[4,16,40], f64[20,40]) tuple(tn, nt, bd, d64)
 }
 """,
+    # A loop that swaps two state elements (staged copies), counts, and writes one row of a
+    # third per iteration (updated in its state slot).
+    "while_loop": """
+cond {
+  s = (s32[], f32[4,3], f32[4,3], f32[6,3]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(5)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+
+body {
+  s = (s32[], f32[4,3], f32[4,3], f32[6,3]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  a = f32[4,3] get-tuple-element(s), index=1
+  b = f32[4,3] get-tuple-element(s), index=2
+  rows = f32[6,3] get-tuple-element(s), index=3
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  a2 = f32[4,3] add(a, b)
+  zero = s32[] constant(0)
+  row = f32[1,3] slice(a2), slice={[1:2], [0:3]}
+  rows2 = f32[6,3] dynamic-update-slice(rows, row, i, zero)
+  ROOT t = (s32[], f32[4,3], f32[4,3], f32[6,3]) tuple(i1, b, a, rows2)
+}
+
+ENTRY main {
+  a = f32[4,3] parameter(0)
+  b = f32[4,3] parameter(1)
+  rows = f32[6,3] parameter(2)
+  zero = s32[] constant(0)
+  init = (s32[], f32[4,3], f32[4,3], f32[6,3]) tuple(zero, a, b, rows)
+  w = (s32[], f32[4,3], f32[4,3], f32[6,3]) while(init), condition=cond, body=body
+  wa = f32[4,3] get-tuple-element(w), index=1
+  wb = f32[4,3] get-tuple-element(w), index=2
+  wr = f32[6,3] get-tuple-element(w), index=3
+  wi = s32[] get-tuple-element(w), index=0
+  ROOT r = (f32[4,3], f32[4,3], f32[6,3], s32[], f32[6,3]) tuple(wa, wb, wr, wi, rows)
+}
+""",
+    # Conditionals on a pred and on an index (out of range: the last branch).
+    "conditional": """
+neg {
+  x = f32[8] parameter(0)
+  ROOT n = f32[8] negate(x)
+}
+
+expo {
+  x = f32[8] parameter(0)
+  ROOT e = f32[8] exponential(x)
+}
+
+twice {
+  x = f32[8] parameter(0)
+  ROOT t = f32[8] add(x, x)
+}
+
+ENTRY main {
+  x = f32[8] parameter(0)
+  k = s32[] parameter(1)
+  p = pred[] parameter(2)
+  c1 = f32[8] conditional(p, x, x), true_computation=neg, false_computation=expo
+  c2 = f32[8] conditional(k, x, x, x), branch_computations={neg, expo, twice}
+  big = s32[] constant(7)
+  c3 = f32[8] conditional(big, x, x, x), branch_computations={neg, expo, twice}
+  ROOT t = (f32[8], f32[8], f32[8]) tuple(c1, c2, c3)
+}
+""",
     "no_arguments": """
 ENTRY main {
   i = s32[5,7] iota(), iota_dimension=1
