@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "core/graph/cluster_picture.h"
@@ -14,6 +15,7 @@
 #include "core/graph/verifier.h"
 #include "core/plugin_registry.h"
 #include "fmt/format.h"
+#include "hlo/text/parser.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 #include "tools/npy.h"
@@ -31,6 +33,13 @@ constexpr const char* kGraphUsage =
     "       kiln graph print FILE.graph      (parse, verify, print back)\n"
     "       kiln graph lower FILE.graph [--input X.npy]...  (must-compile lowering, print HLO;\n"
     "                                    inputs give shapes to Placeholders with -1 dims)\n"
+    "       kiln graph aot FILE.graph --name NAME --out-dir DIR [--feed P[=SHAPE]]...\n"
+    "                      [--fetch NODE[:I]]... [--target TRIPLE] [--cpu CPU] [--features F]\n"
+    "                      [--gemm emitted|openblas|onednn] [--no-core-passes]\n"
+    "  (ahead of time, as tfcompile: the graph cut to its fetches, lowered whole to DIR/NAME.hlo,\n"
+    "  then `kiln aot` on it; feeds are Placeholders, SHAPE like f32[8,784] sets -1 dims,\n"
+    "  arguments follow the Placeholders' text order; default: every Placeholder, the\n"
+    "  graph's outputs)\n"
     "One --input per Placeholder, in text order; without --input, deterministic\n"
     "pseudo-random inputs are generated as kiln run does (every Placeholder shape must be\n"
     "known). --output-dir writes output_0.npy, ...;\n"
@@ -95,11 +104,83 @@ absl::StatusOr<std::vector<Literal>> GenerateInputs(const graph::Graph& g) {
   return inputs;
 }
 
+// `kiln graph aot`: the graph's fetches (default: its outputs) lowered whole with its fed
+// Placeholders as parameters, written to DIR/NAME.hlo, then compiled by `kiln aot`.
+int GraphAot(graph::Graph& g, const std::string& path, const ParsedFlags& flags) {
+  if (!flags.Has("name") || !flags.Has("out-dir"))
+    return ReportError("graph", "graph aot needs --name NAME and --out-dir DIR", kExitUsage);
+  std::map<std::string, graph::ValueInfo> feeds;
+  std::set<std::string> fed;
+  for (const std::string& feed : flags.All("feed")) {
+    const size_t eq = feed.find('=');
+    const std::string name = feed.substr(0, eq);
+    const graph::Node* node = g.Find(name);
+    if (node == nullptr || node->op != "Placeholder")
+      return ReportError(
+          "graph", fmt::format("--feed {}: {} has no Placeholder named '{}'", feed, path, name));
+    fed.insert(name);
+    if (eq == std::string::npos) continue;
+    absl::StatusOr<Shape> shape = ParseShape(feed.substr(eq + 1));
+    if (!shape.ok() || !shape->IsArray())
+      return ReportError("graph", fmt::format("--feed {}: expected NAME=SHAPE with SHAPE like "
+                                              "f32[8,784]",
+                                              feed));
+    feeds[name] = {shape->element_type(), graph::TensorShape{shape->dimensions()}};
+  }
+  if (!fed.empty()) {
+    for (const graph::Node* p : g.Placeholders()) {
+      if (!fed.count(p->name))
+        return ReportError("graph", fmt::format("{}: Placeholder {} is not fed (--feed {}): an "
+                                                "AOT artifact takes every input it reads",
+                                                p->loc.ToString(), p->name, p->name));
+    }
+  }
+  if (flags.Has("fetch")) {
+    std::vector<graph::Edge> fetches;
+    for (const std::string& fetch : flags.All("fetch")) {
+      const size_t colon = fetch.rfind(':');
+      graph::Edge e{fetch, 0};
+      if (colon != std::string::npos) {
+        e.node = fetch.substr(0, colon);
+        try {
+          e.index = std::stoi(fetch.substr(colon + 1));
+        } catch (const std::exception&) {
+          return ReportError("graph", fmt::format("--fetch {}: expected NODE or NODE:INDEX", fetch),
+                             kExitUsage);
+        }
+      }
+      if (g.Find(e.node) == nullptr)
+        return ReportError(
+            "graph", fmt::format("--fetch {}: {} has no node named '{}'", fetch, path, e.node));
+      fetches.push_back(e);
+    }
+    g.set_outputs(std::move(fetches));
+  }
+  absl::StatusOr<std::unique_ptr<HloModule>> m = graph::LowerToHlo(g, feeds);
+  if (!m.ok()) return ReportError("graph", std::string(m.status().message()));
+  const std::filesystem::path dir = flags.Get("out-dir");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::filesystem::path hlo = dir / (flags.Get("name") + ".hlo");
+  std::ofstream out(hlo);
+  out << (*m)->ToString();
+  out.close();
+  if (ec || !out) return ReportError("graph", fmt::format("{}: cannot write", hlo.string()));
+  std::vector<std::string> args = {hlo.string()};
+  for (const char* f : {"name", "out-dir", "target", "cpu", "features", "gemm"}) {
+    if (flags.Has(f)) args.insert(args.end(), {std::string("--") + f, flags.Get(f)});
+  }
+  if (flags.Has("no-core-passes")) args.push_back("--no-core-passes");
+  return AotCommand(args);
+}
+
 }  // namespace
 
 int GraphCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.with_value = {"device", "input", "output-dir", "dump-clusters", "steps"};
+  spec.with_value = {"device", "input",    "output-dir", "dump-clusters", "steps",
+                     "name",   "out-dir",  "feed",       "fetch",         "target",
+                     "cpu",    "features", "gemm"};
   spec.switches = {"help",         "must-compile",   "auto-jit",      "log-device-placement",
                    "log-compiles", "soft-placement", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
@@ -109,12 +190,12 @@ int GraphCommand(const std::vector<std::string>& argv) {
     return kExitOk;
   }
   if (flags->positional.size() != 2) {
-    return ReportError("graph", "expected `run|print|lower FILE.graph` (see kiln graph --help)",
+    return ReportError("graph", "expected `run|print|lower|aot FILE.graph` (see kiln graph --help)",
                        kExitUsage);
   }
   const std::string& sub = flags->positional[0];
   const std::string& path = flags->positional[1];
-  if (sub != "run" && sub != "print" && sub != "lower") {
+  if (sub != "run" && sub != "print" && sub != "lower" && sub != "aot") {
     return ReportError("graph", fmt::format("unknown graph subcommand '{}'", sub), kExitUsage);
   }
   if (flags->Has("must-compile") && flags->Has("auto-jit")) {
@@ -126,6 +207,7 @@ int GraphCommand(const std::vector<std::string>& argv) {
     std::cout << graph::PrintGraph(*g);
     return kExitOk;
   }
+  if (sub == "aot") return GraphAot(*g, path, *flags);
   std::vector<Literal> inputs;
   for (const std::string& file : flags->All("input")) {
     absl::StatusOr<Literal> l = ReadNpyFile(file);

@@ -25,6 +25,8 @@ constexpr const char* kUsage =
     "                       [--soft-placement] [--dump-clusters FILE.dot|.svg|.html]\n"
     "                       [--steps N] [--no-core-passes]\n"
     "  graph print FILE.graph | graph lower FILE.graph [--input X.npy]...\n"
+    "  graph aot FILE.graph --name NAME --out-dir DIR [--feed P[=SHAPE]]... [--fetch NODE[:I]]...\n"
+    "                       [--target TRIPLE] [--cpu CPU] [--features F] [--gemm KIND]\n"
     "  devices\n"
     "  plugin-test PATH.so|NAME [--json] [--seed N] [--modules N]\n"
     "  aot MODULE.hlo --name NAME --out-dir DIR [--target TRIPLE] [--cpu CPU] [--features F]\n"

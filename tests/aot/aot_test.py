@@ -16,6 +16,8 @@ usage: aot_test.py KILN SOURCE_ROOT
 - The header compiles as C++ and its class runs the module as NAME_run_simple does.
 - aarch64 artifacts (`--target aarch64-linux-gnu`) linked by Debian's cross compiler and run
   under user-mode QEMU, compared the same way.
+- `kiln graph aot`: graphs with feeds and fetches, against the interpreter and `kiln graph
+  run`; a feed or fetch that does not exist, an unfed Placeholder.
 - Bad input: a bad name, a bad --gemm, a missing file, an unknown target; exit 2 or 1.
 """
 import glob
@@ -422,12 +424,77 @@ def main():
             expect_refusal(path, r)
             print(f"refused {os.path.relpath(path, ROOT)}: {r.stderr.strip()[:160]}")
 
+    check_graph_aot()
     check_cpp_class()
     check_bad_input()
     print(f"aot_test: {counts['agree']} modules agree with the interpreter, "
           f"{counts['refused']} refused cleanly, {len(failures)} failures")
     shutil.rmtree(TMP, ignore_errors=True)
     return 1 if failures else 0
+
+
+def check_graph_aot():
+    """`kiln graph aot`: a graph's fetches with its fed Placeholders, linked and run, against
+    `kiln graph run --device interpreter` on the same inputs; bad feeds and fetches."""
+    cases = [("model_fn", [], []), ("dense", ["--feed", "x=f32[8,3]", "--feed", "w"], []),
+             ("model_fn", [], ["--fetch", "yz", "--fetch", "s"])]
+    for n, (graph, feeds, fetches) in enumerate(cases):
+        path = os.path.join(ROOT, "examples", "graph", graph + ".graph")
+        name = f"graph{n}"
+        out = os.path.join(TMP, name)
+        r = subprocess.run([KILN, "graph", "aot", path, "--name", name, "--out-dir", out]
+                           + feeds + fetches, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            fail(path, f"graph aot {feeds + fetches}: {r.stderr.strip()}")
+            continue
+        hlo = os.path.join(out, name + ".hlo")
+        exe = os.path.join(out, "run")
+        subprocess.run([CC, "-O2", "-I" + out, "-I" + os.path.join(ROOT, "examples", "aot"),
+                        f"-DKILN_AOT_NAME={name}", f'-DKILN_AOT_HEADER="{name}.h"',
+                        os.path.join(ROOT, "examples", "aot", "run_npy.c"),
+                        os.path.join(out, name + ".o"), "-lm", "-o", exe], check=True)
+        args, results = header_buffers(open(os.path.join(out, name + ".h")).read(), name)
+        rng = np.random.default_rng(3)
+        inputs = []
+        for i, (dtype, dims) in enumerate(args):
+            inputs.append(os.path.join(out, f"in{i}.npy"))
+            np.save(inputs[-1], random_input(dtype, dims, rng))
+        got, want = os.path.join(out, "got"), os.path.join(out, "want")
+        os.makedirs(got)
+        subprocess.run([exe] + inputs + [got], check=True, capture_output=True)
+        # The graph run by the interpreter (with its own fetches: the lowered module's).
+        ref = subprocess.run([KILN, "run", hlo, "--device", "interpreter", "--output-dir", want]
+                             + sum((["--input", f] for f in inputs), []),
+                             capture_output=True, text=True)
+        graph_ref = subprocess.run([KILN, "graph", "run", path, "--device", "interpreter",
+                                    "--output-dir", want + "_graph"]
+                                   + sum((["--input", f] for f in inputs), []),
+                                   capture_output=True, text=True)
+        if ref.returncode != 0 or graph_ref.returncode != 0:
+            fail(path, f"reference runs failed: {ref.stderr[-300:]} {graph_ref.stderr[-300:]}")
+            continue
+        for j in range(len(results)):
+            a = np.load(os.path.join(got, f"output_{j}.npy"))
+            b = np.load(os.path.join(want, f"output_{j}.npy"))
+            if not np.allclose(a, b, atol=1e-5, rtol=1e-4):
+                fail(path, f"graph aot result {j} differs from the interpreter")
+        if not fetches:  # the graph's own outputs: the graph run gives the same values
+            for j in range(len(results)):
+                a = np.load(os.path.join(got, f"output_{j}.npy"))
+                b = np.load(os.path.join(want + "_graph", f"output_{j}.npy"))
+                if not np.allclose(a, b, atol=1e-5, rtol=1e-4):
+                    fail(path, f"graph aot result {j} differs from kiln graph run")
+        counts["agree"] += 1
+    model_fn = os.path.join(ROOT, "examples", "graph", "model_fn.graph")
+    out = os.path.join(TMP, "graph_bad")
+    for extra, text in [(["--feed", "nope"], "no Placeholder named 'nope'"),
+                        (["--feed", "x", "--feed", "y"], "model_fn.graph:4:1: Placeholder z is not fed"),
+                        (["--fetch", "nope:1"], "no node named 'nope'"),
+                        (["--feed", "x=f32[oops"], "expected NAME=SHAPE")]:
+        r = subprocess.run([KILN, "graph", "aot", model_fn, "--name", "g", "--out-dir", out]
+                           + extra, capture_output=True, text=True)
+        if r.returncode == 0 or text not in r.stderr:
+            fail("graph aot " + " ".join(extra), f"want '{text}', got {r.returncode}: {r.stderr}")
 
 
 def check_cpp_class():
