@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/executable_file.h"
 #include "fmt/format.h"
 #include "hlo/dump/dump.h"
 #include "hlo/text/parser.h"
@@ -28,6 +29,17 @@ absl::Status DumpCompiled(const HloModule& module, const CorePassOptions& o,
 const std::vector<HloCluster>& ModuleExecutable::clusters() const {
   static const std::vector<HloCluster> kNone;
   return partitioned_ ? partitioned_->clusters() : kNone;
+}
+
+absl::StatusOr<std::string> ModuleExecutable::SaveExecutable() const {
+  const ModuleExecutable& now = Current();
+  if (now.executable_ == nullptr)
+    return absl::FailedPreconditionError(
+        "only a module one device runs whole can be saved (this one is partitioned: " +
+        now.device_names_ + ")");
+  absl::StatusOr<std::string> bytes = now.executable_->Serialize();
+  if (!bytes.ok()) return bytes.status();
+  return PackExecutableFile(now.plugin_->name(), now.module_->ToString(), *bytes);
 }
 
 const ModuleExecutable& ModuleExecutable::Current() const {
@@ -68,6 +80,9 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::CompileOnce(
 
   // A named device runs the whole module: it may ask for the module as written.
   Plugin* named = nullptr;
+  if (!options.executable_file.empty() && options.device == "auto")
+    return absl::InvalidArgumentError(
+        "loading a saved executable needs the device that saved it (--device NAME, not auto)");
   if (options.device != "auto") {
     absl::StatusOr<Plugin*> p = registry.Select(options.device, written_text);
     if (!p.ok()) return p.status();
@@ -112,8 +127,15 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::CompileOnce(
     exe->device_names_ = placement.whole->name();
     if (absl::Status s = DumpCompiled(*exe->module_, core, exe->device_names_, first_dump); !s.ok())
       return s;
-    absl::StatusOr<std::unique_ptr<Executable>> e =
-        placement.whole->Compile(*exe->module_, compile);
+    absl::StatusOr<std::unique_ptr<Executable>> e;
+    if (options.executable_file.empty()) {
+      e = placement.whole->Compile(*exe->module_, compile);
+    } else {
+      absl::StatusOr<std::string_view> bytes = UnpackExecutableFile(
+          options.executable_file, placement.whole->name(), exe->module_->ToString());
+      if (!bytes.ok()) return bytes.status();
+      e = placement.whole->Deserialize(*bytes);
+    }
     if (!e.ok()) return e.status();
     exe->executable_ = std::move(*e);
   } else {

@@ -30,6 +30,9 @@ struct ModuleCompileOptions {
   CorePassOptions core_passes;  // its dump_dir also receives the compiled modules' dumps
   PartitionOptions partition;   // for "auto" when no single plugin runs everything
   CompileOptions compile;       // passed to the plugins (core_passes is filled in)
+  // When not empty: a file SaveExecutable wrote for this module, loaded by the named device
+  // instead of compiling (the plugin's executable_deserialize; cpu-llvm's holds object code).
+  std::string executable_file;
 };
 
 class ModuleExecutable {
@@ -58,6 +61,9 @@ class ModuleExecutable {
   const HloModule& module() const { return *module_; }
   const CorePassReport& core_pass_report() const { return core_report_; }
   double compile_ms() const { return compile_ms_; }  // the plugins' compile, not the passes
+  // The file `executable_file` takes back: the device, the module it compiled and its
+  // serialized executable. Only for a module one plugin runs whole.
+  absl::StatusOr<std::string> SaveExecutable() const;
 
  private:
   ModuleExecutable() = default;

@@ -16,6 +16,7 @@ constexpr const char* kUsage =
     "                 [--benchmark N] [--compare REF_DEVICE [--atol A] [--rtol R]]\n"
     "                 [--dump-to DIR [--dump-pass-re R]] [--no-core-passes] [--timeout S]\n"
     "                 [--log-partition] [--min-cluster-size N]\n"
+    "                 [--save-executable FILE | --load-executable FILE]\n"
     "  print MODULE.hlo\n"
     "  opt MODULE.hlo [--passes=a,b,c] [--dump-to DIR] [--dump-pass-re R] [--no-verify]\n"
     "                 [--buffer-report] | opt --list-passes\n"

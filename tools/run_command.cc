@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -27,6 +28,7 @@ constexpr const char* kRunUsage =
     "                [--benchmark N] [--compare REF_DEVICE] [--dump-to DIR [--dump-pass-re R]]\n"
     "                [--atol A] [--rtol R] [--log-partition] [--min-cluster-size N]\n"
     "                [--no-core-passes] [--timeout S]\n"
+    "                [--save-executable FILE | --load-executable FILE]\n"
     "Runs the entry computation. One --input per entry parameter, in order; without inputs,\n"
     "deterministic pseudo-random ones are generated (floats in [-1,1), ints in [-4,4) or\n"
     "[0,8), pred a coin flip). --output-dir writes output_0.npy, output_1.npy, ... (tuples\n"
@@ -49,7 +51,11 @@ constexpr const char* kRunUsage =
     "lower-priority plugin that can run it all); --log-partition prints the clusters on stderr.\n"
     "--timeout S runs the device's plugin isolated (in a kiln-plugin-host process) and cancels\n"
     "any plugin call that takes longer than S seconds (a hung call, a while loop that never\n"
-    "ends) by killing that process: the run fails with DEADLINE_EXCEEDED, exit 1.\n";
+    "ends) by killing that process: the run fails with DEADLINE_EXCEEDED, exit 1.\n"
+    "--save-executable FILE writes the compiled executable (with a named --device; cpu-llvm's\n"
+    "holds the kernels' object code) and --load-executable FILE runs one instead of compiling:\n"
+    "a file saved by another device, from another module, by another build or for another\n"
+    "CPU is refused with the reason (exit 1). compile_ms then measures the load.\n";
 
 using Clock = std::chrono::steady_clock;
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -188,9 +194,9 @@ absl::StatusOr<RunResult> Time(const ModuleExecutable& exe, const std::vector<Li
 
 int RunCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
-  spec.with_value = {"device",  "input",   "output-dir",   "benchmark",
-                     "compare", "dump-to", "dump-pass-re", "min-cluster-size",
-                     "atol",    "rtol",    "timeout"};
+  spec.with_value = {"device",  "input",           "output-dir",       "benchmark", "compare",
+                     "dump-to", "dump-pass-re",    "min-cluster-size", "atol",      "rtol",
+                     "timeout", "save-executable", "load-executable"};
   spec.switches = {"help", "log-partition", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("run", std::string(flags.status().message()), kExitUsage);
@@ -269,9 +275,35 @@ int RunCommand(const std::vector<std::string>& argv) {
   compile.core_passes.dump_dir = flags->Get("dump-to");
   compile.core_passes.dump_pass_regex = flags->Get("dump-pass-re");
   compile.partition = partition_options;
+  if (flags->Has("save-executable") && flags->Has("load-executable"))
+    return ReportError("run", "--save-executable and --load-executable exclude each other",
+                       kExitUsage);
+  if (flags->Has("load-executable")) {
+    const std::string file = flags->Get("load-executable");
+    absl::StatusOr<std::string> bytes = ReadFileBounded(file, kMaxTextFileBytes);
+    if (!bytes.ok()) return ReportError("run", std::string(bytes.status().message()));
+    if (bytes->empty()) return ReportError("run", file + ": empty file, not a saved executable");
+    compile.executable_file = std::move(*bytes);
+  }
   absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe =
       ModuleExecutable::Compile(*registry, **module, compile);
-  if (!exe.ok()) return ReportError("run", std::string(exe.status().message()));
+  if (!exe.ok()) {
+    const std::string where =
+        flags->Has("load-executable") ? flags->Get("load-executable") + ": " : "";
+    return ReportError("run", where + std::string(exe.status().message()));
+  }
+  if (flags->Has("save-executable")) {
+    const std::string file = flags->Get("save-executable");
+    if (device == "auto")
+      return ReportError("run", "--save-executable needs a named --device (the one to load it)",
+                         kExitUsage);
+    absl::StatusOr<std::string> saved = (*exe)->SaveExecutable();
+    if (!saved.ok()) return ReportError("run", std::string(saved.status().message()));
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(saved->data(), static_cast<std::streamsize>(saved->size()));
+    out.close();
+    if (!out) return ReportError("run", fmt::format("--save-executable {}: cannot write", file));
+  }
   if (flags->Has("log-partition")) {
     if ((*exe)->plugin() != nullptr) {
       std::cerr << fmt::format("kiln run: cluster 0: {} ({} instructions, whole module)\n",

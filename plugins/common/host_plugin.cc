@@ -3,6 +3,7 @@
 // is the HLO text (deserializing compiles again; backends cache).
 #include "plugins/common/host_plugin.h"
 
+#include <charconv>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -340,6 +341,39 @@ KILN_Error* ExecutableInfo(KILN_Executable_Info_Args* args) {
   });
 }
 
+// A serialized executable with a program of the backend's own: this line, then the HLO
+// text and the program bytes, each after its length and a newline.
+constexpr std::string_view kEnvelopeMagic = "kiln host executable 1\n";
+
+// The next `LENGTH\n` + bytes of `in` into `out`; false when malformed.
+bool TakeChunk(std::string_view& in, std::string_view* out) {
+  const size_t nl = in.find('\n');
+  if (nl == std::string_view::npos) return false;
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(in.data(), in.data() + nl, n);
+  if (ec != std::errc() || end != in.data() + nl || n > in.size() - nl - 1) return false;
+  *out = in.substr(nl + 1, n);
+  in.remove_prefix(nl + 1 + n);
+  return true;
+}
+
+// An executable from a saved module text and the backend's program bytes: no compile.
+KILN_Error* LoadExecutable(std::string text, std::string_view program, KILN_Executable** out) {
+  auto module = ParseAndVerify(text.data(), text.size());
+  if (!module.ok()) return MakeError(module.status());
+  const State& s = Initialized();
+  if (!Available(s)) return MakeError(KILN_ERROR_UNAVAILABLE, s.unavailable_reason);
+  auto exe = std::make_unique<KILN_Executable>();
+  exe->num_outputs = FlattenShape((*module)->entry()->root()->shape()).size();
+  exe->module = std::shared_ptr<const HloModule>(std::move(*module));
+  auto loaded = s.backend->DeserializeProgram(exe->module, program);
+  if (!loaded.ok()) return MakeError(loaded.status());
+  exe->program = std::move(*loaded);
+  exe->hlo_text = std::move(text);
+  *out = exe.release();
+  return nullptr;
+}
+
 KILN_Error* ExecutableSerialize(KILN_Executable_Serialize_Args* args) {
   return Guard("executable_serialize", [&]() -> KILN_Error* {
     if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Executable_Serialize_Args, user_data),
@@ -349,8 +383,22 @@ KILN_Error* ExecutableSerialize(KILN_Executable_Serialize_Args* args) {
     if (args->executable == nullptr || args->write == nullptr) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "executable or write is null");
     }
+    // The HLO text alone, or the envelope with the backend's own bytes beside it.
     const std::string& text = args->executable->hlo_text;
+    const State& s = Initialized();
+    absl::StatusOr<std::string> program =
+        s.backend ? s.backend->SerializeProgram(*args->executable->program) : std::string();
+    if (!program.ok()) return MakeError(program.status());
+    if (program->empty()) {
+      args->write(args->user_data, text.data(), text.size());
+      return nullptr;
+    }
+    const std::string head = absl::StrCat(std::string(kEnvelopeMagic), text.size(), "\n");
+    const std::string mid = absl::StrCat(program->size(), "\n");
+    args->write(args->user_data, head.data(), head.size());
     args->write(args->user_data, text.data(), text.size());
+    args->write(args->user_data, mid.data(), mid.size());
+    args->write(args->user_data, program->data(), program->size());
     return nullptr;
   });
 }
@@ -364,8 +412,15 @@ KILN_Error* ExecutableDeserialize(KILN_Executable_Deserialize_Args* args) {
     if (args->bytes == nullptr && args->size != 0) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "bytes is null");
     }
-    std::string text(static_cast<const char*>(args->bytes), args->size);
-    return MakeExecutable(std::move(text), HostBackend::CompileContext(), &args->executable);
+    std::string_view bytes(static_cast<const char*>(args->bytes), args->size);
+    if (!bytes.starts_with(kEnvelopeMagic)) {  // HLO text alone: compiled again
+      return MakeExecutable(std::string(bytes), HostBackend::CompileContext(), &args->executable);
+    }
+    bytes.remove_prefix(kEnvelopeMagic.size());
+    std::string_view text, program;
+    if (!TakeChunk(bytes, &text) || !TakeChunk(bytes, &program) || !bytes.empty())
+      return MakeError(KILN_ERROR_DATA_LOSS, "the serialized executable is truncated or damaged");
+    return LoadExecutable(std::string(text), program, &args->executable);
   });
 }
 

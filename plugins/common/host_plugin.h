@@ -71,6 +71,19 @@ class HostBackend {
     (void)context;
     return Compile(std::move(module));
   }
+  // A program's own serialized form (cpu-llvm: its object code), or "" when it has none:
+  // the serialized executable then holds only the HLO text, compiled again when loaded.
+  virtual absl::StatusOr<std::string> SerializeProgram(const HostProgram& program) {
+    (void)program;
+    return std::string();
+  }
+  // The program SerializeProgram wrote, for `module` (parsed from the text saved beside it);
+  // an error says why the bytes cannot be used (another build, another CPU, damaged).
+  virtual absl::StatusOr<std::unique_ptr<HostProgram>> DeserializeProgram(
+      std::shared_ptr<const HloModule> module, std::string_view bytes) {
+    (void)module, (void)bytes;
+    return absl::UnimplementedError("this plugin does not load compiled programs");
+  }
   // Why programs cannot run now (a device backend without a device), or nullopt. The plugin
   // then reports itself unavailable with the reason; capability queries still work.
   virtual std::optional<std::string> UnavailableReason() const { return std::nullopt; }

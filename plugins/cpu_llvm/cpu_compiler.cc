@@ -2,6 +2,7 @@
 #include "plugins/cpu_llvm/cpu_compiler.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -357,12 +358,80 @@ std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
     std::shared_ptr<const HloModule> module, const DumpRequest& dump) {
+  return CompileOrLoad(std::move(module), dump, nullptr, nullptr);
+}
+
+namespace {
+
+constexpr std::string_view kSerializedMagic = "cpu-llvm executable 1\n";
+
+// Why two object keys (ObjectCacheKey) differ, from their first differing line: the build,
+// the target and options, the plan options, or the module.
+std::string KeyMismatch(std::string_view saved, std::string_view ours) {
+  auto line = [](std::string_view s, size_t i) {
+    for (; i > 0; --i) s.remove_prefix(std::min(s.size(), s.find('\n') + 1));
+    return std::string(s.substr(0, s.find('\n')));
+  };
+  for (size_t i = 0;; ++i) {
+    const std::string a = line(saved, i), b = line(ours, i);
+    if (a == b && !a.empty()) continue;
+    if (b.starts_with("binary="))
+      return absl::StrCat("it was saved by another build of cpu-llvm (", a, ", this is ", b, ")");
+    if (b.starts_with("llvm"))
+      return absl::StrCat("it was compiled for another target or with other options (", a,
+                          "; this process: ", b, ")");
+    if (b.starts_with("plan=") || b.starts_with("fusion="))
+      return absl::StrCat("it was planned with other options (", a, "; now ", b, ")");
+    return "it was saved from another module";
+  }
+}
+
+}  // namespace
+
+std::string CpuExecutable::Serialize() const {
+  std::string out(kSerializedMagic);
+  const std::string packed = PackObjects(objects_);
+  absl::StrAppend(&out, objects_key_.size(), "\n", objects_key_, packed.size(), "\n", packed);
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Load(
+    std::shared_ptr<const HloModule> module, std::string_view bytes) {
+  auto damaged = [](const std::string& why) {
+    return absl::DataLossError(
+        absl::StrCat("cpu-llvm: the serialized executable is damaged (", why, ")"));
+  };
+  if (!bytes.starts_with(kSerializedMagic))
+    return damaged("it does not start with cpu-llvm's header");
+  bytes.remove_prefix(kSerializedMagic.size());
+  auto chunk = [&](std::string_view* out) {
+    const size_t nl = bytes.find('\n');
+    uint64_t n = 0;
+    if (nl == std::string_view::npos) return false;
+    auto [end, ec] = std::from_chars(bytes.data(), bytes.data() + nl, n);
+    if (ec != std::errc() || end != bytes.data() + nl || n > bytes.size() - nl - 1) return false;
+    *out = bytes.substr(nl + 1, n);
+    bytes.remove_prefix(nl + 1 + n);
+    return true;
+  };
+  std::string_view key, packed;
+  if (!chunk(&key) || !chunk(&packed) || !bytes.empty()) return damaged("truncated or too long");
+  std::optional<std::vector<std::string>> objects = UnpackObjects(packed);
+  if (!objects) return damaged("its objects are malformed");
+  const std::string saved_key(key);
+  return CompileOrLoad(std::move(module), DumpRequest(), &*objects, &saved_key);
+}
+
+absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::CompileOrLoad(
+    std::shared_ptr<const HloModule> module, const DumpRequest& dump,
+    const std::vector<std::string>* objects, const std::string* expected_key) {
   if (module == nullptr || module->entry() == nullptr)
     return absl::InvalidArgumentError("cpu-llvm: module has no entry computation");
   uint64_t key = Mix(module->Fingerprint(), StructuralHash(*module));
   std::string text = module->ToString();
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = cache_.find(key);
+  // A load is checked against this process's key, so it never takes a cached executable.
+  auto it = objects == nullptr ? cache_.find(key) : cache_.end();
   if (it != cache_.end()) {
     for (const auto& [source, exe] : it->second) {
       if (source == text) {
@@ -398,10 +467,19 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
   JitRequest request;
   request.ir_out = options_.keep_ir ? &ir : nullptr;
   request.pool = pool_.get();
+  // Kernels differ by who fused them (names, groups): the key says which.
+  std::string objects_key =
+      ObjectCacheKey((hlo_fusion ? "fusion=hlo\n" : "fusion=planner\n") + text);
+  if (expected_key != nullptr && *expected_key != objects_key)
+    return absl::FailedPreconditionError(
+        absl::StrCat("cpu-llvm: the serialized executable does not fit: ",
+                     KeyMismatch(*expected_key, objects_key)));
+  request.objects = objects;
+  std::vector<std::string> compiled_objects;
+  request.objects_out = &compiled_objects;
   if (object_cache_.has_value() && !plan.kernels.empty()) {
     request.cache = &*object_cache_;
-    // Kernels differ by who fused them (names, groups): the key says which.
-    request.cache_key = ObjectCacheKey((hlo_fusion ? "fusion=hlo\n" : "fusion=planner\n") + text);
+    request.cache_key = objects_key;
   }
   absl::StatusOr<std::vector<KernelFn>> fns = jit_->Compile(plan.kernels, request);
   if (!fns.ok()) return fns.status();
@@ -417,11 +495,13 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(
       if (!s.ok()) return s;
     }
   }
-  auto exe = std::make_shared<const CpuExecutable>(
-      std::move(planned), std::move(plan), std::move(*fns), jit_, std::move(ir), pool_,
-      options_.plan.parallel_min_work, std::move(arena));
+  auto exe = std::make_shared<CpuExecutable>(std::move(planned), std::move(plan), std::move(*fns),
+                                             jit_, std::move(ir), pool_,
+                                             options_.plan.parallel_min_work, std::move(arena));
+  exe->objects_ = std::move(compiled_objects);
+  exe->objects_key_ = std::move(objects_key);
   cache_[key].emplace_back(std::move(text), exe);
-  return exe;
+  return std::shared_ptr<const CpuExecutable>(std::move(exe));
 }
 
 }  // namespace kiln::cpu

@@ -71,6 +71,10 @@ class CpuExecutable {
                 std::shared_ptr<CpuJit> jit, std::string ir, std::shared_ptr<ThreadPool> pool,
                 int64_t parallel_min_work, ArenaLayout arena);
 
+  // The kernels' object code and what it was compiled for, as bytes CpuCompiler::Load takes
+  // back without compiling (kiln run --save-executable).
+  std::string Serialize() const;
+
   // Runs the entry computation; `args` must match the entry parameters.
   absl::StatusOr<Literal> Run(std::span<const Literal> args) const;
   absl::StatusOr<Literal> Run(std::span<const Literal* const> args) const;
@@ -94,6 +98,9 @@ class CpuExecutable {
   int64_t parallel_min_work_;
   std::unique_ptr<StepProfile> profile_;  // KILN_CPU_PROFILE; null when off
   ArenaLayout arena_;
+  std::vector<std::string> objects_;  // the kernels' object code (Serialize)
+  std::string objects_key_;           // what they were compiled for (CpuCompiler::ObjectsKey)
+  friend class CpuCompiler;
   mutable std::mutex arena_mu_;
   mutable std::vector<std::shared_ptr<uint8_t>> free_arenas_;  // arenas of finished runs
 
@@ -125,6 +132,12 @@ class CpuCompiler {
 
   absl::StatusOr<std::shared_ptr<const CpuExecutable>> Compile(
       std::shared_ptr<const HloModule> module, const DumpRequest& dump = DumpRequest());
+  // An executable of `module` from CpuExecutable::Serialize's bytes: planned again (cheap),
+  // its kernels loaded from the saved objects, nothing compiled. Bytes saved by another
+  // build, for another CPU or other options, or from another module are refused
+  // (FailedPrecondition, saying which); damaged ones are DataLoss.
+  absl::StatusOr<std::shared_ptr<const CpuExecutable>> Load(std::shared_ptr<const HloModule> module,
+                                                            std::string_view serialized);
 
   int64_t cache_hits() const { return hits_; }
   int64_t cache_misses() const { return misses_; }
@@ -140,6 +153,9 @@ class CpuCompiler {
       : options_(options), jit_(std::move(jit)), pool_(std::move(pool)) {}
 
   std::string ObjectCacheKey(const std::string& text) const;
+  absl::StatusOr<std::shared_ptr<const CpuExecutable>> CompileOrLoad(
+      std::shared_ptr<const HloModule> module, const DumpRequest& dump,
+      const std::vector<std::string>* objects, const std::string* expected_key);
 
   CompileOptions options_;
   std::shared_ptr<CpuJit> jit_;

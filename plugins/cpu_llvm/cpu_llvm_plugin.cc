@@ -14,6 +14,7 @@ class JitProgram : public plugin_support::HostProgram {
   absl::StatusOr<Literal> Run(std::span<const Literal* const> args) override {
     return exe_->Run(args);
   }
+  const CpuExecutable& executable() const { return *exe_; }
 
  private:
   std::shared_ptr<const CpuExecutable> exe_;
@@ -47,6 +48,20 @@ class CpuLlvmBackend : public plugin_support::HostBackend {
     // even nested in a fusion or call) is refused before the compile, not after it.
     if (absl::Status s = CheckEvaluatorRunsAll(*module); !s.ok()) return s;
     auto exe = compiler_->Compile(std::move(module), {context.dump_dir, context.dump_sequence});
+    if (!exe.ok()) return exe.status();
+    return std::make_unique<JitProgram>(std::move(*exe));
+  }
+
+  // Serialized executables hold the kernels' object code: loading one compiles nothing.
+  absl::StatusOr<std::string> SerializeProgram(
+      const plugin_support::HostProgram& program) override {
+    const auto* jit = dynamic_cast<const JitProgram*>(&program);
+    if (jit == nullptr) return std::string();
+    return jit->executable().Serialize();
+  }
+  absl::StatusOr<std::unique_ptr<plugin_support::HostProgram>> DeserializeProgram(
+      std::shared_ptr<const HloModule> module, std::string_view bytes) override {
+    auto exe = compiler_->Load(std::move(module), bytes);
     if (!exe.ok()) return exe.status();
     return std::make_unique<JitProgram>(std::move(*exe));
   }

@@ -72,7 +72,7 @@ int64_t KernelSize(const llvm_emit::KernelSpec& spec) {
 void PutU64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
 }
-std::string PackObjects(const std::vector<std::string>& objects) {
+std::string PackObjectList(const std::vector<std::string>& objects) {
   std::string out;
   PutU64(out, objects.size());
   for (const std::string& o : objects) {
@@ -83,7 +83,7 @@ std::string PackObjects(const std::vector<std::string>& objects) {
 }
 // Nullopt when `data` is not a well-formed pack (the cache checksums entries, so this only
 // guards against an entry written by an incompatible build under the same key).
-std::optional<std::vector<std::string>> UnpackObjects(std::string_view data) {
+std::optional<std::vector<std::string>> UnpackObjectList(std::string_view data) {
   size_t pos = 0;
   auto u64 = [&](uint64_t& v) {
     if (data.size() - pos < 8) return false;
@@ -113,6 +113,11 @@ struct GroupResult {
 };
 
 }  // namespace
+
+std::string PackObjects(const std::vector<std::string>& objects) { return PackObjectList(objects); }
+std::optional<std::vector<std::string>> UnpackObjects(std::string_view data) {
+  return UnpackObjectList(data);
+}
 
 struct CpuJit::Impl {
   JitOptions options;
@@ -290,14 +295,20 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
       names.push_back(it->second->name);
     }
   }
+  if (request.objects != nullptr) {
+    absl::StatusOr<std::vector<KernelFn>> fns = im.Load(*request.objects, names);
+    if (fns.ok() && request.objects_out != nullptr) *request.objects_out = *request.objects;
+    return fns;
+  }
   if (use_cache) {
     if (std::optional<std::string> entry = request.cache->Load(request.cache_key)) {
-      std::optional<std::vector<std::string>> objects = UnpackObjects(*entry);
+      std::optional<std::vector<std::string>> objects = UnpackObjectList(*entry);
       absl::StatusOr<std::vector<KernelFn>> fns =
           objects ? im.Load(*objects, names)
                   : absl::DataLossError("the entry does not hold kernel objects");
       if (fns.ok()) {
         ++im.stats.cache_loads;
+        if (request.objects_out != nullptr) *request.objects_out = std::move(*objects);
         return fns;
       }
       fmt::print(stderr, "kiln: warning: cpu-llvm object cache {}: {}; recompiling\n",
@@ -352,10 +363,13 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
   }
   // A cache that cannot be written only costs the next process a compilation.
   if (use_cache) {
-    if (absl::Status st = request.cache->Store(request.cache_key, PackObjects(objects)); !st.ok())
+    if (absl::Status st = request.cache->Store(request.cache_key, PackObjectList(objects));
+        !st.ok())
       fmt::print(stderr, "kiln: warning: cpu-llvm: {}\n", std::string(st.message()));
   }
-  return im.Load(objects, names);
+  absl::StatusOr<std::vector<KernelFn>> fns = im.Load(objects, names);
+  if (fns.ok() && request.objects_out != nullptr) *request.objects_out = std::move(objects);
+  return fns;
 }
 
 }  // namespace kiln::cpu

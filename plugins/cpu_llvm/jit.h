@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -44,7 +46,16 @@ struct JitRequest {
   // With a cache and a key: load the objects from it, or compile and store them.
   const DiskCache* cache = nullptr;
   std::string cache_key;
+  // Objects a previous Compile of the same kernels produced (a deserialized executable):
+  // loaded as they are, nothing is compiled. A load failure is the call's error.
+  const std::vector<std::string>* objects = nullptr;
+  // Receives the objects the entry points come from (compiled, cached or given).
+  std::vector<std::string>* objects_out = nullptr;
 };
+
+// The objects of one Compile as one byte string, and back (nullopt when malformed).
+std::string PackObjects(const std::vector<std::string>& objects);
+std::optional<std::vector<std::string>> UnpackObjects(std::string_view data);
 
 class CpuJit {
  public:
