@@ -31,9 +31,8 @@ void EmitLoop(llvm::IRBuilder<>& b, llvm::Value* n, const std::string& name,
 }
 
 // void gemm(noalias A, noalias B, noalias C, i64 m, i64 n, i64 k): C[m,n] = op(A) op(B), all
-// row-major, as GemmShape describes. With B stored k x n, C's row i is accumulated from the
-// rows of B scaled by A[i,p] (unit-stride inner loop the vectorizer turns into FMAs over
-// vectors); with B stored transposed, each element is a unit-stride dot product.
+// row-major, as GemmShape describes. With B stored k x n, C is computed in register tiles
+// (below); with B stored transposed, each element is a unit-stride dot product.
 llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
                                     const kernel_plan::GemmShape& g) {
   const std::string name = absl::StrCat(prefix, ".gemm.", g.f64 ? "f64" : "f32", ".",
@@ -66,51 +65,120 @@ llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
     return load(A,
                 g.trans_a ? b.CreateAdd(b.CreateMul(p, M), i) : b.CreateAdd(b.CreateMul(i, K), p));
   };
-  EmitLoop(b, M, "i", [&](llvm::Value* i) {
-    llvm::Value* crow = b.CreateInBoundsGEP(elem, C, b.CreateMul(i, N));
-    if (!g.trans_b) {
-      EmitLoop(b, N, "zero", [&](llvm::Value* j) {
-        b.CreateStore(llvm::ConstantFP::get(elem, 0.0), b.CreateInBoundsGEP(elem, crow, j));
-      });
-      // Four rows of B per pass over C's row: a quarter of the loads and stores of C.
-      constexpr int kUnroll = 4;
-      auto accumulate = [&](llvm::Value* p0, int rows) {
-        std::vector<llvm::Value*> a, brow;
-        for (int r = 0; r < rows; ++r) {
-          llvm::Value* p = b.CreateAdd(p0, b.getInt64(r));
-          a.push_back(a_at(i, p));
-          brow.push_back(b.CreateInBoundsGEP(elem, B, b.CreateMul(p, N)));
-        }
-        EmitLoop(b, N, "j", [&](llvm::Value* j) {
-          llvm::Value* slot = b.CreateInBoundsGEP(elem, crow, j);
-          llvm::Value* sum = b.CreateLoad(elem, slot);
-          for (int r = 0; r < rows; ++r)
-            sum = b.CreateFAdd(sum, b.CreateFMul(a[r], load(brow[r], j)));
-          b.CreateStore(sum, slot);
-        });
-      };
-      llvm::Value* quads = b.CreateSDiv(K, b.getInt64(kUnroll));
-      EmitLoop(b, quads, "p4",
-               [&](llvm::Value* q) { accumulate(b.CreateMul(q, b.getInt64(kUnroll)), kUnroll); });
-      llvm::Value* rest_start = b.CreateMul(quads, b.getInt64(kUnroll));
-      EmitLoop(b, b.CreateSub(K, rest_start), "p",
-               [&](llvm::Value* r) { accumulate(b.CreateAdd(rest_start, r), 1); });
-    } else {
-      EmitLoop(b, N, "j", [&](llvm::Value* j) {
-        llvm::Value* bcol = b.CreateInBoundsGEP(elem, B, b.CreateMul(j, K));
-        llvm::AllocaInst* acc = nullptr;
-        {
-          llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
-          acc = entry.CreateAlloca(elem);
-        }
-        b.CreateStore(llvm::ConstantFP::get(elem, 0.0), acc);
-        EmitLoop(b, K, "p", [&](llvm::Value* p) {
-          b.CreateStore(
-              b.CreateFAdd(b.CreateLoad(elem, acc), b.CreateFMul(a_at(i, p), load(bcol, p))), acc);
-        });
-        b.CreateStore(b.CreateLoad(elem, acc), b.CreateInBoundsGEP(elem, crow, j));
-      });
+  // A value per (row, column) of C as an unit-stride-in-k dot product: the transposed-B form,
+  // and the edges the register tiles below leave.
+  auto dot_product = [&](llvm::Value* i, llvm::Value* j, llvm::Value* crow) {
+    llvm::AllocaInst* acc = nullptr;
+    {
+      llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
+      acc = entry.CreateAlloca(elem);
     }
+    b.CreateStore(llvm::ConstantFP::get(elem, 0.0), acc);
+    EmitLoop(b, K, "p", [&](llvm::Value* p) {
+      llvm::Value* bv = g.trans_b ? load(B, b.CreateAdd(b.CreateMul(j, K), p))
+                                  : load(B, b.CreateAdd(b.CreateMul(p, N), j));
+      b.CreateStore(b.CreateFAdd(b.CreateLoad(elem, acc), b.CreateFMul(a_at(i, p), bv)), acc);
+    });
+    b.CreateStore(b.CreateLoad(elem, acc), b.CreateInBoundsGEP(elem, crow, j));
+  };
+  if (g.trans_b) {
+    EmitLoop(b, M, "i", [&](llvm::Value* i) {
+      llvm::Value* crow = b.CreateInBoundsGEP(elem, C, b.CreateMul(i, N));
+      EmitLoop(b, N, "j", [&](llvm::Value* j) { dot_product(i, j, crow); });
+    });
+    b.CreateRetVoid();
+    return f;
+  }
+  // Register tiles: kRows rows by kVectors vectors of C stay in registers over all of k;
+  // each step loads kVectors vectors of a row of B and one element of A per row, and
+  // multiplies-adds kRows * kVectors vectors (one vector load per two FMAs at 4x2).
+  constexpr int kRows = 4, kVectors = 2;
+  const unsigned lanes = g.f64 ? 4 : 8;  // 256-bit vectors (AVX2; two NEON registers)
+  llvm::Type* vec = llvm::FixedVectorType::get(elem, lanes);
+  const int64_t tile_cols = kVectors * lanes;
+  llvm::Value* row_tiles = b.CreateSDiv(M, b.getInt64(kRows));
+  llvm::Value* col_tiles = b.CreateSDiv(N, b.getInt64(tile_cols));
+  std::vector<llvm::AllocaInst*> acc;
+  {
+    llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
+    for (int t = 0; t < kRows * kVectors; ++t) acc.push_back(entry.CreateAlloca(vec));
+  }
+  // Column strips outside, blocks of k next, row tiles inside. Each block of a strip of B
+  // (kDepth x tile_cols) is first copied to a contiguous buffer that stays in the L1 cache
+  // while every row tile reads it (a strip read in place strides through B a row at a time,
+  // a new page every few steps). Tiles start from zero in the first block and from C after.
+  constexpr int64_t kDepth = 256;
+  const llvm::Align elem_align(elem->getPrimitiveSizeInBits() / 8);
+  llvm::Value* packed = nullptr;
+  {
+    llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
+    packed = entry.CreateAlloca(llvm::ArrayType::get(elem, kDepth * tile_cols));
+  }
+  llvm::Value* depth_blocks =
+      b.CreateSDiv(b.CreateAdd(K, b.getInt64(kDepth - 1)), b.getInt64(kDepth));
+  EmitLoop(b, col_tiles, "jt", [&](llvm::Value* jt) {
+    llvm::Value* j0 = b.CreateMul(jt, b.getInt64(tile_cols));
+    EmitLoop(b, depth_blocks, "kb", [&](llvm::Value* kb) {
+      llvm::Value* p0 = b.CreateMul(kb, b.getInt64(kDepth));
+      llvm::Value* rem = b.CreateSub(K, p0);
+      llvm::Value* depth =
+          b.CreateSelect(b.CreateICmpSLT(rem, b.getInt64(kDepth)), rem, b.getInt64(kDepth));
+      EmitLoop(b, depth, "pack", [&](llvm::Value* p) {
+        llvm::Value* from =
+            b.CreateInBoundsGEP(elem, B, b.CreateAdd(b.CreateMul(b.CreateAdd(p0, p), N), j0));
+        llvm::Value* to = b.CreateInBoundsGEP(elem, packed, b.CreateMul(p, b.getInt64(tile_cols)));
+        for (int v = 0; v < kVectors; ++v)
+          b.CreateAlignedStore(
+              b.CreateAlignedLoad(vec, b.CreateInBoundsGEP(elem, from, b.getInt64(v * lanes)),
+                                  elem_align),
+              b.CreateInBoundsGEP(elem, to, b.getInt64(v * lanes)), elem_align);
+      });
+      llvm::Value* first_block = b.CreateICmpEQ(kb, b.getInt64(0));
+      EmitLoop(b, row_tiles, "it", [&](llvm::Value* it) {
+        llvm::Value* i0 = b.CreateMul(it, b.getInt64(kRows));
+        auto c_at = [&](int r, int v) {
+          llvm::Value* row = b.CreateAdd(i0, b.getInt64(r));
+          return b.CreateInBoundsGEP(
+              elem, C, b.CreateAdd(b.CreateMul(row, N), b.CreateAdd(j0, b.getInt64(v * lanes))));
+        };
+        for (int r = 0; r < kRows; ++r) {
+          for (int v = 0; v < kVectors; ++v) {
+            llvm::Value* start = b.CreateSelect(first_block, llvm::Constant::getNullValue(vec),
+                                                b.CreateAlignedLoad(vec, c_at(r, v), elem_align));
+            b.CreateStore(start, acc[r * kVectors + v]);
+          }
+        }
+        EmitLoop(b, depth, "p", [&](llvm::Value* p) {
+          llvm::Value* brow =
+              b.CreateInBoundsGEP(elem, packed, b.CreateMul(p, b.getInt64(tile_cols)));
+          std::vector<llvm::Value*> bv;
+          for (int v = 0; v < kVectors; ++v)
+            bv.push_back(b.CreateAlignedLoad(
+                vec, b.CreateInBoundsGEP(elem, brow, b.getInt64(v * lanes)), elem_align));
+          for (int r = 0; r < kRows; ++r) {
+            llvm::Value* a = b.CreateVectorSplat(
+                lanes, a_at(b.CreateAdd(i0, b.getInt64(r)), b.CreateAdd(p0, p)));
+            for (int v = 0; v < kVectors; ++v) {
+              llvm::AllocaInst* slot = acc[r * kVectors + v];
+              b.CreateStore(b.CreateFAdd(b.CreateLoad(vec, slot), b.CreateFMul(a, bv[v])), slot);
+            }
+          }
+        });
+        for (int r = 0; r < kRows; ++r)
+          for (int v = 0; v < kVectors; ++v)
+            b.CreateAlignedStore(b.CreateLoad(vec, acc[r * kVectors + v]), c_at(r, v), elem_align);
+      });
+    });
+  });
+  // The edges: columns past the last whole tile of the tiled rows, then every column of the
+  // rows past the last whole tile.
+  llvm::Value* tiled_rows = b.CreateMul(row_tiles, b.getInt64(kRows));
+  llvm::Value* tiled_cols = b.CreateMul(col_tiles, b.getInt64(tile_cols));
+  EmitLoop(b, M, "edge_i", [&](llvm::Value* i) {
+    llvm::Value* crow = b.CreateInBoundsGEP(elem, C, b.CreateMul(i, N));
+    llvm::Value* first = b.CreateSelect(b.CreateICmpSLT(i, tiled_rows), tiled_cols, b.getInt64(0));
+    EmitLoop(b, b.CreateSub(N, first), "edge_j",
+             [&](llvm::Value* jj) { dot_product(i, b.CreateAdd(first, jj), crow); });
   });
   b.CreateRetVoid();
   return f;

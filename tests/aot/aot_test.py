@@ -231,7 +231,8 @@ ENTRY main {
   ROOT t = (f32[32,100], f32[32]) tuple(y, s)
 }
 """,
-    # GEMM steps with either operand stored transposed, batched, and an f64 dot.
+    # GEMM steps with either operand stored transposed, batched, an f64 dot, and one whose
+    # sizes leave edges around the register tiles and a partial block of k.
     "gemm_forms": """
 ENTRY main {
   a = f32[48,40] parameter(0)
@@ -240,11 +241,14 @@ ENTRY main {
   y = f32[4,33,40] parameter(3)
   p = f64[20,30] parameter(4)
   q = f64[30,40] parameter(5)
+  g = f32[37,600] parameter(6)
+  h = f32[600,53] parameter(7)
+  edges = f32[37,53] dot(g, h), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   tn = f32[40,56] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={1}
   nt = f32[56,40] dot(b, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   bd = f32[4,16,40] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
   d64 = f64[20,40] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT t = (f32[40,56], f32[56,40], f32[4,16,40], f64[20,40]) tuple(tn, nt, bd, d64)
+  ROOT t = (f32[40,56], f32[56,40], f32[4,16,40], f64[20,40], f32[37,53]) tuple(tn, nt, bd, d64, edges)
 }
 """,
     # A loop that swaps two state elements (staged copies), counts, and writes one row of a
