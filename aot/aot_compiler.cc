@@ -29,6 +29,10 @@
 #include "plugins/kernel_plan/arena_layout.h"
 #include "plugins/kernel_plan/kernel_fusion.h"
 
+// The bytes of libkiln_aot_runtime.a (aot/embed_file.py, at build time).
+extern const unsigned char kAotRuntimeArchive[];
+extern const size_t kAotRuntimeArchive_size;
+
 namespace kiln::cpu::aot {
 
 namespace {
@@ -114,6 +118,11 @@ std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const AotOptions& o, std:
 
 }  // namespace
 
+std::string_view AotRuntimeArchive() {
+  return std::string_view(reinterpret_cast<const char*>(kAotRuntimeArchive),
+                          kAotRuntimeArchive_size);
+}
+
 bool IsValidAotName(const std::string& name) {
   if (name.empty() || name.size() > 200) return false;
   if (!std::isalpha(static_cast<unsigned char>(name[0]))) return false;
@@ -128,10 +137,10 @@ absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions
         "the name '", options.name, "' is not a C identifier ([A-Za-z][A-Za-z0-9_]*)"));
   if (module.entry() == nullptr)
     return absl::InvalidArgumentError("the module has no entry computation");
-  // cpu-llvm's planning for one thread: no partitioned loops or split reductions; dots and
-  // convolutions emitted unless a BLAS is linked.
+  // cpu-llvm's planning; for one thread (not --parallel) without partitioned loops or split
+  // reductions. Dots and convolutions are emitted unless a GEMM library is linked.
   kernel_plan::PlanOptions po = CpuPlanOptions();
-  po.parallel_min_work = std::numeric_limits<int64_t>::max();
+  if (!options.parallel) po.parallel_min_work = std::numeric_limits<int64_t>::max();
   po.library_convolutions = false;
   // Large plain dots are GEMM steps either way: OpenBLAS calls, or the loop nest GemmFunction
   // emits (planned as a device GEMM library, which needs no host BLAS in this build).
@@ -152,6 +161,11 @@ absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions
   AotArtifact out;
   std::unique_ptr<llvm::TargetMachine> tm = MakeTargetMachine(options, &error, &out.target);
   if (tm == nullptr) return absl::InvalidArgumentError(absl::StrCat("AOT target: ", error));
+  if (options.parallel &&
+      tm->getTargetTriple().getArch() != llvm::Triple(llvm::sys::getProcessTriple()).getArch())
+    return absl::InvalidArgumentError(
+        "--parallel artifacts need the thread pool runtime, which is built for this host's "
+        "architecture only");
   llvm::LLVMContext ctx;
   llvm::Module m(options.name, ctx);
   m.setDataLayout(tm->createDataLayout());
@@ -197,6 +211,7 @@ absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions
   std::vector<Shape> leaves = FlattenShape(module.entry()->root()->shape());
   for (size_t j = 0; j < leaves.size(); ++j)
     out.results.push_back(AotBuffer{absl::StrCat("result", j), leaves[j]});
+  out.parallel = options.parallel;
   out.header = MakeAotHeader(module.name(), options.name, out);
   return out;
 }

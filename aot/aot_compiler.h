@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -27,6 +28,9 @@ struct AotOptions {
   std::string features;  // "" = the host CPU's features for the host CPU, none otherwise
   AotGemm gemm = AotGemm::kEmitted;
   int opt_level = 3;
+  // Large kernels split their outer loop across the thread pool of libkiln_aot_runtime.a
+  // (kiln_aot_set_threads), as cpu-llvm's JIT does; the host's architecture only.
+  bool parallel = false;
 };
 
 // One array argument or result of the compiled function.
@@ -43,12 +47,17 @@ struct AotArtifact {
   int64_t kernels = 0;     // kernel functions in the object
   int64_t gemm_steps = 0;  // dots computed as GEMMs (emitted loop nests or OpenBLAS calls)
   int64_t constant_bytes = 0;
-  std::string target;  // triple and CPU, for the summary
+  std::string target;          // triple and CPU, for the summary
+  bool parallel = false;       // built with --parallel: link libkiln_aot_runtime.a
+  bool needs_runtime = false;  // some kernel calls kiln_aot_parallel_for
 };
 
 // Compiles `module` (already through the core's passes). Errors name the instruction AOT
 // cannot compile (control flow, evaluator fallbacks, tuple parameters, ...).
 absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions& options);
+
+// libkiln_aot_runtime.a built for this host (the thread pool of parallel artifacts).
+std::string_view AotRuntimeArchive();
 
 // True for a C identifier that is not reserved (`[A-Za-z][A-Za-z0-9_]*`).
 bool IsValidAotName(const std::string& name);

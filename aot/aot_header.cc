@@ -141,6 +141,14 @@ std::string MakeAotHeader(const std::string& module_name, const std::string& nam
                   "be allocated. */\n");
   absl::StrAppend(&h, "int ", name,
                   "_run_simple(const void* const* args, void* const* results);\n\n");
+  if (a.parallel) {
+    absl::StrAppend(
+        &h,
+        "/* Built with --parallel: large kernels split their loops across a thread "
+        "pool.\n * Link libkiln_aot_runtime.a (beside this header) and -lpthread; "
+        "call\n * kiln_aot_set_threads(n) once for up to n threads (default: one). "
+        "*/\n#define KILN_AOT_HAS_THREADS 1\nvoid kiln_aot_set_threads(int threads);\n\n");
+  }
   absl::StrAppend(&h, "#ifdef __cplusplus\n}  /* extern \"C\" */\n\n");
   // The C++ class: owns aligned buffers for arguments, results and temporaries.
   absl::StrAppend(&h, "#include <cstdlib>\n\nnamespace kiln_aot {\n\n");

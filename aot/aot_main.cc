@@ -22,6 +22,7 @@ constexpr size_t kMaxModuleBytes = size_t{2} << 30;
 constexpr const char* kUsage =
     "usage: kiln aot MODULE.hlo --name NAME --out-dir DIR [--target TRIPLE] [--cpu CPU]\n"
     "                [--features F] [--gemm emitted|openblas|onednn] [--no-core-passes]\n"
+    "                [--parallel]\n"
     "Compiles MODULE.hlo ahead of time into DIR/NAME.o and DIR/NAME.h: the same core passes,\n"
     "fusion, buffer assignment and code generator as the cpu-llvm device, with no LLVM, core\n"
     "or plugin at run time. Link with `cc prog.c DIR/NAME.o -lm` (add -lopenblas with\n"
@@ -34,7 +35,10 @@ constexpr const char* kUsage =
     "  --features LLVM feature string (default: the host CPU's, for the host CPU)\n"
     "  --gemm     emitted (default: dots are generated loop nests), openblas (large dots\n"
     "             call cblas_sgemm/cblas_dgemm) or onednn (large f32 dots call dnnl_sgemm,\n"
-    "             which runs on OMP_NUM_THREADS threads)\n";
+    "             which runs on OMP_NUM_THREADS threads)\n"
+    "  --parallel large kernels split their loops across a thread pool: DIR also gets\n"
+    "             libkiln_aot_runtime.a (link it and -lpthread; kiln_aot_set_threads(n) in\n"
+    "             NAME.h picks the threads); this host's architecture only\n";
 
 int Fail(const std::string& message, int code = kExitError) {
   std::string line = message;
@@ -71,7 +75,7 @@ absl::Status WriteFile(const std::filesystem::path& path, const std::string& dat
 int Main(const std::vector<std::string>& args) {
   kiln::FlagSpec spec;
   spec.with_value = {"name", "out-dir", "target", "cpu", "features", "gemm"};
-  spec.switches = {"help", "no-core-passes"};
+  spec.switches = {"help", "no-core-passes", "parallel"};
   absl::StatusOr<kiln::ParsedFlags> flags = kiln::ParseFlags(args, spec);
   if (!flags.ok()) return Fail(std::string(flags.status().message()), kExitUsage);
   if (flags->Has("help")) {
@@ -90,6 +94,7 @@ int Main(const std::vector<std::string>& args) {
   options.triple = flags->Get("target");
   options.cpu = flags->Get("cpu");
   options.features = flags->Get("features");
+  options.parallel = flags->Has("parallel");
   const std::string gemm = flags->Get("gemm", "emitted");
   if (gemm == "openblas")
     options.gemm = kiln::cpu::aot::AotGemm::kOpenBlas;
@@ -134,6 +139,12 @@ int Main(const std::vector<std::string>& args) {
     return Fail(std::string(st.message()));
   if (absl::Status st = WriteFile(header, artifact->header); !st.ok())
     return Fail(std::string(st.message()));
+  if (options.parallel) {
+    const std::filesystem::path runtime = dir / "libkiln_aot_runtime.a";
+    if (absl::Status st = WriteFile(runtime, std::string(kiln::cpu::aot::AotRuntimeArchive()));
+        !st.ok())
+      return Fail(std::string(st.message()));
+  }
   std::cout << "kiln aot: " << object.string() << " (" << artifact->object.size() << " bytes, "
             << artifact->kernels << " kernels, " << artifact->gemm_steps << " GEMMs, "
             << artifact->constant_bytes << " bytes of constants) and " << header.string() << "; "

@@ -127,7 +127,8 @@ absl::Status DriverEmitter::EmitConstant(const HloInstruction& h, AotArtifact& o
   return absl::OkStatus();
 }
 
-void DriverEmitter::EmitKernelCall(const kernel_plan::Step& step, llvm::Function* fn) {
+void DriverEmitter::EmitKernelCall(const kernel_plan::Step& step, llvm::Function* fn,
+                                   AotArtifact& out) {
   const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
   Node result;
   std::vector<llvm::Value*> outs;
@@ -171,7 +172,25 @@ void DriverEmitter::EmitKernelCall(const kernel_plan::Step& step, llvm::Function
               : Pointer(*values_.at(step.sources[s]).place));
   }
   for (llvm::Value* v : outs) store(v);
-  b_.CreateCall(fn, {table_, b_.getInt64(0), b_.getInt64(step.outer_extent)});
+  // A two-stage reduction: the parts into `partials` (parallel), then the combining call.
+  const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
+  if (step.reduce_parts > 0) {
+    const PrimitiveType t = spec.outputs[0]->shape().element_type();
+    store(Pointer(NewTemp(step.reduce_parts * ByteSizeOf(t))));
+  }
+  if (options_.parallel && extent >= 2 &&
+      step.work >= kernel_plan::PlanOptions().parallel_min_work) {
+    out.needs_runtime = true;
+    llvm::Type* ptr = b_.getPtrTy();
+    llvm::FunctionCallee parallel_for = m_.getOrInsertFunction(
+        "kiln_aot_parallel_for",
+        llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, b_.getInt64Ty()}, false));
+    b_.CreateCall(parallel_for, {fn, table_, b_.getInt64(extent)});
+  } else {
+    b_.CreateCall(fn, {table_, b_.getInt64(0), b_.getInt64(extent)});
+  }
+  if (step.reduce_parts > 0)
+    b_.CreateCall(fn, {table_, b_.getInt64(extent), b_.getInt64(extent + 1)});
   values_[step.instr] = std::move(result);
 }
 
@@ -208,7 +227,7 @@ absl::StatusOr<Node> DriverEmitter::EmitComputation(const kernel_plan::Computati
         if (fn == nullptr)
           return absl::InternalError(absl::StrCat("AOT: kernel ", (*kernel_names_)[step.kernel],
                                                   " of %", h.name(), " was not emitted"));
-        EmitKernelCall(step, fn);
+        EmitKernelCall(step, fn, out);
         break;
       }
       case kernel_plan::Disposition::kLibrary:

@@ -35,7 +35,7 @@ constexpr const char* kGraphUsage =
     "                                    inputs give shapes to Placeholders with -1 dims)\n"
     "       kiln graph aot FILE.graph --name NAME --out-dir DIR [--feed P[=SHAPE]]...\n"
     "                      [--fetch NODE[:I]]... [--target TRIPLE] [--cpu CPU] [--features F]\n"
-    "                      [--gemm emitted|openblas|onednn] [--no-core-passes]\n"
+    "                      [--gemm emitted|openblas|onednn] [--no-core-passes] [--parallel]\n"
     "  (ahead of time, as tfcompile: the graph cut to its fetches, lowered whole to DIR/NAME.hlo,\n"
     "  then `kiln aot` on it; feeds are Placeholders, SHAPE like f32[8,784] sets -1 dims,\n"
     "  arguments follow the Placeholders' text order; default: every Placeholder, the\n"
@@ -171,6 +171,7 @@ int GraphAot(graph::Graph& g, const std::string& path, const ParsedFlags& flags)
     if (flags.Has(f)) args.insert(args.end(), {std::string("--") + f, flags.Get(f)});
   }
   if (flags.Has("no-core-passes")) args.push_back("--no-core-passes");
+  if (flags.Has("parallel")) args.push_back("--parallel");
   return AotCommand(args);
 }
 
@@ -181,8 +182,8 @@ int GraphCommand(const std::vector<std::string>& argv) {
   spec.with_value = {"device", "input",    "output-dir", "dump-clusters", "steps",
                      "name",   "out-dir",  "feed",       "fetch",         "target",
                      "cpu",    "features", "gemm"};
-  spec.switches = {"help",         "must-compile",   "auto-jit",      "log-device-placement",
-                   "log-compiles", "soft-placement", "no-core-passes"};
+  spec.switches = {"help",         "must-compile",   "auto-jit",       "log-device-placement",
+                   "log-compiles", "soft-placement", "no-core-passes", "parallel"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("graph", std::string(flags.status().message()), kExitUsage);
   if (flags->Has("help")) {

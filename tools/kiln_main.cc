@@ -31,7 +31,7 @@ constexpr const char* kUsage =
     "  devices\n"
     "  plugin-test PATH.so|NAME [--json] [--seed N] [--modules N]\n"
     "  aot MODULE.hlo --name NAME --out-dir DIR [--target TRIPLE] [--cpu CPU] [--features F]\n"
-    "                 [--gemm emitted|openblas|onednn] [--no-core-passes]\n"
+    "                 [--gemm emitted|openblas|onednn] [--no-core-passes] [--parallel]\n"
     "  help\n"
     "Run `kiln <command> --help` for details.\n";
 

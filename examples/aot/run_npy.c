@@ -4,7 +4,8 @@
  *      examples/aot/run_npy.c out/model.o -lm -o run_model
  *   ./run_model in0.npy in1.npy ... OUT_DIR      (writes OUT_DIR/output_0.npy, ...)
  * The output names are those of `kiln run --output-dir`. `./run_model --repeat N ...` runs once,
- * then N times more, and prints the microseconds per run of those N. */
+ * then N times more, and prints the microseconds per run of those N. An artifact built with
+ * --parallel (link DIR/libkiln_aot_runtime.a -lpthread) takes `--threads N`. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,22 @@ int main(int argc, char** argv) {
   long repeat = 1;
   int first = 1, i, rc;
   char path[4096];
-  if (argc > 2 && strcmp(argv[1], "--repeat") == 0) {
-    repeat = atol(argv[2]);
-    first = 3;
+  while (argc > first + 1 && strncmp(argv[first], "--", 2) == 0) {
+    if (strcmp(argv[first], "--repeat") == 0) {
+      repeat = atol(argv[first + 1]);
+#ifdef KILN_AOT_HAS_THREADS
+    } else if (strcmp(argv[first], "--threads") == 0) {
+      kiln_aot_set_threads(atoi(argv[first + 1]));
+#endif
+    } else {
+      fprintf(stderr, "%s: unknown option %s\n", argv[0], argv[first]);
+      return 2;
+    }
+    first += 2;
   }
   if (argc - first != num_args + 1 || num_args > 64 || num_results > 64 || repeat < 1) {
-    fprintf(stderr, "usage: %s [--repeat N] %d input .npy file(s) OUT_DIR\n", argv[0], num_args);
+    fprintf(stderr, "usage: %s [--repeat N] [--threads N] %d input .npy file(s) OUT_DIR\n", argv[0],
+            num_args);
     return 2;
   }
   for (i = 0; i < num_args; ++i) {

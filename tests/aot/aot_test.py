@@ -16,6 +16,8 @@ usage: aot_test.py KILN SOURCE_ROOT
 - The header compiles as C++ and its class runs the module as NAME_run_simple does.
 - aarch64 artifacts (`--target aarch64-linux-gnu`) linked by Debian's cross compiler and run
   under user-mode QEMU, compared the same way.
+- `--parallel` artifacts linked with their runtime (libkiln_aot_runtime.a) and run on 2 and 3
+  threads: split reductions, partitioned loops, the stacked LSTM.
 - `kiln graph aot`: graphs with feeds and fetches, against the interpreter and `kiln graph
   run`; a feed or fetch that does not exist, an unfed Placeholder.
 - Bad input: a bad name, a bad --gemm, a missing file, an unknown target; exit 2 or 1.
@@ -86,7 +88,7 @@ QEMU = shutil.which("qemu-aarch64")
 AARCH64_SYSROOT = "/usr/aarch64-linux-gnu"
 
 
-def check_module(path, name, extra=(), libs=(), aarch64=False):
+def check_module(path, name, extra=(), libs=(), aarch64=False, threads=0):
     """Compile, link, run and compare; True when it agreed. Refusals return the failed run."""
     out = os.path.join(TMP, name)
     if aarch64:
@@ -97,6 +99,8 @@ def check_module(path, name, extra=(), libs=(), aarch64=False):
     header = open(os.path.join(out, name + ".h")).read()
     args, results = header_buffers(header, name)
     exe = os.path.join(out, "run")
+    if threads:  # a --parallel artifact: its runtime beside it
+        libs = tuple(libs) + (os.path.join(out, "libkiln_aot_runtime.a"), "-lpthread")
     link = subprocess.run(
         [CROSS_CC if aarch64 else CC, "-O2", "-Wall", "-Werror", "-I" + out, "-I" + os.path.join(ROOT, "examples", "aot"),
          f"-DKILN_AOT_NAME={name}", f'-DKILN_AOT_HEADER="{name}.h"',
@@ -115,8 +119,9 @@ def check_module(path, name, extra=(), libs=(), aarch64=False):
     os.makedirs(got_dir)
     os.makedirs(want_dir)
     runner = [QEMU, "-L", AARCH64_SYSROOT] if aarch64 else []
-    ran = subprocess.run(runner + [exe] + inputs + [got_dir], capture_output=True, text=True,
-                         timeout=300)
+    options = ["--threads", str(threads)] if threads else []
+    ran = subprocess.run(runner + [exe] + options + inputs + [got_dir], capture_output=True,
+                         text=True, timeout=300)
     if ran.returncode != 0:
         fail(path, f"the linked program exited {ran.returncode}: {ran.stderr[-1000:]}")
         return False
@@ -318,6 +323,27 @@ ENTRY main {
   ROOT t = (f32[8], f32[8], f32[8]) tuple(c1, c2, c3)
 }
 """,
+    # Large enough that its kernels are split across threads with --parallel.
+    "softmax_large": """
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b)
+}
+""" + ADD + """
+ENTRY main {
+  x = f32[512,1000] parameter(0)
+  ninf = f32[] constant(-inf)
+  zero = f32[] constant(0)
+  m = f32[512] reduce(x, ninf), dimensions={1}, to_apply=max
+  mb = f32[512,1000] broadcast(m), dimensions={0}
+  xm = f32[512,1000] subtract(x, mb)
+  e = f32[512,1000] exponential(xm)
+  s = f32[512] reduce(e, zero), dimensions={1}, to_apply=add
+  sb = f32[512,1000] broadcast(s), dimensions={0}
+  ROOT y = f32[512,1000] divide(e, sb)
+}
+""",
     "no_arguments": """
 ENTRY main {
   i = s32[5,7] iota(), iota_dimension=1
@@ -397,6 +423,20 @@ def main():
         obj = open(os.path.join(TMP, "dnnl_gemm_forms", "dnnl_gemm_forms.o"), "rb").read()
         if b"dnnl_sgemm" not in obj:
             fail(path, "--gemm onednn did not call dnnl_sgemm")
+
+    # --parallel: large kernels (and split reductions) across the runtime's thread pool.
+    for hlo, threads in (("big_sum", 2), ("big_sum", 3), ("softmax_large", 2)):
+        path = os.path.join(mod_dir, hlo + ".hlo")
+        r = check_module(path, f"par{threads}_{hlo}", ("--parallel",), threads=threads)
+        if not isinstance(r, bool):
+            fail(path, f"refused with --parallel: {r.stderr.strip()}")
+        elif b"kiln_aot_parallel_for" not in open(
+                os.path.join(TMP, f"par{threads}_{hlo}", f"par{threads}_{hlo}.o"), "rb").read():
+            fail(path, "--parallel did not call the thread pool")
+    path = os.path.join(ROOT, "examples", "hlo", "lstm_stacked.hlo")
+    r = check_module(path, "par_lstm", ("--parallel",), threads=2)
+    if not isinstance(r, bool):
+        fail(path, f"refused with --parallel: {r.stderr.strip()}")
 
     # The same artifacts for aarch64, run under QEMU.
     if CROSS_CC and QEMU:
@@ -548,6 +588,8 @@ def check_bad_input():
          "cannot open"),
         (["aot", path, "--name", "s", "--out-dir", out, "--target", "nonsense-cpu-os"], 1,
          "target"),
+        (["aot", path, "--name", "s", "--out-dir", out, "--target", "aarch64-linux-gnu",
+          "--parallel"], 1, "this host's architecture only"),
     ]
     malformed = os.path.join(TMP, "malformed.hlo")
     with open(malformed, "w") as f:
