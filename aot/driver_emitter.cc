@@ -197,9 +197,16 @@ void DriverEmitter::EmitKernelCall(const kernel_plan::Step& step, llvm::Function
 void DriverEmitter::EmitGemm(const kernel_plan::Step& step, AotArtifact& out) {
   ++out.gemm_steps;
   Place p = OutputPlace(step, 0, step.instr->shape().byte_size());
-  EmitGemmBatch(b_, m_, options_.gemm, options_.name, *step.gemm,
-                Pointer(*values_.at(step.sources[0]).place),
-                Pointer(*values_.at(step.sources[1]).place), Pointer(p));
+  const kernel_plan::GemmShape& g = *step.gemm;
+  // Waking the pool costs more than a small GEMM takes (the stacked LSTM's 64x240x60 ones
+  // ran 25% slower split): only large ones are split.
+  constexpr int64_t kParallelGemmMinMnk = int64_t{1} << 22;
+  const bool parallel = options_.parallel && options_.gemm == AotGemm::kEmitted &&
+                        g.m * g.n * g.k >= kParallelGemmMinMnk;
+  if (parallel) out.needs_runtime = true;
+  EmitGemmBatch(
+      b_, m_, options_.gemm, options_.name, g, Pointer(*values_.at(step.sources[0]).place),
+      Pointer(*values_.at(step.sources[1]).place), Pointer(p), parallel ? table_ : nullptr);
   values_[step.instr].place = p;
 }
 
@@ -385,7 +392,7 @@ absl::Status DriverEmitter::Emit(const std::vector<std::string>& kernel_names, A
                                 llvm::GlobalValue::ExternalLinkage, options_.name + "_run", m_);
   run_->addFnAttr(llvm::Attribute::NoUnwind);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", run_));
-  size_t table_size = 1;
+  size_t table_size = 3;  // at least A, B and C of a parallel GEMM
   for (const llvm_emit::KernelSpec& spec : plan_.kernels)
     table_size = std::max(table_size, spec.inputs.size() + spec.outputs.size() + 1);
   table_ = b_.CreateAlloca(llvm::ArrayType::get(ptr, table_size), nullptr, "buffers");

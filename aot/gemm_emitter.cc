@@ -30,8 +30,12 @@ void EmitLoop(llvm::IRBuilder<>& b, llvm::Value* n, const std::string& name,
   b.SetInsertPoint(done);
 }
 
-// void gemm(noalias A, noalias B, noalias C, i64 m, i64 n, i64 k): C[m,n] = op(A) op(B), all
-// row-major, as GemmShape describes. With B stored k x n, C is computed in register tiles
+// Columns per register tile of the GEMM below (and per part of a parallel GEMM).
+int64_t TileColumns(const kernel_plan::GemmShape& g) { return g.f64 ? 8 : 16; }
+
+// void gemm(noalias A, noalias B, noalias C, i64 m, i64 n, i64 k, i64 col_begin, i64 col_end):
+// columns [col_begin, col_end) of C[m,n] = op(A) op(B), all row-major, as GemmShape describes
+// (col_begin a multiple of TileColumns). With B stored k x n, C is computed in register tiles
 // (below); with B stored transposed, each element is a unit-stride dot product.
 llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
                                     const kernel_plan::GemmShape& g) {
@@ -44,7 +48,7 @@ llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
   llvm::Type* i64 = b.getInt64Ty();
   llvm::Type* elem = g.f64 ? b.getDoubleTy() : b.getFloatTy();
   llvm::Function* f = llvm::Function::Create(
-      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, ptr, i64, i64, i64}, false),
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, ptr, i64, i64, i64, i64, i64}, false),
       llvm::GlobalValue::InternalLinkage, name, m);
   f->addFnAttr(llvm::Attribute::NoUnwind);
   for (unsigned i = 0; i < 3; ++i) {
@@ -53,6 +57,7 @@ llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
   }
   llvm::Value *A = f->getArg(0), *B = f->getArg(1), *C = f->getArg(2);
   llvm::Value *M = f->getArg(3), *N = f->getArg(4), *K = f->getArg(5);
+  llvm::Value *col_begin = f->getArg(6), *col_end = f->getArg(7);
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
   llvm::FastMathFlags fmf;
   fmf.setAllowContract(true);
@@ -84,7 +89,8 @@ llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
   if (g.trans_b) {
     EmitLoop(b, M, "i", [&](llvm::Value* i) {
       llvm::Value* crow = b.CreateInBoundsGEP(elem, C, b.CreateMul(i, N));
-      EmitLoop(b, N, "j", [&](llvm::Value* j) { dot_product(i, j, crow); });
+      EmitLoop(b, b.CreateSub(col_end, col_begin), "j",
+               [&](llvm::Value* j) { dot_product(i, b.CreateAdd(col_begin, j), crow); });
     });
     b.CreateRetVoid();
     return f;
@@ -95,9 +101,9 @@ llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
   constexpr int kRows = 4, kVectors = 2;
   const unsigned lanes = g.f64 ? 4 : 8;  // 256-bit vectors (AVX2; two NEON registers)
   llvm::Type* vec = llvm::FixedVectorType::get(elem, lanes);
-  const int64_t tile_cols = kVectors * lanes;
+  const int64_t tile_cols = kVectors * lanes;  // TileColumns(g)
   llvm::Value* row_tiles = b.CreateSDiv(M, b.getInt64(kRows));
-  llvm::Value* col_tiles = b.CreateSDiv(N, b.getInt64(tile_cols));
+  llvm::Value* col_tiles = b.CreateSDiv(b.CreateSub(col_end, col_begin), b.getInt64(tile_cols));
   std::vector<llvm::AllocaInst*> acc;
   {
     llvm::IRBuilder<> entry(&f->getEntryBlock(), f->getEntryBlock().begin());
@@ -117,7 +123,7 @@ llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
   llvm::Value* depth_blocks =
       b.CreateSDiv(b.CreateAdd(K, b.getInt64(kDepth - 1)), b.getInt64(kDepth));
   EmitLoop(b, col_tiles, "jt", [&](llvm::Value* jt) {
-    llvm::Value* j0 = b.CreateMul(jt, b.getInt64(tile_cols));
+    llvm::Value* j0 = b.CreateAdd(col_begin, b.CreateMul(jt, b.getInt64(tile_cols)));
     EmitLoop(b, depth_blocks, "kb", [&](llvm::Value* kb) {
       llvm::Value* p0 = b.CreateMul(kb, b.getInt64(kDepth));
       llvm::Value* rem = b.CreateSub(K, p0);
@@ -173,11 +179,11 @@ llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
   // The edges: columns past the last whole tile of the tiled rows, then every column of the
   // rows past the last whole tile.
   llvm::Value* tiled_rows = b.CreateMul(row_tiles, b.getInt64(kRows));
-  llvm::Value* tiled_cols = b.CreateMul(col_tiles, b.getInt64(tile_cols));
+  llvm::Value* tiled_end = b.CreateAdd(col_begin, b.CreateMul(col_tiles, b.getInt64(tile_cols)));
   EmitLoop(b, M, "edge_i", [&](llvm::Value* i) {
     llvm::Value* crow = b.CreateInBoundsGEP(elem, C, b.CreateMul(i, N));
-    llvm::Value* first = b.CreateSelect(b.CreateICmpSLT(i, tiled_rows), tiled_cols, b.getInt64(0));
-    EmitLoop(b, b.CreateSub(N, first), "edge_j",
+    llvm::Value* first = b.CreateSelect(b.CreateICmpSLT(i, tiled_rows), tiled_end, col_begin);
+    EmitLoop(b, b.CreateSub(col_end, first), "edge_j",
              [&](llvm::Value* jj) { dot_product(i, b.CreateAdd(first, jj), crow); });
   });
   b.CreateRetVoid();
@@ -236,26 +242,72 @@ void EmitOneDnnCall(llvm::IRBuilder<>& b_, llvm::Module& m_, const kernel_plan::
   call->addParamAttr(1, llvm::Attribute::SExt);
 }
 
+// void part(void** table, i64 begin, i64 end): the column parts [begin, end) of one GEMM
+// whose A, B and C are table[0..2], for kiln_aot_parallel_for.
+llvm::Function* GemmPartFunction(llvm::Module& m, const std::string& prefix,
+                                 const kernel_plan::GemmShape& g) {
+  const std::string name =
+      absl::StrCat(prefix, ".gemm_part.", g.f64 ? "f64" : "f32", ".", g.trans_a ? "T" : "N",
+                   g.trans_b ? "T" : "N", ".", g.m, "x", g.n, "x", g.k);
+  if (llvm::Function* f = m.getFunction(name)) return f;
+  llvm::IRBuilder<> b(m.getContext());
+  llvm::Type* ptr = b.getPtrTy();
+  llvm::Function* f = llvm::Function::Create(
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, b.getInt64Ty(), b.getInt64Ty()}, false),
+      llvm::GlobalValue::InternalLinkage, name, m);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(m.getContext(), "entry", f));
+  std::vector<llvm::Value*> abc;
+  for (int i = 0; i < 3; ++i)
+    abc.push_back(b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, f->getArg(0), i)));
+  const int64_t cols = TileColumns(g);
+  llvm::Value* begin = b.CreateMul(f->getArg(1), b.getInt64(cols));
+  llvm::Value* end = b.CreateMul(f->getArg(2), b.getInt64(cols));
+  end = b.CreateSelect(b.CreateICmpSLT(end, b.getInt64(g.n)), end, b.getInt64(g.n));
+  b.CreateCall(EmittedGemmFunction(m, prefix, g), {abc[0], abc[1], abc[2], b.getInt64(g.m),
+                                                   b.getInt64(g.n), b.getInt64(g.k), begin, end});
+  b.CreateRetVoid();
+  return f;
+}
+
 }  // namespace
 
 void EmitGemmBatch(llvm::IRBuilder<>& b_, llvm::Module& m_, AotGemm kind, const std::string& prefix,
-                   const kernel_plan::GemmShape& g, llvm::Value* a, llvm::Value* b,
-                   llvm::Value* c) {
+                   const kernel_plan::GemmShape& g, llvm::Value* a, llvm::Value* b, llvm::Value* c,
+                   llvm::Value* parallel_table) {
   // for (i = 0; i < batch; ++i) gemm(batch entry i)
   EmitLoop(b_, b_.getInt64(g.batch), "gemm_batch", [&](llvm::Value* i) {
     if (kind == AotGemm::kOpenBlas) {
       EmitCblasCall(b_, m_, g, a, b, c, i);
-    } else if (kind == AotGemm::kOneDnn) {
-      EmitOneDnnCall(b_, m_, g, a, b, c, i);
-    } else {
-      llvm::Type* elem = g.f64 ? b_.getDoubleTy() : b_.getFloatTy();
-      auto entry = [&](llvm::Value* base, int64_t per_batch) {
-        return b_.CreateInBoundsGEP(elem, base, b_.CreateMul(i, b_.getInt64(per_batch)));
-      };
-      b_.CreateCall(EmittedGemmFunction(m_, prefix, g),
-                    {entry(a, g.m * g.k), entry(b, g.k * g.n), entry(c, g.m * g.n),
-                     b_.getInt64(g.m), b_.getInt64(g.n), b_.getInt64(g.k)});
+      return;
     }
+    if (kind == AotGemm::kOneDnn) {
+      EmitOneDnnCall(b_, m_, g, a, b, c, i);
+      return;
+    }
+    llvm::Type* elem = g.f64 ? b_.getDoubleTy() : b_.getFloatTy();
+    auto entry = [&](llvm::Value* base, int64_t per_batch) {
+      return b_.CreateInBoundsGEP(elem, base, b_.CreateMul(i, b_.getInt64(per_batch)));
+    };
+    llvm::Value* ai = entry(a, g.m * g.k);
+    llvm::Value* bi = entry(b, g.k * g.n);
+    llvm::Value* ci = entry(c, g.m * g.n);
+    const int64_t parts = (g.n + TileColumns(g) - 1) / TileColumns(g);
+    if (parallel_table != nullptr && parts >= 2) {
+      llvm::Type* ptr = b_.getPtrTy();
+      for (int s = 0; s < 3; ++s)
+        b_.CreateStore(std::vector<llvm::Value*>{ai, bi, ci}[s],
+                       b_.CreateConstInBoundsGEP1_64(ptr, parallel_table, s));
+      llvm::FunctionCallee parallel_for = m_.getOrInsertFunction(
+          "kiln_aot_parallel_for",
+          llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, b_.getInt64Ty()}, false));
+      b_.CreateCall(parallel_for,
+                    {GemmPartFunction(m_, prefix, g), parallel_table, b_.getInt64(parts)});
+      return;
+    }
+    b_.CreateCall(EmittedGemmFunction(m_, prefix, g),
+                  {ai, bi, ci, b_.getInt64(g.m), b_.getInt64(g.n), b_.getInt64(g.k), b_.getInt64(0),
+                   b_.getInt64(g.n)});
   });
 }
 

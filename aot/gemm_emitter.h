@@ -13,9 +13,11 @@
 namespace kiln::cpu::aot {
 
 // At the builder's insertion point: C = op(A) op(B) for each of g.batch entries, the arrays
-// dense and row-major at a, b and c. The builder continues after the batch loop.
+// dense and row-major at a, b and c. The builder continues after the batch loop. With
+// `parallel_table` (three pointer slots), an emitted GEMM's column strips run through
+// kiln_aot_parallel_for (the --parallel runtime).
 void EmitGemmBatch(llvm::IRBuilder<>& builder, llvm::Module& module, AotGemm kind,
                    const std::string& prefix, const kernel_plan::GemmShape& g, llvm::Value* a,
-                   llvm::Value* b, llvm::Value* c);
+                   llvm::Value* b, llvm::Value* c, llvm::Value* parallel_table = nullptr);
 
 }  // namespace kiln::cpu::aot

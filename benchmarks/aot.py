@@ -3,12 +3,16 @@
 programs and the time per run of the ahead-of-time artifact against cpu-llvm's JIT on the
 same module, inputs and thread count (one thread: the artifact is single-threaded).
 
-usage: /usr/bin/python3 benchmarks/aot.py [--runs N] [--kiln build/tools/kiln]
+usage: /usr/bin/python3 benchmarks/aot.py [--runs N] [--threads T] [--kiln build/tools/kiln]
+
+With --threads T > 1 the artifacts are built with --parallel and run on T threads, the JIT
+(KILN_CPU_THREADS), OpenBLAS and oneDNN (OMP_NUM_THREADS) get T threads too; GEMMs emitted
+into the artifact stay single-threaded.
 
 For each module: `kiln aot` with the self-contained GEMM (`--gemm emitted`), with OpenBLAS
 (`--gemm openblas`) and with oneDNN (`--gemm onednn`, cpu-llvm's own f32 GEMM), linked into examples/aot/run_npy.c, stripped; `size` per section; the
 program's `--repeat N` time per run against `kiln run --device cpu-llvm --benchmark N` (its
-median), best of three alternating rounds; and the outputs of both against each other. Sizes
+median), best of three alternating rounds, at the same thread count; and the outputs of both against each other. Sizes
 are of the stripped, dynamically linked program (the runtime is the artifact itself; libc
 and libm excluded), plus the stacked LSTM's for aarch64 when the cross compiler is there.
 """
@@ -33,13 +37,16 @@ def sh(args, **kw):
     return subprocess.run(args, capture_output=True, text=True, check=True, **kw)
 
 
-def build(kiln, module, name, out, gemm):
-    sh([kiln, "aot", module, "--name", name, "--out-dir", out, "--gemm", gemm])
+def build(kiln, module, name, out, gemm, parallel=False):
+    sh([kiln, "aot", module, "--name", name, "--out-dir", out, "--gemm", gemm]
+       + (["--parallel"] if parallel else []))
     exe = os.path.join(out, "run")
     sh(["cc", "-O2", "-I" + out, "-I" + os.path.join(ROOT, "examples", "aot"),
         f"-DKILN_AOT_NAME={name}", f'-DKILN_AOT_HEADER="{name}.h"',
         os.path.join(ROOT, "examples", "aot", "run_npy.c"), os.path.join(out, name + ".o"),
-        "-lm"] + {"openblas": ["-lopenblas"], "onednn": ["-ldnnl"]}.get(gemm, []) + ["-o", exe])
+        "-lm"] + {"openblas": ["-lopenblas"], "onednn": ["-ldnnl"]}.get(gemm, [])
+       + ([os.path.join(out, "libkiln_aot_runtime.a"), "-lpthread"] if parallel else [])
+       + ["-o", exe])
     sh(["strip", exe])
     return exe
 
@@ -63,9 +70,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "tools", "kiln"))
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads for the JIT and for --parallel artifacts (1: not parallel)")
     a = ap.parse_args()
-    env = dict(os.environ, KILN_CPU_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    t = str(a.threads)
+    env = dict(os.environ, KILN_CPU_THREADS=t, OPENBLAS_NUM_THREADS=t, OMP_NUM_THREADS=t)
     os.environ.update(env)
+    parallel = a.threads > 1
     tmp = tempfile.mkdtemp(prefix="kiln_aot_bench_")
     print(f"{'module':<18} {'gemm':<9} {'program':>9} {'text':>8} {'data':>6} "
           f"{'aot us':>9} {'jit us':>9} {'aot/jit':>8} {'max |diff|':>10}")
@@ -74,7 +85,7 @@ def main():
         base = os.path.basename(rel)[:-4]
         for gemm in ("emitted", "openblas", "onednn"):
             out = os.path.join(tmp, f"{base}_{gemm}")
-            exe = build(a.kiln, module, base, out, gemm)
+            exe = build(a.kiln, module, base, out, gemm, parallel)
             header = open(os.path.join(out, base + ".h")).read()
             ins = inputs_for(header, base, out)
             text, data = [int(x) for x in sh(["size", exe]).stdout.splitlines()[1].split()[:2]]
@@ -83,7 +94,8 @@ def main():
             os.makedirs(jit_dir)
             aot_us, jit_us = [], []
             for _ in range(3):
-                r = sh([exe, "--repeat", str(a.runs)] + ins + [aot_dir])
+                r = sh([exe, "--repeat", str(a.runs)] + (["--threads", t] if parallel else [])
+                       + ins + [aot_dir])
                 aot_us.append(float(r.stdout.split()[0]))
                 r = sh([a.kiln, "run", module, "--device", "cpu-llvm", "--benchmark", str(a.runs),
                         "--output-dir", jit_dir] + sum((["--input", f] for f in ins), []))

@@ -247,13 +247,13 @@ ENTRY main {
   p = f64[20,30] parameter(4)
   q = f64[30,40] parameter(5)
   g = f32[37,600] parameter(6)
-  h = f32[600,53] parameter(7)
-  edges = f32[37,53] dot(g, h), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  h = f32[600,530] parameter(7)
+  edges = f32[37,530] dot(g, h), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   tn = f32[40,56] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={1}
   nt = f32[56,40] dot(b, a), lhs_contracting_dims={1}, rhs_contracting_dims={0}
   bd = f32[4,16,40] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
   d64 = f64[20,40] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT t = (f32[40,56], f32[56,40], f32[4,16,40], f64[20,40], f32[37,53]) tuple(tn, nt, bd, d64, edges)
+  ROOT t = (f32[40,56], f32[56,40], f32[4,16,40], f64[20,40], f32[37,530]) tuple(tn, nt, bd, d64, edges)
 }
 """,
     # A loop that swaps two state elements (staged copies), counts, and writes one row of a
@@ -433,8 +433,16 @@ def main():
         elif b"kiln_aot_parallel_for" not in open(
                 os.path.join(TMP, f"par{threads}_{hlo}", f"par{threads}_{hlo}.o"), "rb").read():
             fail(path, "--parallel did not call the thread pool")
-    path = os.path.join(ROOT, "examples", "hlo", "lstm_stacked.hlo")
-    r = check_module(path, "par_lstm", ("--parallel",), threads=2)
+    for hlo, name in (("examples/hlo/lstm_stacked.hlo", "par_lstm"),
+                      ("examples/hlo/dense_relu.hlo", "par_dense"),
+                      ("examples/aot/mnist_classifier.hlo", "par_mnist")):
+        path = os.path.join(ROOT, hlo)
+        r = check_module(path, name, ("--parallel",), threads=2)
+        if not isinstance(r, bool):
+            fail(path, f"refused with --parallel: {r.stderr.strip()}")
+    # Column strips of emitted GEMMs across threads, with edges and several blocks of k.
+    path = os.path.join(mod_dir, "gemm_forms.hlo")
+    r = check_module(path, "par_gemm_forms", ("--parallel",), threads=3)
     if not isinstance(r, bool):
         fail(path, f"refused with --parallel: {r.stderr.strip()}")
 
