@@ -11,12 +11,12 @@
 
 typedef void (*kiln_aot_kernel)(void** buffers, int64_t begin, int64_t end);
 
-static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;   /* one loop at a time */
-static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;  /* guards what follows */
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;  /* one loop at a time */
+static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER; /* guards what follows */
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
-static int workers = 0;          /* threads started, besides the caller */
-static uint64_t generation = 0;  /* bumped for each loop */
+static int workers = 0;         /* threads started, besides the caller */
+static uint64_t generation = 0; /* bumped for each loop */
 static kiln_aot_kernel job_fn;
 static void** job_table;
 static int64_t job_extent, job_parts, job_next, job_pending;
