@@ -161,8 +161,9 @@ absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions
   AotArtifact out;
   std::unique_ptr<llvm::TargetMachine> tm = MakeTargetMachine(options, &error, &out.target);
   if (tm == nullptr) return absl::InvalidArgumentError(absl::StrCat("AOT target: ", error));
-  if (options.parallel &&
-      tm->getTargetTriple().getArch() != llvm::Triple(llvm::sys::getProcessTriple()).getArch())
+  out.host_architecture =
+      tm->getTargetTriple().getArch() == llvm::Triple(llvm::sys::getProcessTriple()).getArch();
+  if (options.parallel && !out.host_architecture)
     return absl::InvalidArgumentError(
         "--parallel artifacts need the thread pool runtime, which is built for this host's "
         "architecture only");

@@ -49,6 +49,7 @@ struct AotArtifact {
   int64_t constant_bytes = 0;
   std::string target;          // triple and CPU, for the summary
   bool parallel = false;       // built with --parallel: link libkiln_aot_runtime.a
+  bool host_architecture = true;  // the target's architecture is this host's
   bool needs_runtime = false;  // some kernel calls kiln_aot_parallel_for
 };
 

@@ -36,9 +36,11 @@ constexpr const char* kUsage =
     "  --gemm     emitted (default: dots are generated loop nests), openblas (large dots\n"
     "             call cblas_sgemm/cblas_dgemm) or onednn (large f32 dots call dnnl_sgemm,\n"
     "             which runs on OMP_NUM_THREADS threads)\n"
-    "  --parallel large kernels split their loops across a thread pool: DIR also gets\n"
-    "             libkiln_aot_runtime.a (link it and -lpthread; kiln_aot_set_threads(n) in\n"
-    "             NAME.h picks the threads); this host's architecture only\n";
+    "  --parallel large kernels split their loops across a thread pool, the one in\n"
+    "             DIR/libkiln_aot_runtime.a (link it and -lpthread; kiln_aot_set_threads(n)\n"
+    "             in NAME.h picks the threads); this host's architecture only\n"
+    "DIR always gets libkiln_aot_runtime.a (empty for another architecture), so\n"
+    "`cc prog.c DIR/*.o DIR/*.a -lm -lpthread` links any artifact.\n";
 
 int Fail(const std::string& message, int code = kExitError) {
   std::string line = message;
@@ -139,12 +141,15 @@ int Main(const std::vector<std::string>& args) {
     return Fail(std::string(st.message()));
   if (absl::Status st = WriteFile(header, artifact->header); !st.ok())
     return Fail(std::string(st.message()));
-  if (options.parallel) {
-    const std::filesystem::path runtime = dir / "libkiln_aot_runtime.a";
-    if (absl::Status st = WriteFile(runtime, std::string(kiln::cpu::aot::AotRuntimeArchive()));
-        !st.ok())
-      return Fail(std::string(st.message()));
-  }
+  // Always there, so `cc prog.c DIR/*.o DIR/*.a -lm -lpthread` links every artifact: the
+  // thread pool --parallel artifacts call, built for this host; for another architecture an
+  // empty archive (--parallel is refused there).
+  const std::filesystem::path runtime = dir / "libkiln_aot_runtime.a";
+  const std::string archive = artifact->host_architecture
+                                  ? std::string(kiln::cpu::aot::AotRuntimeArchive())
+                                  : std::string("!<arch>\n");
+  if (absl::Status st = WriteFile(runtime, archive); !st.ok())
+    return Fail(std::string(st.message()));
   std::cout << "kiln aot: " << object.string() << " (" << artifact->object.size() << " bytes, "
             << artifact->kernels << " kernels, " << artifact->gemm_steps << " GEMMs, "
             << artifact->constant_bytes << " bytes of constants) and " << header.string() << "; "

@@ -476,6 +476,7 @@ def main():
             expect_refusal(path, r)
             print(f"refused {os.path.relpath(path, ROOT)}: {r.stderr.strip()[:160]}")
 
+    check_link_line()
     check_graph_aot()
     check_cpp_class()
     check_bad_input()
@@ -483,6 +484,27 @@ def main():
           f"{counts['refused']} refused cleanly, {len(failures)} failures")
     shutil.rmtree(TMP, ignore_errors=True)
     return 1 if failures else 0
+
+
+def check_link_line():
+    """The issue's link line works for every artifact: `cc prog.c DIR/*.o DIR/*.a -lm
+    -lpthread` (DIR always holds libkiln_aot_runtime.a, empty for another architecture)."""
+    prog = os.path.join(TMP, "link_line.c")
+    with open(prog, "w") as f:
+        f.write('#include "m.h"\nint main(void) { return m_num_args == 1 ? 0 : 1; }\n')
+    for extra, cc in (([], CC), (["--parallel"], CC),
+                      (["--target", "aarch64-linux-gnu"], CROSS_CC)):
+        if cc is None:
+            continue
+        out = os.path.join(TMP, "link_line_" + "_".join(a.strip("-") for a in extra))
+        r = aot(os.path.join(TMP, "modules", "softmax.hlo"), "m", out, *extra)
+        if r.returncode != 0:
+            fail("link line " + " ".join(extra), r.stderr)
+            continue
+        cmd = f"{cc} -I{out} {prog} {out}/*.o {out}/*.a -lm -lpthread -o {out}/prog"
+        linked = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+        if linked.returncode != 0:
+            fail("link line " + " ".join(extra), f"{cmd}: {linked.stderr[-800:]}")
 
 
 def check_graph_aot():
