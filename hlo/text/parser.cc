@@ -371,6 +371,14 @@ class Parser {
           fmt::format("instruction '{}' is defined twice in computation '{}'", name, comp->name()));
     }
     KILN_RETURN_IF_ERROR(c_.ExpectF('=', "'=' after instruction name '{}'", name));
+    return ParseInstructionBody(comp, name, /*nested=*/false, out);
+  }
+
+  // An instruction from its shape (or opcode) on, named `name`. A nested one is an operand
+  // written in place (`convert(s8[4] parameter(0))`): its attributes end at a ',' that no
+  // `name=` follows, and at the ')' closing its user's operands.
+  absl::Status ParseInstructionBody(HloComputation* comp, const std::string& name, bool nested,
+                                    HloInstruction** out) {
     Shape shape;
     KILN_RETURN_IF_ERROR(c_.SkipSpace());
     size_t shape_begin = c_.pos();
@@ -424,6 +432,21 @@ class Parser {
           written.emplace(at, c_.pos());
           KILN_RETURN_IF_ERROR(c_.SkipSpace());
         }
+        if (OpcodeFollows()) {  // a nested instruction, named after its user
+          if (written) c_.set_pos(written->first);
+          std::string nested_name;
+          for (int k = instr->operand_count();; ++k) {
+            nested_name = fmt::format("{}.operand{}", name, k);
+            if (!instructions_.contains(nested_name)) break;
+          }
+          HloInstruction* operand = nullptr;
+          KILN_RETURN_IF_ERROR(ParseInstructionBody(comp, nested_name, /*nested=*/true, &operand));
+          instr->AppendOperand(operand);
+          KILN_RETURN_IF_ERROR(c_.SkipSpace());
+          if (c_.TryConsume(')')) break;
+          KILN_RETURN_IF_ERROR(c_.Expect(',', "',' or ')' after an operand"));
+          continue;
+        }
         size_t at = c_.pos();
         std::string_view operand;
         KILN_RETURN_IF_ERROR(ReadNameView("an operand name", &operand));
@@ -462,7 +485,7 @@ class Parser {
                                            arity, arity == 1 ? "" : "s", instr->operand_count()));
     }
     CallAttributes calls;
-    KILN_RETURN_IF_ERROR(ParseAttributes(instr.get(), &calls));
+    KILN_RETURN_IF_ERROR(ParseAttributes(instr.get(), &calls, nested));
     KILN_RETURN_IF_ERROR(PlaceCalledComputations(instr.get(), calls, op_at));
     if (!shape_written) {
       absl::StatusOr<Shape> inferred = InferShape(*instr);
@@ -477,6 +500,17 @@ class Parser {
     instructions_[name] = Defined{p, shape_text};
     *out = p;
     return absl::OkStatus();
+  }
+
+  // True when `, name=` follows (an attribute, not the next operand of a nested user).
+  bool AttributeFollows() const {
+    Cursor probe = c_;
+    if (!probe.TryConsume(',') || !probe.SkipSpace().ok()) return false;
+    std::string_view w = probe.Peek() == '%' ? std::string_view() : probe.PeekWord();
+    if (w.empty()) return false;
+    probe.Advance(w.size());
+    while (probe.Peek() == ' ' || probe.Peek() == '\t') probe.Advance();
+    return probe.Peek() == '=';
   }
 
   // True when the text at the cursor is an opcode and '(' (an instruction without a shape).
@@ -546,10 +580,11 @@ class Parser {
     return absl::OkStatus();
   }
 
-  absl::Status ParseAttributes(HloInstruction* instr, CallAttributes* calls) {
+  absl::Status ParseAttributes(HloInstruction* instr, CallAttributes* calls, bool nested = false) {
     std::vector<std::string_view> seen;
     InstructionAttributes& attrs = instr->mutable_attrs();
-    while (c_.TryConsume(',')) {
+    while (!nested || AttributeFollows()) {
+      if (!c_.TryConsume(',')) break;
       KILN_RETURN_IF_ERROR(c_.SkipSpace());
       size_t at = c_.pos();
       std::string_view attr;

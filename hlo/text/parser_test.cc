@@ -840,5 +840,43 @@ ENTRY %e (p: f32[4]) -> f32[4] {
             std::string::npos);
 }
 
+TEST(Parser, NestedOperandsBecomeInstructionsBeforeTheirUser) {
+  auto m = Parse(R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  q = f32[4] parameter(1)
+  c = f32[4] convert(s8[4] parameter(0))
+  s = f32[] reduce(f32[4] multiply(c, q), f32[] constant(0)), dimensions={0}, to_apply=add
+  ROOT t = (f32[], f32[4]) tuple(s, f32[4] broadcast(s), dimensions={})
+}
+)");
+  ASSERT_NE(m, nullptr);
+  const HloComputation* e = m->entry();
+  const HloInstruction* c = e->FindInstruction("c");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->operand(0)->opcode(), HloOpcode::kParameter);
+  EXPECT_EQ(c->operand(0)->name(), "c.operand0");
+  const HloInstruction* s = e->FindInstruction("s");
+  EXPECT_EQ(s->operand(0)->opcode(), HloOpcode::kMultiply);
+  EXPECT_EQ(s->operand(1)->opcode(), HloOpcode::kConstant);
+  // The nested broadcast's attribute stays with it; the tuple has two operands.
+  const HloInstruction* t = e->root();
+  ASSERT_EQ(t->operand_count(), 2);
+  EXPECT_EQ(t->operand(1)->opcode(), HloOpcode::kBroadcast);
+  EXPECT_EQ(t->operand(1)->shape().ToString(false), "f32[4]");
+  // Printed flat, and printing that again is a fixed point.
+  const std::string once = m->ToString();
+  auto again = Parse(once);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->ToString(), once);
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT c = f32[4] convert(s8[4] parameter(0)\n}\n")
+                .find("t.hlo:4:1: expected ',' or ')' after an operand"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln
