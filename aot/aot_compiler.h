@@ -47,10 +47,10 @@ struct AotArtifact {
   int64_t kernels = 0;     // kernel functions in the object
   int64_t gemm_steps = 0;  // dots computed as GEMMs (emitted loop nests or OpenBLAS calls)
   int64_t constant_bytes = 0;
-  std::string target;          // triple and CPU, for the summary
-  bool parallel = false;       // built with --parallel: link libkiln_aot_runtime.a
+  std::string target;             // triple and CPU, for the summary
+  bool parallel = false;          // built with --parallel: link libkiln_aot_runtime.a
   bool host_architecture = true;  // the target's architecture is this host's
-  bool needs_runtime = false;  // some kernel calls kiln_aot_parallel_for
+  bool needs_runtime = false;     // some kernel calls kiln_aot_parallel_for
 };
 
 // Compiles `module` (already through the core's passes). Errors name the instruction AOT
