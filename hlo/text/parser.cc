@@ -255,6 +255,36 @@ class Parser {
     }
     module_->AddComputation(std::move(comp), is_entry);
     computations_[name] = cp;
+    KILN_RETURN_IF_ERROR(ParseBody(cp, at));
+    if (sig_result) {
+      // The body decides the parameters (XLA dumps may list parameters that the body no
+      // longer has); where both have parameter i, their shapes must agree.
+      for (size_t i = 0; i < sig_params.size() && i < cp->parameters().size(); ++i) {
+        const Shape& want = cp->parameter(static_cast<int>(i))->shape();
+        if (!sig_params[i].first.Compatible(want)) {
+          return c_.ErrorAt(
+              sig_params[i].second,
+              fmt::format("signature gives parameter {} shape {}, but parameter({}) is {}", i,
+                          hlo_text::ShapeToText(sig_params[i].first, false), i,
+                          hlo_text::ShapeToText(want, false)));
+        }
+      }
+      if (!sig_result->first.Compatible(cp->root()->shape())) {
+        return c_.ErrorAt(
+            sig_result->second,
+            fmt::format("signature gives result shape {}, but the root '{}' is {}",
+                        hlo_text::ShapeToText(sig_result->first, false), cp->root()->name(),
+                        hlo_text::ShapeToText(cp->root()->shape(), false)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The instructions of `cp` after its '{' up to and including the '}' (and the
+  // attributes XLA writes after it); its root and parameters are checked. `at` locates
+  // errors about the whole computation.
+  absl::Status ParseBody(HloComputation* cp, size_t at) {
+    const std::string& name = cp->name();
     instructions_.clear();
     HloInstruction* root = nullptr;
     HloInstruction* last = nullptr;
@@ -291,28 +321,31 @@ class Parser {
             at, fmt::format("computation '{}' has no parameter({}) but has parameter({})", name, i,
                             cp->num_parameters() - 1));
     }
-    if (sig_result) {
-      // The body decides the parameters (XLA dumps may list parameters that the body no
-      // longer has); where both have parameter i, their shapes must agree.
-      for (size_t i = 0; i < sig_params.size() && i < cp->parameters().size(); ++i) {
-        const Shape& want = cp->parameter(static_cast<int>(i))->shape();
-        if (!sig_params[i].first.Compatible(want)) {
-          return c_.ErrorAt(
-              sig_params[i].second,
-              fmt::format("signature gives parameter {} shape {}, but parameter({}) is {}", i,
-                          hlo_text::ShapeToText(sig_params[i].first, false), i,
-                          hlo_text::ShapeToText(want, false)));
-        }
-      }
-      if (!sig_result->first.Compatible(cp->root()->shape())) {
-        return c_.ErrorAt(
-            sig_result->second,
-            fmt::format("signature gives result shape {}, but the root '{}' is {}",
-                        hlo_text::ShapeToText(sig_result->first, false), cp->root()->name(),
-                        hlo_text::ShapeToText(cp->root()->shape(), false)));
-      }
-    }
     return absl::OkStatus();
+  }
+
+  // A computation written in place of a name (`to_apply={ ... }`): parsed as a computation
+  // of its own named after the attribute (`<instruction>.to_apply`), referred to by that.
+  absl::Status ParseInlineComputation(Cursor v, const std::string& base, ComputationRef* out) {
+    out->at = v.pos();
+    out->name = base;
+    for (int n = 1; computations_.contains(out->name); ++n)
+      out->name = fmt::format("{}.{}", base, n);
+    KILN_RETURN_IF_ERROR(v.Expect('{', "'{' starting the inline computation"));
+    auto comp = std::make_unique<HloComputation>(out->name);
+    HloComputation* cp = comp.get();
+    module_->AddComputation(std::move(comp), /*is_entry=*/false);
+    computations_[out->name] = cp;
+    // The body is parsed by the same code with the caller's state set aside.
+    auto callers_instructions = std::move(instructions_);
+    Cursor caller = c_;
+    c_ = v;
+    absl::Status st = ParseBody(cp, out->at);
+    if (st.ok()) st = c_.SkipSpace();
+    if (st.ok() && !c_.AtEnd()) st = c_.Expected("the end of the inline computation");
+    c_ = caller;
+    instructions_ = std::move(callers_instructions);
+    return st;
   }
 
   // `, execution_thread="name"` (XLA's one computation attribute), before or after the body.
@@ -619,7 +652,12 @@ class Parser {
         single = &calls->false_comp;
       if (single) {
         single->emplace();
-        KILN_RETURN_IF_ERROR(ReadComputationName(v, &**single));
+        if (v.Peek() == '{') {  // an inline body: `to_apply={ ... }`
+          KILN_RETURN_IF_ERROR(
+              ParseInlineComputation(v, fmt::format("{}.{}", instr->name(), attr), &**single));
+        } else {
+          KILN_RETURN_IF_ERROR(ReadComputationName(v, &**single));
+        }
         continue;
       }
       if (attr == "branch_computations") {

@@ -878,5 +878,41 @@ ENTRY e {
             std::string::npos);
 }
 
+TEST(Parser, InlineComputationsAreComputationsOfTheirOwn) {
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  p = f32[8] parameter(0)
+  z = f32[] constant(0)
+  r = f32[] reduce(p, z), dimensions={0}, to_apply={
+    a = f32[] parameter(0)
+    b = f32[] parameter(1)
+    ROOT s = f32[] add(a, b)
+  }
+  ROOT m = f32[] reduce(p, z), dimensions={0}, to_apply={
+    a = f32[] parameter(0)
+    b = f32[] parameter(1)
+    ROOT x = f32[] maximum(a, b)
+  }
+}
+)");
+  ASSERT_NE(m, nullptr);
+  const HloInstruction* r = m->entry()->FindInstruction("r");
+  ASSERT_NE(r->to_apply(), nullptr);
+  EXPECT_EQ(r->to_apply()->name(), "r.to_apply");
+  EXPECT_EQ(r->to_apply()->root()->opcode(), HloOpcode::kAdd);
+  EXPECT_EQ(m->entry()->root()->to_apply()->root()->opcode(), HloOpcode::kMaximum);
+  // Names inside the inline bodies are their own: `a` and `b` twice is fine.
+  const std::string once = m->ToString();
+  auto again = Parse(once);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->ToString(), once);
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  p = f32[8] parameter(0)\n  z = f32[] "
+                       "constant(0)\n  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply={\n"
+                       "    a = f32[] parameter(0)\n    ROOT s = f32[] add(a, q)\n  }\n}\n")
+                .find("t.hlo:7:27: operand 'q' of 's' is not defined earlier in computation "
+                      "'r.to_apply'"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln
