@@ -126,6 +126,23 @@ class Parser {
   // quotes, or a closing bracket that the value did not open.
   absl::Status ScanValue(size_t* begin, size_t* end) {
     while (c_.Peek() == ' ' || c_.Peek() == '\t') c_.Advance();
+    // XLA's tests break lines after `condition=`: the value is on the next line.
+    if (c_.Peek() == '\n' || c_.Peek() == '\r') {
+      Cursor probe = c_;
+      while (probe.Peek() == ' ' || probe.Peek() == '\t' || probe.Peek() == '\n' ||
+             probe.Peek() == '\r')
+        probe.Advance();
+      // Not when the next line starts an instruction (`padding=` may be empty).
+      Cursor word = probe;
+      if (word.Peek() == '%') word.Advance();
+      const std::string_view w = word.PeekWord();
+      word.Advance(w.size());
+      while (word.Peek() == ' ' || word.Peek() == '\t') word.Advance();
+      const bool instruction = w == "ROOT" || (!w.empty() && word.Peek() == '=');
+      if (!probe.AtEnd() && !instruction && probe.Peek() != ',' && probe.Peek() != ')' &&
+          probe.Peek() != '}')
+        c_ = probe;
+    }
     *begin = c_.pos();
     std::vector<std::pair<char, size_t>> open;  // bracket and where it opened
     while (!c_.AtEnd()) {

@@ -914,5 +914,46 @@ ENTRY e {
             std::string::npos);
 }
 
+TEST(Parser, ValueOnTheNextLineAndBufferTypes) {
+  // XLA's tests break the line after `condition=`; an empty value before the next
+  // instruction stays empty.
+  auto m = Parse(R"(HloModule m
+c {
+  p = (s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+b {
+  p = (s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  ROOT t = (s32[]) tuple(j)
+}
+ENTRY e {
+  z = s32[] constant(0)
+  t = (s32[]) tuple(z)
+  ROOT w = (s32[]) while(t), condition=
+    c, body=b
+}
+)");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->entry()->root()->while_condition()->name(), "c");
+  EXPECT_EQ(m->entry()->root()->while_body()->name(), "b");
+  // b(f32[16]): XLA's buffer type, kept as the array it holds.
+  auto buf = Parse(R"(HloModule m
+ENTRY e {
+  d = f32[16] parameter(0)
+  ROOT p = b(f32[16]) negate(d)
+}
+)");
+  ASSERT_NE(buf, nullptr);
+  EXPECT_EQ(buf->entry()->root()->shape().ToString(false), "f32[16]");
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT p = b((f32[2])) parameter(0)\n}\n")
+                .find("holds an array shape"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -61,6 +61,7 @@ bool AtShapeStart(const Cursor& c) {
   if (c.Peek() == '(') return true;
   if (c.Peek() == '%') return false;
   std::string_view w = c.PeekWord();
+  if (w == "b" && c.Peek(1) == '(') return true;  // XLA's buffer type, b(f32[16])
   if (w.empty() || c.Peek(w.size()) != '[') return false;
   auto t = PrimitiveTypeFromName(w);
   return t.has_value() && *t != PrimitiveType::TUPLE;
@@ -86,6 +87,14 @@ absl::Status ParseShapeAt(Cursor& c, Shape* out, int depth) {
   }
   size_t at = c.pos();
   std::string_view word = c.Peek() == '%' ? std::string_view() : c.PeekWord();
+  if (word == "b" && c.Peek(1) == '(') {
+    // XLA's buffer type (an array that is not a value: Pin/Unpin custom calls): Kiln keeps
+    // the array's shape; the custom calls that use buffers do not run here anyway.
+    c.Advance(2);
+    if (absl::Status s = ParseShapeAt(c, out, depth + 1); !s.ok()) return s;
+    if (!out->IsArray()) return c.Error("a buffer type b(...) holds an array shape");
+    return c.Expect(')', "')' closing the buffer type b(...)");
+  }
   auto type = PrimitiveTypeFromName(word);
   if (!type || *type == PrimitiveType::TUPLE) {
     if (!word.empty() && c.Peek(word.size()) == '[')
