@@ -771,7 +771,12 @@ class Parser {
         return c_.ErrorAt(op_at, fmt::format("'{}' needs to_apply=", HloOpcodeString(op)));
     }
     for (const ComputationRef& r : order) {
-      instr->AppendCalledComputation(nullptr);
+      // A computation defined earlier (or inline) is set now, so a shape written nowhere can
+      // be inferred from it; every reference is still resolved and checked at the end.
+      auto known = computations_.find(r.name);
+      instr->AppendCalledComputation(
+          known != computations_.end() && known->second != module_->entry() ? known->second
+                                                                            : nullptr);
       pending_.push_back({instr, static_cast<int>(instr->called_computations().size()) - 1, r});
     }
     return absl::OkStatus();

@@ -901,6 +901,18 @@ ENTRY e {
   EXPECT_EQ(r->to_apply()->name(), "r.to_apply");
   EXPECT_EQ(r->to_apply()->root()->opcode(), HloOpcode::kAdd);
   EXPECT_EQ(m->entry()->root()->to_apply()->root()->opcode(), HloOpcode::kMaximum);
+  // A call written without a shape takes its callee's result shape (the callee inline).
+  auto call = Parse(R"(HloModule m
+ENTRY e {
+  p = f32[3] parameter(0)
+  ROOT c = call(p), to_apply={
+    x = f32[3] parameter(0)
+    ROOT t = (f32[3], f32[3]) tuple(x, x)
+  }
+}
+)");
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->entry()->root()->shape().ToString(false), "(f32[3], f32[3])");
   // Names inside the inline bodies are their own: `a` and `b` twice is fine.
   const std::string once = m->ToString();
   auto again = Parse(once);
