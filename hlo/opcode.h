@@ -115,6 +115,7 @@ enum OpcodeTrait : unsigned {
   X(kPartitionId, "partition-id", 0, kTraitCollective)                                            \
   X(kPopulationCount, "popcnt", 1, kTraitElementwise)                                             \
   X(kPower, "power", 2, kTraitElementwise | kTraitCostly)                                         \
+  X(kRaggedAllToAll, "ragged-all-to-all", 6, kTraitCollective)                                    \
   X(kReal, "real", 1, kTraitElementwise)                                                          \
   X(kRecv, "recv", 1, kTraitSideEffecting | kTraitCollective)                                     \
   X(kRecvDone, "recv-done", 1, kTraitSideEffecting | kTraitCollective)                            \

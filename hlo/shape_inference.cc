@@ -1174,6 +1174,22 @@ absl::StatusOr<Shape> Inferrer::Collective() {
     case HloOpcode::kAllToAll:
       if (operands.empty()) return Err("expects at least one operand");
       return OneOrTuple(operands);
+    case HloOpcode::kRaggedAllToAll: {
+      // (input, output, input_offsets, send_sizes, output_offsets, recv_sizes): rows of the
+      // input go to other devices' outputs; the result is the output buffer, updated.
+      if (!op(0).IsArray() || !op(1).IsArray() || op(0).element_type() != op(1).element_type() ||
+          op(0).rank() != op(1).rank())
+        return Err("input {} and output {} must be arrays of one element type and rank", Str(op(0)),
+                   Str(op(1)));
+      for (int i = 2; i < 6; ++i) {
+        if (!op(i).IsArray() || !IsInteger(op(i).element_type()) || op(i).rank() != 1)
+          return Err("operand {} (offsets or sizes) must be a rank-1 integer array but is {}", i,
+                     Str(op(i)));
+        if (op(i).dimensions(0) != op(2).dimensions(0))
+          return Err("offsets and sizes must have one length: {} and {}", Str(op(2)), Str(op(i)));
+      }
+      return op(1);
+    }
     case HloOpcode::kAllGather:
     case HloOpcode::kReduceScatter: {
       // The result differs from each operand only in `dimensions={d}`, by the group size.
@@ -1392,6 +1408,7 @@ absl::StatusOr<Shape> Inferrer::Infer() {
     case HloOpcode::kInfeed:
     case HloOpcode::kOutfeed:
     case HloOpcode::kPartitionId:
+    case HloOpcode::kRaggedAllToAll:
     case HloOpcode::kRecv:
     case HloOpcode::kRecvDone:
     case HloOpcode::kReduceScatter:

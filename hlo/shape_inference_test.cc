@@ -890,6 +890,20 @@ TEST_F(InferTest, ConcatenateSizeOverflowIsAnError) {
   ExpectError(cat, "%cat: concatenate: concatenated dimension 0 overflows 64 bits at operand 1");
 }
 
+TEST_F(InferTest, RaggedAllToAllIsItsOutputBuffer) {
+  HloInstruction* in = P("f32[16,4]");
+  HloInstruction* out = P("f32[16,4]");
+  std::vector<HloInstruction*> ops = {in, out, P("s64[2]"), P("s64[2]"), P("s64[2]"), P("s64[2]")};
+  ExpectShape(I(HloOpcode::kRaggedAllToAll, "f32[16,4]", ops), "f32[16,4]");
+  ops[3] = P("f32[2]");
+  ExpectError(I(HloOpcode::kRaggedAllToAll, "f32[16,4]", ops), "rank-1 integer array");
+  ops[3] = P("s64[3]");
+  ExpectError(I(HloOpcode::kRaggedAllToAll, "f32[16,4]", ops), "one length");
+  ops[3] = P("s64[2]");
+  ops[1] = P("s32[16,4]");
+  ExpectError(I(HloOpcode::kRaggedAllToAll, "f32[16,4]", ops), "one element type and rank");
+}
+
 TEST_F(InferTest, DeclaredShapeTooLargeIsAnError) {
   auto* c = P("f32[]");
   auto* b = I(O::kBroadcast, "f32[9223372036854775807,4]", {c}, "b");
