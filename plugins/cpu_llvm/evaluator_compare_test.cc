@@ -254,6 +254,30 @@ ENTRY %main (a: s32[40], b: s32[40], u: u8[40]) -> (s32[40], u8[40], s64[40]) {
                "ints");
 }
 
+// Gathers generated element by element: an embedding lookup (jnp.take), starts over two
+// operand dimensions with index_vector_dim first, a fused consumer, and one per row with
+// batching dimensions (jnp.take_along_axis); small operands make
+// the random indices (-4..7) fall before and past the ends: XLA's clamping.
+TEST(CpuLlvmVsEvaluator, Gathers) {
+  KILN_COMPARE(-1, std::string("HloModule gathers\n") + kAdd + R"(
+ENTRY %main (table: f32[5,16], ids: s32[7,3], img: f32[4,5,4], st: s64[2,5], rows: f32[6,9], pick: s32[6,4,1]) -> (f32[7,3,16], f32[5,3,2,4], f32[7,3], f32[6,4]) {
+  %table = f32[5,16]{1,0} parameter(0)
+  %ids = s32[7,3]{1,0} parameter(1)
+  %img = f32[4,5,4]{2,1,0} parameter(2)
+  %st = s64[2,5]{1,0} parameter(3)
+  %rows = f32[6,9]{1,0} parameter(4)
+  %pick = s32[6,4,1]{2,1,0} parameter(5)
+  %along = f32[6,4]{1,0} gather(%rows, %pick), offset_dims={}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,1}
+  %emb = f32[7,3,16]{2,1,0} gather(%table, %ids), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,16}
+  %win = f32[5,3,2,4]{3,2,1,0} gather(%img, %st), offset_dims={1,2,3}, collapsed_slice_dims={}, start_index_map={1,0}, index_vector_dim=0, slice_sizes={3,2,4}
+  %e = f32[7,3,16]{2,1,0} exponential(%emb)
+  %z = f32[] constant(0)
+  %s = f32[7,3]{1,0} reduce(%e, %z), dimensions={2}, to_apply=%add
+  ROOT %t = (f32[7,3,16]{2,1,0}, f32[5,3,2,4]{3,2,1,0}, f32[7,3]{1,0}, f32[6,4]{1,0}) tuple(%emb, %win, %s, %along)
+})",
+               "gathers");
+}
+
 TEST(CpuLlvmVsEvaluator, SliceConcatPadReshapeReverse) {
   KILN_COMPARE(1, R"(
 HloModule dm

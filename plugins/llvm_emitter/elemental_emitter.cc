@@ -212,6 +212,23 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
         return no("dynamic-slice without dynamic_slice_sizes");
       return true;
     }
+    case HloOpcode::kGather: {
+      const auto& dn = instr.attrs().gather_dimension_numbers;
+      if (!dn.has_value() || instr.operand_count() != 2)
+        return no("gather without dimension numbers");
+      if (dn->operand_batching_dims.size() != dn->start_indices_batching_dims.size())
+        return no("gather whose batching dimensions do not pair up");
+      const Shape& a = instr.operand(0)->shape();
+      const Shape& ix = instr.operand(1)->shape();
+      if (!IsInteger(ix.element_type())) return no("gather indices must be integers");
+      if (instr.attrs().gather_slice_sizes.size() != static_cast<size_t>(a.rank()) ||
+          dn->index_vector_dim < 0 || dn->index_vector_dim > ix.rank() ||
+          dn->offset_dims.size() + dn->collapsed_slice_dims.size() +
+                  dn->operand_batching_dims.size() !=
+              static_cast<size_t>(a.rank()))
+        return no("gather whose dimension numbers do not fit its shapes");
+      return true;
+    }
     case HloOpcode::kReduce:
       if (instr.operand_count() != 2) return no("variadic reduce is not supported by the emitter");
       return CanEmitScalarComputation(instr.to_apply(), why);
@@ -984,6 +1001,55 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDynamicSlice(const HloInstructio
       inside, [&]() { return Element(update, ui); }, [&]() { return Element(h->operand(0), idx); });
 }
 
+// out[batch..., offset...] = operand[start(batch) + offset]: the start comes from the index
+// array at the output's batch position (index_vector_dim selecting its components, mapped to
+// operand dimensions by start_index_map) and is clamped so the slice stays inside; the
+// offset dimensions of the output walk the slice's dimensions that are neither collapsed
+// nor batching dimensions.
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitGather(const HloInstruction* h, const Index& idx) {
+  const GatherDimensionNumbers& dn = *h->attrs().gather_dimension_numbers;
+  const HloInstruction* operand = h->operand(0);
+  const HloInstruction* indices = h->operand(1);
+  const std::vector<int64_t>& sizes = h->attrs().gather_slice_sizes;
+  const int out_rank = h->shape().rank();
+  const int ix_rank = indices->shape().rank();
+  auto in = [](const std::vector<int64_t>& v, int64_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  // The output's batch dimensions, in order, are the index array's dimensions other than
+  // index_vector_dim.
+  std::vector<llvm::Value*> batch;
+  for (int d = 0; d < out_rank; ++d)
+    if (!in(dn.offset_dims, d)) batch.push_back(idx.multi[d]);
+  Index at;
+  for (int d = 0, b = 0; d < ix_rank; ++d)
+    at.multi.push_back(d == dn.index_vector_dim ? C64(0) : batch[b++]);
+  const std::vector<int64_t>& dims = operand->shape().dimensions();
+  std::vector<llvm::Value*> start(dims.size(), C64(0));
+  for (size_t k = 0; k < dn.start_index_map.size(); ++k) {
+    if (dn.index_vector_dim < ix_rank) at.multi[dn.index_vector_dim] = C64(static_cast<int64_t>(k));
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(indices, at));
+    v = ConvertValue(v, indices->shape().element_type(), PT::S64);
+    const int64_t d = dn.start_index_map[k];
+    v = b_.CreateSelect(b_.CreateICmpSLT(v, C64(0)), C64(0), v);
+    llvm::Value* hi = C64(std::max<int64_t>(dims[d] - sizes[d], 0));
+    start[d] = b_.CreateSelect(b_.CreateICmpSGT(v, hi), hi, v);
+  }
+  // A batching dimension of the operand is indexed by the output's position in the paired
+  // dimension of the index array (like a collapsed dimension, with no start of its own).
+  for (size_t i = 0; i < dn.operand_batching_dims.size(); ++i)
+    start[dn.operand_batching_dims[i]] = at.multi[dn.start_indices_batching_dims[i]];
+  Index oi;
+  for (size_t d = 0, o = 0; d < dims.size(); ++d) {
+    llvm::Value* off = C64(0);
+    if (!in(dn.collapsed_slice_dims, static_cast<int64_t>(d)) &&
+        !in(dn.operand_batching_dims, static_cast<int64_t>(d)))
+      off = idx.multi[dn.offset_dims[o++]];
+    oi.multi.push_back(b_.CreateAdd(start[d], off, "", true, true));
+  }
+  return Element(operand, oi);
+}
+
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, const Index& idx,
                                                        llvm::Value* outer_lo,
                                                        llvm::Value* outer_hi) {
@@ -1330,6 +1396,8 @@ absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction
     case HloOpcode::kDynamicSlice:
     case HloOpcode::kDynamicUpdateSlice:
       return EmitDynamicSlice(h, idx);
+    case HloOpcode::kGather:
+      return EmitGather(h, idx);
     case HloOpcode::kReduce:
       return EmitReduce(h, idx);
     case HloOpcode::kDot:

@@ -172,6 +172,7 @@ class KernelEmitter {
   absl::StatusOr<llvm::Value*> EmitPad(const HloInstruction* h, const Index& idx);
   // dynamic-slice and dynamic-update-slice; their start indices, clamped for a window.
   absl::StatusOr<llvm::Value*> EmitDynamicSlice(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> EmitGather(const HloInstruction* h, const Index& idx);
   absl::StatusOr<std::vector<llvm::Value*>> ClampedStarts(const HloInstruction* h, int first,
                                                           const std::vector<int64_t>& window);
   // With `outer_lo`/`outer_hi`, the outermost reduced dimension covers only that range.
