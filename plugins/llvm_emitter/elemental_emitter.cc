@@ -221,6 +221,9 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
       const Shape& a = instr.operand(0)->shape();
       const Shape& ix = instr.operand(1)->shape();
       if (!IsInteger(ix.element_type())) return no("gather indices must be integers");
+      // Nothing to read: XLA's result is zeros where a collapsed slice of size 0 leaves
+      // elements (the evaluator's answer); not worth a kernel.
+      if (a.num_elements() == 0) return no("gather from an empty operand");
       if (instr.attrs().gather_slice_sizes.size() != static_cast<size_t>(a.rank()) ||
           dn->index_vector_dim < 0 || dn->index_vector_dim > ix.rank() ||
           dn->offset_dims.size() + dn->collapsed_slice_dims.size() +
