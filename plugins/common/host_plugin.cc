@@ -3,7 +3,6 @@
 // is the HLO text (deserializing compiles again; backends cache).
 #include "plugins/common/host_plugin.h"
 
-#include <charconv>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -15,6 +14,7 @@
 #include "hlo/text/parser.h"
 #include "hlo/verifier.h"
 #include "plugins/common/c_api_support.h"
+#include "plugins/common/length_prefixed.h"
 
 using kiln::plugin_support::CheckArgs;
 using kiln::plugin_support::Guard;
@@ -345,18 +345,6 @@ KILN_Error* ExecutableInfo(KILN_Executable_Info_Args* args) {
 // text and the program bytes, each after its length and a newline.
 constexpr std::string_view kEnvelopeMagic = "kiln host executable 1\n";
 
-// The next `LENGTH\n` + bytes of `in` into `out`; false when malformed.
-bool TakeChunk(std::string_view& in, std::string_view* out) {
-  const size_t nl = in.find('\n');
-  if (nl == std::string_view::npos) return false;
-  uint64_t n = 0;
-  auto [end, ec] = std::from_chars(in.data(), in.data() + nl, n);
-  if (ec != std::errc() || end != in.data() + nl || n > in.size() - nl - 1) return false;
-  *out = in.substr(nl + 1, n);
-  in.remove_prefix(nl + 1 + n);
-  return true;
-}
-
 // An executable from a saved module text and the backend's program bytes: no compile.
 KILN_Error* LoadExecutable(std::string text, std::string_view program, KILN_Executable** out) {
   auto module = ParseAndVerify(text.data(), text.size());
@@ -418,7 +406,7 @@ KILN_Error* ExecutableDeserialize(KILN_Executable_Deserialize_Args* args) {
     }
     bytes.remove_prefix(kEnvelopeMagic.size());
     std::string_view text, program;
-    if (!TakeChunk(bytes, &text) || !TakeChunk(bytes, &program) || !bytes.empty())
+    if (!TakeLengthPrefixed(bytes, &text) || !TakeLengthPrefixed(bytes, &program) || !bytes.empty())
       return MakeError(KILN_ERROR_DATA_LOSS, "the serialized executable is truncated or damaged");
     return LoadExecutable(std::string(text), program, &args->executable);
   });

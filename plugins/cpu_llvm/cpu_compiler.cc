@@ -2,7 +2,6 @@
 #include "plugins/cpu_llvm/cpu_compiler.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +12,7 @@
 #include "hlo/computation.h"
 #include "hlo/dump/dump.h"
 #include "hlo/evaluator/evaluator.h"
+#include "plugins/common/length_prefixed.h"
 #include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/conv_library.h"
 #include "plugins/cpu_llvm/flush_denormals.h"
@@ -404,18 +404,10 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Load(
   if (!bytes.starts_with(kSerializedMagic))
     return damaged("it does not start with cpu-llvm's header");
   bytes.remove_prefix(kSerializedMagic.size());
-  auto chunk = [&](std::string_view* out) {
-    const size_t nl = bytes.find('\n');
-    uint64_t n = 0;
-    if (nl == std::string_view::npos) return false;
-    auto [end, ec] = std::from_chars(bytes.data(), bytes.data() + nl, n);
-    if (ec != std::errc() || end != bytes.data() + nl || n > bytes.size() - nl - 1) return false;
-    *out = bytes.substr(nl + 1, n);
-    bytes.remove_prefix(nl + 1 + n);
-    return true;
-  };
   std::string_view key, packed;
-  if (!chunk(&key) || !chunk(&packed) || !bytes.empty()) return damaged("truncated or too long");
+  if (!plugin_support::TakeLengthPrefixed(bytes, &key) ||
+      !plugin_support::TakeLengthPrefixed(bytes, &packed) || !bytes.empty())
+    return damaged("truncated or too long");
   std::optional<std::vector<std::string>> objects = UnpackObjects(packed);
   if (!objects) return damaged("its objects are malformed");
   const std::string saved_key(key);

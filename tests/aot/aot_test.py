@@ -179,6 +179,27 @@ def expect_refusal(path, r):
 
 
 ADD = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"
+
+
+def softmax_module(rows, cols, also_sums):
+    """Softmax over the rows of f32[rows, cols]; with also_sums, (y, the row sums)."""
+    y = f"  {'' if also_sums else 'ROOT '}y = f32[{rows},{cols}] divide(e, sb)"
+    root = f"  ROOT t = (f32[{rows},{cols}], f32[{rows}]) tuple(y, s)\n" if also_sums else ""
+    return ("max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT c = f32[] maximum(a, b)\n}\n" + ADD + f"""
+ENTRY main {{
+  x = f32[{rows},{cols}] parameter(0)
+  ninf = f32[] constant(-inf)
+  zero = f32[] constant(0)
+  m = f32[{rows}] reduce(x, ninf), dimensions={{1}}, to_apply=max
+  mb = f32[{rows},{cols}] broadcast(m), dimensions={{0}}
+  xm = f32[{rows},{cols}] subtract(x, mb)
+  e = f32[{rows},{cols}] exponential(xm)
+  s = f32[{rows}] reduce(e, zero), dimensions={{1}}, to_apply=add
+  sb = f32[{rows},{cols}] broadcast(s), dimensions={{0}}
+{y}
+{root}}}
+""")
 MODULES = {
     # A result written in place, a parameter and a constant returned (copied), one value twice.
     "placements": ADD + """
@@ -215,27 +236,7 @@ ENTRY main {
 }
 """,
     # Softmax: row statistics generated inside the consumers; several outputs.
-    "softmax": """
-max {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] maximum(a, b)
-}
-""" + ADD + """
-ENTRY main {
-  x = f32[32,100] parameter(0)
-  ninf = f32[] constant(-inf)
-  zero = f32[] constant(0)
-  m = f32[32] reduce(x, ninf), dimensions={1}, to_apply=max
-  mb = f32[32,100] broadcast(m), dimensions={0}
-  xm = f32[32,100] subtract(x, mb)
-  e = f32[32,100] exponential(xm)
-  s = f32[32] reduce(e, zero), dimensions={1}, to_apply=add
-  sb = f32[32,100] broadcast(s), dimensions={0}
-  y = f32[32,100] divide(e, sb)
-  ROOT t = (f32[32,100], f32[32]) tuple(y, s)
-}
-""",
+    "softmax": softmax_module(32, 100, also_sums=True),
     # GEMM steps with either operand stored transposed, batched, an f64 dot, and one whose
     # sizes leave edges around the register tiles and a partial block of k.
     "gemm_forms": """
@@ -324,26 +325,7 @@ ENTRY main {
 }
 """,
     # Large enough that its kernels are split across threads with --parallel.
-    "softmax_large": """
-max {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] maximum(a, b)
-}
-""" + ADD + """
-ENTRY main {
-  x = f32[512,1000] parameter(0)
-  ninf = f32[] constant(-inf)
-  zero = f32[] constant(0)
-  m = f32[512] reduce(x, ninf), dimensions={1}, to_apply=max
-  mb = f32[512,1000] broadcast(m), dimensions={0}
-  xm = f32[512,1000] subtract(x, mb)
-  e = f32[512,1000] exponential(xm)
-  s = f32[512] reduce(e, zero), dimensions={1}, to_apply=add
-  sb = f32[512,1000] broadcast(s), dimensions={0}
-  ROOT y = f32[512,1000] divide(e, sb)
-}
-""",
+    "softmax_large": softmax_module(512, 1000, also_sums=False),
     "no_arguments": """
 ENTRY main {
   i = s32[5,7] iota(), iota_dimension=1
