@@ -50,7 +50,6 @@ struct AotArtifact {
   std::string target;             // triple and CPU, for the summary
   bool parallel = false;          // built with --parallel: link libkiln_aot_runtime.a
   bool host_architecture = true;  // the target's architecture is this host's
-  bool needs_runtime = false;     // some kernel calls kiln_aot_parallel_for
 };
 
 // Compiles `module` (already through the core's passes). Errors name the instruction AOT

@@ -127,8 +127,7 @@ absl::Status DriverEmitter::EmitConstant(const HloInstruction& h, AotArtifact& o
   return absl::OkStatus();
 }
 
-void DriverEmitter::EmitKernelCall(const kernel_plan::Step& step, llvm::Function* fn,
-                                   AotArtifact& out) {
+void DriverEmitter::EmitKernelCall(const kernel_plan::Step& step, llvm::Function* fn) {
   const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
   Node result;
   std::vector<llvm::Value*> outs;
@@ -180,7 +179,6 @@ void DriverEmitter::EmitKernelCall(const kernel_plan::Step& step, llvm::Function
   }
   if (options_.parallel && extent >= 2 &&
       step.work >= kernel_plan::PlanOptions().parallel_min_work) {
-    out.needs_runtime = true;
     llvm::Type* ptr = b_.getPtrTy();
     llvm::FunctionCallee parallel_for = m_.getOrInsertFunction(
         "kiln_aot_parallel_for",
@@ -203,7 +201,6 @@ void DriverEmitter::EmitGemm(const kernel_plan::Step& step, AotArtifact& out) {
   constexpr int64_t kParallelGemmMinMnk = int64_t{1} << 22;
   const bool parallel = options_.parallel && options_.gemm == AotGemm::kEmitted &&
                         g.m * g.n * g.k >= kParallelGemmMinMnk;
-  if (parallel) out.needs_runtime = true;
   EmitGemmBatch(
       b_, m_, options_.gemm, options_.name, g, Pointer(*values_.at(step.sources[0]).place),
       Pointer(*values_.at(step.sources[1]).place), Pointer(p), parallel ? table_ : nullptr);
@@ -234,7 +231,7 @@ absl::StatusOr<Node> DriverEmitter::EmitComputation(const kernel_plan::Computati
         if (fn == nullptr)
           return absl::InternalError(absl::StrCat("AOT: kernel ", (*kernel_names_)[step.kernel],
                                                   " of %", h.name(), " was not emitted"));
-        EmitKernelCall(step, fn, out);
+        EmitKernelCall(step, fn);
         break;
       }
       case kernel_plan::Disposition::kLibrary:
@@ -413,8 +410,8 @@ absl::Status DriverEmitter::Emit(const std::vector<std::string>& kernel_names, A
                     shapes[j].byte_size());
   }
   b_.CreateRet(b_.getInt32(0));
-  out.temp_bytes = extra_end_ > RoundUp(arena_.size) ? extra_end_ : arena_.size;
-  out.temp_bytes = RoundUp(out.temp_bytes);
+  // The arena, then the slots of their own after it: every size a multiple of 64.
+  out.temp_bytes = extra_end_;
 
   // NAME_run_simple: NAME_run with its own temporary memory.
   llvm::Function* simple =

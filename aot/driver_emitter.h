@@ -70,7 +70,7 @@ class DriverEmitter {
   void MarkStateUpdates(const kernel_plan::ComputationPlan& body);
   Node NewNode(const Shape& shape);  // fresh slots for every leaf
   void CopyNode(const Node& to, const Node& from, const Shape& shape);
-  void EmitKernelCall(const kernel_plan::Step& step, llvm::Function* fn, AotArtifact& out);
+  void EmitKernelCall(const kernel_plan::Step& step, llvm::Function* fn);
   void EmitGemm(const kernel_plan::Step& step, AotArtifact& out);
 
   const kernel_plan::Plan& plan_;
