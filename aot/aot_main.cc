@@ -11,13 +11,14 @@
 #include "core/core_passes.h"
 #include "hlo/passes/call_inliner.h"
 #include "hlo/passes/dce.h"
-#include "hlo/verifier.h"
+#include "tools/commands.h"
 #include "tools/flags.h"
 
 namespace {
 
-constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2;
-constexpr size_t kMaxModuleBytes = size_t{2} << 30;
+using kiln::kExitError;
+using kiln::kExitOk;
+using kiln::kExitUsage;
 
 constexpr const char* kUsage =
     "usage: kiln aot MODULE.hlo --name NAME --out-dir DIR [--target TRIPLE] [--cpu CPU]\n"
@@ -42,28 +43,9 @@ constexpr const char* kUsage =
     "DIR always gets libkiln_aot_runtime.a (empty for another architecture), so\n"
     "`cc prog.c DIR/*.o DIR/*.a -lm -lpthread` links any artifact.\n";
 
+// `kiln aot: error: MESSAGE` on one line, as every kiln command reports errors.
 int Fail(const std::string& message, int code = kExitError) {
-  std::string line = message;
-  for (char& c : line)
-    if (c == '\n' || c == '\r') c = ' ';
-  std::cerr << "kiln aot: error: " << line << std::endl;
-  return code;
-}
-
-absl::StatusOr<std::string> ReadModuleText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  std::string out;
-  std::vector<char> piece(1 << 20);
-  while (in) {
-    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
-    out.append(piece.data(), static_cast<size_t>(in.gcount()));
-    if (out.size() > kMaxModuleBytes)
-      return absl::ResourceExhaustedError(
-          absl::StrCat(path, ": longer than ", kMaxModuleBytes, " bytes, more than kiln reads"));
-  }
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return out;
+  return kiln::ReportError("aot", message, code);
 }
 
 absl::Status WriteFile(const std::filesystem::path& path, const std::string& data) {
@@ -107,10 +89,7 @@ int Main(const std::vector<std::string>& args) {
                 kExitUsage);
 
   const std::string& path = flags->positional[0];
-  absl::StatusOr<std::string> text = ReadModuleText(path);
-  if (!text.ok()) return Fail(std::string(text.status().message()));
-  absl::StatusOr<std::unique_ptr<kiln::HloModule>> module =
-      kiln::ParseRunnableModule(*text, path, /*verify=*/true);
+  absl::StatusOr<std::unique_ptr<kiln::HloModule>> module = kiln::LoadModule(path);
   if (!module.ok()) return Fail(std::string(module.status().message()));
   kiln::CallInliner inliner;
   kiln::HloDCE dce;
