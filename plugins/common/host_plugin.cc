@@ -278,9 +278,13 @@ KILN_Error* Capability(KILN_Capability_Args* args) {
   });
 }
 
+// An executable of `text`: compiled (and kept in the text cache), or, with `program`, the
+// backend's serialized program for it loaded instead (nothing compiled).
 KILN_Error* MakeExecutable(std::string text, const HostBackend::CompileContext& context,
-                           KILN_Executable** out) {
-  if (std::optional<CompiledText> hit = GetTextCache().Find(text)) {
+                           KILN_Executable** out, const std::string_view* program = nullptr) {
+  std::optional<CompiledText> hit;
+  if (program == nullptr) hit = GetTextCache().Find(text);
+  if (hit) {
     auto exe = std::make_unique<KILN_Executable>();
     exe->module = std::move(hit->module);
     exe->program = std::move(hit->program);
@@ -293,14 +297,14 @@ KILN_Error* MakeExecutable(std::string text, const HostBackend::CompileContext& 
   if (!module.ok()) return MakeError(module.status());
   const State& s = Initialized();
   if (!Available(s)) return MakeError(KILN_ERROR_UNAVAILABLE, s.unavailable_reason);
-  HostBackend* backend = s.backend.get();
   auto exe = std::make_unique<KILN_Executable>();
   exe->num_outputs = FlattenShape((*module)->entry()->root()->shape()).size();
   exe->module = std::shared_ptr<const HloModule>(std::move(*module));
-  auto program = backend->CompileWithContext(exe->module, context);
-  if (!program.ok()) return MakeError(program.status());
-  exe->program = std::move(*program);
-  GetTextCache().Add(text, {exe->module, exe->program, exe->num_outputs});
+  auto made = program != nullptr ? s.backend->DeserializeProgram(exe->module, *program)
+                                 : s.backend->CompileWithContext(exe->module, context);
+  if (!made.ok()) return MakeError(made.status());
+  exe->program = std::move(*made);
+  if (program == nullptr) GetTextCache().Add(text, {exe->module, exe->program, exe->num_outputs});
   exe->hlo_text = std::move(text);
   *out = exe.release();
   return nullptr;
@@ -344,23 +348,6 @@ KILN_Error* ExecutableInfo(KILN_Executable_Info_Args* args) {
 // A serialized executable with a program of the backend's own: this line, then the HLO
 // text and the program bytes, each after its length and a newline.
 constexpr std::string_view kEnvelopeMagic = "kiln host executable 1\n";
-
-// An executable from a saved module text and the backend's program bytes: no compile.
-KILN_Error* LoadExecutable(std::string text, std::string_view program, KILN_Executable** out) {
-  auto module = ParseAndVerify(text.data(), text.size());
-  if (!module.ok()) return MakeError(module.status());
-  const State& s = Initialized();
-  if (!Available(s)) return MakeError(KILN_ERROR_UNAVAILABLE, s.unavailable_reason);
-  auto exe = std::make_unique<KILN_Executable>();
-  exe->num_outputs = FlattenShape((*module)->entry()->root()->shape()).size();
-  exe->module = std::shared_ptr<const HloModule>(std::move(*module));
-  auto loaded = s.backend->DeserializeProgram(exe->module, program);
-  if (!loaded.ok()) return MakeError(loaded.status());
-  exe->program = std::move(*loaded);
-  exe->hlo_text = std::move(text);
-  *out = exe.release();
-  return nullptr;
-}
 
 KILN_Error* ExecutableSerialize(KILN_Executable_Serialize_Args* args) {
   return Guard("executable_serialize", [&]() -> KILN_Error* {
@@ -408,7 +395,8 @@ KILN_Error* ExecutableDeserialize(KILN_Executable_Deserialize_Args* args) {
     std::string_view text, program;
     if (!TakeLengthPrefixed(bytes, &text) || !TakeLengthPrefixed(bytes, &program) || !bytes.empty())
       return MakeError(KILN_ERROR_DATA_LOSS, "the serialized executable is truncated or damaged");
-    return LoadExecutable(std::string(text), program, &args->executable);
+    return MakeExecutable(std::string(text), HostBackend::CompileContext(), &args->executable,
+                          &program);
   });
 }
 
