@@ -30,6 +30,19 @@ KILN_CHECK_DTYPE(F32)
 KILN_CHECK_DTYPE(F64)
 KILN_CHECK_DTYPE(C64)
 KILN_CHECK_DTYPE(C128)
+KILN_CHECK_DTYPE(F8E4M3FN)
+KILN_CHECK_DTYPE(F8E5M2)
+KILN_CHECK_DTYPE(F8E4M3FNUZ)
+KILN_CHECK_DTYPE(F8E5M2FNUZ)
+KILN_CHECK_DTYPE(F8E4M3B11FNUZ)
+KILN_CHECK_DTYPE(F8E3M4)
+KILN_CHECK_DTYPE(F8E4M3)
+KILN_CHECK_DTYPE(F8E8M0FNU)
+KILN_CHECK_DTYPE(F4E2M1FN)
+KILN_CHECK_DTYPE(S4)
+KILN_CHECK_DTYPE(U4)
+KILN_CHECK_DTYPE(S2)
+KILN_CHECK_DTYPE(U2)
 #undef KILN_CHECK_DTYPE
 static_assert(static_cast<int>(absl::StatusCode::kUnauthenticated) == KILN_ERROR_UNAUTHENTICATED);
 
@@ -424,7 +437,7 @@ absl::StatusOr<Shape> DeviceBuffer::shape() const {
   args.buffer = buffer_;
   if (absl::Status s = lib_->Take(lib_->api->buffer_info(&args), "buffer_info"); !s.ok()) return s;
   int d = static_cast<int>(args.dtype);
-  if (d < KILN_DTYPE_PRED || d > KILN_DTYPE_C128) {
+  if (!KILN_DTYPE_IS_VALID(d)) {
     return absl::InternalError(
         fmt::format("{}: buffer_info returned unknown dtype {}", lib_->name, d));
   }

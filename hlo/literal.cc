@@ -1,6 +1,7 @@
 // Literal storage, element access and conversion.
 #include "hlo/literal.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -91,7 +92,9 @@ T FromDouble(double v) {
   } else if constexpr (std::is_same_v<T, bool>) {
     return v != 0;
   } else if constexpr (kIsFloatT<T>) {
-    if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    if constexpr (IsMiniFloatT<T>::value) {
+      return T(v);  // one rounding from double
+    } else if constexpr (kIsNarrowFloatT<T>) {
       // Rounding through float first could double-round; f64->f32 then ->16 differs only
       // in rare ties, which XLA's convert has too (it goes through f32 as well).
       return T(static_cast<float>(v));
@@ -110,11 +113,21 @@ T FromDouble(double v) {
 }  // namespace
 
 double Literal::GetAsDouble(int64_t i) const {
+  const PrimitiveType t = shape_.element_type();
+  if (IsSubByteInt(t)) return static_cast<double>(SubByteValue(t, data<uint8_t>()[i]));
   return PrimitiveTypeSwitch(shape_.element_type(),
                              [&](auto t) -> double { return ToDouble(data<decltype(t)>()[i]); });
 }
 
 void Literal::SetFromDouble(int64_t i, double v) {
+  const PrimitiveType t = shape_.element_type();
+  if (IsSubByteInt(t)) {  // saturating, as float-to-integer conversion
+    const double c = std::isnan(v) ? 0.0
+                                   : std::clamp(v, static_cast<double>(SubByteMin(t)),
+                                                static_cast<double>(SubByteMax(t)));
+    data<uint8_t>()[i] = SubByteBits(t, static_cast<int64_t>(c));
+    return;
+  }
   PrimitiveTypeSwitch(shape_.element_type(), [&](auto t) {
     using T = decltype(t);
     data<T>()[i] = FromDouble<T>(v);
@@ -122,6 +135,8 @@ void Literal::SetFromDouble(int64_t i, double v) {
 }
 
 int64_t Literal::GetAsInt64(int64_t i) const {
+  const PrimitiveType t = shape_.element_type();
+  if (IsSubByteInt(t)) return SubByteValue(t, data<uint8_t>()[i]);
   return PrimitiveTypeSwitch(shape_.element_type(), [&](auto t) -> int64_t {
     using T = decltype(t);
     if constexpr (std::is_integral_v<T>) {
@@ -133,6 +148,8 @@ int64_t Literal::GetAsInt64(int64_t i) const {
 }
 
 uint64_t Literal::GetAsUint64(int64_t i) const {
+  const PrimitiveType t = shape_.element_type();
+  if (IsSubByteInt(t)) return static_cast<uint64_t>(SubByteValue(t, data<uint8_t>()[i]));
   return PrimitiveTypeSwitch(shape_.element_type(), [&](auto t) -> uint64_t {
     using T = decltype(t);
     if constexpr (std::is_integral_v<T>) {
@@ -150,7 +167,50 @@ To ComplexFromParts(const From& v) {
   return To(v.real(), v.imag());
 }
 
+Literal Literal::WithSubByteIntsWidened() const {
+  if (IsTuple()) {
+    std::vector<Literal> elems;
+    for (const Literal& e : elements_) elems.push_back(e.WithSubByteIntsWidened());
+    return MakeTuple(std::move(elems));
+  }
+  Literal out = *this;
+  const PrimitiveType t = shape_.element_type();
+  if (IsSubByteInt(t) && IsSignedInt(t)) {
+    for (uint8_t& b : out.data<uint8_t>()) b = static_cast<uint8_t>(SubByteValue(t, b));
+  }
+  return out;
+}
+
+void Literal::TruncateSubByteInts() {
+  for (Literal& e : elements_) e.TruncateSubByteInts();
+  const PrimitiveType t = shape_.element_type();
+  if (!IsTuple() && IsSubByteInt(t)) {
+    for (uint8_t& b : data<uint8_t>()) b = SubByteBits(t, b);
+  }
+}
+
 Literal Literal::Convert(PrimitiveType to) const {
+  const PrimitiveType from = shape_.element_type();
+  if (IsSubByteInt(from) || IsSubByteInt(to)) {
+    // Through int64 or double, one element at a time: sub-byte values are few and small.
+    Literal out(Shape(to, shape_.dimensions()));
+    const bool integral = !IsFloating(from) && !IsComplex(from) && !IsFloating(to) &&
+                          !IsComplex(to) && from != PrimitiveType::PRED &&
+                          to != PrimitiveType::PRED;
+    for (int64_t i = 0; i < element_count(); ++i) {
+      if (integral && IsSubByteInt(to)) {
+        out.data<uint8_t>()[i] = SubByteBits(to, GetAsInt64(i));  // integer narrowing wraps
+      } else if (integral) {
+        PrimitiveTypeSwitch(to, [&](auto tag) {
+          using T = decltype(tag);
+          if constexpr (std::is_integral_v<T>) out.data<T>()[i] = static_cast<T>(GetAsInt64(i));
+        });
+      } else {
+        out.SetFromDouble(i, GetAsDouble(i));
+      }
+    }
+    return out;
+  }
   Shape s(to, shape_.dimensions());
   Literal out(s);
   int64_t n = element_count();
@@ -165,8 +225,7 @@ Literal Literal::Convert(PrimitiveType to) const {
           dst[i] = ComplexFromParts<To>(src[i]);
         } else if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
           dst[i] = static_cast<To>(src[i]);  // integer conversions wrap, as in XLA
-        } else if constexpr (std::is_same_v<From, float> &&
-                             (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>)) {
+        } else if constexpr (std::is_same_v<From, float> && kIsNarrowFloatT<To>) {
           dst[i] = To(src[i]);
         } else {
           dst[i] = FromDouble<To>(ToDouble(src[i]));

@@ -89,6 +89,11 @@ class Literal {
 
   // Same element type and dims, then converts every element (round-to-nearest-even).
   Literal Convert(PrimitiveType to) const;
+  // Sub-byte integers (s4, u4, s2, u2) are stored in the low bits of a byte. Code that
+  // computes on them in int8/uint8 widens first (signed values sign-extended into the whole
+  // byte) and truncates the result back; both walk tuples and leave other types alone.
+  Literal WithSubByteIntsWidened() const;
+  void TruncateSubByteInts();
   // Same data, new dims (element count must match).
   Literal Reshape(const std::vector<int64_t>& dims) const;
 

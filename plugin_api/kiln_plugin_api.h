@@ -95,9 +95,30 @@ typedef enum {
   KILN_DTYPE_BF16 = 10, /* bfloat16 (upper half of an f32) */
   KILN_DTYPE_F32 = 11,
   KILN_DTYPE_F64 = 12,
-  KILN_DTYPE_C64 = 13, /* two f32: real, imaginary */
-  KILN_DTYPE_C128 = 14 /* two f64 */
+  KILN_DTYPE_C64 = 13,  /* two f32: real, imaginary */
+  KILN_DTYPE_C128 = 14, /* two f64 */
+  /* 15 and 16 are Kiln's tuple and token, never a buffer's dtype. The types below are one
+   * byte per element, as ml_dtypes stores them; a plugin that does not know one rejects it
+   * as an unknown dtype. Sub-byte values sit in the low bits of their byte, the rest zero. */
+  KILN_DTYPE_F8E4M3FN = 17,      /* 4 exponent, 3 mantissa bits, no infinity */
+  KILN_DTYPE_F8E5M2 = 18,        /* IEEE-style, with infinities */
+  KILN_DTYPE_F8E4M3FNUZ = 19,    /* no infinity, no -0 (0x80 is NaN) */
+  KILN_DTYPE_F8E5M2FNUZ = 20,    /* no infinity, no -0 (0x80 is NaN) */
+  KILN_DTYPE_F8E4M3B11FNUZ = 21, /* exponent bias 11, no infinity, no -0 */
+  KILN_DTYPE_F8E3M4 = 22,        /* IEEE-style */
+  KILN_DTYPE_F8E4M3 = 23,        /* IEEE-style */
+  KILN_DTYPE_F8E8M0FNU = 24,     /* powers of two 2^-127..2^127, no sign, 0xff is NaN */
+  KILN_DTYPE_F4E2M1FN = 25,      /* 2 exponent, 1 mantissa bits, no infinity or NaN */
+  KILN_DTYPE_S4 = 26,
+  KILN_DTYPE_U4 = 27,
+  KILN_DTYPE_S2 = 28,
+  KILN_DTYPE_U2 = 29
 } KILN_DType;
+
+/* True for the dtypes above (a buffer's dtype). */
+#define KILN_DTYPE_IS_VALID(d)                           \
+  (((d) >= KILN_DTYPE_PRED && (d) <= KILN_DTYPE_C128) || \
+   ((d) >= KILN_DTYPE_F8E4M3FN && (d) <= KILN_DTYPE_U2))
 
 /* True when `args` (a pointer to an args struct) was passed by a caller that knows `field`. */
 #define KILN_ARGS_HAS(args, type, field) \

@@ -22,8 +22,13 @@ Tolerance ToleranceFor(PrimitiveType type) {
     case PrimitiveType::C128:
       return {1e-12, 1e-10};
     default:
-      return {0, 0};  // pred and integers: exact
+      break;
   }
+  if (std::optional<MiniFloatFormat> f = MiniFloatFormatOf(type)) {
+    // One unit in the last place, relative; absolute about the smallest normal of f8e4m3.
+    return {1.0 / 64, std::ldexp(1.0, -f->mantissa_bits)};
+  }
+  return {0, 0};  // pred and integers: exact
 }
 
 std::string FormatIndex(const std::vector<int64_t>& dims, int64_t linear) {
@@ -43,12 +48,13 @@ namespace {
 
 // Real and imaginary parts of element i (imaginary 0 for real types).
 std::complex<double> ElementAt(const Literal& l, int64_t i) {
+  if (IsSubByteInt(l.shape().element_type())) return {l.GetAsDouble(i), 0.0};
   return PrimitiveTypeSwitch(l.shape().element_type(), [&](auto zero) -> std::complex<double> {
     using T = decltype(zero);
     T v = l.data<T>()[i];
     if constexpr (IsComplexT<T>::value) {
       return {static_cast<double>(v.real()), static_cast<double>(v.imag())};
-    } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    } else if constexpr (kIsNarrowFloatT<T>) {
       return {static_cast<double>(static_cast<float>(v)), 0.0};
     } else {
       return {static_cast<double>(v), 0.0};

@@ -154,11 +154,24 @@ std::optional<DType> ParseDescr(const std::string& descr, std::string& error) {
     std::string_view code;
     PrimitiveType type;
   } kTypes[] = {
-      {"b1", PrimitiveType::PRED}, {"i1", PrimitiveType::S8},    {"i2", PrimitiveType::S16},
-      {"i4", PrimitiveType::S32},  {"i8", PrimitiveType::S64},   {"u1", PrimitiveType::U8},
-      {"u2", PrimitiveType::U16},  {"u4", PrimitiveType::U32},   {"u8", PrimitiveType::U64},
-      {"f2", PrimitiveType::F16},  {"f4", PrimitiveType::F32},   {"f8", PrimitiveType::F64},
-      {"c8", PrimitiveType::C64},  {"c16", PrimitiveType::C128},
+      {"b1", PrimitiveType::PRED},
+      {"i1", PrimitiveType::S8},
+      {"i2", PrimitiveType::S16},
+      {"i4", PrimitiveType::S32},
+      {"i8", PrimitiveType::S64},
+      {"u1", PrimitiveType::U8},
+      {"u2", PrimitiveType::U16},
+      {"u4", PrimitiveType::U32},
+      {"u8", PrimitiveType::U64},
+      {"f2", PrimitiveType::F16},
+      {"f4", PrimitiveType::F32},
+      {"f8", PrimitiveType::F64},
+      {"c8", PrimitiveType::C64},
+      {"c16", PrimitiveType::C128},
+      // ml_dtypes' types are saved as raw bytes: 'V1' (float8_e5m2: 'f1'), bfloat16 'V2'.
+      {"V1", PrimitiveType::U8},
+      {"f1", PrimitiveType::U8},
+      {"V2", PrimitiveType::U16},
   };
   for (const auto& t : kTypes) {
     if (code != t.code) continue;
@@ -335,8 +348,14 @@ absl::StatusOr<std::string> SerializeNpy(const Literal& literal) {
     return absl::InvalidArgumentError(
         fmt::format("cannot write {} as .npy (arrays only)", literal.shape().ToString(false)));
   }
-  if (literal.shape().element_type() == PrimitiveType::BF16) {
+  // Types without a NumPy dtype are widened: bf16 and the minifloats to float32 (exact),
+  // sub-byte integers to int8/uint8.
+  const PrimitiveType type = literal.shape().element_type();
+  if (type == PrimitiveType::BF16 || IsMiniFloat(type)) {
     return SerializeNpy(literal.Convert(PrimitiveType::F32));
+  }
+  if (IsSubByteInt(type)) {
+    return SerializeNpy(literal.Convert(IsSignedInt(type) ? PrimitiveType::S8 : PrimitiveType::U8));
   }
   const char* descr = NumpyDescr(literal.shape().element_type());
   if (descr == nullptr) return absl::InvalidArgumentError("no NumPy dtype for this element type");
@@ -389,6 +408,53 @@ absl::Status WriteNpyFile(const std::string& path, const Literal& literal) {
   out.close();
   if (!out) return absl::DataLossError(fmt::format("{}: write failed", path));
   return absl::OkStatus();
+}
+
+}  // namespace kiln
+
+namespace kiln {
+
+absl::Status AdoptWidenedInput(PrimitiveType want, Literal& lit) {
+  const PrimitiveType got = lit.shape().element_type();
+  if (got == want || !lit.shape().IsArray()) return absl::OkStatus();
+  if ((want == PrimitiveType::BF16 || IsMiniFloat(want)) && got == PrimitiveType::F32) {
+    lit = lit.Convert(want);
+    return absl::OkStatus();
+  }
+  if (want == PrimitiveType::BF16 && got == PrimitiveType::U16) {  // ml_dtypes' raw 'V2'
+    Literal out(Shape(want, lit.shape().dimensions()));
+    std::memcpy(out.untyped_data(), lit.untyped_data(), static_cast<size_t>(lit.size_bytes()));
+    lit = std::move(out);
+    return absl::OkStatus();
+  }
+  const int bits = BitWidth(want);
+  const bool raw = got == PrimitiveType::U8 && (IsMiniFloat(want) || IsSubByteInt(want));
+  const bool values = got == PrimitiveType::S8 && IsSubByteInt(want) && IsSignedInt(want);
+  if (!raw && !values) return absl::OkStatus();
+  for (int64_t i = 0; i < lit.element_count(); ++i) {
+    const int64_t v = lit.GetAsInt64(i);
+    const bool fits =
+        raw ? v < (int64_t{1} << bits) : v >= SubByteMin(want) && v <= SubByteMax(want);
+    if (!fits) {
+      return absl::InvalidArgumentError(fmt::format("element {} ({}) does not fit {}{}", i, v,
+                                                    PrimitiveTypeName(want),
+                                                    raw ? " (raw bytes)" : ""));
+    }
+  }
+  Literal out(Shape(want, lit.shape().dimensions()));
+  for (int64_t i = 0; i < lit.element_count(); ++i) {
+    out.data<uint8_t>()[i] = raw ? lit.data<uint8_t>()[i] : SubByteBits(want, lit.GetAsInt64(i));
+  }
+  lit = std::move(out);
+  return absl::OkStatus();
+}
+
+std::string WidenedInputNote(PrimitiveType want) {
+  if (want == PrimitiveType::BF16) return " (as float32, or raw bytes as ml_dtypes' 'V2')";
+  if (IsMiniFloat(want)) return " (as float32, or its raw bytes as uint8 or ml_dtypes' 'V1')";
+  if (IsSubByteInt(want) && IsSignedInt(want)) return " (as int8, or raw bytes as uint8/'V1')";
+  if (IsSubByteInt(want)) return " (as uint8 or ml_dtypes' 'V1')";
+  return "";
 }
 
 }  // namespace kiln

@@ -22,4 +22,13 @@ absl::StatusOr<Literal> ReadNpyFile(const std::string& path);
 absl::StatusOr<std::string> SerializeNpy(const Literal& literal);
 absl::Status WriteNpyFile(const std::string& path, const Literal& literal);
 
+// NumPy has no dtype for bf16, the minifloats and the sub-byte integers, so an input for such
+// a parameter (`want`) arrives widened or as raw bytes; this turns `lit` into `want`:
+// float32 is rounded to bf16 or a minifloat; uint8 is taken as the raw bytes of a minifloat or
+// sub-byte integer (what ml_dtypes saves, as 'V1'); int8 gives an s4/s2 its values. Values a
+// sub-byte type cannot hold are an error. Other combinations are left alone.
+absl::Status AdoptWidenedInput(PrimitiveType want, Literal& lit);
+// " (as float32 or raw bytes)" and the like, for the message when a type still differs.
+std::string WidenedInputNote(PrimitiveType want);
+
 }  // namespace kiln

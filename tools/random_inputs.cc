@@ -1,6 +1,7 @@
 // splitmix64-based generation of reproducible test inputs.
 #include "tools/random_inputs.h"
 
+#include <cmath>
 #include <complex>
 #include <new>
 
@@ -51,6 +52,8 @@ Literal MakeRandomLiteral(const Shape& shape, uint64_t seed) {
         data[i] = T(re, im);
       } else if constexpr (std::is_same_v<T, double>) {
         data[i] = rng.Signed();
+      } else if constexpr (std::is_same_v<T, f8e8m0fnu>) {
+        data[i] = T(std::fabs(rng.SignedFloat()) * 4.0f + 0.25f);  // no sign, no zero
       } else if constexpr (kIsFloatT<T>) {
         data[i] = T(rng.SignedFloat());  // f16/bf16 round to nearest even from here
       } else if constexpr (std::is_signed_v<T>) {
@@ -60,6 +63,7 @@ Literal MakeRandomLiteral(const Shape& shape, uint64_t seed) {
       }
     }
   });
+  literal.TruncateSubByteInts();  // s4/s2 keep their low bits (s2 wraps -4..3)
   return literal;
 }
 

@@ -107,15 +107,15 @@ absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
     }
     PrimitiveType want = p.shape().element_type();
     PrimitiveType got = lit->shape().element_type();
-    // bf16 has no NumPy dtype: it travels as float32 and is rounded here.
-    if (want == PrimitiveType::BF16 && got == PrimitiveType::F32) {
-      *lit = lit->Convert(PrimitiveType::BF16);
-      got = want;
+    if (absl::Status s = AdoptWidenedInput(want, *lit); !s.ok()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: {}: {}", inputs[i], ParamLabel(p), std::string(s.message())));
     }
+    got = lit->shape().element_type();
     if (got != want || lit->shape().dimensions() != p.shape().dimensions()) {
       return absl::InvalidArgumentError(fmt::format(
           "{}: {} expects {}{}, got {}", inputs[i], ParamLabel(p), p.shape().ToString(false),
-          want == PrimitiveType::BF16 ? " (as float32)" : "", lit->shape().ToString(false)));
+          WidenedInputNote(want), lit->shape().ToString(false)));
     }
     args.push_back(std::move(*lit));
   }

@@ -100,7 +100,7 @@ inline bool CompareScalars(T a, T b, ComparisonDirection dir, bool total_order) 
     if (dir == ComparisonDirection::kEq) return a == b;
     if (dir == ComparisonDirection::kNe) return a != b;
     return false;
-  } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+  } else if constexpr (kIsNarrowFloatT<T>) {
     return CompareScalars<float>(static_cast<float>(a), static_cast<float>(b), dir, total_order);
   } else if constexpr (kIsFloatT<T>) {
     if (total_order) {

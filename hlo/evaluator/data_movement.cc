@@ -425,7 +425,7 @@ absl::StatusOr<Literal> Iota(const HloInstruction& instr) {
         d[i] = v != 0;
       } else if constexpr (IsComplexT<T>::value) {
         d[i] = T(static_cast<typename T::value_type>(v), 0);
-      } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+      } else if constexpr (kIsNarrowFloatT<T>) {
         d[i] = T(static_cast<float>(v));
       } else {
         d[i] = static_cast<T>(v);

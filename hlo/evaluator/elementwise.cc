@@ -5,6 +5,7 @@
 #include <complex>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "absl/status/status.h"
@@ -16,10 +17,11 @@ namespace kiln::eval {
 namespace {
 
 template <typename T>
-constexpr bool kIs16BitFloat = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
-// f16/bf16 are computed in float and rounded back after every op, as XLA does.
+constexpr bool kIsNarrowFloat = kIsNarrowFloatT<T>;
+// f16, bf16 and the minifloats are computed in float and rounded back after every op, as XLA
+// does.
 template <typename T>
-using Compute = std::conditional_t<kIs16BitFloat<T>, float, T>;
+using Compute = std::conditional_t<kIsNarrowFloat<T>, float, T>;
 template <typename T>
 constexpr bool kIsInt = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 
@@ -98,14 +100,17 @@ To ConvertElement(From v) {
     return static_cast<To>(v);  // two's complement wrap, as XLA
   } else if constexpr (std::is_integral_v<From>) {
     // Integer to float: one rounding into f32/f64; f16/bf16 round through f32 as XLA does.
-    if constexpr (kIs16BitFloat<To>) {
+    if constexpr (kIsNarrowFloat<To>) {
       return To(static_cast<float>(v));
     } else {
       return static_cast<To>(v);
     }
   } else if constexpr (kIsFloatT<To>) {
-    // Float to float. f64 -> f16/bf16 goes through f32 like XLA's convert.
-    if constexpr (kIs16BitFloat<To>) {
+    // Float to float. f64 -> f16/bf16 goes through f32 like XLA's convert; minifloats
+    // round once from the exact value.
+    if constexpr (IsMiniFloatT<To>::value) {
+      return To(static_cast<double>(static_cast<Compute<From>>(v)));
+    } else if constexpr (kIsNarrowFloat<To>) {
       return To(static_cast<float>(static_cast<Compute<From>>(v)));
     } else {
       return static_cast<To>(static_cast<Compute<From>>(v));
@@ -122,6 +127,10 @@ To ConvertElement(From v) {
 }
 
 absl::StatusOr<Literal> EvalConvert(const HloInstruction& instr, const Literal& a) {
+  const PrimitiveType to = instr.shape().element_type();
+  if (IsSubByteInt(to) && !IsInteger(a.shape().element_type())) {
+    return a.Convert(to);  // saturates at the narrow type's bounds, not int8's
+  }
   Literal out(instr.shape());
   PrimitiveTypeSwitch(a.shape().element_type(), [&](auto from_tag) {
     using From = decltype(from_tag);
@@ -143,6 +152,10 @@ absl::StatusOr<Literal> EvalBitcastConvert(const HloInstruction& instr, const Li
                                         instr.shape().ToString(false), " changes the byte size"));
   }
   if (a.size_bytes() > 0) std::memcpy(out.untyped_data(), a.untyped_data(), a.size_bytes());
+  if (const int bits = BitWidth(out.shape().element_type());
+      bits < 8 && out.shape().element_type() != PrimitiveType::PRED) {
+    for (uint8_t& b : out.data<uint8_t>()) b &= static_cast<uint8_t>((1 << bits) - 1);
+  }
   return out;
 }
 
@@ -633,7 +646,7 @@ S TotalOrderKey(S bits) {
 
 template <typename T>
 auto TotalOrderBits(T v) {
-  if constexpr (kIs16BitFloat<T>) {
+  if constexpr (kIsNarrowFloat<T>) {
     return TotalOrderKey(static_cast<int16_t>(v.bits));
   } else if constexpr (std::is_same_v<T, float>) {
     int32_t s;
@@ -925,11 +938,40 @@ absl::StatusOr<Literal> EvalClamp(const HloInstruction& instr, Operands ops) {
 
 }  // namespace
 
+// Bit operations whose answer depends on the width: on sub-byte integers they see only the
+// low bits (the evaluator hands them sign-extended bytes).
+std::optional<Literal> SubByteBitOp(const HloInstruction& instr, Operands ops) {
+  const PrimitiveType t = instr.shape().element_type();
+  const HloOpcode op = instr.opcode();
+  if (!IsSubByteInt(t) || (op != HloOpcode::kPopulationCount && op != HloOpcode::kClz &&
+                           op != HloOpcode::kShiftRightLogical)) {
+    return std::nullopt;
+  }
+  const int bits = BitWidth(t);
+  const uint8_t mask = static_cast<uint8_t>((1 << bits) - 1);
+  Literal out(instr.shape());
+  auto x = ops[0]->data<uint8_t>();
+  auto d = out.data<uint8_t>();
+  for (size_t i = 0; i < d.size(); ++i) {
+    const uint8_t v = x[ops[0]->element_count() == 1 ? 0 : i] & mask;
+    if (op == HloOpcode::kPopulationCount) {
+      d[i] = static_cast<uint8_t>(std::popcount(v));
+    } else if (op == HloOpcode::kClz) {
+      d[i] = static_cast<uint8_t>(std::countl_zero(v) - (8 - bits));
+    } else {
+      const int64_t amount = ops[1]->GetAsInt64(ops[1]->element_count() == 1 ? 0 : i);
+      d[i] = amount < 0 || amount >= bits ? 0 : static_cast<uint8_t>(v >> amount);
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<Literal> EvalElementwise(const HloInstruction& instr, Operands ops) {
   const HloOpcode op = instr.opcode();
   if (!instr.shape().IsArray()) {
     return InvalidArgument(instr, "elementwise '" + OpName(instr) + "' must produce an array");
   }
+  if (std::optional<Literal> bit_op = SubByteBitOp(instr, ops)) return *std::move(bit_op);
   if (op == HloOpcode::kSelect || op == HloOpcode::kClamp) {
     if (auto s = CheckArrayOperands(instr, ops, 3); !s.ok()) return s;
     return op == HloOpcode::kSelect ? EvalSelect(instr, ops) : EvalClamp(instr, ops);

@@ -327,7 +327,54 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateComputation(const HloComputation& 
   }
 }
 
+namespace {
+bool HasSubByteInts(const Shape& s, bool signed_only) {
+  if (s.IsTuple()) {
+    for (const Shape& e : s.tuple_shapes())
+      if (HasSubByteInts(e, signed_only)) return true;
+    return false;
+  }
+  return IsSubByteInt(s.element_type()) && (!signed_only || IsSignedInt(s.element_type()));
+}
+// Opcodes that only route values (their called computations widen for themselves).
+bool RoutesValues(HloOpcode op) {
+  return op == HloOpcode::kCall || op == HloOpcode::kFusion || op == HloOpcode::kWhile ||
+         op == HloOpcode::kConditional || op == HloOpcode::kTuple ||
+         op == HloOpcode::kGetTupleElement || op == HloOpcode::kParameter ||
+         op == HloOpcode::kConstant;
+}
+}  // namespace
+
+// Sub-byte integers are computed as int8/uint8: operands are widened (sign-extended) and the
+// result is truncated back to its low bits, which gives two's-complement wrapping in the
+// narrow type.
 absl::StatusOr<Literal> HloEvaluator::EvaluateInstruction(
+    const HloInstruction& instr, std::span<const Literal* const> operands) {
+  if (RoutesValues(instr.opcode())) return EvaluateInstructionWidened(instr, operands);
+  bool widen = false;
+  for (const Literal* o : operands) widen = widen || (o && HasSubByteInts(o->shape(), true));
+  absl::StatusOr<Literal> result;
+  if (widen) {
+    std::vector<Literal> wide;
+    wide.reserve(operands.size());
+    std::vector<const Literal*> ptrs;
+    for (const Literal* o : operands) {
+      if (o && HasSubByteInts(o->shape(), true)) {
+        wide.push_back(o->WithSubByteIntsWidened());
+        ptrs.push_back(&wide.back());
+      } else {
+        ptrs.push_back(o);
+      }
+    }
+    result = EvaluateInstructionWidened(instr, ptrs);
+  } else {
+    result = EvaluateInstructionWidened(instr, operands);
+  }
+  if (result.ok() && HasSubByteInts(result->shape(), false)) result->TruncateSubByteInts();
+  return result;
+}
+
+absl::StatusOr<Literal> HloEvaluator::EvaluateInstructionWidened(
     const HloInstruction& instr, std::span<const Literal* const> operands) {
   // Allocation failures (a huge broadcast, say) become errors, never exceptions.
   try {

@@ -27,6 +27,9 @@ class HloEvaluator {
   static constexpr int kMaxCallDepth = 128;
 
  private:
+  absl::StatusOr<Literal> EvaluateInstructionWidened(const HloInstruction& instr,
+                                                     std::span<const Literal* const> operands);
+
   struct State;  // call depth and per-evaluation plan cache (evaluator.cc)
   std::shared_ptr<State> state_;
 };

@@ -31,7 +31,7 @@ inline int64_t Product(const std::vector<int64_t>& dims) {
   return n;
 }
 
-// Type in which sums of products are accumulated: 16-bit floats widen to float (as XLA's
+// Type in which sums of products are accumulated: 16- and 8-bit floats widen to float (as XLA's
 // CPU backend does), bool to int, everything else stays itself.
 template <typename T>
 struct AccumOf {
@@ -43,6 +43,10 @@ struct AccumOf<half> {
 };
 template <>
 struct AccumOf<bfloat16> {
+  using type = float;
+};
+template <PrimitiveType P>
+struct AccumOf<minifloat<P>> {
   using type = float;
 };
 template <>
@@ -67,7 +71,7 @@ inline To CastTo(From v) {
     }
   } else if constexpr (IsComplexT<From>::value) {
     return CastTo<To>(v.real());
-  } else if constexpr (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>) {
+  } else if constexpr (kIsNarrowFloatT<To>) {
     return To(static_cast<float>(static_cast<AccumT<From>>(v)));
   } else if constexpr (std::is_same_v<To, bool>) {
     return static_cast<AccumT<From>>(v) != AccumT<From>(0);

@@ -102,11 +102,24 @@ std::string SixteenBitText(T v) {
   return FloatToText(f);
 }
 
+// A minifloat is exactly a short float: print that float. NaN has no payload to show.
 template <typename T>
-std::string ElementText(T v) {
+std::string MiniFloatText(T v) {
+  float f = static_cast<float>(v);
+  if (std::isnan(f)) return "nan";
+  return FloatToText(f);
+}
+
+template <typename T>
+std::string ElementText(T v, PrimitiveType type) {
   if constexpr (std::is_same_v<T, bool>) {
     return v ? "true" : "false";
-  } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+  } else if constexpr (IsMiniFloatT<T>::value) {
+    return MiniFloatText(v);
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) == 1) {
+    if (IsSubByteInt(type)) return fmt::format("{}", SubByteValue(type, v));
+    return fmt::format("{}", v);
+  } else if constexpr (kIsNarrowFloatT<T>) {
     return SixteenBitText(v);
   } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     return FloatToText(v);
@@ -155,7 +168,13 @@ absl::Status ParseFloatToken(Cursor& c, size_t at, std::string_view tok, T* out,
       auto [p, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), payload, 16);
       if (ec != std::errc() || p != hex.data() + hex.size() || payload == 0) return bad();
     }
-    *out = MakeNan<T>(negative, payload);
+    if constexpr (IsMiniFloatT<T>::value) {
+      if (payload != 0) return bad();
+      *out = T(negative ? -std::numeric_limits<double>::quiet_NaN()
+                        : std::numeric_limits<double>::quiet_NaN());
+    } else {
+      *out = MakeNan<T>(negative, payload);
+    }
     return absl::OkStatus();
   }
   if (body == "inf" || body == "infinity") {
@@ -165,7 +184,8 @@ absl::Status ParseFloatToken(Cursor& c, size_t at, std::string_view tok, T* out,
     return absl::OkStatus();
   }
   if (body.empty() || !(IsDigit(body[0]) || body[0] == '.')) return bad();
-  using Parse = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  using Parse =
+      std::conditional_t<std::is_same_v<T, double> || IsMiniFloatT<T>::value, double, float>;
   Parse v = 0;
   auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
   if (p != body.data() + body.size()) return bad();
@@ -240,6 +260,15 @@ absl::Status ParseElement(Cursor& c, PrimitiveType type, T* out) {
       }
       return absl::OkStatus();
     } else if constexpr (std::is_integral_v<T>) {
+      if (IsSubByteInt(type)) {  // read as int64, range-checked, stored in the low bits
+        int64_t v = 0;
+        if (absl::Status s = ParseIntToken(c, at, tok, &v, type); !s.ok()) return s;
+        if (v < SubByteMin(type) || v > SubByteMax(type))
+          return c.ErrorAt(
+              at, fmt::format("value {} is out of range for {}", tok, PrimitiveTypeName(type)));
+        *out = static_cast<T>(SubByteBits(type, v));
+        return absl::OkStatus();
+      }
       return ParseIntToken(c, at, tok, out, type);
     } else {
       return ParseFloatToken(c, at, tok, out, type);
@@ -315,7 +344,7 @@ void AppendArray(const Literal& lit, std::string* out) {
   const Shape& shape = lit.shape();
   int rank = shape.rank();
   if (rank == 0) {
-    *out += ElementText(data[0]);
+    *out += ElementText(data[0], shape.element_type());
     return;
   }
   const auto& dims = shape.dimensions();
@@ -331,7 +360,7 @@ void AppendArray(const Literal& lit, std::string* out) {
   int64_t n = lit.element_count();
   for (int i = 0; i < rank; ++i) *out += (i + 1 < rank) ? "{ " : "{";
   for (int64_t linear = 0; linear < n; ++linear) {
-    *out += ElementText(data[linear]);
+    *out += ElementText(data[linear], shape.element_type());
     int d = rank - 1;
     int closed = 0;
     while (d >= 0) {

@@ -159,7 +159,7 @@ TextCache& GetTextCache() {
 }
 
 // A dtype the C ABI may hand us: the array types of hlo PrimitiveType.
-bool ValidDType(int d) { return d >= KILN_DTYPE_PRED && d <= KILN_DTYPE_C128; }
+bool ValidDType(int d) { return KILN_DTYPE_IS_VALID(d); }
 
 absl::StatusOr<std::unique_ptr<HloModule>> ParseAndVerify(const char* text, size_t size) {
   if (text == nullptr) return absl::InvalidArgumentError("hlo_text is null");
