@@ -90,7 +90,7 @@ bool CanEmitUnary(HloOpcode op, PT in, PT out) {
     case HloOpcode::kConvert:
       return true;
     case HloOpcode::kBitcastConvert:
-      return in != PT::PRED && out != PT::PRED && ByteSizeOf(in) == ByteSizeOf(out);
+      return in != PT::PRED && out != PT::PRED && BitWidth(in) == BitWidth(out);
     default:
       return false;
   }
@@ -271,7 +271,7 @@ namespace detail {
 bool AccumulatesIn32(const HloInstruction& reduce) {
   PT t = reduce.shape().element_type();
   const HloInstruction* root = reduce.to_apply()->root();
-  return (t == PT::F16 || t == PT::BF16) &&
+  return IsNarrowFloat(t) &&
          (root->opcode() == HloOpcode::kAdd || root->opcode() == HloOpcode::kMultiply) &&
          root->operand(0)->opcode() == HloOpcode::kParameter &&
          root->operand(1)->opcode() == HloOpcode::kParameter &&
@@ -400,6 +400,8 @@ Index KernelEmitter::Delinearize(llvm::Value* linear, const std::vector<int64_t>
 }
 
 llvm::Value* KernelEmitter::ToCompute(llvm::Value* stored, PT t) {
+  if (std::optional<MiniFloatFormat> f = MiniFloatFormatOf(t)) return DecodeMiniFloat(stored, *f);
+  if (IsSubByteInt(t)) return b_.CreateTrunc(stored, ComputeType(t, ctx_));
   switch (t) {
     case PT::PRED:
       return b_.CreateICmpNE(stored, llvm::ConstantInt::get(stored->getType(), 0));
@@ -414,6 +416,8 @@ llvm::Value* KernelEmitter::ToCompute(llvm::Value* stored, PT t) {
 }
 
 llvm::Value* KernelEmitter::ToStorage(llvm::Value* v, PT t) {
+  if (std::optional<MiniFloatFormat> f = MiniFloatFormatOf(t)) return EncodeMiniFloat(v, *f);
+  if (IsSubByteInt(t)) return b_.CreateZExt(v, b_.getInt8Ty());  // low bits, the rest zero
   switch (t) {
     case PT::PRED:
       return b_.CreateZExt(v, b_.getInt8Ty());
@@ -435,7 +439,7 @@ llvm::Value* KernelEmitter::ToStorage(llvm::Value* v, PT t) {
 }
 
 llvm::Value* KernelEmitter::RoundToType(llvm::Value* v, PT t) {
-  if (t == PT::F16 || t == PT::BF16) return ToCompute(ToStorage(v, t), t);
+  if (IsNarrowFloat(t)) return ToCompute(ToStorage(v, t), t);
   return v;
 }
 
@@ -445,6 +449,9 @@ llvm::Value* KernelEmitter::ConvertValue(llvm::Value* v, PT from, PT to) {
   if (to == PT::PRED) {
     if (IsFloatType(from)) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
     return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  }
+  if (IsMiniFloat(to) && from == PT::F64) {
+    return ToCompute(EncodeMiniFloat(v, *MiniFloatFormatOf(to)), to);  // one rounding
   }
   if (IsFloatType(to)) {
     llvm::Value* r;

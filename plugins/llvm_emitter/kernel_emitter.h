@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "hlo/computation.h"
+#include "hlo/minifloat.h"
 #include "hlo/shape.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
@@ -52,13 +53,15 @@ inline bool IsSupportedType(PT t) {
     case PT::F64:
       return true;
     default:
-      return false;
+      return IsMiniFloat(t) || IsSubByteInt(t);
   }
 }
 
 inline bool IsFloatType(PT t) {
-  return t == PT::F16 || t == PT::BF16 || t == PT::F32 || t == PT::F64;
+  return t == PT::F16 || t == PT::BF16 || t == PT::F32 || t == PT::F64 || IsMiniFloat(t);
 }
+// Floats computed in f32 and rounded back after every op.
+inline bool IsNarrowFloat(PT t) { return t == PT::F16 || t == PT::BF16 || IsMiniFloat(t); }
 
 // How values of `t` are laid out in memory.
 inline llvm::Type* StorageType(PT t, llvm::LLVMContext& c) {
@@ -84,13 +87,17 @@ inline llvm::Type* StorageType(PT t, llvm::LLVMContext& c) {
     case PT::F64:
       return llvm::Type::getDoubleTy(c);
     default:
-      return nullptr;
+      // The minifloats and sub-byte integers: one byte each.
+      return IsMiniFloat(t) || IsSubByteInt(t) ? llvm::Type::getInt8Ty(c) : nullptr;
   }
 }
 
-// How values of `t` are computed on: pred as i1, the 16-bit floats widened to float (each
-// result is rounded back to its type, so results match arithmetic in that type).
+// How values of `t` are computed on: pred as i1, the 16- and 8-bit floats widened to float
+// (each result is rounded back to its type, so results match arithmetic in that type), s4
+// and u4 as i4 and s2 and u2 as i2 (LLVM wraps and saturates at their width).
 inline llvm::Type* ComputeType(PT t, llvm::LLVMContext& c) {
+  if (IsMiniFloat(t)) return llvm::Type::getFloatTy(c);
+  if (IsSubByteInt(t)) return llvm::Type::getIntNTy(c, static_cast<unsigned>(BitWidth(t)));
   switch (t) {
     case PT::PRED:
       return llvm::Type::getInt1Ty(c);
@@ -154,6 +161,10 @@ class KernelEmitter {
   llvm::Value* ToCompute(llvm::Value* stored, PT t);
   llvm::Value* ToStorage(llvm::Value* v, PT t);
   llvm::Value* RoundToType(llvm::Value* v, PT t);
+  // Minifloat bits (i8) to float and a float or double to bits, rounding to nearest even
+  // (minifloat_emitter.cc; the same rules as hlo/minifloat.cc).
+  llvm::Value* DecodeMiniFloat(llvm::Value* bits, const MiniFloatFormat& f);
+  llvm::Value* EncodeMiniFloat(llvm::Value* v, const MiniFloatFormat& f);
   llvm::Value* ConvertValue(llvm::Value* v, PT from, PT to);
   llvm::Value* ConstantScalar(const Literal& lit, int64_t linear, PT t);
 
