@@ -11,6 +11,8 @@ namespace kiln {
 struct DotDimensionNumbers {
   std::vector<int64_t> lhs_batch_dimensions, rhs_batch_dimensions;
   std::vector<int64_t> lhs_contracting_dimensions, rhs_contracting_dimensions;
+  // ragged-dot only: the one ragged lhs dimension and the rhs group dimension (if any).
+  std::vector<int64_t> lhs_ragged_dimensions, rhs_group_dimensions;
   bool operator==(const DotDimensionNumbers&) const = default;
 };
 

@@ -116,6 +116,7 @@ enum OpcodeTrait : unsigned {
   X(kPopulationCount, "popcnt", 1, kTraitElementwise)                                             \
   X(kPower, "power", 2, kTraitElementwise | kTraitCostly)                                         \
   X(kRaggedAllToAll, "ragged-all-to-all", 6, kTraitCollective)                                    \
+  X(kRaggedDot, "ragged-dot", 3, 0)                                                               \
   X(kReal, "real", 1, kTraitElementwise)                                                          \
   X(kRecv, "recv", 1, kTraitSideEffecting | kTraitCollective)                                     \
   X(kRecvDone, "recv-done", 1, kTraitSideEffecting | kTraitCollective)                            \

@@ -17,6 +17,10 @@ namespace {
 
 std::string Str(const Shape& s) { return s.ToString(/*print_layout=*/false); }
 
+bool Contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
 std::string Braces(const std::vector<int64_t>& v) {
   return fmt::format("{{{}}}", fmt::join(v, ","));
 }
@@ -98,6 +102,8 @@ class Inferrer {
   absl::StatusOr<Shape> Reverse();
   absl::StatusOr<Shape> Iota();
   absl::StatusOr<Shape> Dot();
+  absl::StatusOr<Shape> DotShape(const Shape& lhs, const Shape& rhs, const DotDimensionNumbers& dn);
+  absl::StatusOr<Shape> RaggedDot();
   absl::StatusOr<Shape> Convolution();
   absl::StatusOr<Shape> Reduce();
   absl::StatusOr<Shape> ReduceWindow();
@@ -540,11 +546,13 @@ absl::StatusOr<Shape> Inferrer::Iota() {
 }
 
 absl::StatusOr<Shape> Inferrer::Dot() {
-  const Shape& lhs = op(0);
-  const Shape& rhs = op(1);
+  return DotShape(op(0), op(1), attrs().dot_dimension_numbers.value_or(DotDimensionNumbers{}));
+}
+
+absl::StatusOr<Shape> Inferrer::DotShape(const Shape& lhs, const Shape& rhs,
+                                         const DotDimensionNumbers& dn) {
   if (absl::Status s = RequireArray(lhs, "lhs"); !s.ok()) return s;
   if (absl::Status s = RequireArray(rhs, "rhs"); !s.ok()) return s;
-  DotDimensionNumbers dn = attrs().dot_dimension_numbers.value_or(DotDimensionNumbers{});
   if (dn.lhs_batch_dimensions.size() != dn.rhs_batch_dimensions.size())
     return Err("lhs has {} batch dimensions but rhs has {}", dn.lhs_batch_dimensions.size(),
                dn.rhs_batch_dimensions.size());
@@ -587,6 +595,66 @@ absl::StatusOr<Shape> Inferrer::Dot() {
   // declared one when it is an array.
   PrimitiveType t = declared().IsArray() ? declared().element_type() : lhs.element_type();
   return ArrayOf(t, dims);
+}
+
+// ragged-dot (XLA's RaggedDot, jax.lax.ragged_dot_general): a dot whose lhs has one ragged
+// dimension cut into consecutive groups by group_sizes. Ragged in a free dimension (rhs has a
+// group dimension): [b,m,k] x [g,b,k,n] -> [b,m,n]; ragged in a contracting dimension: ->
+// [g,b,m,n]; ragged in a batch dimension: -> [b,m,n]. group_sizes is [g] or has the batch
+// (and outer) dimensions before g.
+absl::StatusOr<Shape> Inferrer::RaggedDot() {
+  const Shape& lhs = op(0);
+  const Shape& rhs = op(1);
+  const Shape& sizes = op(2);
+  if (absl::Status s = RequireArray(sizes, "group_sizes"); !s.ok()) return s;
+  if (!IsInteger(sizes.element_type()) || sizes.rank() < 1)
+    return Err("group_sizes must be an integer array of rank >= 1 but is {}", Str(sizes));
+  if (absl::Status s = RequireArray(lhs, "lhs"); !s.ok()) return s;
+  if (absl::Status s = RequireArray(rhs, "rhs"); !s.ok()) return s;
+  DotDimensionNumbers dn = attrs().dot_dimension_numbers.value_or(DotDimensionNumbers{});
+  if (dn.lhs_ragged_dimensions.size() != 1)
+    return Err("needs exactly one lhs_ragged_dims, has {}", dn.lhs_ragged_dimensions.size());
+  if (dn.rhs_group_dimensions.size() > 1)
+    return Err("has {} rhs_group_dims, at most one is allowed", dn.rhs_group_dimensions.size());
+  const int64_t r = dn.lhs_ragged_dimensions[0];
+  if (r < 0 || r >= lhs.rank())
+    return Err("lhs_ragged_dims={{{}}} is out of range for {}", r, Str(lhs));
+  const bool ragged_contracting = Contains(dn.lhs_contracting_dimensions, r);
+  const bool ragged_batch = Contains(dn.lhs_batch_dimensions, r);
+  const bool has_group = !dn.rhs_group_dimensions.empty();
+  if ((ragged_contracting || ragged_batch) == has_group)
+    return Err("a ragged {} dimension {} rhs_group_dims",
+               ragged_contracting ? "contracting"
+               : ragged_batch     ? "batch"
+                                  : "non-contracting",
+               has_group ? "takes no" : "needs");
+  // Without the group dimension rhs is an ordinary dot operand.
+  Shape rhs_plain = rhs;
+  if (has_group) {
+    const int64_t gd = dn.rhs_group_dimensions[0];
+    if (gd < 0 || gd >= rhs.rank() || Contains(dn.rhs_batch_dimensions, gd) ||
+        Contains(dn.rhs_contracting_dimensions, gd))
+      return Err("rhs_group_dims={{{}}} is not a free dimension of {}", gd, Str(rhs));
+    std::vector<int64_t> dims;
+    for (int i = 0; i < rhs.rank(); ++i)
+      if (i != gd) dims.push_back(rhs.dimensions(i));
+    rhs_plain = Shape(rhs.element_type(), dims);
+    if (sizes.dimensions().back() != rhs.dimensions(static_cast<int>(gd)))
+      return Err("group_sizes {} has {} groups but rhs group dimension {} has size {}", Str(sizes),
+                 sizes.dimensions().back(), gd, rhs.dimensions(static_cast<int>(gd)));
+    auto shift = [gd](std::vector<int64_t>& v) {
+      for (int64_t& d : v)
+        if (d > gd) --d;
+    };
+    shift(dn.rhs_batch_dimensions);
+    shift(dn.rhs_contracting_dimensions);
+  }
+  absl::StatusOr<Shape> out = DotShape(lhs, rhs_plain, dn);
+  if (!out.ok()) return out;
+  if (!ragged_contracting) return out;
+  std::vector<int64_t> dims = {sizes.dimensions().back()};
+  dims.insert(dims.end(), out->dimensions().begin(), out->dimensions().end());
+  return ArrayOf(out->element_type(), dims);
 }
 
 absl::StatusOr<std::vector<int64_t>> Inferrer::WindowOutput(const std::vector<int64_t>& base,
@@ -1310,6 +1378,8 @@ absl::StatusOr<Shape> Inferrer::Infer() {
       return Iota();
     case HloOpcode::kDot:
       return Dot();
+    case HloOpcode::kRaggedDot:
+      return RaggedDot();
     case HloOpcode::kConvolution:
       return Convolution();
     case HloOpcode::kReduce:

@@ -539,6 +539,9 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstructionWidened(
         case HloOpcode::kTriangularSolve:
           result = eval::EvalLinalg(instr, operands);
           break;
+        case HloOpcode::kRaggedDot:
+          result = eval::EvalRaggedDot(instr, operands);
+          break;
         case HloOpcode::kReduce:
         case HloOpcode::kReduceWindow:
         case HloOpcode::kSelectAndScatter:

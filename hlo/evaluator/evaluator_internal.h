@@ -23,6 +23,8 @@ absl::StatusOr<Literal> EvalElementwise(const HloInstruction& instr, Operands op
 absl::StatusOr<Literal> EvalDataMovement(const HloInstruction& instr, Operands ops);
 // linalg.cc: dot, convolution, cholesky, triangular-solve.
 absl::StatusOr<Literal> EvalLinalg(const HloInstruction& instr, Operands ops);
+// ragged-dot (ragged_dot.cc).
+absl::StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, Operands ops);
 // reduction.cc: reduce, reduce-window, select-and-scatter, map, sort, top-k.
 absl::StatusOr<Literal> EvalReduction(const HloInstruction& instr, Operands ops,
                                       const CallFn& call);

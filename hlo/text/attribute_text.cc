@@ -399,6 +399,10 @@ absl::Status ParseTypedAttribute(std::string_view name, HloOpcode op, Cursor c,
     s = ReadIntList(c, name, &dot().lhs_contracting_dimensions);
   } else if (name == "rhs_contracting_dims") {
     s = ReadIntList(c, name, &dot().rhs_contracting_dimensions);
+  } else if (name == "lhs_ragged_dims") {
+    s = ReadIntList(c, name, &dot().lhs_ragged_dimensions);
+  } else if (name == "rhs_group_dims") {
+    s = ReadIntList(c, name, &dot().rhs_group_dimensions);
   } else if (name == "window") {
     a->window.emplace();
     s = ReadWindow(c, &*a->window);
@@ -537,6 +541,8 @@ void AppendTypedAttributes(const HloInstruction& instr, std::string* out) {
     add("lhs_contracting_dims", IntList(d.lhs_contracting_dimensions));
     if (!d.rhs_batch_dimensions.empty()) add("rhs_batch_dims", IntList(d.rhs_batch_dimensions));
     add("rhs_contracting_dims", IntList(d.rhs_contracting_dimensions));
+    if (!d.lhs_ragged_dimensions.empty()) add("lhs_ragged_dims", IntList(d.lhs_ragged_dimensions));
+    if (!d.rhs_group_dimensions.empty()) add("rhs_group_dims", IntList(d.rhs_group_dimensions));
   }
   if (a.comparison_direction)
     add("direction", std::string(kDirections[static_cast<int>(*a.comparison_direction)]));

@@ -1,0 +1,111 @@
+"""ragged-dot (grouped GEMM) through `kiln run` against JAX's lax.ragged_dot_general on XLA:CPU.
+
+Run with the set-up's .venv Python (NumPy and JAX): ragged_dot_test.py KILN DEVICE...
+Each case is written as XLA's ragged-dot HLO; the reference is JAX's own lowering of the same
+dimension numbers (which XLA:CPU runs), so the two sides share no code.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+import jax  # noqa: E402
+from jax import lax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+KILN = sys.argv[1]
+DEVICES = sys.argv[2:]
+
+# (name, lhs dims, rhs dims, group sizes, lhs batch, rhs batch, lhs contracting,
+#  rhs contracting, lhs ragged, rhs group)
+CASES = [
+    ("ragged rows", [6, 4], [3, 4, 5], [[2, 1, 2]], [], [], [1], [1], [0], [0]),
+    ("ragged rows, batched", [2, 7, 3], [2, 4, 3, 5], [[1, 2, 0, 3], [4, 0, 2, 1]], [0], [0], [2],
+     [2], [1], [1]),
+    ("ragged rows, group dim last", [5, 3], [3, 2, 4], [[3, 0, 1, 1]], [], [], [1], [0], [0], [2]),
+    ("ragged contracting", [5, 6], [6, 4], [[2, 3, 1]], [], [], [1], [0], [1], []),
+    ("ragged contracting, batched", [2, 3, 6], [2, 6, 2], [[1, 5], [3, 2]], [0], [0], [2], [1],
+     [2], []),
+    ("ragged batch", [4, 3, 5], [4, 5, 2], [[1, 2]], [0], [0], [2], [1], [0], []),
+]
+
+
+def hlo_text(lhs, rhs, sizes, lb, rb, lc, rc, lr, rg, out_dims):
+    def dims(v):
+        return "{" + ",".join(map(str, v)) + "}"
+
+    def shape(t, d):
+        return f"{t}[{','.join(map(str, d))}]"
+
+    attrs = f"lhs_contracting_dims={dims(lc)}, rhs_contracting_dims={dims(rc)}"
+    if lb:
+        attrs += f", lhs_batch_dims={dims(lb)}, rhs_batch_dims={dims(rb)}"
+    attrs += f", lhs_ragged_dims={dims(lr)}"
+    if rg:
+        attrs += f", rhs_group_dims={dims(rg)}"
+    return (f"HloModule ragged\n\nENTRY main {{\n"
+            f"  p0 = {shape('f32', lhs)} parameter(0)\n"
+            f"  p1 = {shape('f32', rhs)} parameter(1)\n"
+            f"  p2 = {shape('s64', sizes)} parameter(2)\n"
+            f"  ROOT r = {shape('f32', out_dims)} ragged-dot(p0, p1, p2), {attrs}\n}}\n")
+
+
+def run_kiln(hlo, inputs, device):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.hlo")
+        with open(path, "w") as f:
+            f.write(hlo)
+        args = [KILN, "run", path, "--device", device, "--output-dir", d]
+        for i, x in enumerate(inputs):
+            p = os.path.join(d, f"in{i}.npy")
+            np.save(p, x)
+            args += ["--input", p]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr.strip())
+        return np.load(os.path.join(d, "output_0.npy"))
+
+
+def main():
+    failures = []
+    rng = np.random.default_rng(5)
+    for name, ld, rd, gs, lb, rb, lc, rc, lr, rg in CASES:
+        lhs = rng.standard_normal(ld).astype(np.float32)
+        rhs = rng.standard_normal(rd).astype(np.float32)
+        sizes = np.array(gs if len(gs) > 1 else gs[0], np.int64)
+        dn = lax.RaggedDotDimensionNumbers(
+            dot_dimension_numbers=((lc, rc), (lb, rb)), lhs_ragged_dimensions=lr,
+            rhs_group_dimensions=rg)
+        want = np.asarray(lax.ragged_dot_general(lhs, rhs, sizes, dn,
+                                                 precision=lax.Precision.HIGHEST))
+        hlo = hlo_text(ld, rd, list(sizes.shape), lb, rb, lc, rc, lr, rg, list(want.shape))
+        for device in DEVICES:
+            try:
+                got = run_kiln(hlo, [lhs, rhs, sizes], device)
+            except RuntimeError as e:
+                failures.append(f"{name} on {device}: {e}")
+                continue
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+                failures.append(f"{name} on {device}: got {got.shape} {got.ravel()[:6]}, "
+                                f"want {want.shape} {want.ravel()[:6]}")
+    # A wrong operand is a located error, not a crash.
+    bad = hlo_text([6, 4], [3, 4, 5], [4], [], [], [1], [1], [0], [0], [6, 5])
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bad.hlo")
+        with open(path, "w") as f:
+            f.write(bad)
+        r = subprocess.run([KILN, "print", path], capture_output=True, text=True, timeout=60)
+        if r.returncode == 0 or "group" not in r.stderr:
+            failures.append(f"4 group sizes for 3 rhs groups was not refused: {r.stderr}")
+    for f in failures:
+        print("FAIL", f)
+    print(f"ragged_dot_test: {len(CASES)} cases on {', '.join(DEVICES)}, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
