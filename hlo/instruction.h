@@ -51,6 +51,8 @@ struct InstructionAttributes {
   int64_t feature_index = -1;                                      // batch-norm-*
   float epsilon = 0;                                               // batch-norm-*
   bool is_stable = false;                                          // sort
+  int64_t num_carries = 0;                                         // scan
+  bool is_reverse = false, is_associative = false;                 // scan
   int64_t k = 0;                                                   // topk
   bool largest = true;                                             // topk
   // triangular-solve

@@ -112,6 +112,7 @@ class Inferrer {
   absl::StatusOr<Shape> Scatter();
   absl::StatusOr<Shape> Sort();
   absl::StatusOr<Shape> Map();
+  absl::StatusOr<Shape> Scan();
   absl::StatusOr<Shape> GetTupleElement();
   absl::StatusOr<Shape> CalledRoot(int index, std::string_view role);
   absl::StatusOr<Shape> Conditional();
@@ -1024,6 +1025,55 @@ absl::StatusOr<Shape> Inferrer::Map() {
   return ArrayOf(root->element_type(), first.dimensions());
 }
 
+// scan(inputs..., inits...), num_carries inits: to_apply takes one element of each input
+// (the input with the scan dimension removed) and the carries, and returns the output
+// elements and the new carries; the result is the outputs stacked along the scan dimension,
+// then the final carries.
+absl::StatusOr<Shape> Inferrer::Scan() {
+  const int64_t carries = attrs().num_carries;
+  if (carries < 0 || carries > n())
+    return Err("num_carries={} is out of range for {} operands", carries, n());
+  const int64_t inputs = n() - carries;
+  if (inputs < 1) return Err("needs at least one input besides its {} carries", carries);
+  if (attrs().dimensions.size() != 1)
+    return Err("needs one scan dimension, dimensions={}", Braces(attrs().dimensions));
+  const int64_t d = attrs().dimensions[0];
+  int64_t length = -1;
+  for (int i = 0; i < inputs; ++i) {
+    if (absl::Status s = RequireArray(op(i), "a scanned input"); !s.ok()) return s;
+    if (d < 0 || d >= op(i).rank())
+      return Err("scan dimension {} is out of range for input {} {}", d, i, Str(op(i)));
+    const int64_t l = op(i).dimensions(static_cast<int>(d));
+    if (length >= 0 && l != length)
+      return Err("input {} {} has length {} along dimension {}, input 0 has {}", i, Str(op(i)), l,
+                 d, length);
+    length = l;
+  }
+  absl::StatusOr<Shape> root = CalledRoot(0, "to_apply");
+  if (!root.ok()) return root.status();
+  if (!root->IsTuple() || root->tuple_size() < carries)
+    return Err("to_apply must return a tuple of outputs and {} carries but returns {}", carries,
+               Str(*root));
+  const int outputs = root->tuple_size() - static_cast<int>(carries);
+  std::vector<Shape> result;
+  for (int i = 0; i < outputs; ++i) {
+    const Shape& e = root->tuple_shapes(i);
+    if (!e.IsArray() || d > e.rank())
+      return Err("output {} {} cannot be stacked along dimension {}", i, Str(e), d);
+    std::vector<int64_t> dims = e.dimensions();
+    dims.insert(dims.begin() + d, length);
+    result.push_back(ArrayOf(e.element_type(), dims));
+  }
+  for (int64_t i = 0; i < carries; ++i) {
+    const Shape& init = op(static_cast<int>(inputs + i));
+    const Shape& back = root->tuple_shapes(outputs + static_cast<int>(i));
+    if (!back.Compatible(init))
+      return Err("to_apply returns carry {} as {} but its init is {}", i, Str(back), Str(init));
+    result.push_back(init);
+  }
+  return Shape::Tuple(std::move(result));
+}
+
 absl::StatusOr<Shape> Inferrer::GetTupleElement() {
   const Shape& t = op(0);
   if (!t.IsTuple()) return Err("operand must be a tuple but is {}", Str(t));
@@ -1396,6 +1446,8 @@ absl::StatusOr<Shape> Inferrer::Infer() {
       return Sort();
     case HloOpcode::kMap:
       return Map();
+    case HloOpcode::kScan:
+      return Scan();
     case HloOpcode::kTuple: {
       std::vector<Shape> elems;
       for (int i = 0; i < n(); ++i) elems.push_back(op(i));
@@ -1519,6 +1571,7 @@ absl::Status CheckOperandCount(const HloInstruction& instr) {
     case HloOpcode::kSort:
     case HloOpcode::kConcatenate:
     case HloOpcode::kMap:
+    case HloOpcode::kScan:
       if (n < 1) return err("at least 1 operand");
       break;
     case HloOpcode::kConditional:

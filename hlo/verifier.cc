@@ -228,6 +228,7 @@ class Verifier {
       case HloOpcode::kScatter:
       case HloOpcode::kSort:
       case HloOpcode::kMap:
+      case HloOpcode::kScan:
       case HloOpcode::kCall:
       case HloOpcode::kFusion:
       case HloOpcode::kAllReduce:
@@ -371,6 +372,24 @@ class Verifier {
         std::vector<Shape> scalars;
         for (const Shape& s : operand_shapes) scalars.push_back(Shape::Scalar(s.element_type()));
         return CheckParams(c, i, *called[0], "to_apply", scalars);
+      }
+      case HloOpcode::kScan: {
+        // One element of each input (the scan dimension removed), then the carries.
+        const int64_t inputs = n - i.attrs().num_carries;
+        if (i.attrs().dimensions.size() != 1 || inputs < 1 || inputs > n) return absl::OkStatus();
+        const int64_t d = i.attrs().dimensions[0];
+        std::vector<Shape> params;
+        for (int k = 0; k < n; ++k) {
+          const Shape& s = operand_shapes[k];
+          if (k < inputs && s.IsArray() && d >= 0 && d < s.rank()) {
+            std::vector<int64_t> dims = s.dimensions();
+            dims.erase(dims.begin() + d);
+            params.push_back(Shape(s.element_type(), dims));
+          } else {
+            params.push_back(s);
+          }
+        }
+        return CheckParams(c, i, *called[0], "to_apply", params);
       }
       case HloOpcode::kCall:
         return CheckParams(c, i, *called[0], "to_apply", operand_shapes);

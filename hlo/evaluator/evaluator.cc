@@ -539,6 +539,9 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstructionWidened(
         case HloOpcode::kTriangularSolve:
           result = eval::EvalLinalg(instr, operands);
           break;
+        case HloOpcode::kScan:
+          result = eval::EvalScan(instr, operands, call);
+          break;
         case HloOpcode::kRaggedDot:
           result = eval::EvalRaggedDot(instr, operands);
           break;

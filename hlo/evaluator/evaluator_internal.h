@@ -23,6 +23,8 @@ absl::StatusOr<Literal> EvalElementwise(const HloInstruction& instr, Operands op
 absl::StatusOr<Literal> EvalDataMovement(const HloInstruction& instr, Operands ops);
 // linalg.cc: dot, convolution, cholesky, triangular-solve.
 absl::StatusOr<Literal> EvalLinalg(const HloInstruction& instr, Operands ops);
+// scan (scan.cc): the body once per position along the scan dimension.
+absl::StatusOr<Literal> EvalScan(const HloInstruction& instr, Operands ops, const CallFn& call);
 // ragged-dot (ragged_dot.cc).
 absl::StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, Operands ops);
 // reduction.cc: reduce, reduce-window, select-and-scatter, map, sort, top-k.

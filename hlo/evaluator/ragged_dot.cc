@@ -44,13 +44,12 @@ absl::StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, Operands ops)
     if (!In(dn.lhs_batch_dimensions, i) && !In(dn.lhs_contracting_dimensions, i))
       lhs_free.push_back(i);
   for (int64_t i = 0; i < static_cast<int64_t>(rd.size()); ++i)
-    if (!In(dn.rhs_batch_dimensions, i) && !In(dn.rhs_contracting_dimensions, i) &&
-        i != group_dim)
+    if (!In(dn.rhs_batch_dimensions, i) && !In(dn.rhs_contracting_dimensions, i) && i != group_dim)
       rhs_free.push_back(i);
   // group_sizes is [outer..., g] with outer the batch dimensions and the dimensions of the
   // ragged dimension's kind that come before it; [g] applies to every outer index.
   std::vector<int64_t> outer = dn.lhs_batch_dimensions;
-  const std::vector<int64_t>& kind = ragged_contracting                       ? dn.lhs_contracting_dimensions
+  const std::vector<int64_t>& kind = ragged_contracting ? dn.lhs_contracting_dimensions
                                      : In(dn.lhs_batch_dimensions, ragged) ? dn.lhs_batch_dimensions
                                                                            : lhs_free;
   if (In(dn.lhs_batch_dimensions, ragged)) outer.clear();

@@ -466,6 +466,12 @@ absl::Status ParseTypedAttribute(std::string_view name, HloOpcode op, Cursor c,
     s = ReadFloat(c, "a floating-point epsilon", &a->epsilon);
   } else if (name == "is_stable" && op == HloOpcode::kSort) {
     s = c.ReadBool("true or false", &a->is_stable);
+  } else if (name == "num_carries" && op == HloOpcode::kScan) {
+    s = c.ReadInt("a carry count", &a->num_carries);
+  } else if (name == "is_reverse" && op == HloOpcode::kScan) {
+    s = c.ReadBool("true or false", &a->is_reverse);
+  } else if (name == "is_associative" && op == HloOpcode::kScan) {
+    s = c.ReadBool("true or false", &a->is_associative);
   } else if (name == "k" && op == HloOpcode::kTopK) {
     s = c.ReadInt("an integer k", &a->k);
   } else if (name == "largest" && op == HloOpcode::kTopK) {
@@ -590,6 +596,11 @@ void AppendTypedAttributes(const HloInstruction& instr, std::string* out) {
     add("feature_index", fmt::format("{}", a.feature_index));
   }
   if (a.is_stable) add("is_stable", "true");
+  if (op == HloOpcode::kScan) {
+    add("num_carries", fmt::format("{}", a.num_carries));
+    if (a.is_reverse) add("is_reverse", "true");
+    if (a.is_associative) add("is_associative", "true");
+  }
   if (op == HloOpcode::kTopK) {
     add("k", fmt::format("{}", a.k));
     add("largest", Bool(a.largest));
