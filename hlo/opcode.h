@@ -134,6 +134,7 @@ enum OpcodeTrait : unsigned {
   X(kRoundNearestAfz, "round-nearest-afz", 1, kTraitElementwise)                                  \
   X(kRoundNearestEven, "round-nearest-even", 1, kTraitElementwise)                                \
   X(kRsqrt, "rsqrt", 1, kTraitElementwise | kTraitCostly)                                         \
+  X(kScaledDot, "scaled-dot", 4, 0)                                                               \
   X(kScan, "scan", kVariadic, 0)                                                                  \
   X(kScatter, "scatter", kVariadic, 0)                                                            \
   X(kSelect, "select", 3, kTraitElementwise)                                                      \

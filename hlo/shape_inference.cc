@@ -104,6 +104,7 @@ class Inferrer {
   absl::StatusOr<Shape> Dot();
   absl::StatusOr<Shape> DotShape(const Shape& lhs, const Shape& rhs, const DotDimensionNumbers& dn);
   absl::StatusOr<Shape> RaggedDot();
+  absl::StatusOr<Shape> ScaledDot();
   absl::StatusOr<Shape> Convolution();
   absl::StatusOr<Shape> Reduce();
   absl::StatusOr<Shape> ReduceWindow();
@@ -656,6 +657,29 @@ absl::StatusOr<Shape> Inferrer::RaggedDot() {
   std::vector<int64_t> dims = {sizes.dimensions().back()};
   dims.insert(dims.end(), out->dimensions().begin(), out->dimensions().end());
   return ArrayOf(out->element_type(), dims);
+}
+
+// scaled-dot(lhs, rhs, lhs_scale, rhs_scale): a dot of block-scaled operands (MX formats).
+// Each scale is a scalar or has the operand's rank with every operand dimension a whole
+// number of blocks of it; an element is multiplied by the scale of its block.
+absl::StatusOr<Shape> Inferrer::ScaledDot() {
+  if (absl::Status s = RequireOperandArrays(); !s.ok()) return s;
+  for (int k = 0; k < 2; ++k) {
+    const Shape& x = op(k);
+    const Shape& scale = op(k + 2);
+    const char* side = k == 0 ? "lhs" : "rhs";
+    if (scale.rank() == 0) continue;
+    if (scale.rank() != x.rank())
+      return Err("{}_scale {} must be a scalar or have the rank of {} {}", side, Str(scale), side,
+                 Str(x));
+    for (int d = 0; d < x.rank(); ++d) {
+      const int64_t n = x.dimensions(d), b = scale.dimensions(d);
+      if (b == 0 ? n != 0 : n % b != 0)
+        return Err("{} dimension {} of size {} is not a whole number of blocks of {}_scale {}",
+                   side, d, n, side, Str(scale));
+    }
+  }
+  return DotShape(op(0), op(1), attrs().dot_dimension_numbers.value_or(DotDimensionNumbers{}));
 }
 
 absl::StatusOr<std::vector<int64_t>> Inferrer::WindowOutput(const std::vector<int64_t>& base,
@@ -1430,6 +1454,8 @@ absl::StatusOr<Shape> Inferrer::Infer() {
       return Dot();
     case HloOpcode::kRaggedDot:
       return RaggedDot();
+    case HloOpcode::kScaledDot:
+      return ScaledDot();
     case HloOpcode::kConvolution:
       return Convolution();
     case HloOpcode::kReduce:

@@ -334,10 +334,17 @@ class Verifier {
       case HloOpcode::kAllReduce:
       case HloOpcode::kAllReduceStart:
       case HloOpcode::kReduceScatter: {
-        // One scalar reducer applied to every operand: they must share the element type.
+        // One scalar reducer of one type applied to every operand. Like XLA's verifier it
+        // may be of another type than the data (XLA's collective quantizer writes an f32 max
+        // for bf16 scales): values are converted to it and back.
         if (n == 0) return absl::OkStatus();
-        std::vector<PrimitiveType> t{operand_shapes[0].element_type()};
-        return CheckReducer(c, i, *called[0], t, t);
+        const HloComputation& r = *called[0];
+        PrimitiveType reducer_type = operand_shapes[0].element_type();
+        if (r.num_parameters() > 0 && r.parameter(0)->shape().IsArray() &&
+            r.parameter(0)->shape().rank() == 0)
+          reducer_type = r.parameter(0)->shape().element_type();
+        std::vector<PrimitiveType> t{reducer_type};
+        return CheckReducer(c, i, r, t, t);
       }
       case HloOpcode::kSelectAndScatter: {
         PrimitiveType ot = operand_shapes[0].element_type(), st = operand_shapes[1].element_type();

@@ -534,6 +534,7 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstructionWidened(
           result = eval::EvalDataMovement(instr, operands);
           break;
         case HloOpcode::kDot:
+        case HloOpcode::kScaledDot:
         case HloOpcode::kConvolution:
         case HloOpcode::kCholesky:
         case HloOpcode::kTriangularSolve:

@@ -304,12 +304,45 @@ absl::StatusOr<Literal> EvalTriangularSolve(const HloInstruction& instr, Operand
   return out;
 }
 
+// `x` times the scale of each element's block, as type `t` (scaled-dot's operands).
+Literal Dequantize(const Literal& x, const Literal& scale, PrimitiveType t) {
+  Literal out(Shape(t, x.shape().dimensions()));
+  const std::vector<int64_t>& dims = x.shape().dimensions();
+  const std::vector<int64_t>& sdims = scale.shape().dimensions();
+  std::vector<int64_t> idx(dims.size(), 0);
+  for (int64_t i = 0; i < x.element_count(); ++i) {
+    int64_t s = 0;
+    for (size_t d = 0; d < sdims.size(); ++d) s = s * sdims[d] + idx[d] / (dims[d] / sdims[d]);
+    out.SetFromDouble(i, x.GetAsDouble(i) * scale.GetAsDouble(s));
+    for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+// The operands are scaled in f32 (f64 for an f64 result), then multiplied as a dot.
+absl::StatusOr<Literal> EvalScaledDot(const HloInstruction& instr, Operands ops) {
+  if (auto st = ExpectOperands(instr, ops, 4); !st.ok()) return st;
+  if (!IsFloating(instr.shape().element_type()))
+    return EvalError(instr, "scaled-dot needs a floating result");
+  const PrimitiveType t =
+      instr.shape().element_type() == PrimitiveType::F64 ? PrimitiveType::F64 : PrimitiveType::F32;
+  Literal lhs = Dequantize(*ops[0], *ops[2], t);
+  Literal rhs = Dequantize(*ops[1], *ops[3], t);
+  const Literal* both[] = {&lhs, &rhs};
+  return EvalDot(instr, Operands(both, 2));
+}
+
 }  // namespace
 
 absl::StatusOr<Literal> EvalLinalg(const HloInstruction& instr, Operands ops) {
   switch (instr.opcode()) {
     case HloOpcode::kDot:
       return EvalDot(instr, ops);
+    case HloOpcode::kScaledDot:
+      return EvalScaledDot(instr, ops);
     case HloOpcode::kConvolution:
       return EvalConvolution(instr, ops);
     case HloOpcode::kCholesky:
