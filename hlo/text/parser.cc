@@ -96,6 +96,7 @@ class Parser {
       return c_.Expected("'HloModule' at the start of the module");
     std::string name;
     KILN_RETURN_IF_ERROR(c_.ReadName("the module name", &name));
+    c_.TryConsume(':');  // `HloModule name:`, an old form XLA still reads
     module_ = std::make_unique<HloModule>(name);
     while (c_.TryConsume(',')) {
       std::string attr;
@@ -434,7 +435,10 @@ class Parser {
     size_t shape_begin = c_.pos();
     // XLA may leave the shape out where it can be inferred: `%t = tuple(%a, %b)`.
     const bool shape_written = hlo_text::AtShapeStart(c_) || !OpcodeFollows();
-    if (shape_written) KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(c_, &shape));
+    if (shape_written) {
+      KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(c_, &shape));
+      KILN_RETURN_IF_ERROR(hlo_text::ParseLayoutAfterSpace(c_, &shape));
+    }
     std::string_view shape_text = c_.text().substr(shape_begin, c_.pos() - shape_begin);
     KILN_RETURN_IF_ERROR(c_.SkipSpace());
     size_t op_at = c_.pos();

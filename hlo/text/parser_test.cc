@@ -967,5 +967,24 @@ ENTRY e {
             std::string::npos);
 }
 
+TEST(Parser, ModuleNameColonAndLayoutAfterASpace) {
+  // Older XLA tests end the module name with ':' and put a space before a layout.
+  auto m = Parse(R"(HloModule m:
+ENTRY e {
+  p0 = f32[3, 6, 2] parameter(0)
+  ROOT b = f32[3, 2, 6] {1, 2, 0} bitcast(p0)
+}
+)");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->name(), "m");
+  const Shape& s = m->entry()->root()->shape();
+  ASSERT_TRUE(s.has_layout());
+  EXPECT_EQ(s.layout().minor_to_major, (std::vector<int64_t>{1, 2, 0}));
+  // A layout that is not a permutation is still refused there.
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[2,3] {0,0} parameter(0)\n}\n")
+                .find("layout"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -146,6 +146,15 @@ absl::Status ParseShapeAt(Cursor& c, Shape* out, int depth) {
   return absl::OkStatus();
 }
 
+absl::Status ParseLayoutAfterSpace(Cursor& c, Shape* shape) {
+  if (!shape->IsArray()) return absl::OkStatus();
+  Cursor probe = c;
+  if (absl::Status s = probe.SkipSpace(); !s.ok()) return s;
+  if (probe.Peek() != '{') return absl::OkStatus();
+  c = probe;
+  return ParseLayout(c, shape);
+}
+
 void AppendShape(const Shape& s, bool layout, std::string* out) {
   if (s.IsTuple()) {
     *out += "(";

@@ -14,6 +14,11 @@ namespace kiln::hlo_text {
 // the default row-major layout. Tuples nest at most kMaxNesting deep.
 absl::Status ParseShapeAt(Cursor& c, Shape* out, int depth = 0);
 
+// Where no literal or body can follow a shape (an instruction's result, before its opcode),
+// XLA also reads a layout written after a space: `f32[3,4] {0,1} bitcast(p)`. Reads one if
+// present.
+absl::Status ParseLayoutAfterSpace(Cursor& c, Shape* shape);
+
 // True if the cursor (after space) is at the start of a shape: `(` or an element type name
 // directly followed by `[`.
 bool AtShapeStart(const Cursor& c);
