@@ -10,6 +10,7 @@
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dce.h"
 #include "hlo/passes/dot_canonicalization.h"
+#include "hlo/passes/dot_expanders.h"
 #include "hlo/passes/fusion_pipeline.h"
 #include "hlo/passes/instruction_fusion.h"
 #include "hlo/passes/multi_output_fusion.h"
@@ -38,6 +39,8 @@ const std::vector<PassFactory>& Factories() {
       Factory<TransposeFolding>(),
       Factory<DotCanonicalization>(),
       Factory<ConvolutionToGemm>(),
+      Factory<ScaledDotExpander>(),
+      Factory<RaggedDotExpander>(),
       Factory<TupleSimplifier>(),
       Factory<CallInliner>(),
       Factory<InstructionFusion>(),

@@ -1,8 +1,11 @@
 // The planner's fusion decision written into HLO fusions (see kernel_fusion.h).
 #include "plugins/kernel_plan/kernel_fusion.h"
 
+#include <initializer_list>
+
 #include "absl/container/flat_hash_set.h"
 #include "hlo/passes/dot_canonicalization.h"
+#include "hlo/passes/dot_expanders.h"
 #include "hlo/passes/fusion_util.h"
 #include "hlo/text/parser.h"
 
@@ -60,6 +63,14 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
       module_text.empty() ? ParseHloModule(module.ToString(), module.name())
                           : ParseHloModule(module_text, module.name());
   if (!copy.ok()) return copy.status();
+  ScaledDotExpander scaled_dot_expander;
+  RaggedDotExpander ragged_dot_expander;
+  // scaled-dot and the common ragged-dot become ordinary dots (and so GEMM calls).
+  for (HloPass* expander :
+       std::initializer_list<HloPass*>{&scaled_dot_expander, &ragged_dot_expander}) {
+    absl::StatusOr<bool> expanded = expander->Run(**copy);
+    if (!expanded.ok()) return expanded.status();
+  }
   // Dots a GEMM library can take once an operand is transposed get that transpose first, so
   // fusion sees them as library calls with materialized operands.
   const int64_t gemm_min_mnk = options.device_gemm_min_mnk > 0 ? options.device_gemm_min_mnk

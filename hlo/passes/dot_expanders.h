@@ -1,0 +1,28 @@
+// Rewrites of the dot variants into ordinary HLO, so a backend without kernels for them
+// compiles them as dots (and its GEMM path) instead of interpreting them:
+// - scaled-dot: each operand converted to f32 (f64 for an f64 result) and multiplied by
+//   its scales broadcast over their blocks, then a dot.
+// - ragged-dot with a ragged free dimension and group_sizes of shape [g] (the
+//   mixture-of-experts form): lhs broadcast over the groups and masked to each group's rows
+//   (group ends from a product with a triangular matrix of ones), then one dot contracting
+//   the group dimension as well, as JAX lowers ragged_dot for the CPU. A ragged batch
+//   dimension is an ordinary dot. Other forms are left to the backend.
+#pragma once
+
+#include "hlo/passes/pass.h"
+
+namespace kiln {
+
+class ScaledDotExpander : public HloPass {
+ public:
+  std::string_view name() const override { return "scaled-dot-expander"; }
+  absl::StatusOr<bool> Run(HloModule& module) override;
+};
+
+class RaggedDotExpander : public HloPass {
+ public:
+  std::string_view name() const override { return "ragged-dot-expander"; }
+  absl::StatusOr<bool> Run(HloModule& module) override;
+};
+
+}  // namespace kiln
