@@ -17,7 +17,30 @@ namespace nb = nanobind;
 namespace kiln::python {
 namespace {
 
-PyArray_Descr* bfloat16_descr = nullptr;  // np.dtype(ml_dtypes.bfloat16), or null
+// The element types NumPy gets from ml_dtypes, by its type name; their descriptors are filled
+// in when ml_dtypes imports (null otherwise). ml_dtypes stores each in the bytes Kiln does
+// (sub-byte integers in the low bits of a byte).
+struct MlDtype {
+  PrimitiveType type;
+  const char* name;
+  PyArray_Descr* descr = nullptr;
+};
+MlDtype ml_dtypes_table[] = {
+    {PrimitiveType::BF16, "bfloat16"},
+    {PrimitiveType::F8E4M3FN, "float8_e4m3fn"},
+    {PrimitiveType::F8E5M2, "float8_e5m2"},
+    {PrimitiveType::F8E4M3FNUZ, "float8_e4m3fnuz"},
+    {PrimitiveType::F8E5M2FNUZ, "float8_e5m2fnuz"},
+    {PrimitiveType::F8E4M3B11FNUZ, "float8_e4m3b11fnuz"},
+    {PrimitiveType::F8E3M4, "float8_e3m4"},
+    {PrimitiveType::F8E4M3, "float8_e4m3"},
+    {PrimitiveType::F8E8M0FNU, "float8_e8m0fnu"},
+    {PrimitiveType::F4E2M1FN, "float4_e2m1fn"},
+    {PrimitiveType::S4, "int4"},
+    {PrimitiveType::U4, "uint4"},
+    {PrimitiveType::S2, "int2"},
+    {PrimitiveType::U2, "uint2"},
+};
 
 void* ImportNumpy() {
   import_array();  // a macro that returns NULL on failure
@@ -96,17 +119,18 @@ int ToTypeNum(PrimitiveType t) {
 }
 
 std::optional<PrimitiveType> ElementTypeOf(PyArray_Descr* d) {
-  if (bfloat16_descr != nullptr && d->typeobj == bfloat16_descr->typeobj) {
-    return PrimitiveType::BF16;
-  }
+  for (const MlDtype& m : ml_dtypes_table)
+    if (m.descr != nullptr && d->typeobj == m.descr->typeobj) return m.type;
   return FromTypeNum(d->type_num);
 }
 
-// A new reference to the descriptor for `t` (null for bf16 without ml_dtypes).
+// A new reference to the descriptor for `t` (null for ml_dtypes' types without ml_dtypes).
 PyArray_Descr* DescrFor(PrimitiveType t) {
-  if (t == PrimitiveType::BF16) {
-    Py_XINCREF(bfloat16_descr);
-    return bfloat16_descr;
+  for (const MlDtype& m : ml_dtypes_table) {
+    if (m.type == t) {
+      Py_XINCREF(m.descr);
+      return m.descr;
+    }
   }
   int num = ToTypeNum(t);
   return num < 0 ? nullptr : PyArray_DescrFromType(num);
@@ -133,11 +157,14 @@ void InitArrays() {
   if (PyErr_Occurred()) throw nb::python_error();
   try {
     nb::object ml_dtypes = nb::module_::import_("ml_dtypes");
-    PyArray_Descr* d = nullptr;
-    if (PyArray_DescrConverter(ml_dtypes.attr("bfloat16").ptr(), &d) == NPY_SUCCEED) {
-      bfloat16_descr = d;  // kept for the life of the process
-    } else {
-      PyErr_Clear();
+    for (MlDtype& m : ml_dtypes_table) {
+      if (!nb::hasattr(ml_dtypes, m.name)) continue;  // an older ml_dtypes
+      PyArray_Descr* d = nullptr;
+      if (PyArray_DescrConverter(ml_dtypes.attr(m.name).ptr(), &d) == NPY_SUCCEED) {
+        m.descr = d;  // kept for the life of the process
+      } else {
+        PyErr_Clear();
+      }
     }
   } catch (const nb::python_error&) {
     // No ml_dtypes: bf16 results come back as float32.
@@ -241,6 +268,13 @@ nb::object ArrayFromLiteral(Literal literal) {
   std::vector<npy_intp> dims(shape.dimensions().begin(), shape.dimensions().end());
   PrimitiveType type = shape.element_type();
   PyArray_Descr* descr = DescrFor(type);
+  if (descr == nullptr && (IsMiniFloat(type) || IsSubByteInt(type))) {
+    // No ml_dtypes: minifloats widen to float32, sub-byte integers to int8/uint8.
+    PrimitiveType wide = IsMiniFloat(type)   ? PrimitiveType::F32
+                         : IsSignedInt(type) ? PrimitiveType::S8
+                                             : PrimitiveType::U8;
+    return ArrayFromLiteral(literal.Convert(wide));
+  }
   if (descr == nullptr && type == PrimitiveType::BF16) {
     // No ml_dtypes: widen to float32 (bf16 is the high half of an f32).
     nb::object out =

@@ -64,7 +64,14 @@ nb::object BufferDlpack(nb::handle self, nb::kwargs kwargs) {
                     b.plugin->name())));
   }
   std::vector<size_t> dims(b.shape.dimensions().begin(), b.shape.dimensions().end());
-  nb::dlpack::dtype type = DlpackType(b.shape.element_type());
+  const PrimitiveType element_type = b.shape.element_type();
+  if (IsMiniFloat(element_type) || IsSubByteInt(element_type)) {
+    // DLPack's codes for these (and its packed sub-byte layout) are not what NumPy reads.
+    throw StatusError(absl::UnimplementedError(
+        fmt::format("{} buffers are not exported through DLPack: copy them with numpy.asarray",
+                    PrimitiveTypeName(element_type))));
+  }
+  nb::dlpack::dtype type = DlpackType(element_type);
   // A NumPy view keeping `self` (and so the plugin buffer) alive; NumPy's own __dlpack__
   // then answers the protocol's versions and flags. Read-only for consumers of DLPack 1.x
   // (max_version given), which can say so; older consumers (JAX asks without max_version)

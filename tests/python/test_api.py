@@ -114,6 +114,24 @@ def test_half_and_bfloat16(device):
         np.testing.assert_array_equal(out.astype(np.float32), (x.astype(np.float32) * 2))
 
 
+def test_minifloats_and_int4_arrive_and_return_as_ml_dtypes(device):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    for dtype, name in ((ml_dtypes.float8_e4m3fn, "f8e4m3fn"), (ml_dtypes.float8_e5m2, "f8e5m2"),
+                        (ml_dtypes.float4_e2m1fn, "f4e2m1fn")):
+        exe = kiln.compile(ADD_HLO.replace("f32", name), device)
+        x = np.array([1, 1.5, -3, 0.5], np.float32).astype(dtype)
+        y = np.array([0.5, 2, 4, 0.5], np.float32).astype(dtype)
+        out = exe(x, y)
+        assert out.dtype == np.dtype(dtype)
+        want = (x.astype(np.float32) + y.astype(np.float32)).astype(dtype)
+        np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
+    exe = kiln.compile(ADD_HLO.replace("f32", "s4"), device)
+    x = np.array([7, -8, -1, 3], ml_dtypes.int4)
+    out = exe(x, np.array([1, -1, -1, 3], ml_dtypes.int4))
+    assert out.dtype == np.dtype(ml_dtypes.int4)
+    np.testing.assert_array_equal(out.astype(np.int8), np.array([-8, 7, -2, 6], np.int8))
+
+
 def test_buffers_stay_on_the_device(device):
     exe = kiln.compile(ADD_HLO, device)
     x, y = rng(5).standard_normal((2, 4), dtype=np.float32)
