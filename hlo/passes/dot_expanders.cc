@@ -15,11 +15,13 @@ namespace {
 struct Builder {
   HloComputation& comp;
 
-  HloInstruction* Add(std::unique_ptr<HloInstruction> i) { return comp.AddInstruction(std::move(i)); }
+  HloInstruction* Add(std::unique_ptr<HloInstruction> i) {
+    return comp.AddInstruction(std::move(i));
+  }
   HloInstruction* Convert(HloInstruction* x, PrimitiveType t) {
     if (x->shape().element_type() == t) return x;
-    return Add(HloInstruction::CreateUnary(HloOpcode::kConvert, Shape(t, x->shape().dimensions()),
-                                           x));
+    return Add(
+        HloInstruction::CreateUnary(HloOpcode::kConvert, Shape(t, x->shape().dimensions()), x));
   }
   HloInstruction* Broadcast(HloInstruction* x, const Shape& to, std::vector<int64_t> dims) {
     auto b = HloInstruction::CreateUnary(HloOpcode::kBroadcast, to, x);
@@ -123,6 +125,10 @@ absl::StatusOr<bool> RaggedDotExpander::Run(HloModule& module) {
         continue;
       const int64_t g = sizes->shape().dimensions(0);
       const PrimitiveType st = sizes->shape().element_type();
+      // A negative size is an empty group (as the evaluator reads it).
+      HloInstruction* zeros = b.Broadcast(
+          b.Add(HloInstruction::CreateConstant(Literal(Shape::Scalar(st)))), sizes->shape(), {});
+      sizes = b.Binary(HloOpcode::kMaximum, sizes, zeros);
       // ends[j] = sizes[0] + ... + sizes[j], as a product with upper-triangular ones.
       Literal tri(Shape(st, {g, g}));
       for (int64_t i = 0; i < g; ++i)
@@ -153,9 +159,9 @@ absl::StatusOr<bool> RaggedDotExpander::Run(HloModule& module) {
       for (int64_t d = 0; d < lhs->shape().rank(); ++d) after_group.push_back(d + 1);
       const Shape lhs_wide(lhs->shape().element_type(), wide);
       HloInstruction* spread = b.Broadcast(lhs, lhs_wide, after_group);
-      HloInstruction* zero = b.Broadcast(
-          b.Add(HloInstruction::CreateConstant(Literal(Shape::Scalar(lhs->shape().element_type())))),
-          lhs_wide, {});
+      HloInstruction* zero = b.Broadcast(b.Add(HloInstruction::CreateConstant(
+                                             Literal(Shape::Scalar(lhs->shape().element_type())))),
+                                         lhs_wide, {});
       auto select = std::make_unique<HloInstruction>(
           HloOpcode::kSelect, lhs_wide, std::vector<HloInstruction*>{in_group, spread, zero});
       HloInstruction* masked = b.Add(std::move(select));
