@@ -1192,8 +1192,10 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, con
     }
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * a, Element(lhs, li));
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, ri));
-    a = ConvertValue(a, lhs->shape().element_type(), t);
-    bv = ConvertValue(bv, rhs->shape().element_type(), t);
+    // Operands go to the accumulation type (f32 for a narrow float result, as the evaluator
+    // and XLA do), not the result type: an f32 x f32 -> bf16 dot must not round its inputs.
+    a = ConvertValue(a, lhs->shape().element_type(), AccumulationType(t));
+    bv = ConvertValue(bv, rhs->shape().element_type(), AccumulationType(t));
     llvm::Value* cur = b_.CreateLoad(ct, acc);
     llvm::Value* next;
     if (IsFloatType(t)) {
@@ -1287,8 +1289,8 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
                     rc.multi[dn.kernel_input_feature_dimension] = c;
                     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * a, Element(lhs, lc));
                     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, rc));
-                    a = ConvertValue(a, ls.element_type(), t);
-                    bv = ConvertValue(bv, rs.element_type(), t);
+                    a = ConvertValue(a, ls.element_type(), AccumulationType(t));
+                    bv = ConvertValue(bv, rs.element_type(), AccumulationType(t));
                     llvm::Value* cur = b_.CreateLoad(ct, acc);
                     b_.CreateStore(IsFloatType(t) ? b_.CreateFAdd(cur, b_.CreateFMul(a, bv))
                                                   : b_.CreateAdd(cur, b_.CreateMul(a, bv)),

@@ -62,6 +62,8 @@ inline bool IsFloatType(PT t) {
 }
 // Floats computed in f32 and rounded back after every op.
 inline bool IsNarrowFloat(PT t) { return t == PT::F16 || t == PT::BF16 || IsMiniFloat(t); }
+// The type a dot or reduction of result type `t` accumulates in.
+inline PT AccumulationType(PT t) { return IsNarrowFloat(t) ? PT::F32 : t; }
 
 // How values of `t` are laid out in memory.
 inline llvm::Type* StorageType(PT t, llvm::LLVMContext& c) {
