@@ -1,4 +1,4 @@
-// The dot-variant expanders (see dot_expanders.h).
+// The dot-variant expanders and the narrow-dot upcast (see dot_expanders.h).
 #include "hlo/passes/dot_expanders.h"
 
 #include <algorithm>
@@ -176,6 +176,46 @@ absl::StatusOr<bool> RaggedDotExpander::Run(HloModule& module) {
       for (int64_t d : dn.rhs_contracting_dimensions)
         grouped.rhs_contracting_dimensions.push_back(d);
       Replace(*comp, instr, b.Dot(instr->shape(), masked, rhs, grouped));
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+namespace {
+bool IsNarrowFloatType(PrimitiveType t) {
+  return t == PrimitiveType::F16 || t == PrimitiveType::BF16 || IsMiniFloat(t);
+}
+}  // namespace
+
+absl::StatusOr<bool> NarrowDotUpcast::Run(HloModule& module) {
+  bool changed = false;
+  for (HloComputation* comp : module.computations()) {
+    if (comp->is_fusion_computation()) continue;
+    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
+      if (instr->opcode() != HloOpcode::kDot || instr->operand_count() != 2 ||
+          !instr->shape().IsArray() || !instr->attrs().dot_dimension_numbers)
+        continue;
+      HloInstruction* lhs = instr->operand(0);
+      HloInstruction* rhs = instr->operand(1);
+      const PrimitiveType t = instr->shape().element_type();
+      if (!lhs->shape().IsArray() || !rhs->shape().IsArray()) continue;
+      const PrimitiveType lt = lhs->shape().element_type(), rt = rhs->shape().element_type();
+      const bool floats = (IsNarrowFloatType(t) || t == PrimitiveType::F32) &&
+                          (IsNarrowFloatType(lt) || lt == PrimitiveType::F32) &&
+                          (IsNarrowFloatType(rt) || rt == PrimitiveType::F32);
+      if (!floats || (!IsNarrowFloatType(lt) && !IsNarrowFloatType(rt) && !IsNarrowFloatType(t)))
+        continue;
+      int64_t k = 1;
+      for (int64_t d : instr->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
+        k *= lhs->shape().dimensions(static_cast<int>(d));
+      if (instr->shape().num_elements() * k < min_mnk_) continue;
+      Builder b{*comp};
+      const Shape wide(PrimitiveType::F32, instr->shape().dimensions());
+      HloInstruction* dot =
+          b.Dot(wide, b.Convert(lhs, PrimitiveType::F32), b.Convert(rhs, PrimitiveType::F32),
+                *instr->attrs().dot_dimension_numbers);
+      Replace(*comp, instr, b.Convert(dot, t));
       changed = true;
     }
   }

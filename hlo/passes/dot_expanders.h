@@ -9,6 +9,8 @@
 //   dimension is an ordinary dot. Other forms are left to the backend.
 #pragma once
 
+#include <cstdint>
+
 #include "hlo/passes/pass.h"
 
 namespace kiln {
@@ -23,6 +25,19 @@ class RaggedDotExpander : public HloPass {
  public:
   std::string_view name() const override { return "ragged-dot-expander"; }
   absl::StatusOr<bool> Run(HloModule& module) override;
+};
+
+// A dot of f16, bf16 or minifloat operands with at least `min_mnk` multiply-adds becomes an
+// f32 dot of converted operands (exact), followed by one conversion of the result: the
+// arithmetic the evaluator and XLA define (f32 accumulation, one rounding), on the f32 GEMM.
+class NarrowDotUpcast : public HloPass {
+ public:
+  explicit NarrowDotUpcast(int64_t min_mnk = 0) : min_mnk_(min_mnk) {}
+  std::string_view name() const override { return "narrow-dot-upcast"; }
+  absl::StatusOr<bool> Run(HloModule& module) override;
+
+ private:
+  int64_t min_mnk_;
 };
 
 }  // namespace kiln

@@ -41,6 +41,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<ConvolutionToGemm>(),
       Factory<ScaledDotExpander>(),
       Factory<RaggedDotExpander>(),
+      Factory<NarrowDotUpcast>(),
       Factory<TupleSimplifier>(),
       Factory<CallInliner>(),
       Factory<InstructionFusion>(),

@@ -77,6 +77,9 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
                                : HaveBlas()                    ? options.blas_min_mnk
                                                                : -1;
   if (gemm_min_mnk >= 0) {
+    // Dots of 16- and 8-bit floats run on the f32 GEMM: converted operands, one rounding.
+    absl::StatusOr<bool> upcast = NarrowDotUpcast(gemm_min_mnk).Run(**copy);
+    if (!upcast.ok()) return upcast.status();
     absl::StatusOr<bool> sorted = DotCanonicalization(gemm_min_mnk).Run(**copy);
     if (!sorted.ok()) return sorted.status();
   }
