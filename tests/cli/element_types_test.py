@@ -9,13 +9,11 @@ ties, overflow, NaN and infinities, random) encode as ml_dtypes rounds them (con
 f32, output widened to float32 as documented); f8 arithmetic is computed in f32 and rounded
 after every op; s4/u4 wrap and saturate as XLA does.
 """
-import os
-import subprocess
 import sys
-import tempfile
 
 import ml_dtypes
 import numpy as np
+from kiln_module_runner import run_module
 
 KILN = sys.argv[1]
 DEVICES = sys.argv[2:]
@@ -35,24 +33,7 @@ failures = []
 
 
 def run(hlo, inputs, device):
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "m.hlo")
-        with open(path, "w") as f:
-            f.write(hlo)
-        args = [KILN, "run", path, "--device", device, "--output-dir", d]
-        for i, x in enumerate(inputs):
-            p = os.path.join(d, f"in{i}.npy")
-            np.save(p, x)
-            args += ["--input", p]
-        r = subprocess.run(args, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            raise RuntimeError(f"kiln run failed on {device}: {r.stderr.strip()}")
-        outs = []
-        i = 0
-        while os.path.exists(os.path.join(d, f"output_{i}.npy")):
-            outs.append(np.load(os.path.join(d, f"output_{i}.npy")))
-            i += 1
-        return outs
+    return run_module(KILN, hlo, inputs, device)
 
 
 def check(name, got, want):

@@ -6,12 +6,11 @@ same dimension numbers (which XLA:CPU runs), so the two sides share no code. sca
 checked against NumPy: operands times their block's scale (np.repeat), then a matmul.
 """
 import os
-import subprocess
 import sys
-import tempfile
 
 import ml_dtypes
 import numpy as np
+from kiln_module_runner import print_error, run_module
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
@@ -57,19 +56,7 @@ def hlo_text(lhs, rhs, sizes, lb, rb, lc, rc, lr, rg, out_dims):
 
 
 def run_kiln(hlo, inputs, device):
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "m.hlo")
-        with open(path, "w") as f:
-            f.write(hlo)
-        args = [KILN, "run", path, "--device", device, "--output-dir", d]
-        for i, x in enumerate(inputs):
-            p = os.path.join(d, f"in{i}.npy")
-            np.save(p, x)
-            args += ["--input", p]
-        r = subprocess.run(args, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            raise RuntimeError(r.stderr.strip())
-        return np.load(os.path.join(d, "output_0.npy"))
+    return run_module(KILN, hlo, inputs, device)[0]
 
 
 def main():
@@ -127,13 +114,9 @@ def main():
                 failures.append(f"{name} on {device}: got {got.ravel()[:4]}, want {ref.ravel()[:4]}")
     # A wrong operand is a located error, not a crash.
     bad = hlo_text([6, 4], [3, 4, 5], [4], [], [], [1], [1], [0], [0], [6, 5])
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "bad.hlo")
-        with open(path, "w") as f:
-            f.write(bad)
-        r = subprocess.run([KILN, "print", path], capture_output=True, text=True, timeout=60)
-        if r.returncode == 0 or "group" not in r.stderr:
-            failures.append(f"4 group sizes for 3 rhs groups was not refused: {r.stderr}")
+    status, err = print_error(KILN, bad)
+    if status == 0 or "group" not in err:
+        failures.append(f"4 group sizes for 3 rhs groups was not refused: {err}")
     for f in failures:
         print("FAIL", f)
     print(f"ragged_dot_test: {len(CASES)} ragged and 2 scaled cases on {', '.join(DEVICES)}, {len(failures)} failures")

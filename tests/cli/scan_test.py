@@ -4,12 +4,10 @@ Run with Debian's python3 (NumPy): scan_test.py KILN DEVICE...
 to_apply takes one element of each input, then the carries, and returns the outputs, then
 the new carries; the result stacks the outputs along the scan dimension.
 """
-import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
+from kiln_module_runner import print_error, run_module
 
 KILN = sys.argv[1]
 DEVICES = sys.argv[2:]
@@ -50,23 +48,7 @@ ENTRY entry {
 
 
 def run(hlo, inputs, device):
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "m.hlo")
-        with open(path, "w") as f:
-            f.write(hlo)
-        args = [KILN, "run", path, "--device", device, "--output-dir", d]
-        for i, x in enumerate(inputs):
-            p = os.path.join(d, f"in{i}.npy")
-            np.save(p, x)
-            args += ["--input", p]
-        r = subprocess.run(args, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            raise RuntimeError(r.stderr.strip())
-        outs, i = [], 0
-        while os.path.exists(os.path.join(d, f"output_{i}.npy")):
-            outs.append(np.load(os.path.join(d, f"output_{i}.npy")))
-            i += 1
-        return outs
+    return run_module(KILN, hlo, inputs, device)
 
 
 def main():
@@ -95,13 +77,9 @@ def main():
             failures.append(f"{device}: {e}")
     # A carry that changes shape is a located verifier error.
     bad = ADD_3D.replace("init = f32[2,4] parameter(1)", "init = f32[4,2] parameter(1)")
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "bad.hlo")
-        with open(path, "w") as f:
-            f.write(bad)
-        r = subprocess.run([KILN, "print", path], capture_output=True, text=True, timeout=60)
-        if r.returncode == 0 or "bad.hlo:" not in r.stderr:
-            failures.append(f"a mismatched carry was not refused with a location: {r.stderr}")
+    status, err = print_error(KILN, bad)
+    if status == 0 or "bad.hlo:" not in err:
+        failures.append(f"a mismatched carry was not refused with a location: {err}")
     for f in failures:
         print("FAIL", f)
     print(f"scan_test: {len(failures)} failures on {', '.join(DEVICES)}")
