@@ -149,6 +149,10 @@ bool IsFloatingOrComplex(PrimitiveType t) { return IsFloating(t) || IsComplex(t)
 
 absl::StatusOr<Shape> Inferrer::Unary() {
   const Shape& a = op(0);
+  // copy and domain of a tuple are a (deep) copy of it, as in XLA.
+  const bool any_shape =
+      instr_.opcode() == HloOpcode::kCopy || instr_.opcode() == HloOpcode::kDomain;
+  if (any_shape && !a.IsArray()) return a;
   if (!a.IsArray()) return Err("operand must be an array but is {}", Str(a));
   PrimitiveType t = a.element_type();
   auto type_error = [&](std::string_view expected) {

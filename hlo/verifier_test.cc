@@ -590,6 +590,18 @@ TEST(VerifierText, CallAndMapParameters) {
       "1 operands");
 }
 
+TEST(VerifierText, CopyOfATupleIsADeepCopyButKeepsItsShape) {
+  ExpectOk(*Variant("ROOT tuple.11 = (f32[2], s32[], (f32[2], s32[2]), f32[2], f32[]) tuple(",
+                    "copy.12 = (f32[2], s32[2]) copy(sort.8)\n  ROOT tuple.11 = (f32[2], s32[], "
+                    "(f32[2], s32[2]), f32[2], f32[]) tuple("));
+  ExpectMessage(
+      *Variant("ROOT tuple.11 = (f32[2], s32[], (f32[2], s32[2]), f32[2], f32[]) tuple(",
+               "copy.12 = (f32[2], s32[]) copy(sort.8)\n  ROOT tuple.11 = (f32[2], s32[], "
+               "(f32[2], s32[2]), f32[2], f32[]) tuple("),
+      "verifier: in %main, %copy.12: copy: declared shape (f32[2], s32[]) does not "
+      "match inferred shape (f32[2], s32[2])");
+}
+
 TEST(VerifierText, InstructionNamesAreScopedPerComputation) {
   // Reducers in hand-written and dumped modules reuse `a`, `p0`, ... in every computation;
   // XLA's parser accepts that, and so do we.
