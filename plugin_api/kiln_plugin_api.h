@@ -99,7 +99,8 @@ typedef enum {
   KILN_DTYPE_C128 = 14, /* two f64 */
   /* 15 and 16 are Kiln's tuple and token, never a buffer's dtype. The types below are one
    * byte per element, as ml_dtypes stores them; a plugin that does not know one rejects it
-   * as an unknown dtype. Sub-byte values sit in the low bits of their byte, the rest zero. */
+   * as an unknown dtype. Sub-byte values sit in the low bits of their byte, the rest zero.
+   * Dtypes are only ever appended: give a switch over KILN_DType a default case. */
   KILN_DTYPE_F8E4M3FN = 17,      /* 4 exponent, 3 mantissa bits, no infinity */
   KILN_DTYPE_F8E5M2 = 18,        /* IEEE-style, with infinities */
   KILN_DTYPE_F8E4M3FNUZ = 19,    /* no infinity, no -0 (0x80 is NaN) */
