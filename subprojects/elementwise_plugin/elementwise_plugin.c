@@ -311,7 +311,7 @@ static size_t DTypeSize(KILN_DType t) {
       return 8;
     case KILN_DTYPE_C128:
       return 16;
-    default:  /* dtypes added after this plugin was written (f8, int4, ...): refused */
+    default: /* dtypes added after this plugin was written (f8, int4, ...): refused */
       return 0;
   }
 }
