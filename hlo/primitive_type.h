@@ -53,8 +53,12 @@ std::string_view PrimitiveTypeName(PrimitiveType t);
 std::optional<PrimitiveType> PrimitiveTypeFromName(std::string_view name);
 int64_t ByteSizeOf(PrimitiveType t);
 
-bool IsFloating(PrimitiveType t);     // f16, bf16, f32, f64 and the minifloats
-bool IsMiniFloat(PrimitiveType t);    // the f8 and f4 types
+bool IsFloating(PrimitiveType t);   // f16, bf16, f32, f64 and the minifloats
+bool IsMiniFloat(PrimitiveType t);  // the f8 and f4 types
+// f16, bf16 and the minifloats: computed in f32 and rounded back after every op.
+inline bool IsNarrowFloat(PrimitiveType t) {
+  return t == PrimitiveType::F16 || t == PrimitiveType::BF16 || IsMiniFloat(t);
+}
 bool IsComplex(PrimitiveType t);      // c64, c128
 bool IsSignedInt(PrimitiveType t);    // s2, s4, s8..s64
 bool IsUnsignedInt(PrimitiveType t);  // u2, u4, u8..u64

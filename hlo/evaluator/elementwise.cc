@@ -16,12 +16,10 @@
 namespace kiln::eval {
 namespace {
 
-template <typename T>
-constexpr bool kIsNarrowFloat = kIsNarrowFloatT<T>;
 // f16, bf16 and the minifloats are computed in float and rounded back after every op, as XLA
 // does.
 template <typename T>
-using Compute = std::conditional_t<kIsNarrowFloat<T>, float, T>;
+using Compute = std::conditional_t<kIsNarrowFloatT<T>, float, T>;
 template <typename T>
 constexpr bool kIsInt = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 
@@ -100,7 +98,7 @@ To ConvertElement(From v) {
     return static_cast<To>(v);  // two's complement wrap, as XLA
   } else if constexpr (std::is_integral_v<From>) {
     // Integer to float: one rounding into f32/f64; f16/bf16 round through f32 as XLA does.
-    if constexpr (kIsNarrowFloat<To>) {
+    if constexpr (kIsNarrowFloatT<To>) {
       return To(static_cast<float>(v));
     } else {
       return static_cast<To>(v);
@@ -110,7 +108,7 @@ To ConvertElement(From v) {
     // round once from the exact value.
     if constexpr (IsMiniFloatT<To>::value) {
       return To(static_cast<double>(static_cast<Compute<From>>(v)));
-    } else if constexpr (kIsNarrowFloat<To>) {
+    } else if constexpr (kIsNarrowFloatT<To>) {
       return To(static_cast<float>(static_cast<Compute<From>>(v)));
     } else {
       return static_cast<To>(static_cast<Compute<From>>(v));
@@ -646,7 +644,7 @@ S TotalOrderKey(S bits) {
 
 template <typename T>
 auto TotalOrderBits(T v) {
-  if constexpr (kIsNarrowFloat<T>) {
+  if constexpr (kIsNarrowFloatT<T>) {
     return TotalOrderKey(static_cast<int16_t>(v.bits));
   } else if constexpr (std::is_same_v<T, float>) {
     int32_t s;

@@ -11,12 +11,6 @@
 namespace kiln::eval {
 namespace {
 
-std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
-  return s;
-}
-
 bool In(const std::vector<int64_t>& v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -59,8 +53,8 @@ absl::StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, Operands ops)
   if (!broadcast_sizes && static_cast<int64_t>(outer.size()) + 1 != sizes.shape().rank())
     return InvalidArgument(instr, absl::StrCat("group_sizes ", sizes.shape().ToString(false),
                                                " does not have the outer dimensions of lhs"));
-  const std::vector<int64_t> ls = Strides(ld), rs = Strides(rd);
-  const std::vector<int64_t> ss = Strides(sizes.shape().dimensions());
+  const std::vector<int64_t> ls = RowMajorStrides(ld), rs = RowMajorStrides(rd);
+  const std::vector<int64_t> ss = RowMajorStrides(sizes.shape().dimensions());
 
   std::vector<int64_t> k_dims;
   for (int64_t d : dn.lhs_contracting_dimensions) k_dims.push_back(ld[d]);

@@ -182,12 +182,6 @@ absl::StatusOr<bool> RaggedDotExpander::Run(HloModule& module) {
   return changed;
 }
 
-namespace {
-bool IsNarrowFloatType(PrimitiveType t) {
-  return t == PrimitiveType::F16 || t == PrimitiveType::BF16 || IsMiniFloat(t);
-}
-}  // namespace
-
 absl::StatusOr<bool> NarrowDotUpcast::Run(HloModule& module) {
   bool changed = false;
   for (HloComputation* comp : module.computations()) {
@@ -201,11 +195,10 @@ absl::StatusOr<bool> NarrowDotUpcast::Run(HloModule& module) {
       const PrimitiveType t = instr->shape().element_type();
       if (!lhs->shape().IsArray() || !rhs->shape().IsArray()) continue;
       const PrimitiveType lt = lhs->shape().element_type(), rt = rhs->shape().element_type();
-      const bool floats = (IsNarrowFloatType(t) || t == PrimitiveType::F32) &&
-                          (IsNarrowFloatType(lt) || lt == PrimitiveType::F32) &&
-                          (IsNarrowFloatType(rt) || rt == PrimitiveType::F32);
-      if (!floats || (!IsNarrowFloatType(lt) && !IsNarrowFloatType(rt) && !IsNarrowFloatType(t)))
-        continue;
+      const bool floats = (IsNarrowFloat(t) || t == PrimitiveType::F32) &&
+                          (IsNarrowFloat(lt) || lt == PrimitiveType::F32) &&
+                          (IsNarrowFloat(rt) || rt == PrimitiveType::F32);
+      if (!floats || (!IsNarrowFloat(lt) && !IsNarrowFloat(rt) && !IsNarrowFloat(t))) continue;
       int64_t k = 1;
       for (int64_t d : instr->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
         k *= lhs->shape().dimensions(static_cast<int>(d));

@@ -60,8 +60,6 @@ inline bool IsSupportedType(PT t) {
 inline bool IsFloatType(PT t) {
   return t == PT::F16 || t == PT::BF16 || t == PT::F32 || t == PT::F64 || IsMiniFloat(t);
 }
-// Floats computed in f32 and rounded back after every op.
-inline bool IsNarrowFloat(PT t) { return t == PT::F16 || t == PT::BF16 || IsMiniFloat(t); }
 // The type a dot or reduction of result type `t` accumulates in.
 inline PT AccumulationType(PT t) { return IsNarrowFloat(t) ? PT::F32 : t; }
 
