@@ -29,7 +29,8 @@ std::string Braces(const std::vector<int64_t>& v) {
 // instruction the way every message must: `%name: opcode: detail`.
 class Inferrer {
  public:
-  explicit Inferrer(const HloInstruction& instr) : instr_(instr) {}
+  Inferrer(const HloInstruction& instr, ShapeRules rules) : instr_(instr), rules_(rules) {}
+  bool xla_text() const { return rules_ == ShapeRules::kXlaText; }
 
   template <typename... Args>
   absl::Status Err(fmt::format_string<Args...> f, Args&&... args) const {
@@ -131,6 +132,7 @@ class Inferrer {
   absl::StatusOr<int64_t> SingleDimension(std::string_view what, int64_t rank);
 
   const HloInstruction& instr_;
+  ShapeRules rules_;
 };
 
 Shape ArrayOf(PrimitiveType t, std::vector<int64_t> dims) { return Shape(t, std::move(dims)); }
@@ -215,10 +217,16 @@ absl::StatusOr<Shape> Inferrer::Binary() {
   if (!b.IsArray()) return Err("rhs must be an array but is {}", Str(b));
   if (a.dimensions() != b.dimensions())
     return Err("operand shapes {} and {} have different dimensions", Str(a), Str(b));
-  if (a.element_type() != b.element_type())
-    return Err("operand element types {} and {} differ", PrimitiveTypeName(a.element_type()),
-               PrimitiveTypeName(b.element_type()));
   PrimitiveType t = a.element_type();
+  if (a.element_type() != b.element_type()) {
+    // Mixed floating-point precision (XLA's text form only): the wider type is the result's.
+    bool mixed_fp = xla_text() && IsFloating(a.element_type()) && IsFloating(b.element_type());
+    if (!mixed_fp)
+      return Err("operand element types {} and {} differ", PrimitiveTypeName(a.element_type()),
+                 PrimitiveTypeName(b.element_type()));
+    if (BitWidth(b.element_type()) > BitWidth(t)) t = b.element_type();
+  }
+  auto result = [&] { return t == a.element_type() ? a : ArrayOf(t, a.dimensions()); };
   auto type_error = [&](std::string_view expected) {
     return Err("operand element type {} is not {}", PrimitiveTypeName(t), expected);
   };
@@ -242,9 +250,9 @@ absl::StatusOr<Shape> Inferrer::Binary() {
       return a;
     case HloOpcode::kAtan2:
       if (!IsFloatingOrComplex(t)) return type_error("floating or complex");
-      return a;
+      return result();
     default:
-      return a;
+      return result();
   }
 }
 
@@ -336,7 +344,7 @@ absl::StatusOr<Shape> Inferrer::Bitcast() {
   const Shape& a = op(0);
   if (absl::Status s = RequireArray(a, "operand"); !s.ok()) return s;
   if (!declared().IsArray()) return Err("result must be an array but is {}", Str(declared()));
-  if (a.byte_size() != declared().byte_size())
+  if (a.byte_size() != declared().byte_size() && !xla_text())
     return Err("result {} has {} bytes but operand {} has {}", Str(declared()),
                declared().byte_size(), Str(a), a.byte_size());
   return ArrayOf(declared().element_type(), declared().dimensions());
@@ -1187,6 +1195,8 @@ absl::StatusOr<Shape> Inferrer::DimensionSize() {
 absl::StatusOr<Shape> Inferrer::RngBitGenerator() {
   const Shape& state = op(0);
   const Shape& out = declared();
+  // XLA's verifier checks only a (state, values) result against the state operand.
+  if (xla_text() && !out.IsTuple()) return out;
   if (!state.IsArray() || state.rank() != 1 || !IsUnsignedInt(state.element_type()))
     return Err("state must be an unsigned rank-1 array but is {}", Str(state));
   if (!out.IsTuple() || out.tuple_size() != 2)
@@ -1319,6 +1329,8 @@ absl::StatusOr<Shape> Inferrer::Collective() {
       return CannotInfer("in-place collective-permute");
     case HloOpcode::kAllToAll:
       if (operands.empty()) return Err("expects at least one operand");
+      // Without a split dimension (dimensions={d}) it is the tuple form, even of one array.
+      if (attrs().dimensions.empty()) return Shape::Tuple(operands);
       return OneOrTuple(operands);
     case HloOpcode::kRaggedAllToAll: {
       // (input, output, input_offsets, send_sizes, output_offsets, recv_sizes): rows of the
@@ -1527,8 +1539,8 @@ absl::StatusOr<Shape> Inferrer::Infer() {
     case HloOpcode::kFft:
       return Fft();
     case HloOpcode::kAfterAll:
-      for (int i = 0; i < n(); ++i)
-        if (!op(i).IsToken()) return Err("operand {} must be a token but is {}", i, Str(op(i)));
+      // Operands are ordering dependencies only: XLA accepts any value (its token tests join
+      // an f32 into a token).
       return Shape::Token();
     case HloOpcode::kAddDependency:
       if (!op(1).IsToken() && !op(1).IsArray() && !op(1).IsTuple())
@@ -1625,8 +1637,8 @@ absl::Status CheckOperandCount(const HloInstruction& instr) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Shape> InferShape(const HloInstruction& instr) {
-  absl::StatusOr<Shape> s = Inferrer(instr).Infer();
+absl::StatusOr<Shape> InferShape(const HloInstruction& instr, ShapeRules rules) {
+  absl::StatusOr<Shape> s = Inferrer(instr, rules).Infer();
   if (!s.ok()) return s;
   // Results built from attributes (pad, slice, windows, concatenate) or taken from the
   // declared shape must still describe data whose byte size fits in int64.

@@ -17,7 +17,17 @@ namespace kiln {
 // cross-host ops whose shape depends on things outside the module (replica counts, channels)
 // it returns an Unimplemented status ("cannot infer ..."): callers then trust the declared
 // shape.
-absl::StatusOr<Shape> InferShape(const HloInstruction& instr);
+//
+// `rules` picks which HLO the rules describe:
+// - kExecutable: what Kiln's devices run: one floating-point precision per operation, bitcasts
+//   that keep the byte size, rng-bit-generator returning (state, values).
+// - kXlaText: also what XLA's verifier accepts in layout-free HLO as XLA's tests write it (its
+//   test base allows mixed precision): floating-point operands of different precision (the
+//   result takes the higher one), bitcasts whose byte size only a layout could reconcile, and
+//   rng-bit-generator returning the values alone.
+enum class ShapeRules { kExecutable, kXlaText };
+absl::StatusOr<Shape> InferShape(const HloInstruction& instr,
+                                 ShapeRules rules = ShapeRules::kExecutable);
 
 // Checks the operand count of `instr` against its opcode: HloOpcodeArity for fixed-arity
 // opcodes, the opcode's own rule for variadic ones (reduce 2N, scatter 2N+1, sort >= 1...).

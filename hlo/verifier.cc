@@ -20,12 +20,17 @@ std::string Str(const Shape& s) { return s.ToString(/*print_layout=*/false); }
 
 // Element types, tuple structure and dims, ignoring layouts. A dimension that is dynamic on
 // either side may differ: its bound is not the runtime size.
-bool ShapesMatch(const Shape& a, const Shape& b) {
-  if (a.element_type() != b.element_type()) return false;
+// With `ignore_fp_precision`, floating-point element types may differ (XLA's mixed precision).
+bool SameElementType(PrimitiveType a, PrimitiveType b, bool ignore_fp_precision) {
+  return a == b || (ignore_fp_precision && IsFloating(a) && IsFloating(b));
+}
+
+bool ShapesMatch(const Shape& a, const Shape& b, bool ignore_fp_precision = false) {
+  if (!SameElementType(a.element_type(), b.element_type(), ignore_fp_precision)) return false;
   if (a.IsTuple()) {
     if (a.tuple_size() != b.tuple_size()) return false;
     for (int i = 0; i < a.tuple_size(); ++i)
-      if (!ShapesMatch(a.tuple_shapes(i), b.tuple_shapes(i))) return false;
+      if (!ShapesMatch(a.tuple_shapes(i), b.tuple_shapes(i), ignore_fp_precision)) return false;
     return true;
   }
   if (!a.IsArray()) return true;
@@ -45,7 +50,7 @@ std::string ScalarStr(PrimitiveType t) { return fmt::format("{}[]", PrimitiveTyp
 
 class Verifier {
  public:
-  explicit Verifier(const HloModule& module) : module_(module) {}
+  Verifier(const HloModule& module, ShapeRules rules) : module_(module), rules_(rules) {}
 
   absl::Status Run() {
     if (module_.entry() == nullptr)
@@ -208,13 +213,41 @@ class Verifier {
   }
 
   absl::Status CheckShape(const HloComputation& c, const HloInstruction& i) {
-    absl::StatusOr<Shape> inferred = InferShape(i);
+    absl::StatusOr<Shape> inferred = InferShape(i, rules_);
     if (absl::IsUnimplemented(inferred.status())) return absl::OkStatus();
     if (!inferred.ok()) return Wrap(c, inferred.status());
-    if (!ShapesMatch(i.shape(), *inferred))
+    if (!ShapesMatch(i.shape(), *inferred, MayChangePrecision(i.opcode())))
       return Fail(c, i, "declared shape {} does not match inferred shape {}", Str(i.shape()),
                   Str(*inferred));
     return absl::OkStatus();
+  }
+
+  // In XLA's text form an instruction that computes its values may also change their
+  // floating-point precision; the ones that only pass values on may not (XLA's verifier).
+  bool MayChangePrecision(HloOpcode op) const {
+    if (rules_ != ShapeRules::kXlaText) return false;
+    switch (op) {
+      case HloOpcode::kBitcast:
+      case HloOpcode::kCall:
+      case HloOpcode::kConditional:
+      case HloOpcode::kConstant:
+      case HloOpcode::kCopyDone:
+      case HloOpcode::kCopyStart:
+      case HloOpcode::kCustomCall:
+      case HloOpcode::kGetTupleElement:
+      case HloOpcode::kInfeed:
+      case HloOpcode::kOutfeed:
+      case HloOpcode::kOptimizationBarrier:
+      case HloOpcode::kParameter:
+      case HloOpcode::kRecv:
+      case HloOpcode::kRecvDone:
+      case HloOpcode::kSend:
+      case HloOpcode::kSendDone:
+      case HloOpcode::kWhile:
+        return false;
+      default:
+        return true;
+    }
   }
 
   // Number of computations each calling opcode takes; -1 when any number is allowed.
@@ -257,15 +290,21 @@ class Verifier {
     for (size_t k = 0; k < 2 * n; ++k) {
       PrimitiveType want = k < n ? acc[k] : in[k - n];
       const Shape& got = r.parameter(static_cast<int>(k))->shape();
-      if (!IsScalarOf(got, want))
+      bool ok = got.IsArray() && got.rank() == 0 &&
+                SameElementType(got.element_type(), want, MayChangePrecision(i.opcode()));
+      if (!ok)
         return Fail(c, i, "reducer %{} parameter {} must be {} but is {}", r.name(), k,
                     ScalarStr(want), Str(got));
     }
     const Shape& root = r.root()->shape();
-    bool ok = n == 1 ? IsScalarOf(root, acc[0])
+    auto returns = [&](const Shape& s, PrimitiveType t) {
+      return s.IsArray() && s.rank() == 0 &&
+             SameElementType(s.element_type(), t, MayChangePrecision(i.opcode()));
+    };
+    bool ok = n == 1 ? returns(root, acc[0])
                      : root.IsTuple() && static_cast<size_t>(root.tuple_size()) == n;
     for (size_t k = 0; ok && n > 1 && k < n; ++k)
-      ok = IsScalarOf(root.tuple_shapes(static_cast<int>(k)), acc[k]);
+      ok = returns(root.tuple_shapes(static_cast<int>(k)), acc[k]);
     if (!ok) {
       std::vector<Shape> want;
       for (PrimitiveType t : acc) want.push_back(Shape::Scalar(t));
@@ -437,20 +476,30 @@ class Verifier {
   }
 
   const HloModule& module_;
+  ShapeRules rules_;
   absl::flat_hash_set<const HloComputation*> comps_;
 };
 
 }  // namespace
 
-absl::Status VerifyModule(const HloModule& module) { return Verifier(module).Run(); }
+absl::Status VerifyModule(const HloModule& module, ShapeRules rules) {
+  return Verifier(module, rules).Run();
+}
 
 absl::StatusOr<std::unique_ptr<HloModule>> ParseRunnableModule(std::string_view text,
                                                                std::string_view filename,
-                                                               bool verify) {
+                                                               bool verify, ShapeRules rules) {
   absl::StatusOr<std::unique_ptr<HloModule>> module = ParseHloModule(text, filename);
   if (!module.ok()) return module.status();
-  if (absl::Status s = verify ? VerifyModule(**module) : absl::OkStatus(); !s.ok()) {
-    return absl::InvalidArgumentError(fmt::format("{}: {}", filename, std::string(s.message())));
+  if (absl::Status s = verify ? VerifyModule(**module, rules) : absl::OkStatus(); !s.ok()) {
+    // Say so when only Kiln's execution rules refuse what XLA's text form allows.
+    std::string_view why =
+        rules == ShapeRules::kExecutable && VerifyModule(**module, ShapeRules::kXlaText).ok()
+            ? " (XLA's layout-free HLO allows this form, but Kiln's devices "
+              "do not run it)"
+            : "";
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}{}", filename, std::string(s.message()), why));
   }
   if ((*module)->entry() == nullptr) {
     return absl::InvalidArgumentError(fmt::format("{}: module has no entry computation", filename));

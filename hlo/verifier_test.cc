@@ -608,6 +608,60 @@ TEST(VerifierText, InstructionNamesAreScopedPerComputation) {
   ExpectOk(*Variant("ROOT next = s32[] add(j, one)", "ROOT dot.3 = s32[] add(j, one)"));
 }
 
+// XLA's tests write forms its verifier accepts in layout-free HLO (its test base allows mixed
+// precision) that Kiln's devices do not run: kXlaText accepts them, kExecutable does not.
+TEST(VerifierText, XlaTextRulesAcceptWhatExecutionRulesRefuse) {
+  struct Case {
+    std::string body, executable_error;
+  };
+  const Case cases[] = {
+      {"  a = f16[4] parameter(0)\n  b = f32[4] parameter(1)\n"
+       "  ROOT m = f32[4] maximum(a, b)\n",
+       "verifier: in %e, %m: maximum: operand element types f16 and f32 differ"},
+      {"  a = f64[4] parameter(0)\n  ROOT t = f32[4] transpose(a), dimensions={0}\n",
+       "verifier: in %e, %t: transpose: declared shape f32[4] does not match inferred shape "
+       "f64[4]"},
+      {"  a = s32[] parameter(0)\n  ROOT b = s32[32] bitcast(a)\n",
+       "verifier: in %e, %b: bitcast: result s32[32] has 128 bytes but operand s32[] has 4"},
+      {"  s = u64[2] parameter(0)\n"
+       "  ROOT r = u32[8] rng-bit-generator(s), algorithm=rng_default\n",
+       "verifier: in %e, %r: rng-bit-generator: result must be a (state, values) tuple but is "
+       "u32[8]"},
+  };
+  for (const Case& c : cases) {
+    std::unique_ptr<HloModule> m = Parse("HloModule m\nENTRY e {\n" + c.body + "}\n");
+    ASSERT_NE(m, nullptr) << c.body;
+    absl::Status text = VerifyModule(*m, ShapeRules::kXlaText);
+    EXPECT_TRUE(text.ok()) << c.body << text.message();
+    absl::Status run = VerifyModule(*m);
+    EXPECT_EQ(std::string(run.message()), c.executable_error) << c.body;
+  }
+  // Mixed precision is about floating point only, and passing a value on keeps its type.
+  std::unique_ptr<HloModule> ints = Parse(
+      "HloModule m\nENTRY e {\n  a = s32[4] parameter(0)\n  b = f32[4] parameter(1)\n"
+      "  ROOT m = f32[4] add(a, b)\n}\n");
+  EXPECT_FALSE(VerifyModule(*ints, ShapeRules::kXlaText).ok());
+  std::unique_ptr<HloModule> gte = Parse(
+      "HloModule m\nENTRY e {\n  a = (f32[4]) parameter(0)\n"
+      "  ROOT g = bf16[4] get-tuple-element(a), index=0\n}\n");
+  EXPECT_FALSE(VerifyModule(*gte, ShapeRules::kXlaText).ok());
+}
+
+// Both rule sets: after-all joins any values (XLA's token tests pass an f32), and all-to-all
+// without a split dimension is the tuple form even of one array.
+TEST(VerifierText, AfterAllAndTupleAllToAll) {
+  ExpectOk(
+      *Parse("HloModule m\nENTRY e {\n  a = f32[] parameter(0)\n"
+             "  ROOT t = token[] after-all(a)\n}\n"));
+  ExpectOk(
+      *Parse("HloModule m\nENTRY e {\n  a = f32[4,2] parameter(0)\n"
+             "  ROOT x = (f32[4,2]) all-to-all(a), replica_groups={}\n}\n"));
+  ExpectMessage(*Parse("HloModule m\nENTRY e {\n  a = f32[4,2] parameter(0)\n"
+                       "  ROOT x = f32[4,2] all-to-all(a), replica_groups={}\n}\n"),
+                "verifier: in %e, %x: all-to-all: declared shape f32[4,2] does not match "
+                "inferred shape (f32[4,2])");
+}
+
 // ---- the real-world corpus ---------------------------------------------------------------
 
 // Corpus modules that must fail verification, with the message each fails with and why it

@@ -31,10 +31,11 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
   return ReadFileBounded(path, kMaxTextFileBytes);
 }
 
-absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, bool verify) {
+absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, bool verify,
+                                                      ShapeRules rules) {
   absl::StatusOr<std::string> text = ReadTextFile(path);
   if (!text.ok()) return text.status();
-  return ParseRunnableModule(*text, path, verify);
+  return ParseRunnableModule(*text, path, verify, rules);
 }
 
 int ReportError(const std::string& command, const std::string& message, int exit_code) {

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "hlo/module.h"
+#include "hlo/shape_inference.h"
 
 namespace kiln {
 
@@ -32,7 +33,8 @@ absl::StatusOr<std::string> ReadFileBounded(const std::string& path, size_t limi
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 // Reads, parses (errors `path:line:col: ...`) and verifies (errors `path: ...`) a module.
 // With verify=false the verifier is skipped (`kiln opt --no-verify`).
-absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, bool verify = true);
+absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, bool verify = true,
+                                                      ShapeRules rules = ShapeRules::kExecutable);
 // Prints `kiln <command>: error: <message>` as one line (newlines folded) on stderr.
 int ReportError(const std::string& command, const std::string& message, int exit_code = kExitError);
 

@@ -20,7 +20,9 @@ int PrintCommand(const std::vector<std::string>& args) {
     return ReportError("print", "expected exactly one MODULE.hlo (usage: kiln print MODULE.hlo)",
                        kExitUsage);
   }
-  absl::StatusOr<std::unique_ptr<HloModule>> module = LoadModule(flags->positional[0]);
+  // The text as XLA accepts it, including forms Kiln's devices do not run (`kiln run` says so).
+  absl::StatusOr<std::unique_ptr<HloModule>> module =
+      LoadModule(flags->positional[0], /*verify=*/true, ShapeRules::kXlaText);
   if (!module.ok()) {
     // The message already starts with `file:line:col:` (parser) or `file:` (verifier).
     std::string line(module.status().message());

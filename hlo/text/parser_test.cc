@@ -684,8 +684,8 @@ TEST(ParserErrors, LocatedMessages) {
             "t.hlo:4:47: expected a comparison direction (EQ, NE, GE, GT, LE, LT), found 'BAD'");
   EXPECT_EQ(
       ParseError(
-          "HloModule m\nENTRY e (p: f32[3]) -> f32[2] {\n  ROOT p = f32[2]{0} parameter(0)\n}\n"),
-      "t.hlo:2:13: signature gives parameter 0 shape f32[3], but parameter(0) is f32[2]");
+          "HloModule m\nENTRY e (p: f32[2]) -> f32[3] {\n  ROOT p = f32[2]{0} parameter(0)\n}\n"),
+      "t.hlo:2:24: signature gives result shape f32[3], but the root 'p' is f32[2]");
 }
 
 TEST(ParserErrors, CallCyclesAreRejected) {

@@ -2,6 +2,9 @@
 // tiling/memory-space suffix, tuples.
 #include "hlo/text/shape_text.h"
 
+#include <cctype>
+#include <string_view>
+
 #include "fmt/format.h"
 #include "hlo/text/literal_text.h"
 
@@ -27,11 +30,19 @@ absl::Status ParseLayout(Cursor& c, Shape* shape) {
       size_t start = c.pos();
       int parens = 0;
       while (!c.AtEnd() && !(c.Peek() == '}' && parens == 0)) {
-        if (c.Peek() == '(') ++parens;
-        if (c.Peek() == ')') --parens;
-        if (c.Peek() == '\n' || c.Peek() == '{') break;
+        char ch = c.Peek();
+        if (ch == '(') ++parens;
+        if (ch == ')' && --parens < 0) break;
+        // XLA's layout items (T(..), E(n), S(n), P(type), #(type), D(..), SC(..), *) use
+        // only these; anything else would not read back in every place a shape is written.
+        bool known = std::isalnum(static_cast<unsigned char>(ch)) ||
+                     std::string_view("(),*#_: ").find(ch) != std::string_view::npos;
+        if (!known) {
+          return c.ErrorAt(c.pos(), fmt::format("unexpected '{}' in the layout", ch));
+        }
         c.Advance();
       }
+      if (parens != 0) return c.ErrorAt(start, "unbalanced parentheses in the layout");
       layout.suffix = std::string(c.text().substr(start, c.pos() - start));
     }
     if (absl::Status s = c.Expect('}', "'}' closing the layout"); !s.ok()) return s;

@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   absl::StatusOr<std::unique_ptr<kiln::HloModule>> module = kiln::ParseHloModule(text, "fuzz.hlo");
   if (!module.ok()) return 0;
-  if (!kiln::VerifyModule(**module).ok()) return 0;
+  if (!kiln::VerifyModule(**module, kiln::ShapeRules::kXlaText).ok()) return 0;
   std::string printed = (*module)->ToString();
   absl::StatusOr<std::unique_ptr<kiln::HloModule>> again =
       kiln::ParseHloModule(printed, "printed.hlo");
