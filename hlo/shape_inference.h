@@ -23,8 +23,9 @@ namespace kiln {
 //   that keep the byte size, rng-bit-generator returning (state, values).
 // - kXlaText: also what XLA's verifier accepts in layout-free HLO as XLA's tests write it (its
 //   test base allows mixed precision): floating-point operands of different precision (the
-//   result takes the higher one), bitcasts whose byte size only a layout could reconcile, and
-//   rng-bit-generator returning the values alone.
+//   result takes the higher one), bitcasts whose byte size only a layout could reconcile,
+//   rng-bit-generator returning the values alone, and complex FFTs whose fft_length differs
+//   from the operand's dimensions.
 enum class ShapeRules { kExecutable, kXlaText };
 absl::StatusOr<Shape> InferShape(const HloInstruction& instr,
                                  ShapeRules rules = ShapeRules::kExecutable);

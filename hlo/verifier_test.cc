@@ -627,6 +627,8 @@ TEST(VerifierText, XlaTextRulesAcceptWhatExecutionRulesRefuse) {
        "  ROOT r = u32[8] rng-bit-generator(s), algorithm=rng_default\n",
        "verifier: in %e, %r: rng-bit-generator: result must be a (state, values) tuple but is "
        "u32[8]"},
+      {"  a = c64[8] parameter(0)\n  ROOT f = c64[8] fft(a), fft_type=FFT, fft_length={32}\n",
+       "verifier: in %e, %f: fft: operand dimension 0 has size 8 but fft_length={32} wants 32"},
   };
   for (const Case& c : cases) {
     std::unique_ptr<HloModule> m = Parse("HloModule m\nENTRY e {\n" + c.body + "}\n");

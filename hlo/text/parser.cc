@@ -640,6 +640,17 @@ class Parser {
       KILN_RETURN_IF_ERROR(c_.ExpectF('=', "'=' after attribute '{}'", attr));
       size_t b, e;
       KILN_RETURN_IF_ERROR(ScanValue(&b, &e));
+      if (attr == "literal") {
+        // A custom-call's literal is a shape, a space, then the value: `literal=s32[2] {1, 2}`.
+        Cursor probe = c_;
+        while (probe.Peek() == ' ' || probe.Peek() == '\t') probe.Advance();
+        if (probe.pos() != c_.pos() && !probe.AtEnd() && probe.Peek() != ',' &&
+            probe.Peek() != '\n' && probe.Peek() != '\r' && probe.Peek() != '/') {
+          c_ = probe;
+          size_t vb;
+          KILN_RETURN_IF_ERROR(ScanValue(&vb, &e));
+        }
+      }
       Cursor v = c_.Sub(b, e);
       if (b == e && attr != "padding") {
         return c_.ErrorAt(b, fmt::format("expected a value for attribute '{}', found {}", attr,

@@ -592,6 +592,22 @@ add {
   EXPECT_EQ(*m->entry()->parameter(0)->attrs().FindExtra("sharding"), "{devices=[2]0,1}");
 }
 
+TEST(Attributes, CustomCallLiteralIsAShapeThenAValue) {
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  c = f32[1]{0} constant({1})
+  a = f32[2] custom-call(c), custom_call_target="t", literal=s32[2]{0} {1, 2}, api_version=API_VERSION_ORIGINAL
+  ROOT b = f32[2] custom-call(a), custom_call_target="u", literal=f32[] 0.1
+}
+)");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(*m->entry()->root()->operand(0)->attrs().FindExtra("literal"), "s32[2]{0} {1, 2}");
+  EXPECT_EQ(*m->entry()->root()->attrs().FindExtra("literal"), "f32[] 0.1");
+  auto again = Parse(m->ToString());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->ToString(), m->ToString());
+}
+
 TEST(Attributes, ControlPredecessors) {
   auto m = Parse(R"(HloModule m
 ENTRY e {
