@@ -532,6 +532,10 @@ class Parser {
     CallAttributes calls;
     KILN_RETURN_IF_ERROR(ParseAttributes(instr.get(), &calls, nested));
     KILN_RETURN_IF_ERROR(PlaceCalledComputations(instr.get(), calls, op_at));
+    // A dot written without dimension numbers contracts nothing (an outer product, as XLA
+    // reads it); it prints with its empty lists.
+    if (instr->opcode() == HloOpcode::kDot && !instr->attrs().dot_dimension_numbers)
+      instr->mutable_attrs().dot_dimension_numbers.emplace();
     if (!shape_written) {
       absl::StatusOr<Shape> inferred = InferShape(*instr);
       if (!inferred.ok())

@@ -424,7 +424,8 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
                        "expected " + std::to_string(entry.num_parameters()) + " arguments, got " +
                            std::to_string(args->num_arguments));
     }
-    if (args->num_outputs != args->executable->num_outputs || args->outputs == nullptr) {
+    if (args->num_outputs != args->executable->num_outputs ||
+        (args->outputs == nullptr && args->num_outputs > 0)) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT,
                        "expected room for " + std::to_string(args->executable->num_outputs) +
                            " outputs, got " + std::to_string(args->num_outputs));
