@@ -56,6 +56,22 @@ struct AccumOf<bool> {
 template <typename T>
 using AccumT = typename AccumOf<T>::type;
 
+// What the reference accumulates reductions in (reduce and reduce-window with a recognized
+// combiner): f64 for f32, so that a long f32 sum is rounded once and any device's summation
+// order is judged against that rather than against another order's f32 rounding; AccumT
+// otherwise. Dots keep AccumT (f32), as XLA's evaluator does; the cross-device tests judge
+// long f32 dot chains against an f64 version of the module instead.
+template <typename T>
+struct SumOf {
+  using type = AccumT<T>;
+};
+template <>
+struct SumOf<float> {
+  using type = double;
+};
+template <typename T>
+using SumT = typename SumOf<T>::type;
+
 // Converts between element types through the accumulation type (no double rounding for
 // half/bfloat16, which only convert from float).
 template <typename To, typename From>

@@ -158,7 +158,7 @@ absl::StatusOr<Literal> EvalReduce(const HloInstruction& instr, Operands ops, co
   if (kind != CombinerKind::kOther) {
     PrimitiveTypeSwitch(ops[0]->shape().element_type(), [&](auto tag) {
       using T = decltype(tag);
-      using A = AccumT<T>;
+      using A = SumT<T>;
       if constexpr (CombinerSupports<T>(CombinerKind::kAdd)) {
         if (!CombinerSupports<T>(kind)) return;
         std::vector<A> acc(out_n, CastTo<A>(ops[1]->data<T>()[0]));
@@ -286,7 +286,7 @@ absl::StatusOr<Literal> EvalReduceWindow(const HloInstruction& instr, Operands o
   if (kind != CombinerKind::kOther) {
     PrimitiveTypeSwitch(ops[0]->shape().element_type(), [&](auto tag) {
       using T = decltype(tag);
-      using A = AccumT<T>;
+      using A = SumT<T>;
       if constexpr (CombinerSupports<T>(CombinerKind::kAdd)) {
         if (!CombinerSupports<T>(kind)) return;
         auto in = ops[0]->data<T>();
