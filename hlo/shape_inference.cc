@@ -121,6 +121,7 @@ class Inferrer {
   absl::StatusOr<Shape> BatchNorm();
   absl::StatusOr<Shape> DimensionSize();
   absl::StatusOr<Shape> RngBitGenerator();
+  absl::StatusOr<Shape> Async();
   absl::StatusOr<Shape> Rng();
   absl::StatusOr<Shape> TopK();
   absl::StatusOr<Shape> Cholesky();
@@ -1192,6 +1193,29 @@ absl::StatusOr<Shape> Inferrer::DimensionSize() {
   return out;
 }
 
+// An async wrapper of a computation: the start's value is ((operands), the computation's
+// result, context...), updates pass it on and the done takes the result. The context (and
+// everything about the shorthands of one instruction) is opaque.
+absl::StatusOr<Shape> Inferrer::Async() {
+  const HloOpcode opcode = instr_.opcode();
+  if (opcode == HloOpcode::kAsyncStart) {
+    const auto& called = instr_.called_computations();
+    const Shape& d = declared();
+    if (attrs().async_wrapped_opcode || called.size() != 1 || called[0] == nullptr ||
+        called[0]->root() == nullptr || !d.IsTuple() || d.tuple_size() < 2)
+      return CannotInfer("async wrapper: the wrapped operation's context shapes are opaque");
+    std::vector<Shape> operands, parts;
+    for (int i = 0; i < n(); ++i) operands.push_back(op(i));
+    parts.push_back(Shape::Tuple(operands));
+    parts.push_back(called[0]->root()->shape());
+    for (int i = 2; i < d.tuple_size(); ++i) parts.push_back(d.tuple_shapes(i));
+    return Shape::Tuple(parts);
+  }
+  if (n() != 1 || !op(0).IsTuple() || op(0).tuple_size() < 2)
+    return CannotInfer("async wrapper: its operand is not an async-start's value");
+  return opcode == HloOpcode::kAsyncDone ? op(0).tuple_shapes(1) : op(0);
+}
+
 absl::StatusOr<Shape> Inferrer::RngBitGenerator() {
   const Shape& state = op(0);
   const Shape& out = declared();
@@ -1560,7 +1584,7 @@ absl::StatusOr<Shape> Inferrer::Infer() {
     case HloOpcode::kAsyncStart:
     case HloOpcode::kAsyncUpdate:
     case HloOpcode::kAsyncDone:
-      return CannotInfer("async wrapper: the wrapped computation's context shapes are opaque");
+      return Async();
     case HloOpcode::kAllGather:
     case HloOpcode::kAllGatherDone:
     case HloOpcode::kAllGatherStart:

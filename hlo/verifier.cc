@@ -441,6 +441,10 @@ class Verifier {
         return CheckParams(c, i, *called[0], "to_apply", operand_shapes);
       case HloOpcode::kFusion:
         return CheckParams(c, i, *called[0], "fused computation", operand_shapes);
+      case HloOpcode::kAsyncStart:
+        // The wrapper of a computation passes its operands to it (shorthands have no callee).
+        if (i.attrs().async_wrapped_opcode || called.size() != 1) return absl::OkStatus();
+        return CheckParams(c, i, *called[0], "async computation", operand_shapes);
       case HloOpcode::kWhile: {
         const Shape& init = operand_shapes[0];
         const HloComputation& cond = *called[0];

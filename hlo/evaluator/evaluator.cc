@@ -15,6 +15,7 @@
 #include "hlo/evaluator/evaluator_util.h"
 #include "hlo/evaluator/fft.h"
 #include "hlo/evaluator/lapack_custom_calls.h"
+#include "hlo/evaluator/support.h"
 
 namespace kiln {
 
@@ -81,9 +82,6 @@ absl::StatusOr<Plan> MakePlan(const HloComputation& computation) {
 
 bool IsUnsupportedOpcode(HloOpcode op) {
   switch (op) {
-    case HloOpcode::kAsyncStart:
-    case HloOpcode::kAsyncUpdate:
-    case HloOpcode::kAsyncDone:
     case HloOpcode::kRngGetAndUpdateState:
     case HloOpcode::kDynamicReshape:
       return true;
@@ -448,6 +446,34 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstructionWidened(
           result = EvaluateComputation(*c, operands);
           break;
         }
+
+        // Async wrappers of a computation run it at the start (one thing at a time here):
+        // the start's value is ((operands), result, context...), the context zeros.
+        case HloOpcode::kAsyncStart: {
+          const HloComputation* c = called(0);
+          const Shape& s = instr.shape();
+          if (std::optional<std::string> why = EvaluatorUnsupportedReason(instr))
+            return eval::Unimplemented(instr, "'" + opname + "' " + *why);
+          if (c == nullptr || !s.IsTuple() || s.tuple_size() < 2)
+            return eval::InvalidArgument(instr,
+                                         "async-start needs a called computation and a "
+                                         "((operands), result, context) shape");
+          absl::StatusOr<Literal> value = EvaluateComputation(*c, operands);
+          if (!value.ok()) return value.status();
+          std::vector<Literal> args;
+          for (const Literal* o : operands) args.push_back(*o);
+          std::vector<Literal> elems;
+          elems.push_back(Literal::MakeTuple(std::move(args)));
+          elems.push_back(*std::move(value));
+          for (int i = 2; i < s.tuple_size(); ++i) elems.emplace_back(s.tuple_shapes(i));
+          return Literal::MakeTuple(std::move(elems));
+        }
+        case HloOpcode::kAsyncUpdate:
+          return *operands[0];
+        case HloOpcode::kAsyncDone:
+          if (!operands[0]->IsTuple() || operands[0]->elements().size() < 2)
+            return eval::InvalidArgument(instr, "async-done needs an async-start's value");
+          return operands[0]->elements()[1];
 
         case HloOpcode::kWhile:
           return RunWhile(*this, instr, *operands[0]);

@@ -2,6 +2,7 @@
 #include "hlo/passes/optimization_pipeline.h"
 
 #include "hlo/passes/algebraic_simplifier.h"
+#include "hlo/passes/async_to_sync.h"
 #include "hlo/passes/constant_folding.h"
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dce.h"
@@ -12,6 +13,8 @@ namespace kiln {
 
 std::unique_ptr<HloPassPipeline> MakeSimplificationPipeline() {
   auto p = std::make_unique<HloPassPipeline>("simplification");
+  // Async wrappers first: the passes below see through calls, not through async contexts.
+  p->AddPass<AsyncToSync>();
   p->AddPass<AlgebraicSimplifier>();
   p->AddPass<HloConstantFolding>();
   p->AddPass<TupleSimplifier>();

@@ -66,8 +66,9 @@ TEST(SimplificationPipelineTest, ReachesAFixedPoint) {
   // The pass order the pipeline promises.
   std::vector<std::string> names;
   for (const PassRecord& r : second->records()) names.push_back(r.pass_name);
-  EXPECT_EQ(names, (std::vector<std::string>{"algsimp", "constant-folding", "tuple-simplifier",
-                                             "transpose-folding", "cse", "dce"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"async-to-sync", "algsimp", "constant-folding",
+                                      "tuple-simplifier", "transpose-folding", "cse", "dce"}));
 }
 
 std::string ReadFile(const std::filesystem::path& p) {

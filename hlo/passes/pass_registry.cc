@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "hlo/passes/algebraic_simplifier.h"
+#include "hlo/passes/async_to_sync.h"
 #include "hlo/passes/call_inliner.h"
 #include "hlo/passes/constant_folding.h"
 #include "hlo/passes/convolution_to_gemm.h"
@@ -44,6 +45,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<NarrowDotUpcast>(),
       Factory<TupleSimplifier>(),
       Factory<CallInliner>(),
+      Factory<AsyncToSync>(),
       Factory<InstructionFusion>(),
       Factory<MultiOutputFusion>(),
       [] { return std::unique_ptr<HloPass>(MakeSimplificationPipeline()); },

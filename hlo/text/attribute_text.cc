@@ -500,7 +500,10 @@ absl::Status ParseTypedAttribute(std::string_view name, HloOpcode op, Cursor c,
 
 void AppendTypedAttributes(const HloInstruction& instr, std::string* out) {
   const InstructionAttributes& a = instr.attrs();
-  const HloOpcode op = instr.opcode();
+  // A shorthand async start prints its wrapped op's attributes (see the parser).
+  const HloOpcode op = instr.opcode() == HloOpcode::kAsyncStart
+                           ? a.async_wrapped_opcode.value_or(instr.opcode())
+                           : instr.opcode();
   auto add = [&](std::string_view name, const std::string& value) {
     *out += ", ";
     *out += name;

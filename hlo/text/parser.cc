@@ -712,7 +712,12 @@ class Parser {
         continue;
       }
       bool typed = false;
-      KILN_RETURN_IF_ERROR(hlo_text::ParseTypedAttribute(attr, instr->opcode(), v, &attrs, &typed));
+      // A shorthand start (`custom-call-start`, `slice-start`...) carries its wrapped op's
+      // attributes.
+      const HloOpcode attr_op = instr->opcode() == HloOpcode::kAsyncStart
+                                    ? attrs.async_wrapped_opcode.value_or(instr->opcode())
+                                    : instr->opcode();
+      KILN_RETURN_IF_ERROR(hlo_text::ParseTypedAttribute(attr, attr_op, v, &attrs, &typed));
       if (!typed)
         attrs.extra.emplace_back(std::string(attr), NormalizeValue(c_.text().substr(b, e - b)));
     }
