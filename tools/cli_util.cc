@@ -1,6 +1,7 @@
 // Helpers shared by the kiln subcommands: reading files, loading modules, error lines.
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -36,6 +37,17 @@ absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, b
   absl::StatusOr<std::string> text = ReadTextFile(path);
   if (!text.ok()) return text.status();
   return ParseRunnableModule(*text, path, verify, rules);
+}
+
+std::optional<uint64_t> AvailableMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::nullopt;
 }
 
 int ReportError(const std::string& command, const std::string& message, int exit_code) {

@@ -2,7 +2,9 @@
 // status: 0 success, 1 error (message on stderr), 2 usage error, 3 --compare mismatch.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,8 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 // With verify=false the verifier is skipped (`kiln opt --no-verify`).
 absl::StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, bool verify = true,
                                                       ShapeRules rules = ShapeRules::kExecutable);
+// Memory the kernel says is available to a new allocation (MemAvailable), if it says.
+std::optional<uint64_t> AvailableMemoryBytes();
 // Prints `kiln <command>: error: <message>` as one line (newlines folded) on stderr.
 int ReportError(const std::string& command, const std::string& message, int exit_code = kExitError);
 

@@ -78,6 +78,32 @@ absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
           entry.parameter(i)->shape().ToString(false)));
     }
   }
+  // Inputs and results live on the host and again in the device's buffers, and the device
+  // needs room for its temporaries (a transposed operand is as large as the operand): a run
+  // that needs more than a third of the available memory for them is refused here, before
+  // the kernel's out-of-memory killer would end it.
+  uint64_t need = static_cast<uint64_t>(entry.root()->shape().total_byte_size());
+  std::string largest = fmt::format("the result of instruction %{}, {}", entry.root()->name(),
+                                    entry.root()->shape().ToString(false));
+  uint64_t largest_bytes = need;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t bytes = static_cast<uint64_t>(entry.parameter(i)->shape().byte_size());
+    need += bytes;
+    if (bytes >= largest_bytes) {  // on a tie, the input the user gives
+      largest_bytes = bytes;
+      largest = fmt::format("{}, {}", ParamLabel(*entry.parameter(i)),
+                            entry.parameter(i)->shape().ToString(false));
+    }
+  }
+  std::optional<uint64_t> available = AvailableMemoryBytes();
+  if (available && need > *available / 3) {
+    auto gib = [](uint64_t b) { return static_cast<double>(b) / (uint64_t{1} << 30); };
+    return absl::ResourceExhaustedError(fmt::format(
+        "out of memory: the inputs and results of this module take {:.1f} GiB (the largest is "
+        "{}, {:.1f} GiB), about three times that with the device's copies and temporaries, "
+        "and {:.1f} GiB of memory is available",
+        gib(need), largest, gib(largest_bytes), gib(*available)));
+  }
   std::vector<Literal> args;
   if (inputs.empty()) {
     for (int i = 0; i < n; ++i) {

@@ -321,7 +321,7 @@ def test_input_errors_are_one_line():
                  '  %x = f32[100000000000]{0} parameter(0)\n'
                  '  ROOT %n = f32[100000000000]{0} negate(f32[100000000000]{0} %x)\n}\n')
     rc, _, err = run(['run', huge, '--device', 'interpreter'])
-    one_line_error(rc, err, 'cannot allocate 400000000000 bytes', "parameter 0 'x'")
+    one_line_error(rc, err, 'out of memory', "parameter 0 'x', f32[100000000000], 372.5 GiB")
     elided = write('elided.hlo', 'HloModule m\nENTRY %e () -> f32[3] {\n'
                    '  ROOT %c = f32[3]{0} constant({...})\n}\n')
     for device in ['interpreter', 'cpu-llvm']:
