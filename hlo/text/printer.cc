@@ -178,6 +178,21 @@ void AppendInstruction(const HloInstruction& instr, PrintContext& ctx, std::stri
   }
 }
 
+// Whether the text order of `comp` defines every operand before its use: a scheduled module
+// keeps its order, unless a pass added instructions after their users (constant folding's
+// constants), when the text would not parse back.
+bool OperandsComeFirst(const HloComputation& comp) {
+  absl::flat_hash_set<const HloInstruction*> seen;
+  for (const HloInstruction* i : comp.instructions()) {
+    for (const HloInstruction* o : i->operands())
+      if (!seen.contains(o)) return false;
+    for (const HloInstruction* p : i->control_predecessors())
+      if (!seen.contains(p)) return false;
+    seen.insert(i);
+  }
+  return true;
+}
+
 bool IsScheduled(const HloModule& m) {
   for (const auto& [k, v] : m.attributes())
     if (k == "is_scheduled") return v == "true";
@@ -189,7 +204,7 @@ void AppendComputation(const HloComputation& comp, bool is_entry, bool scheduled
   Namer instr_names;
   PrintContext ctx{&instr_names, &comp_names};
   std::vector<HloInstruction*> order =
-      scheduled ? comp.instructions() : comp.MakeInstructionPostOrder();
+      scheduled && OperandsComeFirst(comp) ? comp.instructions() : comp.MakeInstructionPostOrder();
   // Name everything in print order first so that renamed instructions get stable names.
   for (HloInstruction* i : order) InstrName(i, ctx);
   if (is_entry) *out += "ENTRY ";

@@ -33,10 +33,10 @@ absl::Status ParseLayout(Cursor& c, Shape* shape) {
         char ch = c.Peek();
         if (ch == '(') ++parens;
         if (ch == ')' && --parens < 0) break;
-        // XLA's layout items (T(..), E(n), S(n), P(type), #(type), D(..), SC(..), *) use
+        // XLA's layout items (T(..), E(n), S(n), P(type), #(type), D(C+,S~..), SC(..), *) use
         // only these; anything else would not read back in every place a shape is written.
         bool known = std::isalnum(static_cast<unsigned char>(ch)) ||
-                     std::string_view("(),*#_: ").find(ch) != std::string_view::npos;
+                     std::string_view("(),*#_: +~-").find(ch) != std::string_view::npos;
         if (!known) {
           return c.ErrorAt(c.pos(), fmt::format("unexpected '{}' in the layout", ch));
         }
