@@ -269,6 +269,15 @@ absl::Status ParseElement(Cursor& c, PrimitiveType type, T* out) {
         *out = static_cast<T>(SubByteBits(type, v));
         return absl::OkStatus();
       }
+      if constexpr (std::is_same_v<T, uint64_t>) {
+        // XLA reads u64 values through int64: a negative one wraps (constant(-1) is 2^64-1).
+        if (!tok.empty() && tok[0] == '-') {
+          int64_t v = 0;
+          if (absl::Status s = ParseIntToken(c, at, tok, &v, type); !s.ok()) return s;
+          *out = static_cast<uint64_t>(v);
+          return absl::OkStatus();
+        }
+      }
       return ParseIntToken(c, at, tok, out, type);
     } else {
       return ParseFloatToken(c, at, tok, out, type);

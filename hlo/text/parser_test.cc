@@ -380,12 +380,20 @@ TEST(Literals, ElidedValueParsesWithoutLiteral) {
   EXPECT_FALSE(m->entry()->root()->attrs().literal.has_value());
 }
 
+TEST(Literals, NegativeU64WrapsAsXlaReadsIt) {
+  auto m = Parse("HloModule m\nENTRY e {\n  ROOT c = u64[2] constant({-1, 7})\n}\n");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->entry()->root()->literal().data<uint64_t>()[0], ~uint64_t{0});
+  EXPECT_EQ(m->entry()->root()->literal().data<uint64_t>()[1], 7u);
+}
+
 TEST(Literals, Errors) {
   auto wrap = [](std::string_view shape, std::string_view value) {
     return "HloModule m\nENTRY e {\n  ROOT c = " + std::string(shape) + " constant(" +
            std::string(value) + ")\n}\n";
   };
   EXPECT_EQ(ParseError(wrap("u8[]", "256")), "t.hlo:3:26: value 256 is out of range for u8");
+  EXPECT_EQ(ParseError(wrap("u32[]", "-1")), "t.hlo:3:27: expected a u32 value, found '-1'");
   EXPECT_EQ(ParseError(wrap("s32[2]{0}", "{1, 2, 3}")),
             "t.hlo:3:38: literal of s32[2]{0} has more than 2 elements in dimension 0");
   EXPECT_EQ(ParseError(wrap("s32[3]{0}", "{1, 2}")),
