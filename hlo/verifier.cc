@@ -42,8 +42,8 @@ bool ShapesMatch(const Shape& a, const Shape& b, bool ignore_fp_precision = fals
   return true;
 }
 
-bool IsScalarOf(const Shape& s, PrimitiveType t) {
-  return s.IsArray() && s.rank() == 0 && s.element_type() == t;
+bool IsScalarOf(const Shape& s, PrimitiveType t, bool ignore_fp_precision = false) {
+  return s.IsArray() && s.rank() == 0 && SameElementType(s.element_type(), t, ignore_fp_precision);
 }
 
 std::string ScalarStr(PrimitiveType t) { return fmt::format("{}[]", PrimitiveTypeName(t)); }
@@ -287,24 +287,19 @@ class Verifier {
     if (static_cast<size_t>(r.num_parameters()) != 2 * n)
       return Fail(c, i, "reducer %{} must take {} scalar parameters but takes {}", r.name(), 2 * n,
                   r.num_parameters());
+    const bool mixed = MayChangePrecision(i.opcode());
     for (size_t k = 0; k < 2 * n; ++k) {
       PrimitiveType want = k < n ? acc[k] : in[k - n];
       const Shape& got = r.parameter(static_cast<int>(k))->shape();
-      bool ok = got.IsArray() && got.rank() == 0 &&
-                SameElementType(got.element_type(), want, MayChangePrecision(i.opcode()));
-      if (!ok)
+      if (!IsScalarOf(got, want, mixed))
         return Fail(c, i, "reducer %{} parameter {} must be {} but is {}", r.name(), k,
                     ScalarStr(want), Str(got));
     }
     const Shape& root = r.root()->shape();
-    auto returns = [&](const Shape& s, PrimitiveType t) {
-      return s.IsArray() && s.rank() == 0 &&
-             SameElementType(s.element_type(), t, MayChangePrecision(i.opcode()));
-    };
-    bool ok = n == 1 ? returns(root, acc[0])
+    bool ok = n == 1 ? IsScalarOf(root, acc[0], mixed)
                      : root.IsTuple() && static_cast<size_t>(root.tuple_size()) == n;
     for (size_t k = 0; ok && n > 1 && k < n; ++k)
-      ok = returns(root.tuple_shapes(static_cast<int>(k)), acc[k]);
+      ok = IsScalarOf(root.tuple_shapes(static_cast<int>(k)), acc[k], mixed);
     if (!ok) {
       std::vector<Shape> want;
       for (PrimitiveType t : acc) want.push_back(Shape::Scalar(t));

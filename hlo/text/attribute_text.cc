@@ -498,12 +498,15 @@ absl::Status ParseTypedAttribute(std::string_view name, HloOpcode op, Cursor c,
   return absl::OkStatus();
 }
 
+HloOpcode AttributeOpcode(const HloInstruction& instr) {
+  return instr.opcode() == HloOpcode::kAsyncStart
+             ? instr.attrs().async_wrapped_opcode.value_or(instr.opcode())
+             : instr.opcode();
+}
+
 void AppendTypedAttributes(const HloInstruction& instr, std::string* out) {
   const InstructionAttributes& a = instr.attrs();
-  // A shorthand async start prints its wrapped op's attributes (see the parser).
-  const HloOpcode op = instr.opcode() == HloOpcode::kAsyncStart
-                           ? a.async_wrapped_opcode.value_or(instr.opcode())
-                           : instr.opcode();
+  const HloOpcode op = AttributeOpcode(instr);
   auto add = [&](std::string_view name, const std::string& value) {
     *out += ", ";
     *out += name;

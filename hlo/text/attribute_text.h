@@ -18,6 +18,10 @@ namespace kiln::hlo_text {
 absl::Status ParseTypedAttribute(std::string_view name, HloOpcode op, Cursor value,
                                  InstructionAttributes* attrs, bool* typed);
 
+// The opcode whose attributes `instr` carries: a shorthand async start (`custom-call-start`,
+// `slice-start`...) carries its wrapped op's, everything else its own.
+HloOpcode AttributeOpcode(const HloInstruction& instr);
+
 // Appends `, name=value` for each typed attribute the instruction has, in a fixed order.
 void AppendTypedAttributes(const HloInstruction& instr, std::string* out);
 

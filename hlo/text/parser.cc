@@ -238,7 +238,6 @@ class Parser {
     if (computations_.contains(name))
       return c_.ErrorAt(at, fmt::format("computation '{}' is defined twice", name));
     // Optional signature: `(p: f32[2], ...) -> f32[2]`.
-    std::vector<std::pair<Shape, size_t>> sig_params;
     std::optional<std::pair<Shape, size_t>> sig_result;
     if (c_.TryConsume('(')) {
       if (!c_.TryConsume(')')) {
@@ -247,10 +246,8 @@ class Parser {
           KILN_RETURN_IF_ERROR(c_.ReadName("a parameter name in the signature", &pname));
           KILN_RETURN_IF_ERROR(c_.Expect(':', "':' after the parameter name"));
           KILN_RETURN_IF_ERROR(c_.SkipSpace());
-          size_t shape_at = c_.pos();
-          Shape s;
-          KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(c_, &s));
-          sig_params.emplace_back(std::move(s), shape_at);
+          Shape ignored;  // read, not checked: the body's parameters decide (see below)
+          KILN_RETURN_IF_ERROR(hlo_text::ParseShapeAt(c_, &ignored));
           if (c_.TryConsume(')')) break;
           KILN_RETURN_IF_ERROR(c_.Expect(',', "',' or ')' in the signature"));
         }
@@ -712,12 +709,8 @@ class Parser {
         continue;
       }
       bool typed = false;
-      // A shorthand start (`custom-call-start`, `slice-start`...) carries its wrapped op's
-      // attributes.
-      const HloOpcode attr_op = instr->opcode() == HloOpcode::kAsyncStart
-                                    ? attrs.async_wrapped_opcode.value_or(instr->opcode())
-                                    : instr->opcode();
-      KILN_RETURN_IF_ERROR(hlo_text::ParseTypedAttribute(attr, attr_op, v, &attrs, &typed));
+      KILN_RETURN_IF_ERROR(hlo_text::ParseTypedAttribute(attr, hlo_text::AttributeOpcode(*instr), v,
+                                                         &attrs, &typed));
       if (!typed)
         attrs.extra.emplace_back(std::string(attr), NormalizeValue(c_.text().substr(b, e - b)));
     }
