@@ -29,13 +29,10 @@ std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
            "'), which needs a target-specific implementation";
   }
   // Wrappers of a called computation run it synchronously; the shorthands of a single
-  // instruction (`slice-start`, `all-to-all-start`...) are left to the async-to-sync pass.
-  const std::optional<HloOpcode>& wrapped = instr.attrs().async_wrapped_opcode;
-  if ((op == HloOpcode::kAsyncStart || op == HloOpcode::kAsyncUpdate ||
-       op == HloOpcode::kAsyncDone) &&
-      wrapped && *wrapped != HloOpcode::kCall && *wrapped != HloOpcode::kFusion) {
+  // instruction are left to the async-to-sync pass.
+  if (IsAsyncShorthand(instr)) {
     return "is '" + std::string(HloOpcodeString(op)) + "' wrapping '" +
-           std::string(HloOpcodeString(*wrapped)) +
+           std::string(HloOpcodeString(*instr.attrs().async_wrapped_opcode)) +
            "', an asynchronous shorthand the evaluator does not run (the core's async-to-sync "
            "pass rewrites it)";
   }
@@ -51,6 +48,14 @@ std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
 }
 
 }  // namespace
+
+bool IsAsyncShorthand(const HloInstruction& instr) {
+  const HloOpcode op = instr.opcode();
+  const std::optional<HloOpcode>& wrapped = instr.attrs().async_wrapped_opcode;
+  return (op == HloOpcode::kAsyncStart || op == HloOpcode::kAsyncUpdate ||
+          op == HloOpcode::kAsyncDone) &&
+         wrapped && *wrapped != HloOpcode::kCall && *wrapped != HloOpcode::kFusion;
+}
 
 std::optional<std::string> EvaluatorUnsupportedReason(const HloInstruction& instr) {
   return Reason(instr, 0);

@@ -17,6 +17,10 @@ namespace kiln {
 // computations (while, call, fusion, reduce, ...) are only as runnable as their callees.
 std::optional<std::string> EvaluatorUnsupportedReason(const HloInstruction& instr);
 
+// An async start, update or done that wraps one instruction other than a call or fusion
+// (`slice-start`, `all-to-all-start`...): the evaluator runs only wrappers of a computation.
+bool IsAsyncShorthand(const HloInstruction& instr);
+
 // Unimplemented naming the first entry instruction the evaluator cannot run (a custom-call
 // or collective, also nested in a fusion or call), else OK: what a plugin whose fallback is
 // the evaluator checks before a long compile.
