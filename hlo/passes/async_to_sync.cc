@@ -12,16 +12,19 @@
 namespace kiln {
 namespace {
 
-// The start of `done`'s chain, with the updates between, when nothing else reads them.
+// The start of `done`'s chain, with the updates between, when nothing else reads them and
+// none of them waits on another instruction (that order would be lost with them).
 HloInstruction* ExclusiveStart(HloInstruction* done, std::vector<HloInstruction*>* chain) {
   HloInstruction* h = done->operand_count() == 1 ? done->operand(0) : nullptr;
   while (h != nullptr && h->opcode() == HloOpcode::kAsyncUpdate) {
-    if (h->user_count() != 1 || h->operand_count() != 1) return nullptr;
+    if (h->user_count() != 1 || h->operand_count() != 1 || !h->control_predecessors().empty())
+      return nullptr;
     chain->push_back(h);
     h = h->operand(0);
   }
-  if (h == nullptr || h->opcode() != HloOpcode::kAsyncStart || h->user_count() != 1) return nullptr;
-  if (!h->control_predecessors().empty()) return nullptr;
+  if (h == nullptr || h->opcode() != HloOpcode::kAsyncStart || h->user_count() != 1 ||
+      !h->control_predecessors().empty())
+    return nullptr;
   chain->push_back(h);
   return h;
 }

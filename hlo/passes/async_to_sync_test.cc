@@ -103,5 +103,28 @@ ENTRY main {
   EXPECT_NE(out.find("async-start"), std::string::npos) << out;
 }
 
+TEST(AsyncToSyncTest, UpdateThatWaitsOnAnotherInstructionStaysAsync) {
+  constexpr std::string_view kOrdered = R"(
+HloModule m
+wrapped {
+  a = f32[4] parameter(0)
+  ROOT e = f32[4] exponential(a)
+}
+ENTRY main {
+  p0 = f32[4] parameter(0)
+  n = f32[4] negate(p0)
+  start = ((f32[4]), f32[4], s32[]) async-start(p0), calls=wrapped
+  update = ((f32[4]), f32[4], s32[]) async-update(start), calls=wrapped, control-predecessors={n}
+  d = f32[4] async-done(update), calls=wrapped
+  ROOT t = (f32[4], f32[4]) tuple(d, n)
+}
+)";
+  AsyncToSync pass;
+  bool changed = true;
+  std::string out = RunPassAndPrint(pass, kOrdered, &changed);
+  EXPECT_FALSE(changed);
+  EXPECT_NE(out.find("control-predecessors={%n}"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace kiln
