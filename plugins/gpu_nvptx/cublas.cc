@@ -22,7 +22,8 @@ struct Cublas::Api {
 
 absl::StatusOr<std::unique_ptr<Cublas>> Cublas::Load() {
   std::unique_ptr<Cublas> c(new Cublas());
-  for (const char* name : {"libcublas.so.12", "libcublas.so.11", "libcublas.so"}) {
+  for (const char* name :
+       {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}) {
     c->handle_ = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (c->handle_ != nullptr) {
       c->library_ = name;

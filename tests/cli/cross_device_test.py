@@ -142,14 +142,22 @@ def wanted(path):
 
 modules = [m for m in modules if wanted(m)]
 f32_modules = [m for m in f32_modules if wanted(m)]
+def progress(label, before):
+    """One line per module as it is judged (a run cut short still shows how far it got)."""
+    print(("FAIL " + failures[-1]) if len(failures) > before else f"ok {label}", flush=True)
+
+
 for path in modules + f32_modules:
+    before = len(failures)
     check(path, os.path.relpath(path, ROOT))
+    progress(os.path.relpath(path, ROOT), before)
 
 for low in ("bf16", "f16"):
     for path in f32_modules:
         if "f32" in open(path).read():
-            check_low_precision(widened(path, "f32", low), path,
-                                f"{os.path.relpath(path, ROOT)} as {low}")
+            before, label = len(failures), f"{os.path.relpath(path, ROOT)} as {low}"
+            check_low_precision(widened(path, "f32", low), path, label)
+            progress(label, before)
 
 shutil.rmtree(TMP, ignore_errors=True)
 print(f"{DEVICE} vs {REF}: {counts['agree']} agree, {counts.get('agree (vs wider)', 0)} agree as errors "
