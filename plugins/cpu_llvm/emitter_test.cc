@@ -138,6 +138,48 @@ TEST(CpuLlvmEmitter, ReduceFirstAxis) { CheckReduce({0}, HloOpcode::kAdd); }
 TEST(CpuLlvmEmitter, ReduceAllMax) { CheckReduce({0, 1}, HloOpcode::kMaximum); }
 TEST(CpuLlvmEmitter, ReduceLastAxisMultiply) { CheckReduce({1}, HloOpcode::kMultiply); }
 
+// Sums of more than KernelEmitter::kSumBlock elements run in blocks: the kept and reduced
+// dimensions still line up (a column sum of 5000 rows: two chunks of dimension 0; a reduce
+// over [70,80] of [3,70,80]: chunks of 51 rows of 80).
+TEST(CpuLlvmEmitter, ReduceInBlocksKeepsIndexing) {
+  for (auto [dims, shape] : {std::pair<std::vector<int64_t>, std::vector<int64_t>>{{0}, {5000, 3}},
+                             {{1, 2}, {3, 70, 80}}}) {
+    Fixture f;
+    Shape s(PT::F32, shape);
+    HloComputation* red = AddReducer(*f.module, HloOpcode::kAdd, PT::F32, "add");
+    f.entry->set_root(f.b->Reduce(f.b->Param(0, s), f.b->Const(PT::F32, 0), dims, red));
+    Literal lx = Random(s, 5, -1, 1);
+    auto r = f.Run({lx});
+    ASSERT_TRUE(r.ok()) << r.status();
+    // Both cases keep 3 results; element i of result o sits at i * 3 + o in [5000,3] and at
+    // o * 5600 + i in [3,70,80].
+    const bool columns = shape[0] == 5000;
+    const int64_t inner = columns ? 5000 : 5600;
+    std::vector<double> want(3, 0.0);
+    for (int64_t o = 0; o < 3; ++o)
+      for (int64_t i = 0; i < inner; ++i)
+        want[o] += lx.GetAsDouble(columns ? i * 3 + o : o * 5600 + i);
+    ExpectNear(*r, want, 1e-5, 1e-4);
+  }
+}
+
+// A long f32 sum stays accurate: one accumulator (or one per vector lane) stops growing at
+// 2^24 ones and drifts long before; blocks of kSumBlock keep 655,360,000 ones exact and
+// 0.1f summed 2^24 times within 1e-5 (one accumulator per lane was 1.5e-4 off).
+TEST(CpuLlvmEmitter, LongSumsStayAccurate) {
+  for (auto [value, shape] :
+       {std::pair<float, std::vector<int64_t>>{1.0f, {16384, 40000}}, {0.1f, {4096, 4096}}}) {
+    Fixture f;
+    HloComputation* red = AddReducer(*f.module, HloOpcode::kAdd, PT::F32, "add");
+    HloInstruction* x = f.b->Broadcast(f.b->Param(0, Shape(PT::F32, {})), shape, {});
+    f.entry->set_root(f.b->Reduce(x, f.b->Const(PT::F32, 0), {0, 1}, red));
+    auto r = f.Run({Literal::Scalar(PT::F32, value)});
+    ASSERT_TRUE(r.ok()) << r.status();
+    const double want = static_cast<double>(value) * shape[0] * shape[1];
+    EXPECT_LE(std::fabs(r->GetAsDouble(0) - want), 1e-5 * want) << "sum of " << value;
+  }
+}
+
 TEST(CpuLlvmEmitter, SoftmaxUnfused) {
   Fixture f;
   const int64_t R = 5, C = 33;

@@ -1060,6 +1060,50 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitGather(const HloInstruction* h, 
   return Element(operand, oi);
 }
 
+absl::Status KernelEmitter::EmitBlockedSum(
+    const std::vector<int64_t>& dims, const std::string& name, llvm::AllocaInst* acc,
+    const std::function<absl::Status(const Index&, llvm::AllocaInst*)>& add, llvm::Value* outer_lo,
+    llvm::Value* outer_hi) {
+  // Dimension j is cut into chunks of c rows: the dimensions after it hold `inner` elements,
+  // fewer than a block, so one chunk holds about kSumBlock elements.
+  size_t j = dims.size() - 1;
+  int64_t inner = 1;
+  while (j > 0 && inner * dims[j] <= kSumBlock) inner *= dims[j--];
+  const int64_t c = std::max<int64_t>(1, kSumBlock / inner);
+  const std::vector<int64_t> prefix(dims.begin(), dims.begin() + j);
+  const std::vector<int64_t> suffix(dims.begin() + j + 1, dims.end());
+  llvm::Type* t = acc->getAllocatedType();
+  llvm::AllocaInst* partial = EntryAlloca(t, name + ".block");
+  return EmitLoopNest(
+      prefix, name,
+      [&](const Index& outer) -> absl::Status {
+        bool ranged = j == 0 && outer_lo != nullptr;
+        llvm::Value* lo = ranged ? outer_lo : C64(0);
+        llvm::Value* hi = ranged ? outer_hi : C64(dims[j]);
+        llvm::Value* chunks = b_.CreateSDiv(b_.CreateAdd(b_.CreateSub(hi, lo), C64(c - 1)), C64(c));
+        return EmitLoop(C64(0), chunks, name + ".chunk", [&](llvm::Value* o) -> absl::Status {
+          llvm::Value* begin = b_.CreateAdd(lo, b_.CreateMul(o, C64(c)));
+          llvm::Value* end = b_.CreateAdd(begin, C64(c));
+          end = b_.CreateSelect(b_.CreateICmpSLT(end, hi), end, hi);
+          // -0 is the identity of a float sum (0 would turn a sum of -0s into +0).
+          b_.CreateStore(llvm::ConstantFP::getNegativeZero(t), partial);
+          KILN_EMIT_RETURN_IF_ERROR(
+              EmitLoop(begin, end, name + ".row", [&](llvm::Value* row) -> absl::Status {
+                return EmitLoopNest(suffix, name + ".in", [&](const Index& in) {
+                  Index r;
+                  r.multi = outer.multi;
+                  r.multi.push_back(row);
+                  r.multi.insert(r.multi.end(), in.multi.begin(), in.multi.end());
+                  return add(r, partial);
+                });
+              }));
+          b_.CreateStore(b_.CreateFAdd(b_.CreateLoad(t, acc), b_.CreateLoad(t, partial)), acc);
+          return absl::OkStatus();
+        });
+      },
+      j == 0 ? nullptr : outer_lo, j == 0 ? nullptr : outer_hi);
+}
+
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, const Index& idx,
                                                        llvm::Value* outer_lo,
                                                        llvm::Value* outer_hi) {
@@ -1100,44 +1144,55 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
     nan_seen = EntryAlloca(b_.getInt1Ty(), h->name() + ".nan");
     b_.CreateStore(b_.CreateFCmpUNO(init, init), nan_seen);
   }
-  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
-      reduced_dims, h->name(),
-      [&](const Index& r) -> absl::Status {
-        Index in;
-        size_t kept = 0, red = 0;
-        for (size_t d = 0; d < in_dims.size(); ++d)
-          in.multi.push_back(reduced[d] ? r.multi[red++] : idx.multi[kept++]);
-        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
-        llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
-        if (minmax) {
-          auto id = root->opcode() == HloOpcode::kMaximum ? llvm::Intrinsic::maxnum
-                                                          : llvm::Intrinsic::minnum;
-          llvm::Value* m = CallIntrinsic(id, {v->getType()}, {cur, v});
-          // The builder may fold the call (or the GPU path emit a library call): flags go on
-          // floating-point instructions only.
-          auto* inst = llvm::dyn_cast<llvm::Instruction>(m);
-          if (inst && llvm::isa<llvm::FPMathOperator>(inst)) {
-            inst->setHasNoNaNs(true);
-            inst->setHasNoSignedZeros(true);
-          }
-          b_.CreateStore(m, acc);
-          llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), nan_seen);
-          b_.CreateStore(b_.CreateOr(seen, b_.CreateFCmpUNO(v, v)), nan_seen);
-          return absl::OkStatus();
-        }
-        llvm::Value* next;
-        if (widen16) {
-          next = root->opcode() == HloOpcode::kAdd ? b_.CreateFAdd(cur, v) : b_.CreateFMul(cur, v);
-        } else {
-          KILN_EMIT_ASSIGN_OR_RETURN(next, EmitScalarCall(h->to_apply(), {cur, v}));
-        }
-        if (reassociate) {
-          if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
-        }
-        b_.CreateStore(next, acc);
-        return absl::OkStatus();
-      },
-      outer_lo, outer_hi));
+  // Adds element `r` of the reduced dimensions into the accumulator `into`.
+  auto accumulate = [&](const Index& r, llvm::AllocaInst* into) -> absl::Status {
+    Index in;
+    size_t kept = 0, red = 0;
+    for (size_t d = 0; d < in_dims.size(); ++d)
+      in.multi.push_back(reduced[d] ? r.multi[red++] : idx.multi[kept++]);
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
+    llvm::Value* cur = b_.CreateLoad(init->getType(), into);
+    if (minmax) {
+      auto id =
+          root->opcode() == HloOpcode::kMaximum ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum;
+      llvm::Value* m = CallIntrinsic(id, {v->getType()}, {cur, v});
+      // The builder may fold the call (or the GPU path emit a library call): flags go on
+      // floating-point instructions only.
+      auto* inst = llvm::dyn_cast<llvm::Instruction>(m);
+      if (inst && llvm::isa<llvm::FPMathOperator>(inst)) {
+        inst->setHasNoNaNs(true);
+        inst->setHasNoSignedZeros(true);
+      }
+      b_.CreateStore(m, into);
+      llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), nan_seen);
+      b_.CreateStore(b_.CreateOr(seen, b_.CreateFCmpUNO(v, v)), nan_seen);
+      return absl::OkStatus();
+    }
+    llvm::Value* next;
+    if (widen16) {
+      next = root->opcode() == HloOpcode::kAdd ? b_.CreateFAdd(cur, v) : b_.CreateFMul(cur, v);
+    } else {
+      KILN_EMIT_ASSIGN_OR_RETURN(next, EmitScalarCall(h->to_apply(), {cur, v}));
+    }
+    if (reassociate) {
+      if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
+    }
+    b_.CreateStore(next, into);
+    return absl::OkStatus();
+  };
+  int64_t count = 1;
+  for (int64_t n : reduced_dims) count *= n;
+  // Long float sums run in blocks (EmitBlockedSum); the GPU's reductions split elsewhere.
+  bool blocked =
+      (reassociate || widen16) && root->opcode() == HloOpcode::kAdd && count > kSumBlock && !gpu();
+  if (blocked) {
+    KILN_EMIT_RETURN_IF_ERROR(
+        EmitBlockedSum(reduced_dims, h->name(), acc, accumulate, outer_lo, outer_hi));
+  } else {
+    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+        reduced_dims, h->name(), [&](const Index& r) { return accumulate(r, acc); }, outer_lo,
+        outer_hi));
+  }
   llvm::Value* result = b_.CreateLoad(init->getType(), acc);
   if (minmax)
     result = b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan_seen),

@@ -141,6 +141,15 @@ class KernelEmitter {
   // A loop over [lo, hi) with bounds known at run time (the partitioned outer loop).
   absl::Status EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
                         const std::function<absl::Status(llvm::Value*)>& body);
+  // A float sum over `dims` in blocks of about kSumBlock elements: each block is summed from
+  // -0 by `add` (vectorized into lanes) and then added to `acc`. One f32 accumulator stops
+  // growing at 2^24 ones; blocks bound the error by one block's plus the chain of block sums.
+  // `outer_lo`/`outer_hi` as for EmitLoopNest.
+  absl::Status EmitBlockedSum(
+      const std::vector<int64_t>& dims, const std::string& name, llvm::AllocaInst* acc,
+      const std::function<absl::Status(const Index&, llvm::AllocaInst*)>& add,
+      llvm::Value* outer_lo, llvm::Value* outer_hi);
+  static constexpr int64_t kSumBlock = 4096;
   // With `outer_lo`/`outer_hi`, dimension 0 runs over that range instead of [0, dims[0]).
   absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
                             const std::function<absl::Status(const Index&)>& body,
