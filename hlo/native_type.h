@@ -48,6 +48,8 @@ KILN_NATIVE(S4, int8_t)
 KILN_NATIVE(U4, uint8_t)
 KILN_NATIVE(S2, int8_t)
 KILN_NATIVE(U2, uint8_t)
+KILN_NATIVE(S1, int8_t)
+KILN_NATIVE(U1, uint8_t)
 #undef KILN_NATIVE
 
 template <typename T>
@@ -117,9 +119,11 @@ decltype(auto) PrimitiveTypeSwitch(PrimitiveType t, F&& f) {
       return f(f4e2m1fn{});
     case PrimitiveType::S4:
     case PrimitiveType::S2:
+    case PrimitiveType::S1:
       return f(int8_t{});
     case PrimitiveType::U4:
     case PrimitiveType::U2:
+    case PrimitiveType::U1:
       return f(uint8_t{});
     default:
       return f(float{});  // callers reject tuple/token first

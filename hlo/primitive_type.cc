@@ -56,20 +56,24 @@ bool IsFloating(PrimitiveType t) {
 bool IsComplex(PrimitiveType t) { return t == PrimitiveType::C64 || t == PrimitiveType::C128; }
 bool IsSignedInt(PrimitiveType t) {
   return t == PrimitiveType::S8 || t == PrimitiveType::S16 || t == PrimitiveType::S32 ||
-         t == PrimitiveType::S64 || t == PrimitiveType::S4 || t == PrimitiveType::S2;
+         t == PrimitiveType::S64 || t == PrimitiveType::S4 || t == PrimitiveType::S2 ||
+         t == PrimitiveType::S1;
 }
 bool IsUnsignedInt(PrimitiveType t) {
   return t == PrimitiveType::U8 || t == PrimitiveType::U16 || t == PrimitiveType::U32 ||
-         t == PrimitiveType::U64 || t == PrimitiveType::U4 || t == PrimitiveType::U2;
+         t == PrimitiveType::U64 || t == PrimitiveType::U4 || t == PrimitiveType::U2 ||
+         t == PrimitiveType::U1;
 }
 bool IsSubByteInt(PrimitiveType t) {
   return t == PrimitiveType::S4 || t == PrimitiveType::U4 || t == PrimitiveType::S2 ||
-         t == PrimitiveType::U2;
+         t == PrimitiveType::U2 || t == PrimitiveType::S1 || t == PrimitiveType::U1;
 }
 bool IsArrayType(PrimitiveType t) { return t != PrimitiveType::TUPLE && t != PrimitiveType::TOKEN; }
 int BitWidth(PrimitiveType t) {
   switch (t) {
     case PrimitiveType::PRED:
+    case PrimitiveType::S1:
+    case PrimitiveType::U1:
       return 1;
     case PrimitiveType::S4:
     case PrimitiveType::U4:

@@ -41,7 +41,9 @@ namespace kiln {
   X(S4, "s4", 1)                       \
   X(U4, "u4", 1)                       \
   X(S2, "s2", 1)                       \
-  X(U2, "u2", 1)
+  X(U2, "u2", 1)                       \
+  X(S1, "s1", 1)                       \
+  X(U1, "u1", 1)
 
 enum class PrimitiveType : uint8_t {
 #define KILN_ENUM(e, n, s) e,
@@ -60,9 +62,9 @@ inline bool IsNarrowFloat(PrimitiveType t) {
   return t == PrimitiveType::F16 || t == PrimitiveType::BF16 || IsMiniFloat(t);
 }
 bool IsComplex(PrimitiveType t);      // c64, c128
-bool IsSignedInt(PrimitiveType t);    // s2, s4, s8..s64
-bool IsUnsignedInt(PrimitiveType t);  // u2, u4, u8..u64
-bool IsSubByteInt(PrimitiveType t);   // s2, s4, u2, u4: one byte per element, value in the low bits
+bool IsSignedInt(PrimitiveType t);    // s1, s2, s4, s8..s64
+bool IsUnsignedInt(PrimitiveType t);  // u1, u2, u4, u8..u64
+bool IsSubByteInt(PrimitiveType t);   // s1..s4, u1..u4: one byte per element, value in the low bits
 inline bool IsInteger(PrimitiveType t) { return IsSignedInt(t) || IsUnsignedInt(t); }
 bool IsArrayType(PrimitiveType t);  // everything but tuple and token
 int BitWidth(PrimitiveType t);      // bits of the value: 1 for pred, 4 for s4 and f4e2m1fn

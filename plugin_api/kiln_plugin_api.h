@@ -113,13 +113,15 @@ typedef enum {
   KILN_DTYPE_S4 = 26,
   KILN_DTYPE_U4 = 27,
   KILN_DTYPE_S2 = 28,
-  KILN_DTYPE_U2 = 29
+  KILN_DTYPE_U2 = 29,
+  KILN_DTYPE_S1 = 30, /* -1 or 0 */
+  KILN_DTYPE_U1 = 31  /* 0 or 1 */
 } KILN_DType;
 
 /* True for the dtypes above (a buffer's dtype). */
 #define KILN_DTYPE_IS_VALID(d)                           \
   (((d) >= KILN_DTYPE_PRED && (d) <= KILN_DTYPE_C128) || \
-   ((d) >= KILN_DTYPE_F8E4M3FN && (d) <= KILN_DTYPE_U2))
+   ((d) >= KILN_DTYPE_F8E4M3FN && (d) <= KILN_DTYPE_U1))
 
 /* True when `args` (a pointer to an args struct) was passed by a caller that knows `field`. */
 #define KILN_ARGS_HAS(args, type, field) \

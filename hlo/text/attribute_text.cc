@@ -2,6 +2,7 @@
 // them back in a fixed order.
 #include "hlo/text/attribute_text.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "absl/strings/str_join.h"
@@ -178,7 +179,8 @@ absl::Status ReadWindow(Cursor& c, Window* out) {
 }
 
 // One operand's labels of `dim_labels`, e.g. `b01f`: the positions of the two letter
-// dimensions and of each spatial dimension (digit = spatial index).
+// dimensions and of each spatial dimension (digit = spatial index); '?' is a position that is
+// none of them (XLA writes it in custom-calls' labels).
 absl::Status ReadLabels(Cursor& c, std::string_view what, char a, char b, int64_t* pos_a,
                         int64_t* pos_b, Ints* spatial) {
   size_t at = c.pos();
@@ -197,7 +199,7 @@ absl::Status ReadLabels(Cursor& c, std::string_view what, char a, char b, int64_
         return c.Error(fmt::format("label '{}' appears twice in {}", ch, what));
       by_digit[ch - '0'] = position;
       ++digits;
-    } else {
+    } else if (ch != '?') {
       break;
     }
     c.Advance();
@@ -327,8 +329,12 @@ std::string WindowText(const Window& w) {
   return out + "}";
 }
 
-std::string LabelsText(size_t rank, int64_t a_pos, char a, int64_t b_pos, char b,
-                       const Ints& spatial) {
+// One operand's labels; positions no label names print as '?' (XLA's form for a custom-call's
+// dims that are neither batch, feature nor spatial), so the rank is the last named position's.
+std::string LabelsText(int64_t a_pos, char a, int64_t b_pos, char b, const Ints& spatial) {
+  int64_t last = std::max(a_pos, b_pos);
+  for (int64_t p : spatial) last = std::max(last, p);
+  const size_t rank = static_cast<size_t>(std::max<int64_t>(last, -1) + 1);
   std::string s(rank, '?');
   if (a_pos >= 0 && static_cast<size_t>(a_pos) < rank) s[a_pos] = a;
   if (b_pos >= 0 && static_cast<size_t>(b_pos) < rank) s[b_pos] = b;
@@ -339,14 +345,13 @@ std::string LabelsText(size_t rank, int64_t a_pos, char a, int64_t b_pos, char b
 }
 
 std::string DimLabelsText(const ConvolutionDimensionNumbers& d) {
-  size_t rank = d.input_spatial_dimensions.size() + 2;
-  return LabelsText(rank, d.input_batch_dimension, 'b', d.input_feature_dimension, 'f',
+  return LabelsText(d.input_batch_dimension, 'b', d.input_feature_dimension, 'f',
                     d.input_spatial_dimensions) +
          "_" +
-         LabelsText(rank, d.kernel_input_feature_dimension, 'i', d.kernel_output_feature_dimension,
-                    'o', d.kernel_spatial_dimensions) +
+         LabelsText(d.kernel_input_feature_dimension, 'i', d.kernel_output_feature_dimension, 'o',
+                    d.kernel_spatial_dimensions) +
          "->" +
-         LabelsText(rank, d.output_batch_dimension, 'b', d.output_feature_dimension, 'f',
+         LabelsText(d.output_batch_dimension, 'b', d.output_feature_dimension, 'f',
                     d.output_spatial_dimensions);
 }
 

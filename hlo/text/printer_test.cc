@@ -84,6 +84,24 @@ ENTRY %e (p: f32[]) -> f32[] {
 )");
 }
 
+// '?' in dim_labels marks a position that is neither batch, feature nor spatial (XLA's parser
+// test writes it in a custom-call); it reads as no label and prints back where it was.
+TEST(Printer, DimLabelsWithUnnamedPositions) {
+  std::string out = Canonical(R"(HloModule m
+ENTRY e {
+  ROOT r = f32[100]{0} custom-call(), window={size=2x2}, dim_labels=?b01f_0?1io->b01?f, custom_call_target="target"
+}
+)");
+  EXPECT_NE(out.find("dim_labels=?b01f_0?1io->b01?f"), std::string::npos) << out;
+  auto m = ParseHloModule(out, "t.hlo");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const auto& d = *(*m)->entry()->root()->attrs().convolution_dimension_numbers;
+  EXPECT_EQ(d.input_batch_dimension, 1);
+  EXPECT_EQ(d.input_spatial_dimensions, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(d.kernel_spatial_dimensions, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(d.output_feature_dimension, 4);
+}
+
 TEST(Printer, TypedAttributesInFixedOrder) {
   std::string out = Canonical(R"(HloModule m
 ENTRY e {

@@ -7,7 +7,7 @@ For every type and device: every one of the 256 (or 16) encodings decodes as ml_
 decodes it (convert to f32, raw bytes in as ml_dtypes saves them); float32 values (edges,
 ties, overflow, NaN and infinities, random) encode as ml_dtypes rounds them (convert from
 f32, output widened to float32 as documented); f8 arithmetic is computed in f32 and rounded
-after every op; s4/u4 wrap and saturate as XLA does.
+after every op; s4/u4 (and s1/u1) wrap and saturate as XLA does.
 """
 import sys
 
@@ -185,6 +185,20 @@ def sub_byte_checks(device):
     check(f"{device} u4 add", got[0], ((u.astype(np.int64) + 9) % 16).astype(np.uint8))
     check(f"{device} u4 popcnt", got[1], np.array([0, 1, 2, 4], np.uint8))
     check(f"{device} u4 clz", got[2], np.array([4, 3, 0, 0], np.uint8))
+    # s1 holds -1 or 0 and u1 0 or 1 (XLA's one-bit integers): arithmetic wraps, a float
+    # converts with truncation then saturation, an integer narrows to its low bit.
+    p = np.array([-1, 0, 0, -1], np.int8)
+    f = np.array([-3.5, -0.5, 0.7, 2], np.float32)
+    hlo = ("HloModule s1\nENTRY e {\n  p = s1[4] parameter(0)\n  f = f32[4] parameter(1)\n"
+           "  c = f32[4] convert(p)\n  a = s1[4] add(p, p)\n  s = s1[4] convert(f)\n"
+           "  u = u1[4] convert(p)\n  n = s1[4] negate(p)\n"
+           "  ROOT t = (f32[4], s1[4], s1[4], u1[4], s1[4]) tuple(c, a, s, u, n)\n}\n")
+    got = run(hlo, [p, f], device)
+    want = [p.astype(np.float32), np.zeros(4, np.int8), np.array([-1, 0, 0, 0], np.int8),
+            np.array([1, 0, 0, 1], np.uint8), p]
+    for n, g, w in zip(["convert f32", "add", "convert from f32", "convert u1", "negate"], got,
+                       want):
+        check(f"{device} s1 {n}", g, w)
 
 
 def main():
