@@ -22,7 +22,9 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                                "conformance"))
+import wider_truth  # noqa: E402
 
 KILN, ROOT, DEVICE, REF = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 ONLY = [s for s in sys.argv[5].split(",") if s] if len(sys.argv) > 5 else []
@@ -62,7 +64,7 @@ def check(path, label):
             # Beyond the f32 tolerance: an ill-conditioned f32 module (a softmax of logits
             # in the thousands after chained dots) is judged against its f64 version instead.
             worst = [l for l in got.stdout.splitlines() if "MISMATCH" in l][:1]
-            check_against_truth(path, widened(path, "f32", "f64"), label, 2.0 ** -23, worst)
+            check_against_truth(path, widened(path, "f32", "f64"), label, wider_truth.ULP["f32"], worst)
             return
         if got is None or got.returncode != 0:
             err = "timeout" if got is None else got.stderr.strip().splitlines()[-1:]
@@ -77,14 +79,6 @@ def check(path, label):
             counts["agree"] += 1
 
 
-def outputs(path, device, d):
-    r = run([path, "--device", device, "--output-dir", d])
-    if r is None or r.returncode != 0:
-        return None
-    files = sorted(glob.glob(os.path.join(d, "output_*.npy")), key=lambda f: int(f[:-4].split("_")[-1]))
-    return [np.load(f).astype(np.float64) for f in files]
-
-
 TMP = tempfile.mkdtemp(prefix="kiln_cross_device_")
 
 
@@ -92,30 +86,18 @@ def widened(path, narrow, wide):
     """`path` with every `narrow` type of its text written as `wide` (or narrower)."""
     out = os.path.join(TMP, f"{wide}_{os.path.basename(path)}")
     with open(out, "w") as f:
-        f.write(open(path).read().replace(narrow, wide))
+        f.write(wider_truth.widened_text(open(path).read(), [narrow], wide))
     return out
 
 
 def check_against_truth(path, truth_path, label, ulp, why=()):
-    """When DEVICE and REF differ beyond the tolerance of `path`'s type because the module
-    amplifies last-bit differences (a long 16-bit recurrence, a softmax of huge f32 logits),
-    each device's error against the same module in a wider type (`truth_path`, run on REF) is
-    compared instead: DEVICE may not be more than 2x further from it than REF, plus one ulp
-    of the narrow type at the output's scale. A plugin that is simply wrong is far beyond."""
-    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b, \
-            tempfile.TemporaryDirectory() as c:
-        truth, ref, dev = outputs(truth_path, REF, a), outputs(path, REF, b), outputs(path, DEVICE, c)
-    if truth is None or ref is None or dev is None or len(truth) != len(dev):
-        failures.append(f"{label}: {DEVICE} vs {REF} beyond tolerance (and a run failed) {list(why)}")
-        return
-    for i, (t, r, g) in enumerate(zip(truth, ref, dev)):
-        scale = max(1.0, float(np.max(np.abs(t))) if t.size else 1.0)
-        e_ref, e_dev = float(np.max(np.abs(r - t), initial=0)), float(np.max(np.abs(g - t), initial=0))
-        if not e_dev <= 2 * e_ref + ulp * scale:
-            failures.append(f"{label}: output_{i}: {DEVICE} is {e_dev:.3g} from the wider result, "
-                            f"{REF} {e_ref:.3g} {list(why)}")
-            return
-    counts["agree (vs wider)"] = counts.get("agree (vs wider)", 0) + 1
+    """When DEVICE and REF differ beyond the tolerance of `path`'s type, each is measured
+    against the same module in a wider type (tools/conformance/wider_truth.py)."""
+    reason = wider_truth.judge(KILN, path, truth_path, DEVICE, REF, ulp, TIMEOUT)
+    if reason:
+        failures.append(f"{label}: {DEVICE} vs {REF} beyond tolerance: {reason} {list(why)}")
+    else:
+        counts["agree (vs wider)"] = counts.get("agree (vs wider)", 0) + 1
 
 
 def check_low_precision(low_path, f32_path, label):
@@ -126,7 +108,8 @@ def check_low_precision(low_path, f32_path, label):
         if got is not None and got.returncode == 0:
             counts["agree"] += 1
             return
-    check_against_truth(low_path, f32_path, label, 2.0 ** -7 if "bf16" in label else 2.0 ** -10)
+    check_against_truth(low_path, f32_path, label,
+                        wider_truth.ULP["bf16" if "bf16" in label else "f16"])
 
 
 modules = sorted(glob.glob(os.path.join(ROOT, "tests", "hlo_corpus", "*.hlo")) +

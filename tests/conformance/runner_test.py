@@ -42,7 +42,7 @@ def main():
         expect(r.stdout, r"^modules: 4$")
         expect(r.stdout, r"^parse and verify: 2 of 4 \(50\.0%\)$")
         expect(r.stdout, r"^print is a fixed point: 2 of 4")
-        expect(r.stdout, r"agree 1, mismatch 0, refused 1, crash 0, timeout 0")
+        expect(r.stdout, r"agree 1, agree vs f64 0, mismatch 0, refused 1, crash 0, timeout 0")
         expect(r.stdout, r"^ +1  unknown opcode '_'  \(e\.g\. unknown_opcode\.hlo\)$")
         expect(r.stdout, r"^ +1  expected .*\(e\.g\. malformed\.hlo\)$")
         expect(r.stdout, r"custom-call.*\(e\.g\. custom_call\.hlo\)$")

@@ -16,6 +16,9 @@ For each DIR/*.hlo (sorted):
   4. unless --no-run, `kiln run --device DEV --compare REF` (default cpu-llvm against the interpreter) with
      generated inputs: both agree, they differ (exit 3), one refuses cleanly (exit 1: bucketed
      by message), or something crashes (a signal) or hangs (past --timeout, default 60 s).
+     A float module that differs is judged again against its f64 twin run on REF
+     (wider_truth.py, with NumPy): "agree vs f64" when DEV is no further from it than twice
+     REF's own error, else a mismatch.
 Prints the totals, then the K largest buckets of each kind with an example module; --json
 writes one record per module. Exit status 0 unless a module crashed or hung, or the runner
 itself failed.
@@ -29,6 +32,11 @@ import re
 import subprocess
 import sys
 import tempfile
+
+try:  # NumPy is needed only to judge mismatches against a module's f64 twin
+    import wider_truth
+except ImportError:
+    wider_truth = None
 
 XLA_CHECK = r"""
 import sys
@@ -85,6 +93,11 @@ def check_module(kiln, path, device, reference, timeout, tmp, execute=True):
     elif rc == 3:
         rec["run"] = "mismatch"
         rec["detail"] = (out + err).strip().splitlines()[-2:] if (out + err).strip() else []
+        reason = against_wider(kiln, path, device, reference, timeout, tmp)
+        if reason is None:
+            rec["run"] = "agree vs f64"
+        elif reason:
+            rec["detail"].append(reason)
     elif rc == "timeout":
         rec["run"] = "timeout"
     elif isinstance(rc, int) and rc < 0:
@@ -94,6 +107,23 @@ def check_module(kiln, path, device, reference, timeout, tmp, execute=True):
         rec["run"] = "refused"
         rec["reason"] = normalize(err)
     return rec
+
+
+def against_wider(kiln, path, device, reference, timeout, tmp):
+    """For a float module whose devices differ beyond the dtype tolerance: None when the device
+    is no further from the module's f64 twin than twice the reference (wider_truth.py), else
+    the reason; "" when that cannot be judged (no NumPy, no narrow float type)."""
+    if wider_truth is None:
+        return ""
+    text = open(path).read()
+    narrow = [t for t in ("bf16", "f16", "f32") if t + "[" in text]
+    if not narrow:
+        return ""
+    wide = os.path.join(tmp, "f64_" + os.path.basename(path))
+    with open(wide, "w") as f:
+        f.write(wider_truth.widened_text(text, narrow, "f64"))
+    ulp = max(wider_truth.ULP[t] for t in narrow)
+    return wider_truth.judge(kiln, path, wide, device, reference, ulp, timeout)
 
 
 def xla_acceptance(python, paths, jobs):
@@ -162,7 +192,8 @@ def main():
     print(f"print is a fixed point: {len(fixed)} of {total} ({pct(len(fixed))})")
     if not a.no_run:
         print(f"run on {a.device} vs {a.reference}: " + ", ".join(
-            f"{k} {runs[k]}" for k in ("agree", "mismatch", "refused", "crash", "timeout")))
+            f"{k} {runs[k]}"
+            for k in ("agree", "agree vs f64", "mismatch", "refused", "crash", "timeout")))
     for title, key, pick in (("parse/verify failures", "parse", lambda r: r["parse"] != "ok"),
                              ("fixed-point failures", "fixed_point",
                               lambda r: r.get("fixed_point", "ok") != "ok"),
