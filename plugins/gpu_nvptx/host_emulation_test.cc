@@ -370,7 +370,7 @@ int64_t CountConstants(const HloModule& m) {
 TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
   const char* root = std::getenv("KILN_SOURCE_ROOT");
   int checked = 0;
-  for (const char* dir : {"/examples/hlo", "/tests/numpy_e2e/modules"}) {
+  for (const char* dir : {"/examples/hlo", "/tests/numpy_e2e/modules", "/tests/regressions"}) {
     std::filesystem::path p = std::string(root ? root : ".") + dir;
     ASSERT_TRUE(std::filesystem::exists(p)) << p;
     for (const auto& entry : std::filesystem::directory_iterator(p)) {

@@ -9,6 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -77,6 +80,31 @@ absl::Status LinkLibdevice(llvm::Module& m, const std::string& path) {
   if (llvm::Linker::linkModules(m, std::move(lib), llvm::Linker::Flags::LinkOnlyNeeded))
     return absl::InternalError(absl::StrCat("linking libdevice ", path, " failed"));
   return absl::OkStatus();
+}
+
+// LLVM 16's NVPTX instruction selection miscompiles an integer select whose condition tests
+// one bit and one of whose values is 0: the DAG turns `select (x & 2) != 0, 3, 0` into
+// `(x << 62 >>s 63) & 3` and selects that as an unsigned bit-field extract of the shifted value
+// (`bfe.u64 d, x<<62, 63, 2`), 0 or 1 instead of 0 or 3 (a batched dot read the wrong rows on
+// an H200). Written as arithmetic, F + zext(c) * (T - F), no such select reaches the DAG.
+void SelectsAsArithmetic(llvm::Module& module) {
+  std::vector<llvm::SelectInst*> selects;
+  for (llvm::Function& f : module)
+    for (llvm::Instruction& i : llvm::instructions(f))
+      if (auto* s = llvm::dyn_cast<llvm::SelectInst>(&i);
+          s && s->getType()->isIntegerTy() && !s->getType()->isIntegerTy(1)) {
+        auto* t = llvm::dyn_cast<llvm::ConstantInt>(s->getTrueValue());
+        auto* e = llvm::dyn_cast<llvm::ConstantInt>(s->getFalseValue());
+        if ((t && t->isZero()) || (e && e->isZero())) selects.push_back(s);
+      }
+  for (llvm::SelectInst* s : selects) {
+    llvm::IRBuilder<> b(s);
+    llvm::Value* c = b.CreateZExt(s->getCondition(), s->getType());
+    llvm::Value* t = s->getTrueValue();
+    llvm::Value* e = s->getFalseValue();
+    s->replaceAllUsesWith(b.CreateAdd(e, b.CreateMul(c, b.CreateSub(t, e))));
+    s->eraseFromParent();
+  }
 }
 
 }  // namespace
@@ -186,6 +214,7 @@ absl::StatusOr<std::string> CompileToPtx(std::vector<llvm_emit::KernelSpec> spec
     m.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
     m.run(*module, mam);
   }
+  SelectsAsArithmetic(*module);
   // KILN_GPU_DUMP_IR=1 prints the optimized IR that goes to the NVPTX backend (debugging).
   if (std::getenv("KILN_GPU_DUMP_IR") != nullptr) module->print(llvm::errs(), nullptr);
 
