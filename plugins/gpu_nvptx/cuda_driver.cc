@@ -173,8 +173,15 @@ void CudaDriver::Free(CUdeviceptr p) {
 
 absl::Status CudaDriver::CopyToDevice(CUdeviceptr dst, const void* src, size_t bytes) {
   if (bytes == 0) return absl::OkStatus();
-  return Check(api_->cuMemcpyHtoD(dst, src, bytes),
-               absl::StrCat("cuMemcpyHtoD of ", bytes, " bytes"));
+  if (absl::Status s = Check(api_->cuMemcpyHtoD(dst, src, bytes),
+                             absl::StrCat("cuMemcpyHtoD of ", bytes, " bytes"));
+      !s.ok())
+    return s;
+  // From pageable memory cuMemcpyHtoD may return once the data is staged, before the DMA
+  // lands; kernels run on non-blocking streams, which do not wait for the legacy stream, so a
+  // kernel could read the array before it arrived (seen on an H200 under load: a transpose of
+  // an uploaded array came out all zeros). Waiting for the legacy stream closes that gap.
+  return Check(api_->cuStreamSynchronize(nullptr), "cuStreamSynchronize after cuMemcpyHtoD");
 }
 
 absl::Status CudaDriver::CopyToHost(void* dst, CUdeviceptr src, size_t bytes) {

@@ -31,7 +31,7 @@ TEST(GpuVsEvaluator, ExampleAndE2eModules) {
   std::printf("GPU: %s, PTX for %s\n", d->device_name().c_str(), d->TargetSm().c_str());
   const char* root = std::getenv("KILN_SOURCE_ROOT");
   int checked = 0;
-  for (const char* dir : {"/examples/hlo", "/tests/numpy_e2e/modules"}) {
+  for (const char* dir : {"/examples/hlo", "/tests/numpy_e2e/modules", "/tests/regressions"}) {
     std::filesystem::path p = std::string(root ? root : ".") + dir;
     for (const auto& entry : std::filesystem::directory_iterator(p)) {
       if (entry.path().extension() != ".hlo") continue;
@@ -105,6 +105,41 @@ TEST(GpuVsEvaluator, LayoutModules) {
     Literal from_arrays =
         want->IsTuple() ? Literal::MakeTuple(std::move(leaves)) : std::move(leaves.at(0));
     ExpectClose(from_arrays, *want, name, "gpu (device buffers)", 1e-4);
+  }
+}
+
+// An array uploaded from pageable memory is complete before a kernel reads it: the upload's
+// DMA may still be in flight when cuMemcpyHtoD returns, and kernels run on non-blocking
+// streams (a transpose under load read zeros before CudaDriver::CopyToDevice waited for it).
+// 256 MiB per upload makes the window wide; every element is checked, five times.
+TEST(GpuVsEvaluator, UploadedArraysArriveBeforeKernelsRead) {
+  auto driver = CudaDriver::Load();
+  if (!driver.ok()) GTEST_SKIP() << "no usable GPU: " << driver.status().message();
+  std::shared_ptr<CudaDriver> d(std::move(*driver));
+  const int64_t n = int64_t{1} << 26;
+  auto parsed = ParseHloModule(
+      "HloModule up\nENTRY e {\n  p = f32[67108864] parameter(0)\n"
+      "  ROOT n = f32[67108864] negate(p)\n}\n",
+      "up");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::shared_ptr<const HloModule> module = std::move(*parsed);
+  auto exe = GpuExecutable::Create(module, d);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  for (int round = 0; round < 5; ++round) {
+    Literal in(Shape(PT::F32, {n}));
+    float* v = reinterpret_cast<float*>(in.untyped_data());
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 1000 + round + 1);
+    auto up = UploadArray(*d, in);
+    ASSERT_TRUE(up.ok()) << up.status();
+    std::vector<RunArray> args = {{nullptr, *up}};
+    auto out = (*exe)->RunArrays(args);
+    ASSERT_TRUE(out.ok()) << out.status();
+    Literal got(Shape(PT::F32, {n}));
+    ASSERT_TRUE(DownloadArray(*d, *(*out)[0].device, got.untyped_data(), got.size_bytes()).ok());
+    const float* g = reinterpret_cast<const float*>(got.untyped_data());
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) wrong += g[i] != -v[i];
+    EXPECT_EQ(wrong, 0) << "round " << round;
   }
 }
 
