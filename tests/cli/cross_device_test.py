@@ -64,7 +64,8 @@ def check(path, label):
             # Beyond the f32 tolerance: an ill-conditioned f32 module (a softmax of logits
             # in the thousands after chained dots) is judged against its f64 version instead.
             worst = [l for l in got.stdout.splitlines() if "MISMATCH" in l][:1]
-            check_against_truth(path, widened(path, "f32", "f64"), label, wider_truth.ULP["f32"], worst)
+            check_against_truth(path, widened(path, "f32", "f64"), label, wider_truth.ULP["f32"], d,
+                                worst)
             return
         if got is None or got.returncode != 0:
             err = "timeout" if got is None else got.stderr.strip().splitlines()[-1:]
@@ -90,10 +91,11 @@ def widened(path, narrow, wide):
     return out
 
 
-def check_against_truth(path, truth_path, label, ulp, why=()):
+def check_against_truth(path, truth_path, label, ulp, device_outputs, why=()):
     """When DEVICE and REF differ beyond the tolerance of `path`'s type, each is measured
-    against the same module in a wider type (tools/conformance/wider_truth.py)."""
-    reason = wider_truth.judge(KILN, path, truth_path, DEVICE, REF, ulp, TIMEOUT)
+    against the same module in a wider type (tools/conformance/wider_truth.py); the device's
+    outputs are those its compared run wrote to `device_outputs`."""
+    reason = wider_truth.judge(KILN, path, truth_path, DEVICE, REF, ulp, TIMEOUT, device_outputs)
     if reason:
         failures.append(f"{label}: {DEVICE} vs {REF} beyond tolerance: {reason} {list(why)}")
     else:
@@ -108,8 +110,8 @@ def check_low_precision(low_path, f32_path, label):
         if got is not None and got.returncode == 0:
             counts["agree"] += 1
             return
-    check_against_truth(low_path, f32_path, label,
-                        wider_truth.ULP["bf16" if "bf16" in label else "f16"])
+        check_against_truth(low_path, f32_path, label,
+                            wider_truth.ULP["bf16" if "bf16" in label else "f16"], d)
 
 
 modules = sorted(glob.glob(os.path.join(ROOT, "tests", "hlo_corpus", "*.hlo")) +

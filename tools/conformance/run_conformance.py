@@ -87,13 +87,15 @@ def check_module(kiln, path, device, reference, timeout, tmp, execute=True):
         "reprint fails: " + normalize(err2) if rc2 != 0 else "printed text changes")
     if not execute:
         return rec
-    rc, out, err = run([kiln, "run", path, "--device", device, "--compare", reference], timeout)
+    outs = tempfile.mkdtemp(dir=tmp)
+    rc, out, err = run([kiln, "run", path, "--device", device, "--compare", reference,
+                        "--output-dir", outs], timeout)
     if rc == 0:
         rec["run"] = "agree"
     elif rc == 3:
         rec["run"] = "mismatch"
         rec["detail"] = (out + err).strip().splitlines()[-2:] if (out + err).strip() else []
-        reason = against_wider(kiln, path, device, reference, timeout, tmp)
+        reason = against_wider(kiln, path, device, reference, timeout, tmp, outs)
         if reason is None:
             rec["run"] = "agree vs f64"
         elif reason:
@@ -109,7 +111,7 @@ def check_module(kiln, path, device, reference, timeout, tmp, execute=True):
     return rec
 
 
-def against_wider(kiln, path, device, reference, timeout, tmp):
+def against_wider(kiln, path, device, reference, timeout, tmp, device_outputs):
     """For a float module whose devices differ beyond the dtype tolerance: None when the device
     is no further from the module's f64 twin than twice the reference (wider_truth.py), else
     the reason; "" when that cannot be judged (no NumPy, no narrow float type)."""
@@ -123,7 +125,7 @@ def against_wider(kiln, path, device, reference, timeout, tmp):
     with open(wide, "w") as f:
         f.write(wider_truth.widened_text(text, narrow, "f64"))
     ulp = max(wider_truth.ULP[t] for t in narrow)
-    return wider_truth.judge(kiln, path, wide, device, reference, ulp, timeout)
+    return wider_truth.judge(kiln, path, wide, device, reference, ulp, timeout, device_outputs)
 
 
 def xla_acceptance(python, paths, jobs):

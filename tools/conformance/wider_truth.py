@@ -27,6 +27,13 @@ def widened_text(text, narrow, wide):
     return text
 
 
+def load_outputs(d):
+    """DIR/output_N.npy, in order, as float64 arrays."""
+    files = sorted(glob.glob(os.path.join(d, "output_*.npy")),
+                   key=lambda f: int(f[:-4].split("_")[-1]))
+    return [np.load(f).astype(np.float64) for f in files]
+
+
 def outputs(kiln, path, device, timeout):
     """The outputs of `kiln run path --device device` as float64 arrays, or None when it fails."""
     with tempfile.TemporaryDirectory() as d:
@@ -35,11 +42,7 @@ def outputs(kiln, path, device, timeout):
                                capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
-        if r.returncode != 0:
-            return None
-        files = sorted(glob.glob(os.path.join(d, "output_*.npy")),
-                       key=lambda f: int(f[:-4].split("_")[-1]))
-        return [np.load(f).astype(np.float64) for f in files]
+        return load_outputs(d) if r.returncode == 0 else None
 
 
 def max_error(got, truth):
@@ -50,12 +53,14 @@ def max_error(got, truth):
     return float(np.max(diff, initial=0))
 
 
-def judge(kiln, path, truth_path, device, reference, ulp, timeout):
+def judge(kiln, path, truth_path, device, reference, ulp, timeout, device_outputs):
     """None when `device` is within 2x the reference's error of `truth_path`'s result (run on
-    the reference) on every output, else a one-line reason."""
+    the reference) on every output, else a one-line reason. `device_outputs` is the folder
+    where the compared run (`kiln run --compare --output-dir`) wrote the device's outputs:
+    those are judged, not a second run's (a wrong answer that comes and goes must not pass)."""
     truth = outputs(kiln, truth_path, reference, timeout)
     ref = outputs(kiln, path, reference, timeout)
-    dev = outputs(kiln, path, device, timeout)
+    dev = load_outputs(device_outputs) or None
     if truth is None or ref is None or dev is None or len(truth) != len(dev):
         return "a run failed (the wider module, the reference or the device)"
     for i, (t, r, g) in enumerate(zip(truth, ref, dev)):
