@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <complex>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -190,15 +191,19 @@ absl::Status ParseFloatToken(Cursor& c, size_t at, std::string_view tok, T* out,
   auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
   if (p != body.data() + body.size()) return bad();
   if (ec == std::errc::result_out_of_range) {
-    // Overflow reads as infinity, underflow as zero: what a C++ compiler does with literals.
-    double d = 0;
-    std::from_chars(body.data(), body.data() + body.size(), d);
-    v = static_cast<Parse>(d);
+    // Underflow reads as zero (or a denormal); overflow, infinite here, is refused below.
+    // (from_chars leaves its result untouched when out of range; strtod says which way.)
+    v = static_cast<Parse>(std::strtod(std::string(body).c_str(), nullptr));
   } else if (ec != std::errc()) {
     return bad();
   }
   if (negative) v = -v;
   *out = T(v);
+  // A finite number that rounds past the type's largest value is an error, as in XLA's parser
+  // (f16 constant(-65520), bf16 constant(1e100)); write inf for infinity.
+  if (!std::isfinite(static_cast<double>(*out)))
+    return c.ErrorAt(at,
+                     fmt::format("value {} is out of range for {}", tok, PrimitiveTypeName(type)));
   return absl::OkStatus();
 }
 

@@ -393,6 +393,21 @@ TEST(Literals, Errors) {
            std::string(value) + ")\n}\n";
   };
   EXPECT_EQ(ParseError(wrap("u8[]", "256")), "t.hlo:3:26: value 256 is out of range for u8");
+  // A finite float that rounds past the type's largest value, as XLA's parser tests write it;
+  // the largest value itself and infinity spelled out are fine.
+  EXPECT_EQ(ParseError(wrap("f16[]", "-65520")),
+            "t.hlo:3:27: value -65520 is out of range for f16");
+  EXPECT_EQ(ParseError(wrap("bf16[]", "1e100")),
+            "t.hlo:3:28: value 1e100 is out of range for bf16");
+  EXPECT_EQ(ParseError(wrap("c64[]", "(1e100, 0)")),
+            "t.hlo:3:28: value 1e100 is out of range for c64");
+  EXPECT_EQ(ParseError(wrap("f64[]", "1.8e308")),
+            "t.hlo:3:27: value 1.8e308 is out of range for f64");
+  for (auto [shape, ok] : {std::pair{"f16[]", "65504"}, std::pair{"f16[]", "-inf"},
+                           std::pair{"f32[]", "3.40282347e+38"}}) {
+    auto m = ParseHloModule(wrap(shape, ok), "t.hlo");
+    EXPECT_TRUE(m.ok()) << ok << ": " << m.status();
+  }
   EXPECT_EQ(ParseError(wrap("u32[]", "-1")), "t.hlo:3:27: expected a u32 value, found '-1'");
   EXPECT_EQ(ParseError(wrap("s32[2]{0}", "{1, 2, 3}")),
             "t.hlo:3:38: literal of s32[2]{0} has more than 2 elements in dimension 0");
