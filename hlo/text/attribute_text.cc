@@ -3,7 +3,9 @@
 #include "hlo/text/attribute_text.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <set>
 
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
@@ -357,7 +359,65 @@ std::string DimLabelsText(const ConvolutionDimensionNumbers& d) {
 
 const char* Bool(bool b) { return b ? "true" : "false"; }
 
+// `{mode=default}`, `{mode=highest}` or `{tolerance={atol=N,rtol=N,ulps=N}}` (any of the
+// three keys), spaces removed.
+bool IsResultAccuracy(std::string_view v) {
+  if (v == "{mode=default}" || v == "{mode=highest}") return true;
+  constexpr std::string_view kOpen = "{tolerance={", kClose = "}}";
+  if (v.size() < kOpen.size() + kClose.size() || v.substr(0, kOpen.size()) != kOpen ||
+      v.substr(v.size() - kClose.size()) != kClose)
+    return false;
+  v = v.substr(kOpen.size(), v.size() - kOpen.size() - kClose.size());
+  while (true) {
+    size_t comma = v.find(',');
+    std::string_view item = v.substr(0, comma);
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) return false;
+    std::string_view key = item.substr(0, eq), number = item.substr(eq + 1);
+    if (key != "atol" && key != "rtol" && key != "ulps") return false;
+    if (number.empty() || number.find_first_not_of("+-.0123456789eE") != std::string_view::npos)
+      return false;
+    if (comma == std::string_view::npos) break;
+    v = v.substr(comma + 1);
+  }
+  return true;
+}
+
 }  // namespace
+
+absl::Status CheckVerbatimAttribute(std::string_view name, HloOpcode op, Cursor c) {
+  std::string value;
+  for (size_t i = c.pos(); i < c.end(); ++i)
+    if (!std::isspace(static_cast<unsigned char>(c.text()[i]))) value += c.text()[i];
+  if (name == "api_version") {
+    for (const char* known : {"API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
+                              "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"})
+      if (value == known) return absl::OkStatus();
+    return c.Error(
+        fmt::format("unknown custom-call api_version '{}' (API_VERSION_ORIGINAL, "
+                    "API_VERSION_STATUS_RETURNING, API_VERSION_STATUS_RETURNING_UNIFIED or "
+                    "API_VERSION_TYPED_FFI)",
+                    value));
+  }
+  if (name == "result_accuracy") {
+    static const std::set<HloOpcode> kWithAccuracy = {
+        HloOpcode::kExp,      HloOpcode::kExpm1, HloOpcode::kLog,  HloOpcode::kLog1p,
+        HloOpcode::kRsqrt,    HloOpcode::kSqrt,  HloOpcode::kCbrt, HloOpcode::kTanh,
+        HloOpcode::kLogistic, HloOpcode::kSin,   HloOpcode::kCos,  HloOpcode::kTan,
+        HloOpcode::kErf};
+    if (!kWithAccuracy.count(op))
+      return c.Error(
+          fmt::format("'{}' does not take result_accuracy= (only the unary "
+                      "transcendental ops do)",
+                      HloOpcodeString(op)));
+    if (!IsResultAccuracy(value))
+      return c.Error(
+          fmt::format("result_accuracy must be {{mode=default|highest}} or "
+                      "{{tolerance={{atol=..,rtol=..,ulps=..}}}}, found '{}'",
+                      value));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ParseTypedAttribute(std::string_view name, HloOpcode op, Cursor c,
                                  InstructionAttributes* a, bool* typed) {

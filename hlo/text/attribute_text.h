@@ -12,6 +12,11 @@
 
 namespace kiln::hlo_text {
 
+// Checks an attribute Kiln keeps verbatim where XLA's parser refuses bad values: a custom-call's
+// api_version, and result_accuracy (only on the unary transcendental ops, {mode=default|highest}
+// or {tolerance={atol=..,rtol=..,ulps=..}}). Anything else passes.
+absl::Status CheckVerbatimAttribute(std::string_view name, HloOpcode op, Cursor value);
+
 // Reads attribute `name` of an instruction with opcode `op` from `value` (a cursor over
 // exactly the attribute's value text). Sets *typed to false, and reads nothing, when Kiln
 // keeps this attribute verbatim for this opcode instead.

@@ -711,8 +711,11 @@ class Parser {
       bool typed = false;
       KILN_RETURN_IF_ERROR(hlo_text::ParseTypedAttribute(attr, hlo_text::AttributeOpcode(*instr), v,
                                                          &attrs, &typed));
-      if (!typed)
+      if (!typed) {
+        KILN_RETURN_IF_ERROR(
+            hlo_text::CheckVerbatimAttribute(attr, hlo_text::AttributeOpcode(*instr), v));
         attrs.extra.emplace_back(std::string(attr), NormalizeValue(c_.text().substr(b, e - b)));
+      }
     }
     return absl::OkStatus();
   }

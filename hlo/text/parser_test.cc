@@ -615,6 +615,34 @@ add {
   EXPECT_EQ(*m->entry()->parameter(0)->attrs().FindExtra("sharding"), "{devices=[2]0,1}");
 }
 
+// Verbatim attributes whose values XLA's parser checks: a custom-call's api_version, and
+// result_accuracy, which only the unary transcendental ops take.
+TEST(Attributes, VerbatimAttributesCheckedAsXlaDoes) {
+  auto module = [](std::string_view root) {
+    return "HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = " + std::string(root) +
+           "\n}\n";
+  };
+  for (const char* ok :
+       {"f32[] custom-call(p), custom_call_target=\"t\", api_version=API_VERSION_TYPED_FFI",
+        "f32[] exponential(p), result_accuracy={mode=highest}",
+        "f32[] tanh(p), result_accuracy={tolerance={rtol=0.5, atol=1.0, ulps=2}}"}) {
+    auto m = ParseHloModule(module(ok), "t.hlo");
+    EXPECT_TRUE(m.ok()) << ok << ": " << m.status();
+  }
+  EXPECT_EQ(ParseError(module("f32[] custom-call(p), custom_call_target=\"t\", "
+                              "api_version=API_VERSION_UNSPECIFIED")),
+            "t.hlo:4:70: unknown custom-call api_version 'API_VERSION_UNSPECIFIED' "
+            "(API_VERSION_ORIGINAL, API_VERSION_STATUS_RETURNING, "
+            "API_VERSION_STATUS_RETURNING_UNIFIED or API_VERSION_TYPED_FFI)");
+  EXPECT_EQ(ParseError(module("f32[] negate(p), result_accuracy={mode=highest}")),
+            "t.hlo:4:45: 'negate' does not take result_accuracy= (only the unary transcendental "
+            "ops do)");
+  EXPECT_EQ(ParseError(module("f32[] exponential(p), result_accuracy={mode=high}")),
+            "t.hlo:4:50: result_accuracy must be {mode=default|highest} or "
+            "{tolerance={atol=..,rtol=..,ulps=..}}, found '{mode=high}'");
+  EXPECT_NE(ParseError(module("f32[] exponential(p), result_accuracy={foo=10.0}")), "");
+}
+
 TEST(Attributes, CustomCallLiteralIsAShapeThenAValue) {
   auto m = Parse(R"(HloModule m
 ENTRY e {
