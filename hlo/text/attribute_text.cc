@@ -390,11 +390,14 @@ absl::Status CheckVerbatimAttribute(std::string_view name, HloOpcode op, Cursor 
   for (size_t i = c.pos(); i < c.end(); ++i)
     if (!std::isspace(static_cast<unsigned char>(c.text()[i]))) value += c.text()[i];
   if (name == "api_version") {
-    for (const char* known : {"API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
-                              "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"})
+    // API_VERSION_UNSPECIFIED too: PyTorch/XLA's dumps write it (tests/hlo_corpus).
+    for (const char* known :
+         {"API_VERSION_UNSPECIFIED", "API_VERSION_ORIGINAL", "API_VERSION_STATUS_RETURNING",
+          "API_VERSION_STATUS_RETURNING_UNIFIED", "API_VERSION_TYPED_FFI"})
       if (value == known) return absl::OkStatus();
     return c.Error(
-        fmt::format("unknown custom-call api_version '{}' (API_VERSION_ORIGINAL, "
+        fmt::format("unknown custom-call api_version '{}' (API_VERSION_UNSPECIFIED, "
+                    "API_VERSION_ORIGINAL, "
                     "API_VERSION_STATUS_RETURNING, API_VERSION_STATUS_RETURNING_UNIFIED or "
                     "API_VERSION_TYPED_FFI)",
                     value));

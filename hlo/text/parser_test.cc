@@ -630,9 +630,9 @@ TEST(Attributes, VerbatimAttributesCheckedAsXlaDoes) {
     EXPECT_TRUE(m.ok()) << ok << ": " << m.status();
   }
   EXPECT_EQ(ParseError(module("f32[] custom-call(p), custom_call_target=\"t\", "
-                              "api_version=API_VERSION_UNSPECIFIED")),
-            "t.hlo:4:70: unknown custom-call api_version 'API_VERSION_UNSPECIFIED' "
-            "(API_VERSION_ORIGINAL, API_VERSION_STATUS_RETURNING, "
+                              "api_version=API_VERSION_THAT_DOESNT_EXIST")),
+            "t.hlo:4:70: unknown custom-call api_version 'API_VERSION_THAT_DOESNT_EXIST' "
+            "(API_VERSION_UNSPECIFIED, API_VERSION_ORIGINAL, API_VERSION_STATUS_RETURNING, "
             "API_VERSION_STATUS_RETURNING_UNIFIED or API_VERSION_TYPED_FFI)");
   EXPECT_EQ(ParseError(module("f32[] negate(p), result_accuracy={mode=highest}")),
             "t.hlo:4:45: 'negate' does not take result_accuracy= (only the unary transcendental "
