@@ -13,8 +13,8 @@
 namespace kiln::hlo_text {
 
 // Checks an attribute Kiln keeps verbatim where XLA's parser refuses bad values: a custom-call's
-// api_version (a known API_VERSION_* name), and result_accuracy (only on the unary transcendental ops, {mode=default|highest}
-// or {tolerance={atol=..,rtol=..,ulps=..}}). Anything else passes.
+// api_version (a known API_VERSION_* name), and result_accuracy (only on the unary transcendental
+// ops, {mode=default|highest} or {tolerance={atol=..,rtol=..,ulps=..}}). Anything else passes.
 absl::Status CheckVerbatimAttribute(std::string_view name, HloOpcode op, Cursor value);
 
 // Reads attribute `name` of an instruction with opcode `op` from `value` (a cursor over
