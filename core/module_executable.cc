@@ -68,8 +68,23 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::Compile(
   }
 }
 
+// A token orders side effects and holds no data: the C ABI has no buffer dtype for one, so an
+// entry computation that returns one is refused by name instead of failing after the run.
+static absl::Status CheckResultsAreArrays(const HloModule& m) {
+  const Shape& shape = m.entry()->root()->shape();
+  std::vector<Shape> leaves = FlattenShape(shape);
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (leaves[i].element_type() == PrimitiveType::TOKEN)
+      return absl::UnimplementedError(fmt::format(
+          "the entry computation returns a token (result leaf {} of {}); Kiln's devices return "
+          "arrays only: leave the token out of the result",
+          i, shape.ToString(false)));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::CompileOnce(
     const PluginRegistry& registry, const HloModule& written, const ModuleCompileOptions& options) {
+  if (absl::Status s = CheckResultsAreArrays(written); !s.ok()) return s;
   std::unique_ptr<ModuleExecutable> exe(new ModuleExecutable());
   // Printed once: the copy the passes change, the plugin choice, and the as-written copy.
   const std::string written_text = written.ToString();

@@ -329,6 +329,10 @@ def test_input_errors_are_one_line():
         if device == 'cpu-llvm' and 'no plugin named' in err:
             continue  # built without LLVM
         one_line_error(rc, err, 'has no value', 'elided')
+    token = write('token.hlo', 'HloModule t\nENTRY e {\n  p = f32[2] parameter(0)\n'
+                  '  a = token[] after-all()\n  ROOT r = (f32[2], token[]) tuple(p, a)\n}\n')
+    rc, _, err = run(['run', token, '--device', 'interpreter'])
+    one_line_error(rc, err, 'returns a token (result leaf 1 of (f32[2], token[]))', 'arrays only')
     rc, _, err = run(['run', os.path.join(TMP, 'missing.hlo')])
     one_line_error(rc, err, 'missing.hlo')
     rc, _, err = run(['run', mod, '--device', 'no-such-device'])
