@@ -629,6 +629,7 @@ class Parser {
   absl::Status ParseAttributes(HloInstruction* instr, CallAttributes* calls, bool nested = false) {
     std::vector<std::string_view> seen;
     InstructionAttributes& attrs = instr->mutable_attrs();
+    size_t global_ids_at = std::string_view::npos;  // where use_global_device_ids=true is
     while (!nested || AttributeFollows()) {
       if (!c_.TryConsume(',')) break;
       KILN_RETURN_IF_ERROR(c_.SkipSpace());
@@ -653,6 +654,8 @@ class Parser {
         }
       }
       Cursor v = c_.Sub(b, e);
+      if (attr == "use_global_device_ids" && c_.text().substr(b, e - b) == "true")
+        global_ids_at = at;
       if (b == e && attr != "padding") {
         return c_.ErrorAt(b, fmt::format("expected a value for attribute '{}', found {}", attr,
                                          Cursor(c_).DescribeHere()));
@@ -717,6 +720,10 @@ class Parser {
         attrs.extra.emplace_back(std::string(attr), NormalizeValue(c_.text().substr(b, e - b)));
       }
     }
+    // Global device ids name devices across replicas and partitions, which needs a channel.
+    if (global_ids_at != std::string_view::npos &&
+        std::find(seen.begin(), seen.end(), "channel_id") == seen.end())
+      return c_.ErrorAt(global_ids_at, "use_global_device_ids=true needs a channel_id");
     return absl::OkStatus();
   }
 

@@ -641,6 +641,11 @@ TEST(Attributes, VerbatimAttributesCheckedAsXlaDoes) {
             "t.hlo:4:50: result_accuracy must be {mode=default|highest} or "
             "{tolerance={atol=..,rtol=..,ulps=..}}, found '{mode=high}'");
   EXPECT_NE(ParseError(module("f32[] exponential(p), result_accuracy={foo=10.0}")), "");
+  EXPECT_EQ(ParseError("HloModule m\nadd {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+                       "  ROOT s = f32[] add(x, y)\n}\nENTRY e {\n  p = f32[8] parameter(0)\n"
+                       "  ROOT r = f32[8] all-reduce(p), replica_groups={}, "
+                       "use_global_device_ids=true, to_apply=add\n}\n"),
+            "t.hlo:9:53: use_global_device_ids=true needs a channel_id");
 }
 
 TEST(Attributes, CustomCallLiteralIsAShapeThenAValue) {
