@@ -87,19 +87,22 @@ def check_module(kiln, path, device, reference, timeout, tmp, execute=True):
         "reprint fails: " + normalize(err2) if rc2 != 0 else "printed text changes")
     if not execute:
         return rec
-    outs = tempfile.mkdtemp(dir=tmp)
-    rc, out, err = run([kiln, "run", path, "--device", device, "--compare", reference,
-                        "--output-dir", outs], timeout)
+    # The device's outputs of this run, for the f64 judgement of a mismatch; removed once the
+    # module is judged (some outputs are gigabytes, and the folder lives for the whole run).
+    with tempfile.TemporaryDirectory(dir=tmp) as outs:
+        rc, out, err = run([kiln, "run", path, "--device", device, "--compare", reference,
+                            "--output-dir", outs], timeout)
+        if rc == 3:
+            rec["run"] = "mismatch"
+            rec["detail"] = (out + err).strip().splitlines()[-2:] if (out + err).strip() else []
+            reason = against_wider(kiln, path, device, reference, timeout, tmp, outs)
+            if reason is None:
+                rec["run"] = "agree vs f64"
+            elif reason:
+                rec["detail"].append(reason)
+            return rec
     if rc == 0:
         rec["run"] = "agree"
-    elif rc == 3:
-        rec["run"] = "mismatch"
-        rec["detail"] = (out + err).strip().splitlines()[-2:] if (out + err).strip() else []
-        reason = against_wider(kiln, path, device, reference, timeout, tmp, outs)
-        if reason is None:
-            rec["run"] = "agree vs f64"
-        elif reason:
-            rec["detail"].append(reason)
     elif rc == "timeout":
         rec["run"] = "timeout"
     elif isinstance(rc, int) and rc < 0:
