@@ -712,11 +712,10 @@ class Parser {
         continue;
       }
       bool typed = false;
-      KILN_RETURN_IF_ERROR(hlo_text::ParseTypedAttribute(attr, hlo_text::AttributeOpcode(*instr), v,
-                                                         &attrs, &typed));
+      const HloOpcode op = hlo_text::AttributeOpcode(*instr);
+      KILN_RETURN_IF_ERROR(hlo_text::ParseTypedAttribute(attr, op, v, &attrs, &typed));
       if (!typed) {
-        KILN_RETURN_IF_ERROR(
-            hlo_text::CheckVerbatimAttribute(attr, hlo_text::AttributeOpcode(*instr), v));
+        KILN_RETURN_IF_ERROR(hlo_text::CheckVerbatimAttribute(attr, op, v));
         attrs.extra.emplace_back(std::string(attr), NormalizeValue(c_.text().substr(b, e - b)));
       }
     }
