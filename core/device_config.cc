@@ -2,6 +2,7 @@
 #include "core/device_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -34,6 +35,32 @@ std::vector<std::string> SplitPlatformList(std::string_view list) {
     start = comma + 1;
   }
   return out;
+}
+
+// The isolation settings that are numbers: `key` (a config key) takes `value`; errors
+// name `where` (a file:line or an environment variable).
+static absl::Status SetIsolationNumber(DeviceConfig& config, std::string_view key,
+                                       std::string_view value, std::string_view where) {
+  double v = 0;
+  const bool number = absl::SimpleAtod(std::string(value), &v) && std::isfinite(v);
+  if (key == "plugin_deadline_s") {
+    if (!number || !(v > 0))
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: plugin_deadline_s needs a positive number of seconds, got '{}'", where, value));
+    config.plugin_deadline_s = v;
+  } else if (key == "plugin_restarts") {
+    if (!number || v < 0 || v != std::floor(v) || v > 1e6)
+      return absl::InvalidArgumentError(
+          fmt::format("{}: plugin_restarts needs a whole number >= 0, got '{}'", where, value));
+    config.plugin_restarts = static_cast<int>(v);
+  } else {
+    if (!number || v < 0 || v != std::floor(v) || v > 1e9)
+      return absl::InvalidArgumentError(
+          fmt::format("{}: plugin_memory_mb needs a whole number of MiB (0: no limit), got '{}'",
+                      where, value));
+    config.plugin_memory_mb = static_cast<int64_t>(v);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view text, std::string_view filename) {
@@ -70,13 +97,9 @@ absl::StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view text, std::strin
       config.priorities[name] = priority;
     } else if (key == "isolate") {
       config.isolate = SplitPlatformList(value);
-    } else if (key == "plugin_deadline_s") {
-      double s = 0;
-      if (!absl::SimpleAtod(std::string(value), &s) || !(s > 0)) {
-        return absl::InvalidArgumentError(fmt::format(
-            "{}: plugin_deadline_s needs a positive number of seconds, got '{}'", where, value));
-      }
-      config.plugin_deadline_s = s;
+    } else if (key == "plugin_deadline_s" || key == "plugin_restarts" ||
+               key == "plugin_memory_mb") {
+      if (absl::Status st = SetIsolationNumber(config, key, value, where); !st.ok()) return st;
     } else if (key == "plugin_path") {
       size_t start = 0;
       while (start <= value.size()) {
@@ -89,7 +112,7 @@ absl::StatusOr<DeviceConfig> ParseDeviceConfig(std::string_view text, std::strin
     } else {
       return absl::InvalidArgumentError(fmt::format(
           "{}: unknown key '{}' (known: platforms, priority.<plugin>, plugin_path, isolate, "
-          "plugin_deadline_s)",
+          "plugin_deadline_s, plugin_restarts, plugin_memory_mb)",
           where, key));
     }
   }
@@ -124,13 +147,12 @@ absl::StatusOr<DeviceConfig> LoadDeviceConfig() {
   }
   if (const char* env = std::getenv("KILN_ISOLATE"); env != nullptr && env[0] != '\0')
     config.isolate = SplitPlatformList(env);
-  if (const char* env = std::getenv("KILN_PLUGIN_DEADLINE_S"); env != nullptr && env[0] != '\0') {
-    double s = 0;
-    if (!absl::SimpleAtod(env, &s) || !(s > 0)) {
-      return absl::InvalidArgumentError(
-          fmt::format("KILN_PLUGIN_DEADLINE_S needs a positive number of seconds, got '{}'", env));
+  for (auto [var, key] : {std::pair{"KILN_PLUGIN_DEADLINE_S", "plugin_deadline_s"},
+                          std::pair{"KILN_PLUGIN_RESTARTS", "plugin_restarts"},
+                          std::pair{"KILN_PLUGIN_MEMORY_MB", "plugin_memory_mb"}}) {
+    if (const char* env = std::getenv(var); env != nullptr && env[0] != '\0') {
+      if (absl::Status st = SetIsolationNumber(config, key, env, var); !st.ok()) return st;
     }
-    config.plugin_deadline_s = s;
   }
   return config;
 }

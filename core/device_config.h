@@ -2,6 +2,7 @@
 // and extra plugin directories, from a config file and the environment.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -17,9 +18,13 @@ namespace kiln {
 //   priority.interpreter = 5           # overrides a plugin's default priority
 //   plugin_path = /opt/kiln/plugins:/x # extra plugin directories (colon separated)
 //   isolate = all                      # or a list of plugins: probe them in a child first
-//   plugin_deadline_s = 30             # how long a probed plugin may take to load
-// The environment variables KILN_PLATFORMS (like JAX_PLATFORMS), KILN_ISOLATE and
-// KILN_PLUGIN_DEADLINE_S replace `platforms`, `isolate` and `plugin_deadline_s`.
+//   plugin_deadline_s = 30             # how long a probed plugin may take to load, and
+//                                      # an isolated one to answer any call
+//   plugin_restarts = 0                # how often an isolated plugin's helper process is
+//                                      # started again after it crashed, exited or hung
+//   plugin_memory_mb = 0               # address-space limit of each helper (0: none)
+// The environment variables KILN_PLATFORMS (like JAX_PLATFORMS), KILN_ISOLATE,
+// KILN_PLUGIN_DEADLINE_S, KILN_PLUGIN_RESTARTS and KILN_PLUGIN_MEMORY_MB replace the keys.
 struct DeviceConfig {
   std::vector<std::string> platforms;  // empty: every plugin, by priority
   std::string platforms_source;        // "KILN_PLATFORMS" or "<file>:<line>", for messages
@@ -29,6 +34,8 @@ struct DeviceConfig {
   // or exiting while it loads is rejected with what happened: names, or "all".
   std::vector<std::string> isolate;
   double plugin_deadline_s = 30;
+  int plugin_restarts = 0;       // a helper stopped at a run's deadline restarts regardless
+  int64_t plugin_memory_mb = 0;  // RLIMIT_AS of each helper process; 0: no limit
 
   // Whether `name` (a plugin name, or the <name> of its file, where `_` stands for `-`) is
   // in `list`, compared the same way.

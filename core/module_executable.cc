@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/executable_file.h"
+#include "core/run_deadline.h"
 #include "fmt/format.h"
 #include "hlo/dump/dump.h"
 #include "hlo/text/parser.h"
@@ -104,6 +105,15 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::CompileOnce(
     named = *p;
     if (named->wants_module_as_written()) core.enabled = false;
   }
+  // A run that can time out runs on helper processes, which can be stopped.
+  const ScopedRunDeadline deadline(options.timeout_s);
+  auto isolate = [&](Plugin*& p) -> absl::Status {
+    if (options.timeout_s <= 0 || p == nullptr) return absl::OkStatus();
+    absl::StatusOr<Plugin*> twin = registry.Isolated(p);
+    if (!twin.ok()) return twin.status();
+    p = *twin;
+    return absl::OkStatus();
+  };
   absl::StatusOr<CorePassReport> report = RunCorePasses(*exe->module_, core);
   if (!report.ok()) {
     return absl::Status(report.status().code(),
@@ -118,6 +128,11 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::CompileOnce(
     absl::StatusOr<ModulePlacement> p = PlaceModule(registry, *exe->module_, options.partition);
     if (!p.ok()) return p.status();
     placement = std::move(*p);
+    for (HloCluster& c : placement.clusters) {
+      if (absl::Status s = isolate(c.handle); !s.ok()) return s;
+      for (auto& [name, fallback] : c.fallbacks)
+        if (absl::Status s = isolate(fallback); !s.ok()) return s;
+    }
     // The one plugin chosen asked for the module as written: it gets that instead.
     if (placement.whole != nullptr && placement.whole->wants_module_as_written() &&
         exe->core_report_.ran) {
@@ -136,6 +151,7 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::CompileOnce(
   compile.dump_dir = core.dump_dir;
   compile.dump_sequence =
       first_dump + static_cast<int>(std::max<size_t>(placement.clusters.size(), 1));
+  if (absl::Status s = isolate(placement.whole); !s.ok()) return s;
   auto t0 = std::chrono::steady_clock::now();
   if (placement.whole != nullptr) {
     exe->plugin_ = placement.whole;
@@ -169,13 +185,45 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::CompileOnce(
     exe->device_names_ = PartitionDeviceNames(exe->partitioned_->clusters());
   }
   exe->compile_ms_ = MsSince(t0);
-  if (options.device == "auto") {
-    exe->registry_ = &registry;
-    exe->written_text_ = written_text;
-    exe->written_name_ = written.name();
-    exe->options_ = options;
-  }
+  exe->generations_ = exe->Generations();
+  // For compiling again: for the next plugin (auto), or after a helper was restarted.
+  exe->registry_ = &registry;
+  exe->written_text_ = written_text;
+  exe->written_name_ = written.name();
+  exe->options_ = options;
   return exe;
+}
+
+uint64_t ModuleExecutable::Generations() const {
+  if (plugin_ != nullptr) return plugin_->generation();
+  uint64_t sum = 0;
+  for (const HloCluster& c : partitioned_->clusters()) {
+    if (c.handle != nullptr) sum += c.handle->generation();
+    for (const auto& [name, fallback] : c.fallbacks) sum += fallback->generation();
+  }
+  return sum;
+}
+
+bool ModuleExecutable::Stale() const { return Generations() != generations_; }
+
+absl::StatusOr<const ModuleExecutable*> ModuleExecutable::Live() const {
+  std::lock_guard<std::mutex> lock(fallback_mu_);
+  const ModuleExecutable* now = fallback_ != nullptr ? fallback_.get() : this;
+  if (!now->Stale()) return now;
+  absl::StatusOr<std::unique_ptr<HloModule>> written = ParseHloModule(written_text_, written_name_);
+  if (!written.ok()) return written.status();
+  absl::StatusOr<std::unique_ptr<ModuleExecutable>> again =
+      Compile(*registry_, **written, options_);
+  if (!again.ok()) return again.status();
+  if (fallback_ != nullptr) retired_.push_back(std::move(fallback_));
+  fallback_ = std::move(*again);
+  return fallback_.get();
+}
+
+absl::StatusOr<std::vector<Literal>> ModuleExecutable::ExecuteHere(
+    std::span<const Literal> args) const {
+  if (partitioned_) return partitioned_->Execute(args);
+  return executable_->Execute(args);
 }
 
 absl::StatusOr<std::vector<Literal>> ModuleExecutable::Execute(
@@ -194,27 +242,32 @@ absl::StatusOr<std::vector<Literal>> ModuleExecutable::Execute(
           args[i].shape().ToString(false), want.ToString(false)));
     }
   }
-  if (partitioned_) return partitioned_->Execute(args);
-  {
-    std::lock_guard<std::mutex> lock(fallback_mu_);
-    if (fallback_ != nullptr) return fallback_->Execute(args);
-  }
-  absl::StatusOr<std::vector<Literal>> out = executable_->Execute(args);
-  if (out.ok() || registry_ == nullptr || !LostPluginStatus(out.status()) || plugin_->alive())
+  const ScopedRunDeadline deadline(options_.timeout_s);
+  absl::StatusOr<const ModuleExecutable*> live = Live();
+  if (!live.ok()) return live.status();
+  absl::StatusOr<std::vector<Literal>> out = (*live)->ExecuteHere(args);
+  if (out.ok() || options_.device != "auto" || !LostPluginStatus(out.status()) ||
+      (*live)->plugin_ == nullptr || (*live)->plugin_->alive())
     return out;
   std::fprintf(stderr, "kiln: warning: %s; running on the next plugin\n",
                std::string(out.status().message()).c_str());
-  std::lock_guard<std::mutex> lock(fallback_mu_);
-  if (fallback_ == nullptr) {
-    absl::StatusOr<std::unique_ptr<HloModule>> written =
-        ParseHloModule(written_text_, written_name_);
-    if (!written.ok()) return written.status();
-    absl::StatusOr<std::unique_ptr<ModuleExecutable>> next =
-        Compile(*registry_, **written, options_);
-    if (!next.ok()) return next.status();
-    fallback_ = std::move(*next);
+  const ModuleExecutable* next = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(fallback_mu_);
+    const ModuleExecutable* now = fallback_ != nullptr ? fallback_.get() : this;
+    if (now == *live) {  // not yet replaced by another thread
+      absl::StatusOr<std::unique_ptr<HloModule>> written =
+          ParseHloModule(written_text_, written_name_);
+      if (!written.ok()) return written.status();
+      absl::StatusOr<std::unique_ptr<ModuleExecutable>> again =
+          Compile(*registry_, **written, options_);
+      if (!again.ok()) return again.status();
+      if (fallback_ != nullptr) retired_.push_back(std::move(fallback_));
+      fallback_ = std::move(*again);
+    }
+    next = fallback_.get();
   }
-  return fallback_->Execute(args);
+  return next->ExecuteHere(args);
 }
 
 }  // namespace kiln

@@ -33,6 +33,11 @@ struct ModuleCompileOptions {
   // When not empty: a file SaveExecutable wrote for this module, loaded by the named device
   // instead of compiling (the plugin's executable_deserialize; cpu-llvm's holds object code).
   std::string executable_file;
+  // When > 0, each run (and the compile) is cancelled with DEADLINE_EXCEEDED after this many
+  // seconds, however the plugin is stuck. Only a helper process can be stopped mid-call, so
+  // the module runs on isolated plugins (PluginRegistry::Isolated); a stopped helper starts
+  // again and the module is compiled again for the next run.
+  double timeout_s = 0;
 };
 
 class ModuleExecutable {
@@ -46,7 +51,16 @@ class ModuleExecutable {
   // With device "auto", a run whose plugin is gone (an isolated plugin whose helper died or
   // was killed) is compiled again for the next plugin that can run it and run there, with a
   // warning on stderr; so is a compile.
+  // An isolated plugin whose helper was lost and started again (a run stopped at its timeout,
+  // or the restart policy) has none of this module's executables: it is compiled again there
+  // before the next run.
   absl::StatusOr<std::vector<Literal>> Execute(std::span<const Literal> args) const;
+
+  // What runs the module now: this, or what was compiled since (see Execute). Callers that
+  // run on device buffers themselves (the Python package) take it before each run, under a
+  // ScopedRunDeadline(timeout_s()).
+  absl::StatusOr<const ModuleExecutable*> Live() const;
+  double timeout_s() const { return options_.timeout_s; }
 
   // The one plugin that runs the whole module, or null when it is partitioned.
   // After a fallback (see Execute) these describe the plugin the module runs on now.
@@ -69,6 +83,11 @@ class ModuleExecutable {
   ModuleExecutable() = default;
   // This, or the executable compiled for the next plugin when this one's plugin went away.
   const ModuleExecutable& Current() const;
+  // Whether a plugin it runs on lost its helper process since it was compiled.
+  bool Stale() const;
+  uint64_t Generations() const;  // the sum over its plugins' generations (plugin.h)
+  // Runs here, with no fallback.
+  absl::StatusOr<std::vector<Literal>> ExecuteHere(std::span<const Literal> args) const;
   static absl::StatusOr<std::unique_ptr<ModuleExecutable>> CompileOnce(
       const PluginRegistry& registry, const HloModule& module, const ModuleCompileOptions& options);
 
@@ -78,6 +97,9 @@ class ModuleExecutable {
   ModuleCompileOptions options_;
   mutable std::mutex fallback_mu_;
   mutable std::unique_ptr<ModuleExecutable> fallback_;
+  // Replaced ones, kept while another thread may still be running them.
+  mutable std::vector<std::unique_ptr<ModuleExecutable>> retired_;
+  uint64_t generations_ = 0;
 
   std::unique_ptr<HloModule> module_;
   CorePassReport core_report_;

@@ -60,7 +60,7 @@ struct PluginLibrary {
   std::string unavailable_reason;
   std::vector<std::pair<std::string, std::string>> attributes;
   KILN_Client* client = nullptr;
-  std::function<bool()> alive;  // null: in process, alive as long as the host
+  PluginHealth health;  // empty in process: alive as long as the host
 
   ~PluginLibrary() {
     if (client != nullptr) {
@@ -229,10 +229,10 @@ absl::StatusOr<std::unique_ptr<Plugin>> Plugin::Load(const std::filesystem::path
 }
 
 absl::StatusOr<std::unique_ptr<Plugin>> Plugin::FromApi(const KILN_Api* api, std::string origin,
-                                                        std::function<bool()> alive) {
+                                                        PluginHealth health) {
   auto lib = std::make_shared<PluginLibrary>();
   lib->path = std::move(origin);
-  lib->alive = std::move(alive);
+  lib->health = std::move(health);
   if (absl::Status s = Init(*lib, api); !s.ok()) return s;
   return std::unique_ptr<Plugin>(new Plugin(std::move(lib)));
 }
@@ -243,7 +243,11 @@ int Plugin::default_priority() const { return lib_->priority; }
 int Plugin::api_major() const { return lib_->major; }
 int Plugin::api_minor() const { return lib_->minor; }
 bool Plugin::available() const { return lib_->available; }
-bool Plugin::alive() const { return lib_->alive == nullptr || lib_->alive(); }
+bool Plugin::alive() const { return lib_->health.alive == nullptr || lib_->health.alive(); }
+bool Plugin::isolated() const { return lib_->health.generation != nullptr; }
+uint64_t Plugin::generation() const {
+  return lib_->health.generation == nullptr ? 0 : lib_->health.generation();
+}
 const std::string& Plugin::unavailable_reason() const { return lib_->unavailable_reason; }
 const std::vector<std::pair<std::string, std::string>>& Plugin::attributes() const {
   return lib_->attributes;

@@ -2,6 +2,7 @@
 // from the rest of the core. Plugin -> Executable -> DeviceBuffer, all absl::Status based.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -32,6 +33,15 @@ std::vector<const char*> MissingRequiredEntries(const KILN_Api& api);
 struct DeviceDescription {
   int id = 0;
   std::string kind;
+};
+
+// What the core can ask of a plugin run in a helper process (isolated_plugin.h); in-process
+// plugins have none of it.
+struct PluginHealth {
+  // False once the helper died or was killed and may not be started again.
+  std::function<bool()> alive;
+  // How many times the helper was lost: handles made before the last loss are gone.
+  std::function<uint64_t()> generation;
 };
 
 struct CapabilityReport {
@@ -105,9 +115,9 @@ class Plugin {
   // but reports itself unavailable loads fine with available() == false.
   static absl::StatusOr<std::unique_ptr<Plugin>> Load(const std::filesystem::path& path);
   // Wraps a table the caller already has (plugins linked in statically, tests, the proxy of
-  // an isolated plugin, whose `alive` says whether its helper process still runs).
+  // an isolated plugin, which passes its `health`).
   static absl::StatusOr<std::unique_ptr<Plugin>> FromApi(const KILN_Api* api, std::string origin,
-                                                         std::function<bool()> alive = nullptr);
+                                                         PluginHealth health = {});
   ~Plugin();
 
   const std::string& name() const;
@@ -116,8 +126,14 @@ class Plugin {
   int api_major() const;
   int api_minor() const;
   bool available() const;
-  // False once an isolated plugin's helper process died or was killed: placement skips it.
+  // False once an isolated plugin's helper process died or was killed and is not started
+  // again (the restart policy, device_config.h): placement skips it.
   bool alive() const;
+  // Whether it runs in a helper process (isolated_plugin.h).
+  bool isolated() const;
+  // 0 in process; for an isolated plugin, how many times its helper was lost. Executables
+  // and buffers made in an earlier generation fail with UNAVAILABLE: compile again.
+  uint64_t generation() const;
   const std::string& unavailable_reason() const;
   const std::vector<std::pair<std::string, std::string>>& attributes() const;
   // The plugin's attribute "core_passes" is "none": it compiles modules as the user wrote

@@ -54,6 +54,15 @@ absl::StatusOr<PluginRegistry> PluginRegistry::Discover() {
   return Discover(*config, PluginSearchDirs(*config));
 }
 
+static IsolationOptions IsolationOptionsOf(const DeviceConfig& config) {
+  IsolationOptions o;
+  o.deadline = std::chrono::milliseconds(
+      static_cast<int64_t>(std::min(config.plugin_deadline_s, 1e6) * 1000));
+  o.restarts = config.plugin_restarts;
+  o.memory_mb = config.plugin_memory_mb;
+  return o;
+}
+
 PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
                                         const std::vector<std::filesystem::path>& dirs) {
   PluginRegistry r;
@@ -102,7 +111,7 @@ PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
       }
       // Isolated: the plugin runs in a kiln-plugin-host process behind a forwarding table.
       absl::StatusOr<std::unique_ptr<Plugin>> plugin =
-          isolated ? LoadIsolatedPlugin(file, deadline) : Plugin::Load(file);
+          isolated ? LoadIsolatedPlugin(file, IsolationOptionsOf(config)) : Plugin::Load(file);
       if (!plugin.ok()) {
         e.reason = std::string(plugin.status().message());
         r.entries_.push_back(std::move(e));
@@ -228,6 +237,22 @@ absl::StatusOr<Plugin*> PluginRegistry::Select(std::string_view device,
   }
   return absl::FailedPreconditionError(
       fmt::format("no available plugin can run the whole module{}", why_not));
+}
+
+absl::StatusOr<Plugin*> PluginRegistry::Isolated(Plugin* plugin) const {
+  if (plugin->isolated()) return plugin;
+  std::lock_guard<std::mutex> lock(isolated_->mu);
+  std::unique_ptr<Plugin>& twin = isolated_->twins[plugin];
+  if (twin == nullptr) {
+    absl::StatusOr<std::unique_ptr<Plugin>> loaded =
+        LoadIsolatedPlugin(plugin->path(), IsolationOptionsOf(config_));
+    if (!loaded.ok())
+      return absl::Status(loaded.status().code(),
+                          fmt::format("running plugin '{}' isolated: {}", plugin->name(),
+                                      std::string(loaded.status().message())));
+    twin = std::move(*loaded);
+  }
+  return twin.get();
 }
 
 }  // namespace kiln

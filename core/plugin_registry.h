@@ -3,7 +3,9 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,12 +57,21 @@ class PluginRegistry {
   // `device` is a plugin name or "auto". Auto takes the first candidate whose capability
   // query accepts every instruction of the entry computation of `hlo_text`.
   absl::StatusOr<Plugin*> Select(std::string_view device, std::string_view hlo_text) const;
+  // `plugin` itself when it runs isolated, else the same plugin loaded once more in a helper
+  // process (isolated_plugin.h) with the config's isolation settings: what a run with a
+  // timeout needs, since only a helper process can be stopped mid-call.
+  absl::StatusOr<Plugin*> Isolated(Plugin* plugin) const;
 
  private:
+  struct IsolatedTwins {
+    std::mutex mu;
+    std::map<const Plugin*, std::unique_ptr<Plugin>> twins;
+  };
   DeviceConfig config_;
   std::vector<std::filesystem::path> dirs_;
   std::vector<PluginEntry> entries_;
   std::vector<std::string> missing_;
+  std::shared_ptr<IsolatedTwins> isolated_ = std::make_shared<IsolatedTwins>();
 };
 
 }  // namespace kiln

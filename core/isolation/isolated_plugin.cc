@@ -6,17 +6,22 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "core/isolation/wire.h"
 #include "core/plugin_paths.h"
+#include "core/run_deadline.h"
 #include "fmt/format.h"
 #include "kiln_plugin_api.h"
 
@@ -42,50 +47,162 @@ KILN_ErrorCode ErrorCode(const KILN_Error* e) {
   return reinterpret_cast<const ProxyError*>(e)->code;
 }
 
+class Connection;
+constexpr uint64_t kAnyGeneration = ~uint64_t{0};
+
+struct ProxyDevice {
+  Connection* conn;
+  uint64_t id;
+  std::string kind;
+};
+struct ProxyClient {
+  Connection* conn;
+  uint64_t id;
+  std::vector<std::unique_ptr<ProxyDevice>> devices;
+  std::vector<KILN_Device*> device_handles;
+};
+// Executables and buffers live in one helper process: `generation` says which (a restarted
+// helper has none of the earlier ones).
+struct ProxyExecutable {
+  Connection* conn;
+  uint64_t id;
+  uint64_t generation;
+};
+struct ProxyBuffer {
+  Connection* conn;
+  uint64_t id;
+  uint64_t generation;
+  bool info_known = false;
+  KILN_DType dtype = KILN_DTYPE_F32;
+  std::vector<int64_t> dims;
+  size_t byte_size = 0;
+};
+
 // One helper process and the socket to it. Calls are serialized: one request in flight.
+// A helper that was lost is started again by Revive while the restart policy allows it.
 class Connection {
  public:
-  Connection(int fd, pid_t pid, std::string path, std::chrono::milliseconds deadline)
-      : fd_(fd), pid_(pid), path_(std::move(path)), deadline_(deadline) {}
-  ~Connection() {
-    close(fd_);  // the helper sees the end of its input and exits
-    if (!dead_) {
-      kill(pid_, SIGKILL);
-      while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-      }
+  Connection(std::filesystem::path host, std::string path, IsolationOptions options)
+      : host_(std::move(host)), path_(std::move(path)), options_(options) {}
+  ~Connection() { Stop(); }
+
+  // Starts the helper and reads its first message (name, priority, ABI minor).
+  absl::Status Start() {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+      return absl::InternalError(fmt::format("socketpair: {}", std::strerror(errno)));
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) {
+      close(sv[0]);
+      close(sv[1]);
+      return absl::InternalError(fmt::format("fork: {}", std::strerror(errno)));
     }
+    if (pid == 0) {
+      // The helper's end on fd 3, kept open across exec; everything else is close-on-exec.
+      if (sv[1] != 3) dup2(sv[1], 3);
+      fcntl(3, F_SETFD, 0);
+      if (options_.memory_mb > 0) {  // what the plugin may map, its allocations included
+        const rlim_t bytes = static_cast<rlim_t>(options_.memory_mb) << 20;
+        rlimit limit{bytes, bytes};
+        setrlimit(RLIMIT_AS, &limit);
+      }
+      execl(host_.c_str(), "kiln-plugin-host", "3", path_.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(sv[1]);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fd_ >= 0) close(fd_);
+      fd_ = sv[0];
+      pid_ = pid;
+      dead_ = false;
+      why_dead_.clear();
+    }
+    std::string hello;
+    if (KILN_Error* e = Call("loading", nullptr, &hello)) {
+      std::string message = ErrorMessage(e);
+      ErrorDestroy(e);
+      return absl::FailedPreconditionError(message);
+    }
+    Reader r(hello);
+    std::string hello_name = r.Str();
+    const int hello_priority = static_cast<int32_t>(r.U32());
+    const int hello_minor = static_cast<int32_t>(r.U32());
+    if (!r.ok()) return absl::InternalError("malformed first message from kiln-plugin-host");
+    if (!name.empty() && hello_name != name)
+      return absl::InternalError(fmt::format("the plugin now calls itself '{}'", hello_name));
+    name = std::move(hello_name);
+    priority = hello_priority;
+    minor = hello_minor;
+    return absl::OkStatus();
   }
 
   // Sends `request` (unless empty: then only waits, for the first message) and waits for the
   // reply. Null with the reply's fields in `reply`, or the plugin's error, or UNAVAILABLE /
-  // DEADLINE_EXCEEDED when the helper died or did not answer in time.
+  // DEADLINE_EXCEEDED when the helper died or did not answer in time: within the plugin
+  // deadline, and within what is left of this thread's run deadline (run_deadline.h).
   // `send_fd` (when >= 0) goes right after the request; `received_fd` (when not null) takes
   // the descriptor that comes right after a successful reply.
+  // `made_in` (when not kAnyGeneration) is the generation of the handle the request names: one
+  // from a helper since lost fails with UNAVAILABLE. `now_in` (when not null) takes the
+  // generation that answered, for the handles the reply makes.
   KILN_Error* Call(const char* entry, const Writer* request, std::string* reply, int send_fd = -1,
-                   int* received_fd = nullptr) {
+                   int* received_fd = nullptr, uint64_t made_in = kAnyGeneration,
+                   uint64_t* now_in = nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     if (dead_) return Gone(entry);
+    if (made_in != kAnyGeneration && made_in != generation_) return StaleLocked(entry);
+    if (now_in != nullptr) *now_in = generation_;
+    const bool one_way =
+        request != nullptr && isolation::IsOneWay(static_cast<Op>(request->data()[0]));
+    std::chrono::milliseconds wait = options_.deadline;
+    bool run_bound = false;  // the run's deadline comes first
+    if (std::optional<RunClock::time_point> d = CurrentRunDeadline(); d && !one_way) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*d - RunClock::now());
+      if (left <= std::chrono::milliseconds(0))
+        return MakeError(KILN_ERROR_DEADLINE_EXCEEDED,
+                         fmt::format("the run's deadline of {} s passed before {}",
+                                     CurrentRunTimeoutSeconds(), entry));
+      if (left < wait) {
+        wait = left;
+        run_bound = true;
+      }
+    }
     if (request != nullptr && !isolation::SendMessage(fd_, request->data())) return Died(entry);
     if (send_fd >= 0 && !isolation::SendFd(fd_, send_fd)) return Died(entry);
-    if (request != nullptr && isolation::IsOneWay(static_cast<Op>(request->data()[0]))) {
+    if (one_way) {
       reply->clear();
       return nullptr;
     }
     pollfd p{fd_, POLLIN, 0};
     int ready = isolation::SpinForInput(fd_, isolation::kSpin) ? 1 : -1;
+    const auto give_up = RunClock::now() + wait;
     while (ready < 0) {
-      ready = poll(&p, 1, static_cast<int>(deadline_.count()));
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(give_up - RunClock::now());
+      ready = poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
       if (ready < 0 && errno != EINTR) break;
     }
     if (ready == 0) {
       kill(pid_, SIGKILL);
       Reap();
-      why_dead_ = fmt::format("killed after {} s without an answer to {}",
-                              deadline_.count() / 1000.0, entry);
+      if (run_bound) {
+        // Stopping the helper is how a run is cancelled; it is not the plugin's fault, so
+        // the helper starts again for the next call whatever the restart policy says.
+        free_restart_ = true;
+        why_dead_ = fmt::format("was stopped at the run's deadline during {}", entry);
+        return MakeError(KILN_ERROR_DEADLINE_EXCEEDED,
+                         fmt::format("the run's deadline of {} s passed during {} on plugin '{}' "
+                                     "(isolated); its helper process was stopped and starts "
+                                     "again for the next call",
+                                     CurrentRunTimeoutSeconds(), entry, name));
+      }
+      why_dead_ = fmt::format("was killed after {} s without an answer to {}",
+                              options_.deadline.count() / 1000.0, entry);
       return MakeError(KILN_ERROR_DEADLINE_EXCEEDED,
                        fmt::format("plugin '{}' (isolated) did not answer {} within {} s; its "
-                                   "helper process was killed",
-                                   name, entry, deadline_.count() / 1000.0));
+                                   "helper process was killed{}",
+                                   name, entry, options_.deadline.count() / 1000.0, RestartNote()));
     }
     uint32_t n = 0;
     std::string body;
@@ -103,9 +220,67 @@ class Connection {
     return nullptr;
   }
 
+  // Before a call that needs the plugin's state in the helper (a client, its devices): when
+  // the helper was lost and the policy allows, starts it again and rebuilds that state there
+  // (initialize, each client, its devices), under the same handles.
+  KILN_Error* Revive(const char* entry) {
+    std::lock_guard<std::mutex> revive(revive_mu_);
+    std::string lost;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!dead_) return nullptr;
+      if (!free_restart_ && restarts_used_ >= options_.restarts) return Gone(entry);
+      if (free_restart_) {
+        free_restart_ = false;
+      } else {
+        ++restarts_used_;
+      }
+      lost = why_dead_;
+    }
+    absl::Status s = Start();
+    for (ProxyClient* client : clients_) {
+      if (!s.ok()) break;
+      s = Rebuild(*client);
+    }
+    if (!s.ok()) {
+      Stop();
+      std::lock_guard<std::mutex> lock(mu_);
+      dead_ = true;
+      ++generation_;
+      why_dead_ = fmt::format("{}; starting it again failed: {}", lost, std::string(s.message()));
+      return Gone(entry);
+    }
+    std::fprintf(stderr,
+                 "kiln: warning: plugin '%s' (isolated): its helper process %s; started it "
+                 "again (pid %d)\n",
+                 name.c_str(), lost.c_str(), static_cast<int>(pid_));
+    return nullptr;
+  }
+
+  void AddClient(ProxyClient* c) {
+    std::lock_guard<std::mutex> revive(revive_mu_);
+    clients_.push_back(c);
+  }
+  void RemoveClient(ProxyClient* c) {
+    std::lock_guard<std::mutex> revive(revive_mu_);
+    clients_.erase(std::remove(clients_.begin(), clients_.end(), c), clients_.end());
+  }
+  void MarkInitialized() { initialized_ = true; }
+
+  // Whether the helper is gone for good (lost, and not to be started again).
+  bool gone() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dead_ && !free_restart_ && restarts_used_ >= options_.restarts;
+  }
   bool dead() {
     std::lock_guard<std::mutex> lock(mu_);
     return dead_;
+  }
+  uint64_t generation() const { return generation_.load(); }
+  // UNAVAILABLE for a handle made by a helper that has since been lost.
+  KILN_Error* Stale(const char* entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return StaleLocked(entry);
   }
   pid_t pid() const { return pid_; }
 
@@ -118,14 +293,58 @@ class Connection {
   std::vector<KILN_Attribute> attributes;
 
  private:
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fd_ >= 0) close(fd_);  // the helper sees the end of its input and exits
+    fd_ = -1;
+    if (!dead_ && pid_ > 0) {
+      kill(pid_, SIGKILL);
+      while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  // Initialize (when it was) and the client again in a new helper; the devices keep their
+  // handles, with the new helper's ids.
+  absl::Status Rebuild(ProxyClient& client) {
+    std::string reply;
+    Writer w;
+    auto call = [&](const char* entry) -> absl::Status {
+      if (KILN_Error* e = Call(entry, &w, &reply)) {
+        std::string message = ErrorMessage(e);
+        ErrorDestroy(e);
+        return absl::UnavailableError(fmt::format("{}: {}", entry, message));
+      }
+      return absl::OkStatus();
+    };
+    if (initialized_) {
+      w.U8(static_cast<uint8_t>(Op::kInitialize));
+      if (absl::Status s = call("initialize"); !s.ok()) return s;
+    }
+    w = Writer();
+    w.U8(static_cast<uint8_t>(Op::kClientCreate));
+    if (absl::Status s = call("client_create"); !s.ok()) return s;
+    client.id = Reader(reply).U64();
+    if (client.devices.empty()) return absl::OkStatus();
+    w = Writer();
+    w.U8(static_cast<uint8_t>(Op::kClientDevices)).U64(client.id);
+    if (absl::Status s = call("client_devices"); !s.ok()) return s;
+    Reader r(reply);
+    if (r.U64() != client.devices.size())
+      return absl::InternalError("the plugin lists a different number of devices");
+    for (auto& d : client.devices) d->id = r.U64();
+    return absl::OkStatus();
+  }
   void Reap() {
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
     dead_ = true;
+    ++generation_;
     if (WIFSIGNALED(status)) {
       why_dead_ =
           fmt::format("crashed: signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+      if (options_.memory_mb > 0)
+        why_dead_ += fmt::format(" under its memory limit of {} MiB", options_.memory_mb);
     } else {
       why_dead_ = fmt::format("exited with code {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     }
@@ -138,43 +357,38 @@ class Connection {
     why_dead_ += fmt::format(" during {}", entry);
     return Gone(entry);
   }
-  KILN_Error* Gone(const char* /*entry*/) const {
+  KILN_Error* StaleLocked(const char* entry) const {
     return MakeError(KILN_ERROR_UNAVAILABLE,
-                     fmt::format("plugin '{}' (isolated) is gone: its helper process {}",
-                                 name.empty() ? path_ : name, why_dead_));
+                     fmt::format("{}: made by plugin '{}' (isolated) before its helper process "
+                                 "{}; compile again",
+                                 entry, name, why_lost_.empty() ? why_dead_ : why_lost_));
+  }
+  std::string RestartNote() const {
+    return free_restart_ || restarts_used_ < options_.restarts
+               ? " (it starts again for the next call)"
+               : "";
+  }
+  KILN_Error* Gone(const char* /*entry*/) {
+    why_lost_ = why_dead_;
+    return MakeError(KILN_ERROR_UNAVAILABLE,
+                     fmt::format("plugin '{}' (isolated) is gone: its helper process {}{}",
+                                 name.empty() ? path_ : name, why_dead_, RestartNote()));
   }
 
-  std::mutex mu_;
-  int fd_;
-  pid_t pid_;
-  std::string path_;
-  std::chrono::milliseconds deadline_;
+  std::mutex mu_;         // the socket, the process and the fields below
+  std::mutex revive_mu_;  // one restart at a time; the client list
+  const std::filesystem::path host_;
+  const std::string path_;
+  const IsolationOptions options_;
+  int fd_ = -1;
+  pid_t pid_ = -1;
   bool dead_ = false;
-  std::string why_dead_;
-};
-
-struct ProxyDevice {
-  Connection* conn;
-  uint64_t id;
-  std::string kind;
-};
-struct ProxyClient {
-  Connection* conn;
-  uint64_t id;
-  std::vector<std::unique_ptr<ProxyDevice>> devices;
-  std::vector<KILN_Device*> device_handles;
-};
-struct ProxyExecutable {
-  Connection* conn;
-  uint64_t id;
-};
-struct ProxyBuffer {
-  Connection* conn;
-  uint64_t id;
-  bool info_known = false;
-  KILN_DType dtype = KILN_DTYPE_F32;
-  std::vector<int64_t> dims;
-  size_t byte_size = 0;
+  std::string why_dead_, why_lost_;
+  bool free_restart_ = false;  // stopped at a run's deadline: may start again regardless
+  int restarts_used_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  bool initialized_ = false;
+  std::vector<ProxyClient*> clients_;
 };
 
 template <typename P, typename H>
@@ -192,6 +406,7 @@ KILN_Error* Initialize(Connection& c, KILN_Initialize_Args* a) {
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kInitialize));
   if (KILN_Error* e = c.Call("initialize", &w, &reply)) return e;
+  c.MarkInitialized();
   Reader r(reply);
   a->available = static_cast<int32_t>(r.U32());
   c.unavailable_reason = r.Str();
@@ -225,7 +440,9 @@ KILN_Error* ClientCreate(Connection& c, KILN_Client_Create_Args* a) {
   w.U8(static_cast<uint8_t>(Op::kClientCreate));
   if (KILN_Error* e = c.Call("client_create", &w, &reply)) return e;
   Reader r(reply);
-  a->client = Handle<KILN_Client>(new ProxyClient{&c, r.U64(), {}, {}});
+  auto* client = new ProxyClient{&c, r.U64(), {}, {}};
+  c.AddClient(client);
+  a->client = Handle<KILN_Client>(client);
   return nullptr;
 }
 
@@ -245,6 +462,7 @@ KILN_Error* ClientDestroy(KILN_Client_Destroy_Args* a) {
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kClientDestroy)).U64(client->id);
   KILN_Error* e = Destroyed(*client->conn, client->conn->Call("client_destroy", &w, &reply));
+  client->conn->RemoveClient(client);
   delete client;
   return e;
 }
@@ -252,6 +470,7 @@ KILN_Error* ClientDestroy(KILN_Client_Destroy_Args* a) {
 KILN_Error* ClientDevices(KILN_Client_Devices_Args* a) {
   ProxyClient* client = Proxy<ProxyClient>(a->client);
   if (client->devices.empty()) {
+    if (KILN_Error* e = client->conn->Revive("client_devices")) return e;
     std::string reply;
     Writer w;
     w.U8(static_cast<uint8_t>(Op::kClientDevices)).U64(client->id);
@@ -270,6 +489,7 @@ KILN_Error* ClientDevices(KILN_Client_Devices_Args* a) {
 
 KILN_Error* DeviceDescription(KILN_Device_Description_Args* a) {
   ProxyDevice* device = Proxy<ProxyDevice>(a->device);
+  if (KILN_Error* e = device->conn->Revive("device_description")) return e;
   std::string reply;
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kDeviceDescription)).U64(device->id);
@@ -283,6 +503,7 @@ KILN_Error* DeviceDescription(KILN_Device_Description_Args* a) {
 
 KILN_Error* Capability(KILN_Capability_Args* a) {
   ProxyClient* client = Proxy<ProxyClient>(a->client);
+  if (KILN_Error* e = client->conn->Revive("capability")) return e;
   std::string reply;
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kCapability)).U64(client->id).Bytes(a->hlo_text, a->hlo_text_size);
@@ -302,6 +523,7 @@ KILN_Error* Capability(KILN_Capability_Args* a) {
 
 KILN_Error* Compile(KILN_Compile_Args* a) {
   ProxyClient* client = Proxy<ProxyClient>(a->client);
+  if (KILN_Error* e = client->conn->Revive("compile")) return e;
   const KILN_CompileOptions* o = a->options;
   auto has = [&](size_t end) { return o != nullptr && o->struct_size >= end; };
   Writer w;
@@ -314,9 +536,12 @@ KILN_Error* Compile(KILN_Compile_Args* a) {
   w.Str(v11 && o->dump_dir != nullptr ? o->dump_dir : "");
   w.U32(static_cast<uint32_t>(v11 ? o->dump_sequence : 0));
   std::string reply;
-  if (KILN_Error* e = client->conn->Call("compile", &w, &reply)) return e;
+  uint64_t generation = 0;
+  if (KILN_Error* e =
+          client->conn->Call("compile", &w, &reply, -1, nullptr, kAnyGeneration, &generation))
+    return e;
   Reader r(reply);
-  a->executable = Handle<KILN_Executable>(new ProxyExecutable{client->conn, r.U64()});
+  a->executable = Handle<KILN_Executable>(new ProxyExecutable{client->conn, r.U64(), generation});
   return nullptr;
 }
 
@@ -325,7 +550,8 @@ KILN_Error* ExecutableInfo(KILN_Executable_Info_Args* a) {
   std::string reply;
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kExecutableInfo)).U64(exe->id);
-  if (KILN_Error* e = exe->conn->Call("executable_info", &w, &reply)) return e;
+  if (KILN_Error* e = exe->conn->Call("executable_info", &w, &reply, -1, nullptr, exe->generation))
+    return e;
   Reader r(reply);
   a->num_parameters = r.U64();
   a->num_outputs = r.U64();
@@ -338,7 +564,10 @@ KILN_Error* ExecutableDestroy(KILN_Executable_Destroy_Args* a) {
   std::string reply;
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kExecutableDestroy)).U64(exe->id);
-  KILN_Error* e = Destroyed(*exe->conn, exe->conn->Call("executable_destroy", &w, &reply));
+  // One from a helper since lost has nothing left to free.
+  KILN_Error* e = exe->generation != exe->conn->generation()
+                      ? nullptr
+                      : Destroyed(*exe->conn, exe->conn->Call("executable_destroy", &w, &reply));
   delete exe;
   return e;
 }
@@ -350,14 +579,17 @@ KILN_Error* Execute(KILN_Execute_Args* a) {
   for (size_t i = 0; i < a->num_arguments; ++i) {
     if (a->arguments[i] == nullptr)
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, fmt::format("argument {} is null", i));
-    w.U64(Proxy<ProxyBuffer>(a->arguments[i])->id);
+    const ProxyBuffer* arg = Proxy<ProxyBuffer>(a->arguments[i]);
+    if (arg->generation != exe->generation) return exe->conn->Stale("execute: an argument");
+    w.U64(arg->id);
   }
   w.U64(a->num_outputs);
   std::string reply;
-  if (KILN_Error* e = exe->conn->Call("execute", &w, &reply)) return e;
+  if (KILN_Error* e = exe->conn->Call("execute", &w, &reply, -1, nullptr, exe->generation))
+    return e;
   Reader r(reply);
   for (size_t i = 0; i < a->num_outputs; ++i) {
-    auto* b = new ProxyBuffer{exe->conn, r.U64()};
+    auto* b = new ProxyBuffer{exe->conn, r.U64(), exe->generation};
     if (r.U8() != 0) {  // its info came along
       b->dtype = static_cast<KILN_DType>(r.U32());
       b->dims.resize(r.U64());
@@ -372,6 +604,7 @@ KILN_Error* Execute(KILN_Execute_Args* a) {
 
 KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* a) {
   ProxyClient* client = Proxy<ProxyClient>(a->client);
+  if (KILN_Error* e = client->conn->Revive("buffer_from_host")) return e;
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kBufferFromHost)).U64(client->id).U64(IdOf(a->device));
   w.U32(static_cast<uint32_t>(a->dtype)).U64(a->num_dims);
@@ -397,11 +630,13 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* a) {
     w.U8(0).Bytes(a->data, a->data_size);
   }
   std::string reply;
-  KILN_Error* error = client->conn->Call("buffer_from_host", &w, &reply, shared);
+  uint64_t generation = 0;
+  KILN_Error* error = client->conn->Call("buffer_from_host", &w, &reply, shared, nullptr,
+                                         kAnyGeneration, &generation);
   if (shared >= 0) close(shared);
   if (error != nullptr) return error;
   Reader r(reply);
-  a->buffer = Handle<KILN_Buffer>(new ProxyBuffer{client->conn, r.U64()});
+  a->buffer = Handle<KILN_Buffer>(new ProxyBuffer{client->conn, r.U64(), generation});
   // The bytes were copied into the message: done with the caller's memory.
   if (KILN_ARGS_HAS(a, KILN_Buffer_FromHost_Args, on_done) && a->on_done != nullptr)
     a->on_done(a->on_done_arg);
@@ -416,7 +651,8 @@ KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* a) {
   std::string reply;
   if (shared) {  // the helper writes a memfd and sends it after the reply
     int fd = -1;
-    if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply, -1, &fd)) return e;
+    if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply, -1, &fd, b->generation))
+      return e;
     void* p = mmap(nullptr, a->dst_size, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED)
@@ -425,7 +661,8 @@ KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* a) {
     munmap(p, a->dst_size);
     return nullptr;
   }
-  if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply)) return e;
+  if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply, -1, nullptr, b->generation))
+    return e;
   Reader r(reply);
   std::string_view bytes = r.Bytes();
   if (!r.ok() || bytes.size() != a->dst_size)
@@ -440,7 +677,8 @@ KILN_Error* BufferInfo(KILN_Buffer_Info_Args* a) {
     Writer w;
     w.U8(static_cast<uint8_t>(Op::kBufferInfo)).U64(b->id);
     std::string reply;
-    if (KILN_Error* e = b->conn->Call("buffer_info", &w, &reply)) return e;
+    if (KILN_Error* e = b->conn->Call("buffer_info", &w, &reply, -1, nullptr, b->generation))
+      return e;
     Reader r(reply);
     b->dtype = static_cast<KILN_DType>(r.U32());
     b->dims.resize(r.U64());
@@ -462,7 +700,9 @@ KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* a) {
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kBufferDestroy)).U64(b->id);
   std::string reply;
-  KILN_Error* e = Destroyed(*b->conn, b->conn->Call("buffer_destroy", &w, &reply));
+  KILN_Error* e = b->generation != b->conn->generation()
+                      ? nullptr
+                      : Destroyed(*b->conn, b->conn->Call("buffer_destroy", &w, &reply));
   delete b;
   return e;
 }
@@ -535,42 +775,16 @@ std::filesystem::path PluginHostPath(const std::filesystem::path& plugin) {
 }
 
 absl::StatusOr<std::unique_ptr<Plugin>> LoadIsolatedPlugin(const std::filesystem::path& path,
-                                                           std::chrono::milliseconds deadline) {
+                                                           const IsolationOptions& options) {
   const std::filesystem::path host = PluginHostPath(path);
   if (access(host.c_str(), X_OK) != 0)
     return absl::FailedPreconditionError(fmt::format(
         "cannot isolate: no kiln-plugin-host at {} (set KILN_PLUGIN_HOST)", host.string()));
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-    return absl::InternalError(fmt::format("cannot isolate: socketpair: {}", std::strerror(errno)));
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(sv[0]);
-    close(sv[1]);
-    return absl::InternalError(fmt::format("cannot isolate: fork: {}", std::strerror(errno)));
+  auto conn = std::make_unique<Connection>(host, path.string(), options);
+  if (absl::Status s = conn->Start(); !s.ok()) {
+    if (s.code() == absl::StatusCode::kFailedPrecondition) return s;
+    return absl::Status(s.code(), fmt::format("cannot isolate: {}", std::string(s.message())));
   }
-  if (pid == 0) {
-    // The helper's end on fd 3, kept open across exec; everything else is close-on-exec.
-    if (sv[1] != 3) dup2(sv[1], 3);
-    fcntl(3, F_SETFD, 0);
-    const std::string file = path.string();
-    execl(host.c_str(), "kiln-plugin-host", "3", file.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(sv[1]);
-  auto conn = std::make_unique<Connection>(sv[0], pid, path.string(), deadline);
-  std::string hello;
-  if (KILN_Error* e = conn->Call("loading", nullptr, &hello)) {
-    std::string message = ErrorMessage(e);
-    ErrorDestroy(e);
-    return absl::FailedPreconditionError(message);
-  }
-  Reader r(hello);
-  conn->name = r.Str();
-  conn->priority = static_cast<int32_t>(r.U32());
-  conn->minor = static_cast<int32_t>(r.U32());
-  if (!r.ok()) return absl::InternalError("malformed first message from kiln-plugin-host");
   int slot = -1;
   {
     std::lock_guard<std::mutex> lock(slots_mu);
@@ -582,7 +796,10 @@ absl::StatusOr<std::unique_ptr<Plugin>> LoadIsolatedPlugin(const std::filesystem
     slots[slot] = conn.release();  // lives as long as the process: the table points into it
   }
   Connection* c = slots[slot];
-  return Plugin::FromApi(MakeTable(slot, *c), path.string(), [c] { return !c->dead(); });
+  PluginHealth health;
+  health.alive = [c] { return !c->gone(); };
+  health.generation = [c] { return c->generation(); };
+  return Plugin::FromApi(MakeTable(slot, *c), path.string(), std::move(health));
 }
 
 }  // namespace kiln

@@ -52,7 +52,7 @@ def _read_module(hlo):
 
 
 def compile(hlo, device="auto", *, core_passes=True, dump_to=None, dump_pass_re=None,
-            min_cluster_size=4, cache=True):
+            min_cluster_size=4, cache=True, timeout=None):
     """Compiles an HLO module (text, a path, an object with `as_hlo_text()`, or what
     `jax.jit(f).lower(...)` returns).
 
@@ -61,9 +61,25 @@ def compile(hlo, device="auto", *, core_passes=True, dump_to=None, dump_pass_re=
     plugins the module as written. dump_to writes the passes' dumps as `kiln run --dump-to`
     does. The same text and options return the same executable from a cache unless
     cache=False.
+
+    timeout: seconds (None: no limit). Each call of the executable, and the compile, is then
+    cancelled with KilnError (code DEADLINE_EXCEEDED) once it takes longer, however the plugin
+    is stuck: the module runs on its plugin in a helper process (as with KILN_ISOLATE), which
+    is stopped at the deadline and started again for the next call.
     """
     text, filename = _read_module(hlo)
-    key = (text, device, bool(core_passes), dump_to, dump_pass_re, min_cluster_size)
+    timeout_s = 0.0
+    if timeout is not None:
+        try:
+            timeout_s = float(timeout)
+        except (TypeError, ValueError):
+            timeout_s = -1.0
+        if not 0 < timeout_s < float("inf"):
+            err = KilnError(f"compile: timeout must be a positive number of seconds, "
+                            f"got {timeout!r}")
+            err.code = "INVALID_ARGUMENT"
+            raise err
+    key = (text, device, bool(core_passes), dump_to, dump_pass_re, min_cluster_size, timeout_s)
     if cache and dump_to is None:
         with _cache_lock:
             exe = _cache.get(key)
@@ -71,7 +87,7 @@ def compile(hlo, device="auto", *, core_passes=True, dump_to=None, dump_pass_re=
             return exe
     exe = _kiln.compile(text, filename, device, bool(core_passes),
                         os.fspath(dump_to) if dump_to is not None else "", dump_pass_re or "",
-                        int(min_cluster_size))
+                        int(min_cluster_size), timeout_s)
     if cache and dump_to is None:
         with _cache_lock:
             exe = _cache.setdefault(key, exe)

@@ -52,7 +52,11 @@ class PyExecutable {
   // Runs the whole-module executable on its plugin: buffers as they are, other values copied
   // or converted. `lend`: host arrays of the exact type are lent without a copy instead (only
   // when no output outlives the call: an output may share an argument's memory).
-  std::vector<DeviceBuffer> RunOnDevice(nanobind::args args, bool lend) const;
+  // `live` is what runs the module now (ModuleExecutable::Live).
+  std::vector<DeviceBuffer> RunOnDevice(const ModuleExecutable& live, nanobind::args args,
+                                        bool lend) const;
+  // ModuleExecutable::Live, without the GIL (it may compile again).
+  const ModuleExecutable& Live() const;
   // Host arrays in and out through ModuleExecutable (a partitioned module).
   nanobind::object CallPartitioned(nanobind::args args) const;
   nanobind::object Wrap(std::vector<nanobind::object> leaves) const;

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "core/run_deadline.h"
 #include "fmt/format.h"
 #include "python/src/arrays.h"
 #include "python/src/bindings.h"
@@ -58,10 +59,21 @@ nb::object PyExecutable::Wrap(std::vector<nb::object> leaves) const {
   return TupleOf(std::move(leaves));
 }
 
+const ModuleExecutable& PyExecutable::Live() const {
+  absl::StatusOr<const ModuleExecutable*> live;
+  {
+    nb::gil_scoped_release release;
+    live = exe_->Live();
+  }
+  return *ValueOrThrow(std::move(live));
+}
+
 nb::object PyExecutable::Call(nb::args args) const {
   CheckArgumentCount(args.size());
-  if (exe_->executable() == nullptr) return CallPartitioned(args);
-  std::vector<DeviceBuffer> outs = RunOnDevice(args, /*lend=*/true);  // all copied out below
+  const ScopedRunDeadline deadline(exe_->timeout_s());  // uploads, run and downloads
+  const ModuleExecutable& live = Live();
+  if (live.executable() == nullptr) return CallPartitioned(args);
+  std::vector<DeviceBuffer> outs = RunOnDevice(live, args, /*lend=*/true);  // copied out below
   if (outs.size() != outputs_.size()) {
     throw StatusError(
         absl::InternalError(fmt::format("{} returned {} outputs, the module has {}",
@@ -95,9 +107,10 @@ nb::object PyExecutable::CallPartitioned(nb::args args) const {
   return Wrap(std::move(leaves));
 }
 
-std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args, bool lend) const {
-  const Plugin* plugin = exe_->plugin();
-  if (plugin == nullptr || exe_->executable() == nullptr) {
+std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live, nb::args args,
+                                                    bool lend) const {
+  const Plugin* plugin = live.plugin();
+  if (plugin == nullptr || live.executable() == nullptr) {
     throw StatusError(absl::FailedPreconditionError(
         fmt::format("module {} is partitioned across {}: device buffers need a module that runs "
                     "on one plugin; call it with host arrays",
@@ -109,6 +122,21 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args, bool lend) co
   ptrs.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     nb::handle a = args[i];
+    if (nb::isinstance<PyBuffer>(a) && nb::cast<const PyBuffer&>(a).plugin != plugin &&
+        nb::cast<const PyBuffer&>(a).plugin->name() == plugin->name()) {
+      // The same plugin in another process (the executable's timeout isolates it): through
+      // host memory.
+      const PyBuffer& b = nb::cast<const PyBuffer&>(a);
+      absl::StatusOr<DeviceBuffer> moved;
+      {
+        nb::gil_scoped_release release;
+        absl::StatusOr<Literal> l = b.buffer->ToLiteral();
+        moved = l.ok() ? plugin->ToDevice(*l) : absl::StatusOr<DeviceBuffer>(l.status());
+      }
+      uploaded.push_back(ValueOrThrow(std::move(moved)));
+      ptrs.push_back(&uploaded.back());
+      continue;
+    }
     if (nb::isinstance<PyBuffer>(a)) {
       const PyBuffer& b = nb::cast<const PyBuffer&>(a);
       if (b.plugin != plugin) {
@@ -142,19 +170,21 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(nb::args args, bool lend) co
   absl::StatusOr<std::vector<DeviceBuffer>> outs;
   {
     nb::gil_scoped_release release;
-    outs = exe_->executable()->ExecuteBuffers(ptrs);
+    outs = live.executable()->ExecuteBuffers(ptrs);
   }
   return ValueOrThrow(std::move(outs));
 }
 
 nb::tuple PyExecutable::Execute(nb::args args) const {
   CheckArgumentCount(args.size());
-  std::vector<DeviceBuffer> outs = RunOnDevice(args, /*lend=*/false);  // outputs outlive the call
+  const ScopedRunDeadline deadline(exe_->timeout_s());
+  const ModuleExecutable& live = Live();
+  std::vector<DeviceBuffer> outs = RunOnDevice(live, args, /*lend=*/false);  // outlive the call
   std::vector<nb::object> leaves;
   leaves.reserve(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
     PyBuffer pb;
-    pb.plugin = exe_->plugin();
+    pb.plugin = live.plugin();
     pb.shape = i < outputs_.size() ? outputs_[i] : ValueOrThrow(outs[i].shape());
     pb.buffer = std::make_shared<DeviceBuffer>(std::move(outs[i]));
     leaves.push_back(nb::cast(std::move(pb)));

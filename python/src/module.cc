@@ -52,7 +52,7 @@ std::vector<DeviceInfo> Devices() {
 
 PyExecutable Compile(const std::string& text, const std::string& filename,
                      const std::string& device, bool core_passes, const std::string& dump_to,
-                     const std::string& dump_pass_re, int min_cluster_size) {
+                     const std::string& dump_pass_re, int min_cluster_size, double timeout_s) {
   const PluginRegistry& registry = Registry();
   absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe;
   {
@@ -66,6 +66,7 @@ PyExecutable Compile(const std::string& text, const std::string& filename,
       options.core_passes.dump_dir = dump_to;
       options.core_passes.dump_pass_regex = dump_pass_re;
       options.partition.min_cluster_size = min_cluster_size;
+      options.timeout_s = timeout_s;
       return ModuleExecutable::Compile(registry, **module, options);
     }();
   }
@@ -112,7 +113,7 @@ NB_MODULE(_kiln, m) {
   m.def("devices", &Devices, "Every discovered plugin, available or not, in discovery order.");
   m.def("compile", &Compile, nb::arg("text"), nb::arg("filename"), nb::arg("device"),
         nb::arg("core_passes"), nb::arg("dump_to"), nb::arg("dump_pass_re"),
-        nb::arg("min_cluster_size"));
+        nb::arg("min_cluster_size"), nb::arg("timeout_s"));
   m.def(
       "device_put",
       [](nb::handle array, const std::string& device) {

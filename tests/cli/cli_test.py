@@ -466,6 +466,20 @@ def test_isolated_plugin_that_misbehaves_at_run_time():
         assert out.replace('%s_mod' % word, '') == want.replace('fine_mod', ''), (word, out, want)
     got, _ = run_ok(['run', module('garbage'), '--device', 'test-misbehave'], env)
     assert '12345' in got, got
+    # Out of memory: a plugin that allocates without end, under the helper's memory limit, and
+    # one allocation too large for any machine, in process. Both are RESOURCE_EXHAUSTED from
+    # the plugin (its kit turns std::bad_alloc into that), and the host reports it.
+    rc, out, err = run(['run', module('hog'), '--device', 'test-misbehave'],
+                       dict(env, KILN_PLUGIN_MEMORY_MB='1024', KILN_PLUGIN_DEADLINE_S='60'))
+    assert rc == 1 and ('out of host memory' in err or 'memory limit of 1024 MiB' in err), (rc, err)
+    in_process = {'KILN_PLUGIN_PATH': env['KILN_PLUGIN_PATH']}
+    if open('/proc/sys/vm/overcommit_memory').read().strip() != '1':  # 1: every allocation succeeds
+        rc, out, err = run(['run', module('huge'), '--device', 'test-misbehave'], in_process)
+        assert rc == 1 and 'out of host memory' in err, (rc, err)
+    for var, value, phrase in [('KILN_PLUGIN_RESTARTS', '-1', 'plugin_restarts needs a whole number'),
+                               ('KILN_PLUGIN_MEMORY_MB', '1.5', 'plugin_memory_mb needs a whole')]:
+        rc, out, err = run(['devices'], {var: value})
+        assert rc == 1 and var in err and phrase in err, (var, rc, err)
 
 
 def test_timeout_cancels_a_loop_that_never_ends():

@@ -6,11 +6,19 @@
 //   hang    never returns
 //   exit    calls exit(7)
 //   garbage returns the right shape filled with 12345
+//   hog     takes memory in 64 MiB pieces, touching each, until an allocation fails (run it
+//           only under a memory limit: KILN_PLUGIN_MEMORY_MB)
+//   huge    asks for 64 TiB at once, which fails at once (safe in process)
+// An allocation that fails throws std::bad_alloc, which the plugin kit turns into
+// RESOURCE_EXHAUSTED.
 // Loaded in the host it takes the host down with it; isolated (KILN_ISOLATE) the host reports
 // what happened and keeps going.
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
 
 #include "plugins/common/host_plugin.h"
 
@@ -18,6 +26,8 @@ namespace kiln::test_misbehave {
 namespace {
 
 volatile int* volatile nowhere = nullptr;
+volatile char sink = 0;
+constexpr size_t kPiece = size_t{64} << 20;
 
 void Fill(Literal& value) {
   if (value.IsTuple()) {
@@ -39,6 +49,17 @@ class MisbehavingProgram : public plugin_support::HostProgram {
       for (;;) pause();
     }
     if (has("exit")) std::exit(7);
+    if (has("hog")) {
+      std::vector<std::unique_ptr<char[]>> held;
+      for (;;) {
+        held.emplace_back(new char[kPiece]);
+        std::memset(held.back().get(), 1, kPiece);
+      }
+    }
+    if (has("huge")) {
+      std::unique_ptr<char[]> all(new char[size_t{1} << 46]);
+      sink = all[0] = 1;
+    }
     absl::StatusOr<Literal> result = exact_.Run(args);
     if (result.ok() && has("garbage")) Fill(*result);
     return result;
@@ -55,7 +76,9 @@ absl::StatusOr<std::unique_ptr<plugin_support::HostBackend>> MakeBackend() {
 
 constexpr plugin_support::HostPluginInfo kInfo = {
     "test-misbehave", 1, "host-test-misbehave",
-    "test plugin: crashes, aborts, hangs, exits or returns garbage by module name", MakeBackend};
+    "test plugin: crashes, aborts, hangs, exits, runs out of memory or returns garbage by "
+    "module name",
+    MakeBackend};
 
 }  // namespace
 }  // namespace kiln::test_misbehave
