@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/module_executable.h"
 #include "core/plugin_paths.h"
+#include "hlo/text/parser.h"
 
 #ifndef KILN_TEST_PLUGIN_DIR
 #error "KILN_TEST_PLUGIN_DIR must be defined by the build"
@@ -283,7 +285,76 @@ TEST(DeviceConfig, IsolationKeys) {
   EXPECT_DOUBLE_EQ(c->plugin_deadline_s, 2.5);
   EXPECT_TRUE(c->Isolated("gpu_nvptx"));
   EXPECT_FALSE(c->Isolated("interpreter"));
+  EXPECT_EQ(c->plugin_restarts, 0);
+  EXPECT_EQ(c->plugin_memory_mb, 0);
+  c = ParseDeviceConfig("plugin_restarts = 3\nplugin_memory_mb = 2048\n", "x.conf");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->plugin_restarts, 3);
+  EXPECT_EQ(c->plugin_memory_mb, 2048);
+  for (const char* bad : {"plugin_restarts = -1\n", "plugin_restarts = 1.5\n",
+                          "plugin_memory_mb = lots\n", "plugin_memory_mb = -4\n"}) {
+    c = ParseDeviceConfig(bad, "x.conf");
+    EXPECT_FALSE(c.ok()) << bad;
+    if (!c.ok()) {
+      EXPECT_EQ(std::string(c.status().message()).rfind("x.conf:1: plugin_", 0), 0u) << c.status();
+    }
+  }
 }
+
+#ifdef __linux__
+// Loops for ever unless x == 0; returns x + 1000.
+constexpr const char* kSpinModule = R"(HloModule spin
+%cond (s: s32[]) -> pred[] {
+  %s = s32[] parameter(0)
+  %z = s32[] constant(0)
+  ROOT %t = pred[] compare(%s, %z), direction=NE
+}
+%body (s: s32[]) -> s32[] {
+  ROOT %s = s32[] parameter(0)
+}
+ENTRY %main (x: s32[]) -> s32[] {
+  %x = s32[] parameter(0)
+  %w = s32[] while(%x), condition=%cond, body=%body
+  %k = s32[] constant(1000)
+  ROOT %r = s32[] add(%w, %k)
+}
+)";
+
+// The core API's run deadline: the interpreter, loaded in process, runs the module in a
+// helper process that is stopped at the deadline and started again for the next run.
+TEST(ModuleExecutable, TimeoutCancelsARunAndTheNextRunWorks) {
+  PluginRegistry r = PluginRegistry::Discover({}, {KILN_BUILD_PLUGIN_DIR});
+  absl::StatusOr<Plugin*> in_process = r.Get("interpreter");
+  ASSERT_TRUE(in_process.ok()) << in_process.status();
+  EXPECT_FALSE((*in_process)->isolated());
+  absl::StatusOr<std::unique_ptr<HloModule>> module = ParseHloModule(kSpinModule, "spin");
+  ASSERT_TRUE(module.ok()) << module.status();
+  ModuleCompileOptions options;
+  options.device = "interpreter";
+  options.timeout_s = 0.5;
+  absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe =
+      ModuleExecutable::Compile(r, **module, options);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  ASSERT_NE((*exe)->plugin(), nullptr);
+  EXPECT_TRUE((*exe)->plugin()->isolated());
+  const uint64_t generation = (*exe)->plugin()->generation();
+  std::vector<Literal> spin, stop;
+  spin.push_back(Literal::Scalar<int32_t>(PrimitiveType::S32, 7));
+  stop.push_back(Literal::Scalar<int32_t>(PrimitiveType::S32, 0));
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<Literal>> out = (*exe)->Execute(spin);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
+  EXPECT_LT(took, 15.0);
+  EXPECT_EQ((*exe)->plugin()->generation(), generation + 1);
+  EXPECT_TRUE((*exe)->plugin()->alive());  // stopped, not lost: it starts again
+  out = (*exe)->Execute(stop);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].Get<int32_t>({}), 1000);
+}
+#endif
 
 // The C-only example plugin parses HLO text itself, so it runs without Kiln's parser.
 constexpr const char* kElementwiseModule = R"(HloModule ew
