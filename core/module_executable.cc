@@ -206,6 +206,16 @@ uint64_t ModuleExecutable::Generations() const {
 
 bool ModuleExecutable::Stale() const { return Generations() != generations_; }
 
+bool ModuleExecutable::LostAPlugin() const {
+  if (plugin_ != nullptr) return !plugin_->alive();
+  for (const HloCluster& c : partitioned_->clusters()) {
+    if (c.handle != nullptr && !c.handle->alive()) return true;
+    for (const auto& [name, fallback] : c.fallbacks)
+      if (!fallback->alive()) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<const ModuleExecutable*> ModuleExecutable::Live() const {
   std::lock_guard<std::mutex> lock(fallback_mu_);
   const ModuleExecutable* now = fallback_ != nullptr ? fallback_.get() : this;
@@ -247,7 +257,7 @@ absl::StatusOr<std::vector<Literal>> ModuleExecutable::Execute(
   if (!live.ok()) return live.status();
   absl::StatusOr<std::vector<Literal>> out = (*live)->ExecuteHere(args);
   if (out.ok() || options_.device != "auto" || !LostPluginStatus(out.status()) ||
-      (*live)->plugin_ == nullptr || (*live)->plugin_->alive())
+      !(*live)->LostAPlugin())
     return out;
   std::fprintf(stderr, "kiln: warning: %s; running on the next plugin\n",
                std::string(out.status().message()).c_str());

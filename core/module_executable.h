@@ -50,7 +50,8 @@ class ModuleExecutable {
   // flattened depth-first). Shapes are checked: a wrong one is InvalidArgument naming it.
   // With device "auto", a run whose plugin is gone (an isolated plugin whose helper died or
   // was killed) is compiled again for the next plugin that can run it and run there, with a
-  // warning on stderr; so is a compile.
+  // warning on stderr; so is a compile. A partitioned module is partitioned again without
+  // the plugin that went away.
   // An isolated plugin whose helper was lost and started again (a run stopped at its timeout,
   // or the restart policy) has none of this module's executables: it is compiled again there
   // before the next run.
@@ -86,6 +87,8 @@ class ModuleExecutable {
   // Whether a plugin it runs on lost its helper process since it was compiled.
   bool Stale() const;
   uint64_t Generations() const;  // the sum over its plugins' generations (plugin.h)
+  // Whether a plugin it runs on is gone for good (placement would now skip it).
+  bool LostAPlugin() const;
   // Runs here, with no fallback.
   absl::StatusOr<std::vector<Literal>> ExecuteHere(std::span<const Literal> args) const;
   static absl::StatusOr<std::unique_ptr<ModuleExecutable>> CompileOnce(

@@ -1,6 +1,7 @@
 """Deadlines (issue #18 item 4): kiln.compile(..., timeout=S) cancels a run that takes longer
 with KilnError DEADLINE_EXCEEDED, however the plugin is stuck, and the same executable runs
-again afterwards; the restart policy of isolated plugins (KILN_PLUGIN_RESTARTS)."""
+again afterwards; the restart policy of isolated plugins (KILN_PLUGIN_RESTARTS); a partitioned
+module that loses one of its plugins is partitioned again without it."""
 import os
 import time
 
@@ -93,3 +94,48 @@ def test_restart_policy_of_an_isolated_plugin():
     assert lines[2].startswith("call 2 UNAVAILABLE") and "is gone" in lines[2], p.stdout
     assert lines[3].startswith("compile UNAVAILABLE"), p.stdout
     assert p.stderr.count("started it again") == 1, p.stderr
+
+
+def test_partitioned_module_loses_a_plugin_and_runs_without_it():
+    example_dir = os.environ.get("KILN_EXAMPLE_PLUGIN_DIR")
+    if not example_dir:
+        pytest.skip("KILN_EXAMPLE_PLUGIN_DIR not set (run through meson test)")
+    # elementwise-example (priority 300) takes the elementwise cluster, the interpreter the
+    # reduce; the example's helper process is then killed from outside.
+    module = """HloModule part
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[64], y: f32[64]) -> f32[] {
+  %x = f32[64] parameter(0)
+  %y = f32[64] parameter(1)
+  %m = f32[64] multiply(%x, %y)
+  %n = f32[64] negate(%m)
+  %e = f32[64] maximum(%n, %x)
+  %t = f32[64] subtract(%e, %y)
+  %zero = f32[] constant(0)
+  ROOT %r = f32[] reduce(%t, %zero), dimensions={0}, to_apply=%add
+}
+"""
+    p = run_python(
+        "import os, signal, kiln, numpy as np\n"
+        "x = np.linspace(-1, 1, 64, dtype=np.float32)\n"
+        "y = np.cos(x)\n"
+        f"exe = kiln.compile({module!r}, 'auto', min_cluster_size=1)\n"
+        "print(exe.device, float(exe(x, y)))\n"
+        "d = [d for d in kiln.devices() if d.name == 'elementwise-example'][0]\n"
+        "os.kill(int(d.attributes['isolated'].split()[1]), signal.SIGKILL)\n"
+        "print(float(exe(x, y)), exe.device)\n"
+        "print(float(np.sum(np.maximum(-(x * y), x) - y)))\n",
+        {"KILN_PLUGIN_PATH": example_dir, "KILN_ISOLATE": "elementwise-example",
+         "KILN_PLATFORMS": "elementwise-example,interpreter"})
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.split("\n")
+    first, then, want = lines[0].split(), lines[1].split(), float(lines[2])
+    assert first[0] == "elementwise-example+interpreter", p.stdout
+    assert then[1] == "interpreter", p.stdout
+    for got in (float(first[1]), float(then[0])):
+        assert abs(got - want) <= 1e-4 * abs(want), (got, want)
+    assert "signal 9" in p.stderr and "running on the next plugin" in p.stderr, p.stderr
