@@ -464,7 +464,20 @@ def test_isolated_plugin_that_misbehaves_at_run_time():
         rc, out, err = run(['run', module(word), '--device', 'auto'], dict(env, KILN_CONFIG=conf))
         assert rc == 0 and 'compiling for the next plugin' in err, (word, rc, err)
         assert out.replace('%s_mod' % word, '') == want.replace('fine_mod', ''), (word, out, want)
+    # The same at compile time: the compile fails with what happened; auto compiles elsewhere.
+    for word, phrase in [('crash_oncompile', 'crashed: signal 11 (Segmentation fault) during compile'),
+                         ('exit_oncompile', 'exited with code 7 during compile'),
+                         ('hang_oncompile', 'did not answer compile within 1 s')]:
+        rc, out, err = run(['run', module(word), '--device', 'test-misbehave'], env)
+        assert rc == 1 and phrase in err, (word, rc, err)
+        conf = write('misbehave.conf', 'priority.test-misbehave = 500\n')
+        rc, out, err = run(['run', module(word), '--device', 'auto'], dict(env, KILN_CONFIG=conf))
+        assert rc == 0 and 'compiling for the next plugin' in err, (word, rc, err)
+    # Garbage, isolated and in process: the host cannot tell, and says the wrong numbers.
     got, _ = run_ok(['run', module('garbage'), '--device', 'test-misbehave'], env)
+    assert '12345' in got, got
+    got, _ = run_ok(['run', module('garbage'), '--device', 'test-misbehave'],
+                    {'KILN_PLUGIN_PATH': env['KILN_PLUGIN_PATH']})
     assert '12345' in got, got
     # Out of memory: a plugin that allocates without end, under the helper's memory limit, and
     # one allocation too large for any machine, in process. Both are RESOURCE_EXHAUSTED from

@@ -10,7 +10,7 @@
 //           only under a memory limit: KILN_PLUGIN_MEMORY_MB)
 //   huge    asks for 64 TiB at once, which fails at once (safe in process)
 // An allocation that fails throws std::bad_alloc, which the plugin kit turns into
-// RESOURCE_EXHAUSTED.
+// RESOURCE_EXHAUSTED. With "oncompile" also in the name, it happens when compiling instead.
 // Loaded in the host it takes the host down with it; isolated (KILN_ISOLATE) the host reports
 // what happened and keeps going.
 #include <unistd.h>
@@ -37,29 +37,37 @@ void Fill(Literal& value) {
   for (int64_t i = 0; i < value.element_count(); ++i) value.SetFromDouble(i, 12345);
 }
 
+// Does what the module's name says (nothing for "garbage" or a good name).
+void Misbehave(const std::string& name) {
+  auto has = [&](const char* word) { return name.find(word) != std::string::npos; };
+  if (has("crash")) sink = static_cast<char>(*nowhere);
+  if (has("abort")) std::abort();
+  if (has("hang")) {
+    for (;;) pause();
+  }
+  if (has("exit")) std::exit(7);
+  if (has("hog")) {
+    std::vector<std::unique_ptr<char[]>> held;
+    for (;;) {
+      held.emplace_back(new char[kPiece]);
+      std::memset(held.back().get(), 1, kPiece);
+    }
+  }
+  if (has("huge")) {
+    std::unique_ptr<char[]> all(new char[size_t{1} << 46]);
+    sink = all[0] = 1;
+  }
+}
+
 class MisbehavingProgram : public plugin_support::HostProgram {
  public:
   explicit MisbehavingProgram(std::shared_ptr<const HloModule> module)
-      : name_(module->name()), exact_(std::move(module)) {}
+      : name_(module->name()), exact_(std::move(module)) {
+    if (name_.find("oncompile") != std::string::npos) Misbehave(name_);
+  }
   absl::StatusOr<Literal> Run(std::span<const Literal* const> args) override {
     auto has = [&](const char* word) { return name_.find(word) != std::string::npos; };
-    if (has("crash")) return Literal::Scalar<int32_t>(PrimitiveType::S32, *nowhere);
-    if (has("abort")) std::abort();
-    if (has("hang")) {
-      for (;;) pause();
-    }
-    if (has("exit")) std::exit(7);
-    if (has("hog")) {
-      std::vector<std::unique_ptr<char[]>> held;
-      for (;;) {
-        held.emplace_back(new char[kPiece]);
-        std::memset(held.back().get(), 1, kPiece);
-      }
-    }
-    if (has("huge")) {
-      std::unique_ptr<char[]> all(new char[size_t{1} << 46]);
-      sink = all[0] = 1;
-    }
+    if (!has("oncompile")) Misbehave(name_);
     absl::StatusOr<Literal> result = exact_.Run(args);
     if (result.ok() && has("garbage")) Fill(*result);
     return result;
