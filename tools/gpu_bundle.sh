@@ -18,7 +18,7 @@ if [[ ! -f build-gpu/build.ninja ]]; then
   CXX="$cxx" meson setup build-gpu --buildtype=release -Dllvm_static=true -Dwerror=false \
     --native-file meson/native-llvm16.ini
 fi
-targets=(tools/kiln plugins/libkiln_plugin_gpu_nvptx.so plugins/libkiln_plugin_interpreter.so
+targets=(tools/kiln plugins/libkiln_plugin_gpu_nvptx.so plugins/libkiln_plugin_interpreter.so plugins/kiln-plugin-host
          plugins/gpu_nvptx/gpu_nvptx_vs_evaluator_test plugins/gpu_nvptx/dump_gpu_nvptx)
 ninja -C build-gpu "${targets[@]}"
 
@@ -29,7 +29,7 @@ mkdir -p "$stage/tools" "$stage/plugins" "$stage/tests" "$stage/lib"
 # --build takes it.
 install -m 755 build-gpu/tools/kiln "$stage/tools/"
 install -m 755 build-gpu/plugins/libkiln_plugin_gpu_nvptx.so build-gpu/plugins/libkiln_plugin_interpreter.so \
-  "$stage/plugins/"
+  build-gpu/plugins/kiln-plugin-host "$stage/plugins/"
 install -m 755 build-gpu/plugins/gpu_nvptx/gpu_nvptx_vs_evaluator_test \
   build-gpu/plugins/gpu_nvptx/dump_gpu_nvptx "$stage/tests/"
 strip "$stage"/tools/* "$stage"/plugins/* "$stage"/tests/*
@@ -71,6 +71,8 @@ fi
 echo "CUDA_HOME=${CUDA_HOME:-} LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 nvidia-smi -L
 timeout 60 "$here/tools/kiln" devices 2>&1 | tee "$out/devices.txt"
+# gpu-nvptx isolated (issue #18): same outputs, and a timeout stops a GPU loop that never ends.
+timeout 300 tools/gpu_isolation_checks.sh "$here/tools/kiln" "$out" 2>&1 | tee "$out/isolation.txt"
 timeout ${KILN_CHECK_TEST_S:-300} "$here/tests/gpu_nvptx_vs_evaluator_test" 2>&1 | tee "$out/vs_evaluator.txt" | grep -vE "^\[ (RUN|  +OK) " | tail -40
 # Every module the CPU plugin is judged on (tests/cli/cross_device_test.py: the dtype tolerance,
 # or, for modules that amplify rounding, no further from the f64 result than the reference).
