@@ -419,14 +419,24 @@ static absl::StatusOr<DeviceBuffer> Upload(const std::shared_ptr<PluginLibrary>&
 DeviceBuffer::DeviceBuffer(std::shared_ptr<PluginLibrary> lib, KILN_Buffer* buffer)
     : lib_(std::move(lib)), buffer_(buffer) {}
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : lib_(std::move(other.lib_)), buffer_(std::exchange(other.buffer_, nullptr)) {}
+    : lib_(std::move(other.lib_)),
+      buffer_(std::exchange(other.buffer_, nullptr)),
+      donated_(std::exchange(other.donated_, false)) {}
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
     Release();
     lib_ = std::move(other.lib_);
     buffer_ = std::exchange(other.buffer_, nullptr);
+    donated_ = std::exchange(other.donated_, false);
   }
   return *this;
+}
+
+absl::Status DeviceBuffer::CheckNotDonated(std::string_view what) const {
+  if (!donated_) return absl::OkStatus();
+  return absl::FailedPreconditionError(fmt::format(
+      "{}: {}: the buffer was donated to an execute (its memory may now hold an output)",
+      lib_ != nullptr ? lib_->name : std::string("kiln"), what));
 }
 DeviceBuffer::~DeviceBuffer() { Release(); }
 void DeviceBuffer::Release() {
@@ -438,6 +448,7 @@ void DeviceBuffer::Release() {
 }
 
 absl::StatusOr<Shape> DeviceBuffer::shape() const {
+  if (absl::Status s = CheckNotDonated("buffer_info"); !s.ok()) return s;
   KILN_Buffer_Info_Args args{};
   args.struct_size = sizeof(args);
   args.buffer = buffer_;
@@ -460,7 +471,7 @@ absl::StatusOr<Shape> DeviceBuffer::shape() const {
 }
 
 const void* DeviceBuffer::HostData() const {
-  if (!KILN_API_HAS(lib_->api, buffer_host_data)) return nullptr;
+  if (donated_ || !KILN_API_HAS(lib_->api, buffer_host_data)) return nullptr;
   KILN_Buffer_HostData_Args args{};
   args.struct_size = sizeof(args);
   args.buffer = buffer_;
@@ -480,6 +491,7 @@ absl::StatusOr<Literal> DeviceBuffer::ToLiteral() const {
 }
 
 absl::Status DeviceBuffer::CopyToHost(void* dst, int64_t size) const {
+  if (absl::Status s = CheckNotDonated("buffer_to_host"); !s.ok()) return s;
   KILN_Buffer_ToHost_Args args{};
   args.struct_size = sizeof(args);
   args.buffer = buffer_;
@@ -500,13 +512,32 @@ Executable::~Executable() {
 }
 
 absl::StatusOr<std::vector<DeviceBuffer>> Executable::ExecuteBuffers(
-    std::span<const DeviceBuffer* const> args) const {
+    std::span<const DeviceBuffer* const> args, std::span<const bool> donate) const {
   if (args.size() != num_parameters_) {
     return absl::InvalidArgumentError(fmt::format("{}: executable takes {} arguments, got {}",
                                                   lib_->name, num_parameters_, args.size()));
   }
+  if (!donate.empty() && donate.size() != args.size()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {} donation flags for {} arguments",
+                                                  lib_->name, donate.size(), args.size()));
+  }
   std::vector<KILN_Buffer*> handles;
-  for (const DeviceBuffer* b : args) handles.push_back(b->handle());
+  std::vector<uint8_t> donated(args.size(), 0);
+  bool any_donated = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == nullptr)
+      return absl::InvalidArgumentError(fmt::format("{}: argument {} is null", lib_->name, i));
+    if (absl::Status s = args[i]->CheckNotDonated(fmt::format("execute: argument {}", i)); !s.ok())
+      return s;
+    handles.push_back(args[i]->handle());
+    donated[i] = !donate.empty() && donate[i];
+    any_donated |= donated[i] != 0;
+  }
+  for (size_t i = 0; any_donated && i < args.size(); ++i)
+    for (size_t j = 0; j < args.size(); ++j)
+      if (i != j && donated[i] && handles[i] == handles[j])
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: argument {} is donated and also passed as argument {}", lib_->name, i, j));
   std::vector<KILN_Buffer*> outputs(num_outputs_, nullptr);
   KILN_Execute_Args exec{};
   exec.struct_size = sizeof(exec);
@@ -515,6 +546,10 @@ absl::StatusOr<std::vector<DeviceBuffer>> Executable::ExecuteBuffers(
   exec.num_arguments = handles.size();
   exec.outputs = outputs.data();
   exec.num_outputs = outputs.size();
+  if (any_donated && lib_->minor >= 3) exec.donated = donated.data();
+  // Consumed whether the call succeeds or not (the plugin may have written into them).
+  for (size_t i = 0; i < args.size(); ++i)
+    if (donated[i]) args[i]->donated_ = true;
   if (absl::Status s = lib_->Take(lib_->api->execute(&exec), "execute"); !s.ok()) return s;
   std::vector<DeviceBuffer> result;
   result.reserve(outputs.size());
@@ -536,7 +571,11 @@ absl::StatusOr<std::vector<Literal>> Executable::Execute(std::span<const Literal
   }
   std::vector<const DeviceBuffer*> ptrs;
   for (const DeviceBuffer& b : on_device) ptrs.push_back(&b);
-  absl::StatusOr<std::vector<DeviceBuffer>> outs = ExecuteBuffers(ptrs);
+  // The uploads are this call's own: donated, so the plugin may update them in place.
+  std::unique_ptr<bool[]> donate(new bool[ptrs.size()]);
+  std::fill_n(donate.get(), ptrs.size(), true);
+  absl::StatusOr<std::vector<DeviceBuffer>> outs =
+      ExecuteBuffers(ptrs, std::span<const bool>(donate.get(), ptrs.size()));
   if (!outs.ok()) return outs.status();
   std::vector<Literal> result;
   for (const DeviceBuffer& b : *outs) {

@@ -75,11 +75,17 @@ class DeviceBuffer {
   // to be written); null when they do not, or the plugin cannot say (ABI < 1.2).
   const void* HostData() const;
   KILN_Buffer* handle() const { return buffer_; }
+  // True once given up to an execute (Executable::ExecuteBuffers with `donate`): only its
+  // destruction is left; any other use is FAILED_PRECONDITION.
+  bool donated() const { return donated_; }
 
  private:
+  friend class Executable;
   void Release();
+  absl::Status CheckNotDonated(std::string_view what) const;
   std::shared_ptr<internal::PluginLibrary> lib_;
   KILN_Buffer* buffer_ = nullptr;
+  mutable bool donated_ = false;  // set by the execute that consumed it
 };
 
 class Executable {
@@ -94,10 +100,13 @@ class Executable {
   // Array leaves of the result, tuples flattened depth-first.
   size_t num_outputs() const { return num_outputs_; }
 
-  // Runs on buffers already on the device (what benchmarks time).
+  // Runs on buffers already on the device (what benchmarks time). `donate` (empty, or a flag
+  // per argument) gives arguments up to the plugin, which may reuse their memory for the
+  // outputs (ABI 1.3; an older plugin copies as before). A donated buffer is consumed by
+  // the call, whether it succeeds or not, and may be passed only once.
   absl::StatusOr<std::vector<DeviceBuffer>> ExecuteBuffers(
-      std::span<const DeviceBuffer* const> args) const;
-  // Copies host arrays in, runs, copies the result leaves out.
+      std::span<const DeviceBuffer* const> args, std::span<const bool> donate = {}) const;
+  // Copies host arrays in, runs (donating the copies), copies the result leaves out.
   absl::StatusOr<std::vector<Literal>> Execute(std::span<const Literal> args) const;
   // Unimplemented when the plugin does not offer serialization.
   absl::StatusOr<std::string> Serialize() const;

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define KILN_API_MAJOR 1
-#define KILN_API_MINOR 2
+#define KILN_API_MINOR 3
 
 /* The symbol every plugin exports. */
 #define KILN_GET_API_SYMBOL "KILN_GetApi"
@@ -335,6 +335,15 @@ typedef struct {
    * fills each with a new buffer the caller destroys. On error no buffer is returned. */
   KILN_Buffer** outputs;
   size_t num_outputs;
+  /* 1.3, optional (NULL: nothing donated): one flag per argument, nonzero when the caller
+   * donates that argument, as XLA's buffer donation and a module's input_output_alias
+   * intend: the plugin may reuse its memory for the outputs (update a loop state in place,
+   * return it as an output without a copy), or ignore the flag. A donated buffer is
+   * consumed by the call, whether it succeeds or not: the caller only destroys it
+   * afterwards (a plugin may answer any other use with FAILED_PRECONDITION). A donated
+   * buffer is not passed twice in one call (a plugin may refuse that with INVALID_ARGUMENT).
+   * A caller checks the plugin's api_minor >= 3 before setting it. */
+  const uint8_t* donated;
 } KILN_Execute_Args;
 typedef KILN_Error* KILN_Executable_Execute(KILN_Execute_Args* args);
 

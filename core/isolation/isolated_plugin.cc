@@ -583,6 +583,9 @@ KILN_Error* Execute(KILN_Execute_Args* a) {
     if (arg->generation != exe->generation) return exe->conn->Stale("execute: an argument");
     w.U64(arg->id);
   }
+  const bool donates = KILN_ARGS_HAS(a, KILN_Execute_Args, donated) && a->donated != nullptr;
+  w.U8(donates ? 1 : 0);
+  for (size_t i = 0; donates && i < a->num_arguments; ++i) w.U8(a->donated[i] != 0 ? 1 : 0);
   w.U64(a->num_outputs);
   std::string reply;
   if (KILN_Error* e = exe->conn->Call("execute", &w, &reply, -1, nullptr, exe->generation))
@@ -740,7 +743,7 @@ const KILN_Api* MakeTable(int n, Connection& c) {
   KILN_Api& t = tables[n];
   t.struct_size = sizeof(KILN_Api);
   t.api_major = KILN_API_MAJOR;
-  t.api_minor = std::min(c.minor, 2);  // what the proxy forwards: 1.2 without buffer_host_data
+  t.api_minor = std::min(c.minor, 3);  // what the proxy forwards: 1.3 without buffer_host_data
   t.plugin_name = c.name.c_str();
   t.default_priority = c.priority;
   t.error_destroy = ErrorDestroy;

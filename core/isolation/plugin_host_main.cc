@@ -198,8 +198,11 @@ Writer Serve(Op op, Reader& in) {
       a.device = Handle<KILN_Device>(in.U64());
       std::vector<KILN_Buffer*> args(in.U64());
       for (KILN_Buffer*& b : args) b = Handle<KILN_Buffer>(in.U64());
+      std::vector<uint8_t> donated(in.U8() != 0 ? args.size() : 0);  // ABI 1.3's flags
+      for (uint8_t& d : donated) d = in.U8();
       std::vector<KILN_Buffer*> outputs(in.U64(), nullptr);
       if (!in.ok()) return Failure(KILN_ERROR_INTERNAL, "malformed execute request");
+      if (!donated.empty() && api->api_minor >= 3) a.donated = donated.data();
       a.arguments = args.data();
       a.num_arguments = args.size();
       a.outputs = outputs.data();

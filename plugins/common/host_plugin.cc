@@ -38,27 +38,31 @@ struct KILN_Executable {
 };
 
 struct KILN_Buffer {
-  kiln::plugin_support::BufferArray array;
+  kiln::plugin_support::BufferArray array;  // empty once donated
+  bool donated = false;                     // given up to an execute (ABI 1.3)
 };
 
 namespace kiln::plugin_support {
 
-absl::StatusOr<std::vector<BufferArray>> HostProgram::RunBuffers(
-    std::span<const BufferArray> args) {
-  std::vector<std::shared_ptr<const Literal>> host;
+absl::StatusOr<Literal> HostProgram::RunShared(std::vector<std::shared_ptr<const Literal>> args) {
   std::vector<const Literal*> ptrs;
-  for (const BufferArray& a : args) {
+  for (const auto& a : args) ptrs.push_back(a.get());
+  return Run(ptrs);
+}
+
+absl::StatusOr<std::vector<BufferArray>> HostProgram::RunBuffers(std::vector<BufferArray> args) {
+  std::vector<std::shared_ptr<const Literal>> host;
+  for (BufferArray& a : args) {
     if (a.device != nullptr) {
       Literal l(a.device->shape());
       if (absl::Status s = a.device->CopyToHost(l.untyped_data(), l.size_bytes()); !s.ok())
         return s;
       host.push_back(std::make_shared<const Literal>(std::move(l)));
     } else {
-      host.push_back(a.host);
+      host.push_back(std::move(a.host));  // a donated literal stays with its only owner
     }
-    ptrs.push_back(host.back().get());
   }
-  absl::StatusOr<Literal> result = Run(ptrs);
+  absl::StatusOr<Literal> result = RunShared(std::move(host));
   if (!result.ok()) return result.status();
   std::vector<Literal> leaves;
   if (result->IsTuple()) {
@@ -87,6 +91,14 @@ void ReportEachInstruction(
 }
 
 namespace {
+
+// Any use of a buffer an execute consumed (ABI 1.3 donation) but its destruction.
+KILN_Error* Donated(const std::string& what) {
+  return MakeError(KILN_ERROR_FAILED_PRECONDITION,
+                   what +
+                       ": the buffer was donated to an execute (its memory may now hold an "
+                       "output)");
+}
 
 // One plugin per shared object, so the kit's state is process-wide within that object.
 struct State {
@@ -430,12 +442,22 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
                        "expected room for " + std::to_string(args->executable->num_outputs) +
                            " outputs, got " + std::to_string(args->num_outputs));
     }
+    const uint8_t* donated =
+        args->struct_size >= KILN_STRUCT_SIZE(KILN_Execute_Args, donated) ? args->donated : nullptr;
     std::vector<BufferArray> operands;
     for (size_t i = 0; i < args->num_arguments; ++i) {
       KILN_Buffer* b = args->arguments[i];
       const HloInstruction* param = entry.parameter(static_cast<int>(i));
       if (b == nullptr)
         return MakeError(KILN_ERROR_INVALID_ARGUMENT, "argument " + std::to_string(i) + " is null");
+      if (b->donated) return Donated("execute: argument " + std::to_string(i));
+      for (size_t j = 0; donated != nullptr && donated[i] && j < args->num_arguments; ++j) {
+        if (j != i && args->arguments[j] == b)
+          return MakeError(KILN_ERROR_INVALID_ARGUMENT, "argument " + std::to_string(i) +
+                                                            " is donated and also passed as "
+                                                            "argument " +
+                                                            std::to_string(j));
+      }
       if (param == nullptr || !b->array.shape().Compatible(param->shape())) {
         return MakeError(KILN_ERROR_INVALID_ARGUMENT,
                          "argument " + std::to_string(i) + " has shape " +
@@ -445,7 +467,18 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
       }
       operands.push_back(b->array);
     }
-    auto leaves = args->executable->program->RunBuffers(operands);
+    // Donated buffers give their arrays to the run: a literal nothing else holds may then be
+    // updated in place or returned without a copy. Not one that reads the caller's memory
+    // (a zero-copy import): that memory is only lent.
+    std::vector<std::shared_ptr<const Literal>> lent;
+    for (size_t i = 0; donated != nullptr && i < args->num_arguments; ++i) {
+      if (!donated[i]) continue;
+      KILN_Buffer* b = args->arguments[i];
+      if (b->array.host != nullptr && b->array.host->adopted()) lent.push_back(b->array.host);
+      b->array = BufferArray();
+      b->donated = true;
+    }
+    auto leaves = args->executable->program->RunBuffers(std::move(operands));
     if (!leaves.ok()) return MakeError(leaves.status());
     if (leaves->size() != args->num_outputs) {
       return MakeError(KILN_ERROR_INTERNAL, "program returned " + std::to_string(leaves->size()) +
@@ -535,6 +568,7 @@ KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* args) {
       return e;
     }
     if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
+    if (args->buffer->donated) return Donated("buffer_to_host");
     const BufferArray& a = args->buffer->array;
     const size_t bytes = static_cast<size_t>(a.shape().byte_size());
     if (args->dst_size != bytes) {
@@ -560,6 +594,7 @@ KILN_Error* BufferInfo(KILN_Buffer_Info_Args* args) {
       return e;
     }
     if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
+    if (args->buffer->donated) return Donated("buffer_info");
     const Shape& shape = args->buffer->array.shape();
     args->dtype = static_cast<KILN_DType>(shape.element_type());
     args->dims = shape.dimensions().data();
@@ -576,6 +611,7 @@ KILN_Error* BufferHostData(KILN_Buffer_HostData_Args* args) {
       return e;
     }
     if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
+    if (args->buffer->donated) return Donated("buffer_host_data");
     const BufferArray& a = args->buffer->array;
     args->data = a.device != nullptr ? nullptr : a.host->untyped_data();
     return nullptr;

@@ -42,10 +42,13 @@ class HostProgram {
  public:
   virtual ~HostProgram() = default;
   virtual absl::StatusOr<Literal> Run(std::span<const Literal* const> args) = 0;
+  // The same on literals it holds a share of: one nothing else holds (a donated argument,
+  // ABI 1.3) may be updated in place or returned without a copy. The default calls Run.
+  virtual absl::StatusOr<Literal> RunShared(std::vector<std::shared_ptr<const Literal>> args);
   // Runs on plugin buffers and returns the root's array leaves, depth-first. The default
-  // runs Run on host literals (a device array argument is copied to the host first); a
+  // runs RunShared on host literals (a device array argument is copied to the host first); a
   // device backend overrides it to keep values on the device.
-  virtual absl::StatusOr<std::vector<BufferArray>> RunBuffers(std::span<const BufferArray> args);
+  virtual absl::StatusOr<std::vector<BufferArray>> RunBuffers(std::vector<BufferArray> args);
 };
 
 class HostBackend {

@@ -136,23 +136,36 @@ absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal> args) const 
 }
 
 absl::StatusOr<Literal> CpuExecutable::Run(std::span<const Literal* const> args) const {
-  ScopedFlushDenormals flush;  // the pool's workers flush too (thread_pool.cc)
-  if (profile_) profile_->BeginRun();
-  const HloComputation* entry = module_->entry();
-  if (static_cast<int>(args.size()) != entry->num_parameters())
-    return absl::InvalidArgumentError(absl::StrCat("module ", module_->name(), " takes ",
-                                                   entry->num_parameters(), " arguments, got ",
-                                                   args.size()));
-  for (int i = 0; i < entry->num_parameters(); ++i) {
-    if (args[i] == nullptr || !args[i]->shape().Compatible(entry->parameter(i)->shape()))
-      return absl::InvalidArgumentError(
-          absl::StrCat("argument ", i, " of module ", module_->name(), " has shape ",
-                       (args[i] ? args[i]->shape().ToString(false) : std::string("null")),
-                       ", the parameter wants ", entry->parameter(i)->shape().ToString(false)));
-  }
   std::vector<Value> values;
   values.reserve(args.size());
   for (const Literal* a : args) values.push_back(Value::Borrowed(a));
+  return RunEntry(std::move(values));
+}
+
+absl::StatusOr<Literal> CpuExecutable::RunShared(
+    std::vector<std::shared_ptr<const Literal>> args) const {
+  std::vector<Value> values;
+  values.reserve(args.size());
+  for (std::shared_ptr<const Literal>& a : args) values.push_back(Value::Shared(std::move(a)));
+  return RunEntry(std::move(values));
+}
+
+absl::StatusOr<Literal> CpuExecutable::RunEntry(std::vector<Value> values) const {
+  ScopedFlushDenormals flush;  // the pool's workers flush too (thread_pool.cc)
+  if (profile_) profile_->BeginRun();
+  const HloComputation* entry = module_->entry();
+  if (static_cast<int>(values.size()) != entry->num_parameters())
+    return absl::InvalidArgumentError(absl::StrCat("module ", module_->name(), " takes ",
+                                                   entry->num_parameters(), " arguments, got ",
+                                                   values.size()));
+  for (int i = 0; i < entry->num_parameters(); ++i) {
+    const Literal* a = values[i].literal.get();
+    if (a == nullptr || !a->shape().Compatible(entry->parameter(i)->shape()))
+      return absl::InvalidArgumentError(
+          absl::StrCat("argument ", i, " of module ", module_->name(), " has shape ",
+                       (a ? a->shape().ToString(false) : std::string("null")),
+                       ", the parameter wants ", entry->parameter(i)->shape().ToString(false)));
+  }
   HloEvaluator evaluator;
   std::shared_ptr<uint8_t> arena;
   try {

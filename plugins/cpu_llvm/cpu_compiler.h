@@ -78,6 +78,9 @@ class CpuExecutable {
   // Runs the entry computation; `args` must match the entry parameters.
   absl::StatusOr<Literal> Run(std::span<const Literal> args) const;
   absl::StatusOr<Literal> Run(std::span<const Literal* const> args) const;
+  // The same on literals it shares with the caller: one the caller gave up (a donated
+  // argument, held by nothing else) may be updated in place or returned without a copy.
+  absl::StatusOr<Literal> RunShared(std::vector<std::shared_ptr<const Literal>> args) const;
 
   const HloModule& module() const { return *module_; }
   const Plan& plan() const { return plan_; }
@@ -111,6 +114,8 @@ class CpuExecutable {
   Literal ResultBuffer(const HloInstruction* h, const std::shared_ptr<uint8_t>& arena) const;
   // Runs one computation's steps (the entry, or a sub-plan of control flow) on `args`.
   // Values are released after their last reader (Step::last_uses).
+  // Run and RunShared after their own argument conversion.
+  absl::StatusOr<Literal> RunEntry(std::vector<Value> args) const;
   absl::StatusOr<Value> RunComputation(const ComputationPlan& p, std::vector<Value> args,
                                        HloEvaluator& evaluator,
                                        const std::shared_ptr<uint8_t>& arena) const;

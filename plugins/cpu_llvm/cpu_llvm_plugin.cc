@@ -14,6 +14,9 @@ class JitProgram : public plugin_support::HostProgram {
   absl::StatusOr<Literal> Run(std::span<const Literal* const> args) override {
     return exe_->Run(args);
   }
+  absl::StatusOr<Literal> RunShared(std::vector<std::shared_ptr<const Literal>> args) override {
+    return exe_->RunShared(std::move(args));
+  }
   const CpuExecutable& executable() const { return *exe_; }
 
  private:

@@ -57,7 +57,7 @@ class GpuProgram : public plugin_support::HostProgram {
   }
   // Buffers stay on the GPU: arguments are used where they are, results are left there.
   absl::StatusOr<std::vector<plugin_support::BufferArray>> RunBuffers(
-      std::span<const plugin_support::BufferArray> args) override {
+      std::vector<plugin_support::BufferArray> args) override {
     std::vector<RunArray> in;
     for (const plugin_support::BufferArray& a : args) {
       auto* gpu = dynamic_cast<const GpuArray*>(a.device.get());

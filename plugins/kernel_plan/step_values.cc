@@ -12,6 +12,12 @@ Value Value::Borrowed(const Literal* l) {
   return v;
 }
 
+Value Value::Shared(std::shared_ptr<const Literal> l) {
+  Value v;
+  v.literal = std::move(l);
+  return v;
+}
+
 Value Value::Owned(Literal l) {
   Value v;
   v.literal = std::make_shared<const Literal>(std::move(l));

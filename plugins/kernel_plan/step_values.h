@@ -25,6 +25,9 @@ struct Value {
 
   static Value Borrowed(const Literal* l);
   static Value Owned(Literal l);
+  // A literal the run shares with its caller: taken over (moved, updated in place) only
+  // when the caller gave up its share, leaving the run the only owner (a donated argument).
+  static Value Shared(std::shared_ptr<const Literal> l);
   bool IsTuple() const { return literal == nullptr || literal->IsTuple(); }
   int64_t TupleSize() const;
   Value Element(int64_t i) const;  // i must be in [0, TupleSize())

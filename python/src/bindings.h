@@ -41,7 +41,8 @@ class PyExecutable {
   // an array, else a tuple of the result's leaves (flattened depth-first).
   nanobind::object Call(nanobind::args args) const;
   // Arrays or buffers in; a tuple of buffers that stay on the device out.
-  nanobind::tuple Execute(nanobind::args args) const;
+  // `kwargs` may hold donate=(i, ...): argument positions whose kiln.Buffer is given up.
+  nanobind::tuple Execute(nanobind::args args, nanobind::kwargs kwargs) const;
 
   const ModuleExecutable& exe() const { return *exe_; }
   const std::vector<Shape>& parameter_shapes() const { return params_; }
@@ -53,8 +54,10 @@ class PyExecutable {
   // or converted. `lend`: host arrays of the exact type are lent without a copy instead (only
   // when no output outlives the call: an output may share an argument's memory).
   // `live` is what runs the module now (ModuleExecutable::Live).
+  // Host values are uploaded (lent where `lend` and the plugin reads host memory) and those
+  // copies donated; kiln.Buffer arguments are donated where `donate` says so.
   std::vector<DeviceBuffer> RunOnDevice(const ModuleExecutable& live, nanobind::args args,
-                                        bool lend) const;
+                                        bool lend, const std::vector<bool>& donate = {}) const;
   // ModuleExecutable::Live, without the GIL (it may compile again).
   const ModuleExecutable& Live() const;
   // Host arrays in and out through ModuleExecutable (a partitioned module).

@@ -108,7 +108,8 @@ nb::object PyExecutable::CallPartitioned(nb::args args) const {
 }
 
 std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live, nb::args args,
-                                                    bool lend) const {
+                                                    bool lend,
+                                                    const std::vector<bool>& donate) const {
   const Plugin* plugin = live.plugin();
   if (plugin == nullptr || live.executable() == nullptr) {
     throw StatusError(absl::FailedPreconditionError(
@@ -120,6 +121,8 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live
   uploaded.reserve(args.size());
   std::vector<const DeviceBuffer*> ptrs;
   ptrs.reserve(args.size());
+  std::unique_ptr<bool[]> donated(
+      new bool[args.size() + 1]());  // this call's uploads, and `donate`
   for (size_t i = 0; i < args.size(); ++i) {
     nb::handle a = args[i];
     if (nb::isinstance<PyBuffer>(a) && nb::cast<const PyBuffer&>(a).plugin != plugin &&
@@ -135,6 +138,7 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live
       }
       uploaded.push_back(ValueOrThrow(std::move(moved)));
       ptrs.push_back(&uploaded.back());
+      donated[i] = true;
       continue;
     }
     if (nb::isinstance<PyBuffer>(a)) {
@@ -151,6 +155,7 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live
                         params_[i].ToString(false), b.shape.ToString(false))));
       }
       ptrs.push_back(b.buffer.get());
+      donated[i] = i < donate.size() && donate[i];
       continue;
     }
     absl::StatusOr<DeviceBuffer> b;
@@ -166,20 +171,44 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live
     }
     uploaded.push_back(ValueOrThrow(std::move(b)));
     ptrs.push_back(&uploaded.back());
+    donated[i] = true;
   }
   absl::StatusOr<std::vector<DeviceBuffer>> outs;
   {
     nb::gil_scoped_release release;
-    outs = live.executable()->ExecuteBuffers(ptrs);
+    outs =
+        live.executable()->ExecuteBuffers(ptrs, std::span<const bool>(donated.get(), ptrs.size()));
   }
   return ValueOrThrow(std::move(outs));
 }
 
-nb::tuple PyExecutable::Execute(nb::args args) const {
+nb::tuple PyExecutable::Execute(nb::args args, nb::kwargs kwargs) const {
   CheckArgumentCount(args.size());
+  std::vector<bool> donate(args.size(), false);
+  for (auto [key, value] : kwargs) {
+    if (nb::cast<std::string>(key) != "donate") {
+      throw StatusError(absl::InvalidArgumentError(fmt::format(
+          "execute: unknown keyword '{}' (known: donate)", nb::cast<std::string>(key))));
+    }
+    for (nb::handle item : nb::iter(value)) {
+      long i = -1;
+      if (!nb::try_cast<long>(item, i) || i < 0 || i >= static_cast<long>(args.size())) {
+        throw StatusError(absl::InvalidArgumentError(
+            fmt::format("execute: donate holds {}, not an argument position below {}",
+                        nb::cast<std::string>(nb::str(item)), args.size())));
+      }
+      if (!nb::isinstance<PyBuffer>(args[i])) {
+        throw StatusError(absl::InvalidArgumentError(fmt::format(
+            "execute: donate names argument {}, which is not a kiln.Buffer (host arrays are "
+            "copied in, and the copies are always given up)",
+            i)));
+      }
+      donate[i] = true;
+    }
+  }
   const ScopedRunDeadline deadline(exe_->timeout_s());
   const ModuleExecutable& live = Live();
-  std::vector<DeviceBuffer> outs = RunOnDevice(live, args, /*lend=*/false);  // outlive the call
+  std::vector<DeviceBuffer> outs = RunOnDevice(live, args, /*lend=*/false, donate);
   std::vector<nb::object> leaves;
   leaves.reserve(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -198,7 +227,11 @@ void BindExecutable(nb::module_& m) {
            "Runs the module on host arrays (or buffers); returns NumPy arrays: one array, or "
            "a tuple of the result's leaves when the module returns a tuple.")
       .def("execute", &PyExecutable::Execute,
-           "Runs the module; returns a tuple of kiln.Buffer that stay on the device.")
+           "Runs the module; returns a tuple of kiln.Buffer that stay on the device. "
+           "donate=(i, ...) gives up the kiln.Buffer arguments at those positions, as "
+           "jax.jit's donate_argnums: the plugin may reuse their memory for the outputs (a "
+           "loop state updated in place), and any later use of them raises KilnError "
+           "FAILED_PRECONDITION.")
       .def_prop_ro(
           "device", [](const PyExecutable& e) { return e.exe().device_names(); },
           "The plugin that runs it, or the partition's plugins joined by '+'.")
