@@ -376,6 +376,10 @@ absl::StatusOr<DeviceBuffer> Plugin::ToDevice(const Literal& literal) const {
   return Upload(lib_, literal.shape(), literal.untyped_data());
 }
 
+absl::StatusOr<DeviceBuffer> Plugin::ToDevice(const Shape& shape, const void* data) const {
+  return Upload(lib_, shape, data);
+}
+
 absl::StatusOr<DeviceBuffer> Plugin::ToDeviceShared(const Shape& shape, const void* data,
                                                     void (*on_done)(void*), void* arg) const {
   return Upload(lib_, shape, data, on_done, arg);

@@ -159,6 +159,8 @@ class Plugin {
                                                           const CompileOptions& options = {}) const;
   absl::StatusOr<std::unique_ptr<Executable>> Deserialize(std::string_view bytes) const;
   absl::StatusOr<DeviceBuffer> ToDevice(const Literal& literal) const;
+  // The same from `shape.byte_size()` dense row-major bytes at `data`, copied before return.
+  absl::StatusOr<DeviceBuffer> ToDevice(const Shape& shape, const void* data) const;
   // Like ToDevice, but a plugin with host-memory buffers may keep reading `data` instead of
   // copying it (a zero-copy import). On success `on_done(arg)` is called exactly once when
   // `data` is no longer read (right away when it was copied); on error it is not called.

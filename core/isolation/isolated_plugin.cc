@@ -15,9 +15,12 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <utility>
+#include <vector>
 
 #include "core/isolation/wire.h"
 #include "core/plugin_paths.h"
@@ -46,6 +49,139 @@ const char* ErrorMessage(const KILN_Error* e) {
 KILN_ErrorCode ErrorCode(const KILN_Error* e) {
   return reinterpret_cast<const ProxyError*>(e)->code;
 }
+
+// A memfd this process made and keeps mapped read-write, for buffers of at least
+// kSharedMemoryMin bytes (wire.h). Sealed so that the helper can neither resize it (which
+// would make this mapping SIGBUS) nor, for one lent as a buffer's bytes, write it.
+struct Region {
+  int fd = -1;
+  char* data = nullptr;
+  size_t capacity = 0;
+  uint64_t token = 0;
+  bool helper_writes = false;  // a buffer_to_host region, not a buffer's bytes
+  uint64_t last_used = 0;
+  ~Region() {
+    if (data != nullptr) munmap(data, capacity);
+    if (fd >= 0) close(fd);
+  }
+};
+
+// The regions of one helper, kept for reuse: a fresh shared page costs a fault and zeroing
+// (about 4x the copy of its bytes on the 2-vCPU machine of benchmarks/README.md), so moving
+// the same sizes again should find them in place. A region is free when no ProxyBuffer holds
+// it (use_count 1) and the helper has reported it released; free ones beyond kKeepBytes
+// are unmapped, least recently used first.
+class RegionPool {
+ public:
+  static constexpr size_t kKeepBytes = size_t{512} << 20;
+
+  // A free region of `size` to `2 * size` bytes, or null.
+  std::shared_ptr<Region> TakeFree(size_t size, bool helper_writes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::shared_ptr<Region> best;
+    for (const std::shared_ptr<Region>& r : regions_) {
+      if (Free(*r, r.use_count()) && r->helper_writes == helper_writes && r->capacity >= size &&
+          r->capacity / 2 <= size && (best == nullptr || r->capacity < best->capacity)) {
+        best = r;
+      }
+    }
+    if (best != nullptr) Use(*best);
+    return best;
+  }
+
+  // True when a region that would fit waits only for the helper's release (no ProxyBuffer
+  // holds it): asking the helper then is worth a round trip.
+  bool AwaitsRelease(size_t size) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::shared_ptr<Region>& r : regions_) {
+      if (r.use_count() == 1 && lent_.count(r->token) != 0 && r->capacity >= size &&
+          r->capacity / 2 <= size) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A new region of at least `size` bytes, mapped and faulted in; null when shared memory
+  // cannot be made.
+  std::shared_ptr<Region> Make(size_t size, bool helper_writes) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    auto r = std::make_shared<Region>();
+    r->helper_writes = helper_writes;
+    r->capacity = (size + page - 1) / page * page;
+    r->fd = memfd_create("kiln-buffer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (r->fd < 0 || ftruncate(r->fd, static_cast<off_t>(r->capacity)) != 0) return nullptr;
+    void* p =
+        mmap(nullptr, r->capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd, 0);
+    if (p == MAP_FAILED) return nullptr;
+    r->data = static_cast<char*>(p);
+    // F_SEAL_FUTURE_WRITE (Linux 5.1) keeps this mapping writable and refuses every later
+    // write or writable mapping; without it the helper maps lent regions read-only anyway.
+    constexpr int kNoResize = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+    const bool sealed =
+        (!helper_writes && fcntl(r->fd, F_ADD_SEALS, kNoResize | F_SEAL_FUTURE_WRITE) == 0) ||
+        fcntl(r->fd, F_ADD_SEALS, kNoResize) == 0;
+    if (!sealed) return nullptr;  // never lend what the helper could truncate
+    std::lock_guard<std::mutex> lock(mu_);
+    r->token = next_token_++;
+    Use(*r);
+    regions_.push_back(r);
+    return r;
+  }
+
+  // A region about to be lent to the helper as a buffer's bytes: not free until released.
+  void Lend(const Region& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lent_.insert(r.token);
+  }
+  void Released(const std::vector<uint64_t>& tokens) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint64_t t : tokens) lent_.erase(t);
+    TrimLocked();
+  }
+  // The helper is gone: it reads nothing any more.
+  void HelperGone() {
+    std::lock_guard<std::mutex> lock(mu_);
+    lent_.clear();
+    TrimLocked();
+  }
+  // Unmaps free regions beyond kKeepBytes (after a ProxyBuffer let one go).
+  void Trim() {
+    std::lock_guard<std::mutex> lock(mu_);
+    TrimLocked();
+  }
+
+ private:
+  bool Free(const Region& r, long use_count) const {
+    return use_count == 1 && lent_.count(r.token) == 0;
+  }
+  void Use(Region& r) { r.last_used = ++clock_; }
+  void TrimLocked() {
+    std::vector<std::shared_ptr<Region>*> free;
+    size_t free_bytes = 0;
+    for (std::shared_ptr<Region>& r : regions_) {
+      if (Free(*r, r.use_count())) {
+        free.push_back(&r);
+        free_bytes += r->capacity;
+      }
+    }
+    if (free_bytes <= kKeepBytes) return;
+    std::sort(free.begin(), free.end(),
+              [](auto* a, auto* b) { return (*a)->last_used < (*b)->last_used; });
+    for (std::shared_ptr<Region>* r : free) {
+      if (free_bytes <= kKeepBytes) break;
+      free_bytes -= (*r)->capacity;
+      r->reset();
+    }
+    std::erase(regions_, nullptr);
+  }
+
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Region>> regions_;
+  std::set<uint64_t> lent_;  // tokens of regions the helper may still read
+  uint64_t next_token_ = 1;
+  uint64_t clock_ = 0;
+};
 
 class Connection;
 constexpr uint64_t kAnyGeneration = ~uint64_t{0};
@@ -76,6 +212,9 @@ struct ProxyBuffer {
   KILN_DType dtype = KILN_DTYPE_F32;
   std::vector<int64_t> dims;
   size_t byte_size = 0;
+  // For a buffer made from host bytes through shared memory: the region holding them (its
+  // first byte_size bytes), which buffer_to_host reads without asking the helper.
+  std::shared_ptr<Region> region;
 };
 
 // One helper process and the socket to it. Calls are serialized: one request in flight.
@@ -142,14 +281,12 @@ class Connection {
   // reply. Null with the reply's fields in `reply`, or the plugin's error, or UNAVAILABLE /
   // DEADLINE_EXCEEDED when the helper died or did not answer in time: within the plugin
   // deadline, and within what is left of this thread's run deadline (run_deadline.h).
-  // `send_fd` (when >= 0) goes right after the request; `received_fd` (when not null) takes
-  // the descriptor that comes right after a successful reply.
+  // `send_fd` (when >= 0) goes right after the request.
   // `made_in` (when not kAnyGeneration) is the generation of the handle the request names: one
   // from a helper since lost fails with UNAVAILABLE. `now_in` (when not null) takes the
   // generation that answered, for the handles the reply makes.
   KILN_Error* Call(const char* entry, const Writer* request, std::string* reply, int send_fd = -1,
-                   int* received_fd = nullptr, uint64_t made_in = kAnyGeneration,
-                   uint64_t* now_in = nullptr) {
+                   uint64_t made_in = kAnyGeneration, uint64_t* now_in = nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     if (dead_) return Gone(entry);
     if (made_in != kAnyGeneration && made_in != generation_) return StaleLocked(entry);
@@ -210,13 +347,14 @@ class Connection {
     body.resize(n);
     if (!isolation::ReadExactly(fd_, body.data(), n)) return Died(entry);
     Reader r(body);
+    std::vector<uint64_t> released(r.U64());
+    for (uint64_t& t : released) t = r.U64();
     const uint32_t code = r.U32();
     std::string message = r.Str();
     if (!r.ok()) return MakeError(KILN_ERROR_INTERNAL, "malformed reply from kiln-plugin-host");
+    if (!released.empty()) pool.Released(released);
     if (code != 0) return MakeError(static_cast<KILN_ErrorCode>(code), std::move(message));
-    *reply = body.substr(4 + 8 + message.size());
-    if (received_fd != nullptr && (*received_fd = isolation::ReceiveFd(fd_)) < 0)
-      return Died(entry);
+    *reply = body.substr(r.position());
     return nullptr;
   }
 
@@ -282,6 +420,13 @@ class Connection {
     std::lock_guard<std::mutex> lock(mu_);
     return StaleLocked(entry);
   }
+  // UNAVAILABLE when the helper is known to be gone (for entries answered on this side).
+  KILN_Error* CheckAlive(const char* entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dead_ ? Gone(entry) : nullptr;
+  }
+
+  RegionPool pool;
   pid_t pid() const { return pid_; }
 
   // From the first message and from initialize/attributes; the table points into these.
@@ -340,6 +485,7 @@ class Connection {
     }
     dead_ = true;
     ++generation_;
+    pool.HelperGone();
     if (WIFSIGNALED(status)) {
       why_dead_ =
           fmt::format("crashed: signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -537,8 +683,7 @@ KILN_Error* Compile(KILN_Compile_Args* a) {
   w.U32(static_cast<uint32_t>(v11 ? o->dump_sequence : 0));
   std::string reply;
   uint64_t generation = 0;
-  if (KILN_Error* e =
-          client->conn->Call("compile", &w, &reply, -1, nullptr, kAnyGeneration, &generation))
+  if (KILN_Error* e = client->conn->Call("compile", &w, &reply, -1, kAnyGeneration, &generation))
     return e;
   Reader r(reply);
   a->executable = Handle<KILN_Executable>(new ProxyExecutable{client->conn, r.U64(), generation});
@@ -550,8 +695,7 @@ KILN_Error* ExecutableInfo(KILN_Executable_Info_Args* a) {
   std::string reply;
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kExecutableInfo)).U64(exe->id);
-  if (KILN_Error* e = exe->conn->Call("executable_info", &w, &reply, -1, nullptr, exe->generation))
-    return e;
+  if (KILN_Error* e = exe->conn->Call("executable_info", &w, &reply, -1, exe->generation)) return e;
   Reader r(reply);
   a->num_parameters = r.U64();
   a->num_outputs = r.U64();
@@ -588,8 +732,7 @@ KILN_Error* Execute(KILN_Execute_Args* a) {
   for (size_t i = 0; donates && i < a->num_arguments; ++i) w.U8(a->donated[i] != 0 ? 1 : 0);
   w.U64(a->num_outputs);
   std::string reply;
-  if (KILN_Error* e = exe->conn->Call("execute", &w, &reply, -1, nullptr, exe->generation))
-    return e;
+  if (KILN_Error* e = exe->conn->Call("execute", &w, &reply, -1, exe->generation)) return e;
   Reader r(reply);
   for (size_t i = 0; i < a->num_outputs; ++i) {
     auto* b = new ProxyBuffer{exe->conn, r.U64(), exe->generation};
@@ -605,6 +748,23 @@ KILN_Error* Execute(KILN_Execute_Args* a) {
   return nullptr;
 }
 
+// A region of at least `size` bytes for one transfer, in `*out`: a free one, or one the
+// helper is asked to release first, or a new one; null (the bytes then go inside the
+// message) when no shared memory can be made. An error only when the helper is gone.
+KILN_Error* TakeRegion(Connection& c, size_t size, bool helper_writes,
+                       std::shared_ptr<Region>* out) {
+  *out = c.pool.TakeFree(size, helper_writes);
+  if (*out == nullptr && !helper_writes && c.pool.AwaitsRelease(size)) {
+    Writer w;
+    w.U8(static_cast<uint8_t>(Op::kReleased));
+    std::string reply;
+    if (KILN_Error* e = c.Call("buffer_from_host", &w, &reply)) return e;
+    *out = c.pool.TakeFree(size, helper_writes);
+  }
+  if (*out == nullptr) *out = c.pool.Make(size, helper_writes);
+  return nullptr;
+}
+
 KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* a) {
   ProxyClient* client = Proxy<ProxyClient>(a->client);
   if (KILN_Error* e = client->conn->Revive("buffer_from_host")) return e;
@@ -612,35 +772,35 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* a) {
   w.U8(static_cast<uint8_t>(Op::kBufferFromHost)).U64(client->id).U64(IdOf(a->device));
   w.U32(static_cast<uint32_t>(a->dtype)).U64(a->num_dims);
   for (size_t i = 0; i < a->num_dims; ++i) w.I64(a->dims[i]);
-  // A large buffer goes through shared memory: one copy here, none or one in the helper.
-  int shared = -1;
+  // A large buffer goes through shared memory (wire.h): one copy here, none in a 1.2 plugin.
+  std::shared_ptr<Region> region;
   if (a->data_size >= isolation::kSharedMemoryMin) {
-    shared = memfd_create("kiln-buffer", MFD_CLOEXEC);
-    void* p = MAP_FAILED;
-    if (shared >= 0 && ftruncate(shared, static_cast<off_t>(a->data_size)) == 0)
-      p = mmap(nullptr, a->data_size, PROT_READ | PROT_WRITE, MAP_SHARED, shared, 0);
-    if (p == MAP_FAILED) {
-      if (shared >= 0) close(shared);
-      shared = -1;
-    } else {
-      std::memcpy(p, a->data, a->data_size);
-      munmap(p, a->data_size);
-    }
+    if (KILN_Error* e = TakeRegion(*client->conn, a->data_size, false, &region)) return e;
   }
-  if (shared >= 0) {
-    w.U8(1).U64(a->data_size);
+  if (region != nullptr) {
+    std::memcpy(region->data, a->data, a->data_size);
+    client->conn->pool.Lend(*region);
+    w.U8(1).U64(a->data_size).U64(region->token);
   } else {
     w.U8(0).Bytes(a->data, a->data_size);
   }
   std::string reply;
   uint64_t generation = 0;
-  KILN_Error* error = client->conn->Call("buffer_from_host", &w, &reply, shared, nullptr,
-                                         kAnyGeneration, &generation);
-  if (shared >= 0) close(shared);
-  if (error != nullptr) return error;
+  if (KILN_Error* e =
+          client->conn->Call("buffer_from_host", &w, &reply, region != nullptr ? region->fd : -1,
+                             kAnyGeneration, &generation)) {
+    return e;
+  }
   Reader r(reply);
-  a->buffer = Handle<KILN_Buffer>(new ProxyBuffer{client->conn, r.U64(), generation});
-  // The bytes were copied into the message: done with the caller's memory.
+  auto* b = new ProxyBuffer{client->conn, r.U64(), generation};
+  // What the plugin accepted is the buffer's info: no round trip to ask for it.
+  b->info_known = true;
+  b->dtype = a->dtype;
+  b->dims.assign(a->dims, a->dims + a->num_dims);
+  b->byte_size = a->data_size;
+  b->region = std::move(region);
+  a->buffer = Handle<KILN_Buffer>(b);
+  // The bytes were copied into the region or the message: done with the caller's memory.
   if (KILN_ARGS_HAS(a, KILN_Buffer_FromHost_Args, on_done) && a->on_done != nullptr)
     a->on_done(a->on_done_arg);
   return nullptr;
@@ -648,24 +808,31 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* a) {
 
 KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* a) {
   ProxyBuffer* b = Proxy<ProxyBuffer>(a->buffer);
-  Writer w;
-  const bool shared = a->dst_size >= isolation::kSharedMemoryMin;
-  w.U8(static_cast<uint8_t>(Op::kBufferToHost)).U64(b->id).U64(a->dst_size).U8(shared ? 1 : 0);
-  std::string reply;
-  if (shared) {  // the helper writes a memfd and sends it after the reply
-    int fd = -1;
-    if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply, -1, &fd, b->generation))
-      return e;
-    void* p = mmap(nullptr, a->dst_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED)
-      return MakeError(KILN_ERROR_RESOURCE_EXHAUSTED, "buffer_to_host: cannot map shared memory");
-    std::memcpy(a->dst, p, a->dst_size);
-    munmap(p, a->dst_size);
+  if (b->region != nullptr) {  // its bytes are here too: one copy, no message
+    if (KILN_Error* e = b->conn->CheckAlive("buffer_to_host")) return e;
+    if (a->dst_size != b->byte_size) {
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT,
+                       fmt::format("dst_size {} does not match the buffer's {} bytes", a->dst_size,
+                                   b->byte_size));
+    }
+    std::memcpy(a->dst, b->region->data, a->dst_size);
     return nullptr;
   }
-  if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply, -1, nullptr, b->generation))
-    return e;
+  Writer w;
+  std::shared_ptr<Region> region;  // the helper writes it, this side copies out of it
+  if (a->dst_size >= isolation::kSharedMemoryMin) {
+    if (KILN_Error* e = TakeRegion(*b->conn, a->dst_size, true, &region)) return e;
+  }
+  w.U8(static_cast<uint8_t>(Op::kBufferToHost)).U64(b->id).U64(a->dst_size);
+  w.U8(region != nullptr ? 1 : 0);
+  std::string reply;
+  if (region != nullptr) {
+    if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply, region->fd, b->generation))
+      return e;
+    std::memcpy(a->dst, region->data, a->dst_size);
+    return nullptr;
+  }
+  if (KILN_Error* e = b->conn->Call("buffer_to_host", &w, &reply, -1, b->generation)) return e;
   Reader r(reply);
   std::string_view bytes = r.Bytes();
   if (!r.ok() || bytes.size() != a->dst_size)
@@ -680,8 +847,7 @@ KILN_Error* BufferInfo(KILN_Buffer_Info_Args* a) {
     Writer w;
     w.U8(static_cast<uint8_t>(Op::kBufferInfo)).U64(b->id);
     std::string reply;
-    if (KILN_Error* e = b->conn->Call("buffer_info", &w, &reply, -1, nullptr, b->generation))
-      return e;
+    if (KILN_Error* e = b->conn->Call("buffer_info", &w, &reply, -1, b->generation)) return e;
     Reader r(reply);
     b->dtype = static_cast<KILN_DType>(r.U32());
     b->dims.resize(r.U64());
@@ -703,10 +869,14 @@ KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* a) {
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kBufferDestroy)).U64(b->id);
   std::string reply;
+  // One from a helper since lost has nothing left to free there.
   KILN_Error* e = b->generation != b->conn->generation()
                       ? nullptr
                       : Destroyed(*b->conn, b->conn->Call("buffer_destroy", &w, &reply));
+  const bool had_region = b->region != nullptr;
+  Connection* conn = b->conn;
   delete b;
+  if (had_region) conn->pool.Trim();
   return e;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,28 @@ namespace {
 
 const KILN_Api* api = nullptr;
 int sock = -1;         // the socket to the core
-int send_fd = -1;      // a descriptor to send after the reply (shared memory for buffer_to_host)
 bool serving = false;  // the plugin passed the checks of Hello
+
+// Tokens of the core's shared-memory regions this process no longer reads, for the next
+// reply's frame. A plugin may drop a lent buffer on any of its threads, hence the lock.
+std::mutex released_mu;
+std::vector<uint64_t> released;
+void Release(uint64_t token) {
+  std::lock_guard<std::mutex> lock(released_mu);
+  released.push_back(token);
+}
+
+// A reply with its frame: the tokens released since the last one, then the reply.
+std::string Framed(const Writer& reply) {
+  Writer frame;
+  {
+    std::lock_guard<std::mutex> lock(released_mu);
+    frame.U64(released.size());
+    for (uint64_t t : released) frame.U64(t);
+    released.clear();
+  }
+  return frame.data() + reply.data();
+}
 
 // The reply header for a plugin error (destroyed here), or for success.
 Writer Reply(KILN_Error* e) {
@@ -46,21 +67,30 @@ T* Handle(uint64_t id) {
 }
 uint64_t Id(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
 
-// A memfd mapped into this process; unmapped when deleted.
+// One of the core's shared-memory regions (wire.h) mapped into this process: its first
+// `size` bytes. Unmapped when deleted, and then reported released when it has a token.
 struct Mapping {
   void* data = nullptr;
   size_t size = 0;
-  static Mapping* Of(int fd, size_t size, bool writable = false) {
-    if (fd < 0) return nullptr;
-    void* p = size == 0 ? nullptr
-                        : mmap(nullptr, size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
-                               MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) return nullptr;
-    return new Mapping{p, size};
+  uint64_t token = 0;
+  // Maps and closes `fd`; null when it cannot (a token is then released right away).
+  // Writable mappings are populated in bulk: the plugin writes all of them at once.
+  static Mapping* Of(int fd, size_t size, uint64_t token, bool writable) {
+    void* p = MAP_FAILED;
+    if (fd >= 0 && size > 0) {
+      p = mmap(nullptr, size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+               MAP_SHARED | (writable ? MAP_POPULATE : 0), fd, 0);
+    }
+    if (fd >= 0) close(fd);
+    if (p == MAP_FAILED) {
+      if (token != 0) Release(token);
+      return nullptr;
+    }
+    return new Mapping{p, size, token};
   }
   ~Mapping() {
-    if (data != nullptr) munmap(data, size);
+    munmap(data, size);
+    if (token != 0) Release(token);
   }
 };
 
@@ -238,16 +268,20 @@ Writer Serve(Op op, Reader& in) {
       const bool shared = in.U8() != 0;
       std::string_view data;
       Mapping* mapping = nullptr;
-      if (shared) {  // the bytes are in a memfd sent after the message
+      if (shared) {  // the bytes are in the core's region, sent after the message
         const size_t size = in.U64();
-        mapping = Mapping::Of(ReceiveFd(sock), size);
+        const uint64_t token = in.U64();
+        mapping = Mapping::Of(ReceiveFd(sock), size, token, false);
         if (mapping == nullptr)
           return Failure(KILN_ERROR_INTERNAL, "buffer_from_host: cannot map the shared memory");
         data = std::string_view(static_cast<const char*>(mapping->data), size);
       } else {
         data = in.Bytes();
       }
-      if (!in.ok()) return Failure(KILN_ERROR_INTERNAL, "malformed buffer_from_host request");
+      if (!in.ok()) {
+        delete mapping;
+        return Failure(KILN_ERROR_INTERNAL, "malformed buffer_from_host request");
+      }
       a.dims = dims.data();
       a.num_dims = dims.size();
       a.data = data.data();
@@ -270,24 +304,14 @@ Writer Serve(Op op, Reader& in) {
       a.struct_size = sizeof(a);
       a.buffer = Handle<KILN_Buffer>(in.U64());
       const size_t size = in.U64();
-      if (in.U8() != 0) {  // through a memfd sent after the reply
-        const int fd = memfd_create("kiln-buffer", MFD_CLOEXEC);
-        Mapping* m = fd >= 0 && ftruncate(fd, static_cast<off_t>(size)) == 0
-                         ? Mapping::Of(dup(fd), size, true)
-                         : nullptr;
-        if (m == nullptr) {
-          if (fd >= 0) close(fd);
-          return Failure(KILN_ERROR_RESOURCE_EXHAUSTED, "buffer_to_host: no shared memory");
-        }
+      if (in.U8() != 0) {  // into the core's region, sent after the message
+        Mapping* m = Mapping::Of(ReceiveFd(sock), size, 0, true);
+        if (m == nullptr)
+          return Failure(KILN_ERROR_RESOURCE_EXHAUSTED, "buffer_to_host: cannot map shared memory");
         a.dst = m->data;
         a.dst_size = size;
         KILN_Error* e = api->buffer_to_host(&a);
-        delete m;
-        if (e == nullptr) {
-          send_fd = fd;
-        } else {
-          close(fd);
-        }
+        delete m;  // before the reply: the core reads the region once it has it
         return Reply(e);
       }
       std::string bytes(size, '\0');
@@ -316,6 +340,8 @@ Writer Serve(Op op, Reader& in) {
       a.buffer = Handle<KILN_Buffer>(in.U64());
       return Reply(api->buffer_destroy(&a));
     }
+    case Op::kReleased:
+      return Reply(nullptr);
   }
   return Failure(KILN_ERROR_INTERNAL, "unknown request");
 }
@@ -391,7 +417,7 @@ int main(int argc, char** argv) {
   }
   const int fd = std::atoi(argv[1]);
   sock = fd;
-  if (!SendMessage(fd, Hello(argv[2]).data()) || !serving) return 1;
+  if (!SendMessage(fd, Framed(Hello(argv[2]))) || !serving) return 1;
   std::string body;
   for (;;) {
     uint32_t n = 0;
@@ -403,12 +429,6 @@ int main(int argc, char** argv) {
     const Op op = static_cast<Op>(in.U8());
     Writer reply = Serve(op, in);
     if (IsOneWay(op)) continue;  // the core does not wait for these
-    if (!SendMessage(fd, reply.data())) return 0;
-    if (send_fd >= 0) {
-      const bool sent = SendFd(fd, send_fd);
-      close(send_fd);
-      send_fd = -1;
-      if (!sent) return 0;
-    }
+    if (!SendMessage(fd, Framed(reply))) return 0;
   }
 }

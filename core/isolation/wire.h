@@ -5,8 +5,10 @@
 // process links nothing but libc.
 //
 // Handles (clients, devices, executables, buffers) travel as the host's pointers, as u64.
-// A reply starts with the plugin's error code (u32, 0 = ok) and message; the fields follow
-// only when the code is 0.
+// A reply (and the first message) starts with the tokens of the shared-memory regions the
+// helper stopped reading since its last reply (u64 count, then u64 each; see kReleased),
+// then the plugin's error code (u32, 0 = ok) and message; the fields follow only when the
+// code is 0.
 #pragma once
 
 #include <poll.h>
@@ -39,6 +41,7 @@ enum class Op : uint8_t {
   kBufferToHost,
   kBufferInfo,
   kBufferDestroy,
+  kReleased,  // nothing but a reply: for the released regions it carries
 };
 
 // Requests the core sends without waiting for a reply: destroying a handle. An error there
@@ -89,6 +92,7 @@ class Reader {
   }
   std::string Str() { return std::string(Bytes()); }
   bool ok() const { return ok_; }
+  size_t position() const { return pos_; }
 
  private:
   template <typename T>
@@ -147,8 +151,19 @@ inline bool SpinForInput(int fd, std::chrono::microseconds spin) {
 }
 constexpr std::chrono::microseconds kSpin{30};
 
-// Buffers at least this large travel through shared memory (a memfd passed with the
-// message) instead of inside it: one copy on the way in, where the socket would make four.
+// Buffers at least this large travel through shared memory instead of inside a message: a
+// memfd the core made, mapped and sealed against resizing (so the helper cannot truncate it
+// under the core's mapping), passed after the message. The core keeps its regions mapped
+// and reuses them (isolated_plugin.cc): faulting fresh shared pages in costs several times
+// the copy itself.
+// - buffer_from_host: the core copies the bytes into a region sealed against the helper's
+//   writes and keeps it as the buffer's bytes on its side (buffer_to_host reads them there,
+//   without a message); the helper maps it read-only and lends it to a 1.2 plugin, which
+//   reads it in place. The request carries the region's token; when the helper stops
+//   reading the region (the plugin calls on_done), a later reply carries the token back and
+//   the core may reuse the region.
+// - buffer_to_host of a buffer made in the helper: the core sends a region the helper maps
+//   and the plugin writes, unmapped before the reply; the core copies out of it.
 constexpr size_t kSharedMemoryMin = size_t{1} << 20;
 
 // One marker byte with room for one descriptor (SCM_RIGHTS): what SendFd and ReceiveFd pass.

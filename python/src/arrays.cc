@@ -212,8 +212,8 @@ std::pair<nb::object, void*> NewArray(const Shape& shape) {
   return {nb::steal(out), PyArray_DATA(reinterpret_cast<PyArrayObject*>(out))};
 }
 
-absl::StatusOr<Literal> LiteralFromPython(nb::handle obj, const Shape& expected,
-                                          absl::FunctionRef<std::string()> what) {
+absl::StatusOr<nb::object> ContiguousArray(nb::handle obj, const Shape& expected,
+                                           absl::FunctionRef<std::string()> what) {
   if (!expected.IsArray()) {
     return absl::InvalidArgumentError(fmt::format(
         "{}: parameter shape {} cannot be given from Python", what(), expected.ToString(false)));
@@ -255,10 +255,20 @@ absl::StatusOr<Literal> LiteralFromPython(nb::handle obj, const Shape& expected,
                                                     DescribeArray(a)));
     }
   }
-  auto* a = reinterpret_cast<PyArrayObject*>(array.ptr());
+  return array;
+}
+
+const void* ArrayData(nb::handle array) {
+  return PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.ptr()));
+}
+
+absl::StatusOr<Literal> LiteralFromPython(nb::handle obj, const Shape& expected,
+                                          absl::FunctionRef<std::string()> what) {
+  absl::StatusOr<nb::object> array = ContiguousArray(obj, expected, what);
+  if (!array.ok()) return array.status();
   Literal literal = Literal::Uninitialized(Shape(expected.element_type(), expected.dimensions()));
   if (literal.size_bytes() > 0) {
-    std::memcpy(literal.untyped_data(), PyArray_DATA(a), literal.size_bytes());
+    std::memcpy(literal.untyped_data(), ArrayData(*array), literal.size_bytes());
   }
   return literal;
 }

@@ -27,6 +27,13 @@ bool IsNdarray(nanobind::handle obj);
 absl::StatusOr<Literal> LiteralFromPython(nanobind::handle obj, const Shape& expected,
                                           absl::FunctionRef<std::string()> what);
 
+// The same checks and conversions, without the copy into a literal: a C-contiguous, aligned
+// ndarray of the expected element type and dims (`obj` itself when it already is one).
+absl::StatusOr<nanobind::object> ContiguousArray(nanobind::handle obj, const Shape& expected,
+                                                 absl::FunctionRef<std::string()> what);
+// Where the bytes of an ndarray ContiguousArray returned are.
+const void* ArrayData(nanobind::handle array);
+
 // Where the bytes of `obj` are when it is a C-contiguous, aligned ndarray of exactly the
 // expected element type and dims (so they can be lent without a copy); null otherwise.
 const void* ExactArrayData(nanobind::handle obj, const Shape& expected);

@@ -41,11 +41,14 @@ PyBuffer DevicePut(nb::handle array, const Plugin& plugin) {
   std::vector<int64_t> dims;
   for (nb::handle d : a.attr("shape")) dims.push_back(nb::cast<int64_t>(d));
   Shape shape(type, dims);
-  Literal l = ValueOrThrow(LiteralFromPython(a, shape, [] { return std::string("device_put"); }));
+  // The plugin copies straight from the array's bytes (no literal in between); `data`
+  // keeps them alive while the GIL is released.
+  nb::object data =
+      ValueOrThrow(ContiguousArray(a, shape, [] { return std::string("device_put"); }));
   absl::StatusOr<DeviceBuffer> b;
   {
     nb::gil_scoped_release release;
-    b = plugin.ToDevice(l);
+    b = plugin.ToDevice(shape, ArrayData(data));
   }
   PyBuffer out;
   out.buffer = std::make_shared<DeviceBuffer>(ValueOrThrow(std::move(b)));

@@ -165,9 +165,10 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live
       b = plugin->ToDeviceShared(params_[i], data, &ReleaseArray, a.ptr());
       if (!b.ok()) Py_DECREF(a.ptr());
     } else {
-      Literal l = ValueOrThrow(LiteralFromPython(a, params_[i], [i] { return ArgumentName(i); }));
+      nb::object array =
+          ValueOrThrow(ContiguousArray(a, params_[i], [i] { return ArgumentName(i); }));
       nb::gil_scoped_release release;
-      b = plugin->ToDevice(l);
+      b = plugin->ToDevice(params_[i], ArrayData(array));
     }
     uploaded.push_back(ValueOrThrow(std::move(b)));
     ptrs.push_back(&uploaded.back());

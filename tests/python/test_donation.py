@@ -77,6 +77,8 @@ def test_cpu_llvm_updates_a_donated_loop_state_in_place():
     x, want = start_and_want()
     given = kiln.device_put(x, "cpu-llvm")
     where = given.unsafe_host_pointer()
+    if where is None:
+        pytest.skip("cpu-llvm's buffers are not in this process (KILN_ISOLATE)")
     (out,) = exe.execute(given, donate=(0,))
     assert out.unsafe_host_pointer() == where  # the loop wrote into the donated memory
     np.testing.assert_array_equal(np.asarray(out), want)
