@@ -7,8 +7,8 @@ usage: sdk_install_test.py MESON BUILD_DIR SOURCE_ROOT
 with pkg-config pointed only into STAGE (PKG_CONFIG_LIBDIR, PKG_CONFIG_SYSROOT_DIR):
   - the sample plugin (subprojects/elementwise_plugin) is built out of tree twice, with its
     Makefile and as its own Meson project;
-  - the tutorial plugin (examples/backend_tutorial, docs/writing-a-backend.md) is built with
-    its Makefile (and what the tutorial quotes of it must be in it), three deliberately wrong variants of it must FAIL `kiln plugin-test` with
+  - the tutorial plugin (examples/backend_tutorial, docs/writing-a-backend.md), as installed
+    under share/doc/kiln, is built with its Makefile (and what the tutorial quotes of it must be in it), three deliberately wrong variants of it must FAIL `kiln plugin-test` with
     the row the tutorial names, and the right one is `make install`ed into STAGE's plugin
     folder;
   - the staged `kiln` (no KILN_PLUGIN_PATH: it finds the plugins installed beside it) lists
@@ -59,11 +59,14 @@ work = tempfile.mkdtemp(prefix="kiln-sdk-")
 try:
     stage = os.path.join(work, "stage")
     # Only the install: the test's dependencies are built already.
+    # No LD_LIBRARY_PATH (meson test sets one into the build tree): the staged programs must
+    # find what they link on their own.
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("KILN_", "PKG_CONFIG", "MESON"))}
+           if not k.startswith(("KILN_", "PKG_CONFIG", "MESON")) and k != "LD_LIBRARY_PATH"}
     env["HOME"] = work  # no ~/.config/kiln/devices.conf of the user
     must([MESON, "install", "-C", BUILD, "--no-rebuild", "--quiet", "--destdir", stage], env,
          what="meson install --destdir")
+    print("staged: meson install --destdir", stage, flush=True)
     installed = json.loads(must([MESON, "introspect", "--installed", BUILD], env).stdout)
     dests = list(installed.values())
 
@@ -76,7 +79,11 @@ try:
     pc = staged("/pkgconfig/kiln-plugin-api.pc")
     header = staged("/include/kiln/kiln_plugin_api.h")
     host = staged("/kiln/plugins/kiln-plugin-host")
-    for path in (kiln, pc, header, host):
+    staged_doc = staged("/share/doc/kiln/writing-a-backend.md")
+    # (introspection lists no install_subdir files: the tutorial's folder is beside the doc)
+    staged_tutorial = staged_doc and os.path.join(os.path.dirname(staged_doc), "backend_tutorial",
+                                                  "tutorial_plugin.c")
+    for path in (kiln, pc, header, host, staged_doc, staged_tutorial):
         check(path is not None and os.path.exists(path), f"{path} is not staged")
     if failures:
         sys.exit(1)
@@ -127,6 +134,7 @@ try:
     sample_meson_so = os.path.join(sample, "b", "libkiln_plugin_elementwise_example.so")
     check(os.path.exists(sample_meson_so), "meson built no sample plugin")
     plugin_test(sample_meson_so, "pass")
+    print("sample plugin: built with make and with meson; plugin-test PASS", flush=True)
     devices = run([kiln, "devices"], dict(env, KILN_PLUGIN_PATH=sample))
     check(devices.returncode == 0 and "elementwise-example" in devices.stdout
           and sample_so in devices.stdout,
@@ -134,7 +142,8 @@ try:
 
     # ---- the tutorial plugin: three wrong variants, then the right one ----------------------
     tutorial = os.path.join(work, "backend_tutorial")
-    shutil.copytree(os.path.join(SOURCE, "examples", "backend_tutorial"), tutorial)
+    # As the tutorial says: its files from the installed share/doc/kiln/backend_tutorial.
+    shutil.copytree(os.path.dirname(staged_tutorial), tutorial)
     source = open(os.path.join(tutorial, "tutorial_plugin.c")).read()
     wrong = [
         # A wrong answer: subtract adds. The differential rows compare with the interpreter.
@@ -167,9 +176,10 @@ try:
         check(r.get("result") == "FAIL" and reason in r.get("reason", ""),
               f"{name}: row {row} is {r.get('result')} ({r.get('reason', '')[:200]}), "
               f"expected FAIL with {reason!r}")
+        print(f"{name}: {row} {r.get('result')}: {r.get('reason', '')[:120]}", flush=True)
 
     # The tutorial quotes the plugin, its Makefile and the header: the quotes must be there.
-    doc = open(os.path.join(SOURCE, "docs", "writing-a-backend.md")).read()
+    doc = open(staged_doc).read()
     makefile = open(os.path.join(tutorial, "Makefile")).read()
     api_header = open(header).read()
     for lang, block in re.findall(r"```(c|make)\n(.*?)```", doc, re.S):
@@ -192,6 +202,7 @@ try:
           f"the staged kiln does not search its own plugin folder:\n{devices.stdout}")
     plugin_test("tutorial", "pass", modules="40")
     plugin_test(sample_so, "pass")
+    print("staged kiln: devices lists tutorial and interpreter; plugin-test PASS", flush=True)
 
     hlo = os.path.join(tutorial, "tutorial.hlo")
     partial = os.path.join(tutorial, "partial.hlo")
@@ -207,6 +218,7 @@ try:
               f"kiln run ({what}): exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
         if what == "alone":
             check("tutorial vs interpreter" in proc.stdout, f"not run on tutorial: {proc.stdout}")
+        print(f"kiln run ({what}):", proc.stdout.strip().splitlines()[-1][:100], flush=True)
         if what == "partitioned":
             check(re.search(r"cluster 0: tutorial ", proc.stderr) is not None
                   and re.search(r"cluster 1: (?!tutorial)", proc.stderr) is not None,
