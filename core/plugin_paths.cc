@@ -18,6 +18,9 @@
 #ifndef KILN_INSTALL_PLUGIN_DIR
 #define KILN_INSTALL_PLUGIN_DIR ""
 #endif
+#ifndef KILN_INSTALL_BIN_DIR
+#define KILN_INSTALL_BIN_DIR ""
+#endif
 
 namespace kiln {
 namespace {
@@ -62,6 +65,28 @@ bool RunningFromBuildTree() {
   fs::path library = fs::weakly_canonical(info.dli_fname, ec);
   return !ec && IsInside(library, canonical_root);
 }
+
+// The install tree's plugins folder as seen from the running program when it is an installed
+// `kiln` program that was moved or staged (`meson install --destdir`, an unpacked tarball):
+// <its folder>/<plugins folder relative to the bin folder>, when that folder exists. Empty
+// otherwise, and for other programs (Python), which use the configured folder.
+fs::path RelocatedInstallPluginDir() {
+  const std::string install_dir = KILN_INSTALL_PLUGIN_DIR, bin_dir = KILN_INSTALL_BIN_DIR;
+  if (install_dir.empty() || bin_dir.empty()) return {};
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.filename().string().rfind("kiln", 0) != 0) return {};
+  fs::path relative = fs::path(install_dir).lexically_relative(bin_dir);
+  if (relative.empty() || exe.parent_path() == fs::path(bin_dir)) return {};
+  fs::path dir = (exe.parent_path() / relative).lexically_normal();
+  return fs::is_directory(dir, ec) ? dir : fs::path();
+}
+
+// Where an installed program finds the plugins installed with it.
+fs::path InstallPluginDir() {
+  fs::path relocated = RelocatedInstallPluginDir();
+  return relocated.empty() ? fs::path(KILN_INSTALL_PLUGIN_DIR) : relocated;
+}
 }  // namespace
 
 bool IsPluginFileName(std::string_view name) {
@@ -84,11 +109,11 @@ std::vector<fs::path> PluginSearchDirs(const DeviceConfig& config) {
   if (const char* env = std::getenv("KILN_PLUGIN_PATH"); env != nullptr)
     AddColonList(env, candidates);
   for (const std::string& dir : config.plugin_paths) candidates.emplace_back(dir);
-  std::string build_dir = KILN_BUILD_PLUGIN_DIR, install_dir = KILN_INSTALL_PLUGIN_DIR;
+  std::string build_dir = KILN_BUILD_PLUGIN_DIR;
   if (!build_dir.empty() && RunningFromBuildTree()) {
     candidates.emplace_back(build_dir);
-  } else if (!install_dir.empty()) {
-    candidates.emplace_back(install_dir);
+  } else if (fs::path install_dir = InstallPluginDir(); !install_dir.empty()) {
+    candidates.push_back(install_dir);
   }
   std::vector<fs::path> dirs;
   for (const fs::path& dir : candidates) {
@@ -102,9 +127,9 @@ std::vector<fs::path> PluginSearchDirs(const DeviceConfig& config) {
 }
 
 fs::path DefaultPluginDir() {
-  std::string build_dir = KILN_BUILD_PLUGIN_DIR, install_dir = KILN_INSTALL_PLUGIN_DIR;
+  std::string build_dir = KILN_BUILD_PLUGIN_DIR;
   if (!build_dir.empty() && RunningFromBuildTree()) return build_dir;
-  return install_dir;
+  return InstallPluginDir();
 }
 
 std::vector<fs::path> ListPluginFiles(const fs::path& dir) {

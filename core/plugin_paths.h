@@ -22,7 +22,9 @@ std::string PluginNameInFileName(const std::filesystem::path& file);
 //   1. every directory in $KILN_PLUGIN_PATH (colon separated),
 //   2. `plugin_path` directories from the config file,
 //   3. the build tree's plugins dir when the running program lives in the build tree,
-//      otherwise the installed plugins dir (<prefix>/<libdir>/kiln/plugins).
+//      otherwise the installed plugins dir (<prefix>/<libdir>/kiln/plugins; for an installed
+//      `kiln` program moved or staged with its tree, that folder beside it, found from the
+//      program's own path, e.g. <bin>/../lib/<triplet>/kiln/plugins).
 // Directories that do not exist are skipped.
 std::vector<std::filesystem::path> PluginSearchDirs(const DeviceConfig& config);
 

@@ -749,6 +749,36 @@ struct Suite {
         row.Check(!raw.DestroyBuffer(b).present, "buffer_destroy failed");
       }
     }
+    // ABI 1.2: a plugin that declares 1.2 calls on_done exactly once, by the time the buffer
+    // is destroyed (right away when it copied), and never on an error return.
+    if (raw.api->api_minor >= 2) {
+      struct Count {
+        int calls = 0;
+      } count;
+      std::vector<float> data(24, 0.25f);
+      const int64_t dims[3] = {2, 3, 4};
+      KILN_Buffer_FromHost_Args a{};
+      a.struct_size = sizeof(a);
+      a.client = client;
+      a.dtype = KILN_DTYPE_F32;
+      a.dims = dims;
+      a.num_dims = 3;
+      a.data = data.data();
+      a.data_size = data.size() * sizeof(float);
+      a.on_done = [](void* c) { ++static_cast<Count*>(c)->calls; };
+      a.on_done_arg = &count;
+      RawError e = raw.Take(raw.api->buffer_from_host(&a));
+      if (e.present) {
+        row.Check(count.calls == 0, "on_done called although buffer_from_host failed");
+      } else {
+        row.Check(count.calls <= 1, "on_done called more than once by buffer_from_host");
+        row.Check(!raw.DestroyBuffer(a.buffer).present, "buffer_destroy failed");
+        row.Check(count.calls == 1,
+                  fmt::format("abi 1.{} but on_done was called {} times by the time the buffer "
+                              "was destroyed (a 1.2 plugin calls it exactly once)",
+                              raw.api->api_minor, count.calls));
+      }
+    }
     raw.DestroyClient(client);
     row.Note(fmt::format("{} dtypes x {} shapes (rank 0, zero-size included)", KILN_DTYPE_C128 + 1,
                          shapes.size()));

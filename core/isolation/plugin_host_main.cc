@@ -111,7 +111,11 @@ Writer Serve(Op op, Reader& in) {
       return w;
     }
     case Op::kAttributes: {
-      if (api->attributes == nullptr) return Failure(KILN_ERROR_UNIMPLEMENTED, "no attributes");
+      if (api->attributes == nullptr) {  // optional: none, so the core still adds its own
+        Writer w = Reply(nullptr);
+        w.U64(0);
+        return w;
+      }
       KILN_Attributes_Args a{};
       a.struct_size = sizeof(a);
       KILN_Error* e = api->attributes(&a);

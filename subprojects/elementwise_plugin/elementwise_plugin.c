@@ -526,6 +526,9 @@ static KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
   b->byte_size = args->data_size;
   b->data = data;
   args->buffer = b;
+  /* ABI 1.2: the bytes were copied, so a caller that asked is told at once. */
+  if (KILN_ARGS_HAS(args, KILN_Buffer_FromHost_Args, on_done_arg) && args->on_done != NULL)
+    args->on_done(args->on_done_arg);
   return NULL;
 }
 
@@ -554,33 +557,32 @@ static KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* args) {
   return NULL;
 }
 
+/* Designated initializers: entries left out (serialize, deserialize, 1.2's buffer_host_data)
+ * are NULL, and entries a later ABI minor appends need no change here. */
 static const KILN_Api kApi = {
-    sizeof(KILN_Api),
-    KILN_API_MAJOR,
-    KILN_API_MINOR,
-    "elementwise-example",
-    300,
-    ErrorDestroy,
-    ErrorMessage,
-    ErrorCode,
-    Initialize,
-    Attributes,
-    ClientCreate,
-    ClientDestroy,
-    ClientDevices,
-    DeviceDescription,
-    Capability,
-    Compile,
-    ExecutableInfo,
-    NULL, /* executable_serialize: not offered */
-    NULL, /* executable_deserialize: not offered */
-    ExecutableDestroy,
-    Execute,
-    BufferFromHost,
-    BufferToHost,
-    BufferInfo,
-    BufferDestroy,
-    NULL, /* buffer_host_data (1.2): not offered */
+    .struct_size = sizeof(KILN_Api),
+    .api_major = KILN_API_MAJOR,
+    .api_minor = 2, /* the rules it follows: 1.2 (it calls on_done) */
+    .plugin_name = "elementwise-example",
+    .default_priority = 300,
+    .error_destroy = ErrorDestroy,
+    .error_message = ErrorMessage,
+    .error_code = ErrorCode,
+    .initialize = Initialize,
+    .attributes = Attributes,
+    .client_create = ClientCreate,
+    .client_destroy = ClientDestroy,
+    .client_devices = ClientDevices,
+    .device_description = DeviceDescription,
+    .capability = Capability,
+    .compile = Compile,
+    .executable_info = ExecutableInfo,
+    .executable_destroy = ExecutableDestroy,
+    .execute = Execute,
+    .buffer_from_host = BufferFromHost,
+    .buffer_to_host = BufferToHost,
+    .buffer_info = BufferInfo,
+    .buffer_destroy = BufferDestroy,
 };
 
 const KILN_Api* KILN_GetApi(void) { return &kApi; }
