@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of the npy fuzz target (tools/fuzz/seeds/npy/).
+"""Writes the seed corpora of the npy and plugin-table fuzz targets (tools/fuzz/seeds/).
 
 The files are committed; rerun this only to change them (it needs NumPy):
     /usr/bin/python3 tools/fuzz/make_seeds.py
@@ -7,9 +7,12 @@ npy/: each seed is small (the fuzz driver mutates bytes; big arrays only slow it
 covers one path of the reader: every dtype it knows, both byte orders, Fortran order, 0-d and
 empty arrays, format versions 1.0, 2.0 and 3.0, and dtypes it must reject (structured, object,
 strings).
+plugin_table/: inputs in the byte layout plugin_table_fuzzer.cc reads: a table the loader
+accepts (available or not, with attributes, devices and capability reports) and near misses.
 """
 import io
 import os
+import struct
 import sys
 
 import numpy as np
@@ -57,8 +60,75 @@ def write(path, array, version=None):
         f.write(buf.getvalue())
 
 
+def u32(v):
+    return struct.pack("<I", v & 0xffffffff)
+
+
+def text(s):
+    """A length byte and the bytes (plugin_table_fuzzer's Input::Bytes)."""
+    b = s.encode() if isinstance(s, str) else s
+    return bytes([len(b)]) + b
+
+
+def table(size_pick=7, major_pick=0, minor=2, priority=100, name=b"interpreter", nulls=None,
+          error_code=3, error_text="boom", init_fails=False, available=True, reason="no GPU",
+          attributes=(("version", "1.0"), ("core_passes", "none")), create_fails=False,
+          devices=("cpu", "cpu"), devices_fail=False, fail_description=None,
+          capability=(("add.1", None), ("custom-call.2", "not supported")),
+          capability_fails=False, alive_fn=True):
+    """One input for plugin_table_fuzzer, field by field in the order it reads them."""
+    b = bytes([size_pick, major_pick, 0, minor]) + u32(priority)
+    b += bytes([1]) + text(name)  # name mode 1: [A-Za-z0-9._-] bytes as given
+    b += bytes([0]) if nulls is None else bytes([255]) + u32(nulls)
+    if size_pick == 11:
+        b += bytes([0xab] * 64)  # a later minor's 64 bytes past the 1.2 table
+    b += bytes([error_code]) + (bytes([1]) if error_text is None else bytes([0]) + text(error_text))
+    b += bytes([0 if init_fails else 1, 1 if available else 0])
+    if not available:
+        b += bytes([1]) + text(reason)
+    b += bytes([1, 1, len(attributes)])
+    for k, v in attributes:
+        b += bytes([0]) if k == "core_passes" else bytes([1, 1]) + text(k)
+        b += bytes([0]) if v == "none" else bytes([1, 1]) + text(v)
+    b += bytes([0 if create_fails else 1, 1, 0 if devices_fail else 1, 1, len(devices)])
+    for kind in devices:
+        b += bytes([1]) + text(kind)
+    if devices:
+        b += bytes([0, fail_description]) if fail_description is not None else bytes([1])
+    b += bytes([0 if capability_fails else 1, len(capability)])
+    for name_, reason_ in capability:
+        b += bytes([1]) + text(name_)
+        b += bytes([1]) if reason_ is None else bytes([0, 1]) + text(reason_)
+    b += bytes([0 if alive_fn else 1])
+    return b
+
+
+def plugin_table_seeds():
+    yield "accepted", table()
+    yield "unavailable", table(available=False)
+    yield "no_attributes_no_devices", table(attributes=(), devices=(), capability=())
+    yield "init_fails", table(init_fails=True)
+    yield "create_fails", table(create_fails=True, error_text=None)
+    yield "devices_fail", table(devices_fail=True, error_code=40)
+    yield "description_fails", table(fail_description=1)
+    yield "capability_fails", table(capability_fails=True)
+    yield "table_1_0", table(size_pick=5)
+    yield "table_too_small", table(size_pick=4)
+    yield "header_only", table(size_pick=3)
+    yield "later_minor", table(size_pick=11)
+    yield "major_0", table(major_pick=3)
+    yield "null_entries", table(nulls=0x1010)
+    yield "long_name", table(name=b"n" * 64)
+    yield "bad_name", table(name=b"cpu llvm")
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "seeds")
+    out = os.path.join(root, "plugin_table")
+    os.makedirs(out, exist_ok=True)
+    for name, data in plugin_table_seeds():
+        with open(os.path.join(out, name + ".bin"), "wb") as f:
+            f.write(data)
     out = os.path.join(root, "npy")
     os.makedirs(out, exist_ok=True)
     for name, array in seeds():
