@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "fmt/format.h"
 #include "kiln_plugin_api.h"
 
@@ -124,8 +125,11 @@ absl::Status Init(PluginLibrary& lib, const KILN_Api* api) {
   for (char c : name) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '-' || c == '_' || c == '.';
-    if (!ok)
-      return Reject(fmt::format("plugin name '{}' has characters other than [A-Za-z0-9._-]", name));
+    // The name is shown C-escaped: its bytes may be control characters or not UTF-8.
+    if (!ok) {
+      return Reject(fmt::format("plugin name '{}' has characters other than [A-Za-z0-9._-]",
+                                absl::CHexEscape(name)));
+    }
   }
   lib.api = api;
   lib.name = name;
