@@ -345,8 +345,13 @@ void Run(Input& in) {
       table_ok && !sc.init_fails && (!sc.available || (!sc.create_fails && !sc.create_null));
 
   {
-    absl::StatusOr<std::unique_ptr<kiln::Plugin>> plugin = kiln::Plugin::FromApi(
-        api, "fuzz-table", in.Bit() ? std::function<bool()>() : [] { return true; });
+    kiln::PluginHealth health;  // in process, or as an isolated plugin's proxy reports
+    if (in.Bit()) {
+      health.alive = [] { return true; };
+      health.generation = [] { return uint64_t{0}; };
+    }
+    absl::StatusOr<std::unique_ptr<kiln::Plugin>> plugin =
+        kiln::Plugin::FromApi(api, "fuzz-table", std::move(health));
     if (!plugin.ok()) {
       const absl::Status& s = plugin.status();
       if (expect_accept) Fail("rejected a valid table:", s.message());
