@@ -216,10 +216,7 @@ bool ModuleExecutable::LostAPlugin() const {
   return false;
 }
 
-absl::StatusOr<const ModuleExecutable*> ModuleExecutable::Live() const {
-  std::lock_guard<std::mutex> lock(fallback_mu_);
-  const ModuleExecutable* now = fallback_ != nullptr ? fallback_.get() : this;
-  if (!now->Stale()) return now;
+absl::StatusOr<const ModuleExecutable*> ModuleExecutable::CompileAgainLocked() const {
   absl::StatusOr<std::unique_ptr<HloModule>> written = ParseHloModule(written_text_, written_name_);
   if (!written.ok()) return written.status();
   absl::StatusOr<std::unique_ptr<ModuleExecutable>> again =
@@ -228,6 +225,13 @@ absl::StatusOr<const ModuleExecutable*> ModuleExecutable::Live() const {
   if (fallback_ != nullptr) retired_.push_back(std::move(fallback_));
   fallback_ = std::move(*again);
   return fallback_.get();
+}
+
+absl::StatusOr<const ModuleExecutable*> ModuleExecutable::Live() const {
+  std::lock_guard<std::mutex> lock(fallback_mu_);
+  const ModuleExecutable* now = fallback_ != nullptr ? fallback_.get() : this;
+  if (!now->Stale()) return now;
+  return CompileAgainLocked();
 }
 
 absl::StatusOr<std::vector<Literal>> ModuleExecutable::ExecuteHere(
@@ -261,23 +265,15 @@ absl::StatusOr<std::vector<Literal>> ModuleExecutable::Execute(
     return out;
   std::fprintf(stderr, "kiln: warning: %s; running on the next plugin\n",
                std::string(out.status().message()).c_str());
-  const ModuleExecutable* next = nullptr;
+  absl::StatusOr<const ModuleExecutable*> next = nullptr;
   {
     std::lock_guard<std::mutex> lock(fallback_mu_);
     const ModuleExecutable* now = fallback_ != nullptr ? fallback_.get() : this;
-    if (now == *live) {  // not yet replaced by another thread
-      absl::StatusOr<std::unique_ptr<HloModule>> written =
-          ParseHloModule(written_text_, written_name_);
-      if (!written.ok()) return written.status();
-      absl::StatusOr<std::unique_ptr<ModuleExecutable>> again =
-          Compile(*registry_, **written, options_);
-      if (!again.ok()) return again.status();
-      if (fallback_ != nullptr) retired_.push_back(std::move(fallback_));
-      fallback_ = std::move(*again);
-    }
-    next = fallback_.get();
+    // Unless another thread already replaced it.
+    next = now == *live ? CompileAgainLocked() : now;
   }
-  return next->ExecuteHere(args);
+  if (!next.ok()) return next.status();
+  return (*next)->ExecuteHere(args);
 }
 
 }  // namespace kiln

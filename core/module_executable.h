@@ -89,6 +89,9 @@ class ModuleExecutable {
   uint64_t Generations() const;  // the sum over its plugins' generations (plugin.h)
   // Whether a plugin it runs on is gone for good (placement would now skip it).
   bool LostAPlugin() const;
+  // Compiles the module again (for the next plugin, or on a restarted one) as the fallback;
+  // the caller holds fallback_mu_.
+  absl::StatusOr<const ModuleExecutable*> CompileAgainLocked() const;
   // Runs here, with no fallback.
   absl::StatusOr<std::vector<Literal>> ExecuteHere(std::span<const Literal> args) const;
   static absl::StatusOr<std::unique_ptr<ModuleExecutable>> CompileOnce(
