@@ -946,6 +946,63 @@ struct Suite {
         text.find("dot(") != std::string::npos ? "a dot + add" : "an elementwise module"));
   }
 
+  // ---- donation (ABI 1.3): a run with a donated argument gives what the same run without
+  // donation gives, and leaves the argument it was not given untouched.
+  void Donation(Row& row) {
+    if (plugin->api_minor() < 3) {
+      row.skip_reason =
+          fmt::format("the plugin declares ABI 1.{}: no donation", plugin->api_minor());
+      return;
+    }
+    const std::string text =
+        "HloModule plugin_test_donation\n\nENTRY main {\n  p0 = f32[64,64] parameter(0)\n"
+        "  p1 = f32[64,64] parameter(1)\n  ROOT r = f32[64,64] add(f32[64,64] p0, f32[64,64] "
+        "p1)\n}\n";
+    absl::StatusOr<CapabilityReport> report = plugin->Capability(text);
+    if (report.ok() && !report->unsupported.empty()) {
+      row.skip_reason = fmt::format("capability declines the add module ({}: {})",
+                                    report->unsupported[0].first, report->unsupported[0].second);
+      return;
+    }
+    absl::StatusOr<std::unique_ptr<Executable>> exe = plugin->CompileText(text);
+    if (!exe.ok()) {
+      row.Fail("compile failed: " + std::string(exe.status().message()));
+      return;
+    }
+    const Shape shape(PrimitiveType::F32, {64, 64});
+    const Literal a = MakeRandomLiteral(shape, seed * 11), b = MakeRandomLiteral(shape, seed * 13);
+    std::vector<Literal> results;
+    for (const bool donate : {false, true}) {
+      absl::StatusOr<DeviceBuffer> da = plugin->ToDevice(a), db = plugin->ToDevice(b);
+      if (!da.ok() || !db.ok()) {
+        row.Fail("buffer_from_host failed");
+        return;
+      }
+      const DeviceBuffer* args[] = {&*da, &*db};
+      const bool flags[] = {donate, false};
+      absl::StatusOr<std::vector<DeviceBuffer>> out =
+          (*exe)->ExecuteBuffers(args, std::span<const bool>(flags, 2));
+      if (!out.ok() || out->size() != 1) {
+        row.Fail(
+            fmt::format("execute{} failed: {}", donate ? " with argument 0 donated" : "",
+                        out.ok() ? "wrong output count" : std::string(out.status().message())));
+        return;
+      }
+      absl::StatusOr<Literal> got = (*out)[0].ToLiteral();
+      absl::StatusOr<Literal> kept = db->ToLiteral();
+      row.Check(got.ok(), "the output cannot be read back");
+      row.Check(kept.ok() && kept->size_bytes() == b.size_bytes() &&
+                    std::memcmp(kept->untyped_data(), b.untyped_data(), b.size_bytes()) == 0,
+                "the argument that was not donated changed");
+      if (!got.ok()) return;
+      results.push_back(std::move(*got));
+    }
+    row.Check(std::memcmp(results[0].untyped_data(), results[1].untyped_data(),
+                          results[0].size_bytes()) == 0,
+              "the run with argument 0 donated differs from the run without");
+    row.Note("f32[64,64] add, argument 0 donated");
+  }
+
   // ---- allocation-failure: a result of 2^62 bytes is an error, not a crash.
   void AllocationFailure(Row& row) {
     const std::string text =
@@ -994,8 +1051,9 @@ constexpr const char* kHelp =
     "args structs of the 1.0 layout and padded ones, error objects, handle lifecycles,\n"
     "capability against compile, buffer round trips for every dtype), runs random modules\n"
     "of every opcode family on it and on the interpreter and compares them (tools/compare\n"
-    "tolerances), runs one executable from 16 threads, and asks for a result too big for\n"
-    "memory. Each area is one row: PASS, FAIL or SKIP with a reason and counts. The row name\n"
+    "tolerances), runs one executable from 16 threads, runs with a donated argument (ABI\n"
+    "1.3), and asks for a result too big for memory. Each area is one row: PASS, FAIL or SKIP\n"
+    "with a reason and counts. The row name\n"
     "is printed before the area runs, so a plugin that crashes shows where.\n"
     "  --json       a machine-readable report on stdout (progress goes to stderr)\n"
     "  --seed N     seed of the random modules and inputs (default 1)\n"
@@ -1137,6 +1195,8 @@ int PluginTestCommand(const std::vector<std::string>& args) {
   }
   run(
       "threads", [&](Row& r) { suite.Threads(r); }, unavailable);
+  run(
+      "donation", [&](Row& r) { suite.Donation(r); }, unavailable);
   run(
       "allocation-failure", [&](Row& r) { suite.AllocationFailure(r); }, unavailable);
 
