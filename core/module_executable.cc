@@ -194,26 +194,27 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::CompileOnce(
   return exe;
 }
 
-uint64_t ModuleExecutable::Generations() const {
-  if (plugin_ != nullptr) return plugin_->generation();
-  uint64_t sum = 0;
+std::vector<const Plugin*> ModuleExecutable::Plugins() const {
+  if (plugin_ != nullptr) return {plugin_};
+  std::vector<const Plugin*> out;
   for (const HloCluster& c : partitioned_->clusters()) {
-    if (c.handle != nullptr) sum += c.handle->generation();
-    for (const auto& [name, fallback] : c.fallbacks) sum += fallback->generation();
+    if (c.handle != nullptr) out.push_back(c.handle);
+    for (const auto& [name, fallback] : c.fallbacks) out.push_back(fallback);
   }
+  return out;
+}
+
+uint64_t ModuleExecutable::Generations() const {
+  uint64_t sum = 0;
+  for (const Plugin* p : Plugins()) sum += p->generation();
   return sum;
 }
 
 bool ModuleExecutable::Stale() const { return Generations() != generations_; }
 
 bool ModuleExecutable::LostAPlugin() const {
-  if (plugin_ != nullptr) return !plugin_->alive();
-  for (const HloCluster& c : partitioned_->clusters()) {
-    if (c.handle != nullptr && !c.handle->alive()) return true;
-    for (const auto& [name, fallback] : c.fallbacks)
-      if (!fallback->alive()) return true;
-  }
-  return false;
+  const std::vector<const Plugin*> plugins = Plugins();
+  return std::any_of(plugins.begin(), plugins.end(), [](const Plugin* p) { return !p->alive(); });
 }
 
 absl::StatusOr<const ModuleExecutable*> ModuleExecutable::CompileAgainLocked() const {

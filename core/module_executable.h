@@ -86,6 +86,8 @@ class ModuleExecutable {
   const ModuleExecutable& Current() const;
   // Whether a plugin it runs on lost its helper process since it was compiled.
   bool Stale() const;
+  // The plugins it runs on: the one, or each cluster's and its fallbacks.
+  std::vector<const Plugin*> Plugins() const;
   uint64_t Generations() const;  // the sum over its plugins' generations (plugin.h)
   // Whether a plugin it runs on is gone for good (placement would now skip it).
   bool LostAPlugin() const;

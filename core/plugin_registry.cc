@@ -68,8 +68,7 @@ PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
   PluginRegistry r;
   r.config_ = config;
   r.dirs_ = dirs;
-  const auto deadline = std::chrono::milliseconds(
-      static_cast<int64_t>(std::min(config.plugin_deadline_s, 1e6) * 1000));
+  const IsolationOptions isolation = IsolationOptionsOf(config);
   std::set<std::filesystem::path> seen;  // canonical files: one library reached twice loads once
   for (const std::filesystem::path& dir : dirs) {
     for (const std::filesystem::path& file : ListPluginFiles(dir)) {
@@ -93,7 +92,7 @@ PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
           config.platforms.empty() || DeviceConfig::ListHas(config.platforms, file_name);
       const bool isolated = config.Isolated(file_name);
       if (!listed_by_file) {
-        ProbeResult probe = ProbePlugin(file, deadline);
+        ProbeResult probe = ProbePlugin(file, isolation.deadline);
         if (!probe.loaded) {
           e.reason = probe.reason;
           r.entries_.push_back(std::move(e));
@@ -111,7 +110,7 @@ PluginRegistry PluginRegistry::Discover(const DeviceConfig& config,
       }
       // Isolated: the plugin runs in a kiln-plugin-host process behind a forwarding table.
       absl::StatusOr<std::unique_ptr<Plugin>> plugin =
-          isolated ? LoadIsolatedPlugin(file, IsolationOptionsOf(config)) : Plugin::Load(file);
+          isolated ? LoadIsolatedPlugin(file, isolation) : Plugin::Load(file);
       if (!plugin.ok()) {
         e.reason = std::string(plugin.status().message());
         r.entries_.push_back(std::move(e));
