@@ -1,5 +1,7 @@
 #include "tools/replicated_run.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 
@@ -61,12 +63,43 @@ absl::Status Report(int device, const std::vector<Literal>& outputs,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Literal>> RunDevice(const ModuleExecutable& exe, const HloModule& module,
-                                               const std::vector<std::string>& inputs, int device) {
+struct DeviceRun {
+  std::vector<Literal> outputs;
+  std::vector<double> run_ms;  // with --benchmark: each timed run
+};
+
+// Device `device`'s arguments and run; with `benchmark_runs` > 0, that many timed runs after
+// an untimed one (the devices keep in step: each run's collectives wait for the others).
+absl::StatusOr<DeviceRun> RunDevice(const ModuleExecutable& exe, const HloModule& module,
+                                    const std::vector<std::string>& inputs, int device,
+                                    int benchmark_runs) {
   absl::StatusOr<std::vector<Literal>> args =
       MakeArguments(*module.entry(), InputsOf(inputs, device));
   if (!args.ok()) return args.status();
-  return exe.Execute(*args);
+  DeviceRun run;
+  const int total = benchmark_runs > 0 ? benchmark_runs + 1 : 1;
+  for (int i = 0; i < total; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<Literal>> out = exe.Execute(*args);
+    auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
+    if (!out.ok()) return out.status();
+    if (benchmark_runs > 0 && i > 0) run.run_ms.push_back(ms.count());
+    run.outputs = std::move(*out);
+  }
+  return run;
+}
+
+absl::Status Report(int device, const DeviceRun& run, const std::string& output_dir,
+                    const std::string& device_names) {
+  if (absl::Status s = Report(device, run.outputs, output_dir); !s.ok()) return s;
+  if (run.run_ms.empty()) return absl::OkStatus();
+  std::vector<double> t = run.run_ms;
+  std::sort(t.begin(), t.end());
+  const size_t n = t.size();
+  const double median = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+  std::cout << fmt::format("rank {}: median_ms={:.3f} min_ms={:.3f} runs={} device={}\n", device,
+                           median, t.front(), n, device_names);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -100,7 +133,8 @@ absl::StatusOr<std::optional<DeviceGrid>> RunDeviceGrid(const ParsedFlags& flags
 
 int RunOnDevices(const HloModule& module, const PluginRegistry& registry,
                  const ModuleCompileOptions& compile, DeviceGrid grid,
-                 const std::vector<std::string>& inputs, const std::string& output_dir) {
+                 const std::vector<std::string>& inputs, const std::string& output_dir,
+                 int benchmark_runs) {
   // Compile before MPI starts: plugin discovery and isolated plugins start processes.
   absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe =
       ModuleExecutable::Compile(registry, module, compile);
@@ -112,12 +146,13 @@ int RunOnDevices(const HloModule& module, const PluginRegistry& registry,
     if (!world.ok()) return ReportError("run", std::string(world.status().message()));
     const int rank = (*world)->rank();
     std::unique_ptr<Communicator> communicator = (*world)->MakeCommunicator(grid, timeout_s);
-    absl::StatusOr<std::vector<Literal>> outputs;
+    absl::StatusOr<DeviceRun> run;
     {
       ScopedCommunicator scope(communicator.get());
-      outputs = RunDevice(**exe, module, inputs, rank);
+      run = RunDevice(**exe, module, inputs, rank, benchmark_runs);
     }
-    absl::Status reported = outputs.ok() ? Report(rank, *outputs, output_dir) : outputs.status();
+    absl::Status reported =
+        run.ok() ? Report(rank, *run, output_dir, (*exe)->device_names()) : run.status();
     if (!reported.ok()) {
       // The others may be waiting for this rank in a collective: end the whole job.
       ReportError("run", fmt::format("rank {}: {}", rank, std::string(reported.message())));
@@ -129,19 +164,19 @@ int RunOnDevices(const HloModule& module, const PluginRegistry& registry,
   }
 
   const int n = grid.num_devices();
-  std::vector<std::vector<Literal>> outputs(n);
+  std::vector<DeviceRun> runs(n);
   absl::Status st = RunOnLocalDevices(
       grid,
       [&](int d) -> absl::Status {
-        absl::StatusOr<std::vector<Literal>> out = RunDevice(**exe, module, inputs, d);
-        if (!out.ok()) return out.status();
-        outputs[d] = std::move(*out);
+        absl::StatusOr<DeviceRun> run = RunDevice(**exe, module, inputs, d, benchmark_runs);
+        if (!run.ok()) return run.status();
+        runs[d] = std::move(*run);
         return absl::OkStatus();
       },
       timeout_s);
   if (!st.ok()) return ReportError("run", std::string(st.message()));
   for (int d = 0; d < n; ++d)
-    if (absl::Status s = Report(d, outputs[d], output_dir); !s.ok())
+    if (absl::Status s = Report(d, runs[d], output_dir, (*exe)->device_names()); !s.ok())
       return ReportError("run", std::string(s.message()));
   return kExitOk;
 }

@@ -22,9 +22,12 @@ absl::StatusOr<std::optional<DeviceGrid>> RunDeviceGrid(const ParsedFlags& flags
                                                         const HloModule& module);
 
 // Compiles and runs `module` on `grid`; inputs may name `{rank}`, replaced by each device's
-// id; with an output dir, device d writes DIR/rank_<d>/output_<i>.npy. Returns the exit code.
+// id; with an output dir, device d writes DIR/rank_<d>/output_<i>.npy. With benchmark_runs
+// > 0, each device times that many runs after one untimed run and prints its median.
+// Returns the exit code.
 int RunOnDevices(const HloModule& module, const PluginRegistry& registry,
                  const ModuleCompileOptions& compile, DeviceGrid grid,
-                 const std::vector<std::string>& inputs, const std::string& output_dir);
+                 const std::vector<std::string>& inputs, const std::string& output_dir,
+                 int benchmark_runs);
 
 }  // namespace kiln

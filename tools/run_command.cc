@@ -67,7 +67,8 @@ constexpr const char* kRunUsage =
     "hold {rank}, replaced by each device's id; --output-dir D then writes\n"
     "D/rank_<r>/output_<i>.npy, and printed lines start with `rank <r>: `. A collective\n"
     "whose peers do not come within KILN_COLLECTIVE_TIMEOUT_S (default 300) seconds fails\n"
-    "the run; under mpirun the failing rank then ends the whole job.\n";
+    "the run; under mpirun the failing rank then ends the whole job. With --benchmark N each\n"
+    "device prints `rank <r>: median_ms=...` of its N timed runs.\n";
 
 using Clock = std::chrono::steady_clock;
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -217,7 +218,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   compile.partition = partition_options;
   if (grid->has_value())
     return RunOnDevices(**module, *registry, compile, **grid, flags->All("input"),
-                        flags->Get("output-dir"));
+                        flags->Get("output-dir"), benchmark_runs);
   if (flags->Has("save-executable") && flags->Has("load-executable"))
     return ReportError("run", "--save-executable and --load-executable exclude each other",
                        kExitUsage);

@@ -83,8 +83,15 @@ MPI_Op MpiOp(PrimitiveType t, ReductionKind kind) {
 
 class MpiCommunicator : public Communicator {
  public:
+  // Collective over the world: every rank makes its communicator at the same point.
   MpiCommunicator(DeviceGrid grid, int rank, double timeout_s)
-      : grid_(grid), rank_(rank), timeout_s_(timeout_s) {}
+      : grid_(grid), rank_(rank), timeout_s_(timeout_s) {
+    MPI_Comm world;
+    MPI_Comm_dup(MPI_COMM_WORLD, &world);
+    std::vector<int> all(grid.num_devices());
+    for (int i = 0; i < grid.num_devices(); ++i) all[i] = i;
+    comms_.emplace(all, world);
+  }
   ~MpiCommunicator() override {
     for (auto& [group, comm] : comms_) MPI_Comm_free(&comm);
   }
@@ -163,11 +170,24 @@ class MpiCommunicator : public Communicator {
   }
 
   // The group's communicator, its ranks in the group's order; made by the group's members
-  // alone (MPI_Comm_create_group), the first time they meet.
+  // alone (MPI_Comm_create_group), the first time they meet. Making one blocks until every
+  // member calls, so the members first exchange a byte each way under the deadline: a member
+  // that never comes fails the call instead of hanging it.
   absl::StatusOr<MPI_Comm> CommOf(std::span<const int> group) {
     std::vector<int> key(group.begin(), group.end());
     auto it = comms_.find(key);
     if (it != comms_.end()) return it->second;
+    static const char token = 0;
+    std::vector<char> got(key.size());
+    std::vector<MPI_Request> hello;
+    for (size_t i = 0; i < key.size(); ++i) {
+      if (key[i] == rank_) continue;
+      MPI_Request send, recv;
+      MPI_Isend(&token, 1, MPI_BYTE, key[i], kHelloTag, MPI_COMM_WORLD, &send);
+      MPI_Irecv(&got[i], 1, MPI_BYTE, key[i], kHelloTag, MPI_COMM_WORLD, &recv);
+      hello.push_back(send), hello.push_back(recv);
+    }
+    if (absl::Status s = Wait(hello, "meeting a replica group", group); !s.ok()) return s;
     MPI_Group world, sub;
     MPI_Comm_group(MPI_COMM_WORLD, &world);
     MPI_Group_incl(world, static_cast<int>(key.size()), key.data(), &sub);
@@ -202,6 +222,8 @@ class MpiCommunicator : public Communicator {
                          "hung or took another path"));
     }
   }
+
+  static constexpr int kHelloTag = 32001;  // above the permutes' tags (0..29999)
 
   DeviceGrid grid_;
   int rank_;

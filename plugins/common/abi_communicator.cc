@@ -15,8 +15,10 @@ std::vector<int32_t> Ids(std::span<const int> group) {
 absl::Status AbiCommunicator::Check(int32_t code, const char* what) const {
   if (code == KILN_ERROR_OK) return absl::OkStatus();
   const char* why = c_.last_error != nullptr ? c_.last_error(c_.context) : nullptr;
-  return absl::Status(static_cast<absl::StatusCode>(code),
-                      std::string(what) + ": " + (why != nullptr ? why : "the transport failed"));
+  if (why == nullptr || *why == '\0')
+    return absl::Status(static_cast<absl::StatusCode>(code),
+                        std::string(what) + ": the caller's transport failed");
+  return absl::Status(static_cast<absl::StatusCode>(code), why);
 }
 
 absl::Status AbiCommunicator::AllGather(std::span<const int> group, const void* in, void* out,
