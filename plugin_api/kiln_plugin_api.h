@@ -347,8 +347,7 @@ typedef struct KILN_Collectives {
    * `reduction` is 0 sum, 1 product, 2 min, 3 max, 4 and, 5 or. *done = 0 when the transport
    * cannot reduce that dtype (nothing was sent; the plugin gathers and reduces itself). */
   int32_t (*all_reduce)(void* context, const int32_t* group, size_t group_size, KILN_DType dtype,
-                        int32_t reduction, const void* in, void* out, size_t count,
-                        uint8_t* done);
+                        int32_t reduction, const void* in, void* out, size_t count, uint8_t* done);
   /* in holds group_size chunks: chunk i goes to member i; out's chunk j came from member j. */
   int32_t (*all_to_all)(void* context, const int32_t* group, size_t group_size, const void* in,
                         void* out, size_t chunk_bytes);
@@ -356,8 +355,7 @@ typedef struct KILN_Collectives {
    * caller sends `in` where it is a source and receives into `out` from its source, if any:
    * *received says whether it had one. */
   int32_t (*permute)(void* context, const int32_t* group, size_t group_size, const int32_t* pairs,
-                     size_t num_pairs, const void* in, void* out, size_t bytes,
-                     uint8_t* received);
+                     size_t num_pairs, const void* in, void* out, size_t bytes, uint8_t* received);
   const char* (*last_error)(void* context);
 } KILN_Collectives;
 

@@ -46,9 +46,15 @@ std::string ModuleText(int64_t n) {
          "%sum (x: f32[], y: f32[]) -> f32[] {\n"
          "  %x = f32[] parameter(0)\n  %y = f32[] parameter(1)\n"
          "  ROOT %s = f32[] add(%x, %y)\n}\n"
-         "ENTRY %e (p: f32[" + std::to_string(n) + "]) -> f32[" + std::to_string(n) + "] {\n"
-         "  %p = f32[" + std::to_string(n) + "] parameter(0)\n"
-         "  ROOT %r = f32[" + std::to_string(n) + "] all-reduce(%p), replica_groups={}, "
+         "ENTRY %e (p: f32[" +
+         std::to_string(n) + "]) -> f32[" + std::to_string(n) +
+         "] {\n"
+         "  %p = f32[" +
+         std::to_string(n) +
+         "] parameter(0)\n"
+         "  ROOT %r = f32[" +
+         std::to_string(n) +
+         "] all-reduce(%p), replica_groups={}, "
          "to_apply=%sum\n}\n";
 }
 
@@ -83,10 +89,11 @@ int Main(int argc, char** argv) {
   std::vector<int> group(size);
   for (int i = 0; i < size; ++i) group[i] = i;
   if (rank == 0)
-    std::printf("all-reduce f32 over %d ranks, device %s (median of 7 batches, slowest rank)\n"
-                "%10s %12s %12s %12s %10s %10s\n",
-                size, device.c_str(), "bytes", "mpi_us", "transport_us", "module_us",
-                "transport", "module");
+    std::printf(
+        "all-reduce f32 over %d ranks, device %s (median of 7 batches, slowest rank)\n"
+        "%10s %12s %12s %12s %10s %10s\n",
+        size, device.c_str(), "bytes", "mpi_us", "transport_us", "module_us", "transport",
+        "module");
   for (size_t k = 0; k < sizes.size(); ++k) {
     const int64_t bytes = sizes[k], n = bytes / 4;
     std::vector<float> in(n, 1.0f + rank), out(n);
@@ -100,8 +107,8 @@ int Main(int argc, char** argv) {
     ScopedCommunicator scope(comm.get());
     auto raw = [&] { MPI_Allreduce(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
     auto transport = [&] {
-      (void)comm->AllReduce(group, PrimitiveType::F32, ReductionKind::kSum, in.data(),
-                            out.data(), n);
+      (void)comm->AllReduce(group, PrimitiveType::F32, ReductionKind::kSum, in.data(), out.data(),
+                            n);
     };
     absl::Status failed;
     auto module = [&] {
