@@ -55,8 +55,8 @@ class Communicator {
   // device named in them. The caller sends `in` to the target it is the source of, if any,
   // and receives into `out` from its source; returns whether it had one.
   virtual absl::StatusOr<bool> Permute(std::span<const int> group,
-                                       std::span<const std::pair<int, int>> pairs,
-                                       const void* in, void* out, size_t bytes) = 0;
+                                       std::span<const std::pair<int, int>> pairs, const void* in,
+                                       void* out, size_t bytes) = 0;
 };
 
 // The communicator of the current thread's run, or null (a single-device run).

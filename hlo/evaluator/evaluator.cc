@@ -86,7 +86,7 @@ bool IsUnsupportedOpcode(HloOpcode op) {
     case HloOpcode::kDynamicReshape:
       return true;
     default:
-      return IsCollectiveOpcode(op) && op != HloOpcode::kReplicaId && op != HloOpcode::kPartitionId;
+      return IsCollectiveOpcode(op) && !eval::IsEvaluatorCollective(op);
   }
 }
 
@@ -408,6 +408,11 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstructionWidened(
         if (!result.ok()) return Annotate(result.status(), instr);
         return result;
       }
+      if (eval::IsEvaluatorCollective(op)) {
+        result = eval::EvalCollective(instr, operands, call);
+        if (!result.ok()) return Annotate(result.status(), instr);
+        return result;
+      }
       if (IsUnsupportedOpcode(op)) {
         return eval::Unimplemented(
             instr, absl::StrCat("'", opname, "' is not supported by the evaluator"));
@@ -535,12 +540,6 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstructionWidened(
         case HloOpcode::kSetDimensionSize:
           // Kiln evaluates dynamic dimensions at their bound, so the size is not tracked.
           return *operands[0];
-        case HloOpcode::kReplicaId:
-        case HloOpcode::kPartitionId: {
-          // A single device: replica and partition 0.
-          Literal zero(instr.shape());
-          return zero;
-        }
         case HloOpcode::kCustomCall:
           if (eval::IsLapackCustomCall(instr.attrs().custom_call_target))
             return eval::EvalLapackCustomCall(instr, operands);

@@ -37,4 +37,11 @@ absl::StatusOr<Literal> EvalBatchNorm(const HloInstruction& instr, Operands ops)
 // random.cc: rng-bit-generator (three-fry and philox as XLA defines them), rng.
 absl::StatusOr<Literal> EvalRandom(const HloInstruction& instr, Operands ops);
 
+// collectives.cc: all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute,
+// collective-broadcast, replica-id, partition-id and the start/done pairs XLA writes for some,
+// over the run's Communicator (hlo/collectives/communicator.h).
+bool IsEvaluatorCollective(HloOpcode op);
+absl::StatusOr<Literal> EvalCollective(const HloInstruction& instr, Operands ops,
+                                       const CallFn& call);
+
 }  // namespace kiln::eval

@@ -256,7 +256,7 @@ ENTRY %main (a: f32[2]) -> f32[2] {
             "custom-call target 'Sharding' is not supported by the evaluator (instruction %cc.1)");
 }
 
-TEST(EvaluatorTest, CollectiveIsUnimplementedWithOpcodeAndName) {
+TEST(EvaluatorTest, CollectiveAloneIsIdentityAndNamingOtherDevicesIsAnError) {
   constexpr char kText[] = R"(
 HloModule ar
 %sum (x: f32[], y: f32[]) -> f32[] {
@@ -266,14 +266,21 @@ HloModule ar
 }
 ENTRY %main (a: f32[2]) -> f32[2] {
   %a = f32[2] parameter(0)
-  ROOT %ar.7 = f32[2] all-reduce(%a), replica_groups={}, to_apply=%sum
+  ROOT %ar.7 = f32[2] all-reduce(%a), replica_groups=GROUPS, to_apply=%sum
 }
 )";
-  auto r = RunText(kText, Args(Lit<float>(P::F32, {2}, {1, 2})));
+  std::string alone = kText, pair = kText;
+  alone.replace(alone.find("GROUPS"), 6, "{}");
+  pair.replace(pair.find("GROUPS"), 6, "{{0,1}}");
+  // One device without a communicator: the sum over a group of one is the operand.
+  EXPECT_EQ(As<float>(MustRunText(alone, Args(Lit<float>(P::F32, {2}, {1, 2})))),
+            (std::vector<float>{1, 2}));
+  auto r = RunText(pair, Args(Lit<float>(P::F32, {2}, {1, 2})));
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("'all-reduce'"), std::string::npos) << r.status();
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("name replica 1"), std::string::npos) << r.status();
   EXPECT_NE(r.status().message().find("%ar.7"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("--replicas"), std::string::npos) << r.status();
 }
 
 TEST(EvaluatorTest, ErrorsInsideLoopBodiesNameTheInnerInstruction) {

@@ -1,6 +1,7 @@
 // What the evaluator runs: single-device, host-only semantics (see support.h).
 #include "hlo/evaluator/support.h"
 
+#include "hlo/evaluator/evaluator_internal.h"
 #include "hlo/evaluator/lapack_custom_calls.h"
 #include "hlo/opcode.h"
 
@@ -36,9 +37,9 @@ std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
            "', an asynchronous shorthand the evaluator does not run (the core's async-to-sync "
            "pass rewrites it)";
   }
-  if (IsCollectiveOpcode(op)) {
+  if (IsCollectiveOpcode(op) && !eval::IsEvaluatorCollective(op)) {
     return "is '" + std::string(HloOpcodeString(op)) +
-           "', a collective/host-transfer op (single-device execution only)";
+           "', a host-transfer or ragged collective op the evaluator does not run";
   }
   for (const HloComputation* callee : instr.called_computations()) {
     if (callee == nullptr) continue;
