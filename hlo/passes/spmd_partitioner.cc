@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_replace.h"
 #include "hlo/computation.h"
@@ -599,21 +600,36 @@ absl::Status Partitioner::Run() {
       next_channel_ = std::max<int64_t>(next_channel_, std::stoll(*ch) + 1);
   if (absl::Status s = Propagate(); !s.ok()) return s;
 
+  // Dead instructions (JAX leaves annotated copies behind) are dropped rather than given
+  // collectives of their own; parameters stay, they are the signature.
+  absl::flat_hash_set<const HloInstruction*> live;
+  std::vector<const HloInstruction*> stack{entry_->root()};
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    stack.pop_back();
+    if (!live.insert(h).second) continue;
+    for (const HloInstruction* o : h->operands()) stack.push_back(o);
+    for (const HloInstruction* o : h->control_predecessors()) stack.push_back(o);
+  }
   out_ = std::make_unique<HloComputation>(entry_->name());
   for (const HloInstruction* h : entry_->MakeInstructionPostOrder()) {
+    if (!live.contains(h) && h->opcode() != HloOpcode::kParameter) continue;
     absl::StatusOr<Value> v = Partition(*h);
     if (!v.ok()) return v.status();
     v->hlo = ReshardValue(*v, target_[h], h->shape());
     v->tilings = target_[h];
     values_[h] = *std::move(v);
   }
-  for (const HloInstruction* h : entry_->instructions())
+  for (const HloInstruction* h : entry_->instructions()) {
+    if (!live.contains(h)) continue;
     for (const HloInstruction* p : h->control_predecessors())
       if (values_[h].hlo != values_[p].hlo) values_[h].hlo->AddControlPredecessor(values_[p].hlo);
+  }
   out_->set_root(values_[entry_->root()].hlo);
 
   // The new entry replaces the old one, and the header describes it.
   HloComputation* entry = module_.AddComputation(std::move(out_), /*is_entry=*/true);
+  RemoveDeadFrom(entry, entry->instructions());  // tuples a get-tuple-element looked through
   module_.RemoveUnusedComputations();
   // Scalars print without a layout there, as XLA writes them.
   auto text = [](const Shape& s) { return absl::StrReplaceAll(s.ToString(), {{"[]{}", "[]"}}); };
