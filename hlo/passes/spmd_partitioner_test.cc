@@ -2,7 +2,10 @@
 // shapes and collectives, and errors naming what is not supported.
 #include "hlo/passes/spmd_partitioner.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
+#include "hlo/evaluator/multi_device.h"
 #include "hlo/passes/spmd_sharding.h"
 #include "hlo/passes/test_util.h"
 
@@ -10,11 +13,108 @@ namespace kiln {
 namespace {
 
 using testing::Parse;
+using testing::RandomLiteral;
 using testing::RunPassAndPrint;
 
 // FileCheck reads `{{` as a regex: replica groups are looked up as plain text.
 bool Has(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
+}
+
+// Device d's tile of `full` under `t`.
+Literal TileOf(const Literal& full, const Tiling& t, int64_t d) {
+  const std::vector<int64_t>& dims = full.shape().dimensions();
+  Literal tile(Shape(full.shape().element_type(), t.ShardDims(dims)));
+  std::vector<int64_t> full_strides = RowMajorStrides(dims);
+  std::vector<int64_t> tile_dims = tile.shape().dimensions();
+  std::vector<int64_t> local(dims.size(), 0);
+  for (int64_t i = 0; i < tile.element_count(); ++i) {
+    int64_t at = 0;
+    for (size_t k = 0; k < dims.size(); ++k)
+      at += (t.index[d][k] * tile_dims[k] + local[k]) * full_strides[k];
+    tile.SetFromDouble(i, full.GetAsDouble(at));
+    for (int k = static_cast<int>(local.size()) - 1; k >= 0; --k) {
+      if (++local[k] < tile_dims[k]) break;
+      local[k] = 0;
+    }
+  }
+  return tile;
+}
+
+// The tilings of an instruction's arrays by its sharding attribute (replicated without one).
+std::vector<Tiling> TilingsOf(const HloInstruction& h, int64_t n) {
+  const std::string* text = h.attrs().FindExtra("sharding");
+  std::vector<Shape> shapes =
+      h.shape().IsTuple() ? h.shape().tuple_shapes() : std::vector<Shape>{h.shape()};
+  HloSharding s;
+  if (text) s = ParseSharding(*text).value();
+  std::vector<Tiling> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const HloSharding& e = s.kind == HloSharding::Kind::kTuple ? s.elements[i] : s;
+    out.push_back(TilingOf(e, shapes[i].rank(), n).value());
+  }
+  return out;
+}
+
+std::vector<Literal> ArraysOf(const Literal& l) {
+  if (!l.IsTuple()) return {l};
+  return l.elements();
+}
+
+::testing::AssertionResult Near(const Literal& got, const Literal& want) {
+  if (!got.shape().Compatible(want.shape()))
+    return ::testing::AssertionFailure()
+           << "shape " << got.shape().ToString() << ", want " << want.shape().ToString();
+  for (int64_t i = 0; i < want.element_count(); ++i) {
+    double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
+    if (std::fabs(g - w) > 1e-5 + 1e-5 * std::fabs(w))
+      return ::testing::AssertionFailure() << "element " << i << " is " << g << ", want " << w;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Partitions `text` for `n` partitions and runs it on n devices with the tiles of random
+// arguments: each device must return its tile (by the root's sharding) of what the module
+// computes on one device.
+::testing::AssertionResult PartitionPreservesValues(std::string_view text, int n) {
+  std::unique_ptr<HloModule> before = Parse(text);
+  std::unique_ptr<HloModule> after = Parse(text);
+  SpmdPartitioner pass(n);
+  absl::StatusOr<bool> changed = pass.Run(*after);
+  if (!changed.ok()) return ::testing::AssertionFailure() << changed.status().message();
+  if (absl::Status v = VerifyModule(*after); !v.ok())
+    return ::testing::AssertionFailure() << v.message() << "\n" << after->ToString();
+  std::mt19937 rng(5);
+  std::vector<Literal> args;
+  std::vector<std::vector<Literal>> per_device(n);
+  for (const HloInstruction* p : before->entry()->parameters()) {
+    args.push_back(RandomLiteral(p->shape(), rng));
+    std::vector<Literal> arrays = ArraysOf(args.back());
+    std::vector<Tiling> tilings = TilingsOf(*p, n);
+    for (int d = 0; d < n; ++d) {
+      std::vector<Literal> tiles;
+      for (size_t i = 0; i < arrays.size(); ++i) tiles.push_back(TileOf(arrays[i], tilings[i], d));
+      per_device[d].push_back(p->shape().IsTuple() ? Literal::MakeTuple(std::move(tiles))
+                                                   : std::move(tiles[0]));
+    }
+  }
+  HloEvaluator evaluator;
+  absl::StatusOr<Literal> want = evaluator.Evaluate(*before, args);
+  if (!want.ok()) return ::testing::AssertionFailure() << want.status().message();
+  absl::StatusOr<std::vector<Literal>> got =
+      EvaluateOnDevices(*after, DeviceGrid{1, n}, std::move(per_device));
+  if (!got.ok())
+    return ::testing::AssertionFailure() << got.status().message() << "\n" << after->ToString();
+  std::vector<Literal> want_arrays = ArraysOf(*want);
+  std::vector<Tiling> tilings = TilingsOf(*before->entry()->root(), n);
+  for (int d = 0; d < n; ++d) {
+    std::vector<Literal> got_arrays = ArraysOf((*got)[d]);
+    for (size_t i = 0; i < want_arrays.size(); ++i) {
+      ::testing::AssertionResult r = Near(got_arrays[i], TileOf(want_arrays[i], tilings[i], d));
+      if (!r) return r << " (result " << i << " on device " << d << ")\n" << after->ToString();
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 TEST(SpmdShardingTest, ParsesTheForms) {
@@ -171,6 +271,116 @@ ENTRY main {
     CHECK: dynamic-slice(f32[6]{0} %b
     CHECK: ROOT {{.*}} = (f32[2,2]{1,0}, f32[3]{0}) tuple(
   )");
+}
+
+TEST(SpmdPartitionerTest, ValuesSurviveReshardingBetweenDeviceOrders) {
+  // Tiles in another device order, and a partially replicated result.
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+ENTRY main {
+  x = f32[8,6] parameter(0), sharding={devices=[2,2]3,1,0,2}
+  y = f32[8,6] parameter(1), sharding={devices=[2,2]<=[4]}
+  ROOT a = f32[8,6] add(x, y), sharding={devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}
+}
+)",
+                                       4));
+}
+
+TEST(SpmdPartitionerTest, ValuesOfTransposeAndBatchDot) {
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+ENTRY main {
+  x = f32[4,6] parameter(0), sharding={devices=[2,1]0,1}
+  ROOT t = f32[6,4] transpose(x), dimensions={1,0}, sharding={devices=[1,2]0,1}
+}
+)",
+                                       2));
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+ENTRY main {
+  a = f32[4,2,3] parameter(0), sharding={devices=[2,1,1]0,1}
+  b = f32[4,3,5] parameter(1), sharding={devices=[2,1,1]0,1}
+  ROOT d = f32[4,2,5] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}, sharding={devices=[2,1,1]0,1}
+}
+)",
+                                       2));
+}
+
+TEST(SpmdPartitionerTest, ValuesOfDotsWhoseOperandsDisagree) {
+  // Rows and the contracting dimension split; the replicated rhs is sliced to match.
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+ENTRY main {
+  x = f32[8,4] parameter(0), sharding={devices=[2,2]<=[4]}
+  w = f32[4,6] parameter(1), sharding={replicated}
+  ROOT d = f32[8,6] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+}
+)",
+                                       4));
+  // Four row tiles and two column tiles cannot both be kept on four devices.
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+ENTRY main {
+  x = f32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  w = f32[4,8] parameter(1), sharding={devices=[1,2,2]<=[4] last_tile_dim_replicate}
+  ROOT d = f32[8,8] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={replicated}
+}
+)",
+                                       4));
+}
+
+TEST(SpmdPartitionerTest, ValuesOfReduces) {
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] maximum(a, b)
+}
+ENTRY main {
+  x = f32[8,6] parameter(0), sharding={devices=[2,2]<=[4]}
+  z = f32[] constant(0)
+  s = f32[] reduce(x, z), dimensions={0,1}, to_apply=add
+  h = f32[] constant(0.5)
+  m = f32[6] reduce(x, h), dimensions={0}, to_apply=max
+  ROOT t = (f32[], f32[6]) tuple(s, m), sharding={{replicated}, {devices=[2,2]<=[2,2]T(1,0) last_tile_dim_replicate}}
+}
+)",
+                                       4));
+}
+
+TEST(SpmdPartitionerTest, ValuesOfOpsRunWhole) {
+  // reshape, iota and concatenate have no rule of their own: they run on replicated values.
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+ENTRY main {
+  x = f32[8,6] parameter(0), sharding={devices=[4,1]<=[4]}
+  r = f32[48] reshape(x)
+  i = f32[48] iota(), iota_dimension=0
+  a = f32[48] add(r, i)
+  ROOT c = f32[96] concatenate(a, r), dimensions={0}, sharding={devices=[4]<=[4]}
+}
+)",
+                                       4));
+}
+
+TEST(SpmdPartitionerTest, ValuesOfTupleParameters) {
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+ENTRY main {
+  p = (f32[4,2], f32[6]) parameter(0), sharding={{devices=[2,1]0,1}, {replicated}}
+  a = f32[4,2] get-tuple-element(p), index=0
+  b = f32[6] get-tuple-element(p), index=1
+  e = f32[4,2] exponential(a)
+  ROOT t = (f32[4,2], f32[6]) tuple(e, b), sharding={{replicated}, {devices=[2]1,0}}
+}
+)",
+                                       2));
 }
 
 TEST(SpmdPartitionerTest, UnsupportedShardingsNameTheInstruction) {
