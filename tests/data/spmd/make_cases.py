@@ -108,6 +108,14 @@ def main():
         write(f"bias_max_n{n}", bias_max, (n,), [P("x", None), P()], (P("x", None), P()),
               [r(8, 6), r(6)])
 
+    # A sharding constraint in the middle (custom-call "Sharding"): rows to columns and back.
+    def constrained(x):
+        mesh = Mesh(np.array(jax.devices()[:4]), ("x",))
+        y = jax.lax.with_sharding_constraint(x * 2.0, NamedSharding(mesh, P(None, "x")))
+        return jnp.sin(y) + 1.0
+
+    write("constraint_n4", constrained, (4,), [P("x", None)], P("x", None), [r(8, 8)])
+
 
 if __name__ == "__main__":
     main()
