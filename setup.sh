@@ -9,7 +9,8 @@ cd "$(dirname "$0")"
 
 packages=(meson ninja-build pkg-config g++ ccache libabsl-dev libfmt-dev libboost1.81-dev
           libgtest-dev googletest python3 python3-numpy python3-venv python3-dev llvm-16-dev libzstd-dev libopenblas-dev
-          libdnnl-dev clang-format-14 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+          libdnnl-dev clang-format-14 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

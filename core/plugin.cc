@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
+#include "core/collectives/abi_collectives.h"
 #include "fmt/format.h"
 #include "kiln_plugin_api.h"
 
@@ -555,6 +556,16 @@ absl::StatusOr<std::vector<DeviceBuffer>> Executable::ExecuteBuffers(
   exec.outputs = outputs.data();
   exec.num_outputs = outputs.size();
   if (any_donated && lib_->minor >= 3) exec.donated = donated.data();
+  // A run on several devices hands the plugin the transport for its collectives.
+  std::optional<AbiCollectives> transport;
+  if (Communicator* c = CurrentCommunicator(); c != nullptr && c->grid().num_devices() > 1) {
+    if (lib_->minor < 4)
+      return absl::FailedPreconditionError(
+          fmt::format("{}: the plugin speaks ABI 1.{}; a run on {} devices needs 1.4 (collectives)",
+                      lib_->name, lib_->minor, c->grid().num_devices()));
+    transport.emplace(*c);
+    exec.collectives = transport->table();
+  }
   // Consumed whether the call succeeds or not (the plugin may have written into them).
   for (size_t i = 0; i < args.size(); ++i)
     if (donated[i]) args[i]->donated_ = true;

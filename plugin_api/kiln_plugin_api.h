@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define KILN_API_MAJOR 1
-#define KILN_API_MINOR 3
+#define KILN_API_MINOR 4
 
 /* The symbol every plugin exports. */
 #define KILN_GET_API_SYMBOL "KILN_GetApi"
@@ -325,6 +325,42 @@ typedef struct {
 typedef KILN_Error* KILN_Buffer_Destroy(KILN_Buffer_Destroy_Args* args);
 
 /* ---- Execution ------------------------------------------------------------------- */
+/* 1.4: the transport of a run on several devices, which the caller (the core: in one process,
+ * or over Open MPI across processes) gives each execute. The plugin runs the module's
+ * collective ops (all-reduce, all-gather, all-to-all, collective-permute, ...) by moving raw
+ * bytes through it; what the ops mean (replica groups, dimensions, reducers) is the plugin's
+ * to work out, as XLA defines it. A device id is replica * num_partitions + partition.
+ * Every function is collective: each device of `group` (global device ids in the group's
+ * order, the caller among them) makes the same call, in the same order on that group. Each
+ * returns a KILN_ErrorCode (KILN_ERROR_OK, or DEADLINE_EXCEEDED when a peer never came, ...)
+ * and last_error(context) then says why, valid until the next call. */
+typedef struct KILN_Collectives {
+  size_t struct_size;
+  void* context;
+  int32_t device_id;
+  int32_t num_replicas;
+  int32_t num_partitions;
+  /* out gets group_size * bytes: member i's `bytes` of `in` at offset i * bytes. */
+  int32_t (*all_gather)(void* context, const int32_t* group, size_t group_size, const void* in,
+                        void* out, size_t bytes);
+  /* out gets the elementwise reduction over the group of `count` elements of `dtype`;
+   * `reduction` is 0 sum, 1 product, 2 min, 3 max, 4 and, 5 or. *done = 0 when the transport
+   * cannot reduce that dtype (nothing was sent; the plugin gathers and reduces itself). */
+  int32_t (*all_reduce)(void* context, const int32_t* group, size_t group_size, KILN_DType dtype,
+                        int32_t reduction, const void* in, void* out, size_t count,
+                        uint8_t* done);
+  /* in holds group_size chunks: chunk i goes to member i; out's chunk j came from member j. */
+  int32_t (*all_to_all)(void* context, const int32_t* group, size_t group_size, const void* in,
+                        void* out, size_t chunk_bytes);
+  /* pairs: num_pairs (source, target) device ids, the same on every device of `group`. The
+   * caller sends `in` where it is a source and receives into `out` from its source, if any:
+   * *received says whether it had one. */
+  int32_t (*permute)(void* context, const int32_t* group, size_t group_size, const int32_t* pairs,
+                     size_t num_pairs, const void* in, void* out, size_t bytes,
+                     uint8_t* received);
+  const char* (*last_error)(void* context);
+} KILN_Collectives;
+
 typedef struct {
   size_t struct_size;
   KILN_Executable* executable;
@@ -344,6 +380,10 @@ typedef struct {
    * buffer is not passed twice in one call (a plugin may refuse that with INVALID_ARGUMENT).
    * A caller checks the plugin's api_minor >= 3 before setting it. */
   const uint8_t* donated;
+  /* 1.4, optional (NULL: the run is on one device): the transport for collective ops. A
+   * caller checks the plugin's api_minor >= 4 before setting it. A plugin without a transport
+   * of its own runs collectives through it, or fails the call naming the op it cannot run. */
+  const KILN_Collectives* collectives;
 } KILN_Execute_Args;
 typedef KILN_Error* KILN_Executable_Execute(KILN_Execute_Args* args);
 

@@ -19,6 +19,8 @@
 #include "tools/flags.h"
 #include "tools/npy.h"
 #include "tools/random_inputs.h"
+#include "tools/replicated_run.h"
+#include "tools/run_arguments.h"
 
 namespace kiln {
 namespace {
@@ -29,6 +31,7 @@ constexpr const char* kRunUsage =
     "                [--atol A] [--rtol R] [--log-partition] [--min-cluster-size N]\n"
     "                [--no-core-passes] [--timeout S]\n"
     "                [--save-executable FILE | --load-executable FILE]\n"
+    "                [--replicas R] [--partitions P]\n"
     "Runs the entry computation. One --input per entry parameter, in order; without inputs,\n"
     "deterministic pseudo-random ones are generated (floats in [-1,1), ints in [-4,4) or\n"
     "[0,8), pred a coin flip). --output-dir writes output_0.npy, output_1.npy, ... (tuples\n"
@@ -56,117 +59,18 @@ constexpr const char* kRunUsage =
     "--save-executable FILE writes the compiled executable (with a named --device; cpu-llvm's\n"
     "holds the kernels' object code) and --load-executable FILE runs one instead of compiling:\n"
     "a file saved by another device, from another module, by another build or for another\n"
-    "CPU is refused with the reason (exit 1). compile_ms then measures the load.\n";
+    "CPU is refused with the reason (exit 1). compile_ms then measures the load.\n"
+    "--replicas R [--partitions P] runs the module on R x P devices (P defaults to the\n"
+    "module's num_partitions): in this process, a thread per device with the collectives\n"
+    "meeting in memory, or under `mpirun -np R*P kiln run ...` one device per rank with the\n"
+    "collectives over Open MPI (under mpirun, R defaults to the ranks). An --input path may\n"
+    "hold {rank}, replaced by each device's id; --output-dir D then writes\n"
+    "D/rank_<r>/output_<i>.npy, and printed lines start with `rank <r>: `. A collective\n"
+    "whose peers do not come within KILN_COLLECTIVE_TIMEOUT_S (default 300) seconds fails\n"
+    "the run; under mpirun the failing rank then ends the whole job.\n";
 
 using Clock = std::chrono::steady_clock;
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-std::string ParamLabel(const HloInstruction& p) {
-  return fmt::format("parameter {} '{}'", p.parameter_number(), p.name());
-}
-
-// Host arguments for the entry parameters: from .npy files or generated.
-absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
-                                                   const std::vector<std::string>& inputs) {
-  const int n = entry.num_parameters();
-  for (int i = 0; i < n; ++i) {
-    if (entry.parameter(i) == nullptr) {
-      return absl::InvalidArgumentError(fmt::format("entry has no parameter number {}", i));
-    }
-    if (!entry.parameter(i)->shape().IsArray()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{} has shape {}; kiln run feeds array parameters only", ParamLabel(*entry.parameter(i)),
-          entry.parameter(i)->shape().ToString(false)));
-    }
-  }
-  // Inputs and results live on the host and again in the device's buffers, and the device
-  // needs room for its temporaries (a transposed operand is as large as the operand): a run
-  // that needs more than a third of the available memory for them is refused here, before
-  // the kernel's out-of-memory killer would end it.
-  uint64_t need = static_cast<uint64_t>(entry.root()->shape().total_byte_size());
-  std::string largest = fmt::format("the result of instruction %{}, {}", entry.root()->name(),
-                                    entry.root()->shape().ToString(false));
-  uint64_t largest_bytes = need;
-  for (int i = 0; i < n; ++i) {
-    const uint64_t bytes = static_cast<uint64_t>(entry.parameter(i)->shape().byte_size());
-    need += bytes;
-    if (bytes >= largest_bytes) {  // on a tie, the input the user gives
-      largest_bytes = bytes;
-      largest = fmt::format("{}, {}", ParamLabel(*entry.parameter(i)),
-                            entry.parameter(i)->shape().ToString(false));
-    }
-  }
-  std::optional<uint64_t> available = AvailableMemoryBytes();
-  if (available && need > *available / 3) {
-    auto gib = [](uint64_t b) { return static_cast<double>(b) / (uint64_t{1} << 30); };
-    return absl::ResourceExhaustedError(fmt::format(
-        "out of memory: the inputs and results of this module take {:.1f} GiB (the largest is "
-        "{}, {:.1f} GiB), about three times that with the device's copies and temporaries, "
-        "and {:.1f} GiB of memory is available",
-        gib(need), largest, gib(largest_bytes), gib(*available)));
-  }
-  std::vector<Literal> args;
-  if (inputs.empty()) {
-    for (int i = 0; i < n; ++i) {
-      absl::StatusOr<Literal> a =
-          GeneratedInput(entry.parameter(i)->shape(), i, ParamLabel(*entry.parameter(i)));
-      if (!a.ok()) return a.status();
-      args.push_back(std::move(*a));
-    }
-    return args;
-  }
-  if (static_cast<int>(inputs.size()) != n) {
-    std::string sig;
-    for (int i = 0; i < n; ++i) {
-      sig += fmt::format("{}{}: {}", i ? ", " : "", entry.parameter(i)->name(),
-                         entry.parameter(i)->shape().ToString(false));
-    }
-    return absl::InvalidArgumentError(
-        fmt::format("the entry computation takes {} parameter{} ({}), got {} --input", n,
-                    n == 1 ? "" : "s", sig, inputs.size()));
-  }
-  for (int i = 0; i < n; ++i) {
-    const HloInstruction& p = *entry.parameter(i);
-    absl::StatusOr<Literal> lit = ReadNpyFile(inputs[i]);
-    if (!lit.ok()) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}: {}", ParamLabel(p), std::string(lit.status().message())));
-    }
-    PrimitiveType want = p.shape().element_type();
-    PrimitiveType got = lit->shape().element_type();
-    if (absl::Status s = AdoptWidenedInput(want, *lit); !s.ok()) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}: {}: {}", inputs[i], ParamLabel(p), std::string(s.message())));
-    }
-    got = lit->shape().element_type();
-    if (got != want || lit->shape().dimensions() != p.shape().dimensions()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "{}: {} expects {}{}, got {}", inputs[i], ParamLabel(p), p.shape().ToString(false),
-          WidenedInputNote(want), lit->shape().ToString(false)));
-    }
-    args.push_back(std::move(*lit));
-  }
-  return args;
-}
-
-// A short printable form: shape and up to 16 values.
-std::string Summarize(const Literal& l) {
-  std::string s = l.shape().ToString(false) + " [";
-  const int64_t n = l.element_count();
-  for (int64_t i = 0; i < std::min<int64_t>(n, 16); ++i) {
-    if (i) s += ", ";
-    if (l.shape().element_type() == PrimitiveType::PRED) {
-      s += l.GetAsInt64(i) ? "true" : "false";
-    } else if (IsInteger(l.shape().element_type())) {
-      s += IsUnsignedInt(l.shape().element_type()) ? fmt::format("{}", l.GetAsUint64(i))
-                                                   : fmt::format("{}", l.GetAsInt64(i));
-    } else {
-      s += fmt::format("{:.6g}", l.GetAsDouble(i));
-    }
-  }
-  if (n > 16) s += fmt::format(", ... ({} elements)", n);
-  return s + "]";
-}
 
 struct RunResult {
   std::vector<Literal> outputs;
@@ -223,7 +127,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
   spec.with_value = {"device",  "input",           "output-dir",       "benchmark", "compare",
                      "dump-to", "dump-pass-re",    "min-cluster-size", "atol",      "rtol",
-                     "timeout", "save-executable", "load-executable"};
+                     "timeout", "save-executable", "load-executable",  "replicas",  "partitions"};
   spec.switches = {"help", "log-partition", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("run", std::string(flags.status().message()), kExitUsage);
@@ -284,8 +188,17 @@ int RunCommand(const std::vector<std::string>& argv) {
 
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadModule(path);
   if (!module.ok()) return ReportError("run", std::string(module.status().message()));
-  absl::StatusOr<std::vector<Literal>> args =
-      MakeArguments(*(*module)->entry(), flags->All("input"));
+  absl::StatusOr<std::optional<DeviceGrid>> grid = RunDeviceGrid(*flags, **module);
+  if (!grid.ok()) return ReportError("run", std::string(grid.status().message()), kExitUsage);
+  if (grid->has_value()) {
+    for (const char* alone :
+         {"benchmark", "compare", "save-executable", "load-executable", "timeout"})
+      if (flags->Has(alone))
+        return ReportError(
+            "run", fmt::format("--{} runs on one device, not with --replicas", alone), kExitUsage);
+  }
+  absl::StatusOr<std::vector<Literal>> args = std::vector<Literal>();
+  if (!grid->has_value()) args = MakeArguments(*(*module)->entry(), flags->All("input"));
   if (!args.ok()) return ReportError("run", std::string(args.status().message()));
 
   absl::StatusOr<DeviceConfig> config = LoadDeviceConfig();
@@ -302,6 +215,9 @@ int RunCommand(const std::vector<std::string>& argv) {
   compile.core_passes.dump_dir = flags->Get("dump-to");
   compile.core_passes.dump_pass_regex = flags->Get("dump-pass-re");
   compile.partition = partition_options;
+  if (grid->has_value())
+    return RunOnDevices(**module, *registry, compile, **grid, flags->All("input"),
+                        flags->Get("output-dir"));
   if (flags->Has("save-executable") && flags->Has("load-executable"))
     return ReportError("run", "--save-executable and --load-executable exclude each other",
                        kExitUsage);

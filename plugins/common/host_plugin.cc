@@ -13,9 +13,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hlo/collectives/communicator.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
 #include "hlo/verifier.h"
+#include "plugins/common/abi_communicator.h"
 #include "plugins/common/c_api_support.h"
 #include "plugins/common/length_prefixed.h"
 
@@ -481,6 +483,13 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
       b->array = BufferArray();
       b->donated = true;
     }
+    // A run on several devices: collectives go through the caller's transport (ABI 1.4).
+    const KILN_Collectives* transport =
+        args->struct_size >= KILN_STRUCT_SIZE(KILN_Execute_Args, collectives) ? args->collectives
+                                                                              : nullptr;
+    std::optional<AbiCommunicator> communicator;
+    if (transport != nullptr) communicator.emplace(*transport);
+    ScopedCommunicator scope(communicator ? &*communicator : nullptr);
     auto leaves = args->executable->program->RunBuffers(std::move(operands));
     if (!leaves.ok()) return MakeError(leaves.status());
     if (leaves->size() != args->num_outputs) {
