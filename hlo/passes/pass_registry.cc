@@ -16,6 +16,7 @@
 #include "hlo/passes/instruction_fusion.h"
 #include "hlo/passes/multi_output_fusion.h"
 #include "hlo/passes/optimization_pipeline.h"
+#include "hlo/passes/spmd_partitioner.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
 
@@ -46,6 +47,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<TupleSimplifier>(),
       Factory<CallInliner>(),
       Factory<AsyncToSync>(),
+      Factory<SpmdPartitioner>(),
       Factory<InstructionFusion>(),
       Factory<MultiOutputFusion>(),
       [] { return std::unique_ptr<HloPass>(MakeSimplificationPipeline()); },
