@@ -10,6 +10,7 @@
 #include "core/collectives/mpi_world.h"
 #include "fmt/format.h"
 #include "hlo/collectives/local_communicator.h"
+#include "hlo/passes/spmd_partitioner.h"
 #include "tools/commands.h"
 #include "tools/npy.h"
 #include "tools/run_arguments.h"
@@ -24,6 +25,16 @@ absl::StatusOr<int> PositiveFlag(const ParsedFlags& flags, const std::string& na
     return absl::InvalidArgumentError(
         fmt::format("--{} needs a positive integer, got '{}'", name, text));
   return v;
+}
+
+// A module as JAX writes it before partitioning: shardings on its entry instructions, no
+// num_partitions= yet (XLA's partitioned modules have one).
+bool NeedsSpmdPartitioning(const HloModule& module) {
+  for (const auto& [name, value] : module.attributes())
+    if (name == "num_partitions") return false;
+  for (const HloInstruction* i : module.entry()->instructions())
+    if (i->attrs().FindExtra("sharding") != nullptr) return true;
+  return false;
 }
 
 int ModulePartitions(const HloModule& module) {
@@ -111,6 +122,22 @@ absl::StatusOr<std::optional<DeviceGrid>> RunDeviceGrid(const ParsedFlags& flags
   if (!flags.Has("replicas") && !flags.Has("partitions") && !several_ranks) return std::nullopt;
   DeviceGrid grid;
   grid.partitions = ModulePartitions(module);
+  if (NeedsSpmdPartitioning(module)) {
+    // Its devices are the partitions the SPMD partitioner splits it into.
+    grid.partitions = several_ranks ? launch->size : 1;
+    for (const char* flag : {"replicas", "partitions"}) {
+      if (!flags.Has(flag)) continue;
+      absl::StatusOr<int> n = PositiveFlag(flags, flag);
+      if (!n.ok()) return n.status();
+      grid.partitions = *n;
+    }
+    if (launch && launch->size != grid.partitions)
+      return absl::InvalidArgumentError(fmt::format(
+          "mpirun started {} rank(s), but the run has {} device(s): start one rank per device "
+          "(mpirun -np {})",
+          launch->size, grid.partitions, grid.partitions));
+    return grid;
+  }
   if (flags.Has("partitions")) {
     absl::StatusOr<int> p = PositiveFlag(flags, "partitions");
     if (!p.ok()) return p.status();
@@ -131,10 +158,19 @@ absl::StatusOr<std::optional<DeviceGrid>> RunDeviceGrid(const ParsedFlags& flags
   return grid;
 }
 
-int RunOnDevices(const HloModule& module, const PluginRegistry& registry,
+int RunOnDevices(HloModule& module, const PluginRegistry& registry,
                  const ModuleCompileOptions& compile, DeviceGrid grid,
                  const std::vector<std::string>& inputs, const std::string& output_dir,
                  int benchmark_runs) {
+  if (NeedsSpmdPartitioning(module)) {
+    absl::StatusOr<bool> split = SpmdPartitioner(grid.partitions).Run(module);
+    if (!split.ok())
+      return ReportError("run", "SPMD partitioning: " + std::string(split.status().message()));
+    std::cerr << fmt::format(
+        "kiln run: split the module's shardings into {} partitions "
+        "(spmd-partitioner); each device's inputs are its shards\n",
+        grid.partitions);
+  }
   // Compile before MPI starts: plugin discovery and isolated plugins start processes.
   absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe =
       ModuleExecutable::Compile(registry, module, compile);

@@ -16,16 +16,20 @@
 namespace kiln {
 
 // The devices a run asks for: --replicas and --partitions (default: the module's
-// num_partitions, else 1; under mpirun without --replicas, the ranks fill the replicas).
+// num_partitions, else 1; under mpirun without --replicas, the ranks fill the replicas). A
+// module with shardings and no num_partitions has partitions only: --partitions,
+// --replicas or the ranks give their number.
 // nullopt for a run on one device (no flag, not under a launcher of several ranks).
 absl::StatusOr<std::optional<DeviceGrid>> RunDeviceGrid(const ParsedFlags& flags,
                                                         const HloModule& module);
 
-// Compiles and runs `module` on `grid`; inputs may name `{rank}`, replaced by each device's
+// Compiles and runs `module` on `grid`; a module with shardings and no num_partitions (JAX's,
+// before partitioning) is first split by the SPMD partitioner, in place, and each device's
+// inputs are then its shards. Inputs may name `{rank}`, replaced by each device's
 // id; with an output dir, device d writes DIR/rank_<d>/output_<i>.npy. With benchmark_runs
 // > 0, each device times that many runs after one untimed run and prints its median.
 // Returns the exit code.
-int RunOnDevices(const HloModule& module, const PluginRegistry& registry,
+int RunOnDevices(HloModule& module, const PluginRegistry& registry,
                  const ModuleCompileOptions& compile, DeviceGrid grid,
                  const std::vector<std::string>& inputs, const std::string& output_dir,
                  int benchmark_runs);

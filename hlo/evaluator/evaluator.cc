@@ -543,6 +543,13 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstructionWidened(
         case HloOpcode::kCustomCall:
           if (eval::IsLapackCustomCall(instr.attrs().custom_call_target))
             return eval::EvalLapackCustomCall(instr, operands);
+          if (IsAnnotationCustomCall(instr.attrs().custom_call_target)) {
+            if (operands.size() != 1 || !operands[0]->shape().Compatible(instr.shape()))
+              return eval::InvalidArgument(instr,
+                                           "an annotation custom-call takes one operand "
+                                           "of its own shape");
+            return *operands[0];
+          }
           return eval::Unimplemented(
               instr, absl::StrCat("custom-call target '", instr.attrs().custom_call_target,
                                   "' is not supported by the evaluator"));

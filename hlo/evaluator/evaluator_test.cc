@@ -246,14 +246,28 @@ TEST(EvaluatorTest, CustomCallErrorNamesTargetAndInstruction) {
 HloModule cc
 ENTRY %main (a: f32[2]) -> f32[2] {
   %a = f32[2] parameter(0)
-  ROOT %cc.1 = f32[2] custom-call(%a), custom_call_target="Sharding"
+  ROOT %cc.1 = f32[2] custom-call(%a), custom_call_target="SPMDFullToShardShape"
 }
 )";
   auto r = RunText(kText, Args(Lit<float>(P::F32, {2}, {1, 2})));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(r.status().message(),
-            "custom-call target 'Sharding' is not supported by the evaluator (instruction %cc.1)");
+            "custom-call target 'SPMDFullToShardShape' is not supported by the evaluator "
+            "(instruction %cc.1)");
+}
+
+TEST(EvaluatorTest, AnnotationCustomCallsPassTheirOperandThrough) {
+  constexpr char kText[] = R"(
+HloModule ann
+ENTRY %main (a: f32[2]) -> f32[2] {
+  %a = f32[2] parameter(0)
+  %s = f32[2] custom-call(%a), custom_call_target="Sharding", sharding={devices=[2]<=[2]}
+  ROOT %t = f32[2] custom-call(%s), custom_call_target="AwsNeuronTransferWithStaticRing"
+}
+)";
+  EXPECT_EQ(As<float>(MustRunText(kText, Args(Lit<float>(P::F32, {2}, {3, -1})))),
+            (std::vector<float>{3, -1}));
 }
 
 TEST(EvaluatorTest, CollectiveAloneIsIdentityAndNamingOtherDevicesIsAnError) {

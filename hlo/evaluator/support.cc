@@ -25,7 +25,8 @@ std::optional<std::string> ComputationReason(const HloComputation& c, int depth)
 
 std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
   HloOpcode op = instr.opcode();
-  if (op == HloOpcode::kCustomCall && !eval::IsLapackCustomCall(instr.attrs().custom_call_target)) {
+  if (op == HloOpcode::kCustomCall && !eval::IsLapackCustomCall(instr.attrs().custom_call_target) &&
+      !IsAnnotationCustomCall(instr.attrs().custom_call_target)) {
     return "is a custom-call ('" + instr.attrs().custom_call_target +
            "'), which needs a target-specific implementation";
   }
@@ -49,6 +50,10 @@ std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
 }
 
 }  // namespace
+
+bool IsAnnotationCustomCall(std::string_view target) {
+  return target == "Sharding" || target == "AwsNeuronTransferWithStaticRing";
+}
 
 bool IsAsyncShorthand(const HloInstruction& instr) {
   const HloOpcode op = instr.opcode();

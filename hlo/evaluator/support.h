@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "hlo/computation.h"
@@ -20,6 +21,12 @@ std::optional<std::string> EvaluatorUnsupportedReason(const HloInstruction& inst
 // An async start, update or done that wraps one instruction other than a call or fusion
 // (`slice-start`, `all-to-all-start`...): the evaluator runs only wrappers of a computation.
 bool IsAsyncShorthand(const HloInstruction& instr);
+
+// Custom-calls that only annotate their one operand, whose value passes through unchanged:
+// JAX's `Sharding` (a sharding constraint, meaningful to the SPMD partitioner only) and
+// AWS Neuron's `AwsNeuronTransferWithStaticRing` (a placement hint torch-xla writes on
+// weights).
+bool IsAnnotationCustomCall(std::string_view target);
 
 // Unimplemented naming the first entry instruction the evaluator cannot run (a custom-call
 // or collective, also nested in a fusion or call), else OK: what a plugin whose fallback is
