@@ -52,7 +52,8 @@ std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
 }  // namespace
 
 bool IsAnnotationCustomCall(std::string_view target) {
-  return target == "Sharding" || target == "AwsNeuronTransferWithStaticRing";
+  return target == "Sharding" || target == "xla.sdy.FuncResultSharding" ||
+         target == "AwsNeuronTransferWithStaticRing";
 }
 
 bool IsAsyncShorthand(const HloInstruction& instr) {

@@ -23,7 +23,8 @@ std::optional<std::string> EvaluatorUnsupportedReason(const HloInstruction& inst
 bool IsAsyncShorthand(const HloInstruction& instr);
 
 // Custom-calls that only annotate their one operand, whose value passes through unchanged:
-// JAX's `Sharding` (a sharding constraint, meaningful to the SPMD partitioner only) and
+// JAX's `Sharding` and Shardy's `xla.sdy.FuncResultSharding` (sharding constraints, which
+// only the SPMD partitioner reads) and
 // AWS Neuron's `AwsNeuronTransferWithStaticRing` (a placement hint torch-xla writes on
 // weights).
 bool IsAnnotationCustomCall(std::string_view target);

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_replace.h"
 #include "hlo/computation.h"
+#include "hlo/evaluator/support.h"
 #include "hlo/module.h"
 #include "hlo/passes/pass_util.h"
 #include "hlo/passes/spmd_sharding.h"
@@ -271,7 +272,7 @@ std::vector<Tiling> Partitioner::Derived(const HloInstruction& h) {
     case HloOpcode::kGetTupleElement:
       return {target_[h.operand(0)][h.tuple_index()]};
     case HloOpcode::kCustomCall:
-      if (h.attrs().custom_call_target == "Sharding") return {first(0)};
+      if (IsAnnotationCustomCall(h.attrs().custom_call_target)) return {first(0)};
       break;
     default:
       if (IsElementwiseOpcode(h.opcode())) {
@@ -566,7 +567,7 @@ absl::StatusOr<Value> Partitioner::Partition(const HloInstruction& h) {
       return Value{local, {out}};
     }
     case HloOpcode::kCustomCall:
-      if (h.attrs().custom_call_target == "Sharding") return values_[h.operand(0)];
+      if (IsAnnotationCustomCall(h.attrs().custom_call_target)) return values_[h.operand(0)];
       if (h.attrs().custom_call_target.rfind("SPMD", 0) == 0)
         return Unimplemented(h, "manual partitioning is not supported");
       break;
