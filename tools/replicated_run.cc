@@ -27,14 +27,19 @@ absl::StatusOr<int> PositiveFlag(const ParsedFlags& flags, const std::string& na
   return v;
 }
 
-// A module as JAX writes it before partitioning: shardings on its entry instructions, no
-// num_partitions= yet (XLA's partitioned modules have one).
+// A module as JAX writes it before partitioning: shardings on its entry instructions, and
+// neither num_partitions= nor collectives yet (partitioned modules, XLA's or torch-xla's,
+// keep their shardings but have one or the other).
 bool NeedsSpmdPartitioning(const HloModule& module) {
   for (const auto& [name, value] : module.attributes())
     if (name == "num_partitions") return false;
-  for (const HloInstruction* i : module.entry()->instructions())
-    if (i->attrs().FindExtra("sharding") != nullptr) return true;
-  return false;
+  bool sharded = false;
+  for (const HloComputation* c : module.computations())
+    for (const HloInstruction* i : c->instructions()) {
+      if (IsCollectiveOpcode(i->opcode())) return false;
+      sharded = sharded || i->attrs().FindExtra("sharding") != nullptr;
+    }
+  return sharded;
 }
 
 int ModulePartitions(const HloModule& module) {

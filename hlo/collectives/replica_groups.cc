@@ -137,7 +137,8 @@ absl::Status OpError(const HloInstruction& instr, std::string why) {
 std::string RunHint(DeviceGrid grid) {
   return absl::StrCat("the run has ", grid.replicas, " replica(s) x ", grid.partitions,
                       " partition(s); run it on as many devices as its groups name "
-                      "(kiln run --replicas N, under mpirun -np N across processes)");
+                      "(kiln run --replicas R --partitions P, under mpirun -np R*P across "
+                      "processes)");
 }
 
 }  // namespace

@@ -3,7 +3,12 @@
 mpirun over Open MPI, checked against NumPy; the same run on the interpreter and on cpu-llvm
 agree; bad runs (a rank count that does not match, a module whose groups name missing
 devices, a rank that fails or never comes, a rank killed mid-run) end with a clear error,
-never a hang. Run by meson with: collectives_cli_test.py KILN DEVICE..."""
+never a hang. Run by meson with: collectives_cli_test.py KILN SOURCE_ROOT DEVICE...
+
+Real modules too: jaxdecomp's distributed 3D FFT (8 partitions, all-to-all) against NumPy's
+FFT of the whole array, and torch-xla's data-parallel, tensor-parallel, pipeline and FSDP
+steps on 2 ranks under mpirun (cpu-llvm) against the same on 2 in-process devices
+(interpreter)."""
 import os
 import signal
 import subprocess
@@ -14,7 +19,8 @@ import time
 import numpy as np
 
 KILN = sys.argv[1]
-DEVICES = sys.argv[2:]
+CORPUS = os.path.join(sys.argv[2], 'tests', 'hlo_corpus')
+DEVICES = sys.argv[3:]
 TMP = tempfile.mkdtemp(prefix='kiln_collectives_test_')
 MPIRUN = subprocess.run(['which', 'mpirun'], capture_output=True, text=True).stdout.strip()
 failures, passes = [], []
@@ -302,11 +308,74 @@ def a_rank_killed_mid_run_does_not_hang_the_rest():
         raise AssertionError('the job succeeded after rank 1 was killed')
 
 
+def corpus_fft_on_8_partitions():
+    # The input is sharded along dimension 1 (sharding={devices=[1,8,1]<=[8]}); jaxdecomp's
+    # result on device r is slab r (dimension 1) of the FFT of the whole array, transposed
+    # to (1, 2, 0).
+    rng = np.random.default_rng(0)
+    whole = rng.standard_normal((256, 256, 256))
+    for r in range(8):
+        np.save(os.path.join(TMP, 'fft_in_%d.npy' % r), whole[:, 32 * r:32 * (r + 1), :])
+    out = os.path.join(TMP, 'fft_out')
+    device = 'cpu-llvm' if 'cpu-llvm' in DEVICES else DEVICES[0]
+    rc, _, err = run(['run', os.path.join(CORPUS, '004_jax_fft3d_f64_slab.hlo'), '--partitions',
+                      '8', '--device', device, '--input', os.path.join(TMP, 'fft_in_{rank}.npy'),
+                      '--output-dir', out], timeout=600)
+    if rc != 0:
+        raise AssertionError('exit %d: %s' % (rc, err[-400:]))
+    want = np.transpose(np.fft.fftn(whole), (1, 2, 0))
+    got = np.concatenate([np.load(os.path.join(out, 'rank_%d' % r, 'output_0.npy'))
+                          for r in range(8)], axis=1)
+    err = np.max(np.abs(got - want)) / np.max(np.abs(want))
+    if not err < 1e-9:
+        raise AssertionError('relative error %g against NumPy' % err)
+
+
+def corpus_torch_xla_steps_on_2_ranks():
+    # The same backend over Open MPI and in one process must agree bit for bit (a sum of two
+    # is the same in either order); the interpreter within a tolerance scaled to each
+    # output's largest value (the dots' sums cancel: an element near zero of a vocabulary
+    # projection carries the rounding of terms near 50).
+    if not MPIRUN or 'cpu-llvm' not in DEVICES:
+        return
+    for name in ('008_torchxla_mlp_data_parallel', '011_torchxla_llama_tensor_parallel',
+                 '012_torchxla_pipeline_rank1_adamw', 'gh_misc_sharding_fsdp'):
+        module = os.path.join(CORPUS, name + '.hlo')
+        outs = {}
+        for how, device, ranks in (('mpi', 'cpu-llvm', 2), ('local', 'cpu-llvm', None),
+                                   ('reference', 'interpreter', None)):
+            outs[how] = os.path.join(TMP, '%s_%s' % (name, how))
+            extra = [] if ranks else ['--replicas', '2']
+            rc, _, err = run(['run', module, '--device', device, '--output-dir', outs[how]] +
+                             extra, ranks=ranks)
+            if rc != 0:
+                raise AssertionError('%s (%s): exit %d: %s' % (name, how, rc, err[-400:]))
+        for r in range(2):
+            files = sorted(os.listdir(os.path.join(outs['reference'], 'rank_%d' % r)))
+            if not files:
+                raise AssertionError('%s: rank %d wrote nothing' % (name, r))
+            for f in files:
+                a, b, ref = (np.load(os.path.join(outs[h], 'rank_%d' % r, f)).astype(np.float64)
+                             for h in ('mpi', 'local', 'reference'))
+                if not np.array_equal(a, b, equal_nan=True):
+                    raise AssertionError('%s rank %d %s: mpirun and one process differ on '
+                                         'cpu-llvm' % (name, r, f))
+                if a.shape != ref.shape or not np.array_equal(np.isnan(a), np.isnan(ref)):
+                    raise AssertionError('%s rank %d %s: NaNs differ from the interpreter\'s'
+                                         % (name, r, f))
+                a, ref = np.nan_to_num(a), np.nan_to_num(ref)  # the generated inputs make some
+                scale = np.max(np.abs(ref)) if ref.size else 0
+                if np.any(np.abs(a - ref) > 1e-5 * scale + 1e-3 * np.abs(ref)):
+                    raise AssertionError('%s rank %d %s: cpu-llvm and the interpreter differ'
+                                         % (name, r, f))
+
+
 def main():
     cases = list(make_cases()) + [rank_count_mismatch, groups_naming_missing_devices,
                                   a_rank_that_never_comes_times_out,
                                   a_rank_that_fails_ends_the_job,
-                                  a_rank_killed_mid_run_does_not_hang_the_rest]
+                                  a_rank_killed_mid_run_does_not_hang_the_rest,
+                                  corpus_fft_on_8_partitions, corpus_torch_xla_steps_on_2_ranks]
     if not MPIRUN:
         print('NOTE: no mpirun on PATH: the cases across processes are left out')
     for c in cases:
