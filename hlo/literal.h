@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "hlo/literal_memory.h"
 #include "hlo/native_type.h"
 #include "hlo/shape.h"
 
@@ -113,7 +114,6 @@ class Literal {
   // take a buffer through DLPack without a copy.
   template <typename T>
   struct DefaultInitAllocator : std::allocator<T> {
-    static constexpr std::align_val_t kAlignment{64};
     template <typename U>
     struct rebind {
       using other = DefaultInitAllocator<U>;
@@ -121,8 +121,8 @@ class Literal {
     DefaultInitAllocator() = default;
     template <typename U>
     DefaultInitAllocator(const DefaultInitAllocator<U>&) {}
-    T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
-    void deallocate(T* p, size_t) { ::operator delete(p, kAlignment); }
+    T* allocate(size_t n) { return static_cast<T*>(literal_memory::Allocate(n * sizeof(T))); }
+    void deallocate(T* p, size_t n) { literal_memory::Free(p, n * sizeof(T)); }
     template <typename U>
     void construct(U* p) {
       ::new (static_cast<void*>(p)) U;

@@ -17,7 +17,7 @@ constexpr const char* kUsage =
     "                 [--dump-to DIR [--dump-pass-re R]] [--no-core-passes] [--timeout S]\n"
     "                 [--log-partition] [--min-cluster-size N]\n"
     "                 [--save-executable FILE | --load-executable FILE]\n"
-    "                 [--replicas R] [--partitions P]   (several devices; also under mpirun)\n"
+    "                 [--replicas R] [--partitions P] [--launch N]   (several devices)\n"
     "  print MODULE.hlo\n"
     "  opt MODULE.hlo [--passes=a,b,c] [--dump-to DIR] [--dump-pass-re R] [--no-verify]\n"
     "                 [--buffer-report] | opt --list-passes\n"

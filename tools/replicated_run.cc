@@ -1,7 +1,13 @@
 #include "tools/replicated_run.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -220,6 +226,41 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
     if (absl::Status s = Report(d, runs[d], output_dir, (*exe)->device_names()); !s.ok())
       return ReportError("run", std::string(s.message()));
   return kExitOk;
+}
+
+int LaunchUnderMpirun(int ranks, const std::vector<std::string>& run_args) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return ReportError("run", "--launch: cannot find this kiln program: " + ec.message());
+  std::vector<std::string> cmd = {"mpirun",          "-np",         std::to_string(ranks),
+                                  "--oversubscribe", self.string(), "run"};
+  for (size_t i = 0; i < run_args.size(); ++i) {
+    if (run_args[i] == "--launch") {
+      ++i;  // and its value
+      continue;
+    }
+    if (run_args[i].rfind("--launch=", 0) == 0) continue;
+    cmd.push_back(run_args[i]);
+  }
+  std::vector<char*> argv;
+  for (std::string& a : cmd) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  pid_t child = fork();
+  if (child == 0) {
+    execvp("mpirun", argv.data());
+    std::fprintf(stderr,
+                 "kiln run: error: --launch needs Open MPI's mpirun on PATH (Debian's "
+                 "openmpi-bin; ./setup.sh installs it): %s\n",
+                 std::strerror(errno));
+    std::_Exit(kExitError);
+  }
+  if (child < 0) return ReportError("run", std::string("--launch: fork: ") + std::strerror(errno));
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return ReportError("run", fmt::format("--launch: mpirun ended by signal {}", WTERMSIG(status)));
 }
 
 }  // namespace kiln

@@ -34,4 +34,9 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
                  const std::vector<std::string>& inputs, const std::string& output_dir,
                  int benchmark_runs);
 
+// `kiln run ... --launch N`: runs the same command again under `mpirun -np N
+// --oversubscribe`, without --launch; returns mpirun's exit status (or an error when Open
+// MPI's mpirun is not on PATH). `run_args` are the arguments after `kiln run`.
+int LaunchUnderMpirun(int ranks, const std::vector<std::string>& run_args);
+
 }  // namespace kiln

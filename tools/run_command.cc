@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "absl/strings/numbers.h"
+#include "core/collectives/mpi_world.h"
 #include "core/hlo_partitioner.h"
 #include "core/module_executable.h"
 #include "core/plugin_paths.h"
@@ -31,7 +32,7 @@ constexpr const char* kRunUsage =
     "                [--atol A] [--rtol R] [--log-partition] [--min-cluster-size N]\n"
     "                [--no-core-passes] [--timeout S]\n"
     "                [--save-executable FILE | --load-executable FILE]\n"
-    "                [--replicas R] [--partitions P]\n"
+    "                [--replicas R] [--partitions P] [--launch N]\n"
     "Runs the entry computation. One --input per entry parameter, in order; without inputs,\n"
     "deterministic pseudo-random ones are generated (floats in [-1,1), ints in [-4,4) or\n"
     "[0,8), pred a coin flip). --output-dir writes output_0.npy, output_1.npy, ... (tuples\n"
@@ -68,7 +69,8 @@ constexpr const char* kRunUsage =
     "D/rank_<r>/output_<i>.npy, and printed lines start with `rank <r>: `. A collective\n"
     "whose peers do not come within KILN_COLLECTIVE_TIMEOUT_S (default 300) seconds fails\n"
     "the run; under mpirun the failing rank then ends the whole job. With --benchmark N each\n"
-    "device prints `rank <r>: median_ms=...` of its N timed runs.\n";
+    "device prints `rank <r>: median_ms=...` of its N timed runs. --launch N runs the same\n"
+    "command under `mpirun -np N --oversubscribe` (Open MPI's mpirun on PATH).\n";
 
 using Clock = std::chrono::steady_clock;
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -183,6 +185,15 @@ int RunCommand(const std::vector<std::string>& argv) {
                          fmt::format("--timeout needs a positive number of seconds, got '{}'", v),
                          kExitUsage);
     }
+  }
+  if (flags->Has("launch")) {
+    int ranks = 0;
+    if (!absl::SimpleAtoi(flags->Get("launch"), &ranks) || ranks < 1)
+      return ReportError("run", "--launch needs a positive number of ranks", kExitUsage);
+    if (MpiLaunchFromEnvironment())
+      return ReportError("run", "--launch inside an MPI job: drop --launch (mpirun started it)",
+                         kExitUsage);
+    return LaunchUnderMpirun(ranks, argv);
   }
   const std::string device = flags->Get("device", "auto");
   const std::string& path = flags->positional[0];

@@ -176,6 +176,19 @@ def make_cases():
                 yield mpi
 
 
+def launch_wrapper():
+    # kiln run --launch 2 starts mpirun itself: the same outputs as mpirun -np 2.
+    if not MPIRUN:
+        return
+    a, w, args = inputs(2, 'launch')
+    outdir = os.path.join(TMP, 'out_launch')
+    rc, out, err = run(['run', mixed_module(2), '--device', DEVICES[0], '--output-dir', outdir,
+                        '--launch', '2'] + args)
+    if rc != 0:
+        raise AssertionError('exit %d: %s' % (rc, err.strip()[-400:]))
+    check_outputs(outdir, 2, expected(2, a, w), '--launch 2')
+
+
 def rank_count_mismatch():
     rc, out, err = run(['run', mixed_module(2), '--replicas', '2'], ranks=3)
     if rc == 0 or 'mpirun started 3 rank(s), but the run has 2 device(s)' not in err:
@@ -371,7 +384,7 @@ def corpus_torch_xla_steps_on_2_ranks():
 
 
 def main():
-    cases = list(make_cases()) + [rank_count_mismatch, groups_naming_missing_devices,
+    cases = list(make_cases()) + [launch_wrapper, rank_count_mismatch, groups_naming_missing_devices,
                                   a_rank_that_never_comes_times_out,
                                   a_rank_that_fails_ends_the_job,
                                   a_rank_killed_mid_run_does_not_hang_the_rest,
