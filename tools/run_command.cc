@@ -130,7 +130,8 @@ int RunCommand(const std::vector<std::string>& argv) {
   FlagSpec spec;
   spec.with_value = {"device",  "input",           "output-dir",       "benchmark", "compare",
                      "dump-to", "dump-pass-re",    "min-cluster-size", "atol",      "rtol",
-                     "timeout", "save-executable", "load-executable",  "replicas",  "partitions"};
+                     "timeout", "save-executable", "load-executable",  "replicas",  "partitions",
+                     "launch"};
   spec.switches = {"help", "log-partition", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("run", std::string(flags.status().message()), kExitUsage);
