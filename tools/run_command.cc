@@ -204,8 +204,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<std::optional<DeviceGrid>> grid = RunDeviceGrid(*flags, **module);
   if (!grid.ok()) return ReportError("run", std::string(grid.status().message()), kExitUsage);
   if (grid->has_value()) {
-    for (const char* alone :
-         {"benchmark", "compare", "save-executable", "load-executable", "timeout"})
+    for (const char* alone : {"compare", "save-executable", "load-executable", "timeout"})
       if (flags->Has(alone))
         return ReportError(
             "run", fmt::format("--{} runs on one device, not with --replicas", alone), kExitUsage);
