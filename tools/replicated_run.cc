@@ -16,6 +16,7 @@
 #include "core/collectives/mpi_world.h"
 #include "fmt/format.h"
 #include "hlo/collectives/local_communicator.h"
+#include "hlo/passes/call_inliner.h"
 #include "hlo/passes/spmd_partitioner.h"
 #include "tools/commands.h"
 #include "tools/npy.h"
@@ -174,6 +175,10 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
                  const std::vector<std::string>& inputs, const std::string& output_dir,
                  int benchmark_runs) {
   if (NeedsSpmdPartitioning(module)) {
+    // Nested jit functions arrive as calls; the partitioner works on one computation.
+    absl::StatusOr<bool> inlined = CallInliner().Run(module);
+    if (!inlined.ok())
+      return ReportError("run", "inlining calls: " + std::string(inlined.status().message()));
     absl::StatusOr<bool> split = SpmdPartitioner(grid.partitions).Run(module);
     if (!split.ok())
       return ReportError("run", "SPMD partitioning: " + std::string(split.status().message()));
