@@ -23,6 +23,8 @@
 #include "core/plugin_registry.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "hlo/collectives/local_communicator.h"
+#include "hlo/evaluator/multi_device.h"
 #include "hlo/text/parser.h"
 #include "hlo/verifier.h"
 #include "kiln_plugin_api.h"
@@ -1003,6 +1005,86 @@ struct Suite {
     row.Note("f32[64,64] add, argument 0 donated");
   }
 
+  // ---- collectives (ABI 1.4): a module of every collective kind on 4 devices, one thread
+  // each, through the core's in-process transport, equals the evaluator's answer for each
+  // device (a plugin that ignores the transport sees groups of 4 on one device and fails).
+  void Collectives(Row& row) {
+    if (plugin->api_minor() < 4) {
+      row.skip_reason =
+          fmt::format("the plugin declares ABI 1.{}: no collectives", plugin->api_minor());
+      return;
+    }
+    const std::string text = R"(HloModule plugin_test_collectives
+%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
+  %a = f32[4,8] parameter(0)
+  %e = f32[4,8] exponential(%a)
+  %ar = f32[4,8] all-reduce(%e), replica_groups={}, to_apply=%sum
+  %ag = f32[16,8] all-gather(%a), replica_groups={{0,1,2,3}}, dimensions={0}
+  %a2a = f32[4,8] all-to-all(%a), replica_groups={}, dimensions={1}
+  %cp = f32[4,8] collective-permute(%a), source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
+  %id = u32[] replica-id()
+  ROOT %t = (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) tuple(%ar, %ag, %a2a, %cp, %id)
+}
+)";
+    absl::StatusOr<CapabilityReport> report = plugin->Capability(text);
+    if (report.ok() && !report->unsupported.empty()) {
+      row.skip_reason = fmt::format("capability declines collectives ({}: {})",
+                                    report->unsupported[0].first, report->unsupported[0].second);
+      return;
+    }
+    absl::StatusOr<std::unique_ptr<Executable>> exe = plugin->CompileText(text);
+    absl::StatusOr<std::unique_ptr<HloModule>> module = ParseHloModule(text);
+    if (!exe.ok() || !module.ok()) {
+      row.Fail("compile failed: " +
+               std::string((exe.ok() ? module.status() : exe.status()).message()));
+      return;
+    }
+    constexpr int kDevices = 4;
+    const DeviceGrid grid{kDevices, 1};
+    std::vector<std::vector<Literal>> args(kDevices);
+    for (int d = 0; d < kDevices; ++d)
+      args[d].push_back(MakeRandomLiteral(Shape(PrimitiveType::F32, {4, 8}), seed * 17 + d));
+    absl::StatusOr<std::vector<Literal>> want = EvaluateOnDevices(**module, grid, args);
+    if (!want.ok()) {
+      row.Fail("the evaluator failed: " + std::string(want.status().message()));
+      return;
+    }
+    std::vector<std::vector<Literal>> got(kDevices);
+    absl::Status ran = RunOnLocalDevices(
+        grid,
+        [&](int d) -> absl::Status {
+          absl::StatusOr<std::vector<Literal>> out = (*exe)->Execute(args[d]);
+          if (!out.ok()) return out.status();
+          got[d] = std::move(*out);
+          return absl::OkStatus();
+        },
+        /*timeout_s=*/60);
+    if (!ran.ok()) {
+      row.Fail("the run on 4 devices failed: " + std::string(ran.message()));
+      return;
+    }
+    for (int d = 0; d < kDevices; ++d) {
+      Literal whole = (*want)[d];
+      const std::vector<Literal> leaves = std::move(whole).DecomposeTuple();
+      if (got[d].size() != leaves.size()) {
+        row.Fail(
+            fmt::format("device {}: {} outputs, expected {}", d, got[d].size(), leaves.size()));
+        return;
+      }
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        Comparison c = CompareLiterals(got[d][i], leaves[i]);
+        row.Check(c.ok, fmt::format("device {} output {} differs from the evaluator's: {}", d, i,
+                                    c.detail));
+      }
+    }
+    row.Note("all-reduce, all-gather, all-to-all, collective-permute, replica-id on 4 devices");
+  }
+
   // ---- allocation-failure: a result of 2^62 bytes is an error, not a crash.
   void AllocationFailure(Row& row) {
     const std::string text =
@@ -1197,6 +1279,8 @@ int PluginTestCommand(const std::vector<std::string>& args) {
       "threads", [&](Row& r) { suite.Threads(r); }, unavailable);
   run(
       "donation", [&](Row& r) { suite.Donation(r); }, unavailable);
+  run(
+      "collectives", [&](Row& r) { suite.Collectives(r); }, unavailable);
   run(
       "allocation-failure", [&](Row& r) { suite.AllocationFailure(r); }, unavailable);
 

@@ -2,6 +2,7 @@
 // (evaluator fallback for instructions the emitter cannot do). Executables are cached by
 // fingerprint in the compiler; the C ABI around it comes from the host plugin kit.
 #include "hlo/evaluator/support.h"
+#include "hlo/opcode.h"
 #include "plugins/common/host_plugin.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
 
@@ -33,8 +34,14 @@ class CpuLlvmBackend : public plugin_support::HostBackend {
       const HloModule& module,
       const std::function<void(const HloInstruction&, const std::string*)>& report) override {
     Plan plan = MakePlan(module, {});
-    for (const Step& step : plan.steps)
-      report(*step.instr, step.kind == Disposition::kEvaluator ? &step.why : nullptr);
+    for (const Step& step : plan.steps) {
+      // Collectives are claimed: on the evaluator they only move bytes through the run's
+      // transport, as they would on the interpreter, without a cluster boundary around them.
+      const bool claimed = step.kind != Disposition::kEvaluator ||
+                           (IsCollectiveOpcode(step.instr->opcode()) &&
+                            !EvaluatorUnsupportedReason(*step.instr).has_value());
+      report(*step.instr, claimed ? nullptr : &step.why);
+    }
     for (const auto& [instr, d] : plan.dispositions)
       if (d == Disposition::kInlined) report(*instr, nullptr);
   }

@@ -38,7 +38,7 @@ for r in report["rows"]:
           f'{r["reason"][:150]}')
 # Every area is a row, and stderr named each before it ran.
 expected_rows = ["abi-table", "args-struct-sizes", "error-objects", "handle-lifecycle",
-                 "capability", "buffer-roundtrip", "threads", "allocation-failure"]
+                 "capability", "buffer-roundtrip", "threads", "collectives", "allocation-failure"]
 for name in expected_rows:
     check(name in rows, f"row {name} missing")
     check(f"running {name}" in proc.stderr, f"row {name} not announced on stderr")
@@ -73,6 +73,10 @@ elif expect == "wrong":
     check(len(failing) >= 5, f"only {len(failing)} differential rows FAIL: {failing}")
     check(any("differs from the interpreter" in f for r in diff for f in r["failures"]),
           "no failure says the plugin differs from the interpreter")
+    # Its collectives are off in element 1 too: the 4-device row catches it.
+    check(rows["collectives"]["result"] == "FAIL" and
+          any("differs from the evaluator" in f for f in rows["collectives"]["failures"]),
+          f'row collectives: {rows["collectives"]["result"]}')
     # The ABI rows do not depend on answers: they still pass.
     for name in ["abi-table", "args-struct-sizes", "error-objects", "handle-lifecycle",
                  "buffer-roundtrip"]:
