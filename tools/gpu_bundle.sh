@@ -73,6 +73,10 @@ nvidia-smi -L
 timeout 60 "$here/tools/kiln" devices 2>&1 | tee "$out/devices.txt"
 # gpu-nvptx isolated (issue #18): same outputs, and a timeout stops a GPU loop that never ends.
 timeout 300 tools/gpu_isolation_checks.sh "$here/tools/kiln" "$out" 2>&1 | tee "$out/isolation.txt"
+# Collectives (issue #17): every kind on 2 and 4 in-process devices on gpu-nvptx (its host
+# steps go through the core's transport; NCCL is not used yet), mpirun cases where present.
+timeout 300 python3 tests/collectives/collectives_cli_test.py "$here/tools/kiln" "$PWD" gpu-nvptx \
+  2>&1 | tee "$out/collectives.txt" | tail -20
 timeout ${KILN_CHECK_TEST_S:-300} "$here/tests/gpu_nvptx_vs_evaluator_test" 2>&1 | tee "$out/vs_evaluator.txt" | grep -vE "^\[ (RUN|  +OK) " | tail -40
 # Every module the CPU plugin is judged on (tests/cli/cross_device_test.py: the dtype tolerance,
 # or, for modules that amplify rounding, no further from the f64 result than the reference).
