@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "hlo/evaluator/combiner.h"
 #include "hlo/native_type.h"
 
 namespace kiln {
@@ -62,26 +63,18 @@ absl::Status Reduce(ReductionKind kind, T* acc, const T* in, size_t n) {
 }  // namespace
 
 std::optional<ReductionKind> MatchReductionKind(const HloComputation& to_apply) {
-  const HloInstruction* root = to_apply.root();
-  if (to_apply.num_parameters() != 2 || root == nullptr || root->operand_count() != 2)
-    return std::nullopt;
-  const HloInstruction* a = root->operand(0);
-  const HloInstruction* b = root->operand(1);
-  if (a->opcode() != HloOpcode::kParameter || b->opcode() != HloOpcode::kParameter || a == b)
-    return std::nullopt;
-  if (!root->shape().IsArray() || root->shape().rank() != 0) return std::nullopt;
-  switch (root->opcode()) {
-    case HloOpcode::kAdd:
+  switch (eval::ClassifyCombiner(to_apply)) {
+    case eval::CombinerKind::kAdd:
       return ReductionKind::kSum;
-    case HloOpcode::kMultiply:
+    case eval::CombinerKind::kMultiply:
       return ReductionKind::kProduct;
-    case HloOpcode::kMinimum:
+    case eval::CombinerKind::kMinimum:
       return ReductionKind::kMin;
-    case HloOpcode::kMaximum:
+    case eval::CombinerKind::kMaximum:
       return ReductionKind::kMax;
-    case HloOpcode::kAnd:
+    case eval::CombinerKind::kAnd:
       return ReductionKind::kAnd;
-    case HloOpcode::kOr:
+    case eval::CombinerKind::kOr:
       return ReductionKind::kOr;
     default:
       return std::nullopt;

@@ -156,6 +156,16 @@ absl::StatusOr<int64_t> TheDimension(const HloInstruction& instr, const Literal&
   return instr.dimensions()[0];
 }
 
+// The dimension `in` is cut along into n equal parts (reduce-scatter, all-to-all).
+absl::StatusOr<int64_t> SplitDimension(const HloInstruction& instr, const Literal& in, int n) {
+  absl::StatusOr<int64_t> d = TheDimension(instr, in);
+  if (!d.ok()) return d.status();
+  if (in.shape().dimensions(*d) % n != 0)
+    return InvalidArgument(instr, absl::StrCat("dimension ", *d, " of ", in.shape().ToString(false),
+                                               " does not split into ", n, " parts"));
+  return d;
+}
+
 absl::StatusOr<Literal> AllGather(const HloInstruction& instr, Operands ops) {
   Communicator& c = Current();
   absl::StatusOr<std::vector<int>> group = GroupOf(instr, c);
@@ -187,12 +197,8 @@ absl::StatusOr<Literal> ReduceScatter(const HloInstruction& instr, Operands ops,
   const size_t me = std::find(group->begin(), group->end(), c.device_id()) - group->begin();
   std::vector<Literal> outs;
   for (const Literal* in : ops) {
-    absl::StatusOr<int64_t> d = TheDimension(instr, *in);
+    absl::StatusOr<int64_t> d = SplitDimension(instr, *in, n);
     if (!d.ok()) return d.status();
-    if (in->shape().dimensions(*d) % n != 0)
-      return InvalidArgument(instr,
-                             absl::StrCat("dimension ", *d, " of ", in->shape().ToString(false),
-                                          " does not split into ", n, " parts"));
     absl::StatusOr<Literal> reduced = ReduceOver(instr, *group, *in, call, c);
     if (!reduced.ok()) return reduced.status();
     std::vector<int64_t> dims(in->shape().dimensions().begin(), in->shape().dimensions().end());
@@ -236,12 +242,8 @@ absl::StatusOr<Literal> AllToAll(const HloInstruction& instr, Operands ops) {
   }
   std::vector<Literal> outs;
   for (const Literal* in : ops) {
-    absl::StatusOr<int64_t> d = TheDimension(instr, *in);
+    absl::StatusOr<int64_t> d = SplitDimension(instr, *in, n);
     if (!d.ok()) return d.status();
-    if (in->shape().dimensions(*d) % n != 0)
-      return InvalidArgument(instr,
-                             absl::StrCat("dimension ", *d, " of ", in->shape().ToString(false),
-                                          " does not split into ", n, " parts"));
     std::vector<uint8_t> packed(in->size_bytes()), got(in->size_bytes());
     Split(in->untyped_data(), n, in->shape(), *d, packed.data());
     if (absl::Status s = c.AllToAll(*group, packed.data(), got.data(), in->size_bytes() / n);
