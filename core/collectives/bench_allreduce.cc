@@ -2,7 +2,7 @@
 // a raw MPI_Allreduce, Kiln's MPI transport alone (MpiCommunicator), and a compiled module
 // `all-reduce(p)` run on a plugin through the core (what `kiln run` does per step). Prints
 // per size the median time per call and Kiln's throughput as a fraction of the raw call's.
-// usage: mpirun -np 4 build/core/bench_allreduce [--device cpu-llvm] [--max-mb 64]
+// usage: mpirun -np 4 build/core/bench_allreduce [--device cpu-llvm] [--min-kb 1] [--max-mb 64]
 #include <mpi.h>
 
 #include <algorithm>
@@ -60,10 +60,11 @@ std::string ModuleText(int64_t n) {
 
 int Main(int argc, char** argv) {
   std::string device = "cpu-llvm";
-  int64_t max_mb = 64;
+  int64_t max_mb = 64, min_kb = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--device") == 0) device = argv[i + 1];
     if (std::strcmp(argv[i], "--max-mb") == 0) max_mb = std::atoll(argv[i + 1]);
+    if (std::strcmp(argv[i], "--min-kb") == 0) min_kb = std::atoll(argv[i + 1]);
   }
   // Discover and compile before MPI starts (plugin probes start processes).
   absl::StatusOr<DeviceConfig> config = LoadDeviceConfig();
@@ -72,7 +73,8 @@ int Main(int argc, char** argv) {
       PluginRegistry::Discover(*config, PluginSearchDirs(*config));
   if (!registry.ok()) return std::fprintf(stderr, "%s\n", registry.status().ToString().c_str()), 1;
   std::vector<int64_t> sizes;
-  for (int64_t bytes = 1024; bytes <= max_mb * (1 << 20); bytes *= 4) sizes.push_back(bytes);
+  for (int64_t bytes = min_kb * 1024; bytes <= max_mb * (1 << 20); bytes *= 4)
+    sizes.push_back(bytes);
   std::vector<std::unique_ptr<ModuleExecutable>> exes;
   for (int64_t bytes : sizes) {
     auto module = ParseHloModule(ModuleText(bytes / 4));
