@@ -189,6 +189,49 @@ def launch_wrapper():
     check_outputs(outdir, 2, expected(2, a, w), '--launch 2')
 
 
+GROUPS = """HloModule groups
+""" + SUM + """
+ENTRY %main (a: f32[2,4]) -> (f32[2,4], f32[4,4], f32[2,4], f32[2,4], u32[]) {
+  %a = f32[2,4] parameter(0)
+  %ar = f32[2,4] all-reduce(%a), replica_groups={{0,2},{1,3}}, to_apply=%max
+  %ag = f32[4,4] all-gather(%a), replica_groups={{1,0},{3,2}}, dimensions={0}
+  %x = f32[2,4] all-to-all(%a), replica_groups={{3,2,1,0}}, dimensions={1}
+  %cp = f32[2,4] collective-permute(%a), source_target_pairs={{0,3},{3,0},{1,2}}
+  %id = u32[] replica-id()
+  ROOT %t = (f32[2,4], f32[4,4], f32[2,4], f32[2,4], u32[]) tuple(%ar, %ag, %x, %cp, %id)
+}
+"""
+
+
+def replica_groups_in_every_order():
+    # Subgroups, groups listed out of order and a permute that leaves device 1 without a
+    # source: under mpirun (a communicator per group) and in one process, against NumPy.
+    module = write('groups.hlo', GROUPS)
+    rng = np.random.default_rng(11)
+    a = [rng.standard_normal((2, 4)).astype(np.float32) for _ in range(4)]
+    for r in range(4):
+        np.save(os.path.join(TMP, 'g_%d.npy' % r), a[r])
+    want = []
+    for r in range(4):
+        pair = [0, 2] if r in (0, 2) else [1, 3]
+        ag = [1, 0] if r in (0, 1) else [3, 2]
+        order = [3, 2, 1, 0]
+        me = order.index(r)
+        x = np.concatenate([a[j][:, me:me + 1] for j in order], axis=1)
+        src = {3: 0, 0: 3, 2: 1}.get(r)
+        cp = a[src] if src is not None else np.zeros((2, 4), np.float32)
+        want.append([np.maximum(a[pair[0]], a[pair[1]]), np.concatenate([a[i] for i in ag]), x,
+                     cp, np.array(r, np.uint32)])
+    for ranks in ([None, 4] if MPIRUN else [None]):
+        out = os.path.join(TMP, 'groups_%s' % ranks)
+        rc, _, err = run(['run', module, '--device', DEVICES[0], '--output-dir', out,
+                          '--input', os.path.join(TMP, 'g_{rank}.npy')] +
+                         ([] if ranks else ['--replicas', '4']), ranks=ranks)
+        if rc != 0:
+            raise AssertionError('exit %d: %s' % (rc, err[-400:]))
+        check_outputs(out, 4, want, 'mpirun' if ranks else 'one process')
+
+
 def rank_count_mismatch():
     rc, out, err = run(['run', mixed_module(2), '--replicas', '2'], ranks=3)
     if rc == 0 or 'mpirun started 3 rank(s), but the run has 2 device(s)' not in err:
@@ -385,7 +428,7 @@ def corpus_torch_xla_steps_on_2_ranks():
 
 
 def main():
-    cases = list(make_cases()) + [launch_wrapper, rank_count_mismatch, groups_naming_missing_devices,
+    cases = list(make_cases()) + [launch_wrapper, replica_groups_in_every_order, rank_count_mismatch, groups_naming_missing_devices,
                                   a_rank_that_never_comes_times_out,
                                   a_rank_that_fails_ends_the_job,
                                   a_rank_killed_mid_run_does_not_hang_the_rest,
