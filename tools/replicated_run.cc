@@ -21,6 +21,7 @@
 #include "tools/commands.h"
 #include "tools/npy.h"
 #include "tools/run_arguments.h"
+#include "tools/sharded_io.h"
 
 namespace kiln {
 namespace {
@@ -95,9 +96,18 @@ struct DeviceRun {
 // an untimed one (the devices keep in step: each run's collectives wait for the others).
 absl::StatusOr<DeviceRun> RunDevice(const ModuleExecutable& exe, const HloModule& module,
                                     const std::vector<std::string>& inputs, int device,
-                                    int benchmark_runs) {
+                                    int benchmark_runs, const WholeArrays* whole) {
+  // A whole array where the partitioned parameter wants a tile is cut to this device's tile.
+  auto adapt = [&](int i, Literal lit) -> absl::StatusOr<Literal> {
+    if (whole == nullptr || !whole->param_tiling[i]) return lit;
+    const Shape& tile = module.entry()->parameter(i)->shape();
+    if (lit.shape().dimensions() == tile.dimensions() ||
+        lit.shape().dimensions() != whole->params[i].dimensions())
+      return lit;
+    return TileOf(lit, *whole->param_tiling[i], device);
+  };
   absl::StatusOr<std::vector<Literal>> args =
-      MakeArguments(*module.entry(), InputsOf(inputs, device));
+      MakeArguments(*module.entry(), InputsOf(inputs, device), adapt);
   if (!args.ok()) return args.status();
   DeviceRun run;
   const int total = benchmark_runs > 0 ? benchmark_runs + 1 : 1;
@@ -122,6 +132,60 @@ absl::Status Report(int device, const DeviceRun& run, const std::string& output_
   const double median = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
   std::cout << fmt::format("rank {}: median_ms={:.3f} min_ms={:.3f} runs={} device={}\n", device,
                            median, t.front(), n, device_names);
+  return absl::OkStatus();
+}
+
+// The whole results of a partitioned run, put together on device 0 from every device's tiles
+// (gathered through the run's transport, so under mpirun too); nullopt where the module did
+// not say how a result is tiled. Every device calls it.
+absl::StatusOr<std::vector<std::optional<Literal>>> GatherWhole(const WholeArrays& whole,
+                                                                const std::vector<Literal>& mine,
+                                                                int device, int devices) {
+  Communicator* c = CurrentCommunicator();
+  std::vector<int> all(devices);
+  for (int d = 0; d < devices; ++d) all[d] = d;
+  std::vector<std::optional<Literal>> out(mine.size());
+  for (size_t i = 0; i < mine.size() && i < whole.results.size(); ++i) {
+    if (!mine[i].shape().IsArray()) continue;
+    if (mine[i].shape().dimensions() == whole.results[i].dimensions()) {
+      // Not tiled (replicated, or whole on every device): device 0's is the result.
+      if (device == 0) out[i] = mine[i];
+      continue;
+    }
+    if (!whole.result_tiling[i]) continue;
+    const size_t bytes = mine[i].size_bytes();
+    std::vector<Literal> tiles(devices, Literal::Uninitialized(mine[i].shape()));
+    std::vector<uint8_t> gathered(bytes * devices);
+    if (c == nullptr) return absl::InternalError("a run on several devices without a transport");
+    if (absl::Status s = c->AllGather(all, mine[i].untyped_data(), gathered.data(), bytes); !s.ok())
+      return s;
+    if (device != 0) continue;
+    std::vector<const Literal*> ptrs;
+    for (int d = 0; d < devices; ++d) {
+      if (bytes) std::memcpy(tiles[d].untyped_data(), gathered.data() + d * bytes, bytes);
+      ptrs.push_back(&tiles[d]);
+    }
+    out[i] = Assemble(ptrs, *whole.result_tiling[i], whole.results[i]);
+  }
+  return out;
+}
+
+// Device 0 writes (or prints) the whole results as a run on one device would:
+// DIR/output_<i>.npy.
+absl::Status ReportWhole(const std::vector<std::optional<Literal>>& results, int devices,
+                         const std::string& output_dir) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i]) continue;
+    if (output_dir.empty()) {
+      std::cout << fmt::format("output_{} (whole, from {} devices): {}\n", i, devices,
+                               Summarize(*results[i]));
+      continue;
+    }
+    std::string file = (std::filesystem::path(output_dir) / fmt::format("output_{}.npy", i));
+    if (absl::Status s = WriteNpyFile(file, *results[i]); !s.ok()) return s;
+    std::cout << fmt::format("wrote {}: {} (whole, from {} devices)\n", file,
+                             Summarize(*results[i]), devices);
+  }
   return absl::OkStatus();
 }
 
@@ -174,7 +238,11 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
                  const ModuleCompileOptions& compile, DeviceGrid grid,
                  const std::vector<std::string>& inputs, const std::string& output_dir,
                  int benchmark_runs) {
+  std::optional<WholeArrays> whole;
   if (NeedsSpmdPartitioning(module)) {
+    absl::StatusOr<WholeArrays> w = WholeArraysOf(module, grid.partitions);
+    if (!w.ok()) return ReportError("run", std::string(w.status().message()));
+    whole = *std::move(w);
     // Nested jit functions arrive as calls; the partitioner works on one computation.
     absl::StatusOr<bool> inlined = CallInliner().Run(module);
     if (!inlined.ok())
@@ -182,10 +250,12 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
     absl::StatusOr<bool> split = SpmdPartitioner(grid.partitions).Run(module);
     if (!split.ok())
       return ReportError("run", "SPMD partitioning: " + std::string(split.status().message()));
-    std::cerr << fmt::format(
-        "kiln run: split the module's shardings into {} partitions "
-        "(spmd-partitioner); each device's inputs are its shards\n",
-        grid.partitions);
+    std::optional<MpiLaunch> launch = MpiLaunchFromEnvironment();
+    if (!launch || launch->rank == 0)
+      std::cerr << fmt::format(
+          "kiln run: split the module's shardings into {} partitions (spmd-partitioner); an "
+          "input may be the whole array or the device's tile\n",
+          grid.partitions);
   }
   // Compile before MPI starts: plugin discovery and isolated plugins start processes.
   absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe =
@@ -199,12 +269,17 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
     const int rank = (*world)->rank();
     std::unique_ptr<Communicator> communicator = (*world)->MakeCommunicator(grid, timeout_s);
     absl::StatusOr<DeviceRun> run;
+    absl::StatusOr<std::vector<std::optional<Literal>>> results;
     {
       ScopedCommunicator scope(communicator.get());
-      run = RunDevice(**exe, module, inputs, rank, benchmark_runs);
+      run = RunDevice(**exe, module, inputs, rank, benchmark_runs, whole ? &*whole : nullptr);
+      if (run.ok() && whole) results = GatherWhole(*whole, run->outputs, rank, grid.num_devices());
     }
     absl::Status reported =
         run.ok() ? Report(rank, *run, output_dir, (*exe)->device_names()) : run.status();
+    if (reported.ok() && whole)
+      reported =
+          results.ok() ? ReportWhole(*results, grid.num_devices(), output_dir) : results.status();
     if (!reported.ok()) {
       // The others may be waiting for this rank in a collective: end the whole job.
       ReportError("run", fmt::format("rank {}: {}", rank, std::string(reported.message())));
@@ -217,12 +292,19 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
 
   const int n = grid.num_devices();
   std::vector<DeviceRun> runs(n);
+  std::vector<std::optional<Literal>> results;
   absl::Status st = RunOnLocalDevices(
       grid,
       [&](int d) -> absl::Status {
-        absl::StatusOr<DeviceRun> run = RunDevice(**exe, module, inputs, d, benchmark_runs);
+        absl::StatusOr<DeviceRun> run =
+            RunDevice(**exe, module, inputs, d, benchmark_runs, whole ? &*whole : nullptr);
         if (!run.ok()) return run.status();
         runs[d] = std::move(*run);
+        if (!whole) return absl::OkStatus();
+        absl::StatusOr<std::vector<std::optional<Literal>>> r =
+            GatherWhole(*whole, runs[d].outputs, d, n);
+        if (!r.ok()) return r.status();
+        if (d == 0) results = std::move(*r);
         return absl::OkStatus();
       },
       timeout_s);
@@ -230,6 +312,8 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
   for (int d = 0; d < n; ++d)
     if (absl::Status s = Report(d, runs[d], output_dir, (*exe)->device_names()); !s.ok())
       return ReportError("run", std::string(s.message()));
+  if (absl::Status s = ReportWhole(results, n, output_dir); !s.ok())
+    return ReportError("run", std::string(s.message()));
   return kExitOk;
 }
 

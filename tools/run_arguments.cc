@@ -14,8 +14,9 @@ std::string ParamLabel(const HloInstruction& p) {
   return fmt::format("parameter {} '{}'", p.parameter_number(), p.name());
 }
 
-absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
-                                                   const std::vector<std::string>& inputs) {
+absl::StatusOr<std::vector<Literal>> MakeArguments(
+    const HloComputation& entry, const std::vector<std::string>& inputs,
+    const std::function<absl::StatusOr<Literal>(int, Literal)>& adapt) {
   const int n = entry.num_parameters();
   for (int i = 0; i < n; ++i) {
     if (entry.parameter(i) == nullptr) {
@@ -85,6 +86,12 @@ absl::StatusOr<std::vector<Literal>> MakeArguments(const HloComputation& entry,
     if (absl::Status s = AdoptWidenedInput(want, *lit); !s.ok()) {
       return absl::InvalidArgumentError(
           fmt::format("{}: {}: {}", inputs[i], ParamLabel(p), std::string(s.message())));
+    }
+    if (adapt) {
+      lit = adapt(i, *std::move(lit));
+      if (!lit.ok())
+        return absl::InvalidArgumentError(fmt::format("{}: {}: {}", inputs[i], ParamLabel(p),
+                                                      std::string(lit.status().message())));
     }
     got = lit->shape().element_type();
     if (got != want || lit->shape().dimensions() != p.shape().dimensions()) {

@@ -68,7 +68,10 @@ constexpr const char* kRunUsage =
     "hold {rank}, replaced by each device's id; --output-dir D then writes\n"
     "D/rank_<r>/output_<i>.npy, and printed lines start with `rank <r>: `. A collective\n"
     "whose peers do not come within KILN_COLLECTIVE_TIMEOUT_S (default 300) seconds fails\n"
-    "the run; under mpirun the failing rank then ends the whole job. With --benchmark N each\n"
+    "the run; under mpirun the failing rank then ends the whole job. A module with shardings\n"
+    "and no num_partitions (JAX's, before partitioning) is split by the SPMD partitioner; its\n"
+    "inputs may be whole arrays (each device gets its tile) and the whole results are also\n"
+    "written as DIR/output_<i>.npy. With --benchmark N each\n"
     "device prints `rank <r>: median_ms=...` of its N timed runs. --launch N runs the same\n"
     "command under `mpirun -np N --oversubscribe` (Open MPI's mpirun on PATH).\n";
 
