@@ -27,8 +27,8 @@ absl::StatusOr<std::optional<DeviceGrid>> RunDeviceGrid(const ParsedFlags& flags
 // before partitioning) is first split by the SPMD partitioner, in place: an input may then be
 // the whole array (cut to each device's tile) or the tile, and the whole results are also
 // written as a one-device run writes them (DIR/output_<i>.npy) where the module's shardings
-// say how they are tiled, or they are not tiled. Inputs may name `{rank}`, replaced by each device's
-// id; with an output dir, device d writes DIR/rank_<d>/output_<i>.npy. With benchmark_runs
+// say how they are tiled, or they are not tiled. Inputs may name `{rank}`, replaced by each
+// device's id; with an output dir, device d writes DIR/rank_<d>/output_<i>.npy. With benchmark_runs
 // > 0, each device times that many runs after one untimed run and prints its median.
 // Returns the exit code.
 int RunOnDevices(HloModule& module, const PluginRegistry& registry,
