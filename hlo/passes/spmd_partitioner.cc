@@ -473,15 +473,35 @@ HloInstruction* Partitioner::ReshardValue(const Value& v, const std::vector<Tili
              "tuple");
 }
 
-// Ops without a rule of their own run whole: operands replicated, result replicated.
+// Whether every device may run `c` (and what it calls) whole on the same replicated values and
+// get the same result: no collectives, random numbers or other side effects inside.
+bool RunsAlikeEverywhere(const HloComputation& c) {
+  for (const HloInstruction* i : c.instructions()) {
+    HloOpcode op = i->opcode();
+    bool annotation =
+        op == HloOpcode::kCustomCall && IsAnnotationCustomCall(i->attrs().custom_call_target);
+    if (!annotation && (IsSideEffectingOpcode(op) || IsCollectiveOpcode(op) || IsRandomOpcode(op)))
+      return false;
+    for (const HloComputation* k : i->called_computations())
+      if (k && !RunsAlikeEverywhere(*k)) return false;
+  }
+  return true;
+}
+
+// Ops without a rule of their own run whole: operands replicated, result replicated. A loop
+// or call over sharded values runs whole too when its body computes alike on every device.
 absl::StatusOr<Value> Partitioner::Fallback(const HloInstruction& h) {
   bool sharded = false;
   for (const Tiling& t : target_[&h]) sharded = sharded || !t.IsReplicated();
   for (const HloInstruction* o : h.operands())
     for (const Tiling& t : values_[o].tilings) sharded = sharded || !t.IsReplicated();
   HloOpcode op = h.opcode();
-  if (sharded && (IsSideEffectingOpcode(op) || IsCollectiveOpcode(op) || IsControlFlowOpcode(op) ||
-                  IsRandomOpcode(op)))
+  bool pure_control_flow = IsControlFlowOpcode(op);
+  for (const HloComputation* k : h.called_computations())
+    pure_control_flow = pure_control_flow && k && RunsAlikeEverywhere(*k);
+  if (sharded && !pure_control_flow &&
+      (IsSideEffectingOpcode(op) || IsCollectiveOpcode(op) || IsControlFlowOpcode(op) ||
+       IsRandomOpcode(op)))
     return Unimplemented(h, "only runs on replicated values here");
   std::vector<HloInstruction*> operands;
   for (const HloInstruction* o : h.operands()) {

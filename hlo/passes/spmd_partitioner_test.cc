@@ -369,6 +369,40 @@ ENTRY main {
                                        4));
 }
 
+TEST(SpmdPartitionerTest, ValuesOfLoopOverShardedCarry) {
+  // A fori_loop as JAX writes it: the loop runs whole on the gathered carry, then is sliced.
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+body {
+  t = (s32[], f32[8,6], f32[6,6]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  c = f32[8,6] get-tuple-element(t), index=1
+  w = f32[6,6] get-tuple-element(t), index=2
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  d = f32[8,6] dot(c, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  h = f32[8,6] tanh(d)
+  ROOT r = (s32[], f32[8,6], f32[6,6]) tuple(next, h, w)
+}
+cond {
+  t = (s32[], f32[8,6], f32[6,6]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  three = s32[] constant(3)
+  ROOT lt = pred[] compare(i, three), direction=LT
+}
+ENTRY main {
+  zero = s32[] constant(0)
+  x = f32[8,6] parameter(0), sharding={devices=[4,1]<=[4]}
+  w = f32[6,6] parameter(1), sharding={replicated}
+  init = (s32[], f32[8,6], f32[6,6]) tuple(zero, x, w)
+  loop = (s32[], f32[8,6], f32[6,6]) while(init), condition=cond, body=body
+  r = f32[8,6] get-tuple-element(loop), index=1
+  ROOT out = f32[8,6] custom-call(r), custom_call_target="xla.sdy.FuncResultSharding", custom_call_has_side_effect=true, sharding={devices=[4,1]<=[4]}
+}
+)",
+                                       4));
+}
+
 TEST(SpmdPartitionerTest, ValuesOfTupleParameters) {
   EXPECT_TRUE(PartitionPreservesValues(R"(
 HloModule m
@@ -414,6 +448,26 @@ ENTRY main {
 }
 )");
   EXPECT_NE(e.find("%c (custom-call)"), std::string::npos) << e;
+  // A loop over sharded values whose body has a side effect cannot run whole everywhere.
+  e = error(R"(
+HloModule m, num_partitions=2
+body {
+  t = (f32[8]) parameter(0)
+  a = f32[8] get-tuple-element(t), index=0
+  b = f32[8] custom-call(a), custom_call_target="foo", custom_call_has_side_effect=true
+  ROOT r = (f32[8]) tuple(b)
+}
+cond {
+  t = (f32[8]) parameter(0)
+  ROOT f = pred[] constant(false)
+}
+ENTRY main {
+  x = f32[8] parameter(0), sharding={devices=[2]0,1}
+  init = (f32[8]) tuple(x)
+  ROOT loop = (f32[8]) while(init), condition=cond, body=body
+}
+)");
+  EXPECT_NE(e.find("%loop (while)"), std::string::npos) << e;
 }
 
 TEST(SpmdPartitionerTest, ModuleWithoutShardingsIsUnchanged) {
