@@ -16,6 +16,10 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+try:
+    from jax import shard_map  # noqa: E402
+except ImportError:  # JAX before 0.7
+    from jax.experimental.shard_map import shard_map  # noqa: E402
 
 KILN = sys.argv[1]
 DEVICES = sys.argv[2:] or ["interpreter"]
@@ -139,6 +143,67 @@ def nn_functions(x):
             jax.nn.logsumexp(x, axis=-1), jax.nn.log_softmax(x, axis=0))
 
 
+def psum_of_products(mesh):
+    # shard_map: the body's psum written by hand (Shardy's GlobalToLocalShape and back).
+    def fn(x, w):
+        return shard_map(lambda a, b: jax.lax.psum(a @ b, "x"), mesh=mesh,
+                         in_specs=(P(None, "x"), P("x", None)), out_specs=P())(x, w)
+    return fn
+
+
+def collectives_2d(mesh):
+    def local(a):
+        s = jax.lax.psum(jnp.sum(a, axis=1, keepdims=True), "y")
+        g = jax.lax.all_gather(a * s, "x", axis=0, tiled=True)
+        return jax.lax.ppermute(g, "y", [(i, (i + 1) % mesh.shape["y"])
+                                         for i in range(mesh.shape["y"])])
+
+    def fn(x):
+        return shard_map(local, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x", "y"))(x)
+    return fn
+
+
+psum_of_products.per_mesh = collectives_2d.per_mesh = True
+
+
+def cond(x, p):
+    return jax.lax.cond(p[0] > 0, lambda a: a * 2.0, jnp.sin, x)
+
+
+def sort_topk(x):
+    return jnp.sort(x, axis=0), jax.lax.top_k(x, 3)[0]
+
+
+def dropout(key_data, x):
+    return x * jax.random.bernoulli(jax.random.wrap_key_data(key_data), 0.5, x.shape)
+
+
+def conv(x, k):
+    return jax.lax.conv_general_dilated(x, k, (1, 1), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def dynamic_slices(x, i):
+    return (jax.lax.dynamic_update_slice(x, jnp.ones((2, 8), x.dtype), (i, 0)),
+            jax.lax.dynamic_slice(x, (i, 0), (2, 8)))
+
+
+def remat_grad(x, w):
+    return jax.grad(lambda v: jnp.sum(jax.checkpoint(lambda a: jnp.sin(a @ v))(x)))(w)
+
+
+def cross_entropy(labels, logits):
+    return -jnp.mean(jnp.sum(jax.nn.one_hot(labels, 8) * jax.nn.log_softmax(logits), axis=-1))
+
+
+def passthrough(x, y, lr):
+    return x, y - lr * x, x
+
+
+def statistics(x):
+    return jnp.var(x, axis=0), jnp.linalg.norm(x, axis=1), jnp.mean(x)
+
+
 def i32(hi, *shape):
     return rng.integers(0, hi, shape).astype(np.int32)
 
@@ -187,6 +252,21 @@ CASES = [
     ("int_and_bool_ops", int_bool, (i32(8, 8, 4), bools(8, 4)), (P("x"), P("x")),
      (P("x"), P("x"), P(), P(None, "x"))),
     ("nested_jit_call", nested, (f32(8, 6), f32(6, 6)), (P("x"), P()), P("x")),
+    ("shard_map_psum", psum_of_products, (f32(4, 8), f32(8, 4)), (P(None, "x"), P("x", None)),
+     P()),
+    ("shard_map_2d_collectives", collectives_2d, (f32(8, 8),), (P("x", "y"),), P("x", "y"),
+     ("x", "y")),
+    ("cond_on_sharded_value", cond, (f32(8, 4), f32(1)), (P("x"), P()), P("x")),
+    ("sort_and_top_k", sort_topk, (f32(8, 8),), (P(None, "x"),), (P(None, "x"), P("x"))),
+    ("random_dropout", dropout, (np.array([0, 42], np.uint32), f32(8, 8)), (P(), P("x")),
+     P("x")),
+    ("conv_batch_sharded", conv, (f32(4, 6, 6, 2), f32(3, 3, 2, 4)), (P("x"), P()), P("x")),
+    ("dynamic_slices", dynamic_slices, (f32(8, 8), np.int32(3)), (P("x"), P()), (P("x"), P())),
+    ("remat_grad", remat_grad, (f32(8, 4), f32(4, 4)), (P("x"), P()), P()),
+    ("one_hot_cross_entropy", cross_entropy, (i32(8, 8), f32(8, 8)), (P("x"), P("x")), P()),
+    ("passthrough_and_scalar", passthrough, (f32(8, 4), f32(8, 4), np.float32(0.1)),
+     (P("x"), P(), P()), (P("x"), P(), P())),
+    ("statistics", statistics, (f32(8, 8),), (P("x", None),), P()),
     ("jax_nn_functions", nn_functions, (f32(8, 8),), (P(None, "x"),),
      (P(None, "x"), P(None, "x"), P(), P(None, "x"))),
 ]
