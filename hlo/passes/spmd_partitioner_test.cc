@@ -455,6 +455,25 @@ ENTRY main {
                                        4));
 }
 
+TEST(SpmdPartitionerTest, ShardingsInsideCalledComputationsAreHints) {
+  // JAX's psum inside shard_map leaves a Sharding custom-call in its reducer.
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  s = f32[] add(a, b)
+  ROOT c = f32[] custom-call(s), custom_call_target="Sharding", sharding={replicated}
+}
+ENTRY main {
+  x = f32[8,6] parameter(0), sharding={devices=[4,1]<=[4]}
+  zero = f32[] constant(0)
+  ROOT r = f32[6] reduce(x, zero), dimensions={0}, to_apply=sum, sharding={replicated}
+}
+)",
+                                       4));
+}
+
 TEST(SpmdPartitionerTest, ValuesOfTupleParameters) {
   EXPECT_TRUE(PartitionPreservesValues(R"(
 HloModule m
