@@ -41,13 +41,17 @@ absl::StatusOr<int> PositiveFlag(const ParsedFlags& flags, const std::string& na
 bool NeedsSpmdPartitioning(const HloModule& module) {
   for (const auto& [name, value] : module.attributes())
     if (name == "num_partitions") return false;
-  bool sharded = false;
+  // Collectives inside shard_map bodies (between Shardy's GlobalToLocalShape and
+  // LocalToGlobalShape) are written by hand before partitioning.
+  bool sharded = false, collectives = false, shard_map = false;
   for (const HloComputation* c : module.computations())
     for (const HloInstruction* i : c->instructions()) {
-      if (IsCollectiveOpcode(i->opcode())) return false;
+      collectives = collectives || IsCollectiveOpcode(i->opcode());
+      shard_map = shard_map || (i->opcode() == HloOpcode::kCustomCall &&
+                                i->attrs().custom_call_target == "xla.sdy.GlobalToLocalShape");
       sharded = sharded || i->attrs().FindExtra("sharding") != nullptr;
     }
-  return sharded;
+  return sharded && (shard_map || !collectives);
 }
 
 int ModulePartitions(const HloModule& module) {

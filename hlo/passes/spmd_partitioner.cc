@@ -4,6 +4,7 @@
 #include "hlo/passes/spmd_partitioner.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "hlo/evaluator/support.h"
 #include "hlo/module.h"
 #include "hlo/passes/pass_util.h"
+#include "hlo/passes/spmd_sdy.h"
 #include "hlo/passes/spmd_sharding.h"
 
 namespace kiln {
@@ -163,6 +165,15 @@ bool InitIsIdentity(const HloInstruction& reduce) {
   }
 }
 
+bool IsCustomCall(const HloInstruction& h, std::string_view target) {
+  return h.opcode() == HloOpcode::kCustomCall && h.attrs().custom_call_target == target;
+}
+
+// shard_map's ends as Shardy writes them: global operands to the local shards the body
+// computes on (manually, its collectives written out), and local results back to global.
+constexpr std::string_view kGlobalToLocal = "xla.sdy.GlobalToLocalShape";
+constexpr std::string_view kLocalToGlobal = "xla.sdy.LocalToGlobalShape";
+
 class Partitioner {
  public:
   Partitioner(HloModule& module, int64_t n) : module_(module), n_(n), names_(module) {}
@@ -175,6 +186,9 @@ class Partitioner {
   std::vector<Tiling> Derived(const HloInstruction& h);
   absl::StatusOr<Value> Partition(const HloInstruction& h);
   absl::StatusOr<Value> Fallback(const HloInstruction& h);
+  absl::StatusOr<std::vector<Tiling>> SdyTilings(const HloInstruction& h, std::string_view key,
+                                                 const std::vector<Shape>& shapes);
+  absl::StatusOr<Value> PartitionManual(const HloInstruction& h);
 
   // Emitting.
   HloInstruction* Add(std::unique_ptr<HloInstruction> instr, std::string_view base);
@@ -206,6 +220,9 @@ class Partitioner {
   std::unique_ptr<HloComputation> out_;
   absl::flat_hash_map<const HloInstruction*, std::vector<Tiling>> target_;
   absl::flat_hash_map<const HloInstruction*, Value> values_;
+  // Values inside shard_map bodies: already local (their shapes are the shards').
+  absl::flat_hash_set<const HloInstruction*> manual_;
+  std::map<std::string, SdyMesh> meshes_;
   HloInstruction* partition_id_ = nullptr;
   absl::flat_hash_map<PrimitiveType, HloComputation*> sums_;
   int64_t next_channel_ = 1;
@@ -289,7 +306,17 @@ absl::Status Partitioner::Propagate() {
   for (const HloInstruction* h : order) {
     if (!Supported(h->shape()))
       return Unimplemented(*h, "nested tuples and tokens are not supported");
-    if (h->attrs().FindExtra("sharding")) {
+    bool manual_operand = std::any_of(h->operands().begin(), h->operands().end(),
+                                      [&](const HloInstruction* o) { return manual_.contains(o); });
+    if (IsCustomCall(*h, kLocalToGlobal)) {
+      absl::StatusOr<std::vector<Tiling>> t =
+          SdyTilings(*h, "xla.sdy.out_shardings", Leaves(h->shape()));
+      if (!t.ok()) return t.status();
+      target_[h] = *std::move(t);
+    } else if (IsCustomCall(*h, kGlobalToLocal) || manual_operand) {
+      manual_.insert(h);
+      target_[h] = ReplicatedLike(h->shape(), n_);  // not resharded: see PartitionManual
+    } else if (h->attrs().FindExtra("sharding")) {
       absl::StatusOr<std::vector<Tiling>> t = Annotated(*h);
       if (!t.ok()) return t.status();
       target_[h] = *std::move(t);
@@ -302,7 +329,7 @@ absl::Status Partitioner::Propagate() {
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const HloInstruction* h = *it;
     if (h->opcode() != HloOpcode::kBroadcast || h->attrs().FindExtra("sharding") ||
-        !target_[h][0].IsReplicated())
+        manual_.contains(h) || !target_[h][0].IsReplicated())
       continue;
     for (const HloInstruction* u : h->users()) {
       if (IsElementwiseOpcode(u->opcode()) && u->shape().rank() == h->shape().rank() &&
@@ -473,15 +500,35 @@ HloInstruction* Partitioner::ReshardValue(const Value& v, const std::vector<Tili
              "tuple");
 }
 
-// Ops without a rule of their own run whole: operands replicated, result replicated.
+// Whether every device may run `c` (and what it calls) whole on the same replicated values and
+// get the same result: no collectives, random numbers or other side effects inside.
+bool RunsAlikeEverywhere(const HloComputation& c) {
+  for (const HloInstruction* i : c.instructions()) {
+    HloOpcode op = i->opcode();
+    bool annotation =
+        op == HloOpcode::kCustomCall && IsAnnotationCustomCall(i->attrs().custom_call_target);
+    if (!annotation && (IsSideEffectingOpcode(op) || IsCollectiveOpcode(op) || IsRandomOpcode(op)))
+      return false;
+    for (const HloComputation* k : i->called_computations())
+      if (k && !RunsAlikeEverywhere(*k)) return false;
+  }
+  return true;
+}
+
+// Ops without a rule of their own run whole: operands replicated, result replicated. A loop
+// or call over sharded values runs whole too when its body computes alike on every device.
 absl::StatusOr<Value> Partitioner::Fallback(const HloInstruction& h) {
   bool sharded = false;
   for (const Tiling& t : target_[&h]) sharded = sharded || !t.IsReplicated();
   for (const HloInstruction* o : h.operands())
     for (const Tiling& t : values_[o].tilings) sharded = sharded || !t.IsReplicated();
   HloOpcode op = h.opcode();
-  if (sharded && (IsSideEffectingOpcode(op) || IsCollectiveOpcode(op) || IsControlFlowOpcode(op) ||
-                  IsRandomOpcode(op)))
+  bool pure_control_flow = IsControlFlowOpcode(op);
+  for (const HloComputation* k : h.called_computations())
+    pure_control_flow = pure_control_flow && k && RunsAlikeEverywhere(*k);
+  if (sharded && !pure_control_flow &&
+      (IsSideEffectingOpcode(op) || IsCollectiveOpcode(op) || IsControlFlowOpcode(op) ||
+       IsRandomOpcode(op)))
     return Unimplemented(h, "only runs on replicated values here");
   std::vector<HloInstruction*> operands;
   for (const HloInstruction* o : h.operands()) {
@@ -491,7 +538,84 @@ absl::StatusOr<Value> Partitioner::Fallback(const HloInstruction& h) {
   return Value{out, ReplicatedLike(h.shape(), n_)};
 }
 
+// The tilings Shardy's attribute `key` (in_shardings, out_shardings) gives the arrays `shapes`
+// of a shard_map end, which must be manual over every axis of its mesh.
+absl::StatusOr<std::vector<Tiling>> Partitioner::SdyTilings(const HloInstruction& h,
+                                                            std::string_view key,
+                                                            const std::vector<Shape>& shapes) {
+  const std::string* attrs = h.attrs().FindExtra("frontend_attributes");
+  std::string text = attrs ? SdyAttribute(*attrs, key) : "";
+  if (text.empty()) return Unimplemented(h, "shard_map without " + std::string(key));
+  absl::StatusOr<std::vector<HloSharding>> s = ParseSdyShardings(text, meshes_);
+  if (!s.ok()) return Unimplemented(h, std::string(s.status().message()));
+  if (s->size() != shapes.size())
+    return Unimplemented(h, "expected one sharding per value in " + std::string(key));
+  std::vector<std::string> manual = ParseSdyManualAxes(SdyAttribute(*attrs, "xla.sdy.manual_axes"));
+  for (const auto& [name, mesh] : meshes_)
+    for (size_t a = 0; a < mesh.axes.size(); ++a)
+      if (mesh.sizes[a] > 1 &&
+          std::find(manual.begin(), manual.end(), mesh.axes[a]) == manual.end())
+        return Unimplemented(h, "shard_map manual over some mesh axes only (not '" + mesh.axes[a] +
+                                    "') is not supported");
+  std::vector<Tiling> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    absl::StatusOr<Tiling> t = TilingOf((*s)[i], shapes[i].rank(), n_);
+    if (!t.ok()) return Unimplemented(h, std::string(t.status().message()));
+    out.push_back(*std::move(t));
+  }
+  return out;
+}
+
+// shard_map: its operands resharded to in_shardings are the body's local values; the body runs
+// as written on them; its results are the shards of out_shardings.
+absl::StatusOr<Value> Partitioner::PartitionManual(const HloInstruction& h) {
+  if (IsCustomCall(h, kGlobalToLocal)) {
+    std::vector<Shape> globals;
+    for (const HloInstruction* o : h.operands()) globals.push_back(o->shape());
+    absl::StatusOr<std::vector<Tiling>> in = SdyTilings(h, "xla.sdy.in_shardings", globals);
+    if (!in.ok()) return in.status();
+    std::vector<HloInstruction*> locals;
+    std::vector<Shape> shapes;
+    for (int i = 0; i < h.operand_count(); ++i) {
+      const HloInstruction* o = h.operand(i);
+      if (!o->shape().IsArray()) return Unimplemented(h, "shard_map of a tuple");
+      locals.push_back(Reshard(values_[o].hlo, values_[o].tilings[0], (*in)[i], o->shape()));
+      shapes.push_back(locals.back()->shape());
+    }
+    HloInstruction* out = h.shape().IsTuple()
+                              ? AddAs(std::make_unique<HloInstruction>(
+                                          HloOpcode::kTuple, Shape::Tuple(shapes), locals),
+                                      h)
+                              : locals[0];
+    return Value{out, ReplicatedLike(h.shape(), n_)};
+  }
+  if (IsCustomCall(h, kLocalToGlobal)) {
+    std::vector<HloInstruction*> locals;
+    std::vector<Shape> shapes;
+    for (const HloInstruction* o : h.operands()) {
+      if (!manual_.contains(o)) return Unimplemented(h, "expected the results of a shard_map body");
+      locals.push_back(values_[o].hlo);
+      shapes.push_back(locals.back()->shape());
+    }
+    HloInstruction* out = h.shape().IsTuple()
+                              ? AddAs(std::make_unique<HloInstruction>(
+                                          HloOpcode::kTuple, Shape::Tuple(shapes), locals),
+                                      h)
+                              : locals[0];
+    return Value{out, target_[&h]};
+  }
+  // Inside the body: the same instruction on local values (replicated ones from outside, such
+  // as constants, are the same everywhere).
+  std::vector<HloInstruction*> operands;
+  for (const HloInstruction* o : h.operands())
+    operands.push_back(manual_.contains(o)
+                           ? values_[o].hlo
+                           : ReshardValue(values_[o], ReplicatedLike(o->shape(), n_), o->shape()));
+  return Value{AddAs(Clone(h, h.shape(), operands), h), ReplicatedLike(h.shape(), n_)};
+}
+
 absl::StatusOr<Value> Partitioner::Partition(const HloInstruction& h) {
+  if (manual_.contains(&h) || IsCustomCall(h, kLocalToGlobal)) return PartitionManual(h);
   const std::vector<Tiling>& target = target_[&h];
   const Shape& shape = h.shape();
   switch (h.opcode()) {
@@ -587,11 +711,10 @@ absl::StatusOr<Value> Partitioner::Partition(const HloInstruction& h) {
 
 absl::Status Partitioner::Run() {
   entry_ = module_.entry();
+  // Shardings inside called computations (JAX's constraints in loop bodies and reducers) are
+  // hints only here: those computations run whole, or on shard_map's local values.
   for (const HloComputation* c : module_.computations()) {
     if (c == entry_) continue;
-    for (const HloInstruction* h : c->instructions())
-      if (h->attrs().FindExtra("sharding"))
-        return Unimplemented(*h, "shardings inside called computations are not supported");
     for (const HloInstruction* h : c->instructions())
       if (const std::string* ch = h->attrs().FindExtra("channel_id"))
         next_channel_ = std::max<int64_t>(next_channel_, std::stoll(*ch) + 1);
@@ -599,6 +722,12 @@ absl::Status Partitioner::Run() {
   for (const HloInstruction* h : entry_->instructions())
     if (const std::string* ch = h->attrs().FindExtra("channel_id"))
       next_channel_ = std::max<int64_t>(next_channel_, std::stoll(*ch) + 1);
+  for (const auto& [k, v] : module_.attributes()) {
+    if (k != "frontend_attributes") continue;
+    absl::StatusOr<std::map<std::string, SdyMesh>> meshes = ParseSdyMeshes(v);
+    if (!meshes.ok()) return meshes.status();
+    meshes_ = *std::move(meshes);
+  }
   if (absl::Status s = Propagate(); !s.ok()) return s;
 
   // Dead instructions (JAX leaves annotated copies behind) are dropped rather than given

@@ -19,10 +19,12 @@ namespace kiln {
 //  - a value is resharded by all-gather (to fewer tiles) and by a dynamic-slice at offsets
 //    chosen by partition-id (to more tiles).
 // Collectives are cross-partition: channel_id, use_global_device_ids=true, replica_groups of
-// partition ids (one replica). Tiles must divide their dimensions. Maximal and manual
-// shardings, shardings inside called computations, and ops with side effects on sharded
-// values fail with UNIMPLEMENTED naming the instruction. A module without shardings is left
-// unchanged.
+// partition ids (one replica). Tiles must divide their dimensions. jax.shard_map (Shardy's
+// GlobalToLocalShape .. LocalToGlobalShape, manual over every mesh axis) runs its body on the
+// local shards with the collectives it has. Shardings inside called computations are ignored
+// (those run whole). Maximal and manual shardings, shard_map over some mesh axes only, and
+// ops with side effects on sharded values fail with UNIMPLEMENTED naming the instruction. A
+// module without shardings is left unchanged.
 class SpmdPartitioner : public HloPass {
  public:
   // num_partitions 0: the module's `num_partitions=` attribute, else the number of devices

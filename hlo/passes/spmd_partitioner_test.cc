@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "hlo/evaluator/multi_device.h"
+#include "hlo/passes/spmd_sdy.h"
 #include "hlo/passes/spmd_sharding.h"
 #include "hlo/passes/test_util.h"
 
@@ -147,6 +148,57 @@ TEST(SpmdShardingTest, ParsesTheForms) {
   EXPECT_FALSE(TilingOf(s->elements[1], 1, 2).ok());
   EXPECT_FALSE(ParseSharding("{devices=[2,2]0,1,2}").ok());
   EXPECT_FALSE(ParseSharding("{bogus}").ok());
+}
+
+TEST(SpmdShardingTest, ReadsShardyText) {
+  std::map<std::string, SdyMesh> meshes =
+      ParseSdyMeshes(R"({xla.sdy.meshes={mesh = #sdy.mesh<["x"=2, "y"=2]>}})").value();
+  ASSERT_EQ(meshes.count("mesh"), 1u);
+  EXPECT_EQ(meshes["mesh"].sizes, (std::vector<int64_t>{2, 2}));
+  std::string attrs =
+      R"({xla.sdy.in_shardings="#sdy.sharding_per_value<[<@mesh, [{\"y\"}, {}]>, <@mesh, )"
+      R"([{}, {\"x\", \"y\"}]>, <@mesh, [{}, {}]>]>",xla.sdy.manual_axes="#sdy<manual_axes{\"x\", )"
+      R"(\"y\"}>"})";
+  std::vector<HloSharding> s =
+      ParseSdyShardings(SdyAttribute(attrs, "xla.sdy.in_shardings"), meshes).value();
+  ASSERT_EQ(s.size(), 3u);
+  // Split by "y" and copied along "x": device (x, y) holds tile y.
+  Tiling t = TilingOf(s[0], 2, 4).value();
+  EXPECT_EQ(t.ToString(), "[2,1] 0:(0,0) 1:(1,0) 2:(0,0) 3:(1,0)");
+  t = TilingOf(s[1], 2, 4).value();
+  EXPECT_EQ(t.ToString(), "[1,4] 0:(0,0) 1:(0,1) 2:(0,2) 3:(0,3)");
+  EXPECT_EQ(s[2].kind, HloSharding::Kind::kReplicated);
+  EXPECT_EQ(ParseSdyManualAxes(SdyAttribute(attrs, "xla.sdy.manual_axes")),
+            (std::vector<std::string>{"x", "y"}));
+}
+
+TEST(SpmdPartitionerTest, ShardMapBodyRunsOnLocalShards) {
+  // jax.shard_map as JAX exports it (the body's call inlined): operands resharded to the
+  // body's in_shardings, its psum kept, its result taken as the shards of out_shardings.
+  SpmdPartitioner pass(2);
+  std::string text = RunPassAndPrint(pass, R"(
+HloModule m, frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<["x"=2]>}}
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[4,8] parameter(0), sharding={devices=[2,1]<=[2]}
+  w = f32[8,4] parameter(1), sharding={devices=[2,1]<=[2]}
+  g = (f32[4,4], f32[4,4]) custom-call(x, w), custom_call_target="xla.sdy.GlobalToLocalShape", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.in_shardings="#sdy.sharding_per_value<[<@mesh, [{}, {\"x\"}]>, <@mesh, [{\"x\"}, {}]>]>",xla.sdy.manual_axes="#sdy<manual_axes{\"x\"}>"}
+  a = f32[4,4] get-tuple-element(g), index=0
+  b = f32[4,4] get-tuple-element(g), index=1
+  d = f32[4,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  r = f32[4,4] all-reduce(d), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
+  ROOT l = f32[4,4] custom-call(r), custom_call_target="xla.sdy.LocalToGlobalShape", custom_call_has_side_effect=true, frontend_attributes={xla.sdy.manual_axes="#sdy<manual_axes{\"x\"}>",xla.sdy.out_shardings="#sdy.sharding_per_value<[<@mesh, [{}, {}]>]>"}, sharding={replicated}
+}
+)");
+  EXPECT_TRUE(Has(text, "f32[2,8]{1,0} parameter(0)")) << text;
+  EXPECT_TRUE(Has(text, "all-gather(")) << text;  // x from rows to columns
+  EXPECT_TRUE(Has(text, "f32[4,4]{1,0} dot(")) << text;
+  EXPECT_TRUE(Has(text, "all-reduce(f32[4,4]{1,0} %d), to_apply=%sum, channel_id=1")) << text;
+  EXPECT_FALSE(Has(text, "custom-call")) << text;
 }
 
 TEST(SpmdPartitionerTest, DataParallelElementwiseAndReduce) {
@@ -369,6 +421,59 @@ ENTRY main {
                                        4));
 }
 
+TEST(SpmdPartitionerTest, ValuesOfLoopOverShardedCarry) {
+  // A fori_loop as JAX writes it: the loop runs whole on the gathered carry, then is sliced.
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+body {
+  t = (s32[], f32[8,6], f32[6,6]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  c = f32[8,6] get-tuple-element(t), index=1
+  w = f32[6,6] get-tuple-element(t), index=2
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  d = f32[8,6] dot(c, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  h = f32[8,6] tanh(d)
+  ROOT r = (s32[], f32[8,6], f32[6,6]) tuple(next, h, w)
+}
+cond {
+  t = (s32[], f32[8,6], f32[6,6]) parameter(0)
+  i = s32[] get-tuple-element(t), index=0
+  three = s32[] constant(3)
+  ROOT lt = pred[] compare(i, three), direction=LT
+}
+ENTRY main {
+  zero = s32[] constant(0)
+  x = f32[8,6] parameter(0), sharding={devices=[4,1]<=[4]}
+  w = f32[6,6] parameter(1), sharding={replicated}
+  init = (s32[], f32[8,6], f32[6,6]) tuple(zero, x, w)
+  loop = (s32[], f32[8,6], f32[6,6]) while(init), condition=cond, body=body
+  r = f32[8,6] get-tuple-element(loop), index=1
+  ROOT out = f32[8,6] custom-call(r), custom_call_target="xla.sdy.FuncResultSharding", custom_call_has_side_effect=true, sharding={devices=[4,1]<=[4]}
+}
+)",
+                                       4));
+}
+
+TEST(SpmdPartitionerTest, ShardingsInsideCalledComputationsAreHints) {
+  // JAX's psum inside shard_map leaves a Sharding custom-call in its reducer.
+  EXPECT_TRUE(PartitionPreservesValues(R"(
+HloModule m
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  s = f32[] add(a, b)
+  ROOT c = f32[] custom-call(s), custom_call_target="Sharding", sharding={replicated}
+}
+ENTRY main {
+  x = f32[8,6] parameter(0), sharding={devices=[4,1]<=[4]}
+  zero = f32[] constant(0)
+  ROOT r = f32[6] reduce(x, zero), dimensions={0}, to_apply=sum, sharding={replicated}
+}
+)",
+                                       4));
+}
+
 TEST(SpmdPartitionerTest, ValuesOfTupleParameters) {
   EXPECT_TRUE(PartitionPreservesValues(R"(
 HloModule m
@@ -414,6 +519,26 @@ ENTRY main {
 }
 )");
   EXPECT_NE(e.find("%c (custom-call)"), std::string::npos) << e;
+  // A loop over sharded values whose body has a side effect cannot run whole everywhere.
+  e = error(R"(
+HloModule m, num_partitions=2
+body {
+  t = (f32[8]) parameter(0)
+  a = f32[8] get-tuple-element(t), index=0
+  b = f32[8] custom-call(a), custom_call_target="foo", custom_call_has_side_effect=true
+  ROOT r = (f32[8]) tuple(b)
+}
+cond {
+  t = (f32[8]) parameter(0)
+  ROOT f = pred[] constant(false)
+}
+ENTRY main {
+  x = f32[8] parameter(0), sharding={devices=[2]0,1}
+  init = (f32[8]) tuple(x)
+  ROOT loop = (f32[8]) while(init), condition=cond, body=body
+}
+)");
+  EXPECT_NE(e.find("%loop (while)"), std::string::npos) << e;
 }
 
 TEST(SpmdPartitionerTest, ModuleWithoutShardingsIsUnchanged) {
