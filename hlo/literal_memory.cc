@@ -1,5 +1,6 @@
 #include "hlo/literal_memory.h"
 
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <new>
@@ -17,6 +18,17 @@ struct Cache {
 Cache& TheCache() {
   static Cache* cache = new Cache;  // never destroyed: literals may die after main returns
   return *cache;
+}
+
+// KILN_LITERAL_CACHE_MB overrides kCachedBytes (0 turns the cache off).
+size_t CachedBytesLimit() {
+  static const size_t limit = [] {
+    const char* env = std::getenv("KILN_LITERAL_CACHE_MB");
+    char* end = nullptr;
+    const unsigned long long mb = env ? std::strtoull(env, &end, 10) : 0;
+    return env && end != env && *end == '\0' ? static_cast<size_t>(mb) << 20 : kCachedBytes;
+  }();
+  return limit;
 }
 
 void Release(void* p) { ::operator delete (p, std::align_val_t{kAlignment}); }
@@ -40,12 +52,13 @@ void* Allocate(size_t bytes) {
 
 void Free(void* p, size_t bytes) {
   if (p == nullptr) return;
-  if (bytes < kCachedMinBytes || bytes > kCachedBytes) return Release(p);
+  const size_t limit = CachedBytesLimit();
+  if (bytes < kCachedMinBytes || bytes > limit) return Release(p);
   Cache& c = TheCache();
   std::lock_guard<std::mutex> lock(c.mu);
   c.blocks.emplace_back(p, bytes);
   c.bytes += bytes;
-  while (c.bytes > kCachedBytes) {
+  while (c.bytes > limit) {
     Release(c.blocks.front().first);
     c.bytes -= c.blocks.front().second;
     c.blocks.pop_front();
