@@ -1,15 +1,25 @@
 // The Communicator over Open MPI: one rank per device. Each group gets its own communicator
-// (made once, by its members only), so a collective is one MPI call on it; requests are
-// nonblocking and polled against a deadline, so a peer that never comes fails the call
-// instead of hanging it.
+// (made once, by its members only), so a collective is one MPI call on it. Collectives are
+// MPI's blocking calls (its nonblocking ones take several times as long for small messages)
+// under a watchdog: a call still waiting at the deadline ends the process with the reason,
+// and mpirun then ends the job, so a peer that never comes cannot hang the others. Point to
+// point transfers (permute, the groups' handshake) are nonblocking, polled against the
+// deadline.
 #include "core/collectives/mpi_world.h"
 
 #include <mpi.h>
 #include <sched.h>
 
+#include <atomic>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -81,11 +91,58 @@ MPI_Op MpiOp(PrimitiveType t, ReductionKind kind) {
   return MPI_OP_NULL;
 }
 
+// Ends the process when a blocking call outlives its deadline. Arming is two atomic stores,
+// so the calls pay nothing measurable; the thread looks ten times a second.
+class Watchdog {
+ public:
+  explicit Watchdog(double timeout_s) : timeout_s_(timeout_s), thread_([this] { Watch(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  // `what` must live until Disarm.
+  void Arm(const std::string* what) {
+    what_.store(what, std::memory_order_relaxed);
+    started_ns_.store(NowNs(), std::memory_order_release);
+  }
+  void Disarm() { started_ns_.store(0, std::memory_order_release); }
+
+ private:
+  static int64_t NowNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  void Watch() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_; })) {
+      const int64_t started = started_ns_.load(std::memory_order_acquire);
+      if (started == 0 || NowNs() - started < static_cast<int64_t>(timeout_s_ * 1e9)) continue;
+      const std::string* what = what_.load(std::memory_order_relaxed);
+      std::fprintf(stderr, "kiln run: error: %s\n", what ? what->c_str() : "a collective");
+      std::fflush(stderr);
+      std::_Exit(1);  // mpirun sees the exit and ends the other ranks
+    }
+  }
+
+  double timeout_s_;
+  std::atomic<int64_t> started_ns_{0};
+  std::atomic<const std::string*> what_{nullptr};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 class MpiCommunicator : public Communicator {
  public:
   // Collective over the world: every rank makes its communicator at the same point.
   MpiCommunicator(DeviceGrid grid, int rank, double timeout_s)
-      : grid_(grid), rank_(rank), timeout_s_(timeout_s) {
+      : grid_(grid), rank_(rank), timeout_s_(timeout_s), watchdog_(timeout_s) {
     MPI_Comm world;
     MPI_Comm_dup(MPI_COMM_WORLD, &world);
     std::vector<int> all(grid.num_devices());
@@ -103,11 +160,11 @@ class MpiCommunicator : public Communicator {
     if (bytes > INT_MAX) return TooLarge("all-gather", bytes);
     absl::StatusOr<MPI_Comm> comm = CommOf(group);
     if (!comm.ok()) return comm.status();
-    MPI_Request r;
-    int e = MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes),
-                           MPI_BYTE, *comm, &r);
+    Guard guard(*this, "all-gather", group);
+    int e = MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes),
+                          MPI_BYTE, *comm);
     if (e != MPI_SUCCESS) return MpiError(e, "all-gather");
-    return Wait({r}, "all-gather", group);
+    return absl::OkStatus();
   }
 
   absl::StatusOr<bool> AllReduce(std::span<const int> group, PrimitiveType type, ReductionKind kind,
@@ -117,10 +174,9 @@ class MpiCommunicator : public Communicator {
     if (count > INT_MAX) return TooLarge("all-reduce", count);
     absl::StatusOr<MPI_Comm> comm = CommOf(group);
     if (!comm.ok()) return comm.status();
-    MPI_Request r;
-    int e = MPI_Iallreduce(in, out, static_cast<int>(count), t, MpiOp(type, kind), *comm, &r);
+    Guard guard(*this, "all-reduce", group);
+    int e = MPI_Allreduce(in, out, static_cast<int>(count), t, MpiOp(type, kind), *comm);
     if (e != MPI_SUCCESS) return MpiError(e, "all-reduce");
-    if (absl::Status s = Wait({r}, "all-reduce", group); !s.ok()) return s;
     return true;
   }
 
@@ -129,11 +185,11 @@ class MpiCommunicator : public Communicator {
     if (chunk_bytes > INT_MAX) return TooLarge("all-to-all", chunk_bytes);
     absl::StatusOr<MPI_Comm> comm = CommOf(group);
     if (!comm.ok()) return comm.status();
-    MPI_Request r;
-    int e = MPI_Ialltoall(in, static_cast<int>(chunk_bytes), MPI_BYTE, out,
-                          static_cast<int>(chunk_bytes), MPI_BYTE, *comm, &r);
+    Guard guard(*this, "all-to-all", group);
+    int e = MPI_Alltoall(in, static_cast<int>(chunk_bytes), MPI_BYTE, out,
+                         static_cast<int>(chunk_bytes), MPI_BYTE, *comm);
     if (e != MPI_SUCCESS) return MpiError(e, "all-to-all");
-    return Wait({r}, "all-to-all", group);
+    return absl::OkStatus();
   }
 
   absl::StatusOr<bool> Permute(std::span<const int> group,
@@ -200,6 +256,27 @@ class MpiCommunicator : public Communicator {
     return comm;
   }
 
+  std::string WaitedMessage(const char* what, std::span<const int> group) const {
+    return absl::StrCat(what, " on ranks {", absl::StrJoin(group, ","), "}: rank ", rank_,
+                        " waited ", timeout_s_,
+                        " s for the others (KILN_COLLECTIVE_TIMEOUT_S); a rank of the job died, "
+                        "hung or took another path");
+  }
+
+  // Arms the watchdog for one blocking call.
+  class Guard {
+   public:
+    Guard(MpiCommunicator& c, const char* what, std::span<const int> group)
+        : c_(c), message_(c.WaitedMessage(what, group)) {
+      c_.watchdog_.Arm(&message_);
+    }
+    ~Guard() { c_.watchdog_.Disarm(); }
+
+   private:
+    MpiCommunicator& c_;
+    std::string message_;
+  };
+
   // Polls `requests` until they complete or the deadline passes. Spinning is what MPI_Wait
   // does too; yielding between polls leaves the core to the peers when ranks outnumber cores.
   absl::Status Wait(std::vector<MPI_Request> requests, const char* what,
@@ -215,11 +292,7 @@ class MpiCommunicator : public Communicator {
       if (done) return absl::OkStatus();
       if (polls > 64) sched_yield();
       if ((polls & 255) == 0 && std::chrono::steady_clock::now() > deadline)
-        return absl::DeadlineExceededError(
-            absl::StrCat(what, " on ranks {", absl::StrJoin(group, ","), "}: rank ", rank_,
-                         " waited ", timeout_s_,
-                         " s for the others (KILN_COLLECTIVE_TIMEOUT_S); a rank of the job died, "
-                         "hung or took another path"));
+        return absl::DeadlineExceededError(WaitedMessage(what, group));
     }
   }
 
@@ -230,6 +303,7 @@ class MpiCommunicator : public Communicator {
   double timeout_s_;
   std::map<std::vector<int>, MPI_Comm> comms_;
   std::map<std::vector<int>, uint64_t> permutes_;
+  Watchdog watchdog_;
 };
 
 class OpenMpiWorld : public MpiWorld {
