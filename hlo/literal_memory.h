@@ -9,11 +9,9 @@
 
 namespace kiln::literal_memory {
 
-inline constexpr size_t kAlignment = 64;
-// Blocks from this size up are kept when freed, up to kCachedBytes in all (oldest first out).
-inline constexpr size_t kCachedMinBytes = size_t{1} << 20;
-inline constexpr size_t kCachedBytes = size_t{256} << 20;
-
+// 64-byte aligned. Freed blocks of 64 KiB and more are kept, up to 256 MiB in all (oldest
+// first out; KILN_LITERAL_CACHE_MB sets another limit, 0 none), and reused for the next
+// literal of exactly their size.
 void* Allocate(size_t bytes);
 void Free(void* p, size_t bytes);
 
