@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_replace.h"
 #include "core/collectives/mpi_world.h"
+#include "core/partitioned_executable.h"
 #include "fmt/format.h"
 #include "hlo/collectives/local_communicator.h"
 #include "hlo/passes/call_inliner.h"
@@ -241,7 +242,7 @@ absl::StatusOr<std::optional<DeviceGrid>> RunDeviceGrid(const ParsedFlags& flags
 int RunOnDevices(HloModule& module, const PluginRegistry& registry,
                  const ModuleCompileOptions& compile, DeviceGrid grid,
                  const std::vector<std::string>& inputs, const std::string& output_dir,
-                 int benchmark_runs) {
+                 int benchmark_runs, bool log_partition) {
   std::optional<WholeArrays> whole;
   if (NeedsSpmdPartitioning(module)) {
     absl::StatusOr<WholeArrays> w = WholeArraysOf(module, grid.partitions);
@@ -265,6 +266,9 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
   absl::StatusOr<std::unique_ptr<ModuleExecutable>> exe =
       ModuleExecutable::Compile(registry, module, compile);
   if (!exe.ok()) return ReportError("run", std::string(exe.status().message()));
+  // Every device runs the same executable: rank 0 (or the one process) says how it is split.
+  std::optional<MpiLaunch> mpi = MpiLaunchFromEnvironment();
+  if (log_partition && (!mpi || mpi->rank == 0)) LogPartition(**exe);
   const double timeout_s = CollectiveTimeoutSeconds();
 
   if (std::optional<MpiLaunch> launch = MpiLaunchFromEnvironment()) {
@@ -354,6 +358,15 @@ int LaunchUnderMpirun(int ranks, const std::vector<std::string>& run_args) {
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return ReportError("run", fmt::format("--launch: mpirun ended by signal {}", WTERMSIG(status)));
+}
+
+void LogPartition(const ModuleExecutable& exe) {
+  if (exe.plugin() != nullptr) {
+    std::cerr << fmt::format("kiln run: cluster 0: {} ({} instructions, whole module)\n",
+                             exe.device_names(), exe.module().entry()->instruction_count());
+  } else {
+    std::cerr << DescribePartition(exe.clusters(), "kiln run: ");
+  }
 }
 
 }  // namespace kiln

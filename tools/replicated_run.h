@@ -34,7 +34,10 @@ absl::StatusOr<std::optional<DeviceGrid>> RunDeviceGrid(const ParsedFlags& flags
 int RunOnDevices(HloModule& module, const PluginRegistry& registry,
                  const ModuleCompileOptions& compile, DeviceGrid grid,
                  const std::vector<std::string>& inputs, const std::string& output_dir,
-                 int benchmark_runs);
+                 int benchmark_runs, bool log_partition);
+
+// --log-partition: the clusters `exe` runs, on stderr (one line for a whole module).
+void LogPartition(const ModuleExecutable& exe);
 
 // `kiln run ... --launch N`: runs the same command again under `mpirun -np N
 // --oversubscribe`, without --launch; returns mpirun's exit status (or an error when Open

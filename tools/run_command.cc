@@ -232,7 +232,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   compile.partition = partition_options;
   if (grid->has_value())
     return RunOnDevices(**module, *registry, compile, **grid, flags->All("input"),
-                        flags->Get("output-dir"), benchmark_runs);
+                        flags->Get("output-dir"), benchmark_runs, flags->Has("log-partition"));
   if (flags->Has("save-executable") && flags->Has("load-executable"))
     return ReportError("run", "--save-executable and --load-executable exclude each other",
                        kExitUsage);
@@ -262,15 +262,7 @@ int RunCommand(const std::vector<std::string>& argv) {
     out.close();
     if (!out) return ReportError("run", fmt::format("--save-executable {}: cannot write", file));
   }
-  if (flags->Has("log-partition")) {
-    if ((*exe)->plugin() != nullptr) {
-      std::cerr << fmt::format("kiln run: cluster 0: {} ({} instructions, whole module)\n",
-                               (*exe)->device_names(),
-                               (*exe)->module().entry()->instruction_count());
-    } else {
-      std::cerr << DescribePartition((*exe)->clusters(), "kiln run: ");
-    }
-  }
+  if (flags->Has("log-partition")) LogPartition(**exe);
   const int warmup = benchmark_runs > 0 ? 1 : 0, runs = std::max(benchmark_runs, 1);
   absl::StatusOr<RunResult> result = Time(**exe, *args, warmup, runs);
   // With "auto", a plugin that went away (an isolated plugin whose helper process died or was

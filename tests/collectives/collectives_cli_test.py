@@ -232,6 +232,15 @@ def replica_groups_in_every_order():
         check_outputs(out, 4, want, 'mpirun' if ranks else 'one process')
 
 
+def log_partition_once():
+    # --log-partition says once (rank 0) how the module the devices run is split.
+    for ranks in ([None, 2] if MPIRUN else [None]):
+        rc, out, err = run(['run', mixed_module(2), '--log-partition', '--device', DEVICES[0]] +
+                           ([] if ranks else ['--replicas', '2']), ranks=ranks)
+        if rc != 0 or err.count('kiln run: cluster 0: %s' % DEVICES[0]) != 1:
+            raise AssertionError('rc=%d err=%s' % (rc, err[-400:]))
+
+
 def rank_count_mismatch():
     rc, out, err = run(['run', mixed_module(2), '--replicas', '2'], ranks=3)
     if rc == 0 or 'mpirun started 3 rank(s), but the run has 2 device(s)' not in err:
@@ -428,7 +437,8 @@ def corpus_torch_xla_steps_on_2_ranks():
 
 
 def main():
-    cases = list(make_cases()) + [launch_wrapper, replica_groups_in_every_order, rank_count_mismatch, groups_naming_missing_devices,
+    cases = list(make_cases()) + [launch_wrapper, replica_groups_in_every_order, log_partition_once,
+                                  rank_count_mismatch, groups_naming_missing_devices,
                                   a_rank_that_never_comes_times_out,
                                   a_rank_that_fails_ends_the_job,
                                   a_rank_killed_mid_run_does_not_hang_the_rest,
