@@ -159,12 +159,12 @@ absl::StatusOr<std::vector<std::optional<Literal>>> GatherWhole(const WholeArray
     }
     if (!whole.result_tiling[i]) continue;
     const size_t bytes = mine[i].size_bytes();
-    std::vector<Literal> tiles(devices, Literal::Uninitialized(mine[i].shape()));
     std::vector<uint8_t> gathered(bytes * devices);
     if (c == nullptr) return absl::InternalError("a run on several devices without a transport");
     if (absl::Status s = c->AllGather(all, mine[i].untyped_data(), gathered.data(), bytes); !s.ok())
       return s;
-    if (device != 0) continue;
+    if (device != 0) continue;  // only device 0 puts the result together
+    std::vector<Literal> tiles(devices, Literal::Uninitialized(mine[i].shape()));
     std::vector<const Literal*> ptrs;
     for (int d = 0; d < devices; ++d) {
       if (bytes) std::memcpy(tiles[d].untyped_data(), gathered.data() + d * bytes, bytes);
@@ -243,6 +243,8 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
                  const ModuleCompileOptions& compile, DeviceGrid grid,
                  const std::vector<std::string>& inputs, const std::string& output_dir,
                  int benchmark_runs, bool log_partition) {
+  const std::optional<MpiLaunch> mpi = MpiLaunchFromEnvironment();
+  const bool first_rank = !mpi || mpi->rank == 0;  // prints what every rank would
   std::optional<WholeArrays> whole;
   if (NeedsSpmdPartitioning(module)) {
     absl::StatusOr<WholeArrays> w = WholeArraysOf(module, grid.partitions);
@@ -255,8 +257,7 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
     absl::StatusOr<bool> split = SpmdPartitioner(grid.partitions).Run(module);
     if (!split.ok())
       return ReportError("run", "SPMD partitioning: " + std::string(split.status().message()));
-    std::optional<MpiLaunch> launch = MpiLaunchFromEnvironment();
-    if (!launch || launch->rank == 0)
+    if (first_rank)
       std::cerr << fmt::format(
           "kiln run: split the module's shardings into {} partitions (spmd-partitioner); an "
           "input may be the whole array or the device's tile\n",
@@ -267,11 +268,10 @@ int RunOnDevices(HloModule& module, const PluginRegistry& registry,
       ModuleExecutable::Compile(registry, module, compile);
   if (!exe.ok()) return ReportError("run", std::string(exe.status().message()));
   // Every device runs the same executable: rank 0 (or the one process) says how it is split.
-  std::optional<MpiLaunch> mpi = MpiLaunchFromEnvironment();
-  if (log_partition && (!mpi || mpi->rank == 0)) LogPartition(**exe);
+  if (log_partition && first_rank) LogPartition(**exe);
   const double timeout_s = CollectiveTimeoutSeconds();
 
-  if (std::optional<MpiLaunch> launch = MpiLaunchFromEnvironment()) {
+  if (mpi) {
     absl::StatusOr<std::unique_ptr<MpiWorld>> world = MpiWorld::Init();
     if (!world.ok()) return ReportError("run", std::string(world.status().message()));
     const int rank = (*world)->rank();

@@ -1,14 +1,14 @@
 // The whole arrays of an SPMD-partitioned run: a module JAX wrote before partitioning names,
 // in its shardings, which tile of each parameter and result each device holds. `kiln run`
-// uses that to cut a whole input into each device's tile, and to put the devices' result
-// tiles back together, so a user gives and gets the arrays of the unpartitioned program.
+// uses that (with TileOf and Assemble, hlo/passes/spmd_sharding.h) to cut a whole input into
+// each device's tile and to put the devices' result tiles back together, so a user gives and
+// gets the arrays of the unpartitioned program.
 #pragma once
 
 #include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "hlo/literal.h"
 #include "hlo/module.h"
 #include "hlo/passes/spmd_sharding.h"
 
@@ -23,12 +23,5 @@ struct WholeArrays {
 
 // Read from `module` before it is partitioned for `devices` devices.
 absl::StatusOr<WholeArrays> WholeArraysOf(const HloModule& module, int devices);
-
-// Device `device`'s tile of `whole` (a copy).
-Literal TileOf(const Literal& whole, const Tiling& tiling, int device);
-
-// The whole array from every device's tile (tiles[d] is device d's).
-Literal Assemble(const std::vector<const Literal*>& tiles, const Tiling& tiling,
-                 const Shape& whole);
 
 }  // namespace kiln

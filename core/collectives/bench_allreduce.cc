@@ -25,20 +25,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Median over `rounds` of the slowest rank's mean time per call in a batch of `calls`.
-double MedianUs(int rounds, int calls, const std::function<void()>& fn) {
-  std::vector<double> per_call;
-  for (int r = 0; r < rounds; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    auto t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) fn();
-    double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls;
-    double slowest = 0;
-    MPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    per_call.push_back(slowest);
-  }
-  std::sort(per_call.begin(), per_call.end());
-  return per_call[per_call.size() / 2];
+// The slowest rank's mean time per call over a batch of `calls`.
+double BatchUs(int calls, const std::function<void()>& fn) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto t0 = Clock::now();
+  for (int i = 0; i < calls; ++i) fn();
+  double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls;
+  double slowest = 0;
+  MPI_Allreduce(&us, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
 }
 
 std::string ModuleText(int64_t n) {
@@ -118,16 +113,15 @@ int Main(int argc, char** argv) {
       if (!r.ok()) failed = r.status();
     };
     raw(), transport(), module();  // warm-up: communicators made, pages touched
-    double raw_us = 0, transport_us = 0, module_us = 0;
     // Interleaved, so drift on a shared machine hits the three alike.
     std::vector<double> r_raw, r_tr, r_mod;
     for (int round = 0; round < 7; ++round) {
-      r_raw.push_back(MedianUs(1, calls, raw));
-      r_tr.push_back(MedianUs(1, calls, transport));
-      r_mod.push_back(MedianUs(1, calls, module));
+      r_raw.push_back(BatchUs(calls, raw));
+      r_tr.push_back(BatchUs(calls, transport));
+      r_mod.push_back(BatchUs(calls, module));
     }
     for (auto* v : {&r_raw, &r_tr, &r_mod}) std::sort(v->begin(), v->end());
-    raw_us = r_raw[3], transport_us = r_tr[3], module_us = r_mod[3];
+    const double raw_us = r_raw[3], transport_us = r_tr[3], module_us = r_mod[3];  // medians
     if (!failed.ok()) return std::fprintf(stderr, "%s\n", failed.ToString().c_str()), 1;
     if (rank == 0)
       std::printf("%10lld %12.1f %12.1f %12.1f %9.0f%% %9.0f%%\n", static_cast<long long>(bytes),

@@ -22,26 +22,6 @@ bool Has(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
 }
 
-// Device d's tile of `full` under `t`.
-Literal TileOf(const Literal& full, const Tiling& t, int64_t d) {
-  const std::vector<int64_t>& dims = full.shape().dimensions();
-  Literal tile(Shape(full.shape().element_type(), t.ShardDims(dims)));
-  std::vector<int64_t> full_strides = RowMajorStrides(dims);
-  std::vector<int64_t> tile_dims = tile.shape().dimensions();
-  std::vector<int64_t> local(dims.size(), 0);
-  for (int64_t i = 0; i < tile.element_count(); ++i) {
-    int64_t at = 0;
-    for (size_t k = 0; k < dims.size(); ++k)
-      at += (t.index[d][k] * tile_dims[k] + local[k]) * full_strides[k];
-    tile.SetFromDouble(i, full.GetAsDouble(at));
-    for (int k = static_cast<int>(local.size()) - 1; k >= 0; --k) {
-      if (++local[k] < tile_dims[k]) break;
-      local[k] = 0;
-    }
-  }
-  return tile;
-}
-
 // The tilings of an instruction's arrays by its sharding attribute (replicated without one).
 std::vector<Tiling> TilingsOf(const HloInstruction& h, int64_t n) {
   const std::string* text = h.attrs().FindExtra("sharding");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "hlo/literal.h"
 
 namespace kiln {
 
@@ -55,6 +56,14 @@ absl::StatusOr<Tiling> TilingOf(const HloSharding& sharding, int rank, int64_t n
 // that combines the tiles along `dims`. `tiling` must be Valid().
 std::vector<std::vector<int64_t>> GroupsAlong(const Tiling& tiling,
                                               const std::vector<int64_t>& dims);
+
+// Device `device`'s tile of `whole` under `tiling` (a copy).
+Literal TileOf(const Literal& whole, const Tiling& tiling, int64_t device);
+
+// The whole array of shape `whole` from every device's tile (tiles[d] is device d's; copies
+// of a tile must be equal).
+Literal Assemble(const std::vector<const Literal*>& tiles, const Tiling& tiling,
+                 const Shape& whole);
 
 // `{{0,1},{2,3}}`
 std::string ReplicaGroupsString(const std::vector<std::vector<int64_t>>& groups);
