@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "plugins/cpu_llvm/blas_dot.h"
+#include "plugins/cpu_llvm/onednn_conv.h"
 
 namespace kiln::cpu {
 namespace {
@@ -31,6 +32,7 @@ constexpr int64_t kParallelMinPatchElements = 1 << 16;
 
 void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, float* out,
                     ThreadPool* pool) {
+  if (RunOneDnnConv(c, input, kernel, out, pool)) return;
   const ConvolutionDimensionNumbers& dn = c.dnums;
   const size_t ns = dn.input_spatial_dimensions.size();
   const std::vector<int64_t> is = RowMajorStrides(c.in_dims), ks = RowMajorStrides(c.kernel_dims),

@@ -2,7 +2,8 @@
 // [batch*output positions, kernel positions*input features] patch matrix, the kernel into a
 // [kernel positions*input features, output features] matrix, and the GEMM library
 // (blas_dot.h: oneDNN or OpenBLAS) multiplies them; the product is written back in the
-// output's dimension order. Any dimension numbers, strides, padding, lhs/rhs dilation and
+// output's dimension order; where oneDNN has a native kernel for the convolution it runs that
+// instead (onednn_conv.h). Any dimension numbers, strides, padding, lhs/rhs dilation and
 // window reversal; feature_group_count and batch_group_count must be 1. LLVM-free.
 #pragma once
 

@@ -1,6 +1,7 @@
-// Convolutions routed to the GEMM library (im2col) against the HLO evaluator, over dimension
-// orders, strides, padding, lhs/rhs dilation, reversal and 1-D/3-D windows; and the cases
-// that must stay off the library path.
+// Convolutions routed to the library (oneDNN's direct convolution, else im2col + GEMM) against
+// the HLO evaluator, over dimension orders, strides, padding, lhs/rhs dilation, reversal,
+// 1-D/3-D windows and pools of 1 to 3 threads (batch and feature slices); and the cases that
+// must stay off the library path.
 #include <memory>
 #include <random>
 #include <string>
@@ -11,6 +12,7 @@
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/cpu_llvm/onednn_conv.h"
 
 namespace kiln::cpu {
 namespace {
@@ -45,6 +47,14 @@ std::vector<ConvCase> Cases() {
        "window={size=5}, dim_labels=b0f_0io->b0f"},
       {"conv3d", "f32[1,6,6,6,2]", "f32[3,3,3,2,3]", "f32[1,4,4,4,3]",
        "window={size=3x3x3}, dim_labels=b012f_012io->b012f"},
+      // A ResNet block's shape: oneDNN cuts the batch across the pool.
+      {"resnet_3x3", "f32[8,16,16,16]", "f32[3,3,16,16]", "f32[8,16,16,16]",
+       "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"},
+      // One image: cut into bands of output rows.
+      {"one_image_features", "f32[1,10,10,8]", "f32[3,3,8,40]", "f32[1,8,8,40]",
+       "window={size=3x3}, dim_labels=b01f_01io->b01f"},
+      {"strided_1x1", "f32[4,16,16,16]", "f32[1,1,16,32]", "f32[4,8,8,32]",
+       "window={size=1x1 stride=2x2}, dim_labels=b01f_01io->b01f"},
   };
 }
 
@@ -61,33 +71,65 @@ ENTRY %main (x: {0}, w: {1}) -> {2} {{
 }
 
 TEST(ConvLibrary, MatchesEvaluator) {
-  for (const ConvCase& c : Cases()) {
-    SCOPED_TRACE(c.name);
-    auto parsed = ParseHloModule(Module(c), c.name);
-    ASSERT_TRUE(parsed.ok()) << parsed.status();
-    std::shared_ptr<HloModule> module = std::move(*parsed);
-    CompileOptions opts;
-    opts.plan.blas_min_mnk = 0;  // every case goes to the library
-    auto compiler = CpuCompiler::Create(opts);
-    ASSERT_TRUE(compiler.ok()) << compiler.status();
-    auto exe = (*compiler)->Compile(module);
-    ASSERT_TRUE(exe.ok()) << exe.status();
-    bool library = false;
-    for (const Step& s : (*exe)->plan().steps) library |= s.kind == Disposition::kLibrary;
-    ASSERT_EQ(library, HaveBlas());
+  for (int threads : {1, 2, 3})
+    for (const ConvCase& c : Cases()) {
+      SCOPED_TRACE(c.name + " on " + std::to_string(threads) + " threads");
+      auto parsed = ParseHloModule(Module(c), c.name);
+      ASSERT_TRUE(parsed.ok()) << parsed.status();
+      std::shared_ptr<HloModule> module = std::move(*parsed);
+      CompileOptions opts;
+      opts.plan.blas_min_mnk = 0;  // every case goes to the library
+      opts.threads = threads;
+      auto compiler = CpuCompiler::Create(opts);
+      ASSERT_TRUE(compiler.ok()) << compiler.status();
+      auto exe = (*compiler)->Compile(module);
+      ASSERT_TRUE(exe.ok()) << exe.status();
+      bool library = false;
+      for (const Step& s : (*exe)->plan().steps) library |= s.kind == Disposition::kLibrary;
+      ASSERT_EQ(library, HaveBlas());
 
-    const HloComputation* entry = module->entry();
-    std::vector<Literal> args = {Random(entry->parameter(0)->shape(), 1),
-                                 Random(entry->parameter(1)->shape(), 2)};
-    auto got = (*exe)->Run(args);
-    ASSERT_TRUE(got.ok()) << got.status();
-    HloEvaluator evaluator;
-    auto want = evaluator.Evaluate(*module, args);
-    ASSERT_TRUE(want.ok()) << want.status();
-    ASSERT_EQ(got->element_count(), want->element_count());
-    for (int64_t i = 0; i < want->element_count(); ++i)
-      ASSERT_NEAR(got->GetAsDouble(i), want->GetAsDouble(i), 1e-4) << "element " << i;
-  }
+      const HloComputation* entry = module->entry();
+      std::vector<Literal> args = {Random(entry->parameter(0)->shape(), 1),
+                                   Random(entry->parameter(1)->shape(), 2)};
+      auto got = (*exe)->Run(args);
+      ASSERT_TRUE(got.ok()) << got.status();
+      HloEvaluator evaluator;
+      auto want = evaluator.Evaluate(*module, args);
+      ASSERT_TRUE(want.ok()) << want.status();
+      ASSERT_EQ(got->element_count(), want->element_count());
+      for (int64_t i = 0; i < want->element_count(); ++i)
+        ASSERT_NEAR(got->GetAsDouble(i), want->GetAsDouble(i), 1e-4) << "element " << i;
+    }
+}
+
+// Which convolutions oneDNN takes: the common layouts, on any pool that each slice fills;
+// not lhs dilation or reversal (im2col computes those).
+TEST(ConvLibrary, OneDnnTakesTheCommonLayouts) {
+  if (!HaveOneDnn()) GTEST_SKIP() << "built without oneDNN";
+  const auto implementation = [](const std::string& name, int threads) {
+    for (const ConvCase& c : Cases()) {
+      if (c.name != name) continue;
+      auto parsed = ParseHloModule(Module(c), c.name);
+      EXPECT_TRUE(parsed.ok()) << parsed.status();
+      std::optional<ConvGemm> g = MatchLibraryConv(*(*parsed)->entry()->root(), 0);
+      EXPECT_TRUE(g.has_value());
+      return g ? OneDnnConvImplementation(*g, threads) : std::string();
+    }
+    ADD_FAILURE() << "no case " << name;
+    return std::string();
+  };
+  // By images, or (fewer images than threads) each image by bands of output rows.
+  for (int threads : {1, 2, 4})
+    for (const char* name : {"nhwc_same", "rhs_dilation_asym_pad", "conv3d", "conv1d", "resnet_3x3",
+                             "one_image_features", "strided_1x1"})
+      EXPECT_NE(implementation(name, threads), "") << name << " on " << threads;
+  EXPECT_NE(implementation("nchw_stride2_valid", 2), "");
+  for (const char* name : {"lhs_dilation_transposed_conv", "reversal"})
+    EXPECT_EQ(implementation(name, 1), "") << name;
+  // A band of rows of an NCHW image is not a layout oneDNN has kernels for: im2col.
+  EXPECT_EQ(implementation("nchw_stride2_valid", 4), "");
+  // 8 rows of one image: no band for a ninth thread.
+  EXPECT_EQ(implementation("one_image_features", 9), "");
 }
 
 TEST(ConvLibrary, GroupedAndSmallStayOffTheLibrary) {
