@@ -127,6 +127,23 @@ def resnet(batch=8, widths=(16, 32, 64), classes=10):
     return fn, [f32(batch, 32, 32, 3)] + params
 
 
+def resnet_step(batch=8, lr=0.01):
+    """The ResNet-8 above trained one SGD step: its convolutions' gradients are convolutions
+    too (by the input: lhs-dilated; by the kernel: windows as large as the output)."""
+    import jax
+    import jax.numpy as jnp
+    forward, inputs = resnet(batch)
+
+    def loss(p, x, labels):
+        return -jnp.mean(jnp.take_along_axis(forward(x, *p), labels[:, None], 1))
+
+    def fn(x, labels, *p):
+        value, grads = jax.value_and_grad(loss)(list(p), x, labels)
+        return (value,) + tuple(w - lr * g for w, g in zip(p, grads))
+    labels = rng.integers(0, 10, size=batch).astype(np.int32)
+    return fn, [inputs[0], labels] + inputs[1:]
+
+
 def mnist_step(batch=128, sizes=(784, 512, 512, 10), lr=0.05):
     import jax
     import jax.numpy as jnp
@@ -149,7 +166,8 @@ def mnist_step(batch=128, sizes=(784, 512, 512, 10), lr=0.05):
 
 
 MODELS = (('BERT encoder 4x256 s128 b8', bert), ('GPT-2 block 768 s256', gpt2_block),
-          ('ResNet-8 forward 32x32 b8', resnet), ('MNIST MLP train step b128', mnist_step))
+          ('ResNet-8 forward 32x32 b8', resnet), ('ResNet-8 train step b8', resnet_step),
+          ('MNIST MLP train step b128', mnist_step))
 
 
 def lower(fn, inputs):
@@ -186,6 +204,7 @@ def main():
             if OPTS.save_hlo:
                 os.makedirs(OPTS.save_hlo, exist_ok=True)
                 slug = name.split()[0].lower().replace('-', '')
+                slug += '_step' if make is resnet_step else ''
                 with open(os.path.join(OPTS.save_hlo, f'{slug}.hlo'), 'w') as f:
                     f.write(f'// Lowered from JAX by benchmarks/jax_models.py --save-hlo (jax '
                             f'{jax.__version__}): see that file\'s {slug} model.\n' + text)
