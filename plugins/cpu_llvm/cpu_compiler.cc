@@ -366,7 +366,8 @@ std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
   return absl::StrCat(
       "cpu-llvm objects\nbinary=", BinaryIdentity(reinterpret_cast<const void*>(&StructuralHash)),
       "\n", jit_->CacheKey(), "\nplan=", p.fuse_unfused, ",", p.blas_min_mnk, ",",
-      p.parallel_min_work, ",", p.native_control_flow, ",", p.update_in_place, "\n", text);
+      p.parallel_min_work, ",", p.native_control_flow, ",", p.update_in_place, ",",
+      p.accumulate_columns, "\n", text);
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(

@@ -39,6 +39,7 @@ using namespace ::kiln::kernel_plan;
 inline PlanOptions CpuPlanOptions() {
   PlanOptions p;
   p.update_in_place = true;
+  p.accumulate_columns = true;
   return p;
 }
 

@@ -141,6 +141,26 @@ int64_t EstimateWork(const llvm_emit::KernelSpec& spec) {
   return work;
 }
 
+// Column reductions worth accumulating row by row: an input of at least this many elements.
+constexpr int64_t kColumnMinInput = int64_t{1} << 14;
+
+// True when every output of the kernel is small and it computes a large column reduction.
+bool ReadsLargeColumnReduction(const llvm_emit::KernelSpec& spec) {
+  for (const HloInstruction* o : spec.outputs)
+    if (!o->shape().IsArray() || Elements(o->shape()) > llvm_emit::kMaxColumnElements) return false;
+  absl::flat_hash_set<const HloInstruction*> seen(spec.inputs.begin(), spec.inputs.end());
+  std::vector<const HloInstruction*> stack(spec.outputs.begin(), spec.outputs.end());
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    stack.pop_back();
+    if (!seen.insert(h).second) continue;
+    if (llvm_emit::IsColumnReduction(*h) && Elements(h->operand(0)->shape()) >= kColumnMinInput)
+      return true;
+    for (const HloInstruction* o : h->operands()) stack.push_back(o);
+  }
+  return false;
+}
+
 // Marks the kernel's outer loop as partitionable when every output has the same leading
 // dimension (of at least 2), and fills the step's extent and work. A large reduction to a
 // scalar is split into parts instead.
@@ -152,6 +172,10 @@ void SetPartition(llvm_emit::KernelSpec& spec, Step& step, const PlanOptions& op
     if (update.rank() == 0 || update.dimensions(0) < 2) return;
     spec.partition_outer = true;
     step.outer_extent = update.dimensions(0);
+    return;
+  }
+  if (options.accumulate_columns && ReadsLargeColumnReduction(spec)) {
+    spec.accumulate_columns = true;  // one pass over the rows, unpartitioned
     return;
   }
   if (spec.outputs.size() == 1 && spec.outputs[0]->opcode() == HloOpcode::kReduce &&

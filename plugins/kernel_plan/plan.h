@@ -66,6 +66,10 @@ struct PlanOptions {
   // kernel reads writes only the update (KernelSpec::update_in_place, Step::in_place_source):
   // the runner hands it the operand's buffer, or a copy. The CPU runner supports it.
   bool update_in_place = false;
+  // A kernel with small outputs that reads a large column reduction (llvm_emit::
+  // IsColumnReduction) accumulates it row by row (KernelSpec::accumulate_columns), on one
+  // thread. The CPU emitter supports it.
+  bool accumulate_columns = false;
 };
 
 // One step of the run, in post-order.

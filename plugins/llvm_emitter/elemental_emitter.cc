@@ -264,6 +264,22 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
   }
 }
 
+bool IsColumnReduction(const HloInstruction& h) {
+  if (h.opcode() != HloOpcode::kReduce || h.operand_count() != 2 || !h.shape().IsArray() ||
+      (h.shape().element_type() != PT::F32 && h.shape().element_type() != PT::F64))
+    return false;
+  std::vector<int64_t> reduced = h.dimensions();
+  std::sort(reduced.begin(), reduced.end());
+  const std::vector<int64_t>& in = h.operand(0)->shape().dimensions();
+  if (reduced.empty() || reduced.size() >= in.size()) return false;
+  int64_t rows = 1;
+  for (size_t i = 0; i < reduced.size(); ++i) {
+    if (reduced[i] != static_cast<int64_t>(i)) return false;
+    rows *= in[i];
+  }
+  return rows <= kMaxColumnRows && h.shape().num_elements() <= kMaxColumnElements;
+}
+
 namespace detail {
 
 // A 16-bit float add/multiply reducer accumulates in f32 and rounds once at the end, as the
@@ -1524,6 +1540,7 @@ absl::Status KernelEmitter::Emit() {
   StartBody(spec_.name + ".body", n);
   PushScope();
   if (parts) KILN_EMIT_RETURN_IF_ERROR(EmitReduceParts(fn_->getArg(n), fn_->getArg(n + 1)));
+  if (spec_.accumulate_columns) KILN_EMIT_RETURN_IF_ERROR(EmitColumnReductions());
   if (spec_.update_in_place) {
     KILN_EMIT_RETURN_IF_ERROR(EmitUpdateInPlace(
         fn_->getArg(spec_.inputs.size()), spec_.partition_outer ? fn_->getArg(n) : nullptr,
@@ -1614,6 +1631,62 @@ absl::Status KernelEmitter::EmitUpdateInPlace(llvm::Value* out, llvm::Value* beg
         return absl::OkStatus();
       },
       begin, end);
+}
+
+absl::Status KernelEmitter::EmitColumnReductions() {
+  // The kernel's instructions in post-order, inputs left out: a column reduction inside
+  // another one's input is accumulated first.
+  std::vector<const HloInstruction*> columns;
+  absl::flat_hash_map<const HloInstruction*, bool> state;  // false: operands pending
+  for (const HloInstruction* h : spec_.inputs) state[h] = true;
+  std::vector<const HloInstruction*> stack(spec_.outputs.rbegin(), spec_.outputs.rend());
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    auto [it, fresh] = state.try_emplace(h, false);
+    if (!fresh) {
+      stack.pop_back();
+      if (!it->second && IsColumnReduction(*h)) columns.push_back(h);
+      it->second = true;
+      continue;
+    }
+    for (const HloInstruction* o : h->operands())
+      if (!state.contains(o)) stack.push_back(o);
+  }
+  for (const HloInstruction* r : columns) {
+    const HloInstruction* input = r->operand(0);
+    const std::vector<int64_t>& kept = r->shape().dimensions();
+    const size_t reduced = r->dimensions().size();
+    PT t = r->shape().element_type();
+    llvm::Type* st = StorageType(t, ctx_);
+    llvm::AllocaInst* acc =
+        EntryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(r->shape().num_elements())),
+                    r->name() + ".columns");
+    PushScope();
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(r->operand(1), Index{{}, C64(0)}));
+    KILN_EMIT_RETURN_IF_ERROR(
+        EmitLoopNest(kept, r->name() + ".init", [&](const Index& k) -> absl::Status {
+          b_.CreateStore(ToStorage(init, t), b_.CreateInBoundsGEP(st, acc, k.linear));
+          return absl::OkStatus();
+        }));
+    // Rows outside, the kept dimensions inside: the inner loop walks memory contiguously and
+    // updates a run of accumulators (vectorized across columns).
+    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+        input->shape().dimensions(), r->name() + ".rows", [&](const Index& i) -> absl::Status {
+          Index k;
+          k.multi.assign(i.multi.begin() + reduced, i.multi.end());
+          k.linear = Linear(k, kept);
+          KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, i));
+          llvm::Value* p = b_.CreateInBoundsGEP(st, acc, k.linear);
+          KILN_EMIT_ASSIGN_OR_RETURN(
+              llvm::Value * next,
+              EmitScalarCall(r->to_apply(), {ToCompute(b_.CreateLoad(st, p), t), v}));
+          b_.CreateStore(ToStorage(next, t), p);
+          return absl::OkStatus();
+        }));
+    PopScope();
+    input_ptrs_[r] = acc;  // the output loop reads it like an input
+  }
+  return absl::OkStatus();
 }
 
 absl::Status KernelEmitter::EmitReduceParts(llvm::Value* begin, llvm::Value* end) {

@@ -57,7 +57,19 @@ struct KernelSpec {
   // partition_outer the range is over the update's dimension 0. The operand-0 input is
   // never read.
   bool update_in_place = false;
+  // kCpu, column reductions: each reduce in the kernel that IsColumnReduction accepts is
+  // accumulated first, row by row in memory order, into a buffer of its (small) result that
+  // the output loop then reads. Element by element, each result element would walk its
+  // column with a stride of the whole row. The plan leaves such a kernel unpartitioned.
+  bool accumulate_columns = false;
 };
+
+// A single-input f32/f64 reduce over the leading dimensions of its input (it keeps the
+// trailing ones: a bias gradient, a per-channel statistic) whose result has at most
+// kMaxColumnElements elements and whose input at most kMaxColumnRows rows.
+bool IsColumnReduction(const HloInstruction& reduce);
+inline constexpr int64_t kMaxColumnElements = 4096;          // the accumulator lives on the stack
+inline constexpr int64_t kMaxColumnRows = int64_t{1} << 20;  // one f32 accumulator per column
 
 // True when the emitter can generate the elements of `instr` from the elements of its
 // operands: elementwise arithmetic, math, compare, select, clamp, convert; broadcast,

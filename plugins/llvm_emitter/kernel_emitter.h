@@ -199,6 +199,9 @@ class KernelEmitter {
   absl::StatusOr<llvm::Value*> EmitReduce(const HloInstruction* h, const Index& idx,
                                           llvm::Value* outer_lo = nullptr,
                                           llvm::Value* outer_hi = nullptr);
+  // KernelSpec::accumulate_columns: accumulates each column reduction of the kernel into a
+  // buffer the output loop reads (as an input).
+  absl::Status EmitColumnReductions();
   // The body of a KernelSpec::reduce_parts kernel (two-stage reduction to a scalar).
   absl::Status EmitReduceParts(llvm::Value* begin, llvm::Value* end);
   // KernelSpec::update_in_place: stores the update of the one dynamic-update-slice output

@@ -1,0 +1,139 @@
+// Column reductions accumulated row by row (KernelSpec::accumulate_columns): which kernels
+// the planner marks, and their results against the evaluator: sums and maxima over the
+// leading dimensions, with an epilogue, several kept dimensions, f64, a column reduction
+// inside another one's input, NaN and infinity, and the shapes that must stay elemental.
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/text/parser.h"
+#include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
+
+namespace kiln::cpu {
+namespace {
+
+using codegen_testing::ExpectClose;
+using codegen_testing::RandomLiteral;
+
+int ColumnKernels(const Plan& plan) {
+  int n = 0;
+  for (const llvm_emit::KernelSpec& k : plan.kernels) n += k.accumulate_columns;
+  return n;
+}
+
+// Compiles `body` (an entry computation's instructions after `params`), expects `marked`
+// column-accumulating kernels, and compares a run with the evaluator on random arguments,
+// or on `args` when given.
+void Check(const std::string& params, const std::string& result, const std::string& body,
+           int marked, std::vector<Literal> args = {}) {
+  const std::string text =
+      "HloModule columns\n\n%add (a: f32[], b: f32[]) -> f32[] {\n"
+      "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+      "  ROOT %s = f32[] add(%a, %b)\n}\n\n"
+      "%addd (a: f64[], b: f64[]) -> f64[] {\n"
+      "  %a = f64[] parameter(0)\n  %b = f64[] parameter(1)\n"
+      "  ROOT %s = f64[] add(%a, %b)\n}\n\n"
+      "%max (a: f32[], b: f32[]) -> f32[] {\n"
+      "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+      "  ROOT %m = f32[] maximum(%a, %b)\n}\n\n"
+      "ENTRY %main (" +
+      params + ") -> " + result + " {\n" + body + "}\n";
+  auto parsed = ParseHloModule(text, "columns");
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
+  std::shared_ptr<const HloModule> module(std::move(*parsed));
+  auto compiler = CpuCompiler::Create();
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  auto exe = (*compiler)->Compile(module);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  EXPECT_EQ(ColumnKernels((*exe)->plan()), marked) << PlanToString((*exe)->plan());
+  if (args.empty()) {
+    std::mt19937 rng(7);
+    for (const HloInstruction* p : module->entry()->parameters())
+      args.push_back(RandomLiteral(p->shape(), rng));
+  }
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*module, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto got = (*exe)->Run(args);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectClose(*got, *want, "columns", "jit", 1e-4);
+}
+
+TEST(ColumnReduction, BiasGradientWithAnEpilogue) {
+  // The SGD update of a bias: b - lr * sum over (batch, rows, columns) of x * y.
+  Check("x: f32[8,32,32,16], y: f32[8,32,32,16], b: f32[16]", "f32[16]",
+        "  %x = f32[8,32,32,16] parameter(0)\n  %y = f32[8,32,32,16] parameter(1)\n"
+        "  %b = f32[16] parameter(2)\n"
+        "  %m = f32[8,32,32,16] multiply(%x, %y)\n  %z = f32[] constant(0)\n"
+        "  %r = f32[16] reduce(%m, %z), dimensions={0,1,2}, to_apply=%add\n"
+        "  %lr = f32[] constant(0.01)\n  %l = f32[16] broadcast(%lr), dimensions={}\n"
+        "  %u = f32[16] multiply(%r, %l)\n  ROOT %o = f32[16] subtract(%b, %u)\n",
+        1);
+}
+
+TEST(ColumnReduction, SeveralKeptDimensionsAndMaximum) {
+  Check("x: f32[64,32,8,16]", "f32[8,16]",
+        "  %x = f32[64,32,8,16] parameter(0)\n  %z = f32[] constant(-inf)\n"
+        "  ROOT %r = f32[8,16] reduce(%x, %z), dimensions={1,0}, to_apply=%max\n",
+        1);
+}
+
+TEST(ColumnReduction, Double) {
+  Check("x: f64[4096,24]", "f64[24]",
+        "  %x = f64[4096,24] parameter(0)\n  %z = f64[] constant(0)\n"
+        "  ROOT %r = f64[24] reduce(%x, %z), dimensions={0}, to_apply=%addd\n",
+        1);
+}
+
+TEST(ColumnReduction, MeanThenVariance) {
+  // Sum over rows of (x - column mean)^2: the mean's kernel feeds the variance's, each
+  // accumulated by columns.
+  Check("x: f32[2048,32]", "f32[32]",
+        "  %x = f32[2048,32] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  %s = f32[32] reduce(%x, %z), dimensions={0}, to_apply=%add\n"
+        "  %n = f32[] constant(0.00048828125)\n  %nb = f32[32] broadcast(%n), dimensions={}\n"
+        "  %mean = f32[32] multiply(%s, %nb)\n"
+        "  %mb = f32[2048,32] broadcast(%mean), dimensions={1}\n"
+        "  %d = f32[2048,32] subtract(%x, %mb)\n  %d2 = f32[2048,32] multiply(%d, %d)\n"
+        "  ROOT %v = f32[32] reduce(%d2, %z), dimensions={0}, to_apply=%add\n",
+        2);
+}
+
+TEST(ColumnReduction, NanAndInfinityPropagate) {
+  std::vector<double> v(1024 * 20);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 7) - 3;
+  v[5 * 20 + 3] = std::numeric_limits<double>::quiet_NaN();   // column 3: NaN
+  v[900 * 20 + 7] = std::numeric_limits<double>::infinity();  // column 7: +inf
+  std::vector<Literal> args;
+  args.push_back(Literal::FromDoubles(Shape(PrimitiveType::F32, {1024, 20}), v));
+  Check("x: f32[1024,20]", "f32[20]",
+        "  %x = f32[1024,20] parameter(0)\n  %z = f32[] constant(-inf)\n"
+        "  ROOT %r = f32[20] reduce(%x, %z), dimensions={0}, to_apply=%max\n",
+        1, std::move(args));
+}
+
+TEST(ColumnReduction, OtherShapesStayElemental) {
+  // Rows kept (a row reduction), a middle dimension reduced, a large result, a small input.
+  Check("x: f32[256,512]", "f32[256]",
+        "  %x = f32[256,512] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  ROOT %r = f32[256] reduce(%x, %z), dimensions={1}, to_apply=%add\n",
+        0);
+  Check("x: f32[64,64,16]", "f32[64,16]",
+        "  %x = f32[64,64,16] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  ROOT %r = f32[64,16] reduce(%x, %z), dimensions={1}, to_apply=%add\n",
+        0);
+  Check("x: f32[16,8192]", "f32[8192]",
+        "  %x = f32[16,8192] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  ROOT %r = f32[8192] reduce(%x, %z), dimensions={0}, to_apply=%add\n",
+        0);
+  Check("x: f32[64,16]", "f32[16]",
+        "  %x = f32[64,16] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  ROOT %r = f32[16] reduce(%x, %z), dimensions={0}, to_apply=%add\n",
+        0);
+}
+
+}  // namespace
+}  // namespace kiln::cpu
