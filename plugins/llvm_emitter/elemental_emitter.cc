@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
@@ -278,6 +279,66 @@ bool IsColumnReduction(const HloInstruction& h) {
     rows *= in[i];
   }
   return rows <= kMaxColumnRows && h.shape().num_elements() <= kMaxColumnElements;
+}
+
+const HloInstruction* StashableRowStatistic(const KernelSpec& spec) {
+  if (spec.target != KernelTarget::kCpu || spec.outputs.size() != 1 || spec.reduce_parts > 0 ||
+      spec.update_in_place)
+    return nullptr;
+  const HloInstruction* root = spec.outputs[0];
+  const Shape& shape = root->shape();
+  if (!shape.IsArray() || shape.rank() < 2 ||
+      (shape.element_type() != PT::F32 && shape.element_type() != PT::F64))
+    return nullptr;
+  absl::flat_hash_set<const HloInstruction*> inputs(spec.inputs.begin(), spec.inputs.end());
+  // True when `h`'s cone inside the kernel has a costly elementwise op (exp, log, tanh, ...).
+  const auto costly = [&](const HloInstruction* h) {
+    absl::flat_hash_set<const HloInstruction*> seen;
+    std::vector<const HloInstruction*> stack{h};
+    while (!stack.empty()) {
+      const HloInstruction* i = stack.back();
+      stack.pop_back();
+      if (inputs.contains(i) || !seen.insert(i).second) continue;
+      if (IsCostlyElementwiseOpcode(i->opcode()) && i->opcode() != HloOpcode::kDivide) return true;
+      for (const HloInstruction* o : i->operands()) stack.push_back(o);
+    }
+    return false;
+  };
+  // True when the output reads `value` at its own index: through elementwise instructions of
+  // the output's shape only (else stashing would only add stores).
+  const auto read_at_own_index = [&](const HloInstruction* value) {
+    absl::flat_hash_set<const HloInstruction*> seen;
+    std::vector<const HloInstruction*> stack{root};
+    while (!stack.empty()) {
+      const HloInstruction* i = stack.back();
+      stack.pop_back();
+      if (i == value) return true;
+      if (inputs.contains(i) || !seen.insert(i).second || !IsElementwiseOpcode(i->opcode()) ||
+          i->shape().dimensions() != shape.dimensions())
+        continue;
+      for (const HloInstruction* o : i->operands()) stack.push_back(o);
+    }
+    return false;
+  };
+  absl::flat_hash_set<const HloInstruction*> seen;
+  std::vector<const HloInstruction*> stack{root};
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    stack.pop_back();
+    if (inputs.contains(h) || !seen.insert(h).second) continue;
+    for (const HloInstruction* o : h->operands()) stack.push_back(o);
+    if (h->opcode() != HloOpcode::kReduce || h->operand_count() != 2) continue;
+    const HloInstruction* value = h->operand(0);
+    if (inputs.contains(value) || !(value->shape() == shape)) continue;
+    // Over the trailing dimensions: the statistic of one output row (or block of rows).
+    std::vector<int64_t> dims = h->dimensions();
+    std::sort(dims.begin(), dims.end());
+    bool trailing = !dims.empty() && dims.front() > 0;
+    for (size_t i = 0; i < dims.size() && trailing; ++i)
+      trailing = dims[i] == shape.rank() - static_cast<int64_t>(dims.size() - i);
+    if (trailing && costly(value) && read_at_own_index(value)) return h;
+  }
+  return nullptr;
 }
 
 namespace detail {
@@ -566,6 +627,13 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConstant(const HloInstruction* h
 absl::StatusOr<llvm::Value*> KernelEmitter::Element(const HloInstruction* h, const Index& idx) {
   auto bound = bound_scalars_.find(h);
   if (bound != bound_scalars_.end()) return bound->second;
+  // The stashed value at the output's own index: its row was stored before the row's loop.
+  if (stash_.hoisted && h == stash_.reduce->operand(0) && idx.multi == stash_.output_index->multi) {
+    PT t = h->shape().element_type();
+    llvm::Type* st = StorageType(t, ctx_);
+    return ToCompute(
+        b_.CreateLoad(st, b_.CreateInBoundsGEP(st, stash_.out, stash_.output_index->linear)), t);
+  }
   std::pair<const HloInstruction*, std::vector<llvm::Value*>> key{h, idx.multi};
   for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
     auto f = it->find(key);
@@ -609,7 +677,16 @@ absl::StatusOr<llvm::Value*> KernelEmitter::HoistedElement(const HloInstruction*
   scopes_.resize(frame.scope_depth);
   std::vector<LoopFrame> inner_loops(loops_.begin() + target, loops_.end());
   loops_.resize(target);
+  // Only the statistic of the output element's own row stores the row (one of another row
+  // could overwrite results already written, or race with another thread's rows).
+  const bool stash =
+      h == stash_.reduce && stash_.output_index != nullptr &&
+      std::equal(idx.multi.begin(), idx.multi.end(), stash_.output_index->multi.begin());
+  const bool storing = stash_.storing;  // a hoisting nested in the stashed one's keeps it
+  stash_.storing = stash;
   absl::StatusOr<llvm::Value*> v = ElementUncached(h, Index{idx.multi, nullptr});
+  stash_.storing = storing;
+  if (stash && v.ok()) stash_.hoisted = true;
   if (v.ok()) scopes_.back()[{h, idx.multi}] = *v;
   b_.CreateBr(cont);
   for (Cache& c : inner_scopes) scopes_.push_back(std::move(c));
@@ -1167,6 +1244,11 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
     for (size_t d = 0; d < in_dims.size(); ++d)
       in.multi.push_back(reduced[d] ? r.multi[red++] : idx.multi[kept++]);
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
+    if (stash_.storing && h == stash_.reduce) {
+      llvm::Type* st = StorageType(input->shape().element_type(), ctx_);
+      b_.CreateStore(ToStorage(v, input->shape().element_type()),
+                     b_.CreateInBoundsGEP(st, stash_.out, Linear(in, in_dims)));
+    }
     llvm::Value* cur = b_.CreateLoad(init->getType(), into);
     if (minmax) {
       auto id =
@@ -1551,15 +1633,27 @@ absl::Status KernelEmitter::Emit() {
     llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
     PT t = root->shape().element_type();
     llvm::Type* st = StorageType(t, ctx_);
+    stash_ = Stash{StashableRowStatistic(spec_), out};
     KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
         root->shape().dimensions(), absl::StrCat("out", o),
         [&](const Index& idx) -> absl::Status {
+          if (stash_.reduce != nullptr) {
+            // The statistic first (hoisted before the row's loop, storing the row), so that
+            // the output's reads of the value find it stored.
+            stash_.output_index = &idx;
+            const size_t kept = stash_.reduce->shape().rank();
+            KILN_EMIT_RETURN_IF_ERROR(
+                Element(stash_.reduce,
+                        Index{{idx.multi.begin(), idx.multi.begin() + kept}, nullptr})
+                    .status());
+          }
           KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
           b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(st, out, idx.linear));
           return absl::OkStatus();
         },
         spec_.partition_outer ? fn_->getArg(n) : nullptr,
         spec_.partition_outer ? fn_->getArg(n + 1) : nullptr));
+    stash_ = Stash{};
   }
   b_.CreateRetVoid();
   PopScope();

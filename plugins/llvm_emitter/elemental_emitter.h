@@ -71,6 +71,13 @@ bool IsColumnReduction(const HloInstruction& reduce);
 inline constexpr int64_t kMaxColumnElements = 4096;          // the accumulator lives on the stack
 inline constexpr int64_t kMaxColumnRows = int64_t{1} << 20;  // one f32 accumulator per column
 
+// kCpu, one output: a reduce over the trailing dimensions of a costly f32/f64 value (exp,
+// log, tanh, ...) of the output's shape that the output also reads at its own index (the sum
+// of exp(x - max) in a softmax, whose output divides the same exp by it); null when there is
+// none. Its loop, hoisted before each output row, stores the values into the output row,
+// and the output loop loads them back instead of computing them again.
+const HloInstruction* StashableRowStatistic(const KernelSpec& spec);
+
 // True when the emitter can generate the elements of `instr` from the elements of its
 // operands: elementwise arithmetic, math, compare, select, clamp, convert; broadcast,
 // reshape, transpose, slice, dynamic-slice and dynamic-update-slice (scalar start indices),

@@ -294,6 +294,19 @@ class KernelEmitter {
   // broadcast) generated once before the first loop it does not depend on, instead of once
   // per element of the inner loops; nullptr when it cannot be hoisted.
   absl::StatusOr<llvm::Value*> HoistedElement(const HloInstruction* h, const Index& idx);
+
+  // A row statistic over a costly value that the output reads again at its own index (the
+  // sum of exp(x - max) in a softmax, whose output divides the same exp by it): the
+  // statistic's loop, hoisted before each row, also stores the values into the output row,
+  // and the output loop loads them back instead of computing them twice.
+  struct Stash {
+    const HloInstruction* reduce = nullptr;  // null: none in this kernel
+    llvm::Value* out = nullptr;              // the output buffer (the value's shape)
+    bool storing = false;  // inside the hoisted emission of `reduce`: store each value
+    bool hoisted = false;  // `reduce` was hoisted for the current output element
+    const Index* output_index = nullptr;  // the output loop's index while its body is emitted
+  };
+  Stash stash_;
 };
 
 }  // namespace kiln::llvm_emit::detail
