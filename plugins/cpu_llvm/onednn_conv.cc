@@ -126,6 +126,19 @@ std::optional<Roles> RolesOf(const ConvGemm& c) {
     window *= w.size;
     output *= c.out_dims[dn.output_spatial_dimensions[i]];
   }
+  // The forward window of an undilated lhs: the HLO window's, with stride and dilation
+  // swapped for a kernel gradient; false for negative padding (a cropped input).
+  const auto plain_window = [&](bool swapped) {
+    for (int i = 0; i < r.spatial; ++i) {
+      const WindowDimension& w = c.window.dimensions[i];
+      if (w.padding_low < 0 || w.padding_high < 0) return false;
+      r.strides[i] = swapped ? w.window_dilation : w.stride;
+      r.dilates[i] = (swapped ? w.stride : w.window_dilation) - 1;  // oneDNN counts the gaps
+      r.pad_low[i] = w.padding_low;
+      r.pad_high[i] = w.padding_high;
+    }
+    return true;
+  };
   if (lhs_dilated) {
     // out = conv(dilate(lhs), rhs) is the input gradient of conv(out', flip(rhs)) with stride
     // s = the dilation: oneDNN's backward-data primitive, given the flipped kernel.
@@ -151,27 +164,13 @@ std::optional<Roles> RolesOf(const ConvGemm& c) {
     r.lhs = {dn.input_feature_dimension, dn.input_batch_dimension};
     r.rhs = {dn.kernel_input_feature_dimension, dn.kernel_output_feature_dimension};
     r.out = {dn.output_feature_dimension, dn.output_batch_dimension};
-    for (int i = 0; i < r.spatial; ++i) {
-      const WindowDimension& w = c.window.dimensions[i];
-      if (w.padding_low < 0 || w.padding_high < 0) return std::nullopt;
-      r.strides[i] = w.window_dilation;
-      r.dilates[i] = w.stride - 1;
-      r.pad_low[i] = w.padding_low;
-      r.pad_high[i] = w.padding_high;
-    }
+    if (!plain_window(/*swapped=*/true)) return std::nullopt;
   } else {
     r.kind = Kind::kForward;
     r.lhs = {dn.input_batch_dimension, dn.input_feature_dimension};
     r.rhs = {dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension};
     r.out = {dn.output_batch_dimension, dn.output_feature_dimension};
-    for (int i = 0; i < r.spatial; ++i) {
-      const WindowDimension& w = c.window.dimensions[i];
-      if (w.padding_low < 0 || w.padding_high < 0) return std::nullopt;
-      r.strides[i] = w.stride;
-      r.dilates[i] = w.window_dilation - 1;
-      r.pad_low[i] = w.padding_low;
-      r.pad_high[i] = w.padding_high;
-    }
+    if (!plain_window(/*swapped=*/false)) return std::nullopt;
   }
   for (int i = 0; i < r.spatial; ++i) {
     r.lhs.push_back(dn.input_spatial_dimensions[i]);
