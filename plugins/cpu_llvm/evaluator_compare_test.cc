@@ -346,6 +346,46 @@ ENTRY %main (a: f64[2,3,7,8], aw: f64[4,3,3,2], g: f32[2,6,6,4], gw: f32[3,3,2,6
                "convs");
 }
 
+// Pooling: max and sum windows with padding, strides, lhs/rhs dilation, a non-identity init
+// (positions outside the input are skipped, as the evaluator does), an integer reducer, and
+// a computed input (relu) read at clamped positions.
+TEST(CpuLlvmVsEvaluator, ReduceWindows) {
+  KILN_COMPARE(-1, R"(
+HloModule windows
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(%a, %b)
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%maxi (a: s32[], b: s32[]) -> s32[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  ROOT %m = s32[] maximum(%a, %b)
+}
+ENTRY %main (x: f32[2,9,10,3], y: f32[4,11], z: s32[13]) -> (f32[2,5,5,3], f32[4,11], f32[6,3], s32[7]) {
+  %x = f32[2,9,10,3] parameter(0)
+  %zero = f32[] constant(0)
+  %zb = f32[2,9,10,3] broadcast(%zero), dimensions={}
+  %relu = f32[2,9,10,3] maximum(%x, %zb)
+  %ninf = f32[] constant(-inf)
+  %pool = f32[2,5,5,3] reduce-window(%relu, %ninf), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}, to_apply=%max
+  %y = f32[4,11] parameter(1)
+  %sum = f32[4,11] reduce-window(%y, %zero), window={size=2x3 pad=1_0x1_1}, to_apply=%add
+  %one = f32[] constant(1)
+  %dil = f32[6,3] reduce-window(%y, %one), window={size=2x2 stride=1x3 lhs_dilate=2x1 rhs_dilate=1x2}, to_apply=%add
+  %z = s32[13] parameter(2)
+  %imin = s32[] constant(-2147483648)
+  %zi = s32[7] reduce-window(%z, %imin), window={size=3 stride=2 pad=1_1}, to_apply=%maxi
+  ROOT %r = (f32[2,5,5,3], f32[4,11], f32[6,3], s32[7]) tuple(%pool, %sum, %dil, %zi)
+})",
+               "windows");
+}
+
 constexpr const char* kMax = R"(
 %max (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)

@@ -236,6 +236,13 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
     case HloOpcode::kReduce:
       if (instr.operand_count() != 2) return no("variadic reduce is not supported by the emitter");
       return CanEmitScalarComputation(instr.to_apply(), why);
+    case HloOpcode::kReduceWindow:
+      if (instr.operand_count() != 2 || !instr.shape().IsArray())
+        return no("variadic reduce-window is not supported by the emitter");
+      if (instr.attrs().window &&
+          instr.attrs().window->dimensions.size() != instr.operand(0)->shape().dimensions().size())
+        return no("reduce-window window does not match the operand's rank");
+      return CanEmitScalarComputation(instr.to_apply(), why);
     case HloOpcode::kConvolution: {
       const auto& dn = instr.attrs().convolution_dimension_numbers;
       if (!dn.has_value() || instr.operand_count() != 2)
@@ -1458,6 +1465,57 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
   return RoundToType(b_.CreateLoad(ct, acc), t);
 }
 
+absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduceWindow(const HloInstruction* h,
+                                                             const Index& idx) {
+  // Output element o = the reducer over the window positions k of the (padded, base-dilated)
+  // input at o * stride - padding_low + k * window_dilation; positions outside the input are
+  // skipped, as XLA's evaluator does. Branch-free (the accumulator keeps its value where a
+  // position is outside), so the output's innermost loop still vectorizes.
+  const HloInstruction* input = h->operand(0);
+  const std::vector<int64_t>& in_dims = input->shape().dimensions();
+  std::vector<WindowDimension> win(in_dims.size());
+  if (h->attrs().window) win = h->attrs().window->dimensions;
+  std::vector<int64_t> sizes;
+  for (const WindowDimension& w : win) sizes.push_back(w.size);
+  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(h->operand(1), Index{{}, C64(0)}));
+  llvm::AllocaInst* acc = EntryAlloca(init->getType(), h->name() + ".acc");
+  b_.CreateStore(init, acc);
+  KILN_EMIT_RETURN_IF_ERROR(
+      EmitLoopNest(sizes, h->name() + ".win", [&](const Index& k) -> absl::Status {
+        Index in;
+        llvm::Value* inside = b_.getTrue();
+        for (size_t d = 0; d < in_dims.size(); ++d) {
+          const WindowDimension& w = win[d];
+          llvm::Value* pos = b_.CreateAdd(
+              b_.CreateSub(b_.CreateMul(idx.multi[d], C64(w.stride)), C64(w.padding_low)),
+              b_.CreateMul(k.multi[d], C64(w.window_dilation)));
+          inside = b_.CreateAnd(inside, b_.CreateICmpSGE(pos, C64(0)));
+          llvm::Value* ip = pos;
+          if (w.base_dilation > 1) {
+            inside = b_.CreateAnd(
+                inside, b_.CreateICmpEQ(b_.CreateSRem(pos, C64(w.base_dilation)), C64(0)));
+            ip = b_.CreateSDiv(pos, C64(w.base_dilation));
+          }
+          inside = b_.CreateAnd(inside, b_.CreateICmpSLT(ip, C64(in_dims[d])));
+          in.multi.push_back(ip);
+        }
+        // Outside the input, read the nearest element inside instead and keep the accumulator.
+        // Clamped with min/max rather than a select, so that the address stays an affine
+        // function of the output's innermost index (a vector load, not a gather).
+        for (size_t d = 0; d < in.multi.size(); ++d)
+          in.multi[d] =
+              CallIntrinsic(llvm::Intrinsic::smin, {I64()},
+                            {CallIntrinsic(llvm::Intrinsic::smax, {I64()}, {in.multi[d], C64(0)}),
+                             C64(in_dims[d] - 1)});
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
+        llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next, EmitScalarCall(h->to_apply(), {cur, v}));
+        b_.CreateStore(b_.CreateSelect(inside, next, cur), acc);
+        return absl::OkStatus();
+      }));
+  return b_.CreateLoad(init->getType(), acc);
+}
+
 absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction* h,
                                                             const Index& idx) {
   auto input = input_ptrs_.find(h);
@@ -1565,6 +1623,8 @@ absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction
       return EmitGather(h, idx);
     case HloOpcode::kReduce:
       return EmitReduce(h, idx);
+    case HloOpcode::kReduceWindow:
+      return EmitReduceWindow(h, idx);
     case HloOpcode::kDot:
       return EmitDot(h, idx);
     case HloOpcode::kConvolution:

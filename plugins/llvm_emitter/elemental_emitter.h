@@ -81,7 +81,7 @@ const HloInstruction* StashableRowStatistic(const KernelSpec& spec);
 // True when the emitter can generate the elements of `instr` from the elements of its
 // operands: elementwise arithmetic, math, compare, select, clamp, convert; broadcast,
 // reshape, transpose, slice, dynamic-slice and dynamic-update-slice (scalar start indices),
-// concatenate, pad, iota, reverse, constant; reduce with a
+// concatenate, pad, iota, reverse, constant; reduce and reduce-window with a
 // single input and a reducer made of such scalar ops; dot and convolution (naive loops). The
 // element types of the result and operands must be pred, integers up to 64 bits, f16, bf16, f32 or
 // f64. This is the exact list of what the codegen compiles natively; `why` (optional) says why not.

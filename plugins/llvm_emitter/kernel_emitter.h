@@ -209,6 +209,7 @@ class KernelEmitter {
   absl::Status EmitUpdateInPlace(llvm::Value* out, llvm::Value* begin, llvm::Value* end);
   absl::StatusOr<llvm::Value*> EmitDot(const HloInstruction* h, const Index& idx);
   absl::StatusOr<llvm::Value*> EmitConvolution(const HloInstruction* h, const Index& idx);
+  absl::StatusOr<llvm::Value*> EmitReduceWindow(const HloInstruction* h, const Index& idx);
   // Applies a scalar computation (a reducer) to already generated argument values.
   absl::StatusOr<llvm::Value*> EmitScalarCall(const HloComputation* comp,
                                               std::vector<llvm::Value*> args);
