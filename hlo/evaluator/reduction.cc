@@ -215,8 +215,11 @@ absl::StatusOr<Literal> EvalReduce(const HloInstruction& instr, Operands ops, co
 // -1 when it falls on padding or a base-dilation hole.
 inline int64_t WindowInput(const WindowDimension& wd, int64_t o, int64_t w, int64_t in_size) {
   int64_t pos = o * wd.stride - wd.padding_low + w * wd.window_dilation;
-  if (pos < 0 || pos % wd.base_dilation != 0) return -1;
-  pos /= wd.base_dilation;
+  if (pos < 0) return -1;
+  if (wd.base_dilation != 1) {  // the divisions cost more than the rest of a visit
+    if (pos % wd.base_dilation != 0) return -1;
+    pos /= wd.base_dilation;
+  }
   return pos < in_size ? pos : -1;
 }
 
@@ -333,6 +336,70 @@ absl::StatusOr<bool> CallPredicate(const CallFn& call, const HloComputation& com
   return r->GetAsDouble(0) != 0;
 }
 
+// Select-and-scatter with a plain compare and a combiner the fast paths know (a max-pool's
+// gradient: ge, add), on typed pointers: no scalar literals or type switch per visit.
+template <typename T>
+void TypedSelectAndScatter(const std::vector<WindowDimension>& win,
+                           const std::vector<int64_t>& in_dims,
+                           const std::vector<int64_t>& src_dims, const T* operand, const T* source,
+                           T* out, const SimpleCompare& cmp, CombinerKind kind) {
+  using A = AccumT<T>;
+  const int rank = static_cast<int>(in_dims.size());
+  const auto in_strides = RowMajorStrides(in_dims);
+  std::vector<int64_t> si(rank, 0), wi(rank, 0), wsize(rank);
+  for (int d = 0; d < rank; ++d) wsize[d] = win[d].size;
+  // Without base dilation, a window wholly inside the input is its first position plus
+  // fixed offsets, one per window element (in row-major order, as the general loop visits).
+  bool plain = true;
+  for (const WindowDimension& w : win) plain &= w.base_dilation == 1;
+  std::vector<int64_t> offsets;
+  if (plain && Product(wsize) > 0) {
+    do {
+      int64_t off = 0;
+      for (int d = 0; d < rank; ++d) off += wi[d] * win[d].window_dilation * in_strides[d];
+      offsets.push_back(off);
+    } while (NextIndex(wi, wsize));
+  }
+  const auto better = [&](int64_t selected, int64_t lin) {
+    T a = operand[selected], b = operand[lin];
+    if (cmp.lhs_param == 1) std::swap(a, b);
+    return !CompareScalars<T>(a, b, cmp.direction, cmp.total_order);
+  };
+  int64_t slinear = 0;
+  do {
+    int64_t selected = -1;
+    bool whole = plain;
+    int64_t first = 0;
+    for (int d = 0; d < rank && whole; ++d) {
+      const int64_t p = si[d] * win[d].stride - win[d].padding_low;
+      whole = p >= 0 && p + (wsize[d] - 1) * win[d].window_dilation < in_dims[d];
+      first += p * in_strides[d];
+    }
+    if (whole) {
+      selected = first + offsets[0];
+      for (size_t k = 1; k < offsets.size(); ++k)
+        if (better(selected, first + offsets[k])) selected = first + offsets[k];
+    } else {
+      std::fill(wi.begin(), wi.end(), 0);
+      do {
+        int64_t lin = 0;
+        bool valid = true;
+        for (int d = 0; d < rank && valid; ++d) {
+          const int64_t p = WindowInput(win[d], si[d], wi[d], in_dims[d]);
+          valid = p >= 0;
+          lin += p * in_strides[d];
+        }
+        if (!valid) continue;
+        if (selected < 0 || better(selected, lin)) selected = lin;
+      } while (NextIndex(wi, wsize));
+    }
+    if (selected >= 0)
+      out[selected] =
+          CastTo<T>(ApplyCombiner<A>(kind, CastTo<A>(out[selected]), CastTo<A>(source[slinear])));
+    ++slinear;
+  } while (NextIndex(si, src_dims));
+}
+
 absl::StatusOr<Literal> EvalSelectAndScatter(const HloInstruction& instr, Operands ops,
                                              const CallFn& call) {
   if (auto st = ExpectOperands(instr, ops, 3); !st.ok()) return st;
@@ -369,6 +436,16 @@ absl::StatusOr<Literal> EvalSelectAndScatter(const HloInstruction& instr, Operan
   Literal cur(Shape::Scalar(type)), cand(Shape::Scalar(type)), src(Shape::Scalar(type));
   std::vector<int64_t> si(rank, 0), wi(rank, 0);
   if (source.element_count() == 0 || Product(wsize) == 0) return out;
+  if (sel_is_fast && scat_kind != CombinerKind::kOther) {
+    const bool typed = PrimitiveTypeSwitch(type, [&](auto tag) {
+      using T = decltype(tag);
+      if (!CombinerSupports<T>(scat_kind)) return false;
+      TypedSelectAndScatter<T>(win, in_dims, source.shape().dimensions(), operand.data<T>().data(),
+                               source.data<T>().data(), out.data<T>().data(), *sel_fast, scat_kind);
+      return true;
+    });
+    if (typed) return out;
+  }
   int64_t slinear = 0;
   do {
     // Pick the selected element of this window.

@@ -210,6 +210,45 @@ TEST(SelectAndScatterTest, MaxPoolGradient) {
   ExpectValues(*r, {4, 4}, expected);
 }
 
+// The typed path (a plain compare and add: whole windows by fixed offsets, border windows by
+// the general walk) against the general path through CallFn, on a 9x11 operand of small
+// integers (many ties) with 3x2 windows, strides 2x3, padding and a window dilation.
+TEST(SelectAndScatterTest, TypedPathMatchesTheGeneralOne) {
+  std::vector<double> xv(9 * 11), sv;
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<double>((i * 7 + i / 5) % 4);
+  Window w;
+  w.dimensions = {WindowDimension{3, 2, 1, 2, 1, 1, false},
+                  WindowDimension{2, 3, 0, 1, 2, 1, false}};
+  // Windows: (9 + 3 - 3) / 2 + 1 = 5 along rows, (11 + 1 - 3) / 3 + 1 = 4 along columns.
+  for (int i = 0; i < 5 * 4; ++i) sv.push_back(i + 1);
+  Literal x = F32({9, 11}, xv), src = F32({5, 4}, sv), zero = Literal::Scalar(kF32, 0);
+  auto ge = Comparator({kF32, kF32}, 0, 1, ComparisonDirection::kGe);
+  auto add = Binary(HloOpcode::kAdd, kF32);
+  HloInstruction sas(HloOpcode::kSelectAndScatter, Shape(kF32, {9, 11}));
+  sas.mutable_attrs().window = w;
+  sas.AppendCalledComputation(ge.get());
+  sas.AppendCalledComputation(add.get());
+  auto typed = EvalReduction(sas, std::vector<const Literal*>{&x, &src, &zero}, kNoCall);
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  auto sel = Opaque({kF32, kF32});
+  auto sc = Opaque({kF32, kF32});
+  sas.set_called_computation(0, sel.get());
+  sas.set_called_computation(1, sc.get());
+  CallFn fn = [&](const HloComputation& c, Operands a) -> absl::StatusOr<Literal> {
+    if (&c == sel.get())
+      return Literal::Scalar(PrimitiveType::PRED, a[0]->GetAsDouble(0) >= a[1]->GetAsDouble(0));
+    return Literal::Scalar(kF32, a[0]->GetAsDouble(0) + a[1]->GetAsDouble(0));
+  };
+  auto general = EvalReduction(sas, std::vector<const Literal*>{&x, &src, &zero}, fn);
+  ASSERT_TRUE(general.ok()) << general.status();
+  double total = 0;
+  for (int64_t i = 0; i < 9 * 11; ++i) {
+    EXPECT_EQ(typed->GetAsDouble(i), general->GetAsDouble(i)) << "element " << i;
+    total += typed->GetAsDouble(i);
+  }
+  EXPECT_EQ(total, 20 * 21 / 2);  // every source value lands once
+}
+
 // Overlapping padded windows (size 3, stride 1, padding 1) on a 1-D operand: hand-computed.
 TEST(SelectAndScatterTest, OverlappingPaddedWindows) {
   Literal x = F32({4}, {1, 3, 2, 0});
