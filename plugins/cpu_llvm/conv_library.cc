@@ -4,17 +4,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hlo/shape.h"
 #include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/onednn_conv.h"
 
 namespace kiln::cpu {
 namespace {
-
-std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
-  return s;
-}
 
 // Advances a multi-index over `sizes` in row-major order; false after the last one.
 bool Next(std::vector<int64_t>& idx, const std::vector<int64_t>& sizes) {

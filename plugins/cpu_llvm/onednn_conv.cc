@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "hlo/shape.h"
 #endif
 
 namespace kiln::cpu {
@@ -55,12 +56,6 @@ dnnl_stream_t ThreadStream() {
   if (holder.stream == nullptr)
     dnnl_stream_create(&holder.stream, Engine(), dnnl_stream_default_flags);
   return holder.stream;
-}
-
-std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
-  return s;
 }
 
 // A buffer's dimensions and strides (in elements) in the logical order of the oneDNN argument
@@ -475,8 +470,7 @@ std::vector<float> Flipped(const ConvGemm& c, const float* kernel) {
   const std::vector<int64_t> strides = RowMajorStrides(dims);
   std::vector<bool> spatial(dims.size(), false);
   for (int64_t d : c.dnums.kernel_spatial_dimensions) spatial[d] = true;
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  const int64_t n = c.depth * c.out_features;  // every kernel element
   std::vector<float> flipped(n);
   for (int64_t i = 0; i < n; ++i) {
     int64_t from = 0;
@@ -519,11 +513,7 @@ bool RunOneDnnConv(const ConvGemm& c, const float* input, const float* kernel, f
   // A kernel gradient over part of the images is a partial sum: the first slice's goes to
   // the output, the others' beside it, added at the end.
   const int n = static_cast<int>(slices.size());
-  const int64_t out_size = [&] {
-    int64_t size = 1;
-    for (int64_t d : c.out_dims) size *= d;
-    return size;
-  }();
+  const int64_t out_size = c.rows * c.out_features;
   std::vector<std::vector<float> > partial(r->kind == Kind::kBackwardWeights ? n - 1 : 0);
   for (std::vector<float>& p : partial) p.resize(out_size);
   std::atomic<bool> failed{false};

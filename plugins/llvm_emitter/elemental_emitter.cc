@@ -1421,23 +1421,12 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
         ri.multi[dn.kernel_output_feature_dimension] = o;
         llvm::Value* inside = b_.getTrue();
         for (size_t s = 0; s < nsp; ++s) {
-          const WindowDimension& w = win[s];
-          llvm::Value* pos = b_.CreateAdd(
-              b_.CreateSub(b_.CreateMul(idx.multi[dn.output_spatial_dimensions[s]], C64(w.stride)),
-                           C64(w.padding_low)),
-              b_.CreateMul(k.multi[s], C64(w.window_dilation)));
-          inside = b_.CreateAnd(inside, b_.CreateICmpSGE(pos, C64(0)));
-          llvm::Value* ip = pos;
-          if (w.base_dilation > 1) {
-            inside = b_.CreateAnd(
-                inside, b_.CreateICmpEQ(b_.CreateSRem(pos, C64(w.base_dilation)), C64(0)));
-            ip = b_.CreateSDiv(pos, C64(w.base_dilation));
-          }
-          inside = b_.CreateAnd(
-              inside, b_.CreateICmpSLT(ip, C64(ls.dimensions(dn.input_spatial_dimensions[s]))));
-          li.multi[dn.input_spatial_dimensions[s]] = ip;
+          li.multi[dn.input_spatial_dimensions[s]] =
+              WindowInputIndex(win[s], idx.multi[dn.output_spatial_dimensions[s]], k.multi[s],
+                               ls.dimensions(dn.input_spatial_dimensions[s]), &inside);
           ri.multi[dn.kernel_spatial_dimensions[s]] =
-              w.window_reversal ? b_.CreateSub(C64(window_dims[s] - 1), k.multi[s]) : k.multi[s];
+              win[s].window_reversal ? b_.CreateSub(C64(window_dims[s] - 1), k.multi[s])
+                                     : k.multi[s];
         }
         absl::StatusOr<llvm::Value*> done = EmitIfElse(
             inside,
@@ -1465,6 +1454,21 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
   return RoundToType(b_.CreateLoad(ct, acc), t);
 }
 
+llvm::Value* KernelEmitter::WindowInputIndex(const WindowDimension& w, llvm::Value* o,
+                                             llvm::Value* k, int64_t in_size,
+                                             llvm::Value** inside) {
+  llvm::Value* pos = b_.CreateAdd(b_.CreateSub(b_.CreateMul(o, C64(w.stride)), C64(w.padding_low)),
+                                  b_.CreateMul(k, C64(w.window_dilation)));
+  *inside = b_.CreateAnd(*inside, b_.CreateICmpSGE(pos, C64(0)));
+  if (w.base_dilation > 1) {
+    *inside =
+        b_.CreateAnd(*inside, b_.CreateICmpEQ(b_.CreateSRem(pos, C64(w.base_dilation)), C64(0)));
+    pos = b_.CreateSDiv(pos, C64(w.base_dilation));
+  }
+  *inside = b_.CreateAnd(*inside, b_.CreateICmpSLT(pos, C64(in_size)));
+  return pos;
+}
+
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduceWindow(const HloInstruction* h,
                                                              const Index& idx) {
   // Output element o = the reducer over the window positions k of the (padded, base-dilated)
@@ -1484,21 +1488,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduceWindow(const HloInstructio
       EmitLoopNest(sizes, h->name() + ".win", [&](const Index& k) -> absl::Status {
         Index in;
         llvm::Value* inside = b_.getTrue();
-        for (size_t d = 0; d < in_dims.size(); ++d) {
-          const WindowDimension& w = win[d];
-          llvm::Value* pos = b_.CreateAdd(
-              b_.CreateSub(b_.CreateMul(idx.multi[d], C64(w.stride)), C64(w.padding_low)),
-              b_.CreateMul(k.multi[d], C64(w.window_dilation)));
-          inside = b_.CreateAnd(inside, b_.CreateICmpSGE(pos, C64(0)));
-          llvm::Value* ip = pos;
-          if (w.base_dilation > 1) {
-            inside = b_.CreateAnd(
-                inside, b_.CreateICmpEQ(b_.CreateSRem(pos, C64(w.base_dilation)), C64(0)));
-            ip = b_.CreateSDiv(pos, C64(w.base_dilation));
-          }
-          inside = b_.CreateAnd(inside, b_.CreateICmpSLT(ip, C64(in_dims[d])));
-          in.multi.push_back(ip);
-        }
+        for (size_t d = 0; d < in_dims.size(); ++d)
+          in.multi.push_back(
+              WindowInputIndex(win[d], idx.multi[d], k.multi[d], in_dims[d], &inside));
         // Outside the input, read the nearest element inside instead and keep the accumulator.
         // Clamped with min/max rather than a select, so that the address stays an affine
         // function of the output's innermost index (a vector load, not a gather).

@@ -210,6 +210,11 @@ class KernelEmitter {
   absl::StatusOr<llvm::Value*> EmitDot(const HloInstruction* h, const Index& idx);
   absl::StatusOr<llvm::Value*> EmitConvolution(const HloInstruction* h, const Index& idx);
   absl::StatusOr<llvm::Value*> EmitReduceWindow(const HloInstruction* h, const Index& idx);
+  // The input index that window position `k` of output position `o` reads along one
+  // dimension (stride, padding, window and base dilation); ANDs into *inside whether it lies
+  // in the input (not on padding or a base-dilation hole).
+  llvm::Value* WindowInputIndex(const WindowDimension& w, llvm::Value* o, llvm::Value* k,
+                                int64_t in_size, llvm::Value** inside);
   // Applies a scalar computation (a reducer) to already generated argument values.
   absl::StatusOr<llvm::Value*> EmitScalarCall(const HloComputation* comp,
                                               std::vector<llvm::Value*> args);
