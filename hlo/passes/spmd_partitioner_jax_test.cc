@@ -13,11 +13,14 @@
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/evaluator/multi_device.h"
 #include "hlo/passes/spmd_partitioner.h"
+#include "hlo/passes/test_util.h"
 #include "hlo/text/parser.h"
 #include "hlo/verifier.h"
 
 namespace kiln {
 namespace {
+
+using testing::Near;
 
 std::string ReadCase(const std::string& file) {
   const char* root = std::getenv("KILN_SOURCE_ROOT");
@@ -40,19 +43,6 @@ std::map<std::string, Literal> ReadValues(const std::string& name) {
   for (const HloInstruction* h : (*m)->entry()->instructions())
     if (h->opcode() == HloOpcode::kConstant) out.emplace(h->name(), h->literal());
   return out;
-}
-
-// Equal within float rounding: the shards sum in another order than JAX.
-::testing::AssertionResult Near(const Literal& got, const Literal& want) {
-  if (!got.shape().Compatible(want.shape()))
-    return ::testing::AssertionFailure()
-           << "shape " << got.shape().ToString() << ", want " << want.shape().ToString();
-  for (int64_t i = 0; i < want.element_count(); ++i) {
-    double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
-    if (std::fabs(g - w) > 1e-5 + 1e-5 * std::fabs(w))
-      return ::testing::AssertionFailure() << "element " << i << " is " << g << ", want " << w;
-  }
-  return ::testing::AssertionSuccess();
 }
 
 // The arrays of a result: itself, or the elements of a tuple.

@@ -13,6 +13,7 @@
 namespace kiln {
 namespace {
 
+using testing::Near;
 using testing::Parse;
 using testing::RandomLiteral;
 using testing::RunPassAndPrint;
@@ -40,18 +41,6 @@ std::vector<Tiling> TilingsOf(const HloInstruction& h, int64_t n) {
 std::vector<Literal> ArraysOf(const Literal& l) {
   if (!l.IsTuple()) return {l};
   return l.elements();
-}
-
-::testing::AssertionResult Near(const Literal& got, const Literal& want) {
-  if (!got.shape().Compatible(want.shape()))
-    return ::testing::AssertionFailure()
-           << "shape " << got.shape().ToString() << ", want " << want.shape().ToString();
-  for (int64_t i = 0; i < want.element_count(); ++i) {
-    double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
-    if (std::fabs(g - w) > 1e-5 + 1e-5 * std::fabs(w))
-      return ::testing::AssertionFailure() << "element " << i << " is " << g << ", want " << w;
-  }
-  return ::testing::AssertionSuccess();
 }
 
 // Partitions `text` for `n` partitions and runs it on n devices with the tiles of random

@@ -336,6 +336,20 @@ inline ::testing::AssertionResult SameValues(const Literal& a, const Literal& b)
   return ::testing::AssertionSuccess();
 }
 
+// Equal within float rounding (1e-5 absolute plus 1e-5 relative), element by element of one
+// array: partitioned programs sum in another order than the whole one.
+inline ::testing::AssertionResult Near(const Literal& got, const Literal& want) {
+  if (!got.shape().Compatible(want.shape()))
+    return ::testing::AssertionFailure()
+           << "shape " << got.shape().ToString() << ", want " << want.shape().ToString();
+  for (int64_t i = 0; i < want.element_count(); ++i) {
+    double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
+    if (std::fabs(g - w) > 1e-5 + 1e-5 * std::fabs(w))
+      return ::testing::AssertionFailure() << "element " << i << " is " << g << ", want " << w;
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // Parses `text` twice, runs `pass` on one copy, and evaluates both on the same random
 // inputs (`trials` times): the values must be the same.
 inline ::testing::AssertionResult PassPreservesValues(HloPass& pass, std::string_view text,
