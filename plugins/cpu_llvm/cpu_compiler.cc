@@ -262,13 +262,30 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
       outs.push_back(values.TakeOrCopy(operand, step.IsLastUse(operand)));
     }
   }
-  for (const HloInstruction* s : step.sources) {
-    buffers.push_back(step.in_place_source >= 0 && s == step.sources[step.in_place_source]
-                          ? outs[0].untyped_data()  // never read by the kernel
+  // An output not in the arena is written over a source the kernel reads only at the
+  // output's own index, when this step is the source's last reader and the run owns it
+  // alone (a donated argument: the output lives where the argument did).
+  int over = -1;
+  if (step.in_place_source < 0 && !(arena != nullptr && arena_.OffsetOf(step.instr) >= 0)) {
+    for (int i : step.output_over_sources) {
+      const HloInstruction* s = step.sources[i];
+      if (!step.IsLastUse(s) || (arena != nullptr && arena_.OffsetOf(s) >= 0)) continue;
+      if (std::optional<Literal> taken = values.TakeIfOnlyOwner(s)) {
+        outs.push_back(*std::move(taken));
+        over = i;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < step.sources.size(); ++i) {
+    const HloInstruction* s = step.sources[i];
+    const bool in_place = step.in_place_source >= 0 && s == step.sources[step.in_place_source];
+    buffers.push_back(in_place || static_cast<int>(i) == over
+                          ? outs[0].untyped_data()  // the output's own buffer
                           : const_cast<uint8_t*>(values.at(s)->untyped_data()));
   }
   for (const HloInstruction* o : spec.outputs) {
-    if (step.in_place_source < 0) {
+    if (step.in_place_source < 0 && over < 0) {
       // A kernel writes every element.
       outs.push_back(step.instr->shape().IsArray() ? ResultBuffer(step.instr, arena)
                                                    : Literal::Uninitialized(o->shape()));

@@ -232,6 +232,57 @@ void SetInPlace(llvm_emit::KernelSpec& spec, Step& step, const PlanOptions& opti
   step.in_place_source = k;
 }
 
+// True when `u` computes its element i from its operands' elements i alone.
+bool ReadsAtOwnIndex(const HloInstruction& u) {
+  if (IsElementwiseOpcode(u.opcode())) return true;
+  const HloOpcode op = u.opcode();
+  return (op == HloOpcode::kCopy || op == HloOpcode::kReshape || op == HloOpcode::kBitcast) &&
+         u.shape().dimensions() == u.operand(0)->shape().dimensions();
+}
+
+// Fills Step::output_over_sources. The kernel's one output is stored after every element it
+// reads at the same index, so writing it over an input read only at that index never
+// overwrites an element still to be read. Kernels that store anything else first (a stashed
+// row statistic writes the output row before the output loop reads its inputs) are left out.
+void SetOutputOverSources(const llvm_emit::KernelSpec& spec, Step& step) {
+  if (spec.outputs.size() != 1 || spec.update_in_place || spec.reduce_parts > 0) return;
+  const HloInstruction* out = spec.outputs[0];
+  if (!out->shape().IsArray() || llvm_emit::StashableRowStatistic(spec) != nullptr) return;
+  // The kernel's generated instructions: the cone of the output down to its inputs.
+  absl::flat_hash_set<const HloInstruction*> inputs(spec.inputs.begin(), spec.inputs.end());
+  absl::flat_hash_set<const HloInstruction*> members;
+  std::vector<const HloInstruction*> stack = {out};
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    stack.pop_back();
+    if (inputs.contains(h) || !members.insert(h).second) continue;
+    for (const HloInstruction* o : h->operands()) stack.push_back(o);
+  }
+  auto aligned = [&](const HloInstruction* in) {
+    if (!in->shape().IsArray() || in->shape().element_type() != out->shape().element_type() ||
+        in->shape().dimensions() != out->shape().dimensions())
+      return false;
+    absl::flat_hash_set<const HloInstruction*> seen;
+    std::vector<const HloInstruction*> users = {in};
+    while (!users.empty()) {
+      const HloInstruction* h = users.back();
+      users.pop_back();
+      for (const HloInstruction* u : h->users()) {
+        if (!members.contains(u) || !seen.insert(u).second) continue;
+        if (!ReadsAtOwnIndex(*u) || u->shape().dimensions() != out->shape().dimensions())
+          return false;
+        users.push_back(u);
+      }
+    }
+    return true;
+  };
+  for (size_t i = 0; i < spec.inputs.size() && i < step.sources.size(); ++i) {
+    if (std::count(step.sources.begin(), step.sources.end(), step.sources[i]) == 1 &&
+        aligned(spec.inputs[i]))
+      step.output_over_sources.push_back(static_cast<int>(i));
+  }
+}
+
 // Calls `f` on each instruction whose value a step reads.
 template <typename F>
 void ForEachRead(const Step& step, F f) {
@@ -530,6 +581,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       step.kernel = static_cast<int>(plan.kernels.size());
       SetInPlace(spec, step, options);
       SetPartition(spec, step, options);
+      SetOutputOverSources(spec, step);
       plan.kernels.push_back(std::move(spec));
     } else if (!materialized(h)) {
       plan.dispositions.emplace_back(h, Disposition::kInlined);
@@ -557,6 +609,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       step.kernel = static_cast<int>(plan.kernels.size());
       SetInPlace(spec, step, options);
       SetPartition(spec, step, options);
+      SetOutputOverSources(spec, step);
       plan.kernels.push_back(std::move(spec));
     }
     plan.dispositions.emplace_back(h, step.kind);

@@ -94,6 +94,12 @@ struct Step {
   // For a kKernel with KernelSpec::update_in_place: the index in `sources` of the operand
   // whose buffer the kernel updates (that source appears once in `sources`); else -1.
   int in_place_source = -1;
+  // For a kKernel with one array output: indexes in `sources` of the values the kernel reads
+  // only at the output's own index (through elementwise instructions of the output's shape
+  // and type, nothing else), each appearing once in `sources`. The output may be written over
+  // such a source's buffer when this step is its last reader and the run its only owner (a
+  // donated argument, as input_output_alias intends; a temporary outside the arena).
+  std::vector<int> output_over_sources;
   // Values no later step of the computation reads (the root excepted): a runner may free
   // them once this step has run, and a step that is the last reader of its in-place
   // operand may take that operand's buffer.

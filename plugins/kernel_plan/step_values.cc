@@ -64,14 +64,22 @@ Value StepValues::Take(const HloInstruction* h) {
 }
 
 Literal StepValues::TakeOrCopy(const HloInstruction* h, bool may_take) {
-  Value& v = values_.at(h);
-  // use_count is 1 only for an owned literal (or owned tuple holding it) with no other owner.
-  if (may_take && v.literal != nullptr && !v.literal->IsTuple() && v.literal.use_count() == 1) {
-    Literal out = std::move(const_cast<Literal&>(*v.literal));
-    values_.erase(h);
-    return out;
+  if (may_take) {
+    if (std::optional<Literal> taken = TakeIfOnlyOwner(h)) return *std::move(taken);
   }
   return Literal(*at(h));
+}
+
+std::optional<Literal> StepValues::TakeIfOnlyOwner(const HloInstruction* h) {
+  auto it = values_.find(h);
+  if (it == values_.end()) return std::nullopt;
+  const Value& v = it->second;
+  // use_count is 1 only for an owned literal (or owned tuple holding it) with no other owner.
+  if (v.literal == nullptr || v.literal->IsTuple() || v.literal.use_count() != 1)
+    return std::nullopt;
+  Literal out = std::move(const_cast<Literal&>(*v.literal));
+  values_.erase(it);
+  return out;
 }
 
 void StepValues::OwnOutputs(const HloInstruction* h, std::vector<Literal> outputs) {

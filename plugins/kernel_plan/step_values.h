@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -56,6 +57,9 @@ class StepValues {
   // (no later step reads `h`) and `h`'s value is the only reference to an owned literal;
   // otherwise a copy.
   Literal TakeOrCopy(const HloInstruction* h, bool may_take);
+  // `h`'s array literal, taken (its value dropped), when that value is the only reference to
+  // an owned literal; nullopt otherwise, and the value stays.
+  std::optional<Literal> TakeIfOnlyOwner(const HloInstruction* h);
   // Parameter, constant, get-tuple-element or tuple. The literal form borrows the entry's
   // arguments; the Value form moves a called computation's arguments in (so a value the
   // computation takes over has no other owner left here).

@@ -1,7 +1,7 @@
 """Buffer donation (ABI 1.3): Executable.execute(..., donate=(i,)) gives a kiln.Buffer up to
 the plugin, which may reuse its memory for the outputs; a donated buffer cannot be used
-again. cpu-llvm updates a donated while-loop state in place (the output lives where the
-argument did); the interpreter ignores the flag but the buffer is consumed all the same."""
+again. cpu-llvm updates a donated while-loop state in place and writes an elementwise update
+(W - lr * g) over the donated argument (the output lives where the argument did); the interpreter ignores the flag but the buffer is consumed all the same."""
 import numpy as np
 import pytest
 
@@ -86,6 +86,42 @@ def test_cpu_llvm_updates_a_donated_loop_state_in_place():
     (copy,) = exe.execute(kept)
     assert copy.unsafe_host_pointer() != kept.unsafe_host_pointer()
     np.testing.assert_array_equal(np.asarray(kept), x)
+
+
+# One SGD update, W - 0.1 * g: the new weights only read the old ones at their own index.
+SGD_HLO = """HloModule sgd
+ENTRY %main (w: f32[256,128], g: f32[256,128]) -> f32[256,128] {
+  %w = f32[256,128] parameter(0)
+  %g = f32[256,128] parameter(1)
+  %lr = f32[] constant(0.1)
+  %lrb = f32[256,128] broadcast(%lr), dimensions={}
+  %s = f32[256,128] multiply(%lrb, %g)
+  ROOT %u = f32[256,128] subtract(%w, %s)
+}
+"""
+
+
+def test_cpu_llvm_writes_an_elementwise_update_over_the_donated_argument():
+    if "cpu-llvm" not in host_devices():
+        pytest.skip("cpu-llvm is not available")
+    exe = kiln.compile(SGD_HLO, "cpu-llvm")
+    rng = np.random.default_rng(2)
+    w, g = (rng.standard_normal((256, 128)).astype(np.float32) for _ in range(2))
+    want = w - np.float32(0.1) * g
+    given = kiln.device_put(w, "cpu-llvm")
+    where = given.unsafe_host_pointer()
+    if where is None:
+        pytest.skip("cpu-llvm's buffers are not in this process (KILN_ISOLATE)")
+    grad = kiln.device_put(g, "cpu-llvm")
+    (out,) = exe.execute(given, grad, donate=(0,))
+    assert out.unsafe_host_pointer() == where  # the update wrote over the donated weights
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(grad), g)
+    kept = kiln.device_put(w, "cpu-llvm")
+    (copy,) = exe.execute(kept, grad)
+    assert copy.unsafe_host_pointer() != kept.unsafe_host_pointer()
+    np.testing.assert_array_equal(np.asarray(kept), w)
+    np.testing.assert_allclose(np.asarray(copy), want, rtol=1e-6, atol=1e-6)
 
 
 def test_donate_is_checked():
