@@ -112,17 +112,19 @@ absl::StatusOr<RunResult> Time(const ModuleExecutable& exe, const std::vector<Li
   for (const DeviceBuffer& b : on_device) ptrs.push_back(&b);
   std::vector<DeviceBuffer> outputs;
   for (int i = 0; i < warmup + runs; ++i) {
+    outputs.clear();  // the previous run's buffers are freed outside the timing, before the run
     auto start = Clock::now();
     absl::StatusOr<std::vector<DeviceBuffer>> out = exe.executable()->ExecuteBuffers(ptrs);
     double ms = Ms(Clock::now() - start);
     if (!out.ok()) return out.status();
     if (i >= warmup) r.run_ms.push_back(ms);
-    outputs = std::move(*out);  // the previous run's buffers are freed outside the timing
+    outputs = std::move(*out);
   }
-  for (const DeviceBuffer& b : outputs) {
+  for (DeviceBuffer& b : outputs) {
     absl::StatusOr<Literal> l = b.ToLiteral();
     if (!l.ok()) return l.status();
     r.outputs.push_back(std::move(*l));
+    DeviceBuffer read = std::move(b);  // freed here: one copy of each output at a time
   }
   return r;
 }
