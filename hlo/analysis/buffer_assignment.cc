@@ -139,8 +139,17 @@ absl::StatusOr<BufferAssignment> BufferAssignment::Run(const HloModule& module) 
     if (!parsed.ok()) return parsed.status();
     aliases = *std::move(parsed);
   }
+  return Analyse(*module.entry(), aliases);
+}
+
+BufferAssignment BufferAssignment::RunOnComputation(const HloComputation& comp) {
+  return Analyse(comp, {});
+}
+
+BufferAssignment BufferAssignment::Analyse(const HloComputation& comp,
+                                           const std::vector<InputOutputAlias>& aliases) {
   BufferAssignment ba;
-  ba.comp_ = module.entry();
+  ba.comp_ = &comp;
   ba.schedule_ = std::make_unique<SequentialSchedule>(SequentialSchedule::PostOrder(*ba.comp_));
   ba.liveness_ = Liveness::Compute(*ba.comp_, *ba.schedule_);
   ba.Assign(aliases);

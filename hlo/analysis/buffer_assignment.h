@@ -68,6 +68,9 @@ class BufferAssignment {
  public:
   // Analyses the module's entry computation. Fails on a malformed input_output_alias.
   static absl::StatusOr<BufferAssignment> Run(const HloModule& module);
+  // Analyses one computation as a program of its own (a while body, a branch: its
+  // parameters are given, its root's values are its outputs), without aliases.
+  static BufferAssignment RunOnComputation(const HloComputation& comp);
 
   const std::vector<Allocation>& allocations() const { return allocations_; }
   const Liveness& liveness() const { return liveness_; }
@@ -80,6 +83,8 @@ class BufferAssignment {
 
  private:
   BufferAssignment() = default;
+  static BufferAssignment Analyse(const HloComputation& comp,
+                                  const std::vector<InputOutputAlias>& aliases);
   void Assign(const std::vector<InputOutputAlias>& aliases);
   void ComputeStats();
 

@@ -204,7 +204,7 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           if (absl::Status st = values.RunOnEvaluator(*h, evaluator); !st.ok()) return st;
           break;
         case Disposition::kControlFlow:
-          if (absl::Status st = RunControlFlow(step, values, evaluator); !st.ok()) return st;
+          if (absl::Status st = RunControlFlow(step, values, evaluator, arena); !st.ok()) return st;
           break;
         case Disposition::kKernel:
           RunKernel(step, values, arena);
@@ -316,7 +316,8 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
 }
 
 absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
-                                           HloEvaluator& evaluator) const {
+                                           HloEvaluator& evaluator,
+                                           const std::shared_ptr<uint8_t>& arena) const {
   const HloInstruction* h = step.instr;
   auto annotate = [h](const absl::Status& st) {
     return absl::Status(st.code(), absl::StrCat(st.message(), " (in ", h->name(), ")"));
@@ -331,14 +332,14 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
     Value state =
         step.IsLastUse(h->operand(0)) ? values.Take(h->operand(0)) : values.value(h->operand(0));
     for (;;) {
-      absl::StatusOr<Value> go = RunComputation(cond, {state}, evaluator, nullptr);
+      absl::StatusOr<Value> go = RunComputation(cond, {state}, evaluator, arena);
       if (!go.ok()) return annotate(go.status());
       if (go->literal == nullptr || go->literal->IsTuple())
         return annotate(absl::InternalError("while condition did not return a pred scalar"));
       if (!go->literal->data<bool>()[0]) break;
       std::vector<Value> in;
       in.push_back(std::move(state));
-      absl::StatusOr<Value> next = RunComputation(body, std::move(in), evaluator, nullptr);
+      absl::StatusOr<Value> next = RunComputation(body, std::move(in), evaluator, arena);
       if (!next.ok()) return annotate(next.status());
       state = *std::move(next);
     }
@@ -355,7 +356,7 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
   } else {  // call
     for (const HloInstruction* o : h->operands()) args.push_back(values.value(o));
   }
-  absl::StatusOr<Value> r = RunComputation(plan_.called[sub], std::move(args), evaluator, nullptr);
+  absl::StatusOr<Value> r = RunComputation(plan_.called[sub], std::move(args), evaluator, arena);
   if (!r.ok()) return annotate(r.status());
   values.Set(h, *std::move(r));
   return absl::OkStatus();

@@ -120,8 +120,10 @@ class CpuExecutable {
   absl::StatusOr<Value> RunComputation(const ComputationPlan& p, std::vector<Value> args,
                                        HloEvaluator& evaluator,
                                        const std::shared_ptr<uint8_t>& arena) const;
-  // A while/conditional/call step: runs its sub-plans and sets its value.
-  absl::Status RunControlFlow(const Step& step, StepValues& values, HloEvaluator& evaluator) const;
+  // A while/conditional/call step: runs its sub-plans (their temporaries in their regions of
+  // `arena`) and sets its value.
+  absl::Status RunControlFlow(const Step& step, StepValues& values, HloEvaluator& evaluator,
+                              const std::shared_ptr<uint8_t>& arena) const;
   void RunKernel(const Step& step, StepValues& values, const std::shared_ptr<uint8_t>& arena) const;
 };
 

@@ -22,18 +22,19 @@ std::string ArenaLayout::Summary() const {
                       " results");
 }
 
-ArenaLayout LayOutArena(const HloModule& module, const Plan& plan, std::string* report) {
-  ArenaLayout layout;
-  if (plan.computation == nullptr || plan.computation != module.entry()) return layout;
-  absl::StatusOr<BufferAssignment> assignment = BufferAssignment::Run(module);
-  if (!assignment.ok()) return layout;
-  const Liveness& liveness = assignment->liveness();
+namespace {
+
+// Places the temporaries of one computation's steps after `layout.size`, from `assignment`
+// (which analysed that computation); appends each placement to `report`.
+void LayOutComputation(const BufferAssignment& assignment, const ComputationPlan& plan,
+                       ArenaLayout& layout, std::string* report) {
+  const Liveness& liveness = assignment.liveness();
   // The live ranges are in schedule order: the steps must run in that order.
   absl::flat_hash_map<const HloInstruction*, const Step*> steps;
   int64_t previous = -1;
   for (const Step& s : plan.steps) {
     const int64_t position = liveness.schedule().PositionOf(s.instr);
-    if (position <= previous) return layout;
+    if (position <= previous) return;
     previous = position;
     steps[s.instr] = &s;
   }
@@ -44,8 +45,11 @@ ArenaLayout LayOutArena(const HloModule& module, const Plan& plan, std::string* 
     const Disposition k = it->second->kind;
     return k == Disposition::kKernel || k == Disposition::kLibrary || k == Disposition::kEvaluator;
   };
+  const int64_t base = layout.size;
   absl::flat_hash_map<const HloInstruction*, int64_t> allocation_of;  // results placed so far
   absl::flat_hash_map<int64_t, int64_t> offset_of;                    // allocation -> offset
+  if (report != nullptr && plan.computation != nullptr)
+    absl::StrAppend(report, "%", plan.computation->name(), ":\n");
   for (const Step& s : plan.steps) {
     if (s.kind != Disposition::kKernel && s.kind != Disposition::kLibrary) continue;
     const HloInstruction* h = s.instr;
@@ -54,9 +58,9 @@ ArenaLayout LayOutArena(const HloModule& module, const Plan& plan, std::string* 
     if (tree.value < 0 || !tree.children.empty()) continue;
     const BufferValue& value = liveness.value(tree.value);
     if (value.is_output || value.is_parameter || value.is_constant) continue;
-    const int64_t a = assignment->AllocationOf(value.id);
+    const int64_t a = assignment.AllocationOf(value.id);
     if (a < 0) continue;
-    const Allocation& allocation = assignment->allocations()[a];
+    const Allocation& allocation = assignment.allocations()[a];
     // An allocation that also holds outputs still serves its temporaries: outputs get
     // buffers of their own (the caller keeps them).
     if (allocation.is_parameter || allocation.is_constant) continue;
@@ -82,9 +86,32 @@ ArenaLayout LayOutArena(const HloModule& module, const Plan& plan, std::string* 
       absl::StrAppend(report, "  %", h->name(), " ", h->shape().ToString(false), " at ", it->second,
                       " (allocation ", a, ")\n");
   }
+  if (report != nullptr && layout.size > base)
+    absl::StrAppend(report, "  (", layout.size - base, " bytes from ", base, ")\n");
+}
+
+}  // namespace
+
+ArenaLayout LayOutArena(const HloModule& module, const Plan& plan, std::string* report) {
+  ArenaLayout layout;
+  if (plan.computation == nullptr || plan.computation != module.entry()) return layout;
+  absl::StatusOr<BufferAssignment> assignment = BufferAssignment::Run(module);
+  if (!assignment.ok()) return layout;
+  std::string placed, assignments;
+  std::string* out = report != nullptr ? &placed : nullptr;
+  LayOutComputation(*assignment, plan, layout, out);
+  if (report != nullptr) assignments = assignment->ToString();
+  // Each called computation gets a region of its own after the entry's: a loop body's
+  // temporaries are reused by every iteration, and no two computations of one run share
+  // bytes (a body may run while the entry's temporaries are live).
+  for (const ComputationPlan& called : plan.called) {
+    if (called.computation == nullptr) continue;
+    const BufferAssignment sub = BufferAssignment::RunOnComputation(*called.computation);
+    LayOutComputation(sub, called, layout, out);
+    if (report != nullptr) absl::StrAppend(&assignments, "\n", sub.ToString());
+  }
   if (report != nullptr) {
-    *report = absl::StrCat(layout.Summary(), "\n", *report, "\nbuffer assignment:\n",
-                           assignment->ToString());
+    *report = absl::StrCat(layout.Summary(), "\n", placed, "\nbuffer assignment:\n", assignments);
   }
   return layout;
 }
