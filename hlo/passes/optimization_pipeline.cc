@@ -6,6 +6,7 @@
 #include "hlo/passes/constant_folding.h"
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dce.h"
+#include "hlo/passes/library_call_lowering.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
 
@@ -15,6 +16,8 @@ std::unique_ptr<HloPassPipeline> MakeSimplificationPipeline() {
   auto p = std::make_unique<HloPassPipeline>("simplification");
   // Async wrappers first: the passes below see through calls, not through async contexts.
   p->AddPass<AsyncToSync>();
+  // cuBLAS/cuDNN calls of XLA's GPU dumps become dots and convolutions the passes see.
+  p->AddPass<LibraryCallLowering>();
   p->AddPass<AlgebraicSimplifier>();
   p->AddPass<HloConstantFolding>();
   p->AddPass<TupleSimplifier>();

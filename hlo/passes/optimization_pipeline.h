@@ -7,8 +7,8 @@
 
 namespace kiln {
 
-// async-to-sync, algsimp, constant-folding, tuple-simplifier, transpose-folding, cse, dce,
-// repeated until none of them changes the module.
+// async-to-sync, library-call-lowering, algsimp, constant-folding, tuple-simplifier,
+// transpose-folding, cse, dce, repeated until none of them changes the module.
 std::unique_ptr<HloPassPipeline> MakeSimplificationPipeline();
 
 }  // namespace kiln

@@ -66,9 +66,9 @@ TEST(SimplificationPipelineTest, ReachesAFixedPoint) {
   // The pass order the pipeline promises.
   std::vector<std::string> names;
   for (const PassRecord& r : second->records()) names.push_back(r.pass_name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"async-to-sync", "algsimp", "constant-folding",
-                                      "tuple-simplifier", "transpose-folding", "cse", "dce"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"async-to-sync", "library-call-lowering", "algsimp",
+                                             "constant-folding", "tuple-simplifier",
+                                             "transpose-folding", "cse", "dce"}));
 }
 
 std::string ReadFile(const std::filesystem::path& p) {
@@ -79,7 +79,8 @@ std::string ReadFile(const std::filesystem::path& p) {
 }
 
 // Every corpus module survives the pipeline: no error, the result prints and parses again,
-// and it never has more instructions than before.
+// and it never has more instructions than before, unless it held cuBLAS/cuDNN calls (their
+// lowering writes out scales, biases and activations).
 TEST(SimplificationPipelineTest, CorpusModulesGoThrough) {
   const char* root = std::getenv("KILN_SOURCE_ROOT");
   std::filesystem::path dir = std::filesystem::path(root ? root : ".") / "tests" / "hlo_corpus";
@@ -95,11 +96,16 @@ TEST(SimplificationPipelineTest, CorpusModulesGoThrough) {
       for (const HloComputation* c : mod.computations()) n += c->instruction_count();
       return n;
     };
+    const std::string text = ReadFile(entry.path());
+    const bool library_calls =
+        text.find("__cublas$") != std::string::npos || text.find("__cudnn$") != std::string::npos;
     int64_t before = count(**m);
     auto pipeline = MakeSimplificationPipeline();
     absl::StatusOr<bool> changed = pipeline->Run(**m);
     ASSERT_TRUE(changed.ok()) << changed.status().message();
-    EXPECT_LE(count(**m), before);
+    if (!library_calls) {
+      EXPECT_LE(count(**m), before);
+    }
     absl::StatusOr<std::unique_ptr<HloModule>> reparsed = ParseHloModule((*m)->ToString());
     EXPECT_TRUE(reparsed.ok()) << reparsed.status().message();
     ++modules;

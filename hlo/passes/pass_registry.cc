@@ -14,6 +14,7 @@
 #include "hlo/passes/dot_expanders.h"
 #include "hlo/passes/fusion_pipeline.h"
 #include "hlo/passes/instruction_fusion.h"
+#include "hlo/passes/library_call_lowering.h"
 #include "hlo/passes/multi_output_fusion.h"
 #include "hlo/passes/optimization_pipeline.h"
 #include "hlo/passes/spmd_partitioner.h"
@@ -47,6 +48,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<TupleSimplifier>(),
       Factory<CallInliner>(),
       Factory<AsyncToSync>(),
+      Factory<LibraryCallLowering>(),
       Factory<SpmdPartitioner>(),
       Factory<InstructionFusion>(),
       Factory<MultiOutputFusion>(),
