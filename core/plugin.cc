@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "core/collectives/abi_collectives.h"
+#include "core/custom_calls.h"
 #include "fmt/format.h"
 #include "kiln_plugin_api.h"
 
@@ -303,6 +304,7 @@ absl::StatusOr<CapabilityReport> Plugin::Capability(std::string_view hlo_text) c
   args.hlo_text = hlo_text.data();
   args.hlo_text_size = hlo_text.size();
   args.user_data = &report;
+  if (lib_->minor >= 5) args.custom_calls = CustomCallRegistry();
   // Callbacks run inside the plugin's call: they must not throw across it.
   args.report_supported = [](void* user, const char* name) {
     try {
@@ -351,6 +353,7 @@ absl::StatusOr<std::unique_ptr<Executable>> Plugin::CompileText(
   opts.core_passes = options.core_passes.c_str();
   opts.dump_dir = options.dump_dir.c_str();
   opts.dump_sequence = options.dump_sequence;
+  if (lib_->minor >= 5) opts.custom_calls = CustomCallRegistry();
   KILN_Compile_Args args{};
   args.struct_size = sizeof(args);
   args.client = lib_->client;

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define KILN_API_MAJOR 1
-#define KILN_API_MINOR 4
+#define KILN_API_MINOR 5
 
 /* The symbol every plugin exports. */
 #define KILN_GET_API_SYMBOL "KILN_GetApi"
@@ -192,6 +192,43 @@ typedef struct {
 } KILN_Device_Description_Args;
 typedef KILN_Error* KILN_Device_Description(KILN_Device_Description_Args* args);
 
+/* ---- Host custom-call handlers (1.5) ------------------------------------------------ */
+/* Users register host functions for custom-call targets with the core (the idea of XLA's
+ * FFI); the core offers them to plugins through this table, and a plugin that runs a
+ * custom-call with such a target calls the handler with the operands and result arrays in
+ * host memory. A plugin that cannot call back into the host declines those instructions in
+ * its capability, and the partitioner runs them on a plugin that can. */
+typedef struct {
+  KILN_DType dtype;
+  const int64_t* dims;
+  size_t num_dims;
+  void* data;       /* dense, row-major, host byte order; operands are not to be written */
+  size_t byte_size; /* product(dims) * size of dtype */
+} KILN_HostArray;
+
+/* Computes a custom-call's results (the array leaves of its shape, depth-first; every byte
+ * written) from its operands (array leaves, in order). `backend_config` is the call's
+ * backend_config text, "" when it has none. Returns 0 on success; otherwise nonzero with a
+ * NUL-terminated reason written to `error` (at most error_size bytes). May be called from
+ * several threads at once. */
+typedef int32_t KILN_CustomCallHandler(void* user_data, const KILN_HostArray* operands,
+                                       size_t num_operands, KILN_HostArray* results,
+                                       size_t num_results, const char* backend_config, char* error,
+                                       size_t error_size);
+
+typedef struct KILN_CustomCallRegistry {
+  size_t struct_size;
+  void* context;
+  /* The handler registered for `target` (setting *user_data to its argument), or NULL. */
+  KILN_CustomCallHandler* (*find)(void* context, const char* target, void** user_data);
+} KILN_CustomCallRegistry;
+
+/* How handlers get registered from C: the core's registration function, which a library of
+ * handlers loaded with `kiln run --custom-calls LIB.so` receives in its exported
+ * `void KILN_RegisterCustomCalls(KILN_RegisterCustomCall_Fn* register_fn)`. */
+typedef void KILN_RegisterCustomCall_Fn(const char* target, KILN_CustomCallHandler* handler,
+                                        void* user_data);
+
 /* ---- Capability query ------------------------------------------------------------- */
 typedef struct {
   size_t struct_size;
@@ -204,6 +241,10 @@ typedef struct {
   /* Optional (may be NULL): called for instructions the plugin cannot run, with a reason. */
   void (*report_unsupported)(void* user_data, const char* instruction_name, const char* reason);
   void* user_data;
+  /* 1.5, optional (NULL: none): the host handlers the plugin may call for custom-calls; a
+   * plugin that calls them reports such instructions as supported. A caller checks the
+   * plugin's api_minor >= 5 before setting it. */
+  const KILN_CustomCallRegistry* custom_calls;
 } KILN_Capability_Args;
 /* Which entry instructions of a module the plugin can run: the basis for partitioning. */
 typedef KILN_Error* KILN_Client_Capability(KILN_Capability_Args* args);
@@ -223,6 +264,9 @@ typedef struct {
    * dump_sequence (the core's dumps come before), ending with the program it runs. */
   const char* dump_dir;
   int32_t dump_sequence;
+  /* 1.5, optional (NULL: none): the host custom-call handlers, as in KILN_Capability_Args;
+   * valid while the plugin is loaded. A caller checks the plugin's api_minor >= 5. */
+  const KILN_CustomCallRegistry* custom_calls;
 } KILN_CompileOptions;
 
 typedef struct {

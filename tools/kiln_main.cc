@@ -18,6 +18,7 @@ constexpr const char* kUsage =
     "                 [--log-partition] [--min-cluster-size N]\n"
     "                 [--save-executable FILE | --load-executable FILE]\n"
     "                 [--replicas R] [--partitions P] [--launch N]   (several devices)\n"
+    "                 [--custom-calls LIB.so]...   (host custom-call handlers)\n"
     "  print MODULE.hlo\n"
     "  opt MODULE.hlo [--passes=a,b,c] [--dump-to DIR] [--dump-pass-re R] [--no-verify]\n"
     "                 [--buffer-report] | opt --list-passes\n"

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -19,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/custom_calls.h"
 #include "core/plugin.h"
 #include "core/plugin_registry.h"
 #include "fmt/format.h"
@@ -1005,6 +1008,86 @@ struct Suite {
     row.Note("f32[64,64] add, argument 0 donated");
   }
 
+  // ---- custom-calls (ABI 1.5): a host handler this process registers, called by a plugin
+  // that claims the custom-call; its answer and a failing handler's error must come through.
+  static int32_t AxpyHandler(void*, const KILN_HostArray* in, size_t num_in, KILN_HostArray* out,
+                             size_t num_out, const char*, char* error, size_t error_size) {
+    if (num_in != 2 || num_out != 1 || in[0].dtype != KILN_DTYPE_F32 ||
+        in[0].byte_size != out[0].byte_size || in[1].byte_size != out[0].byte_size) {
+      std::snprintf(error, error_size, "plugin-test axpy: wrong operands");
+      return 1;
+    }
+    const float* a = static_cast<const float*>(in[0].data);
+    const float* b = static_cast<const float*>(in[1].data);
+    float* r = static_cast<float*>(out[0].data);
+    for (size_t i = 0; i < out[0].byte_size / sizeof(float); ++i) r[i] = 2 * a[i] + b[i];
+    return 0;
+  }
+  static int32_t FailingHandler(void*, const KILN_HostArray*, size_t, KILN_HostArray*, size_t,
+                                const char*, char* error, size_t error_size) {
+    std::snprintf(error, error_size, "plugin-test: this handler always fails");
+    return 5;
+  }
+  void CustomCalls(Row& row) {
+    if (plugin->api_minor() < 5) {
+      row.skip_reason =
+          fmt::format("the plugin declares ABI 1.{}: no host custom-calls", plugin->api_minor());
+      return;
+    }
+    RegisterCustomCall("kiln.plugin_test.axpy", AxpyHandler, nullptr);
+    RegisterCustomCall("kiln.plugin_test.fail", FailingHandler, nullptr);
+    const std::string text =
+        "HloModule plugin_test_custom_calls\n\nENTRY main {\n  p0 = f32[16,8] parameter(0)\n"
+        "  p1 = f32[16,8] parameter(1)\n  c = f32[16,8] custom-call(p0, p1), "
+        "custom_call_target=\"kiln.plugin_test.axpy\"\n  ROOT r = f32[16,8] multiply(c, p0)\n}\n";
+    absl::StatusOr<CapabilityReport> report = plugin->Capability(text);
+    if (!report.ok()) {
+      row.Fail("capability failed: " + std::string(report.status().message()));
+      return;
+    }
+    if (!report->unsupported.empty()) {
+      row.skip_reason = fmt::format("capability declines the host custom-call ({}: {})",
+                                    report->unsupported[0].first, report->unsupported[0].second);
+      return;
+    }
+    absl::StatusOr<std::unique_ptr<Executable>> exe = plugin->CompileText(text);
+    if (!exe.ok()) {
+      row.Fail("it claims the custom-call but compile fails: " +
+               std::string(exe.status().message()));
+      return;
+    }
+    const Shape shape(PrimitiveType::F32, {16, 8});
+    const Literal a = MakeRandomLiteral(shape, seed * 17), b = MakeRandomLiteral(shape, seed * 19);
+    absl::StatusOr<std::vector<Literal>> got = (*exe)->Execute(std::vector<Literal>{a, b});
+    if (!got.ok() || got->size() != 1) {
+      row.Fail("execute failed: " + (got.ok() ? std::string("wrong output count")
+                                              : std::string(got.status().message())));
+      return;
+    }
+    const float* x = a.data<float>().data();
+    const float* y = b.data<float>().data();
+    const float* r = (*got)[0].data<float>().data();
+    int wrong = 0;
+    for (int64_t i = 0; i < shape.num_elements(); ++i)
+      wrong += std::fabs(r[i] - (2 * x[i] + y[i]) * x[i]) > 1e-5f * (1 + std::fabs(r[i]));
+    row.Check(wrong == 0, fmt::format("{} of 128 elements differ from (2a + b) * a", wrong));
+    // A handler that fails: the execute fails with its reason, the process goes on.
+    std::string failing = text;
+    failing.replace(failing.find("kiln.plugin_test.axpy"), 21, "kiln.plugin_test.fail");
+    absl::StatusOr<std::unique_ptr<Executable>> bad = plugin->CompileText(failing);
+    if (bad.ok()) {
+      absl::StatusOr<std::vector<Literal>> out = (*bad)->Execute(std::vector<Literal>{a, b});
+      row.Check(!out.ok() &&
+                    std::string(out.status().message()).find("always fails") != std::string::npos,
+                out.ok() ? std::string("a failing handler's run succeeded")
+                         : "the failing handler's reason is lost: " +
+                               std::string(out.status().message()));
+    } else {
+      row.Fail("compile of the failing handler's module: " + std::string(bad.status().message()));
+    }
+    row.Note("f32[16,8] axpy handler, then a handler that fails");
+  }
+
   // ---- collectives (ABI 1.4): a module of every collective kind on 4 devices, one thread
   // each, through the core's in-process transport, equals the evaluator's answer for each
   // device (a plugin that ignores the transport sees groups of 4 on one device and fails).
@@ -1281,6 +1364,8 @@ int PluginTestCommand(const std::vector<std::string>& args) {
       "donation", [&](Row& r) { suite.Donation(r); }, unavailable);
   run(
       "collectives", [&](Row& r) { suite.Collectives(r); }, unavailable);
+  run(
+      "custom-calls", [&](Row& r) { suite.CustomCalls(r); }, unavailable);
   run(
       "allocation-failure", [&](Row& r) { suite.AllocationFailure(r); }, unavailable);
 

@@ -17,6 +17,7 @@
 #include "fmt/format.h"
 #include "tools/commands.h"
 #include "tools/compare.h"
+#include "tools/custom_call_libraries.h"
 #include "tools/flags.h"
 #include "tools/npy.h"
 #include "tools/random_inputs.h"
@@ -32,7 +33,7 @@ constexpr const char* kRunUsage =
     "                [--atol A] [--rtol R] [--log-partition] [--min-cluster-size N]\n"
     "                [--no-core-passes] [--timeout S]\n"
     "                [--save-executable FILE | --load-executable FILE]\n"
-    "                [--replicas R] [--partitions P] [--launch N]\n"
+    "                [--replicas R] [--partitions P] [--launch N] [--custom-calls LIB.so]...\n"
     "Runs the entry computation. One --input per entry parameter, in order; without inputs,\n"
     "deterministic pseudo-random ones are generated (floats in [-1,1), ints in [-4,4) or\n"
     "[0,8), pred a coin flip). --output-dir writes output_0.npy, output_1.npy, ... (tuples\n"
@@ -74,7 +75,10 @@ constexpr const char* kRunUsage =
     "inputs may be whole arrays (each device gets its tile) and the whole results are also\n"
     "written as DIR/output_<i>.npy. With --benchmark N each\n"
     "device prints `rank <r>: median_ms=...` of its N timed runs. --launch N runs the same\n"
-    "command under `mpirun -np N --oversubscribe` (Open MPI's mpirun on PATH).\n";
+    "command under `mpirun -np N --oversubscribe` (Open MPI's mpirun on PATH).\n"
+    "--custom-calls LIB.so loads host handlers for custom-call targets: the library's\n"
+    "KILN_RegisterCustomCalls(register) registers each (core/custom_calls.h); plugins built\n"
+    "against ABI 1.5 then run those custom-calls by calling back into the host.\n";
 
 using Clock = std::chrono::steady_clock;
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -137,7 +141,7 @@ int RunCommand(const std::vector<std::string>& argv) {
   spec.with_value = {"device",  "input",           "output-dir",       "benchmark", "compare",
                      "dump-to", "dump-pass-re",    "min-cluster-size", "atol",      "rtol",
                      "timeout", "save-executable", "load-executable",  "replicas",  "partitions",
-                     "launch"};
+                     "launch",  "custom-calls"};
   spec.switches = {"help", "log-partition", "no-core-passes"};
   absl::StatusOr<ParsedFlags> flags = ParseFlags(argv, spec);
   if (!flags.ok()) return ReportError("run", std::string(flags.status().message()), kExitUsage);
@@ -147,6 +151,10 @@ int RunCommand(const std::vector<std::string>& argv) {
   }
   if (flags->positional.size() != 1) {
     return ReportError("run", "expected exactly one MODULE.hlo (see kiln run --help)", kExitUsage);
+  }
+  for (const std::string& lib : flags->All("custom-calls")) {
+    if (absl::Status s = LoadCustomCallLibrary(lib); !s.ok())
+      return ReportError("run", std::string(s.message()), kExitUsage);
   }
   if (flags->Has("dump-pass-re") && !flags->Has("dump-to")) {
     return ReportError("run", "--dump-pass-re needs --dump-to DIR", kExitUsage);

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "hlo/evaluator/custom_call_handlers.h"
 #include "hlo/evaluator/evaluator_internal.h"
 #include "hlo/evaluator/evaluator_util.h"
 #include "hlo/evaluator/fft.h"
@@ -550,6 +551,9 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstructionWidened(
                                            "of its own shape");
             return *operands[0];
           }
+          if (std::shared_ptr<const CustomCallHandlers> handlers = InstalledCustomCallHandlers();
+              handlers != nullptr && handlers->Has(instr.attrs().custom_call_target))
+            return handlers->Call(instr, operands);
           return eval::Unimplemented(
               instr, absl::StrCat("custom-call target '", instr.attrs().custom_call_target,
                                   "' is not supported by the evaluator"));

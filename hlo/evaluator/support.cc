@@ -1,6 +1,7 @@
 // What the evaluator runs: single-device, host-only semantics (see support.h).
 #include "hlo/evaluator/support.h"
 
+#include "hlo/evaluator/custom_call_handlers.h"
 #include "hlo/evaluator/evaluator_internal.h"
 #include "hlo/evaluator/lapack_custom_calls.h"
 #include "hlo/opcode.h"
@@ -26,9 +27,11 @@ std::optional<std::string> ComputationReason(const HloComputation& c, int depth)
 std::optional<std::string> Reason(const HloInstruction& instr, int depth) {
   HloOpcode op = instr.opcode();
   if (op == HloOpcode::kCustomCall && !eval::IsLapackCustomCall(instr.attrs().custom_call_target) &&
-      !IsAnnotationCustomCall(instr.attrs().custom_call_target)) {
+      !IsAnnotationCustomCall(instr.attrs().custom_call_target) &&
+      !HasCustomCallHandler(instr.attrs().custom_call_target)) {
     return "is a custom-call ('" + instr.attrs().custom_call_target +
-           "'), which needs a target-specific implementation";
+           "'), which needs a target-specific implementation or a registered host handler "
+           "(kiln run --custom-calls LIB.so)";
   }
   // Wrappers of a called computation run it synchronously; the shorthands of a single
   // instruction are left to the async-to-sync pass.

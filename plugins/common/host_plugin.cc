@@ -19,6 +19,7 @@
 #include "hlo/verifier.h"
 #include "plugins/common/abi_communicator.h"
 #include "plugins/common/c_api_support.h"
+#include "plugins/common/host_custom_calls.h"
 #include "plugins/common/length_prefixed.h"
 
 using kiln::plugin_support::CheckArgs;
@@ -279,6 +280,9 @@ KILN_Error* Capability(KILN_Capability_Args* args) {
     if (args->report_supported == nullptr) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "report_supported is null");
     }
+    // 1.5: custom-calls with a registered host handler run on the evaluator.
+    if (KILN_ARGS_HAS(args, KILN_Capability_Args, custom_calls))
+      InstallCustomCallRegistry(args->custom_calls);
     auto module = ParseAndVerify(args->hlo_text, args->hlo_text_size);
     if (!module.ok()) return MakeError(module.status());
     HostBackend* backend = Initialized().backend.get();
@@ -342,6 +346,8 @@ KILN_Error* Compile(KILN_Compile_Args* args) {
         context.dump_dir = o->dump_dir;
         context.dump_sequence = o->dump_sequence;
       }
+      if (KILN_ARGS_HAS(o, KILN_CompileOptions, custom_calls))
+        InstallCustomCallRegistry(o->custom_calls);
     }
     return MakeExecutable(std::string(args->hlo_text, args->hlo_text_size), context,
                           &args->executable);

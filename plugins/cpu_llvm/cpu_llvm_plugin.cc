@@ -1,6 +1,7 @@
 // The cpu-llvm plugin: compiles HLO to host code with the LLVM elemental emitter and ORC JIT
 // (evaluator fallback for instructions the emitter cannot do). Executables are cached by
 // fingerprint in the compiler; the C ABI around it comes from the host plugin kit.
+#include "hlo/evaluator/custom_call_handlers.h"
 #include "hlo/evaluator/support.h"
 #include "hlo/opcode.h"
 #include "plugins/common/host_plugin.h"
@@ -35,11 +36,15 @@ class CpuLlvmBackend : public plugin_support::HostBackend {
       const std::function<void(const HloInstruction&, const std::string*)>& report) override {
     Plan plan = MakePlan(module, {});
     for (const Step& step : plan.steps) {
-      // Collectives are claimed: on the evaluator they only move bytes through the run's
-      // transport, as they would on the interpreter, without a cluster boundary around them.
-      const bool claimed = step.kind != Disposition::kEvaluator ||
-                           (IsCollectiveOpcode(step.instr->opcode()) &&
-                            !EvaluatorUnsupportedReason(*step.instr).has_value());
+      // Collectives and custom-calls with a host handler (ABI 1.5) are claimed: on the
+      // evaluator they only move bytes through the run's transport or call the handler, as
+      // they would on the interpreter, without a cluster boundary around them.
+      const HloInstruction& h = *step.instr;
+      const bool host_call = h.opcode() == HloOpcode::kCustomCall &&
+                             HasCustomCallHandler(h.attrs().custom_call_target);
+      const bool claimed =
+          step.kind != Disposition::kEvaluator || ((IsCollectiveOpcode(h.opcode()) || host_call) &&
+                                                   !EvaluatorUnsupportedReason(h).has_value());
       report(*step.instr, claimed ? nullptr : &step.why);
     }
     for (const auto& [instr, d] : plan.dispositions)
