@@ -14,7 +14,7 @@ from . import _kiln, graph
 from ._kiln import Buffer, Device, Executable, KilnError
 
 __all__ = ["Buffer", "Device", "Executable", "KilnError", "compile", "device_put", "devices",
-           "from_dlpack", "graph"]
+           "from_dlpack", "graph", "register_custom_call"]
 
 _cache = {}
 _cache_lock = threading.Lock()
@@ -104,3 +104,13 @@ def from_dlpack(array, device="auto"):
     C-contiguous, in host memory). Host-memory plugins read the array in place: do not write
     to it while the buffer lives. Other devices copy it."""
     return _kiln.from_dlpack(array, device)
+
+
+def register_custom_call(target, fn):
+    """Registers `fn` as the host handler of custom-call `target` (ABI 1.5), for every
+    plugin that can call back into the host (the interpreter and cpu-llvm; others leave the
+    call to them). fn(*operands, backend_config=str) gets NumPy copies of the operands and
+    returns the result: one array, or a sequence of the result's array leaves in order. An
+    exception fails the run with its message (kiln.KilnError). Executables compiled before
+    keep the handlers they saw; compile after registering."""
+    _kiln.register_custom_call(target, fn)

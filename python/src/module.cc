@@ -109,6 +109,7 @@ NB_MODULE(_kiln, m) {
   BindBuffer(m);
   BindExecutable(m);
   BindGraph(m);
+  BindCustomCalls(m);
 
   m.def("devices", &Devices, "Every discovered plugin, available or not, in discovery order.");
   m.def("compile", &Compile, nb::arg("text"), nb::arg("filename"), nb::arg("device"),
