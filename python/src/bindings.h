@@ -72,7 +72,7 @@ class PyExecutable {
 
 void BindExecutable(nanobind::module_& m);
 void BindBuffer(nanobind::module_& m);
-void BindGraph(nanobind::module_& m);  // graph.cc
+void BindGraph(nanobind::module_& m);        // graph.cc
 void BindCustomCalls(nanobind::module_& m);  // custom_calls.cc
 
 }  // namespace kiln::python
