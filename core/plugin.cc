@@ -272,6 +272,19 @@ static absl::Status CheckAvailable(const PluginLibrary& lib) {
       fmt::format("plugin {} is unavailable: {}", lib.name, lib.unavailable_reason));
 }
 
+absl::StatusOr<DeviceMemoryStats> Plugin::MemoryStats() const {
+  if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
+  KILN_REQUIRE_ENTRY(*lib_, device_memory_stats);
+  KILN_Device_MemoryStats_Args args{};
+  args.struct_size = sizeof(args);
+  args.client = lib_->client;
+  if (absl::Status s = lib_->Take(lib_->api->device_memory_stats(&args), "device_memory_stats");
+      !s.ok())
+    return s;
+  return DeviceMemoryStats{args.bytes_in_use, args.peak_bytes_in_use, args.num_buffers,
+                           args.bytes_limit};
+}
+
 absl::StatusOr<std::vector<DeviceDescription>> Plugin::Devices() const {
   if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
   KILN_Client_Devices_Args args{};

@@ -117,6 +117,14 @@ class Executable {
   size_t num_parameters_, num_outputs_;
 };
 
+// A device's memory as its plugin counts it (KILN_Device_MemoryStats_Args).
+struct DeviceMemoryStats {
+  int64_t bytes_in_use = 0;
+  int64_t peak_bytes_in_use = 0;
+  int64_t num_buffers = 0;
+  int64_t bytes_limit = -1;  // -1: unknown
+};
+
 class Plugin {
  public:
   // Loads `path`, checks the table, initializes the plugin and creates a client. The error
@@ -150,6 +158,9 @@ class Plugin {
   bool wants_module_as_written() const;
 
   absl::StatusOr<std::vector<DeviceDescription>> Devices() const;
+  // How much memory the plugin's buffers hold on its first device (device_memory_stats,
+  // ABI 1.5); UNIMPLEMENTED for a plugin without that entry.
+  absl::StatusOr<DeviceMemoryStats> MemoryStats() const;
   // Which entry instructions the plugin can run. Unimplemented when it has no capability
   // entry (callers treat that as "everything").
   absl::StatusOr<CapabilityReport> Capability(std::string_view hlo_text) const;

@@ -362,6 +362,21 @@ typedef struct {
 } KILN_Buffer_HostData_Args;
 typedef KILN_Error* KILN_Buffer_HostData(KILN_Buffer_HostData_Args* args);
 
+/* 1.5, optional: how much of a device's memory the plugin's buffers hold (what JAX's
+ * Device.memory_stats() reports). Counts are of live buffers as the plugin sees them; a
+ * plugin whose devices share memory (host plugins: the process's memory) may count all its
+ * clients' buffers together. */
+typedef struct {
+  size_t struct_size;
+  KILN_Client* client;
+  KILN_Device* device;       /* NULL: the client's first device */
+  int64_t bytes_in_use;      /* out: bytes of live buffers */
+  int64_t peak_bytes_in_use; /* out: the most bytes_in_use has been */
+  int64_t num_buffers;       /* out: live buffers */
+  int64_t bytes_limit;       /* out: the device's memory in bytes; -1 when unknown */
+} KILN_Device_MemoryStats_Args;
+typedef KILN_Error* KILN_Device_MemoryStats(KILN_Device_MemoryStats_Args* args);
+
 typedef struct {
   size_t struct_size;
   KILN_Buffer* buffer;
@@ -465,6 +480,9 @@ typedef struct KILN_Api {
 
   /* Version 1.2. */
   KILN_Buffer_HostData* buffer_host_data; /* optional */
+
+  /* Version 1.5. */
+  KILN_Device_MemoryStats* device_memory_stats; /* optional */
   /* Later minors append here. */
 } KILN_Api;
 

@@ -1088,6 +1088,47 @@ struct Suite {
     row.Note("f32[16,8] axpy handler, then a handler that fails");
   }
 
+  // ---- memory-stats (ABI 1.5): device_memory_stats counts a new buffer's bytes and forgets
+  // them when it is destroyed.
+  void MemoryStats(Row& row) {
+    if (!KILN_API_HAS(raw.api, device_memory_stats)) {
+      row.skip_reason = "the plugin has no device_memory_stats (optional, ABI 1.5)";
+      return;
+    }
+    absl::StatusOr<DeviceMemoryStats> before = plugin->MemoryStats();
+    if (!before.ok()) {
+      row.Fail("device_memory_stats failed: " + std::string(before.status().message()));
+      return;
+    }
+    const Shape shape(PrimitiveType::F32, {256, 256});  // 256 KiB
+    const int64_t bytes = shape.byte_size();
+    std::optional<absl::StatusOr<DeviceBuffer>> buffer;
+    buffer.emplace(plugin->ToDevice(MakeRandomLiteral(shape, seed)));
+    if (!buffer->ok()) {
+      row.Fail("buffer_from_host failed");
+      return;
+    }
+    absl::StatusOr<DeviceMemoryStats> during = plugin->MemoryStats();
+    buffer.reset();
+    absl::StatusOr<DeviceMemoryStats> after = plugin->MemoryStats();
+    if (!during.ok() || !after.ok()) {
+      row.Fail("device_memory_stats failed");
+      return;
+    }
+    // Other threads of this process may hold buffers too: the checks allow for more, not less.
+    row.Check(during->bytes_in_use - before->bytes_in_use >= bytes,
+              fmt::format("a {}-byte buffer raised bytes_in_use by {}", bytes,
+                          during->bytes_in_use - before->bytes_in_use));
+    row.Check(during->num_buffers > before->num_buffers, "num_buffers did not count the buffer");
+    row.Check(during->peak_bytes_in_use >= during->bytes_in_use, "peak below bytes_in_use");
+    row.Check(after->bytes_in_use <= during->bytes_in_use - bytes,
+              "destroying the buffer did not lower bytes_in_use");
+    row.Check(before->bytes_limit == -1 || before->bytes_limit >= bytes,
+              fmt::format("bytes_limit {}", before->bytes_limit));
+    row.Note(fmt::format("{} bytes in use with a 256 KiB buffer, limit {}", during->bytes_in_use,
+                         before->bytes_limit));
+  }
+
   // ---- collectives (ABI 1.4): a module of every collective kind on 4 devices, one thread
   // each, through the core's in-process transport, equals the evaluator's answer for each
   // device (a plugin that ignores the transport sees groups of 4 on one device and fails).
@@ -1366,6 +1407,8 @@ int PluginTestCommand(const std::vector<std::string>& args) {
       "collectives", [&](Row& r) { suite.Collectives(r); }, unavailable);
   run(
       "custom-calls", [&](Row& r) { suite.CustomCalls(r); }, unavailable);
+  run(
+      "memory-stats", [&](Row& r) { suite.MemoryStats(r); }, unavailable);
   run(
       "allocation-failure", [&](Row& r) { suite.AllocationFailure(r); }, unavailable);
 

@@ -4,7 +4,9 @@
 #include "plugins/common/host_plugin.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -43,12 +45,51 @@ struct KILN_Executable {
   size_t num_outputs = 0;
 };
 
+// Live buffers and their bytes, for device_memory_stats (ABI 1.5): all clients together, as
+// they share the host's memory (a device backend's device arrays are counted the same way).
+namespace {
+struct MemoryCounters {
+  std::atomic<int64_t> bytes{0}, peak{0}, buffers{0};
+};
+MemoryCounters& Memory() {
+  static MemoryCounters* m = new MemoryCounters;
+  return *m;
+}
+}  // namespace
+
 struct KILN_Buffer {
+  explicit KILN_Buffer(kiln::plugin_support::BufferArray a = {}) {
+    Memory().buffers.fetch_add(1);
+    Set(std::move(a));
+  }
+  KILN_Buffer(const KILN_Buffer&) = delete;
+  KILN_Buffer& operator=(const KILN_Buffer&) = delete;
+  ~KILN_Buffer() {
+    Set({});
+    Memory().buffers.fetch_sub(1);
+  }
+  // Replaces the contents, keeping the memory counters right.
+  void Set(kiln::plugin_support::BufferArray a) {
+    array = std::move(a);
+    const int64_t bytes = array.host || array.device ? array.shape().byte_size() : 0;
+    const int64_t now = Memory().bytes.fetch_add(bytes - counted) + bytes - counted;
+    counted = bytes;
+    int64_t peak = Memory().peak.load();
+    while (now > peak && !Memory().peak.compare_exchange_weak(peak, now)) {
+    }
+  }
+
   kiln::plugin_support::BufferArray array;  // empty once donated
   bool donated = false;                     // given up to an execute (ABI 1.3)
+  int64_t counted = 0;                      // bytes in Memory() for this buffer
 };
 
 namespace kiln::plugin_support {
+
+int64_t HostBackend::MemoryLimit() const {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : -1;
+}
 
 absl::StatusOr<Literal> HostProgram::RunShared(std::vector<std::shared_ptr<const Literal>> args) {
   std::vector<const Literal*> ptrs;
@@ -486,7 +527,7 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
       if (!donated[i]) continue;
       KILN_Buffer* b = args->arguments[i];
       if (b->array.host != nullptr && b->array.host->adopted()) lent.push_back(b->array.host);
-      b->array = BufferArray();
+      b->Set(BufferArray());
       b->donated = true;
     }
     // A run on several devices: collectives go through the caller's transport (ABI 1.4).
@@ -504,7 +545,7 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
                                                 std::to_string(args->num_outputs));
     }
     for (size_t i = 0; i < leaves->size(); ++i)
-      args->outputs[i] = new KILN_Buffer{std::move((*leaves)[i])};
+      args->outputs[i] = new KILN_Buffer(std::move((*leaves)[i]));
     return nullptr;
   });
 }
@@ -587,10 +628,12 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
       if (lent) lent->on_done = nullptr;  // on error the caller keeps its memory
       return MakeError(device.status());
     }
+    BufferArray contents;
     if (*device != nullptr)
-      buffer->array.device = std::move(*device);
+      contents.device = std::move(*device);
     else
-      buffer->array.host = std::make_shared<const Literal>(std::move(value));
+      contents.host = std::make_shared<const Literal>(std::move(value));
+    buffer->Set(std::move(contents));
     args->buffer = buffer.release();
     return nullptr;
   });
@@ -653,6 +696,21 @@ KILN_Error* BufferHostData(KILN_Buffer_HostData_Args* args) {
   });
 }
 
+KILN_Error* DeviceMemoryStats(KILN_Device_MemoryStats_Args* args) {
+  return Guard("device_memory_stats", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Device_MemoryStats_Args, bytes_limit),
+                            "device_memory_stats")) {
+      return e;
+    }
+    args->bytes_in_use = Memory().bytes.load();
+    args->peak_bytes_in_use = Memory().peak.load();
+    args->num_buffers = Memory().buffers.load();
+    HostBackend* backend = Initialized().backend.get();
+    args->bytes_limit = backend != nullptr ? backend->MemoryLimit() : -1;
+    return nullptr;
+  });
+}
+
 KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* args) {
   return Guard("buffer_destroy", [&]() -> KILN_Error* {
     if (auto* e =
@@ -696,6 +754,7 @@ const KILN_Api* HostPluginApi(const HostPluginInfo& info) {
     a.buffer_info = BufferInfo;
     a.buffer_destroy = BufferDestroy;
     a.buffer_host_data = BufferHostData;
+    a.device_memory_stats = DeviceMemoryStats;
     return a;
   }();
   return &api;

@@ -90,6 +90,9 @@ class HostBackend {
   // Why programs cannot run now (a device backend without a device), or nullopt. The plugin
   // then reports itself unavailable with the reason; capability queries still work.
   virtual std::optional<std::string> UnavailableReason() const { return std::nullopt; }
+  // The device's memory in bytes for device_memory_stats' bytes_limit (ABI 1.5); the
+  // default is the host's physical memory.
+  virtual int64_t MemoryLimit() const;
   // The kind its clients' device reports; empty: HostPluginInfo::device_kind.
   virtual std::string DeviceKind() const { return ""; }
   // Attributes after version, platform and description (e.g. gpu-nvptx's "gemm").

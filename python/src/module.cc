@@ -101,6 +101,19 @@ NB_MODULE(_kiln, m) {
                      return out;
                    })
       .def_prop_ro("available", [](const DeviceInfo& d) -> bool { return d.available(); })
+      .def(
+          "memory_stats",
+          [](const DeviceInfo& d) -> nb::dict {
+            DeviceMemoryStats m = ValueOrThrow(PluginFor(d.name).MemoryStats());
+            nb::dict out;
+            out["bytes_in_use"] = m.bytes_in_use;
+            out["peak_bytes_in_use"] = m.peak_bytes_in_use;
+            out["num_buffers"] = m.num_buffers;
+            out["bytes_limit"] = m.bytes_limit;
+            return out;
+          },
+          "What the plugin's buffers hold (ABI 1.5): bytes_in_use, peak_bytes_in_use, "
+          "num_buffers, bytes_limit (-1: unknown), as JAX's Device.memory_stats().")
       .def("__repr__", [](const DeviceInfo& d) -> std::string {
         return fmt::format("<kiln.Device {} priority={} {}{}>", d.name, d.priority, d.state,
                            d.reason.empty() ? "" : ": " + d.reason);

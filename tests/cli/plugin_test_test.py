@@ -39,7 +39,7 @@ for r in report["rows"]:
 # Every area is a row, and stderr named each before it ran.
 expected_rows = ["abi-table", "args-struct-sizes", "error-objects", "handle-lifecycle",
                  "capability", "buffer-roundtrip", "threads", "collectives", "custom-calls",
-                 "allocation-failure"]
+                 "memory-stats", "allocation-failure"]
 for name in expected_rows:
     check(name in rows, f"row {name} missing")
     check(f"running {name}" in proc.stderr, f"row {name} not announced on stderr")

@@ -143,6 +143,7 @@ __attribute__((unused)) static const KILN_Api kApi = {
     BufferInfo,
     BufferDestroy,
     NULL, /* buffer_host_data (1.2, optional) */
+    NULL, /* device_memory_stats (1.5, optional) */
 };
 
 #if defined(KILN_STUB_NO_SYMBOL)

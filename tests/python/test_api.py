@@ -235,3 +235,21 @@ ENTRY %main (x: f32[4]) -> f32[4] {
     x[:] = -1  # the caller's array changes after the calls
     np.testing.assert_array_equal(np.asarray(b), [0, 1, 2, 3])
     np.testing.assert_array_equal(y, [0, 1, 2, 3])
+
+
+def test_memory_stats_count_buffers():
+    """Device.memory_stats() (ABI 1.5) counts a buffer while it lives, as JAX's does."""
+    for d in kiln.devices():
+        if not d.available or d.name not in ("interpreter", "cpu-llvm"):
+            continue
+        before = d.memory_stats()
+        assert set(before) == {"bytes_in_use", "peak_bytes_in_use", "num_buffers", "bytes_limit"}
+        buf = kiln.device_put(np.ones((512, 512), np.float32), d.name)  # 1 MiB
+        during = d.memory_stats()
+        assert during["bytes_in_use"] - before["bytes_in_use"] >= 1 << 20, (before, during)
+        assert during["num_buffers"] > before["num_buffers"]
+        assert during["peak_bytes_in_use"] >= during["bytes_in_use"]
+        assert during["bytes_limit"] > 1 << 20
+        del buf
+        after = d.memory_stats()
+        assert after["bytes_in_use"] <= during["bytes_in_use"] - (1 << 20), (during, after)
