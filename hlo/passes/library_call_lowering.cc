@@ -8,24 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "hlo/backend_config.h"
 #include "hlo/computation.h"
 #include "hlo/module.h"
 #include "hlo/passes/pass_util.h"
 
 namespace kiln {
 namespace {
-
-// backend_config's JSON with its quotes unescaped (the text form may keep `\"`).
-std::string ConfigOf(const HloInstruction& call) {
-  const std::string* text = call.attrs().FindExtra("backend_config");
-  std::string out;
-  if (text == nullptr) return out;
-  for (size_t i = 0; i < text->size(); ++i) {
-    if ((*text)[i] == '\\' && i + 1 < text->size() && (*text)[i + 1] == '"') continue;
-    out += (*text)[i];
-  }
-  return out;
-}
 
 // Where the value of "key" starts (after the colon and blanks), or npos. The keys these
 // configs use are unique within them.
@@ -116,7 +105,7 @@ const Shape* ResultShape(const HloInstruction& call) {
 
 // `__cublas$gemm`: alpha * dot(a, b) [+ beta * c].
 HloInstruction* LowerGemm(const HloInstruction& call, Builder& b) {
-  const std::string json = ConfigOf(call);
+  const std::string json = BackendConfigText(call);
   const Shape* shape = ResultShape(call);
   if (shape == nullptr || call.operand_count() < 2 || call.operand_count() > 3) return nullptr;
   const std::optional<double> alpha = Number(json, "alpha_real");
@@ -177,7 +166,7 @@ HloInstruction* Activate(HloInstruction* x, int mode, Builder& b) {
 // `__cudnn$convForward` and `__cudnn$convBiasActivationForward`:
 // activation(conv * convResultScale + side_input * sideInputScale + bias).
 HloInstruction* LowerConv(const HloInstruction& call, bool fused, Builder& b) {
-  const std::string json = ConfigOf(call);
+  const std::string json = BackendConfigText(call);
   const Shape* shape = ResultShape(call);
   const InstructionAttributes& a = call.attrs();
   const int n = call.operand_count();

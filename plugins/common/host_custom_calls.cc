@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "hlo/backend_config.h"
 #include "hlo/evaluator/custom_call_handlers.h"
 
 namespace kiln::plugin_support {
@@ -28,23 +29,6 @@ KILN_HostArray View(const Literal& l) {
   a.data = const_cast<uint8_t*>(l.untyped_data());
   a.byte_size = static_cast<size_t>(l.size_bytes());
   return a;
-}
-
-// backend_config as the handler sees it: the text form's quotes and escapes removed.
-std::string Unquoted(const std::string* text) {
-  if (text == nullptr) return "";
-  if (text->size() < 2 || text->front() != '"' || text->back() != '"') return *text;
-  std::string out;
-  for (size_t i = 1; i + 1 < text->size(); ++i) {
-    char c = (*text)[i];
-    if (c == '\\' && i + 2 < text->size()) {
-      c = (*text)[++i];
-      if (c == 'n') c = '\n';
-      if (c == 't') c = '\t';
-    }
-    out += c;
-  }
-  return out;
 }
 
 class RegistryHandlers : public CustomCallHandlers {
@@ -75,7 +59,7 @@ class RegistryHandlers : public CustomCallHandlers {
     Leaves(result, out);
     std::vector<KILN_HostArray> out_views;
     for (const Literal* l : out) out_views.push_back(View(*l));
-    const std::string config = Unquoted(call.attrs().FindExtra("backend_config"));
+    const std::string config = BackendConfigText(call);
     char error[512] = {0};
     const int32_t rc = handler(user_data, in_views.data(), in_views.size(), out_views.data(),
                                out_views.size(), config.c_str(), error, sizeof(error) - 1);
