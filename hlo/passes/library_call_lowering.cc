@@ -203,6 +203,88 @@ HloInstruction* LowerConv(const HloInstruction& call, bool fused, Builder& b) {
   return Activate(out, mode, b);
 }
 
+// `__cudnn$convBackwardInput` (operands: output gradient, filter) and
+// `__cudnn$convBackwardFilter` (input, output gradient): the gradients of the forward
+// convolution that the call's window and dim_labels describe, written as convolutions (the
+// transposes JAX's autodiff writes: the input gradient convolves the output gradient, dilated
+// by the strides, with the reversed filter; the filter gradient convolves the input with the
+// output gradient as the window). Grouped, lhs-dilated and reversed forms stay.
+HloInstruction* LowerConvBackward(const HloInstruction& call, bool filter_gradient, Builder& b) {
+  const Shape* shape = ResultShape(call);
+  const InstructionAttributes& a = call.attrs();
+  if (shape == nullptr || call.operand_count() != 2 || !a.window ||
+      !a.convolution_dimension_numbers || a.feature_group_count != 1 || a.batch_group_count != 1)
+    return nullptr;
+  const ConvolutionDimensionNumbers& d = *a.convolution_dimension_numbers;
+  // The forward convolution's input, filter and output shapes.
+  const Shape& input = filter_gradient ? call.operand(0)->shape() : *shape;
+  const Shape& filter = filter_gradient ? *shape : call.operand(1)->shape();
+  const Shape& output = filter_gradient ? call.operand(1)->shape() : call.operand(0)->shape();
+  const size_t n = d.input_spatial_dimensions.size();
+  if (a.window->dimensions.size() != n || !input.IsArray() || !filter.IsArray() ||
+      !output.IsArray())
+    return nullptr;
+  Window w;
+  for (size_t i = 0; i < n; ++i) {
+    const WindowDimension& f = a.window->dimensions[i];
+    if (f.base_dilation != 1 || f.window_reversal) return nullptr;
+    const int64_t in = input.dimensions(d.input_spatial_dimensions[i]);
+    const int64_t k = filter.dimensions(d.kernel_spatial_dimensions[i]);
+    const int64_t out = output.dimensions(d.output_spatial_dimensions[i]);
+    const int64_t k_dilated = (k - 1) * f.window_dilation + 1;
+    const int64_t out_dilated = (out - 1) * f.stride + 1;
+    WindowDimension g;
+    if (filter_gradient) {
+      g.size = out;
+      g.stride = f.window_dilation;
+      g.window_dilation = f.stride;
+      g.padding_low = f.padding_low;
+      g.padding_high = out_dilated - in + k_dilated - f.padding_low - 1;
+    } else {
+      g.size = k;
+      g.window_dilation = f.window_dilation;
+      g.base_dilation = f.stride;
+      g.padding_low = k_dilated - 1 - f.padding_low;
+      g.padding_high = in + k_dilated - 1 - out_dilated - g.padding_low;
+    }
+    w.dimensions.push_back(g);
+  }
+  ConvolutionDimensionNumbers g;
+  HloInstruction* lhs = call.operand(0);
+  HloInstruction* rhs = call.operand(1);
+  if (filter_gradient) {  // the input's features act as its batch; the images are summed
+    g.input_batch_dimension = d.input_feature_dimension;
+    g.input_feature_dimension = d.input_batch_dimension;
+    g.input_spatial_dimensions = d.input_spatial_dimensions;
+    g.kernel_input_feature_dimension = d.output_batch_dimension;
+    g.kernel_output_feature_dimension = d.output_feature_dimension;
+    g.kernel_spatial_dimensions = d.output_spatial_dimensions;
+    g.output_batch_dimension = d.kernel_input_feature_dimension;
+    g.output_feature_dimension = d.kernel_output_feature_dimension;
+    g.output_spatial_dimensions = d.kernel_spatial_dimensions;
+  } else {  // the output gradient through the reversed filter, its features swapped
+    g.input_batch_dimension = d.output_batch_dimension;
+    g.input_feature_dimension = d.output_feature_dimension;
+    g.input_spatial_dimensions = d.output_spatial_dimensions;
+    g.kernel_input_feature_dimension = d.kernel_output_feature_dimension;
+    g.kernel_output_feature_dimension = d.kernel_input_feature_dimension;
+    g.kernel_spatial_dimensions = d.kernel_spatial_dimensions;
+    g.output_batch_dimension = d.input_batch_dimension;
+    g.output_feature_dimension = d.input_feature_dimension;
+    g.output_spatial_dimensions = d.input_spatial_dimensions;
+    auto reverse = HloInstruction::CreateUnary(HloOpcode::kReverse, rhs->shape(), rhs);
+    reverse->mutable_attrs().dimensions = d.kernel_spatial_dimensions;
+    reverse->mutable_attrs().has_dimensions = true;
+    rhs = b.Add(std::move(reverse));
+  }
+  auto conv =
+      std::make_unique<HloInstruction>(HloOpcode::kConvolution, *shape, std::vector{lhs, rhs});
+  conv->mutable_attrs().window = w;
+  conv->mutable_attrs().convolution_dimension_numbers = g;
+  return b.Scaled(b.Add(std::move(conv)),
+                  Number(BackendConfigText(call), "convResultScale").value_or(1));
+}
+
 // The replacement for the call: the array, or (array, zeros) for a (result, scratch) tuple.
 HloInstruction* WithScratch(const HloInstruction& call, HloInstruction* array, Builder& b) {
   if (call.shape().IsArray()) return array;
@@ -236,6 +318,10 @@ absl::StatusOr<bool> LibraryCallLowering::Run(HloModule& module) {
         array = LowerConv(*call, /*fused=*/false, b);
       } else if (target == "__cudnn$convBiasActivationForward") {
         array = LowerConv(*call, /*fused=*/true, b);
+      } else if (target == "__cudnn$convBackwardInput") {
+        array = LowerConvBackward(*call, /*filter_gradient=*/false, b);
+      } else if (target == "__cudnn$convBackwardFilter") {
+        array = LowerConvBackward(*call, /*filter_gradient=*/true, b);
       }
       // What is not understood stays; nothing was built for it.
       if (array == nullptr) continue;

@@ -189,14 +189,14 @@ ENTRY main {
   ROOT y = f32[1,2,4,4] get-tuple-element(cc), index=0
 }
 )"),
-           // A backward convolution.
+           // A grouped backward convolution (the lowering writes ungrouped ones only).
            std::string_view(R"(
 HloModule m
 ENTRY main {
-  x = f32[1,2,4,4] parameter(0)
-  dy = f32[1,3,4,4] parameter(1)
-  cc = (f32[1,1,2,3], u8[0]) custom-call(x, dy), window={size=1x1}, dim_labels=bf01_01io->bf01, custom_call_target="__cudnn$convBackwardFilter", backend_config="{\"convResultScale\":1}"
-  ROOT g = f32[1,1,2,3] get-tuple-element(cc), index=0
+  x = f32[1,4,4,4] parameter(0)
+  dy = f32[1,6,4,4] parameter(1)
+  cc = (f32[1,1,2,6], u8[0]) custom-call(x, dy), window={size=1x1}, dim_labels=bf01_01io->bf01, feature_group_count=2, custom_call_target="__cudnn$convBackwardFilter", backend_config="{\"convResultScale\":1}"
+  ROOT g = f32[1,1,2,6] get-tuple-element(cc), index=0
 }
 )"),
        }) {
@@ -207,7 +207,8 @@ ENTRY main {
   }
 }
 
-// The corpus's TensorFlow GPU dumps: every forward cuDNN call and every cuBLAS call goes.
+// The corpus's TensorFlow GPU dumps: every cuDNN and cuBLAS call goes (the backward
+// convolutions' values are checked against JAX in tests/python/test_library_calls.py).
 TEST(LibraryCallLoweringTest, CorpusGpuDumps) {
   const char* root = std::getenv("KILN_SOURCE_ROOT");
   const std::string corpus = std::string(root ? root : ".") + "/tests/hlo_corpus/";
@@ -227,6 +228,7 @@ TEST(LibraryCallLoweringTest, CorpusGpuDumps) {
     EXPECT_EQ(out.find("__cudnn$convForward"), std::string::npos) << file;
     EXPECT_EQ(out.find("__cudnn$convBiasActivationForward"), std::string::npos) << file;
     EXPECT_EQ(out.find("__cublas$gemm"), std::string::npos) << file;
+    EXPECT_EQ(out.find("__cudnn$"), std::string::npos) << file;
     absl::Status valid = VerifyModule(*m);
     EXPECT_TRUE(valid.ok()) << file << ": " << valid.message();
   }
