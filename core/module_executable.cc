@@ -25,6 +25,21 @@ absl::Status DumpCompiled(const HloModule& module, const CorePassOptions& o,
   return DumpModule(module, o.dump_dir, "", "compile." + device, sequence);
 }
 
+// A constant a dump elided (`{...}`) has no value, so the module cannot run on any device:
+// it is refused before placement and compile, not part-way through a long run.
+absl::Status CheckConstantsHaveValues(const HloModule& module) {
+  for (const HloComputation* c : module.computations()) {
+    for (const HloInstruction* h : c->instructions()) {
+      if (h->opcode() == HloOpcode::kConstant && !h->attrs().literal.has_value())
+        return absl::FailedPreconditionError(fmt::format(
+            "module {} cannot run: constant %{} ({}) has no value (the dump elided it as "
+            "{{...}}; dump with large constants printed)",
+            module.name(), h->name(), h->shape().ToString(false)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const std::vector<HloCluster>& ModuleExecutable::clusters() const {
@@ -120,6 +135,7 @@ absl::StatusOr<std::unique_ptr<ModuleExecutable>> ModuleExecutable::CompileOnce(
                         "core passes: " + std::string(report.status().message()));
   }
   exe->core_report_ = std::move(*report);
+  if (absl::Status s = CheckConstantsHaveValues(*exe->module_); !s.ok()) return s;
 
   ModulePlacement placement;
   if (named != nullptr) {
