@@ -103,47 +103,45 @@ KILN_STUB_UNIMPLEMENTED(BufferDestroy, KILN_Buffer_Destroy_Args)
 #define KILN_STUB_NAME "stub"
 #endif
 
-/* Unused in the variants whose entry symbol is missing or returns NULL. */
-__attribute__((unused)) static const KILN_Api kApi = {
+/* Unused in the variants whose entry symbol is missing or returns NULL. Designated
+ * initializers: entries a later ABI minor appends stay NULL without a change here. */
 #if defined(KILN_STUB_SMALL_TABLE)
-    8,
+#define KILN_STUB_TABLE_SIZE 8
 #else
-    sizeof(KILN_Api),
+#define KILN_STUB_TABLE_SIZE sizeof(KILN_Api)
 #endif
 #if defined(KILN_STUB_BAD_MAJOR)
-    99,
+#define KILN_STUB_MAJOR 99
 #else
-    KILN_API_MAJOR,
+#define KILN_STUB_MAJOR KILN_API_MAJOR
 #endif
-    KILN_API_MINOR,
-    KILN_STUB_NAME,
-    50,
-    ErrorDestroy,
-    ErrorMessage,
-    ErrorCode,
-    Initialize,
-    NULL, /* attributes (optional) */
-    ClientCreate,
-    ClientDestroy,
-    ClientDevices,
-    DeviceDescription,
-    NULL, /* capability (optional) */
 #if defined(KILN_STUB_MISSING_ENTRY)
-    NULL,
+#define KILN_STUB_COMPILE NULL
 #else
-    Compile,
+#define KILN_STUB_COMPILE Compile
 #endif
-    ExecutableInfo,
-    NULL, /* executable_serialize (optional) */
-    NULL, /* executable_deserialize (optional) */
-    ExecutableDestroy,
-    Execute,
-    BufferFromHost,
-    BufferToHost,
-    BufferInfo,
-    BufferDestroy,
-    NULL, /* buffer_host_data (1.2, optional) */
-    NULL, /* device_memory_stats (1.5, optional) */
+__attribute__((unused)) static const KILN_Api kApi = {
+    .struct_size = KILN_STUB_TABLE_SIZE,
+    .api_major = KILN_STUB_MAJOR,
+    .api_minor = 0, /* the rules it follows: nothing after 1.0 */
+    .plugin_name = KILN_STUB_NAME,
+    .default_priority = 50,
+    .error_destroy = ErrorDestroy,
+    .error_message = ErrorMessage,
+    .error_code = ErrorCode,
+    .initialize = Initialize,
+    .client_create = ClientCreate,
+    .client_destroy = ClientDestroy,
+    .client_devices = ClientDevices,
+    .device_description = DeviceDescription,
+    .compile = KILN_STUB_COMPILE,
+    .executable_info = ExecutableInfo,
+    .executable_destroy = ExecutableDestroy,
+    .execute = Execute,
+    .buffer_from_host = BufferFromHost,
+    .buffer_to_host = BufferToHost,
+    .buffer_info = BufferInfo,
+    .buffer_destroy = BufferDestroy,
 };
 
 #if defined(KILN_STUB_NO_SYMBOL)
