@@ -301,6 +301,7 @@ absl::StatusOr<bool> LibraryCallLowering::Run(HloModule& module) {
   NameUniquer names(module);
   for (HloComputation* comp : NonFusionComputations(module)) {
     Builder b(comp, names);
+    bool lowered = false;
     for (HloInstruction* call : comp->MakeInstructionPostOrder()) {
       if (call->opcode() != HloOpcode::kCustomCall) continue;
       const std::string& target = call->attrs().custom_call_target;
@@ -330,9 +331,11 @@ absl::StatusOr<bool> LibraryCallLowering::Run(HloModule& module) {
       if (comp->root() == call) comp->set_root(repl);
       call->DetachOperands();
       comp->RemoveInstruction(call);
-      changed = true;
+      lowered = true;
     }
-    if (changed) comp->SortInstructionsInPostOrder();
+    // Only a computation that gained instructions needs its text order redone.
+    if (lowered) comp->SortInstructionsInPostOrder();
+    changed |= lowered;
   }
   return changed;
 }
