@@ -10,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "core/collectives/abi_collectives.h"
 #include "core/custom_calls.h"
+#include "core/module_view.h"
 #include "fmt/format.h"
 #include "kiln_plugin_api.h"
 
@@ -307,6 +308,14 @@ absl::StatusOr<std::vector<DeviceDescription>> Plugin::Devices() const {
   return out;
 }
 
+// The walkable module for a plugin of ABI 1.6 or later (null for older ones, which do not
+// read it); text that does not parse or verify fails here, located, for every plugin alike.
+static absl::StatusOr<std::unique_ptr<ModuleView>> ViewFor(const internal::PluginLibrary& lib,
+                                                           std::string_view hlo_text) {
+  if (lib.minor < 6) return std::unique_ptr<ModuleView>();
+  return ModuleView::FromText(hlo_text);
+}
+
 absl::StatusOr<CapabilityReport> Plugin::Capability(std::string_view hlo_text) const {
   if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
   KILN_REQUIRE_ENTRY(*lib_, capability);
@@ -318,6 +327,9 @@ absl::StatusOr<CapabilityReport> Plugin::Capability(std::string_view hlo_text) c
   args.hlo_text_size = hlo_text.size();
   args.user_data = &report;
   if (lib_->minor >= 5) args.custom_calls = CustomCallRegistry();
+  absl::StatusOr<std::unique_ptr<ModuleView>> view = ViewFor(*lib_, hlo_text);
+  if (!view.ok()) return view.status();
+  if (*view) args.module = (*view)->get();
   // Callbacks run inside the plugin's call: they must not throw across it.
   args.report_supported = [](void* user, const char* name) {
     try {
@@ -373,6 +385,9 @@ absl::StatusOr<std::unique_ptr<Executable>> Plugin::CompileText(
   args.hlo_text = hlo_text.data();
   args.hlo_text_size = hlo_text.size();
   args.options = &opts;
+  absl::StatusOr<std::unique_ptr<ModuleView>> view = ViewFor(*lib_, hlo_text);
+  if (!view.ok()) return view.status();
+  if (*view) args.module = (*view)->get();
   if (absl::Status s = lib_->Take(lib_->api->compile(&args), "compile"); !s.ok()) return s;
   return WrapExecutable(lib_, args.executable);
 }

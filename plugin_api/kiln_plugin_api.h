@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define KILN_API_MAJOR 1
-#define KILN_API_MINOR 5
+#define KILN_API_MINOR 6
 
 /* The symbol every plugin exports. */
 #define KILN_GET_API_SYMBOL "KILN_GetApi"
@@ -229,6 +229,90 @@ typedef struct KILN_CustomCallRegistry {
 typedef void KILN_RegisterCustomCall_Fn(const char* target, KILN_CustomCallHandler* handler,
                                         void* user_data);
 
+/* ---- The walkable module (1.6) ------------------------------------------------------ */
+/* A read-only view of the parsed and verified module, which capability and compile receive
+ * beside its text (as ONNX Runtime hands its execution providers a graph): a backend written
+ * in C walks it and needs no HLO parser of its own. The core owns it; it is valid during the
+ * call only, so a plugin copies what it keeps. Each struct starts with struct_size and later
+ * minors append fields: read a field only where KILN_ARGS_HAS says it is there. Names are
+ * without their '%'; every string is NUL-terminated. */
+
+/* KILN_ShapeView.element_type of a tuple and of a token (they are never a buffer's dtype). */
+#define KILN_SHAPE_TUPLE 15
+#define KILN_SHAPE_TOKEN 16
+
+typedef struct KILN_ShapeView {
+  size_t struct_size;
+  int32_t element_type; /* a KILN_DType, or KILN_SHAPE_TUPLE, or KILN_SHAPE_TOKEN */
+  const int64_t* dims;  /* arrays: the dimensions (a dynamic one: its upper bound) */
+  size_t num_dims;
+  /* arrays: the layout, num_dims entries, minor-most first ({1,0}: row-major); NULL when the
+   * text gave none. Buffers crossing this ABI are always row-major whatever it says. */
+  const int64_t* minor_to_major;
+  const struct KILN_ShapeView* const* tuple_elements; /* tuples: the element shapes */
+  size_t num_tuple_elements;
+} KILN_ShapeView;
+
+typedef struct KILN_InstructionView {
+  size_t struct_size;
+  const char* name;
+  const char* opcode; /* as HLO text writes it: "add", "parameter", "custom-call", ... */
+  const KILN_ShapeView* shape;
+  const size_t* operands; /* indices into its computation's instructions, in order */
+  size_t num_operands;
+  /* indices into the module's computations, in XLA's order: while {condition, body},
+   * conditional {branches...}, reduce, map, sort, call, ... {to_apply} */
+  const size_t* called_computations;
+  size_t num_called_computations;
+  /* Every other attribute, name and value as the text writes them, in a fixed order:
+   * {"dimensions", "{1}"}, {"direction", "GT"}, {"custom_call_target", "\"foo\""}, ... */
+  const KILN_Attribute* attributes;
+  size_t num_attributes;
+  int64_t parameter_number; /* parameter: its number; otherwise -1 */
+  int64_t tuple_index;      /* get-tuple-element: the index; otherwise -1 */
+  /* the `dimensions={...}` attribute (broadcast, transpose, reduce, concatenate, ...) */
+  const int64_t* dimensions;
+  size_t num_dimensions;
+  /* constant of an array shape: its value (dense, row-major, host byte order, one byte per
+   * element for pred and sub-byte types, as buffers); otherwise NULL */
+  const void* literal;
+  size_t literal_size;
+} KILN_InstructionView;
+
+typedef struct KILN_ComputationView {
+  size_t struct_size;
+  const char* name;
+  /* every instruction, each after its operands (so one pass in order computes them all) */
+  const KILN_InstructionView* const* instructions;
+  size_t num_instructions;
+  size_t root;           /* index of the root instruction */
+  size_t num_parameters; /* parameter instructions (numbered 0 .. num_parameters-1) */
+} KILN_ComputationView;
+
+typedef struct KILN_ModuleView {
+  size_t struct_size;
+  const char* name;
+  /* every computation, each after the computations it calls */
+  const KILN_ComputationView* const* computations;
+  size_t num_computations;
+  size_t entry; /* index of the entry computation */
+  /* the header's attributes as written: {"input_output_alias", "{ {0}: (1, {}) }"}, ... */
+  const KILN_Attribute* attributes;
+  size_t num_attributes;
+} KILN_ModuleView;
+
+/* The value of attribute `name` of `instruction`, or NULL when it has none. */
+static inline const char* KILN_FindAttribute(const KILN_InstructionView* instruction,
+                                             const char* name) {
+  for (size_t i = 0; i < instruction->num_attributes; ++i) {
+    const char* a = instruction->attributes[i].name;
+    const char* b = name;
+    while (*a != '\0' && *a == *b) ++a, ++b;
+    if (*a == *b) return instruction->attributes[i].value;
+  }
+  return NULL;
+}
+
 /* ---- Capability query ------------------------------------------------------------- */
 typedef struct {
   size_t struct_size;
@@ -245,6 +329,10 @@ typedef struct {
    * plugin that calls them reports such instructions as supported. A caller checks the
    * plugin's api_minor >= 5 before setting it. */
   const KILN_CustomCallRegistry* custom_calls;
+  /* 1.6: the module of hlo_text, parsed and verified (see KILN_ModuleView). A 1.6 core
+   * always sets it; a plugin that needs it refuses a caller whose struct_size ends above it
+   * with FAILED_PRECONDITION. */
+  const KILN_ModuleView* module;
 } KILN_Capability_Args;
 /* Which entry instructions of a module the plugin can run: the basis for partitioning. */
 typedef KILN_Error* KILN_Client_Capability(KILN_Capability_Args* args);
@@ -276,6 +364,8 @@ typedef struct {
   size_t hlo_text_size;
   const KILN_CompileOptions* options; /* may be NULL: defaults */
   KILN_Executable* executable;        /* out */
+  /* 1.6: the module of hlo_text, parsed and verified, as in KILN_Capability_Args. */
+  const KILN_ModuleView* module;
 } KILN_Compile_Args;
 typedef KILN_Error* KILN_Client_Compile(KILN_Compile_Args* args);
 

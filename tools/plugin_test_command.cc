@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/custom_calls.h"
+#include "core/module_view.h"
 #include "core/plugin.h"
 #include "core/plugin_registry.h"
 #include "fmt/format.h"
@@ -117,6 +118,13 @@ struct RawError {
   }
 };
 
+// The walkable module of `text` as a 1.6 core gives it; null when the text does not parse or
+// verify (the bad-input checks), which a plugin must answer with an error either way.
+std::unique_ptr<ModuleView> ViewOf(std::string_view text) {
+  absl::StatusOr<std::unique_ptr<ModuleView>> view = ModuleView::FromText(text);
+  return view.ok() ? std::move(*view) : nullptr;
+}
+
 struct Raw {
   const KILN_Api* api = nullptr;
 
@@ -148,6 +156,8 @@ struct Raw {
     a.client = c;
     a.hlo_text = text.data();
     a.hlo_text_size = text.size();
+    std::unique_ptr<ModuleView> view = ViewOf(text);
+    if (view) a.module = view->get();
     *err = Take(api->compile(&a));
     return err->present ? nullptr : a.executable;
   }
@@ -305,6 +315,8 @@ struct Suite {
         step("device_description", api->device_description(desc.get()));
       }
       std::string text = kAddModule;
+      // The walkable module goes only where the layout has room for it (not in 1.0's).
+      std::unique_ptr<ModuleView> view = ViewOf(text);
       if (KILN_API_HAS(api, capability)) {
         Sized<KILN_Capability_Args> cap(mode, sizeof(KILN_Capability_Args));
         int reported = 0;
@@ -313,6 +325,7 @@ struct Suite {
         cap->hlo_text_size = text.size();
         cap->report_supported = [](void* u, const char*) { ++*static_cast<int*>(u); };
         cap->user_data = &reported;
+        if (mode != 1) cap->module = view->get();
         step("capability", api->capability(cap.get()));
       }
       Sized<KILN_CompileOptions> opts(mode, KILN_STRUCT_SIZE(KILN_CompileOptions, num_threads));
@@ -322,6 +335,7 @@ struct Suite {
       compile->hlo_text = text.data();
       compile->hlo_text_size = text.size();
       compile->options = opts.get();
+      if (mode != 1) compile->module = view->get();
       KILN_Executable* exe = nullptr;
       if (step("compile", api->compile(compile.get()))) exe = compile->executable;
       size_t num_outputs = 1;
@@ -489,6 +503,8 @@ struct Suite {
       a.client = client;
       a.hlo_text = text.data();
       a.hlo_text_size = text.size();
+      std::unique_ptr<ModuleView> view = ViewOf(text);
+      if (view) a.module = view->get();
       KILN_Error* e = api->compile(&a);
       if (e == nullptr && a.executable != nullptr) raw.DestroyExecutable(a.executable);
       expect_error(what, e);

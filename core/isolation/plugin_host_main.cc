@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/isolation/wire.h"
+#include "core/module_view.h"
 #include "kiln_plugin_api.h"
 
 namespace kiln::isolation {
@@ -59,6 +60,12 @@ Writer Failure(KILN_ErrorCode code, std::string_view message) {
   Writer w;
   w.U32(static_cast<uint32_t>(code)).Str(message);
   return w;
+}
+
+// The walkable module for a plugin of ABI 1.6 or later, as the in-process core gives it.
+absl::StatusOr<std::unique_ptr<ModuleView>> ViewFor(std::string_view text) {
+  if (api->api_minor < 6) return std::unique_ptr<ModuleView>();
+  return ModuleView::FromText(text);
 }
 
 template <typename T>
@@ -170,6 +177,10 @@ Writer Serve(Op op, Reader& in) {
       std::string_view text = in.Bytes();
       a.hlo_text = text.data();
       a.hlo_text_size = text.size();
+      absl::StatusOr<std::unique_ptr<ModuleView>> view = ViewFor(text);
+      if (!view.ok())
+        return Failure(KILN_ERROR_INVALID_ARGUMENT, std::string(view.status().message()));
+      if (*view) a.module = (*view)->get();
       Capabilities c;
       a.user_data = &c;
       a.report_supported = [](void* u, const char* name) {
@@ -205,6 +216,10 @@ Writer Serve(Op op, Reader& in) {
       o.core_passes = passes.empty() ? nullptr : passes.c_str();
       o.dump_dir = dump_dir.empty() ? nullptr : dump_dir.c_str();
       a.options = has_options ? &o : nullptr;
+      absl::StatusOr<std::unique_ptr<ModuleView>> view = ViewFor(text);
+      if (!view.ok())
+        return Failure(KILN_ERROR_INVALID_ARGUMENT, std::string(view.status().message()));
+      if (*view) a.module = (*view)->get();
       KILN_Error* e = api->compile(&a);
       Writer w = Reply(e);
       if (e == nullptr) w.U64(Id(a.executable));

@@ -9,7 +9,6 @@
  *           $(pkg-config --cflags kiln-plugin-api) tutorial_plugin.c \
  *           -o libkiln_plugin_tutorial.so -lm
  */
-#include <ctype.h>
 #include <kiln/kiln_plugin_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,7 +40,7 @@ static KILN_ErrorCode ErrorCode(const KILN_Error* e) { return e->code; }
       return Err(KILN_ERROR_INVALID_ARGUMENT, #type " is too small", NULL);         \
   } while (0)
 
-/* ---- 2. A minimal reader for the ENTRY computation of HLO text ----------------------- */
+/* ---- 2. Reading the module: ABI 1.6's walkable module, no parser needed ------------- */
 enum Op {
   OP_PARAMETER,
   OP_ADD,
@@ -58,7 +57,7 @@ static const char* const kOpNames[] = {"parameter", "add",     "subtract", "mult
 
 #define MAX_RANK 8
 typedef struct {
-  char name[64];
+  const char* name; /* the view's: valid only during the capability or compile call */
   enum Op op;
   int64_t dims[MAX_RANK];
   int rank;
@@ -74,87 +73,19 @@ typedef struct {
   int count, root, num_parameters;
 } Program;
 
-/* Reads `f32[2,3]{1,0}` (the layout is skipped); returns the position after it. */
-static const char* ReadShape(const char* s, const char* end, Instr* in) {
-  in->is_f32 = end - s >= 4 && strncmp(s, "f32[", 4) == 0;
-  if (s < end && *s == '(') { /* a tuple: skip to its closing parenthesis */
-    for (int depth = 0; s < end; ++s) {
-      if (*s == '(') ++depth;
-      if (*s == ')' && --depth == 0) return s + 1;
-    }
-    return s;
-  }
-  while (s < end && *s != '[' && *s != ' ' && *s != '(') ++s;
-  if (s == end || *s != '[') {
-    in->is_f32 = 0; /* a tuple or a token */
-    return s;
-  }
-  for (++s; s < end && *s != ']'; ++s) {
-    if (isdigit((unsigned char)*s) && in->rank < MAX_RANK) {
-      in->dims[in->rank++] = strtoll(s, NULL, 10);
-      while (s + 1 < end && isdigit((unsigned char)s[1])) ++s;
-    } else if (*s != ',') {
-      in->is_f32 = 0; /* a dynamic dimension, or too many */
-    }
-  }
-  if (s < end) ++s;
-  if (s < end && *s == '{')
-    while (s < end && *s++ != '}') continue;
-  return s;
-}
-
-static int Find(const Program* p, const char* name, size_t len) {
-  for (int i = 0; i < p->count; ++i)
-    if (strlen(p->instrs[i].name) == len && memcmp(p->instrs[i].name, name, len) == 0) return i;
-  return -1;
-}
-
-/* One line: `[ROOT] [%]name = SHAPE opcode(OPERANDS)[, attributes]`. 0: not an instruction. */
-static int ReadInstr(Program* p, const char* s, const char* end, Instr* in) {
-  memset(in, 0, sizeof(*in));
-  int is_root = end - s > 5 && strncmp(s, "ROOT ", 5) == 0;
-  if (is_root) s += 5;
-  if (s < end && *s == '%') ++s;
-  const char* name = s;
-  while (s < end && *s != ' ' && *s != '=') ++s;
-  if (s == name || s - name >= (long)sizeof(in->name)) return 0;
-  memcpy(in->name, name, (size_t)(s - name));
-  while (s < end && (*s == ' ' || *s == '=')) ++s;
-  s = ReadShape(s, end, in);
-  while (s < end && *s == ' ') ++s;
-  const char* opcode = s;
-  while (s < end && *s != '(') ++s;
-  if (s == end) return 0;
+/* What this plugin makes of one instruction of the entry computation. */
+static void ReadInstr(const Program* p, const KILN_InstructionView* v, Instr* in) {
+  const KILN_ShapeView* shape = v->shape;
+  in->name = v->name;
   in->op = OP_OTHER;
   for (int k = 0; k < OP_OTHER; ++k)
-    if (strlen(kOpNames[k]) == (size_t)(s - opcode) && !strncmp(opcode, kOpNames[k], s - opcode))
-      in->op = (enum Op)k;
-  /* Operands: `f32[4] %x` or `x`, split at commas outside brackets; the last word is the name. */
-  int depth = 0;
-  const char* item = ++s;
-  for (; s < end; ++s) {
-    if (*s == '[' || *s == '{' || *s == '(') {
-      ++depth;
-    } else if ((*s == ']' || *s == '}' || *s == ')') && depth > 0) {
-      --depth;
-    } else if (depth == 0 && (*s == ',' || *s == ')')) {
-      const char* last = s;
-      while (last > item && last[-1] == ' ') --last;
-      const char* word = last;
-      while (word > item && word[-1] != ' ' && word[-1] != '%') --word;
-      if (word < last && in->op == OP_PARAMETER) {
-        in->parameter = atoi(word);
-      } else if (word < last && in->num_operands < 2) {
-        in->operands[in->num_operands] = Find(p, word, (size_t)(last - word));
-        if (in->operands[in->num_operands] < 0) in->why_not = "an operand is not in the entry";
-        in->num_operands++;
-      } else if (word < last) {
-        in->num_operands = 3; /* more than any op here takes */
-      }
-      item = s + 1;
-      if (*s == ')') break;
-    }
-  }
+    if (strcmp(v->opcode, kOpNames[k]) == 0) in->op = (enum Op)k;
+  in->is_f32 = shape->element_type == KILN_DTYPE_F32 && shape->num_dims <= MAX_RANK;
+  in->rank = in->is_f32 ? (int)shape->num_dims : 0;
+  for (int d = 0; d < in->rank; ++d) in->dims[d] = shape->dims[d];
+  in->parameter = (int)v->parameter_number;
+  in->num_operands = v->num_operands > 2 ? 3 : (int)v->num_operands; /* 3: too many */
+  for (int k = 0; k < in->num_operands && k < 2; ++k) in->operands[k] = (int)v->operands[k];
   int arity = in->op == OP_NEGATE || in->op == OP_TANH ? 1 : 2;
   if (in->op == OP_OTHER) {
     in->why_not = "not an op of the tutorial backend";
@@ -168,7 +99,6 @@ static int ReadInstr(Program* p, const char* s, const char* end, Instr* in) {
     if (o->rank != in->rank || memcmp(o->dims, in->dims, sizeof(int64_t) * in->rank) != 0)
       in->why_not = "operand shapes differ (broadcasting is not supported)";
   }
-  return is_root ? 2 : 1;
 }
 
 static void FreeProgram(Program* p) {
@@ -177,43 +107,19 @@ static void FreeProgram(Program* p) {
   p->count = 0;
 }
 
-static KILN_Error* ReadProgram(const char* text, size_t size, Program* p) {
+/* The entry computation of the module the core passed, instructions in the view's order:
+ * each comes after its operands, so one pass in order computes them all. */
+static KILN_Error* ReadProgram(const KILN_ModuleView* module, Program* p) {
   memset(p, 0, sizeof(*p));
-  p->root = -1;
-  const char* end = text == NULL ? NULL : text + size;
-  int in_entry = 0, closed = 0;
-  for (const char* line = text; line != NULL && line < end;) {
-    const char* eol = memchr(line, '\n', (size_t)(end - line));
-    if (eol == NULL) eol = end;
-    while (line < eol && (*line == ' ' || *line == '\t')) ++line;
-    if (!in_entry) {
-      in_entry = eol - line >= 6 && strncmp(line, "ENTRY ", 6) == 0;
-    } else if (line < eol && *line == '}') {
-      closed = 1;
-      break;
-    } else if (line < eol) {
-      Instr in;
-      int kind = ReadInstr(p, line, eol, &in);
-      if (kind > 0) {
-        Instr* grown = (Instr*)realloc(p->instrs, sizeof(Instr) * (size_t)(p->count + 1));
-        if (grown == NULL) {
-          FreeProgram(p);
-          return Err(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory", NULL);
-        }
-        p->instrs = grown;
-        if (kind == 2) p->root = p->count;
-        if (in.op == OP_PARAMETER && in.parameter >= p->num_parameters)
-          p->num_parameters = in.parameter + 1;
-        p->instrs[p->count++] = in;
-      }
-    }
-    line = eol + 1;
-  }
-  if (!closed || p->count == 0) {
-    FreeProgram(p);
-    return Err(KILN_ERROR_INVALID_ARGUMENT, "not an HLO module with an ENTRY computation", NULL);
-  }
-  if (p->root < 0) p->root = p->count - 1;
+  if (module == NULL) /* a core older than ABI 1.6 */
+    return Err(KILN_ERROR_FAILED_PRECONDITION, "the core passed no walkable module", NULL);
+  const KILN_ComputationView* entry = module->computations[module->entry];
+  p->instrs = (Instr*)calloc(entry->num_instructions + 1, sizeof(Instr));
+  if (p->instrs == NULL) return Err(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory", NULL);
+  p->count = (int)entry->num_instructions;
+  p->root = (int)entry->root;
+  p->num_parameters = (int)entry->num_parameters;
+  for (int i = 0; i < p->count; ++i) ReadInstr(p, entry->instructions[i], &p->instrs[i]);
   return NULL;
 }
 
@@ -302,7 +208,8 @@ static KILN_Error* DeviceDescription(KILN_Device_Description_Args* args) {
 static KILN_Error* Capability(KILN_Capability_Args* args) {
   REQUIRE_ARGS(args, KILN_Capability_Args, user_data);
   Program p;
-  KILN_Error* e = ReadProgram(args->hlo_text, args->hlo_text_size, &p);
+  const int has_module = KILN_ARGS_HAS(args, KILN_Capability_Args, module);
+  KILN_Error* e = ReadProgram(has_module ? args->module : NULL, &p);
   if (e != NULL) return e;
   for (int i = 0; i < p.count; ++i) {
     if (p.instrs[i].why_not == NULL) {
@@ -320,7 +227,8 @@ static KILN_Error* Compile(KILN_Compile_Args* args) {
   REQUIRE_ARGS(args, KILN_Compile_Args, executable);
   KILN_Executable* exe = (KILN_Executable*)calloc(1, sizeof(KILN_Executable));
   if (exe == NULL) return Err(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory", NULL);
-  KILN_Error* e = ReadProgram(args->hlo_text, args->hlo_text_size, &exe->program);
+  const int has_module = KILN_ARGS_HAS(args, KILN_Compile_Args, module);
+  KILN_Error* e = ReadProgram(has_module ? args->module : NULL, &exe->program);
   for (int i = 0; e == NULL && i < exe->program.count; ++i) {
     if (exe->program.instrs[i].why_not != NULL)
       e = Err(KILN_ERROR_UNIMPLEMENTED, exe->program.instrs[i].why_not,
@@ -379,7 +287,7 @@ static KILN_Error* Execute(KILN_Execute_Args* args) {
     if (in->op == OP_PARAMETER) {
       const KILN_Buffer* arg = args->arguments[in->parameter];
       if (arg == NULL || arg->dtype != KILN_DTYPE_F32 || arg->byte_size != n * sizeof(float)) {
-        e = Err(KILN_ERROR_INVALID_ARGUMENT, "argument is not the f32 array expected", in->name);
+        e = Err(KILN_ERROR_INVALID_ARGUMENT, "an argument is not the f32 array expected", NULL);
         break;
       }
       memcpy(values[i], arg->data, n * sizeof(float));
@@ -487,7 +395,7 @@ static KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* args) {
 static const KILN_Api kApi = {
     .struct_size = sizeof(KILN_Api),
     .api_major = KILN_API_MAJOR,
-    .api_minor = 2, /* the minor whose rules it follows (1.2: on_done), not KILN_API_MINOR */
+    .api_minor = 6, /* the minor whose rules it follows (1.6: the view), not KILN_API_MINOR */
     .plugin_name = "tutorial",
     .default_priority = KILN_PRIORITY_CPU + 50,
     .error_destroy = ErrorDestroy,

@@ -573,14 +573,18 @@ HloOpcode AttributeOpcode(const HloInstruction& instr) {
 }
 
 void AppendTypedAttributes(const HloInstruction& instr, std::string* out) {
-  const InstructionAttributes& a = instr.attrs();
-  const HloOpcode op = AttributeOpcode(instr);
-  auto add = [&](std::string_view name, const std::string& value) {
+  ForEachTypedAttribute(instr, [out](std::string_view name, const std::string& value) {
     *out += ", ";
     *out += name;
     *out += "=";
     *out += value;
-  };
+  });
+}
+
+void ForEachTypedAttribute(const HloInstruction& instr,
+                           const std::function<void(std::string_view, const std::string&)>& add) {
+  const InstructionAttributes& a = instr.attrs();
+  const HloOpcode op = AttributeOpcode(instr);
   if (a.has_dimensions || !a.dimensions.empty()) add("dimensions", IntList(a.dimensions));
   if (op == HloOpcode::kGetTupleElement) add("index", fmt::format("{}", a.tuple_index));
   if (op == HloOpcode::kIota || a.iota_dimension >= 0)

@@ -3,6 +3,7 @@
 // printing them back in one fixed order.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -29,5 +30,9 @@ HloOpcode AttributeOpcode(const HloInstruction& instr);
 
 // Appends `, name=value` for each typed attribute the instruction has, in a fixed order.
 void AppendTypedAttributes(const HloInstruction& instr, std::string* out);
+
+// Calls `add` with the name and value text of each typed attribute, in the same order.
+void ForEachTypedAttribute(const HloInstruction& instr,
+                           const std::function<void(std::string_view, const std::string&)>& add);
 
 }  // namespace kiln::hlo_text

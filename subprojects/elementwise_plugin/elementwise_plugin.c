@@ -1,18 +1,17 @@
-/* A third-party Kiln plugin written in plain C against kiln_plugin_api.h ONLY (no Kiln C++
- * headers, no Kiln libraries): it runs modules whose entry computation is made of f32
- * elementwise ops on arrays of one shape. It shows the minimum a device vendor writes:
- * a table, an error object, handles, a capability query and an executor.
+/* A third-party Kiln plugin in plain C against kiln_plugin_api.h ONLY (no Kiln headers or
+ * libraries): it runs entry computations of f32 elementwise ops and constants on arrays of
+ * one shape, reading them through ABI 1.6's walkable module (KILN_ModuleView), so it has
+ * no HLO parser. It is the minimum a vendor writes: a table, an error object, handles, a
+ * capability query and an executor; the optional serialize entries stay NULL.
  *
- * Name "elementwise-example", default priority 300 (above the GPU plugin), so for modules
- * it fully supports `--device auto` picks it; for anything else the capability query
- * says no and the core falls back to the next plugin. It deliberately leaves the
- * optional serialize/deserialize entries NULL.
+ * Name "elementwise-example", priority 300 (above the GPU plugin): `--device auto` picks it
+ * for modules it fully supports; for others its capability says no and the core falls back.
  *
  * Build out of tree:  cc -shared -fPIC $(pkg-config --cflags kiln-plugin-api) \
  *                       elementwise_plugin.c -o libkiln_plugin_elementwise_example.so -lm
  */
-#include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +24,14 @@ struct KILN_Error {
   char message[512];
 };
 
-static KILN_Error* Fail(KILN_ErrorCode code, const char* fmt, const char* a, const char* b) {
+static KILN_Error* Fail(KILN_ErrorCode code, const char* fmt, ...) {
   KILN_Error* e = (KILN_Error*)malloc(sizeof(KILN_Error));
   if (e == NULL) return NULL; /* nothing better to do without memory */
   e->code = code;
-  snprintf(e->message, sizeof(e->message), fmt, a ? a : "", b ? b : "");
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(e->message, sizeof(e->message), fmt, args);
+  va_end(args);
   return e;
 }
 static void ErrorDestroy(KILN_Error* e) { free(e); }
@@ -38,235 +40,72 @@ static KILN_ErrorCode ErrorCode(const KILN_Error* e) { return e->code; }
 
 #define CHECK_ARGS(args, type, last)                                        \
   if ((args) == NULL || (args)->struct_size < KILN_STRUCT_SIZE(type, last)) \
-  return Fail(KILN_ERROR_INVALID_ARGUMENT, "%s%s: args struct too small", #type, "")
+  return Fail(KILN_ERROR_INVALID_ARGUMENT, "%s: args struct too small", #type)
 
-/* ---- a tiny reader for the entry computation of HLO text ------------------------ */
-enum Op {
-  OP_PARAMETER,
-  OP_ADD,
-  OP_SUBTRACT,
-  OP_MULTIPLY,
-  OP_DIVIDE,
-  OP_MAXIMUM,
-  OP_MINIMUM,
-  OP_NEGATE,
-  OP_ABS,
-  OP_EXP,
-  OP_TANH,
-  OP_SQRT,
-  OP_UNSUPPORTED
-};
-static const char* const kOpNames[] = {"parameter", "add",         "subtract", "multiply",
-                                       "divide",    "maximum",     "minimum",  "negate",
-                                       "abs",       "exponential", "tanh",     "sqrt"};
+static KILN_Error* OutOfMemory(void) {
+  return Fail(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory");
+}
 
-#define MAX_NAME 128
-#define MAX_DIMS 8
-#define MAX_OPERANDS 2
+/* ---- what this backend runs: parameters, constants and these f32 elementwise ops ---- */
+static float Add(float a, float b) { return a + b; }
+static float Subtract(float a, float b) { return a - b; }
+static float Multiply(float a, float b) { return a * b; }
+static float Divide(float a, float b) { return a / b; }
+static float Maximum(float a, float b) { return isnan(a) || isnan(b) ? NAN : a > b ? a : b; }
+static float Minimum(float a, float b) { return isnan(a) || isnan(b) ? NAN : a < b ? a : b; }
+static float Negate(float a, float b) { return (void)b, -a; }
+static float Abs(float a, float b) { return (void)b, fabsf(a); }
+static float Exp(float a, float b) { return (void)b, expf(a); }
+static float Tanh(float a, float b) { return (void)b, tanhf(a); }
+static float Sqrt(float a, float b) { return (void)b, sqrtf(a); }
 
 typedef struct {
-  char name[MAX_NAME];
-  char opcode[MAX_NAME];
-  enum Op op;
-  int is_f32_array; /* shape is f32[...] (not a tuple, not another type) */
-  int64_t dims[MAX_DIMS];
-  int ndims;
-  int num_operands;
-  int operands[MAX_OPERANDS]; /* indices of earlier instructions */
-  int param_number;
-  int is_root;
-  const char* unsupported; /* why this instruction cannot run here; NULL if it can */
-} Instr;
+  const char* opcode;
+  size_t arity;
+  float (*apply)(float a, float b); /* unary ops ignore b; NULL for parameter and constant */
+} Op;
+static const Op kOps[] = {
+    {"parameter", 0, NULL},    {"constant", 0, NULL},     {"add", 2, Add},
+    {"subtract", 2, Subtract}, {"multiply", 2, Multiply}, {"divide", 2, Divide},
+    {"maximum", 2, Maximum},   {"minimum", 2, Minimum},   {"negate", 1, Negate},
+    {"abs", 1, Abs},           {"exponential", 1, Exp},   {"tanh", 1, Tanh},
+    {"sqrt", 1, Sqrt}};
+#define NUM_OPS (sizeof(kOps) / sizeof(kOps[0]))
 
-typedef struct {
-  Instr* instrs;
-  int count;
-  int root;
-  int num_params;
-} Program;
-
-static void FreeProgram(Program* p) {
-  free(p->instrs);
-  p->instrs = NULL;
-  p->count = 0;
+static const Op* OpOf(const char* opcode) {
+  for (size_t k = 0; k < NUM_OPS; ++k) {
+    if (strcmp(opcode, kOps[k].opcode) == 0) return &kOps[k];
+  }
+  return NULL;
 }
 
-static const char* SkipSpace(const char* s, const char* end) {
-  while (s < end && (*s == ' ' || *s == '\t' || *s == '\r')) ++s;
-  return s;
+static int SameArray(const KILN_ShapeView* a, const KILN_ShapeView* b) {
+  return a->num_dims == b->num_dims &&
+         (a->num_dims == 0 || memcmp(a->dims, b->dims, sizeof(int64_t) * a->num_dims) == 0);
 }
 
-/* Parses `f32[2,3]{1,0}` at *s; sets is_f32_array and dims. Returns the position after. */
-static const char* ParseShape(const char* s, const char* end, Instr* in) {
-  in->is_f32_array = 0;
-  in->ndims = 0;
-  if (s < end && *s == '(') { /* tuple: skip to the matching ')' */
-    int depth = 0;
-    for (; s < end; ++s) {
-      if (*s == '(') ++depth;
-      if (*s == ')' && --depth == 0) return s + 1;
-    }
-    return s;
+/* Why instruction `i` of `comp` cannot run here, or NULL when it can. */
+static const char* Unsupported(const KILN_ComputationView* comp, size_t i) {
+  const KILN_InstructionView* in = comp->instructions[i];
+  const Op* op = OpOf(in->opcode);
+  if (op == NULL) return "is not an f32 elementwise op this example supports";
+  if (in->shape->element_type != KILN_DTYPE_F32) return "does not have an f32 array shape";
+  if (op->arity == 0 && in->parameter_number < 0 && in->literal == NULL)
+    return "is a constant without a value";
+  if (in->num_operands != op->arity) return "has an unexpected operand count";
+  for (size_t k = 0; k < in->num_operands; ++k) {
+    if (!SameArray(comp->instructions[in->operands[k]]->shape, in->shape))
+      return "broadcasts (operand shapes differ)";
   }
-  const char* type = s;
-  while (s < end && isalnum((unsigned char)*s)) ++s;
-  int is_f32 = (s - type == 3 && strncmp(type, "f32", 3) == 0);
-  if (s >= end || *s != '[') return s;
-  ++s;
-  int ok = 1;
-  while (s < end && *s != ']') {
-    if (isdigit((unsigned char)*s)) {
-      if (in->ndims == MAX_DIMS) ok = 0;
-      int64_t v = 0;
-      while (s < end && isdigit((unsigned char)*s)) v = v * 10 + (*s++ - '0');
-      if (in->ndims < MAX_DIMS) in->dims[in->ndims++] = v;
-    } else if (*s == ',') {
-      ++s;
-    } else {
-      ok = 0; /* dynamic dimensions `<=` etc.: not ours */
-      ++s;
-    }
-  }
-  if (s < end) ++s; /* ']' */
-  if (s < end && *s == '{') {
-    while (s < end && *s != '}') ++s;
-    if (s < end) ++s;
-  }
-  in->is_f32_array = is_f32 && ok;
-  return s;
+  return NULL;
 }
 
-static int FindInstr(const Program* p, const char* name, size_t len) {
-  for (int i = 0; i < p->count; ++i) {
-    if (strlen(p->instrs[i].name) == len && strncmp(p->instrs[i].name, name, len) == 0) return i;
-  }
-  return -1;
-}
-
-/* One instruction line: `[ROOT] [%]name = shape opcode(operands), attrs...`. */
-static int ParseLine(Program* p, const char* s, const char* end) {
-  Instr in;
-  memset(&in, 0, sizeof(in));
-  in.param_number = -1;
-  s = SkipSpace(s, end);
-  if (end - s > 5 && strncmp(s, "ROOT ", 5) == 0) {
-    in.is_root = 1;
-    s = SkipSpace(s + 5, end);
-  }
-  if (s < end && *s == '%') ++s;
-  const char* name = s;
-  while (s < end && *s != ' ' && *s != '=') ++s;
-  size_t name_len = (size_t)(s - name);
-  if (name_len == 0 || name_len >= MAX_NAME) return 0;
-  memcpy(in.name, name, name_len);
-  s = SkipSpace(s, end);
-  if (s >= end || *s != '=') return 0;
-  s = SkipSpace(s + 1, end);
-  s = ParseShape(s, end, &in);
-  s = SkipSpace(s, end);
-  const char* opcode = s;
-  while (s < end && *s != '(' && *s != ' ') ++s;
-  size_t op_len = (size_t)(s - opcode);
-  if (op_len == 0 || op_len >= MAX_NAME || s >= end || *s != '(') return 0;
-  memcpy(in.opcode, opcode, op_len);
-  in.op = OP_UNSUPPORTED;
-  for (int k = 0; k < OP_UNSUPPORTED; ++k) {
-    if (strcmp(in.opcode, kOpNames[k]) == 0) in.op = (enum Op)k;
-  }
-  /* Operands: split the (...) on top-level commas; each is `[shape] %name` or a number. */
-  ++s;
-  int depth = 0;
-  const char* item = s;
-  for (; s < end; ++s) {
-    char c = *s;
-    if (c == '(' || c == '[' || c == '{') ++depth;
-    if ((c == ')' || c == ']' || c == '}') && depth > 0) {
-      --depth;
-      continue;
-    }
-    if ((c == ',' && depth == 0) || (c == ')' && depth == 0)) {
-      const char* a = item;
-      const char* b = s;
-      while (b > a && isspace((unsigned char)b[-1])) --b;
-      const char* t = b;
-      while (t > a && !isspace((unsigned char)t[-1])) --t;
-      if (t < b) {
-        if (*t == '%') ++t;
-        if (in.op == OP_PARAMETER) {
-          in.param_number = atoi(t);
-        } else if (in.num_operands < MAX_OPERANDS) {
-          int idx = FindInstr(p, t, (size_t)(b - t));
-          if (idx < 0) in.unsupported = "uses an operand defined later or elsewhere";
-          in.operands[in.num_operands] = idx;
-        }
-        if (in.op != OP_PARAMETER) ++in.num_operands;
-      }
-      item = s + 1;
-      if (c == ')') break;
-    }
-  }
-  if (in.op == OP_PARAMETER && in.param_number < 0) {
-    in.unsupported = "has no valid parameter number";
-  } else if (in.op == OP_UNSUPPORTED) {
-    in.unsupported = "is not an f32 elementwise op this example supports";
-  } else if (!in.is_f32_array) {
-    in.unsupported = "does not have an f32 array shape";
-  } else if (in.op != OP_PARAMETER) {
-    int arity = in.op <= OP_MINIMUM ? 2 : 1;
-    if (in.num_operands != arity) in.unsupported = "has an unexpected operand count";
-  }
-  for (int k = 0; !in.unsupported && in.op != OP_PARAMETER && k < in.num_operands; ++k) {
-    const Instr* o = &p->instrs[in.operands[k]];
-    if (o->ndims != in.ndims || memcmp(o->dims, in.dims, sizeof(int64_t) * in.ndims) != 0) {
-      in.unsupported = "broadcasts (operand shapes differ)";
-    }
-  }
-  Instr* grown = (Instr*)realloc(p->instrs, sizeof(Instr) * (size_t)(p->count + 1));
-  if (grown == NULL) return -1;
-  p->instrs = grown;
-  p->instrs[p->count] = in;
-  if (in.is_root) p->root = p->count;
-  if (in.op == OP_PARAMETER && in.param_number + 1 > p->num_params)
-    p->num_params = in.param_number + 1;
-  p->count++;
-  return 1;
-}
-
-/* Reads the ENTRY computation. Returns NULL or an error. */
-static KILN_Error* ParseProgram(const char* text, size_t size, Program* p) {
-  memset(p, 0, sizeof(*p));
-  p->root = -1;
-  if (text == NULL) return Fail(KILN_ERROR_INVALID_ARGUMENT, "hlo_text is null%s%s", NULL, NULL);
-  const char* end = text + size;
-  const char* line = text;
-  int in_entry = 0, closed = 0;
-  while (line < end) {
-    const char* eol = memchr(line, '\n', (size_t)(end - line));
-    if (eol == NULL) eol = end;
-    const char* s = SkipSpace(line, eol);
-    if (!in_entry) {
-      if (eol - s >= 6 && strncmp(s, "ENTRY ", 6) == 0) in_entry = 1;
-    } else if (s < eol && *s == '}') {
-      closed = 1;
-      break;
-    } else if (s < eol) {
-      if (ParseLine(p, s, eol) < 0) {
-        FreeProgram(p);
-        return Fail(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory%s%s", NULL, NULL);
-      }
-    }
-    line = eol + 1;
-  }
-  if (!in_entry || p->count == 0) {
-    FreeProgram(p);
-    return Fail(KILN_ERROR_INVALID_ARGUMENT, "no ENTRY computation found%s%s", NULL, NULL);
-  }
-  if (!closed) { /* cut short: what was read may look like a whole program */
-    FreeProgram(p);
-    return Fail(KILN_ERROR_INVALID_ARGUMENT, "ENTRY computation has no closing '}'%s%s", NULL,
-                NULL);
-  }
-  if (p->root < 0) p->root = p->count - 1;
+/* The module, as the core gave it: refused when the core is older than ABI 1.6. */
+static KILN_Error* EntryOf(const KILN_ModuleView* module, int has_field,
+                           const KILN_ComputationView** entry) {
+  if (!has_field || module == NULL)
+    return Fail(KILN_ERROR_FAILED_PRECONDITION, "the core gave no walkable module (ABI 1.6)");
+  *entry = module->computations[module->entry];
   return NULL;
 }
 
@@ -278,6 +117,7 @@ struct KILN_Client {
   struct KILN_Device device;
   KILN_Device* devices[1];
 };
+#define MAX_DIMS 8
 struct KILN_Buffer {
   KILN_DType dtype;
   int64_t dims[MAX_DIMS];
@@ -285,35 +125,39 @@ struct KILN_Buffer {
   size_t byte_size;
   unsigned char* data;
 };
+typedef struct {
+  const Op* op;
+  size_t operands[2];
+  int64_t parameter_number; /* parameters: which; otherwise -1 */
+  float* constant;          /* constants: the elements; otherwise NULL */
+} Step;
 struct KILN_Executable {
-  Program program;
+  Step* steps; /* the entry's instructions, in the view's order (operands first) */
+  size_t num_steps;
+  size_t root;
+  size_t num_parameters;
+  size_t elements; /* of the one shape every instruction has */
+  int64_t dims[MAX_DIMS];
+  size_t ndims;
 };
 
-static size_t DTypeSize(KILN_DType t) {
-  switch (t) {
-    case KILN_DTYPE_PRED:
-    case KILN_DTYPE_S8:
-    case KILN_DTYPE_U8:
-      return 1;
-    case KILN_DTYPE_S16:
-    case KILN_DTYPE_U16:
-    case KILN_DTYPE_F16:
-    case KILN_DTYPE_BF16:
-      return 2;
-    case KILN_DTYPE_S32:
-    case KILN_DTYPE_U32:
-    case KILN_DTYPE_F32:
-      return 4;
-    case KILN_DTYPE_S64:
-    case KILN_DTYPE_U64:
-    case KILN_DTYPE_F64:
-    case KILN_DTYPE_C64:
-      return 8;
-    case KILN_DTYPE_C128:
-      return 16;
-    default: /* dtypes added after this plugin was written (f8, int4, ...): refused */
-      return 0;
-  }
+/* A buffer of `data` (which it frees when destroyed); NULL when `data` is or memory runs out. */
+static KILN_Buffer* MakeBuffer(KILN_DType dtype, const int64_t* dims, size_t ndims, void* data,
+                               size_t byte_size) {
+  KILN_Buffer* b = data != NULL ? (KILN_Buffer*)calloc(1, sizeof(KILN_Buffer)) : NULL;
+  if (b == NULL) return NULL;
+  b->dtype = dtype;
+  b->ndims = ndims;
+  memcpy(b->dims, dims, sizeof(int64_t) * ndims);
+  b->byte_size = byte_size;
+  b->data = (unsigned char*)data;
+  return b;
+}
+
+static void FreeExecutable(KILN_Executable* exe) {
+  for (size_t i = 0; exe != NULL && i < exe->num_steps; ++i) free(exe->steps[i].constant);
+  if (exe != NULL) free(exe->steps);
+  free(exe);
 }
 
 static KILN_Error* Initialize(KILN_Initialize_Args* args) {
@@ -334,7 +178,7 @@ static KILN_Error* Attributes(KILN_Attributes_Args* args) {
 static KILN_Error* ClientCreate(KILN_Client_Create_Args* args) {
   CHECK_ARGS(args, KILN_Client_Create_Args, client);
   KILN_Client* c = (KILN_Client*)calloc(1, sizeof(KILN_Client));
-  if (c == NULL) return Fail(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory%s%s", NULL, NULL);
+  if (c == NULL) return OutOfMemory();
   c->devices[0] = &c->device;
   args->client = c;
   return NULL;
@@ -362,39 +206,64 @@ static KILN_Error* DeviceDescription(KILN_Device_Description_Args* args) {
 
 static KILN_Error* Capability(KILN_Capability_Args* args) {
   CHECK_ARGS(args, KILN_Capability_Args, user_data);
-  Program p;
-  KILN_Error* e = ParseProgram(args->hlo_text, args->hlo_text_size, &p);
+  const KILN_ComputationView* entry = NULL;
+  KILN_Error* e = EntryOf(args->module, KILN_ARGS_HAS(args, KILN_Capability_Args, module), &entry);
   if (e != NULL) return e;
-  for (int i = 0; i < p.count; ++i) {
-    const Instr* in = &p.instrs[i];
-    const char* why = in->unsupported;
+  for (size_t i = 0; i < entry->num_instructions; ++i) {
+    const char* why = Unsupported(entry, i);
     if (why == NULL) {
-      args->report_supported(args->user_data, in->name);
+      args->report_supported(args->user_data, entry->instructions[i]->name);
     } else if (args->report_unsupported != NULL) {
-      args->report_unsupported(args->user_data, in->name, why);
+      args->report_unsupported(args->user_data, entry->instructions[i]->name, why);
     }
   }
-  FreeProgram(&p);
   return NULL;
 }
 
 static KILN_Error* Compile(KILN_Compile_Args* args) {
   CHECK_ARGS(args, KILN_Compile_Args, executable);
-  KILN_Executable* exe = (KILN_Executable*)calloc(1, sizeof(KILN_Executable));
-  if (exe == NULL) return Fail(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory%s%s", NULL, NULL);
-  KILN_Error* e = ParseProgram(args->hlo_text, args->hlo_text_size, &exe->program);
-  if (e != NULL) {
-    free(exe);
-    return e;
+  const KILN_ComputationView* entry = NULL;
+  KILN_Error* e = EntryOf(args->module, KILN_ARGS_HAS(args, KILN_Compile_Args, module), &entry);
+  if (e != NULL) return e;
+  const KILN_ShapeView* shape = entry->instructions[entry->root]->shape;
+  for (size_t i = 0; i < entry->num_instructions; ++i) {
+    const char* why = Unsupported(entry, i);
+    if (why == NULL && !SameArray(entry->instructions[i]->shape, shape))
+      why = "has another shape than the root";
+    if (why == NULL && shape->num_dims > MAX_DIMS) why = "has too many dimensions";
+    if (why != NULL)
+      return Fail(KILN_ERROR_UNIMPLEMENTED, "'%s' %s", entry->instructions[i]->name, why);
   }
-  for (int i = 0; i < exe->program.count; ++i) {
-    const Instr* in = &exe->program.instrs[i];
-    if (in->unsupported != NULL) {
-      KILN_Error* err =
-          Fail(KILN_ERROR_UNIMPLEMENTED, "instruction '%s' %s", in->name, in->unsupported);
-      FreeProgram(&exe->program);
-      free(exe);
-      return err;
+  KILN_Executable* exe = (KILN_Executable*)calloc(1, sizeof(KILN_Executable));
+  Step* steps = (Step*)calloc(entry->num_instructions, sizeof(Step));
+  if (exe == NULL || steps == NULL) {
+    free(exe);
+    free(steps);
+    return OutOfMemory();
+  }
+  exe->steps = steps;
+  exe->num_steps = entry->num_instructions;
+  exe->root = entry->root;
+  exe->num_parameters = entry->num_parameters;
+  exe->ndims = shape->num_dims;
+  exe->elements = 1;
+  for (size_t d = 0; d < shape->num_dims; ++d) {
+    exe->dims[d] = shape->dims[d];
+    exe->elements *= (size_t)shape->dims[d];
+  }
+  for (size_t i = 0; i < entry->num_instructions; ++i) {
+    const KILN_InstructionView* in = entry->instructions[i];
+    Step* s = &exe->steps[i];
+    s->op = OpOf(in->opcode);
+    s->parameter_number = in->parameter_number;
+    for (size_t k = 0; k < in->num_operands; ++k) s->operands[k] = in->operands[k];
+    if (in->literal != NULL) { /* the view lives only during this call: copy the value */
+      s->constant = (float*)malloc(in->literal_size + 1);
+      if (s->constant == NULL) {
+        FreeExecutable(exe);
+        return OutOfMemory();
+      }
+      memcpy(s->constant, in->literal, in->literal_size);
     }
   }
   args->executable = exe;
@@ -403,142 +272,82 @@ static KILN_Error* Compile(KILN_Compile_Args* args) {
 
 static KILN_Error* ExecutableInfo(KILN_Executable_Info_Args* args) {
   CHECK_ARGS(args, KILN_Executable_Info_Args, num_outputs);
-  args->num_parameters = (size_t)args->executable->program.num_params;
+  args->num_parameters = args->executable->num_parameters;
   args->num_outputs = 1;
   return NULL;
 }
 
 static KILN_Error* ExecutableDestroy(KILN_Executable_Destroy_Args* args) {
   CHECK_ARGS(args, KILN_Executable_Destroy_Args, executable);
-  if (args->executable != NULL) FreeProgram(&args->executable->program);
-  free(args->executable);
+  FreeExecutable(args->executable);
   return NULL;
-}
-
-static float Apply(enum Op op, float a, float b) {
-  switch (op) {
-    case OP_ADD:
-      return a + b;
-    case OP_SUBTRACT:
-      return a - b;
-    case OP_MULTIPLY:
-      return a * b;
-    case OP_DIVIDE:
-      return a / b;
-    case OP_MAXIMUM:
-      return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
-    case OP_MINIMUM:
-      return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
-    case OP_NEGATE:
-      return -a;
-    case OP_ABS:
-      return fabsf(a);
-    case OP_EXP:
-      return expf(a);
-    case OP_TANH:
-      return tanhf(a);
-    case OP_SQRT:
-      return sqrtf(a);
-    default:
-      return 0;
-  }
-}
-
-static size_t Elements(const Instr* in) {
-  size_t n = 1;
-  for (int d = 0; d < in->ndims; ++d) n *= (size_t)in->dims[d];
-  return n;
 }
 
 static KILN_Error* Execute(KILN_Execute_Args* args) {
   CHECK_ARGS(args, KILN_Execute_Args, num_outputs);
-  const Program* p = &args->executable->program;
-  if (args->num_arguments != (size_t)p->num_params || args->num_outputs != 1) {
-    return Fail(KILN_ERROR_INVALID_ARGUMENT, "wrong argument or output count%s%s", NULL, NULL);
+  const KILN_Executable* p = args->executable;
+  if (args->num_arguments != p->num_parameters || args->num_outputs != 1)
+    return Fail(KILN_ERROR_INVALID_ARGUMENT, "wrong argument or output count");
+  const size_t n = p->elements, bytes = n * sizeof(float);
+  for (size_t i = 0; i < args->num_arguments; ++i) { /* checked first: nothing to undo */
+    const KILN_Buffer* b = args->arguments[i];
+    if (b == NULL || b->dtype != KILN_DTYPE_F32 || b->byte_size != bytes)
+      return Fail(KILN_ERROR_INVALID_ARGUMENT, "argument %zu is not the expected f32 array", i);
   }
-  float** values = (float**)calloc((size_t)p->count, sizeof(float*));
-  if (values == NULL) return Fail(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory%s%s", NULL, NULL);
-  KILN_Error* err = NULL;
-  for (int i = 0; i < p->count && err == NULL; ++i) {
-    const Instr* in = &p->instrs[i];
-    size_t n = Elements(in);
-    values[i] = (float*)malloc(n * sizeof(float) + 1);
+  float** values = (float**)calloc(p->num_steps, sizeof(float*));
+  int ok = values != NULL;
+  for (size_t i = 0; ok && i < p->num_steps; ++i) {
+    const Step* s = &p->steps[i];
+    values[i] = (float*)malloc(bytes + 1);
     if (values[i] == NULL) {
-      err = Fail(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory%s%s", NULL, NULL);
-      break;
-    }
-    if (in->op == OP_PARAMETER) {
-      const KILN_Buffer* b = args->arguments[in->param_number];
-      if (b == NULL || b->dtype != KILN_DTYPE_F32 || b->byte_size != n * sizeof(float)) {
-        err = Fail(KILN_ERROR_INVALID_ARGUMENT,
-                   "argument for '%s' is not the f32 array it expects%s", in->name, NULL);
-        break;
-      }
-      memcpy(values[i], b->data, n * sizeof(float));
-      continue;
-    }
-    const float* a = values[in->operands[0]];
-    const float* b = in->num_operands > 1 ? values[in->operands[1]] : a;
-    for (size_t k = 0; k < n; ++k) values[i][k] = Apply(in->op, a[k], b[k]);
-  }
-  if (err == NULL) {
-    const Instr* root = &p->instrs[p->root];
-    KILN_Buffer* out = (KILN_Buffer*)calloc(1, sizeof(KILN_Buffer));
-    if (out == NULL) {
-      err = Fail(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory%s%s", NULL, NULL);
+      ok = 0;
+    } else if (s->parameter_number >= 0) {
+      memcpy(values[i], args->arguments[s->parameter_number]->data, bytes);
+    } else if (s->constant != NULL) {
+      memcpy(values[i], s->constant, bytes);
     } else {
-      out->dtype = KILN_DTYPE_F32;
-      out->ndims = (size_t)root->ndims;
-      memcpy(out->dims, root->dims, sizeof(int64_t) * (size_t)root->ndims);
-      out->byte_size = Elements(root) * sizeof(float);
-      out->data = (unsigned char*)values[p->root];
-      values[p->root] = NULL; /* ownership moves to the buffer */
-      args->outputs[0] = out;
+      const float* a = values[s->operands[0]];
+      const float* b = s->op->arity == 2 ? values[s->operands[1]] : a;
+      for (size_t k = 0; k < n; ++k) values[i][k] = s->op->apply(a[k], b[k]);
     }
   }
-  for (int i = 0; i < p->count; ++i) free(values[i]);
+  KILN_Buffer* out =
+      ok ? MakeBuffer(KILN_DTYPE_F32, p->dims, p->ndims, values[p->root], bytes) : NULL;
+  if (out != NULL) values[p->root] = NULL; /* ownership moved to the buffer */
+  args->outputs[0] = out;
+  for (size_t i = 0; values != NULL && i < p->num_steps; ++i) free(values[i]);
   free(values);
-  return err;
+  return out != NULL ? NULL : OutOfMemory();
 }
 
 static KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
   CHECK_ARGS(args, KILN_Buffer_FromHost_Args, buffer);
-  size_t item = DTypeSize(args->dtype);
-  if (item == 0 || args->num_dims > MAX_DIMS) {
-    return Fail(KILN_ERROR_UNIMPLEMENTED, "unsupported dtype or rank%s%s", NULL, NULL);
-  }
+  static const size_t kSizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 8, 16};
+  size_t item = args->dtype >= 0 && args->dtype <= KILN_DTYPE_C128 ? kSizes[args->dtype] : 0;
+  if (item == 0 || args->num_dims > MAX_DIMS) /* later dtypes (f8, int4, ...) are refused */
+    return Fail(KILN_ERROR_UNIMPLEMENTED, "unsupported dtype or rank");
   size_t n = 1;
   for (size_t d = 0; d < args->num_dims; ++d) n *= (size_t)args->dims[d];
-  if (n * item != args->data_size) {
-    return Fail(KILN_ERROR_INVALID_ARGUMENT, "data_size does not match dims%s%s", NULL, NULL);
-  }
-  KILN_Buffer* b = (KILN_Buffer*)calloc(1, sizeof(KILN_Buffer));
-  unsigned char* data = (unsigned char*)malloc(args->data_size + 1);
-  if (b == NULL || data == NULL) {
-    free(b);
+  if (n * item != args->data_size)
+    return Fail(KILN_ERROR_INVALID_ARGUMENT, "data_size does not match dims");
+  void* data = malloc(args->data_size + 1);
+  KILN_Buffer* b = MakeBuffer(args->dtype, args->dims, args->num_dims, data, args->data_size);
+  if (b == NULL) {
     free(data);
-    return Fail(KILN_ERROR_RESOURCE_EXHAUSTED, "out of memory%s%s", NULL, NULL);
+    return OutOfMemory();
   }
   memcpy(data, args->data, args->data_size);
-  b->dtype = args->dtype;
-  b->ndims = args->num_dims;
-  memcpy(b->dims, args->dims, sizeof(int64_t) * args->num_dims);
-  b->byte_size = args->data_size;
-  b->data = data;
   args->buffer = b;
-#if KILN_API_MINOR >= 2 /* built from a header older than 1.2 (tests/abi): no on_done */
   /* ABI 1.2: the bytes were copied, so a caller that asked is told at once. */
   if (KILN_ARGS_HAS(args, KILN_Buffer_FromHost_Args, on_done_arg) && args->on_done != NULL)
     args->on_done(args->on_done_arg);
-#endif
   return NULL;
 }
 
 static KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* args) {
   CHECK_ARGS(args, KILN_Buffer_ToHost_Args, dst_size);
-  if (args->dst_size != args->buffer->byte_size) {
-    return Fail(KILN_ERROR_INVALID_ARGUMENT, "dst_size does not match the buffer%s%s", NULL, NULL);
-  }
+  if (args->dst_size != args->buffer->byte_size)
+    return Fail(KILN_ERROR_INVALID_ARGUMENT, "dst_size does not match the buffer");
   memcpy(args->dst, args->buffer->data, args->dst_size);
   return NULL;
 }
@@ -564,8 +373,7 @@ static KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* args) {
 static const KILN_Api kApi = {
     .struct_size = sizeof(KILN_Api),
     .api_major = KILN_API_MAJOR,
-    /* the rules it follows: 1.2 (it calls on_done); built from an older header, that one's */
-    .api_minor = KILN_API_MINOR >= 2 ? 2 : KILN_API_MINOR,
+    .api_minor = 6, /* the rules it follows: it calls on_done (1.2), it reads the view (1.6) */
     .plugin_name = "elementwise-example",
     .default_priority = 300,
     .error_destroy = ErrorDestroy,

@@ -1,7 +1,7 @@
 /* A core that knows only ABI 1.0 (built from the frozen header in api_1_0/), driving a plugin
  * built against any later 1.x: the other direction of the minor-version negotiation.
  *
- * usage: core_1_0 PLUGIN.so [--expect-unavailable]
+ * usage: core_1_0 PLUGIN.so [--expect-unavailable | --expect-refused]
  *
  * It loads the plugin, checks the table against what 1.0 requires, then compiles and runs
  * a small elementwise module through the 1.0 entries only, with every args struct exactly
@@ -10,7 +10,9 @@
  * collectives, dump_dir, ...) reads garbage pointers and fails or crashes here. The result
  * is checked against values computed by hand. Exit 0 on success, 1 on any failure; with
  * --expect-unavailable, a plugin that declares itself unavailable (no GPU) is a success once
- * its table has been checked.
+ * its table has been checked; with --expect-refused, a plugin that needs what a 1.0 core
+ * does not give (the walkable module of 1.6) must refuse capability or compile cleanly, with
+ * FAILED_PRECONDITION, and then still destroy its client.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -60,12 +62,27 @@ static void CountSupported(void* user_data, const char* name) {
   ++*(int*)user_data;
 }
 
+/* --expect-refused: `entry` refused with FAILED_PRECONDITION and a message; the client must
+ * still go away cleanly. */
+static int Refused(const char* entry, KILN_Error* e, KILN_Client* client) {
+  const char* message = api->error_message(e);
+  if (api->error_code(e) != KILN_ERROR_FAILED_PRECONDITION || message == NULL || !*message)
+    return Fail("the refusal is not FAILED_PRECONDITION with a message", e);
+  printf("%s refused, as expected: %s\n", entry, message);
+  api->error_destroy(e);
+  KILN_Client_Destroy_Args* destroy = Args(sizeof(KILN_Client_Destroy_Args));
+  destroy->client = client;
+  if ((e = api->client_destroy(destroy)) != NULL) return Fail("client_destroy", e);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: core_1_0 PLUGIN.so [--expect-unavailable]\n");
+    fprintf(stderr, "usage: core_1_0 PLUGIN.so [--expect-unavailable | --expect-refused]\n");
     return 2;
   }
   const int expect_unavailable = argc > 2 && strcmp(argv[2], "--expect-unavailable") == 0;
+  const int expect_refused = argc > 2 && strcmp(argv[2], "--expect-refused") == 0;
   void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL) {
     fprintf(stderr, "core_1_0: FAIL: dlopen %s: %s\n", argv[1], dlerror());
@@ -122,7 +139,10 @@ int main(int argc, char** argv) {
     cap->hlo_text_size = sizeof(kModule) - 1;
     cap->report_supported = CountSupported;
     cap->user_data = &supported;
-    if ((e = api->capability(cap)) != NULL) return Fail("capability", e);
+    if ((e = api->capability(cap)) != NULL) {
+      return expect_refused ? Refused("capability", e, client) : Fail("capability", e);
+    }
+    if (expect_refused) return Fail("capability accepted what it was expected to refuse", NULL);
     if (supported < 2) return Fail("capability declines the elementwise module", NULL);
   }
 
@@ -132,7 +152,10 @@ int main(int argc, char** argv) {
   compile->hlo_text = kModule;
   compile->hlo_text_size = sizeof(kModule) - 1;
   compile->options = options;
-  if ((e = api->compile(compile)) != NULL) return Fail("compile", e);
+  if ((e = api->compile(compile)) != NULL) {
+    return expect_refused ? Refused("compile", e, client) : Fail("compile", e);
+  }
+  if (expect_refused) return Fail("compile accepted what it was expected to refuse", NULL);
   KILN_Executable_Info_Args* info = Args(sizeof(KILN_Executable_Info_Args));
   info->executable = compile->executable;
   if ((e = api->executable_info(info)) != NULL) return Fail("executable_info", e);

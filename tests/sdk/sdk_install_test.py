@@ -153,7 +153,8 @@ try:
         ("lying-capability", "if (p.instrs[i].why_not == NULL) {", "if (1) {",
          "capability", "capability accepts every instruction"),
         # A dtype mix-up: any float type is taken for f32 (and execute does not check).
-        ("dtype-mixup", 'strncmp(s, "f32[", 4) == 0', "*s == 'f'",
+        ("dtype-mixup", "shape->element_type == KILN_DTYPE_F32 &&",
+         "shape->element_type >= KILN_DTYPE_F16 && shape->element_type <= KILN_DTYPE_F64 &&",
          "differential/unary", "differs from the reference's"),
     ]
     for name, old, new, row, reason in wrong:
