@@ -308,6 +308,13 @@ absl::StatusOr<std::vector<DeviceDescription>> Plugin::Devices() const {
   return out;
 }
 
+// ABI 1.7's asynchronous execution: all five event entries, or none is used.
+static bool HasEvents(const internal::PluginLibrary& lib) {
+  return lib.minor >= 7 && KILN_API_HAS(lib.api, event_is_ready) &&
+         KILN_API_HAS(lib.api, event_await) && KILN_API_HAS(lib.api, event_on_ready) &&
+         KILN_API_HAS(lib.api, event_destroy) && KILN_API_HAS(lib.api, buffer_ready_event);
+}
+
 // The walkable module for a plugin of ABI 1.6 or later (null for older ones, which do not
 // read it); text that does not parse or verify fails here, located, for every plugin alike.
 static absl::StatusOr<std::unique_ptr<ModuleView>> ViewFor(const internal::PluginLibrary& lib,
@@ -315,6 +322,8 @@ static absl::StatusOr<std::unique_ptr<ModuleView>> ViewFor(const internal::Plugi
   if (lib.minor < 6) return std::unique_ptr<ModuleView>();
   return ModuleView::FromText(hlo_text);
 }
+
+bool Plugin::has_events() const { return HasEvents(*lib_); }
 
 absl::StatusOr<CapabilityReport> Plugin::Capability(std::string_view hlo_text) const {
   if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
@@ -479,6 +488,70 @@ absl::Status DeviceBuffer::CheckNotDonated(std::string_view what) const {
       lib_ != nullptr ? lib_->name : std::string("kiln"), what));
 }
 DeviceBuffer::~DeviceBuffer() { Release(); }
+
+absl::StatusOr<std::unique_ptr<Event>> DeviceBuffer::ReadyEvent() const {
+  if (absl::Status s = CheckNotDonated("buffer_ready_event"); !s.ok()) return s;
+  if (!HasEvents(*lib_)) return std::unique_ptr<Event>();
+  KILN_Buffer_ReadyEvent_Args args{};
+  args.struct_size = sizeof(args);
+  args.buffer = buffer_;
+  if (absl::Status s = lib_->Take(lib_->api->buffer_ready_event(&args), "buffer_ready_event");
+      !s.ok()) {
+    return s;
+  }
+  if (args.event == nullptr)
+    return absl::InternalError(fmt::format("{}: buffer_ready_event gave no event", lib_->name));
+  return std::make_unique<Event>(lib_, args.event);
+}
+
+Event::Event(std::shared_ptr<PluginLibrary> lib, KILN_Event* event)
+    : lib_(std::move(lib)), event_(event) {}
+
+Event::~Event() {
+  KILN_Event_Destroy_Args args{};
+  args.struct_size = sizeof(args);
+  args.event = event_;
+  if (KILN_Error* e = lib_->api->event_destroy(&args)) lib_->api->error_destroy(e);
+}
+
+absl::StatusOr<bool> Event::IsReady() const {
+  KILN_Event_IsReady_Args args{};
+  args.struct_size = sizeof(args);
+  args.event = event_;
+  if (absl::Status s = lib_->Take(lib_->api->event_is_ready(&args), "event_is_ready"); !s.ok())
+    return s;
+  return args.ready != 0;
+}
+
+absl::Status Event::Await() const {
+  KILN_Event_Await_Args args{};
+  args.struct_size = sizeof(args);
+  args.event = event_;
+  return lib_->Take(lib_->api->event_await(&args), "run");
+}
+
+absl::Status Event::OnReady(std::function<void(absl::Status)> callback) const {
+  struct Pending {
+    std::shared_ptr<PluginLibrary> lib;
+    std::function<void(absl::Status)> callback;
+  };
+  auto* pending = new Pending{lib_, std::move(callback)};
+  KILN_Event_OnReady_Args args{};
+  args.struct_size = sizeof(args);
+  args.event = event_;
+  args.arg = pending;
+  args.callback = [](KILN_Error* error, void* arg) {
+    std::unique_ptr<Pending> p(static_cast<Pending*>(arg));
+    absl::Status s = p->lib->Take(error, "run");  // destroys the error
+    try {
+      p->callback(std::move(s));
+    } catch (...) {  // nothing may cross back into the plugin
+    }
+  };
+  absl::Status s = lib_->Take(lib_->api->event_on_ready(&args), "event_on_ready");
+  if (!s.ok()) delete pending;  // a failed registration never calls back
+  return s;
+}
 void DeviceBuffer::Release() {
   if (buffer_ != nullptr && lib_ != nullptr) {
     KILN_Buffer_Destroy_Args args{sizeof(args), buffer_};
@@ -553,6 +626,19 @@ Executable::~Executable() {
 
 absl::StatusOr<std::vector<DeviceBuffer>> Executable::ExecuteBuffers(
     std::span<const DeviceBuffer* const> args, std::span<const bool> donate) const {
+  absl::StatusOr<AsyncRun> run = Run(args, donate, /*asynchronous=*/false);
+  if (!run.ok()) return run.status();
+  return std::move(run->outputs);
+}
+
+absl::StatusOr<Executable::AsyncRun> Executable::ExecuteBuffersAsync(
+    std::span<const DeviceBuffer* const> args, std::span<const bool> donate) const {
+  return Run(args, donate, HasEvents(*lib_));
+}
+
+absl::StatusOr<Executable::AsyncRun> Executable::Run(std::span<const DeviceBuffer* const> args,
+                                                     std::span<const bool> donate,
+                                                     bool asynchronous) const {
   if (args.size() != num_parameters_) {
     return absl::InvalidArgumentError(fmt::format("{}: executable takes {} arguments, got {}",
                                                   lib_->name, num_parameters_, args.size()));
@@ -587,6 +673,7 @@ absl::StatusOr<std::vector<DeviceBuffer>> Executable::ExecuteBuffers(
   exec.outputs = outputs.data();
   exec.num_outputs = outputs.size();
   if (any_donated && lib_->minor >= 3) exec.donated = donated.data();
+  exec.asynchronous = asynchronous ? 1 : 0;
   // A run on several devices hands the plugin the transport for its collectives.
   std::optional<AbiCollectives> transport;
   if (Communicator* c = CurrentCommunicator(); c != nullptr && c->grid().num_devices() > 1) {
@@ -601,10 +688,11 @@ absl::StatusOr<std::vector<DeviceBuffer>> Executable::ExecuteBuffers(
   for (size_t i = 0; i < args.size(); ++i)
     if (donated[i]) args[i]->donated_ = true;
   if (absl::Status s = lib_->Take(lib_->api->execute(&exec), "execute"); !s.ok()) return s;
-  std::vector<DeviceBuffer> result;
-  result.reserve(outputs.size());
-  for (KILN_Buffer* b : outputs) result.emplace_back(lib_, b);
-  for (const DeviceBuffer& b : result) {
+  AsyncRun result;
+  if (exec.done != nullptr) result.done = std::make_unique<Event>(lib_, exec.done);
+  result.outputs.reserve(outputs.size());
+  for (KILN_Buffer* b : outputs) result.outputs.emplace_back(lib_, b);
+  for (const DeviceBuffer& b : result.outputs) {
     if (b.handle() == nullptr)
       return absl::InternalError(fmt::format("{}: execute left an output empty", lib_->name));
   }

@@ -18,6 +18,7 @@
 
 struct KILN_Api;
 struct KILN_Buffer;
+struct KILN_Event;
 struct KILN_Executable;
 
 namespace kiln {
@@ -57,6 +58,27 @@ struct CompileOptions {
   int dump_sequence = 0;    // the number of its first dump (after the core's)
 };
 
+// Work a plugin finishes later (ABI 1.7): an asynchronous execute, or a buffer's contents.
+// Destroying it does not stop the work.
+class Event {
+ public:
+  Event(std::shared_ptr<internal::PluginLibrary> lib, KILN_Event* event);
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event();
+
+  absl::StatusOr<bool> IsReady() const;
+  // Blocks until the work ends; its error when it failed.
+  absl::Status Await() const;
+  // Calls `callback` once with the work's status when it ends, maybe right away, maybe on
+  // another thread. It must not block on the plugin's other work.
+  absl::Status OnReady(std::function<void(absl::Status)> callback) const;
+
+ private:
+  std::shared_ptr<internal::PluginLibrary> lib_;
+  KILN_Event* event_;
+};
+
 // An array on a plugin's device. Move-only; destroys the plugin buffer when it dies.
 class DeviceBuffer {
  public:
@@ -74,6 +96,9 @@ class DeviceBuffer {
   // Where the buffer's bytes are when they live in host memory (valid while it lives, not
   // to be written); null when they do not, or the plugin cannot say (ABI < 1.2).
   const void* HostData() const;
+  // When its contents are ready (an output of an asynchronous execute, ABI 1.7); null when
+  // they are now (a plugin without events is always ready).
+  absl::StatusOr<std::unique_ptr<Event>> ReadyEvent() const;
   KILN_Buffer* handle() const { return buffer_; }
   // True once given up to an execute (Executable::ExecuteBuffers with `donate`): only its
   // destruction is left; any other use is FAILED_PRECONDITION.
@@ -106,12 +131,25 @@ class Executable {
   // the call, whether it succeeds or not, and may be passed only once.
   absl::StatusOr<std::vector<DeviceBuffer>> ExecuteBuffers(
       std::span<const DeviceBuffer* const> args, std::span<const bool> donate = {}) const;
+  // The same, returning as soon as the plugin has queued the run (ABI 1.7): the outputs'
+  // contents come later (reading them waits), and `done` ends with the run; it is null when
+  // the plugin ran the call to its end (no events, or it chose to). Outputs may be passed to
+  // the next execute at once: the plugin orders the runs, with no wait on the host.
+  struct AsyncRun {
+    std::vector<DeviceBuffer> outputs;
+    std::unique_ptr<Event> done;
+  };
+  absl::StatusOr<AsyncRun> ExecuteBuffersAsync(std::span<const DeviceBuffer* const> args,
+                                               std::span<const bool> donate = {}) const;
   // Copies host arrays in, runs (donating the copies), copies the result leaves out.
   absl::StatusOr<std::vector<Literal>> Execute(std::span<const Literal> args) const;
   // Unimplemented when the plugin does not offer serialization.
   absl::StatusOr<std::string> Serialize() const;
 
  private:
+  absl::StatusOr<AsyncRun> Run(std::span<const DeviceBuffer* const> args,
+                               std::span<const bool> donate, bool asynchronous) const;
+
   std::shared_ptr<internal::PluginLibrary> lib_;
   KILN_Executable* exe_;
   size_t num_parameters_, num_outputs_;
@@ -157,6 +195,8 @@ class Plugin {
   // them, so the core runs none of its passes for it.
   bool wants_module_as_written() const;
 
+  // Whether it runs executes asynchronously when asked: ABI 1.7 with the event entries.
+  bool has_events() const;
   absl::StatusOr<std::vector<DeviceDescription>> Devices() const;
   // How much memory the plugin's buffers hold on its first device (device_memory_stats,
   // ABI 1.5); UNIMPLEMENTED for a plugin without that entry.

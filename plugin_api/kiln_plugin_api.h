@@ -27,7 +27,8 @@
  * Ownership: whoever creates a handle destroys it, through this API. Strings returned by the
  * plugin (names, reasons, attribute values, device kinds) stay valid while the plugin is
  * loaded unless a comment says otherwise. Buffers passed in are copied before the entry
- * returns (calls are synchronous).
+ * returns. Calls are synchronous, except an execute the caller lets run asynchronously
+ * (1.7), whose end and outputs are then told by events.
  *
  * This header is C only (C99) and includes nothing of Kiln.
  */
@@ -42,7 +43,7 @@ extern "C" {
 #endif
 
 #define KILN_API_MAJOR 1
-#define KILN_API_MINOR 6
+#define KILN_API_MINOR 7
 
 /* The symbol every plugin exports. */
 #define KILN_GET_API_SYMBOL "KILN_GetApi"
@@ -58,6 +59,7 @@ typedef struct KILN_Client KILN_Client;
 typedef struct KILN_Device KILN_Device;
 typedef struct KILN_Buffer KILN_Buffer;
 typedef struct KILN_Executable KILN_Executable;
+typedef struct KILN_Event KILN_Event; /* 1.7: work that ends later (see Events) */
 
 /* ---- Error codes: the same numbers as absl::StatusCode / gRPC codes ------------------ */
 typedef enum {
@@ -473,6 +475,51 @@ typedef struct {
 } KILN_Buffer_Destroy_Args;
 typedef KILN_Error* KILN_Buffer_Destroy(KILN_Buffer_Destroy_Args* args);
 
+/* ---- Events: asynchronous execution (1.7) ------------------------------------------- */
+/* An event stands for work a plugin finishes later: an asynchronous execute, or the
+ * contents of one of its output buffers. The plugin creates it; the caller destroys it
+ * with event_destroy (the work goes on regardless). */
+typedef struct {
+  size_t struct_size;
+  KILN_Event* event;
+  int32_t ready; /* out: nonzero once the work has ended, well or not */
+} KILN_Event_IsReady_Args;
+typedef KILN_Error* KILN_Event_IsReady(KILN_Event_IsReady_Args* args);
+
+/* Blocks until the work has ended. Returns the work's error (a new error object each call,
+ * which the caller destroys), or NULL when it succeeded. */
+typedef struct {
+  size_t struct_size;
+  KILN_Event* event;
+} KILN_Event_Await_Args;
+typedef KILN_Error* KILN_Event_Await(KILN_Event_Await_Args* args);
+
+/* Calls callback(error, arg) exactly once when the work has ended: maybe before this entry
+ * returns, maybe from another thread. `error` is NULL on success, otherwise an error object
+ * the callback owns and destroys. The callback must not block on other work of the plugin. */
+typedef struct {
+  size_t struct_size;
+  KILN_Event* event;
+  void (*callback)(KILN_Error* error, void* arg);
+  void* arg;
+} KILN_Event_OnReady_Args;
+typedef KILN_Error* KILN_Event_OnReady(KILN_Event_OnReady_Args* args);
+
+typedef struct {
+  size_t struct_size;
+  KILN_Event* event;
+} KILN_Event_Destroy_Args;
+typedef KILN_Error* KILN_Event_Destroy(KILN_Event_Destroy_Args* args);
+
+/* An event for when a buffer's contents are ready (an output of an asynchronous execute),
+ * failing with its run's error when the run failed; a buffer made any other way is ready. */
+typedef struct {
+  size_t struct_size;
+  KILN_Buffer* buffer;
+  KILN_Event* event; /* out: the caller destroys it */
+} KILN_Buffer_ReadyEvent_Args;
+typedef KILN_Error* KILN_Buffer_ReadyEvent(KILN_Buffer_ReadyEvent_Args* args);
+
 /* ---- Execution ------------------------------------------------------------------- */
 /* 1.4: the transport of a run on several devices, which the caller (the core: in one process,
  * or over Open MPI across processes) gives each execute. The plugin runs the module's
@@ -531,6 +578,17 @@ typedef struct {
    * caller checks the plugin's api_minor >= 4 before setting it. A plugin without a transport
    * of its own runs collectives through it, or fails the call naming the op it cannot run. */
   const KILN_Collectives* collectives;
+  /* 1.7, optional: nonzero lets the plugin return once the run is queued (its arguments
+   * checked), with output buffers whose contents come later (buffer_ready_event; reading
+   * one waits for it). Arguments may be outputs of such runs that are not ready yet: the
+   * plugin orders the runs itself, so a caller chains executions without waiting on the
+   * host. Argument buffers may be destroyed once execute returns. A plugin may always run
+   * to the end instead. A caller sets it only for a plugin with the event entries. */
+  int32_t asynchronous;
+  /* 1.7, out: with `asynchronous`, an event for the end of the run, which the caller
+   * destroys; a run that fails fails it and every output's ready event with its error. NULL
+   * when the plugin ran the call to its end before returning. */
+  KILN_Event* done;
 } KILN_Execute_Args;
 typedef KILN_Error* KILN_Executable_Execute(KILN_Execute_Args* args);
 
@@ -573,6 +631,13 @@ typedef struct KILN_Api {
 
   /* Version 1.5. */
   KILN_Device_MemoryStats* device_memory_stats; /* optional */
+
+  /* Version 1.7: asynchronous execution; optional, all five or none. */
+  KILN_Event_IsReady* event_is_ready;
+  KILN_Event_Await* event_await;
+  KILN_Event_OnReady* event_on_ready;
+  KILN_Event_Destroy* event_destroy;
+  KILN_Buffer_ReadyEvent* buffer_ready_event;
   /* Later minors append here. */
 } KILN_Api;
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -1226,6 +1227,131 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
   }
 
   // ---- allocation-failure: a result of 2^62 bytes is an error, not a crash.
+  // ---- async (ABI 1.7): a chain of asynchronous runs, each given the previous one's output
+  // before it is ready (and the previous input destroyed at once), equals the same chain run
+  // synchronously; events end once; a run that fails fails its event and its outputs'.
+  void Async(Row& row) {
+    if (!plugin->has_events()) {
+      row.skip_reason =
+          plugin->api_minor() < 7
+              ? fmt::format("the plugin declares ABI 1.{}: no events", plugin->api_minor())
+              : std::string("the plugin has no event entries (optional, ABI 1.7)");
+      return;
+    }
+    const std::string text =
+        "HloModule plugin_test_async\n\nENTRY main {\n  p = f32[128,128] parameter(0)\n"
+        "  c = f32[] constant(0.5)\n  h = f32[128,128] broadcast(f32[] c), dimensions={}\n"
+        "  t = f32[128,128] tanh(f32[128,128] p)\n"
+        "  m = f32[128,128] multiply(f32[128,128] t, f32[128,128] h)\n"
+        "  ROOT r = f32[128,128] add(f32[128,128] m, f32[128,128] p)\n}\n";
+    absl::StatusOr<CapabilityReport> report = plugin->Capability(text);
+    if (report.ok() && !report->unsupported.empty()) {
+      row.skip_reason = fmt::format("capability declines the chain's module ({}: {})",
+                                    report->unsupported[0].first, report->unsupported[0].second);
+      return;
+    }
+    absl::StatusOr<std::unique_ptr<Executable>> exe = plugin->CompileText(text);
+    if (!exe.ok()) {
+      row.Fail("compile failed: " + std::string(exe.status().message()));
+      return;
+    }
+    const Literal x = MakeRandomLiteral(Shape(PrimitiveType::F32, {128, 128}), seed * 17);
+    constexpr int kRuns = 8;
+    // The reference: the same chain, each run waited for.
+    absl::StatusOr<DeviceBuffer> first = plugin->ToDevice(x);
+    if (!first.ok()) {
+      row.Fail("buffer_from_host failed");
+      return;
+    }
+    std::optional<DeviceBuffer> now(std::move(*first));
+    for (int k = 0; k < kRuns; ++k) {
+      const DeviceBuffer* args[] = {&*now};
+      absl::StatusOr<std::vector<DeviceBuffer>> out = (*exe)->ExecuteBuffers(args);
+      if (!out.ok() || out->size() != 1) {
+        row.Fail("a synchronous run failed");
+        return;
+      }
+      now.emplace(std::move((*out)[0]));
+    }
+    absl::StatusOr<Literal> want = now->ToLiteral();
+    // The chain, queued at once.
+    first = plugin->ToDevice(x);
+    if (!first.ok() || !want.ok()) {
+      row.Fail("buffer_from_host or buffer_to_host failed");
+      return;
+    }
+    now.emplace(std::move(*first));
+    std::vector<std::unique_ptr<Event>> done;
+    int queued = 0;
+    for (int k = 0; k < kRuns; ++k) {
+      const DeviceBuffer* args[] = {&*now};
+      absl::StatusOr<Executable::AsyncRun> run = (*exe)->ExecuteBuffersAsync(args);
+      if (!run.ok() || run->outputs.size() != 1) {
+        row.Fail("asynchronous execute " + std::to_string(k) + " failed: " +
+                 (run.ok() ? "wrong output count" : std::string(run.status().message())));
+        return;
+      }
+      now.emplace(std::move(run->outputs[0]));  // destroys the previous input right away
+      queued += run->done != nullptr;
+      if (run->done != nullptr) done.push_back(std::move(run->done));
+    }
+    // A callback on the last run: called exactly once (maybe on another thread).
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    if (!done.empty()) {
+      absl::Status on = done.back()->OnReady([calls](absl::Status s) { calls->fetch_add(1); });
+      row.Check(on.ok(), "event_on_ready failed: " + std::string(on.message()));
+    }
+    absl::StatusOr<std::unique_ptr<Event>> ready = now->ReadyEvent();
+    row.Check(ready.ok(), "buffer_ready_event failed");
+    if (ready.ok() && *ready != nullptr) {
+      absl::Status s = (*ready)->Await();
+      row.Check(s.ok(), "the last output's ready event failed: " + std::string(s.message()));
+    }
+    for (const auto& d : done) {
+      absl::Status s = d->Await();
+      row.Check(s.ok(), "a run's event failed: " + std::string(s.message()));
+      absl::StatusOr<bool> is = d->IsReady();
+      row.Check(is.ok() && *is, "event_is_ready says no after event_await returned");
+    }
+    absl::StatusOr<Literal> got = now->ToLiteral();
+    row.Check(
+        got.ok() && got->size_bytes() == want->size_bytes() &&
+            std::memcmp(got->untyped_data(), want->untyped_data(), want->size_bytes()) == 0,
+        fmt::format("{} chained asynchronous runs differ from the same runs waited for", kRuns));
+    for (int waited = 0; !done.empty() && calls->load() == 0 && waited < 1000; ++waited)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!done.empty()) {
+      row.Check(calls->load() == 1,
+                fmt::format("the on_ready callback ran {} times, not once", calls->load()));
+    }
+    std::string failure = AsyncFailure(row);
+    row.Note(fmt::format("{} runs chained, {} queued; {}", kRuns, queued, failure));
+  }
+
+  // A run that fails asynchronously (a result too big for memory): its event and its
+  // output's ready event must fail. Says what was tried.
+  std::string AsyncFailure(Row& row) {
+    const std::string text =
+        "HloModule plugin_test_async_huge\n\nENTRY main {\n  c = f32[] constant(1)\n"
+        "  ROOT b = f32[1073741824,1073741824] broadcast(f32[] c), dimensions={}\n}\n";
+    absl::StatusOr<CapabilityReport> report = plugin->Capability(text);
+    if (!report.ok() || !report->unsupported.empty()) return "the failing run is declined";
+    absl::StatusOr<std::unique_ptr<Executable>> exe = plugin->CompileText(text);
+    if (!exe.ok()) return "the failing run is refused at compile";
+    absl::StatusOr<Executable::AsyncRun> run = (*exe)->ExecuteBuffersAsync({});
+    if (!run.ok()) return "the failing run fails at execute";
+    if (run->done == nullptr) {
+      row.Fail("a 2^62-byte result executed without an error");
+      return "";
+    }
+    absl::Status s = run->done->Await();
+    row.Check(!s.ok(), "the event of a run with a 2^62-byte result ended well");
+    absl::StatusOr<std::unique_ptr<Event>> ready = run->outputs[0].ReadyEvent();
+    row.Check(ready.ok() && *ready != nullptr && !(*ready)->Await().ok(),
+              "the output of a failed run has a ready event that ends well");
+    return "a failing run fails its event: " + std::string(s.message()).substr(0, 60);
+  }
+
   void AllocationFailure(Row& row) {
     const std::string text =
         "HloModule plugin_test_huge\n\nENTRY main {\n  c = f32[] constant(1)\n"
@@ -1274,7 +1400,8 @@ constexpr const char* kHelp =
     "capability against compile, buffer round trips for every dtype), runs random modules\n"
     "of every opcode family on it and on the interpreter and compares them (tools/compare\n"
     "tolerances), runs one executable from 16 threads, runs with a donated argument (ABI\n"
-    "1.3), and asks for a result too big for memory. Each area is one row: PASS, FAIL or SKIP\n"
+    "1.3), chains asynchronous runs (1.7), and asks for a result too big for memory. Each area is "
+    "one row: PASS, FAIL or SKIP\n"
     "with a reason and counts. The row name\n"
     "is printed before the area runs, so a plugin that crashes shows where.\n"
     "  --json       a machine-readable report on stdout (progress goes to stderr)\n"
@@ -1425,6 +1552,8 @@ int PluginTestCommand(const std::vector<std::string>& args) {
       "custom-calls", [&](Row& r) { suite.CustomCalls(r); }, unavailable);
   run(
       "memory-stats", [&](Row& r) { suite.MemoryStats(r); }, unavailable);
+  run(
+      "async", [&](Row& r) { suite.Async(r); }, unavailable);
   run(
       "allocation-failure", [&](Row& r) { suite.AllocationFailure(r); }, unavailable);
 

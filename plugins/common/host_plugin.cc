@@ -1,6 +1,7 @@
 // The C ABI of host-memory plugins, implemented once over a HostBackend: clients with one
 // host device, buffers as Literals, argument checking, executables whose serialized form
-// is the HLO text (deserializing compiles again; backends cache).
+// is the HLO text (deserializing compiles again; backends cache), and asynchronous runs
+// (ABI 1.7) on a queue per client.
 #include "plugins/common/host_plugin.h"
 
 #include <sys/mman.h>
@@ -20,6 +21,7 @@
 #include "hlo/text/parser.h"
 #include "hlo/verifier.h"
 #include "plugins/common/abi_communicator.h"
+#include "plugins/common/async_runs.h"
 #include "plugins/common/c_api_support.h"
 #include "plugins/common/host_custom_calls.h"
 #include "plugins/common/length_prefixed.h"
@@ -36,6 +38,8 @@ struct KILN_Device {
 struct KILN_Client {
   KILN_Device device;
   std::vector<KILN_Device*> devices{&device};
+  // Asynchronous runs (ABI 1.7), in submission order; destroying the client finishes them.
+  kiln::plugin_support::RunQueue runs;
 };
 
 struct KILN_Executable {
@@ -43,6 +47,12 @@ struct KILN_Executable {
   std::shared_ptr<const kiln::HloModule> module;
   std::shared_ptr<kiln::plugin_support::HostProgram> program;  // shared by equal texts
   size_t num_outputs = 0;
+  std::vector<kiln::Shape> output_shapes;  // the root's array leaves, depth-first
+  KILN_Client* client = nullptr;           // whose queue its asynchronous runs go on
+};
+
+struct KILN_Event {
+  std::shared_ptr<kiln::plugin_support::HostEvent> event;
 };
 
 // Live buffers and their bytes, for device_memory_stats (ABI 1.5): all clients together, as
@@ -57,17 +67,13 @@ MemoryCounters& Memory() {
 }
 }  // namespace
 
-struct KILN_Buffer {
-  explicit KILN_Buffer(kiln::plugin_support::BufferArray a = {}) {
-    Memory().buffers.fetch_add(1);
-    Set(std::move(a));
-  }
-  KILN_Buffer(const KILN_Buffer&) = delete;
-  KILN_Buffer& operator=(const KILN_Buffer&) = delete;
-  ~KILN_Buffer() {
-    Set({});
-    Memory().buffers.fetch_sub(1);
-  }
+// What a buffer holds, shared with the runs that use it: an asynchronous run (ABI 1.7) fills
+// its outputs later, and reads its arguments after the caller may have destroyed them.
+struct BufferSlot {
+  BufferSlot() = default;
+  BufferSlot(const BufferSlot&) = delete;
+  BufferSlot& operator=(const BufferSlot&) = delete;
+  ~BufferSlot() { Set({}); }
   // Replaces the contents, keeping the memory counters right.
   void Set(kiln::plugin_support::BufferArray a) {
     array = std::move(a);
@@ -78,10 +84,33 @@ struct KILN_Buffer {
     while (now > peak && !Memory().peak.compare_exchange_weak(peak, now)) {
     }
   }
+  // Waits until the contents are there; the error of the run that was to make them.
+  absl::Status Wait() const { return ready != nullptr ? ready->Await() : absl::OkStatus(); }
 
-  kiln::plugin_support::BufferArray array;  // empty once donated
-  bool donated = false;                     // given up to an execute (ABI 1.3)
-  int64_t counted = 0;                      // bytes in Memory() for this buffer
+  kiln::plugin_support::BufferArray array;  // empty once donated, or until `ready` ends
+  std::shared_ptr<kiln::plugin_support::HostEvent> ready;  // null: the contents are there
+  int64_t counted = 0;                                     // bytes in Memory() for it
+};
+
+struct KILN_Buffer {
+  // A buffer of `a`, or (with `ready`) one of `shape` whose contents a run makes later.
+  explicit KILN_Buffer(kiln::plugin_support::BufferArray a)
+      : slot(std::make_shared<BufferSlot>()), shape(a.shape()) {
+    Memory().buffers.fetch_add(1);
+    slot->Set(std::move(a));
+  }
+  KILN_Buffer(kiln::Shape s, std::shared_ptr<kiln::plugin_support::HostEvent> ready)
+      : slot(std::make_shared<BufferSlot>()), shape(std::move(s)) {
+    Memory().buffers.fetch_add(1);
+    slot->ready = std::move(ready);
+  }
+  KILN_Buffer(const KILN_Buffer&) = delete;
+  KILN_Buffer& operator=(const KILN_Buffer&) = delete;
+  ~KILN_Buffer() { Memory().buffers.fetch_sub(1); }
+
+  std::shared_ptr<BufferSlot> slot;
+  kiln::Shape shape;
+  bool donated = false;  // given up to an execute (ABI 1.3)
 };
 
 namespace kiln::plugin_support {
@@ -342,8 +371,10 @@ KILN_Error* Capability(KILN_Capability_Args* args) {
 
 // An executable of `text`: compiled (and kept in the text cache), or, with `program`, the
 // backend's serialized program for it loaded instead (nothing compiled).
-KILN_Error* MakeExecutable(std::string text, const HostBackend::CompileContext& context,
-                           KILN_Executable** out, const std::string_view* program = nullptr) {
+KILN_Error* MakeExecutable(KILN_Client* client, std::string text,
+                           const HostBackend::CompileContext& context, KILN_Executable** out,
+                           const std::string_view* program = nullptr) {
+  if (client == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "client is null");
   std::optional<CompiledText> hit;
   if (program == nullptr) hit = GetTextCache().Find(text);
   if (hit) {
@@ -351,6 +382,8 @@ KILN_Error* MakeExecutable(std::string text, const HostBackend::CompileContext& 
     exe->module = std::move(hit->module);
     exe->program = std::move(hit->program);
     exe->num_outputs = hit->num_outputs;
+    exe->output_shapes = FlattenShape(exe->module->entry()->root()->shape());
+    exe->client = client;
     exe->hlo_text = std::move(text);
     *out = exe.release();
     return nullptr;
@@ -367,6 +400,8 @@ KILN_Error* MakeExecutable(std::string text, const HostBackend::CompileContext& 
   if (!made.ok()) return MakeError(made.status());
   exe->program = std::move(*made);
   if (program == nullptr) GetTextCache().Add(text, {exe->module, exe->program, exe->num_outputs});
+  exe->output_shapes = FlattenShape(exe->module->entry()->root()->shape());
+  exe->client = client;
   exe->hlo_text = std::move(text);
   *out = exe.release();
   return nullptr;
@@ -390,7 +425,7 @@ KILN_Error* Compile(KILN_Compile_Args* args) {
       if (KILN_ARGS_HAS(o, KILN_CompileOptions, custom_calls))
         InstallCustomCallRegistry(o->custom_calls);
     }
-    return MakeExecutable(std::string(args->hlo_text, args->hlo_text_size), context,
+    return MakeExecutable(args->client, std::string(args->hlo_text, args->hlo_text_size), context,
                           &args->executable);
   });
 }
@@ -453,14 +488,15 @@ KILN_Error* ExecutableDeserialize(KILN_Executable_Deserialize_Args* args) {
     }
     std::string_view bytes(static_cast<const char*>(args->bytes), args->size);
     if (!bytes.starts_with(kEnvelopeMagic)) {  // HLO text alone: compiled again
-      return MakeExecutable(std::string(bytes), HostBackend::CompileContext(), &args->executable);
+      return MakeExecutable(args->client, std::string(bytes), HostBackend::CompileContext(),
+                            &args->executable);
     }
     bytes.remove_prefix(kEnvelopeMagic.size());
     std::string_view text, program;
     if (!TakeLengthPrefixed(bytes, &text) || !TakeLengthPrefixed(bytes, &program) || !bytes.empty())
       return MakeError(KILN_ERROR_DATA_LOSS, "the serialized executable is truncated or damaged");
-    return MakeExecutable(std::string(text), HostBackend::CompileContext(), &args->executable,
-                          &program);
+    return MakeExecutable(args->client, std::string(text), HostBackend::CompileContext(),
+                          &args->executable, &program);
   });
 }
 
@@ -473,6 +509,54 @@ KILN_Error* ExecutableDestroy(KILN_Executable_Destroy_Args* args) {
     delete args->executable;
     return nullptr;
   });
+}
+
+// A run of `program` on the arguments' slots, to call now or on the client's queue: it waits
+// for arguments an earlier asynchronous run makes, and takes the arrays of donated ones.
+using RunFn = std::function<absl::StatusOr<std::vector<BufferArray>>()>;
+RunFn MakeRun(std::shared_ptr<HostProgram> program, std::vector<std::shared_ptr<BufferSlot>> slots,
+              std::vector<uint8_t> give, size_t num_outputs) {
+  return [program = std::move(program), slots = std::move(slots), give = std::move(give),
+          num_outputs]() -> absl::StatusOr<std::vector<BufferArray>> {
+    std::vector<BufferArray> operands;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (absl::Status s = slots[i]->Wait(); !s.ok()) {
+        return absl::Status(s.code(), "argument " + std::to_string(i) +
+                                          " was never made: " + std::string(s.message()));
+      }
+      operands.push_back(slots[i]->array);
+    }
+    // Donated buffers give their arrays to the run: a literal nothing else holds may then be
+    // updated in place or returned without a copy. Not one that reads the caller's memory
+    // (a zero-copy import): that memory is only lent.
+    std::vector<std::shared_ptr<const Literal>> lent;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (!give[i]) continue;
+      const BufferArray& a = slots[i]->array;
+      if (a.host != nullptr && a.host->adopted()) lent.push_back(a.host);
+      slots[i]->Set(BufferArray());
+    }
+    auto leaves = program->RunBuffers(std::move(operands));
+    if (!leaves.ok()) return leaves.status();
+    if (leaves->size() != num_outputs) {
+      return absl::InternalError("program returned " + std::to_string(leaves->size()) +
+                                 " leaves, expected " + std::to_string(num_outputs));
+    }
+    return leaves;
+  };
+}
+
+// What an exception escaping `f` means, as a status (a queued run has no Guard around it).
+absl::Status CatchExceptions(const std::function<absl::Status()>& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory");
+  } catch (const std::exception& e) {
+    return absl::InternalError(e.what());
+  } catch (...) {
+    return absl::InternalError("unknown exception");
+  }
 }
 
 KILN_Error* Execute(KILN_Execute_Args* args) {
@@ -496,7 +580,10 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
     }
     const uint8_t* donated =
         args->struct_size >= KILN_STRUCT_SIZE(KILN_Execute_Args, donated) ? args->donated : nullptr;
-    std::vector<BufferArray> operands;
+    const bool knows_async = args->struct_size >= KILN_STRUCT_SIZE(KILN_Execute_Args, done);
+    if (knows_async) args->done = nullptr;
+    std::vector<std::shared_ptr<BufferSlot>> slots;
+    std::vector<uint8_t> give(args->num_arguments, 0);
     for (size_t i = 0; i < args->num_arguments; ++i) {
       KILN_Buffer* b = args->arguments[i];
       const HloInstruction* param = entry.parameter(static_cast<int>(i));
@@ -510,42 +597,55 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
                                                             "argument " +
                                                             std::to_string(j));
       }
-      if (param == nullptr || !b->array.shape().Compatible(param->shape())) {
+      if (param == nullptr || !b->shape.Compatible(param->shape())) {
         return MakeError(KILN_ERROR_INVALID_ARGUMENT,
                          "argument " + std::to_string(i) + " has shape " +
-                             b->array.shape().ToString(false) + ", parameter '" +
+                             b->shape.ToString(false) + ", parameter '" +
                              (param ? param->name() : std::string("?")) + "' expects " +
                              (param ? param->shape().ToString(false) : std::string("?")));
       }
-      operands.push_back(b->array);
+      slots.push_back(b->slot);
+      give[i] = donated != nullptr && donated[i];
     }
-    // Donated buffers give their arrays to the run: a literal nothing else holds may then be
-    // updated in place or returned without a copy. Not one that reads the caller's memory
-    // (a zero-copy import): that memory is only lent.
-    std::vector<std::shared_ptr<const Literal>> lent;
-    for (size_t i = 0; donated != nullptr && i < args->num_arguments; ++i) {
-      if (!donated[i]) continue;
-      KILN_Buffer* b = args->arguments[i];
-      if (b->array.host != nullptr && b->array.host->adopted()) lent.push_back(b->array.host);
-      b->Set(BufferArray());
-      b->donated = true;
+    for (size_t i = 0; i < args->num_arguments; ++i) {
+      if (give[i]) args->arguments[i]->donated = true;
     }
     // A run on several devices: collectives go through the caller's transport (ABI 1.4).
     const KILN_Collectives* transport =
         args->struct_size >= KILN_STRUCT_SIZE(KILN_Execute_Args, collectives) ? args->collectives
                                                                               : nullptr;
-    std::optional<AbiCommunicator> communicator;
-    if (transport != nullptr) communicator.emplace(*transport);
-    ScopedCommunicator scope(communicator ? &*communicator : nullptr);
-    auto leaves = args->executable->program->RunBuffers(std::move(operands));
-    if (!leaves.ok()) return MakeError(leaves.status());
-    if (leaves->size() != args->num_outputs) {
-      return MakeError(KILN_ERROR_INTERNAL, "program returned " + std::to_string(leaves->size()) +
-                                                " leaves, expected " +
-                                                std::to_string(args->num_outputs));
+    RunFn run =
+        MakeRun(args->executable->program, std::move(slots), std::move(give), args->num_outputs);
+    // Asynchronous (ABI 1.7) when asked and possible: not with a transport, which the caller
+    // lends only for the call, nor on a backend bound to the caller's thread.
+    const bool async = knows_async && args->asynchronous != 0 && transport == nullptr &&
+                       Initialized().backend->RunsOnAnyThread();
+    if (!async) {
+      std::optional<AbiCommunicator> communicator;
+      if (transport != nullptr) communicator.emplace(*transport);
+      ScopedCommunicator scope(communicator ? &*communicator : nullptr);
+      auto leaves = run();
+      if (!leaves.ok()) return MakeError(leaves.status());
+      for (size_t i = 0; i < leaves->size(); ++i)
+        args->outputs[i] = new KILN_Buffer(std::move((*leaves)[i]));
+      return nullptr;
     }
-    for (size_t i = 0; i < leaves->size(); ++i)
-      args->outputs[i] = new KILN_Buffer(std::move((*leaves)[i]));
+    auto ended = std::make_shared<HostEvent>();
+    std::vector<std::shared_ptr<BufferSlot>> outputs;
+    for (size_t i = 0; i < args->num_outputs; ++i) {
+      args->outputs[i] = new KILN_Buffer(args->executable->output_shapes[i], ended);
+      outputs.push_back(args->outputs[i]->slot);
+    }
+    args->done = new KILN_Event{ended};
+    args->executable->client->runs.Submit([run = std::move(run), outputs, ended] {
+      absl::Status status = CatchExceptions([&] {
+        absl::StatusOr<std::vector<BufferArray>> leaves = run();
+        if (!leaves.ok()) return leaves.status();
+        for (size_t i = 0; i < outputs.size(); ++i) outputs[i]->Set(std::move((*leaves)[i]));
+        return absl::OkStatus();
+      });
+      ended->Finish(std::move(status));
+    });
     return nullptr;
   });
 }
@@ -612,7 +712,6 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
       on_done_arg = args->on_done_arg;
     }
     HostBackend* backend = Initialized().backend.get();
-    auto buffer = std::make_unique<KILN_Buffer>();
     // With on_done the literal reads the caller's memory (zero copy) until its last user is
     // gone; a device backend copies it, after which it is released.
     std::shared_ptr<CallerMemory> lent =
@@ -633,8 +732,7 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
       contents.device = std::move(*device);
     else
       contents.host = std::make_shared<const Literal>(std::move(value));
-    buffer->Set(std::move(contents));
-    args->buffer = buffer.release();
+    args->buffer = new KILN_Buffer(std::move(contents));
     return nullptr;
   });
 }
@@ -647,14 +745,15 @@ KILN_Error* BufferToHost(KILN_Buffer_ToHost_Args* args) {
     }
     if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
     if (args->buffer->donated) return Donated("buffer_to_host");
-    const BufferArray& a = args->buffer->array;
-    const size_t bytes = static_cast<size_t>(a.shape().byte_size());
+    const size_t bytes = static_cast<size_t>(args->buffer->shape.byte_size());
     if (args->dst_size != bytes) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "dst_size " + std::to_string(args->dst_size) +
                                                         " does not match the buffer's " +
                                                         std::to_string(bytes) + " bytes");
     }
     if (args->dst_size == 0) return nullptr;
+    if (absl::Status s = args->buffer->slot->Wait(); !s.ok()) return MakeError(s);
+    const BufferArray& a = args->buffer->slot->array;
     if (a.device != nullptr) {
       if (absl::Status s = a.device->CopyToHost(args->dst, args->dst_size); !s.ok())
         return MakeError(s);
@@ -673,7 +772,7 @@ KILN_Error* BufferInfo(KILN_Buffer_Info_Args* args) {
     }
     if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
     if (args->buffer->donated) return Donated("buffer_info");
-    const Shape& shape = args->buffer->array.shape();
+    const Shape& shape = args->buffer->shape;  // known before an asynchronous run ends
     args->dtype = static_cast<KILN_DType>(shape.element_type());
     args->dims = shape.dimensions().data();
     args->num_dims = shape.dimensions().size();
@@ -690,7 +789,8 @@ KILN_Error* BufferHostData(KILN_Buffer_HostData_Args* args) {
     }
     if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
     if (args->buffer->donated) return Donated("buffer_host_data");
-    const BufferArray& a = args->buffer->array;
+    if (absl::Status s = args->buffer->slot->Wait(); !s.ok()) return MakeError(s);
+    const BufferArray& a = args->buffer->slot->array;
     args->data = a.device != nullptr ? nullptr : a.host->untyped_data();
     return nullptr;
   });
@@ -718,6 +818,70 @@ KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* args) {
       return e;
     }
     delete args->buffer;
+    return nullptr;
+  });
+}
+
+// ---- Events (ABI 1.7) ----------------------------------------------------------------
+
+KILN_Error* EventIsReady(KILN_Event_IsReady_Args* args) {
+  return Guard("event_is_ready", [&]() -> KILN_Error* {
+    if (auto* e =
+            CheckArgs(args, KILN_STRUCT_SIZE(KILN_Event_IsReady_Args, ready), "event_is_ready")) {
+      return e;
+    }
+    if (args->event == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "event is null");
+    args->ready = args->event->event->IsReady() ? 1 : 0;
+    return nullptr;
+  });
+}
+
+KILN_Error* EventAwait(KILN_Event_Await_Args* args) {
+  return Guard("event_await", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Event_Await_Args, event), "event_await"))
+      return e;
+    if (args->event == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "event is null");
+    absl::Status s = args->event->event->Await();
+    return s.ok() ? nullptr : MakeError(s);
+  });
+}
+
+KILN_Error* EventOnReady(KILN_Event_OnReady_Args* args) {
+  return Guard("event_on_ready", [&]() -> KILN_Error* {
+    if (auto* e =
+            CheckArgs(args, KILN_STRUCT_SIZE(KILN_Event_OnReady_Args, arg), "event_on_ready")) {
+      return e;
+    }
+    if (args->event == nullptr || args->callback == nullptr)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "event or callback is null");
+    args->event->event->OnReady([callback = args->callback, arg = args->arg](absl::Status s) {
+      callback(s.ok() ? nullptr : MakeError(s), arg);
+    });
+    return nullptr;
+  });
+}
+
+KILN_Error* EventDestroy(KILN_Event_Destroy_Args* args) {
+  return Guard("event_destroy", [&]() -> KILN_Error* {
+    if (auto* e =
+            CheckArgs(args, KILN_STRUCT_SIZE(KILN_Event_Destroy_Args, event), "event_destroy")) {
+      return e;
+    }
+    delete args->event;
+    return nullptr;
+  });
+}
+
+KILN_Error* BufferReadyEvent(KILN_Buffer_ReadyEvent_Args* args) {
+  return Guard("buffer_ready_event", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_ReadyEvent_Args, event),
+                            "buffer_ready_event")) {
+      return e;
+    }
+    if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
+    if (args->buffer->donated) return Donated("buffer_ready_event");
+    std::shared_ptr<HostEvent> ready = args->buffer->slot->ready;
+    args->event = new KILN_Event{ready != nullptr ? ready : HostEvent::Ended(absl::OkStatus())};
     return nullptr;
   });
 }
@@ -755,6 +919,11 @@ const KILN_Api* HostPluginApi(const HostPluginInfo& info) {
     a.buffer_destroy = BufferDestroy;
     a.buffer_host_data = BufferHostData;
     a.device_memory_stats = DeviceMemoryStats;
+    a.event_is_ready = EventIsReady;
+    a.event_await = EventAwait;
+    a.event_on_ready = EventOnReady;
+    a.event_destroy = EventDestroy;
+    a.buffer_ready_event = BufferReadyEvent;
     return a;
   }();
   return &api;

@@ -93,6 +93,10 @@ class HostBackend {
   // The device's memory in bytes for device_memory_stats' bytes_limit (ABI 1.5); the
   // default is the host's physical memory.
   virtual int64_t MemoryLimit() const;
+  // Whether programs may run on a thread other than the caller's (ABI 1.7's asynchronous
+  // runs, on a queue's worker thread); a backend bound to the caller's thread says false
+  // and runs every execute before returning.
+  virtual bool RunsOnAnyThread() const { return true; }
   // The kind its clients' device reports; empty: HostPluginInfo::device_kind.
   virtual std::string DeviceKind() const { return ""; }
   // Attributes after version, platform and description (e.g. gpu-nvptx's "gemm").

@@ -141,6 +141,9 @@ class GpuBackend : public plugin_support::HostBackend {
     if (driver_ != nullptr) return std::nullopt;
     return reason_;
   }
+  // The driver's context is made current on the calling thread; queued runs on the kit's
+  // worker thread were never tried on a GPU, so asynchronous executes run to the end here.
+  bool RunsOnAnyThread() const override { return false; }
   std::string DeviceKind() const override {
     return driver_ ? "cuda:" + driver_->device_name() + " (" + driver_->TargetSm() + ")" : "";
   }

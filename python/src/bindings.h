@@ -21,6 +21,10 @@ struct PyBuffer {
 
 // A NumPy copy of a buffer of `shape`, written straight into the new array (buffer.cc).
 nanobind::object CopyToNumpy(const DeviceBuffer& b, const Shape& shape);
+// Waits, without the GIL, until an asynchronous run (ABI 1.7) has made `b`: what reads it
+// must not wait holding the GIL, which that run may need (a Python custom-call handler).
+// Raises the run's error.
+void WaitUntilReady(const DeviceBuffer& b);
 
 // Copies `array` (anything NumPy can convert) to `plugin`'s device; `dtype` None keeps the
 // array's own.
@@ -56,8 +60,11 @@ class PyExecutable {
   // `live` is what runs the module now (ModuleExecutable::Live).
   // Host values are uploaded (lent where `lend` and the plugin reads host memory) and those
   // copies donated; kiln.Buffer arguments are donated where `donate` says so.
+  // `asynchronous`: return once the plugin has queued the run (ABI 1.7), as JAX dispatches;
+  // reading an output waits for it, and a failed run's error comes with the read.
   std::vector<DeviceBuffer> RunOnDevice(const ModuleExecutable& live, nanobind::args args,
-                                        bool lend, const std::vector<bool>& donate = {}) const;
+                                        bool lend, const std::vector<bool>& donate = {},
+                                        bool asynchronous = false) const;
   // ModuleExecutable::Live, without the GIL (it may compile again).
   const ModuleExecutable& Live() const;
   // Host arrays in and out through ModuleExecutable (a partitioned module).

@@ -17,9 +17,37 @@ constexpr int64_t kReleaseGilBytes = 1 << 16;
 
 nb::object ToNumpy(const PyBuffer& b) { return CopyToNumpy(*b.buffer, b.shape); }
 
+// Waits for the run that makes the buffer (Executable.execute returns before it ends, on a
+// plugin with ABI 1.7's events); raises that run's error.
+nb::object BlockUntilReady(nb::handle self) {
+  WaitUntilReady(*nb::cast<const PyBuffer&>(self).buffer);
+  return nb::borrow(self);
+}
+
+bool IsReady(const PyBuffer& b) {
+  std::unique_ptr<Event> ready = ValueOrThrow(b.buffer->ReadyEvent());
+  return ready == nullptr || ValueOrThrow(ready->IsReady());
+}
+
 }  // namespace
 
+void WaitUntilReady(const DeviceBuffer& b) {
+  std::unique_ptr<Event> ready = ValueOrThrow(b.ReadyEvent());
+  if (ready == nullptr) return;
+  if (ValueOrThrow(ready->IsReady())) {  // no wait: the GIL can stay
+    ThrowIfError(ready->Await());
+    return;
+  }
+  absl::Status s;
+  {
+    nb::gil_scoped_release release;
+    s = ready->Await();
+  }
+  ThrowIfError(s);
+}
+
 nb::object CopyToNumpy(const DeviceBuffer& b, const Shape& shape) {
+  WaitUntilReady(b);
   auto [array, data] = NewArray(shape);
   if (data == nullptr) return ArrayFromLiteral(ValueOrThrow(b.ToLiteral()));
   absl::Status s;
@@ -74,12 +102,17 @@ void BindBuffer(nb::module_& m) {
                    })
       .def_prop_ro("hlo_shape", [](const PyBuffer& b) { return b.shape.ToString(false); })
       .def("to_numpy", &ToNumpy, "A NumPy copy of the buffer.")
+      .def("block_until_ready", &BlockUntilReady,
+           "Waits until the run that makes the buffer has ended (Executable.execute returns "
+           "before); raises its error. Returns the buffer.")
+      .def("is_ready", &IsReady, "Whether the run that makes the buffer has ended.")
       .def("__dlpack__", &BufferDlpack,
            "A DLPack capsule sharing the buffer's bytes (devices with host memory).")
       .def("__dlpack_device__", [](const PyBuffer&) { return nb::make_tuple(1, 0); })  // CPU
       .def(
           "unsafe_host_pointer",
           [](const PyBuffer& b) -> nb::object {
+            WaitUntilReady(*b.buffer);
             const void* p = b.buffer->HostData();
             if (p == nullptr) return nb::none();
             return nb::int_(reinterpret_cast<uintptr_t>(p));

@@ -57,6 +57,7 @@ void ReleaseLentArray(void* arg) {
 
 nb::object BufferDlpack(nb::handle self, nb::kwargs kwargs) {
   const PyBuffer& b = nb::cast<const PyBuffer&>(self);
+  WaitUntilReady(*b.buffer);
   const void* data = b.buffer->HostData();
   if (data == nullptr) {
     throw StatusError(absl::UnimplementedError(

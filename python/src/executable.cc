@@ -91,6 +91,7 @@ nb::object PyExecutable::CallPartitioned(nb::args args) const {
   for (size_t i = 0; i < args.size(); ++i) {
     nb::handle a = args[i];
     if (nb::isinstance<PyBuffer>(a)) {
+      WaitUntilReady(*nb::cast<const PyBuffer&>(a).buffer);
       literals.push_back(ValueOrThrow(nb::cast<const PyBuffer&>(a).buffer->ToLiteral()));
     } else {
       literals.push_back(
@@ -108,8 +109,8 @@ nb::object PyExecutable::CallPartitioned(nb::args args) const {
 }
 
 std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live, nb::args args,
-                                                    bool lend,
-                                                    const std::vector<bool>& donate) const {
+                                                    bool lend, const std::vector<bool>& donate,
+                                                    bool asynchronous) const {
   const Plugin* plugin = live.plugin();
   if (plugin == nullptr || live.executable() == nullptr) {
     throw StatusError(absl::FailedPreconditionError(
@@ -174,11 +175,19 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live
     ptrs.push_back(&uploaded.back());
     donated[i] = true;
   }
+  const std::span<const bool> flags(donated.get(), ptrs.size());
   absl::StatusOr<std::vector<DeviceBuffer>> outs;
   {
     nb::gil_scoped_release release;
-    outs =
-        live.executable()->ExecuteBuffers(ptrs, std::span<const bool>(donated.get(), ptrs.size()));
+    if (asynchronous) {
+      // The run's end is told by its outputs' ready events: its own event is not kept.
+      absl::StatusOr<Executable::AsyncRun> run =
+          live.executable()->ExecuteBuffersAsync(ptrs, flags);
+      outs = run.ok() ? std::move(run->outputs)
+                      : absl::StatusOr<std::vector<DeviceBuffer>>(run.status());
+    } else {
+      outs = live.executable()->ExecuteBuffers(ptrs, flags);
+    }
   }
   return ValueOrThrow(std::move(outs));
 }
@@ -209,7 +218,8 @@ nb::tuple PyExecutable::Execute(nb::args args, nb::kwargs kwargs) const {
   }
   const ScopedRunDeadline deadline(exe_->timeout_s());
   const ModuleExecutable& live = Live();
-  std::vector<DeviceBuffer> outs = RunOnDevice(live, args, /*lend=*/false, donate);
+  std::vector<DeviceBuffer> outs =
+      RunOnDevice(live, args, /*lend=*/false, donate, /*asynchronous=*/true);
   std::vector<nb::object> leaves;
   leaves.reserve(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -228,8 +238,11 @@ void BindExecutable(nb::module_& m) {
            "Runs the module on host arrays (or buffers); returns NumPy arrays: one array, or "
            "a tuple of the result's leaves when the module returns a tuple.")
       .def("execute", &PyExecutable::Execute,
-           "Runs the module; returns a tuple of kiln.Buffer that stay on the device. "
-           "donate=(i, ...) gives up the kiln.Buffer arguments at those positions, as "
+           "Runs the module; returns a tuple of kiln.Buffer that stay on the device, as "
+           "soon as the plugin has queued the run (ABI 1.7; as JAX dispatches): the buffers "
+           "can be passed on at once, reading one waits, and b.block_until_ready() waits and "
+           "raises the run's error. donate=(i, ...) gives up the kiln.Buffer arguments at those "
+           "positions, as "
            "jax.jit's donate_argnums: the plugin may reuse their memory for the outputs (a "
            "loop state updated in place), and any later use of them raises KilnError "
            "FAILED_PRECONDITION.")
