@@ -14,6 +14,7 @@ struct CudaDriver::Api {
   CUresult (*cuDeviceGet)(CUdevice*, int);
   CUresult (*cuDeviceGetName)(char*, int, CUdevice);
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
   CUresult (*cuCtxSetCurrent)(CUcontext);
@@ -92,6 +93,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
             Resolve(handle, "cuStreamSynchronize", api->cuStreamSynchronize) &&
             Resolve(handle, "cuMemcpyHtoDAsync_v2", api->cuMemcpyHtoDAsync);
   Resolve(handle, "cuGetErrorName", api->cuGetErrorName);
+  Resolve(handle, "cuDeviceTotalMem_v2", api->cuDeviceTotalMem);
   Resolve(handle, "cuGetErrorString", api->cuGetErrorString);
   if (!ok)
     return absl::UnavailableError(
@@ -109,6 +111,10 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
   char name[256] = {};
   d->api_->cuDeviceGetName(name, sizeof(name) - 1, d->device_);
   d->device_name_ = name;
+  size_t total = 0;  // device_memory_stats' bytes_limit; unknown (-1) if the driver cannot say
+  if (d->api_->cuDeviceTotalMem != nullptr &&
+      d->api_->cuDeviceTotalMem(&total, d->device_) == kCudaSuccess)
+    d->total_memory_ = static_cast<int64_t>(total);
   d->api_->cuDeviceGetAttribute(&d->cc_major_, kAttrComputeCapabilityMajor, d->device_);
   d->api_->cuDeviceGetAttribute(&d->cc_minor_, kAttrComputeCapabilityMinor, d->device_);
   if (d->compute_capability() < 75)

@@ -46,6 +46,8 @@ class CudaDriver : public DeviceMemory {
 
   const std::string& device_name() const { return device_name_; }
   int compute_capability() const { return cc_major_ * 10 + cc_minor_; }  // 80, 90, ...
+  // The device's memory in bytes (cuDeviceTotalMem), or -1 when the driver did not say.
+  int64_t total_memory() const { return total_memory_; }
   // The NVPTX CPU to generate for: the device's own sm when LLVM 16 knows it, else sm_80/sm_90.
   std::string TargetSm() const;
 
@@ -84,6 +86,7 @@ class CudaDriver : public DeviceMemory {
   CUcontext context_ = nullptr;
   std::string device_name_;
   int cc_major_ = 0, cc_minor_ = 0;
+  int64_t total_memory_ = -1;
   std::unique_ptr<CachingAllocator> allocator_;
 };
 
