@@ -64,7 +64,8 @@ struct PluginLibrary {
   std::string unavailable_reason;
   std::vector<std::pair<std::string, std::string>> attributes;
   KILN_Client* client = nullptr;
-  PluginHealth health;  // empty in process: alive as long as the host
+  std::vector<KILN_Device*> devices;  // the client's, by index
+  PluginHealth health;                // empty in process: alive as long as the host
 
   ~PluginLibrary() {
     if (client != nullptr) {
@@ -175,6 +176,12 @@ absl::Status Init(PluginLibrary& lib, const KILN_Api* api) {
     }
     if (create.client == nullptr) return Reject("client_create returned no client");
     lib.client = create.client;
+    KILN_Client_Devices_Args devices{};
+    devices.struct_size = sizeof(devices);
+    devices.client = lib.client;
+    if (lib.Take(api->client_devices(&devices), "client_devices").ok() &&
+        devices.devices != nullptr)
+      lib.devices.assign(devices.devices, devices.devices + devices.num_devices);
   }
   return absl::OkStatus();
 }
@@ -211,7 +218,30 @@ std::vector<const char*> MissingRequiredEntries(const KILN_Api& api) {
 static absl::StatusOr<DeviceBuffer> Upload(const std::shared_ptr<PluginLibrary>& lib_,
                                            const Shape& shape, const void* data,
                                            void (*on_done)(void*) = nullptr,
-                                           void* on_done_arg = nullptr);
+                                           void* on_done_arg = nullptr, int device = -1);
+
+// Where a call without a device of its own goes (ABI 1.8): in a run on several devices in
+// this process, the device whose collectives this thread runs, when the plugin has that
+// many devices; otherwise the first. Null for the first (every plugin's default).
+static KILN_Device* DefaultDevice(const PluginLibrary& lib) {
+  if (lib.minor < 8) return nullptr;
+  const Communicator* c = CurrentCommunicator();
+  if (c == nullptr || c->device_id() <= 0 ||
+      static_cast<size_t>(c->device_id()) >= lib.devices.size())
+    return nullptr;
+  return lib.devices[c->device_id()];
+}
+
+// Device `index` of the plugin's client, checked; null for index 0 (the default everywhere).
+static absl::StatusOr<KILN_Device*> DeviceAt(const PluginLibrary& lib, int index) {
+  if (index == 0) return nullptr;
+  if (index < 0 || static_cast<size_t>(index) >= lib.devices.size() || lib.minor < 8) {
+    return absl::InvalidArgumentError(fmt::format("{}: no device {} (it has {}{})", lib.name, index,
+                                                  lib.devices.size(),
+                                                  lib.minor < 8 ? ", ABI before 1.8" : ""));
+  }
+  return lib.devices[index];
+}
 
 Plugin::Plugin(std::shared_ptr<internal::PluginLibrary> lib) : lib_(std::move(lib)) {}
 Plugin::~Plugin() = default;
@@ -421,6 +451,12 @@ absl::StatusOr<DeviceBuffer> Plugin::ToDevice(const Literal& literal) const {
   return Upload(lib_, literal.shape(), literal.untyped_data());
 }
 
+absl::StatusOr<DeviceBuffer> Plugin::ToDeviceAt(const Literal& literal, int device) const {
+  return Upload(lib_, literal.shape(), literal.untyped_data(), nullptr, nullptr, device);
+}
+
+size_t Plugin::device_count() const { return lib_->devices.size(); }
+
 absl::StatusOr<DeviceBuffer> Plugin::ToDevice(const Shape& shape, const void* data) const {
   return Upload(lib_, shape, data);
 }
@@ -433,8 +469,11 @@ absl::StatusOr<DeviceBuffer> Plugin::ToDeviceShared(const Shape& shape, const vo
 // Copies (or, with on_done, may share) `data` into a new plugin buffer.
 static absl::StatusOr<DeviceBuffer> Upload(const std::shared_ptr<PluginLibrary>& lib_,
                                            const Shape& shape, const void* data,
-                                           void (*on_done)(void*), void* on_done_arg) {
+                                           void (*on_done)(void*), void* on_done_arg, int device) {
   if (absl::Status s = CheckAvailable(*lib_); !s.ok()) return s;
+  absl::StatusOr<KILN_Device*> target =
+      device < 0 ? absl::StatusOr<KILN_Device*>(DefaultDevice(*lib_)) : DeviceAt(*lib_, device);
+  if (!target.ok()) return target.status();
   if (!shape.IsArray()) {
     return absl::InvalidArgumentError(
         fmt::format("only arrays cross to a device, not {}", shape.ToString(false)));
@@ -442,6 +481,7 @@ static absl::StatusOr<DeviceBuffer> Upload(const std::shared_ptr<PluginLibrary>&
   KILN_Buffer_FromHost_Args args{};
   args.struct_size = sizeof(args);
   args.client = lib_->client;
+  args.device = *target;
   args.dtype = static_cast<KILN_DType>(shape.element_type());
   args.dims = shape.dimensions().data();
   args.num_dims = shape.dimensions().size();
@@ -488,6 +528,39 @@ absl::Status DeviceBuffer::CheckNotDonated(std::string_view what) const {
       lib_ != nullptr ? lib_->name : std::string("kiln"), what));
 }
 DeviceBuffer::~DeviceBuffer() { Release(); }
+
+absl::StatusOr<int> DeviceBuffer::device_index() const {
+  if (absl::Status s = CheckNotDonated("buffer_info"); !s.ok()) return s;
+  if (lib_->minor < 8) return 0;
+  KILN_Buffer_Info_Args args{};
+  args.struct_size = sizeof(args);
+  args.buffer = buffer_;
+  if (absl::Status s = lib_->Take(lib_->api->buffer_info(&args), "buffer_info"); !s.ok()) return s;
+  for (size_t i = 0; i < lib_->devices.size(); ++i) {
+    if (lib_->devices[i] == args.device) return static_cast<int>(i);
+  }
+  if (args.device == nullptr) return 0;
+  return absl::InternalError(
+      fmt::format("{}: buffer_info names a device not among the client's", lib_->name));
+}
+
+absl::StatusOr<DeviceBuffer> DeviceBuffer::CopyToDevice(int device) const {
+  if (absl::Status s = CheckNotDonated("buffer_copy_to_device"); !s.ok()) return s;
+  KILN_REQUIRE_ENTRY(*lib_, buffer_copy_to_device);
+  absl::StatusOr<KILN_Device*> target = DeviceAt(*lib_, device);
+  if (!target.ok()) return target.status();
+  KILN_Buffer_CopyToDevice_Args args{};
+  args.struct_size = sizeof(args);
+  args.buffer = buffer_;
+  args.device = *target != nullptr ? *target : lib_->devices.at(0);
+  if (absl::Status s = lib_->Take(lib_->api->buffer_copy_to_device(&args), "buffer_copy_to_device");
+      !s.ok()) {
+    return s;
+  }
+  if (args.copy == nullptr)
+    return absl::InternalError(fmt::format("{}: buffer_copy_to_device gave no copy", lib_->name));
+  return DeviceBuffer(lib_, args.copy);
+}
 
 absl::StatusOr<std::unique_ptr<Event>> DeviceBuffer::ReadyEvent() const {
   if (absl::Status s = CheckNotDonated("buffer_ready_event"); !s.ok()) return s;
@@ -668,6 +741,13 @@ absl::StatusOr<Executable::AsyncRun> Executable::Run(std::span<const DeviceBuffe
   KILN_Execute_Args exec{};
   exec.struct_size = sizeof(exec);
   exec.executable = exe_;
+  // The run goes where its arguments are (ABI 1.8); without arguments, to the default.
+  exec.device = DefaultDevice(*lib_);
+  if (!args.empty() && lib_->minor >= 8) {
+    absl::StatusOr<int> where = args[0]->device_index();
+    if (!where.ok()) return where.status();
+    exec.device = *where == 0 ? nullptr : lib_->devices[*where];
+  }
   exec.arguments = handles.data();
   exec.num_arguments = handles.size();
   exec.outputs = outputs.data();

@@ -96,6 +96,10 @@ class DeviceBuffer {
   // Where the buffer's bytes are when they live in host memory (valid while it lives, not
   // to be written); null when they do not, or the plugin cannot say (ABI < 1.2).
   const void* HostData() const;
+  // Which of its plugin's devices it lives on (ABI 1.8; 0 before).
+  absl::StatusOr<int> device_index() const;
+  // A copy on device `device` of the same plugin (ABI 1.8's buffer_copy_to_device).
+  absl::StatusOr<DeviceBuffer> CopyToDevice(int device) const;
   // When its contents are ready (an output of an asynchronous execute, ABI 1.7); null when
   // they are now (a plugin without events is always ready).
   absl::StatusOr<std::unique_ptr<Event>> ReadyEvent() const;
@@ -209,7 +213,13 @@ class Plugin {
   absl::StatusOr<std::unique_ptr<Executable>> CompileText(std::string_view hlo_text,
                                                           const CompileOptions& options = {}) const;
   absl::StatusOr<std::unique_ptr<Executable>> Deserialize(std::string_view bytes) const;
+  // On the default device: the first, or in a run on several devices in this process the
+  // device this thread runs (ABI 1.8, when the plugin has that many).
   absl::StatusOr<DeviceBuffer> ToDevice(const Literal& literal) const;
+  // On device `device` (an index into Devices()).
+  absl::StatusOr<DeviceBuffer> ToDeviceAt(const Literal& literal, int device) const;
+  // How many devices its client has (ABI 1.8: a host plugin has KILN_HOST_DEVICE_COUNT).
+  size_t device_count() const;
   // The same from `shape.byte_size()` dense row-major bytes at `data`, copied before return.
   absl::StatusOr<DeviceBuffer> ToDevice(const Shape& shape, const void* data) const;
   // Like ToDevice, but a plugin with host-memory buffers may keep reading `data` instead of

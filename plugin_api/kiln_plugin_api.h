@@ -43,7 +43,7 @@ extern "C" {
 #endif
 
 #define KILN_API_MAJOR 1
-#define KILN_API_MINOR 7
+#define KILN_API_MINOR 8
 
 /* The symbol every plugin exports. */
 #define KILN_GET_API_SYMBOL "KILN_GetApi"
@@ -357,6 +357,11 @@ typedef struct {
   /* 1.5, optional (NULL: none): the host custom-call handlers, as in KILN_Capability_Args;
    * valid while the plugin is loaded. A caller checks the plugin's api_minor >= 5. */
   const KILN_CustomCallRegistry* custom_calls;
+  /* 1.8, optional (NULL: any device): the client's devices the executable will run on, one
+   * per device of the run (replica r, partition p at r * num_partitions + p), as XLA's device
+   * assignment: a plugin may prepare each of them, and refuses an execute on another. */
+  KILN_Device* const* device_assignment;
+  size_t num_assigned_devices;
 } KILN_CompileOptions;
 
 typedef struct {
@@ -441,6 +446,7 @@ typedef struct {
   const int64_t* dims; /* out: buffer-owned, valid while the buffer lives */
   size_t num_dims;     /* out */
   size_t byte_size;    /* out */
+  KILN_Device* device; /* out, 1.8: the device it lives on */
 } KILN_Buffer_Info_Args;
 typedef KILN_Error* KILN_Buffer_Info(KILN_Buffer_Info_Args* args);
 
@@ -474,6 +480,17 @@ typedef struct {
   KILN_Buffer* buffer;
 } KILN_Buffer_Destroy_Args;
 typedef KILN_Error* KILN_Buffer_Destroy(KILN_Buffer_Destroy_Args* args);
+
+/* 1.8, optional: a copy of a buffer on another device of its client (for a plugin with
+ * several devices; it may share memory with the original where the devices do). Waits for
+ * a buffer an asynchronous run has not made yet. */
+typedef struct {
+  size_t struct_size;
+  KILN_Buffer* buffer;
+  KILN_Device* device; /* where the copy goes: a device of the buffer's client */
+  KILN_Buffer* copy;   /* out: the caller destroys it */
+} KILN_Buffer_CopyToDevice_Args;
+typedef KILN_Error* KILN_Buffer_CopyToDevice(KILN_Buffer_CopyToDevice_Args* args);
 
 /* ---- Events: asynchronous execution (1.7) ------------------------------------------- */
 /* An event stands for work a plugin finishes later: an asynchronous execute, or the
@@ -558,7 +575,9 @@ typedef struct KILN_Collectives {
 typedef struct {
   size_t struct_size;
   KILN_Executable* executable;
-  KILN_Device* device;           /* NULL: the client's first device */
+  /* NULL: the client's first device. The run's device: its arguments live there (a plugin
+   * with several devices refuses others), and its outputs are made there. */
+  KILN_Device* device;
   KILN_Buffer* const* arguments; /* one per entry parameter, in order */
   size_t num_arguments;
   /* Caller-allocated array of `num_outputs` slots (see KILN_Executable_Info); the plugin
@@ -638,6 +657,9 @@ typedef struct KILN_Api {
   KILN_Event_OnReady* event_on_ready;
   KILN_Event_Destroy* event_destroy;
   KILN_Buffer_ReadyEvent* buffer_ready_event;
+
+  /* Version 1.8: several devices per client. */
+  KILN_Buffer_CopyToDevice* buffer_copy_to_device; /* optional */
   /* Later minors append here. */
 } KILN_Api;
 

@@ -1227,6 +1227,84 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
   }
 
   // ---- allocation-failure: a result of 2^62 bytes is an error, not a crash.
+  // ---- devices (ABI 1.8): with several devices per client, buffers and runs stay on the
+  // device they are put on, a run refuses an argument on another device, and copies move
+  // the bytes between devices unchanged.
+  void Devices(Row& row) {
+    const size_t n = plugin->device_count();
+    if (n < 2) {
+      row.skip_reason = fmt::format(
+          "the client has {} device{} (a host plugin has KILN_HOST_DEVICE_COUNT of them)", n,
+          n == 1 ? "" : "s");
+      return;
+    }
+    if (plugin->api_minor() < 8) {
+      row.Fail(fmt::format("{} devices, but ABI 1.{}: buffers cannot say where they are", n,
+                           plugin->api_minor()));
+      return;
+    }
+    const std::string text =
+        "HloModule plugin_test_devices\n\nENTRY main {\n  p0 = f32[16] parameter(0)\n"
+        "  p1 = f32[16] parameter(1)\n  ROOT r = f32[16] add(f32[16] p0, f32[16] p1)\n}\n";
+    absl::StatusOr<CapabilityReport> report = plugin->Capability(text);
+    if (report.ok() && !report->unsupported.empty()) {
+      row.skip_reason = fmt::format("capability declines the add module ({}: {})",
+                                    report->unsupported[0].first, report->unsupported[0].second);
+      return;
+    }
+    absl::StatusOr<std::unique_ptr<Executable>> exe = plugin->CompileText(text);
+    if (!exe.ok()) {
+      row.Fail("compile failed: " + std::string(exe.status().message()));
+      return;
+    }
+    const Shape shape(PrimitiveType::F32, {16});
+    const Literal a = MakeRandomLiteral(shape, seed * 19), b = MakeRandomLiteral(shape, seed * 23);
+    const int last = static_cast<int>(n) - 1;
+    absl::StatusOr<DeviceBuffer> da = plugin->ToDeviceAt(a, last), db = plugin->ToDeviceAt(b, last);
+    absl::StatusOr<DeviceBuffer> b0 = plugin->ToDeviceAt(b, 0);
+    if (!da.ok() || !db.ok() || !b0.ok()) {
+      row.Fail("buffer_from_host on device " + std::to_string(last) + " failed");
+      return;
+    }
+    absl::StatusOr<int> where = da->device_index();
+    row.Check(where.ok() && *where == last,
+              fmt::format("a buffer put on device {} says device {}", last,
+                          where.ok() ? std::to_string(*where) : "?"));
+    const DeviceBuffer* on_last[] = {&*da, &*db};
+    absl::StatusOr<std::vector<DeviceBuffer>> out = (*exe)->ExecuteBuffers(on_last);
+    if (!out.ok() || out->size() != 1) {
+      row.Fail("a run on device " + std::to_string(last) + " failed: " +
+               (out.ok() ? "wrong output count" : std::string(out.status().message())));
+      return;
+    }
+    where = (*out)[0].device_index();
+    row.Check(where.ok() && *where == last,
+              fmt::format("the output of a run on device {} is on device {}", last,
+                          where.ok() ? std::to_string(*where) : "?"));
+    absl::StatusOr<Literal> got = (*out)[0].ToLiteral();
+    bool right = got.ok();
+    for (int64_t i = 0; right && i < 16; ++i)
+      right = got->data<float>()[i] == a.data<float>()[i] + b.data<float>()[i];
+    row.Check(right, "the run on device " + std::to_string(last) + " computes a wrong sum");
+    const DeviceBuffer* mixed[] = {&*da, &*b0};
+    absl::StatusOr<std::vector<DeviceBuffer>> refused = (*exe)->ExecuteBuffers(mixed);
+    row.Check(!refused.ok() && refused.status().code() == absl::StatusCode::kInvalidArgument,
+              "a run with arguments on two devices did not fail with INVALID_ARGUMENT");
+    absl::StatusOr<DeviceBuffer> moved = da->CopyToDevice(0);
+    if (!moved.ok()) {
+      row.Fail("buffer_copy_to_device failed: " + std::string(moved.status().message()));
+      return;
+    }
+    where = moved->device_index();
+    absl::StatusOr<Literal> back = moved->ToLiteral();
+    row.Check(where.ok() && *where == 0 && back.ok() &&
+                  std::memcmp(back->untyped_data(), a.untyped_data(), a.size_bytes()) == 0,
+              "a copy to device 0 is elsewhere or has other bytes");
+    const DeviceBuffer* on_first[] = {&*moved, &*b0};
+    row.Check((*exe)->ExecuteBuffers(on_first).ok(), "a run on device 0 after a copy failed");
+    row.Note(fmt::format("{} devices; runs on device {}, a copy to device 0", n, last));
+  }
+
   // ---- async (ABI 1.7): a chain of asynchronous runs, each given the previous one's output
   // before it is ready (and the previous input destroyed at once), equals the same chain run
   // synchronously; events end once; a run that fails fails its event and its outputs'.
@@ -1400,7 +1478,8 @@ constexpr const char* kHelp =
     "capability against compile, buffer round trips for every dtype), runs random modules\n"
     "of every opcode family on it and on the interpreter and compares them (tools/compare\n"
     "tolerances), runs one executable from 16 threads, runs with a donated argument (ABI\n"
-    "1.3), chains asynchronous runs (1.7), and asks for a result too big for memory. Each area is "
+    "1.3), chains asynchronous runs (1.7), runs on a second device (1.8), and asks for a\n"
+    "result too big for memory. Each area is "
     "one row: PASS, FAIL or SKIP\n"
     "with a reason and counts. The row name\n"
     "is printed before the area runs, so a plugin that crashes shows where.\n"
@@ -1554,6 +1633,8 @@ int PluginTestCommand(const std::vector<std::string>& args) {
       "memory-stats", [&](Row& r) { suite.MemoryStats(r); }, unavailable);
   run(
       "async", [&](Row& r) { suite.Async(r); }, unavailable);
+  run(
+      "devices", [&](Row& r) { suite.Devices(r); }, unavailable);
   run(
       "allocation-failure", [&](Row& r) { suite.AllocationFailure(r); }, unavailable);
 

@@ -1,12 +1,13 @@
 // The C ABI of host-memory plugins, implemented once over a HostBackend: clients with one
-// host device, buffers as Literals, argument checking, executables whose serialized form
-// is the HLO text (deserializing compiles again; backends cache), and asynchronous runs
-// (ABI 1.7) on a queue per client.
+// host device or several (ABI 1.8, HostBackend::DeviceCount), buffers as Literals, argument
+// checking, executables whose serialized form is the HLO text (deserializing compiles again;
+// backends cache), and asynchronous runs (ABI 1.7) on a queue per client.
 #include "plugins/common/host_plugin.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -33,11 +34,12 @@ using kiln::plugin_support::MakeError;
 struct KILN_Device {
   int32_t id = 0;
   std::string kind;
+  KILN_Client* client = nullptr;
 };
 
 struct KILN_Client {
-  KILN_Device device;
-  std::vector<KILN_Device*> devices{&device};
+  std::vector<std::unique_ptr<KILN_Device>> owned;
+  std::vector<KILN_Device*> devices;  // ids 0, 1, ...
   // Asynchronous runs (ABI 1.7), in submission order; destroying the client finishes them.
   kiln::plugin_support::RunQueue runs;
 };
@@ -49,6 +51,7 @@ struct KILN_Executable {
   size_t num_outputs = 0;
   std::vector<kiln::Shape> output_shapes;  // the root's array leaves, depth-first
   KILN_Client* client = nullptr;           // whose queue its asynchronous runs go on
+  std::vector<KILN_Device*> assignment;    // ABI 1.8: the devices it may run on; empty: any
 };
 
 struct KILN_Event {
@@ -93,14 +96,14 @@ struct BufferSlot {
 };
 
 struct KILN_Buffer {
-  // A buffer of `a`, or (with `ready`) one of `shape` whose contents a run makes later.
-  explicit KILN_Buffer(kiln::plugin_support::BufferArray a)
-      : slot(std::make_shared<BufferSlot>()), shape(a.shape()) {
+  // A buffer of `a` on `d`, or (with `ready`) one of `shape` whose contents a run makes later.
+  KILN_Buffer(kiln::plugin_support::BufferArray a, KILN_Device* d)
+      : slot(std::make_shared<BufferSlot>()), shape(a.shape()), device(d) {
     Memory().buffers.fetch_add(1);
     slot->Set(std::move(a));
   }
-  KILN_Buffer(kiln::Shape s, std::shared_ptr<kiln::plugin_support::HostEvent> ready)
-      : slot(std::make_shared<BufferSlot>()), shape(std::move(s)) {
+  KILN_Buffer(kiln::Shape s, std::shared_ptr<kiln::plugin_support::HostEvent> ready, KILN_Device* d)
+      : slot(std::make_shared<BufferSlot>()), shape(std::move(s)), device(d) {
     Memory().buffers.fetch_add(1);
     slot->ready = std::move(ready);
   }
@@ -110,10 +113,19 @@ struct KILN_Buffer {
 
   std::shared_ptr<BufferSlot> slot;
   kiln::Shape shape;
+  KILN_Device* device;   // of its client
   bool donated = false;  // given up to an execute (ABI 1.3)
 };
 
 namespace kiln::plugin_support {
+
+int HostBackend::DeviceCount() const {
+  const char* env = std::getenv("KILN_HOST_DEVICE_COUNT");
+  if (env == nullptr) return 1;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  return end != env && *end == '\0' && n >= 1 && n <= 1024 ? static_cast<int>(n) : 1;
+}
 
 int64_t HostBackend::MemoryLimit() const {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -297,8 +309,16 @@ KILN_Error* ClientCreate(KILN_Client_Create_Args* args) {
                        std::string(s.info->name) + " is unavailable: " + s.unavailable_reason);
     }
     auto client = std::make_unique<KILN_Client>();
-    client->device.kind = s.backend->DeviceKind();
-    if (client->device.kind.empty()) client->device.kind = s.info->device_kind;
+    std::string kind = s.backend->DeviceKind();
+    if (kind.empty()) kind = s.info->device_kind;
+    for (int i = 0; i < s.backend->DeviceCount(); ++i) {
+      auto device = std::make_unique<KILN_Device>();
+      device->id = i;
+      device->kind = kind;
+      device->client = client.get();
+      client->devices.push_back(device.get());
+      client->owned.push_back(std::move(device));
+    }
     args->client = client.release();
     return nullptr;
   });
@@ -369,12 +389,26 @@ KILN_Error* Capability(KILN_Capability_Args* args) {
   });
 }
 
+// The device of `client` a call names (`device`, or the first when null), or null when
+// `device` belongs to another client.
+KILN_Device* DeviceOf(KILN_Client* client, KILN_Device* device) {
+  if (client == nullptr || client->devices.empty()) return nullptr;
+  if (device == nullptr) return client->devices[0];
+  return device->client == client ? device : nullptr;
+}
+
 // An executable of `text`: compiled (and kept in the text cache), or, with `program`, the
 // backend's serialized program for it loaded instead (nothing compiled).
 KILN_Error* MakeExecutable(KILN_Client* client, std::string text,
                            const HostBackend::CompileContext& context, KILN_Executable** out,
-                           const std::string_view* program = nullptr) {
+                           const std::string_view* program = nullptr,
+                           std::vector<KILN_Device*> assignment = {}) {
   if (client == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "client is null");
+  for (KILN_Device* d : assignment) {
+    if (DeviceOf(client, d) == nullptr || d == nullptr)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT,
+                       "the device assignment names a device that is not the client's");
+  }
   std::optional<CompiledText> hit;
   if (program == nullptr) hit = GetTextCache().Find(text);
   if (hit) {
@@ -384,6 +418,7 @@ KILN_Error* MakeExecutable(KILN_Client* client, std::string text,
     exe->num_outputs = hit->num_outputs;
     exe->output_shapes = FlattenShape(exe->module->entry()->root()->shape());
     exe->client = client;
+    exe->assignment = std::move(assignment);
     exe->hlo_text = std::move(text);
     *out = exe.release();
     return nullptr;
@@ -402,6 +437,7 @@ KILN_Error* MakeExecutable(KILN_Client* client, std::string text,
   if (program == nullptr) GetTextCache().Add(text, {exe->module, exe->program, exe->num_outputs});
   exe->output_shapes = FlattenShape(exe->module->entry()->root()->shape());
   exe->client = client;
+  exe->assignment = std::move(assignment);
   exe->hlo_text = std::move(text);
   *out = exe.release();
   return nullptr;
@@ -415,7 +451,11 @@ KILN_Error* Compile(KILN_Compile_Args* args) {
     if (args->hlo_text == nullptr)
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "hlo_text is null");
     HostBackend::CompileContext context;
+    std::vector<KILN_Device*> assignment;
     if (const KILN_CompileOptions* o = args->options) {
+      if (KILN_ARGS_HAS(o, KILN_CompileOptions, num_assigned_devices) &&
+          o->device_assignment != nullptr)
+        assignment.assign(o->device_assignment, o->device_assignment + o->num_assigned_devices);
       if (KILN_ARGS_HAS(o, KILN_CompileOptions, core_passes) && o->core_passes != nullptr)
         context.core_passes = o->core_passes;
       if (KILN_ARGS_HAS(o, KILN_CompileOptions, dump_sequence) && o->dump_dir != nullptr) {
@@ -426,7 +466,7 @@ KILN_Error* Compile(KILN_Compile_Args* args) {
         InstallCustomCallRegistry(o->custom_calls);
     }
     return MakeExecutable(args->client, std::string(args->hlo_text, args->hlo_text_size), context,
-                          &args->executable);
+                          &args->executable, nullptr, std::move(assignment));
   });
 }
 
@@ -566,6 +606,14 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
     }
     if (args->executable == nullptr)
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "executable is null");
+    KILN_Device* device = DeviceOf(args->executable->client, args->device);
+    if (device == nullptr)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "device is not one of the client's");
+    const std::vector<KILN_Device*>& assigned = args->executable->assignment;
+    if (!assigned.empty() && std::find(assigned.begin(), assigned.end(), device) == assigned.end())
+      return MakeError(
+          KILN_ERROR_INVALID_ARGUMENT,
+          "device " + std::to_string(device->id) + " is not in the executable's device assignment");
     const HloComputation& entry = *args->executable->module->entry();
     if (args->num_arguments != static_cast<size_t>(entry.num_parameters())) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT,
@@ -590,6 +638,12 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
       if (b == nullptr)
         return MakeError(KILN_ERROR_INVALID_ARGUMENT, "argument " + std::to_string(i) + " is null");
       if (b->donated) return Donated("execute: argument " + std::to_string(i));
+      if (b->device != device) {
+        return MakeError(KILN_ERROR_INVALID_ARGUMENT,
+                         "argument " + std::to_string(i) + " is on device " +
+                             std::to_string(b->device->id) + ", the run on device " +
+                             std::to_string(device->id) + " (copy it with buffer_copy_to_device)");
+      }
       for (size_t j = 0; donated != nullptr && donated[i] && j < args->num_arguments; ++j) {
         if (j != i && args->arguments[j] == b)
           return MakeError(KILN_ERROR_INVALID_ARGUMENT, "argument " + std::to_string(i) +
@@ -627,13 +681,13 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
       auto leaves = run();
       if (!leaves.ok()) return MakeError(leaves.status());
       for (size_t i = 0; i < leaves->size(); ++i)
-        args->outputs[i] = new KILN_Buffer(std::move((*leaves)[i]));
+        args->outputs[i] = new KILN_Buffer(std::move((*leaves)[i]), device);
       return nullptr;
     }
     auto ended = std::make_shared<HostEvent>();
     std::vector<std::shared_ptr<BufferSlot>> outputs;
     for (size_t i = 0; i < args->num_outputs; ++i) {
-      args->outputs[i] = new KILN_Buffer(args->executable->output_shapes[i], ended);
+      args->outputs[i] = new KILN_Buffer(args->executable->output_shapes[i], ended, device);
       outputs.push_back(args->outputs[i]->slot);
     }
     args->done = new KILN_Event{ended};
@@ -689,6 +743,9 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
     if (!ValidDType(args->dtype)) {
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(args->dtype));
     }
+    KILN_Device* target = DeviceOf(args->client, args->device);
+    if (target == nullptr)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "client is null or device not one of its");
     if (args->num_dims > 0 && args->dims == nullptr)
       return MakeError(KILN_ERROR_INVALID_ARGUMENT, "dims is null");
     std::vector<int64_t> dims(args->dims, args->dims + args->num_dims);
@@ -732,7 +789,7 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* args) {
       contents.device = std::move(*device);
     else
       contents.host = std::make_shared<const Literal>(std::move(value));
-    args->buffer = new KILN_Buffer(std::move(contents));
+    args->buffer = new KILN_Buffer(std::move(contents), target);
     return nullptr;
   });
 }
@@ -773,6 +830,7 @@ KILN_Error* BufferInfo(KILN_Buffer_Info_Args* args) {
     if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
     if (args->buffer->donated) return Donated("buffer_info");
     const Shape& shape = args->buffer->shape;  // known before an asynchronous run ends
+    if (KILN_ARGS_HAS(args, KILN_Buffer_Info_Args, device)) args->device = args->buffer->device;
     args->dtype = static_cast<KILN_DType>(shape.element_type());
     args->dims = shape.dimensions().data();
     args->num_dims = shape.dimensions().size();
@@ -818,6 +876,25 @@ KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* args) {
       return e;
     }
     delete args->buffer;
+    return nullptr;
+  });
+}
+
+KILN_Error* BufferCopyToDevice(KILN_Buffer_CopyToDevice_Args* args) {
+  return Guard("buffer_copy_to_device", [&]() -> KILN_Error* {
+    if (auto* e = CheckArgs(args, KILN_STRUCT_SIZE(KILN_Buffer_CopyToDevice_Args, copy),
+                            "buffer_copy_to_device")) {
+      return e;
+    }
+    if (args->buffer == nullptr) return MakeError(KILN_ERROR_INVALID_ARGUMENT, "buffer is null");
+    if (args->buffer->donated) return Donated("buffer_copy_to_device");
+    KILN_Device* device = DeviceOf(args->buffer->device->client, args->device);
+    if (args->device == nullptr || device == nullptr)
+      return MakeError(KILN_ERROR_INVALID_ARGUMENT, "device is not one of the buffer's client's");
+    if (absl::Status s = args->buffer->slot->Wait(); !s.ok()) return MakeError(s);
+    // The host's devices share its memory: the copy shares the (immutable) array. A donation
+    // of either then finds it shared and does not write over it.
+    args->copy = new KILN_Buffer(args->buffer->slot->array, device);
     return nullptr;
   });
 }
@@ -924,6 +1001,7 @@ const KILN_Api* HostPluginApi(const HostPluginInfo& info) {
     a.event_on_ready = EventOnReady;
     a.event_destroy = EventDestroy;
     a.buffer_ready_event = BufferReadyEvent;
+    a.buffer_copy_to_device = BufferCopyToDevice;
     return a;
   }();
   return &api;

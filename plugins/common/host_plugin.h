@@ -97,6 +97,10 @@ class HostBackend {
   // runs, on a queue's worker thread); a backend bound to the caller's thread says false
   // and runs every execute before returning.
   virtual bool RunsOnAnyThread() const { return true; }
+  // How many devices each client has (ABI 1.8): the environment's KILN_HOST_DEVICE_COUNT
+  // (default 1, as XLA's --xla_force_host_platform_device_count), for testing runs on
+  // several devices in one process; a backend with real devices says how many it drives.
+  virtual int DeviceCount() const;
   // The kind its clients' device reports; empty: HostPluginInfo::device_kind.
   virtual std::string DeviceKind() const { return ""; }
   // Attributes after version, platform and description (e.g. gpu-nvptx's "gemm").

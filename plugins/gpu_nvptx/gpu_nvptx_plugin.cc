@@ -144,6 +144,8 @@ class GpuBackend : public plugin_support::HostBackend {
   // The driver's context is made current on the calling thread; queued runs on the kit's
   // worker thread were never tried on a GPU, so asynchronous executes run to the end here.
   bool RunsOnAnyThread() const override { return false; }
+  // One GPU (device 0) for now, whatever KILN_HOST_DEVICE_COUNT says.
+  int DeviceCount() const override { return 1; }
   // The GPU's memory, not the host's (device_memory_stats' bytes_limit).
   int64_t MemoryLimit() const override { return driver_ ? driver_->total_memory() : -1; }
   std::string DeviceKind() const override {

@@ -5,6 +5,7 @@ usage: plugin_test_test.py KILN TARGET EXPECT [--modules N]
 
 TARGET is a plugin name or a path to its .so. EXPECT:
   pass         every row PASS or SKIP, exit 0, and the differential rows ran something
+  devices      as pass, run with several devices per client: the devices row must PASS
   unavailable  the plugin is unavailable on this machine: abi-table PASS and every other row
                SKIP with the unavailability reason; when it is available, as `pass`
   wrong        a plugin with wrong answers: some differential row FAILs and the exit is 3
@@ -39,7 +40,7 @@ for r in report["rows"]:
 # Every area is a row, and stderr named each before it ran.
 expected_rows = ["abi-table", "args-struct-sizes", "error-objects", "handle-lifecycle",
                  "capability", "buffer-roundtrip", "threads", "collectives", "custom-calls",
-                 "memory-stats", "allocation-failure"]
+                 "memory-stats", "async", "devices", "allocation-failure"]
 for name in expected_rows:
     check(name in rows, f"row {name} missing")
     check(f"running {name}" in proc.stderr, f"row {name} not announced on stderr")
@@ -50,6 +51,10 @@ for r in report["rows"]:
           f'row {r["name"]}: result {r["result"]} without a reason')
 
 expect = EXPECT
+if expect == "devices":
+    check(rows.get("devices", {}).get("result") == "PASS",
+          f'row devices: {rows.get("devices", {}).get("result")}, expected PASS')
+    expect = "pass"
 if expect == "unavailable" and report["plugin"]["available"]:
     expect = "pass"
 if expect == "pass":
