@@ -418,6 +418,17 @@ absl::StatusOr<std::unique_ptr<Executable>> Plugin::CompileText(
   opts.dump_dir = options.dump_dir.c_str();
   opts.dump_sequence = options.dump_sequence;
   if (lib_->minor >= 5) opts.custom_calls = CustomCallRegistry();
+  std::vector<KILN_Device*> assignment;
+  for (int d : options.device_assignment) {
+    if (d < 0 || static_cast<size_t>(d) >= lib_->devices.size() || lib_->minor < 8)
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: the device assignment names device {}, which it does not have", lib_->name, d));
+    assignment.push_back(lib_->devices[d]);
+  }
+  if (!assignment.empty()) {
+    opts.device_assignment = assignment.data();
+    opts.num_assigned_devices = assignment.size();
+  }
   KILN_Compile_Args args{};
   args.struct_size = sizeof(args);
   args.client = lib_->client;

@@ -56,6 +56,9 @@ struct CompileOptions {
   std::string core_passes;  // what the core ran on the module (core_passes.h); "" = none
   std::string dump_dir;     // where the plugin may dump its own passes; "" = no dumps
   int dump_sequence = 0;    // the number of its first dump (after the core's)
+  // ABI 1.8: the devices (indices into Devices()) the executable will run on, one per device
+  // of the run; empty: any.
+  std::vector<int> device_assignment;
 };
 
 // Work a plugin finishes later (ABI 1.7): an asynchronous execute, or a buffer's contents.

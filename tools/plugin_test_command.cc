@@ -1302,7 +1302,22 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
               "a copy to device 0 is elsewhere or has other bytes");
     const DeviceBuffer* on_first[] = {&*moved, &*b0};
     row.Check((*exe)->ExecuteBuffers(on_first).ok(), "a run on device 0 after a copy failed");
-    row.Note(fmt::format("{} devices; runs on device {}, a copy to device 0", n, last));
+    // An executable compiled for the last device alone refuses a run on device 0.
+    CompileOptions assigned;
+    assigned.device_assignment = {last};
+    absl::StatusOr<std::unique_ptr<Executable>> only_last = plugin->CompileText(text, assigned);
+    if (!only_last.ok()) {
+      row.Fail("compile with a device assignment failed: " +
+               std::string(only_last.status().message()));
+      return;
+    }
+    row.Check((*only_last)->ExecuteBuffers(on_last).ok(), "a run on the assigned device failed");
+    absl::StatusOr<std::vector<DeviceBuffer>> outside = (*only_last)->ExecuteBuffers(on_first);
+    row.Check(!outside.ok() && outside.status().code() == absl::StatusCode::kInvalidArgument,
+              "an executable assigned to device " + std::to_string(last) +
+                  " ran on device 0 without an INVALID_ARGUMENT error");
+    row.Note(
+        fmt::format("{} devices; runs on device {}, a copy to device 0, an assignment", n, last));
   }
 
   // ---- async (ABI 1.7): a chain of asynchronous runs, each given the previous one's output
