@@ -268,12 +268,14 @@ class Connection {
     std::string hello_name = r.Str();
     const int hello_priority = static_cast<int32_t>(r.U32());
     const int hello_minor = static_cast<int32_t>(r.U32());
+    const bool hello_memory_stats = r.U8() != 0;
     if (!r.ok()) return absl::InternalError("malformed first message from kiln-plugin-host");
     if (!name.empty() && hello_name != name)
       return absl::InternalError(fmt::format("the plugin now calls itself '{}'", hello_name));
     name = std::move(hello_name);
     priority = hello_priority;
     minor = hello_minor;
+    has_memory_stats = hello_memory_stats;
     return absl::OkStatus();
   }
 
@@ -433,6 +435,7 @@ class Connection {
   std::string name;
   int priority = 0;
   int minor = 0;
+  bool has_memory_stats = false;  // the plugin has device_memory_stats (ABI 1.5)
   std::string unavailable_reason;
   std::vector<std::pair<std::string, std::string>> attribute_text;
   std::vector<KILN_Attribute> attributes;
@@ -863,6 +866,22 @@ KILN_Error* BufferInfo(KILN_Buffer_Info_Args* a) {
   return nullptr;
 }
 
+KILN_Error* DeviceMemoryStats(KILN_Device_MemoryStats_Args* a) {
+  ProxyClient* client = Proxy<ProxyClient>(a->client);
+  if (KILN_Error* e = client->conn->Revive("device_memory_stats")) return e;
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kMemoryStats)).U64(client->id).U64(IdOf(a->device));
+  std::string reply;
+  if (KILN_Error* e = client->conn->Call("device_memory_stats", &w, &reply)) return e;
+  Reader r(reply);
+  a->bytes_in_use = r.I64();
+  a->peak_bytes_in_use = r.I64();
+  a->num_buffers = r.I64();
+  a->bytes_limit = r.I64();
+  if (!r.ok()) return MakeError(KILN_ERROR_INTERNAL, "device_memory_stats: malformed reply");
+  return nullptr;
+}
+
 KILN_Error* BufferDestroy(KILN_Buffer_Destroy_Args* a) {
   ProxyBuffer* b = Proxy<ProxyBuffer>(a->buffer);
   if (b == nullptr) return nullptr;
@@ -934,6 +953,8 @@ const KILN_Api* MakeTable(int n, Connection& c) {
   t.buffer_info = BufferInfo;
   t.buffer_destroy = BufferDestroy;
   t.buffer_host_data = nullptr;  // the bytes live in the helper
+  // Counted in the helper, where the buffers are (the entry is optional: only when it has it).
+  t.device_memory_stats = c.has_memory_stats ? DeviceMemoryStats : nullptr;
   return &t;
 }
 

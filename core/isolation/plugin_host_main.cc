@@ -353,6 +353,19 @@ Writer Serve(Op op, Reader& in) {
       w.U64(a.byte_size);
       return w;
     }
+    case Op::kMemoryStats: {
+      if (!KILN_API_HAS(api, device_memory_stats))
+        return Failure(KILN_ERROR_UNIMPLEMENTED, "no device_memory_stats");
+      KILN_Device_MemoryStats_Args a{};
+      a.struct_size = sizeof(a);
+      a.client = Handle<KILN_Client>(in.U64());
+      a.device = Handle<KILN_Device>(in.U64());
+      KILN_Error* e = api->device_memory_stats(&a);
+      Writer w = Reply(e);
+      if (e == nullptr)
+        w.I64(a.bytes_in_use).I64(a.peak_bytes_in_use).I64(a.num_buffers).I64(a.bytes_limit);
+      return w;
+    }
     case Op::kBufferDestroy: {
       KILN_Buffer_Destroy_Args a{};
       a.struct_size = sizeof(a);
@@ -422,6 +435,7 @@ Writer Hello(const char* path) {
   Writer w;
   w.U32(0).Str("").Str(api->plugin_name).U32(static_cast<uint32_t>(api->default_priority));
   w.U32(static_cast<uint32_t>(api->api_minor));
+  w.U8(KILN_API_HAS(api, device_memory_stats) ? 1 : 0);  // which optional entries it forwards
   return w;
 }
 

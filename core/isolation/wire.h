@@ -42,6 +42,7 @@ enum class Op : uint8_t {
   kBufferInfo,
   kBufferDestroy,
   kReleased,  // nothing but a reply: for the released regions it carries
+  kMemoryStats,
 };
 
 // Requests the core sends without waiting for a reply: destroying a handle. An error there

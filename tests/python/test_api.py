@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kiln
-from conftest import ADD_HLO, SOURCE_ROOT, rng
+from conftest import ADD_HLO, SOURCE_ROOT, rng, run_python
 
 TUPLE_HLO = """HloModule pair
 ENTRY %main (x: f32[2,3], y: s32[3]) -> (f32[3], (s32[3], f32[2,3])) {
@@ -255,3 +255,20 @@ def test_memory_stats_count_buffers():
         del buf
         after = d.memory_stats()
         assert after["bytes_in_use"] <= during["bytes_in_use"] - (1 << 20), (during, after)
+
+
+def test_memory_stats_of_an_isolated_plugin_come_from_its_helper():
+    """An isolated plugin's buffers live in its helper process: memory_stats() asks there."""
+    p = run_python(
+        "import kiln, numpy as np\n"
+        "d = [x for x in kiln.devices() if x.name == 'interpreter'][0]\n"
+        "before = d.memory_stats()\n"
+        "b = kiln.device_put(np.ones((512, 512), np.float32), 'interpreter')\n"
+        "during = d.memory_stats()\n"
+        "del b\n"
+        "after = d.memory_stats()\n"
+        "print(before['bytes_in_use'], during['bytes_in_use'], after['bytes_in_use'])\n",
+        {"KILN_ISOLATE": "interpreter"})
+    assert p.returncode == 0, p.stderr
+    before, during, after = map(int, p.stdout.split())
+    assert during - before >= 1 << 20 and after <= during - (1 << 20), p.stdout
