@@ -466,6 +466,11 @@ absl::StatusOr<DeviceBuffer> Plugin::ToDeviceAt(const Literal& literal, int devi
   return Upload(lib_, literal.shape(), literal.untyped_data(), nullptr, nullptr, device);
 }
 
+absl::StatusOr<DeviceBuffer> Plugin::ToDeviceAt(const Shape& shape, const void* data,
+                                                int device) const {
+  return Upload(lib_, shape, data, nullptr, nullptr, device);
+}
+
 size_t Plugin::device_count() const { return lib_->devices.size(); }
 
 absl::StatusOr<DeviceBuffer> Plugin::ToDevice(const Shape& shape, const void* data) const {

@@ -221,6 +221,7 @@ class Plugin {
   absl::StatusOr<DeviceBuffer> ToDevice(const Literal& literal) const;
   // On device `device` (an index into Devices()).
   absl::StatusOr<DeviceBuffer> ToDeviceAt(const Literal& literal, int device) const;
+  absl::StatusOr<DeviceBuffer> ToDeviceAt(const Shape& shape, const void* data, int device) const;
   // How many devices its client has (ABI 1.8: a host plugin has KILN_HOST_DEVICE_COUNT).
   size_t device_count() const;
   // The same from `shape.byte_size()` dense row-major bytes at `data`, copied before return.

@@ -94,9 +94,11 @@ def compile(hlo, device="auto", *, core_passes=True, dump_to=None, dump_pass_re=
     return exe
 
 
-def device_put(array, device="auto"):
-    """Copies `array` to a device ("auto": the highest-priority available plugin)."""
-    return _kiln.device_put(array, device)
+def device_put(array, device="auto", device_index=0):
+    """Copies `array` to a device ("auto": the highest-priority available plugin);
+    `device_index` picks one of the plugin's devices (kiln.Device.num_devices; a host plugin
+    has KILN_HOST_DEVICE_COUNT of them)."""
+    return _kiln.device_put(array, device, device_index)
 
 
 def from_dlpack(array, device="auto"):

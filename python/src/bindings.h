@@ -28,7 +28,8 @@ void WaitUntilReady(const DeviceBuffer& b);
 
 // Copies `array` (anything NumPy can convert) to `plugin`'s device; `dtype` None keeps the
 // array's own.
-PyBuffer DevicePut(nanobind::handle array, const Plugin& plugin);
+// `index`: which of the plugin's devices (ABI 1.8), 0 the first.
+PyBuffer DevicePut(nanobind::handle array, const Plugin& plugin, int index = 0);
 
 // DLPack (dlpack.cc): Buffer.__dlpack__ shares a host-memory buffer's bytes; FromDlpack
 // lends a host array's bytes to the plugin without a copy where the plugin can read them.

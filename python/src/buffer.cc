@@ -61,7 +61,7 @@ nb::object CopyToNumpy(const DeviceBuffer& b, const Shape& shape) {
   return array;
 }
 
-PyBuffer DevicePut(nb::handle array, const Plugin& plugin) {
+PyBuffer DevicePut(nb::handle array, const Plugin& plugin, int index) {
   // The array's own element type and dims are the buffer's.
   nb::object numpy = nb::module_::import_("numpy");
   nb::object a = IsNdarray(array) ? nb::borrow(array) : numpy.attr("asarray")(array);
@@ -76,7 +76,8 @@ PyBuffer DevicePut(nb::handle array, const Plugin& plugin) {
   absl::StatusOr<DeviceBuffer> b;
   {
     nb::gil_scoped_release release;
-    b = plugin.ToDevice(shape, ArrayData(data));
+    b = index == 0 ? plugin.ToDevice(shape, ArrayData(data))
+                   : plugin.ToDeviceAt(shape, ArrayData(data), index);
   }
   PyBuffer out;
   out.buffer = std::make_shared<DeviceBuffer>(ValueOrThrow(std::move(b)));
@@ -101,6 +102,25 @@ void BindBuffer(nb::module_& m) {
                      return ArrayFromLiteral(std::move(empty)).attr("dtype");
                    })
       .def_prop_ro("hlo_shape", [](const PyBuffer& b) { return b.shape.ToString(false); })
+      .def_prop_ro(
+          "device_index", [](const PyBuffer& b) { return ValueOrThrow(b.buffer->device_index()); },
+          "Which of its plugin's devices it lives on (ABI 1.8), 0 the first.")
+      .def(
+          "copy_to",
+          [](const PyBuffer& b, int index) {
+            PyBuffer out;
+            {
+              nb::gil_scoped_release release;  // waits for a queued run that makes `b`
+              out.buffer =
+                  std::make_shared<DeviceBuffer>(ValueOrThrow(b.buffer->CopyToDevice(index)));
+            }
+            out.plugin = b.plugin;
+            out.shape = b.shape;
+            return out;
+          },
+          nb::arg("device_index"),
+          "A copy on another device of the same plugin (ABI 1.8). Runs go where their "
+          "arguments are, so a copy moves work there.")
       .def("to_numpy", &ToNumpy, "A NumPy copy of the buffer.")
       .def("block_until_ready", &BlockUntilReady,
            "Waits until the run that makes the buffer has ended (Executable.execute returns "

@@ -101,6 +101,13 @@ NB_MODULE(_kiln, m) {
                      return out;
                    })
       .def_prop_ro("available", [](const DeviceInfo& d) -> bool { return d.available(); })
+      .def_prop_ro(
+          "num_devices",
+          [](const DeviceInfo& d) -> size_t {
+            return d.available() ? PluginFor(d.name).device_count() : 0;
+          },
+          "How many devices the plugin's client has (ABI 1.8; host plugins: "
+          "KILN_HOST_DEVICE_COUNT).")
       .def(
           "memory_stats",
           [](const DeviceInfo& d) -> nb::dict {
@@ -130,11 +137,12 @@ NB_MODULE(_kiln, m) {
         nb::arg("min_cluster_size"), nb::arg("timeout_s"));
   m.def(
       "device_put",
-      [](nb::handle array, const std::string& device) {
-        return DevicePut(array, PluginFor(device));
+      [](nb::handle array, const std::string& device, int device_index) {
+        return DevicePut(array, PluginFor(device), device_index);
       },
-      nb::arg("array"), nb::arg("device") = "auto",
-      "Copies an array to a device; returns a kiln.Buffer.");
+      nb::arg("array"), nb::arg("device") = "auto", nb::arg("device_index") = 0,
+      "Copies an array to a device (device_index: which of the plugin's devices, ABI 1.8; "
+      "a host plugin has KILN_HOST_DEVICE_COUNT of them); returns a kiln.Buffer.");
   m.def(
       "from_dlpack",
       [](nb::handle array, const std::string& device) {
