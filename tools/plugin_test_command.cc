@@ -970,6 +970,24 @@ struct Suite {
 
   // ---- donation (ABI 1.3): a run with a donated argument gives what the same run without
   // donation gives, and leaves the argument it was not given untouched.
+  // `text` compiled for a row, or null: the row then SKIPs (the capability declines `what`)
+  // or FAILs (the compile failed).
+  std::unique_ptr<Executable> CompileForRow(Row& row, const std::string& text,
+                                            const std::string& what) {
+    absl::StatusOr<CapabilityReport> report = plugin->Capability(text);
+    if (report.ok() && !report->unsupported.empty()) {
+      row.skip_reason = fmt::format("capability declines {} ({}: {})", what,
+                                    report->unsupported[0].first, report->unsupported[0].second);
+      return nullptr;
+    }
+    absl::StatusOr<std::unique_ptr<Executable>> exe = plugin->CompileText(text);
+    if (!exe.ok()) {
+      row.Fail("compile failed: " + std::string(exe.status().message()));
+      return nullptr;
+    }
+    return std::move(*exe);
+  }
+
   void Donation(Row& row) {
     if (plugin->api_minor() < 3) {
       row.skip_reason =
@@ -980,17 +998,8 @@ struct Suite {
         "HloModule plugin_test_donation\n\nENTRY main {\n  p0 = f32[64,64] parameter(0)\n"
         "  p1 = f32[64,64] parameter(1)\n  ROOT r = f32[64,64] add(f32[64,64] p0, f32[64,64] "
         "p1)\n}\n";
-    absl::StatusOr<CapabilityReport> report = plugin->Capability(text);
-    if (report.ok() && !report->unsupported.empty()) {
-      row.skip_reason = fmt::format("capability declines the add module ({}: {})",
-                                    report->unsupported[0].first, report->unsupported[0].second);
-      return;
-    }
-    absl::StatusOr<std::unique_ptr<Executable>> exe = plugin->CompileText(text);
-    if (!exe.ok()) {
-      row.Fail("compile failed: " + std::string(exe.status().message()));
-      return;
-    }
+    std::unique_ptr<Executable> exe = CompileForRow(row, text, "the add module");
+    if (exe == nullptr) return;
     const Shape shape(PrimitiveType::F32, {64, 64});
     const Literal a = MakeRandomLiteral(shape, seed * 11), b = MakeRandomLiteral(shape, seed * 13);
     std::vector<Literal> results;
@@ -1003,7 +1012,7 @@ struct Suite {
       const DeviceBuffer* args[] = {&*da, &*db};
       const bool flags[] = {donate, false};
       absl::StatusOr<std::vector<DeviceBuffer>> out =
-          (*exe)->ExecuteBuffers(args, std::span<const bool>(flags, 2));
+          exe->ExecuteBuffers(args, std::span<const bool>(flags, 2));
       if (!out.ok() || out->size() != 1) {
         row.Fail(
             fmt::format("execute{} failed: {}", donate ? " with argument 0 donated" : "",
@@ -1246,17 +1255,8 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
     const std::string text =
         "HloModule plugin_test_devices\n\nENTRY main {\n  p0 = f32[16] parameter(0)\n"
         "  p1 = f32[16] parameter(1)\n  ROOT r = f32[16] add(f32[16] p0, f32[16] p1)\n}\n";
-    absl::StatusOr<CapabilityReport> report = plugin->Capability(text);
-    if (report.ok() && !report->unsupported.empty()) {
-      row.skip_reason = fmt::format("capability declines the add module ({}: {})",
-                                    report->unsupported[0].first, report->unsupported[0].second);
-      return;
-    }
-    absl::StatusOr<std::unique_ptr<Executable>> exe = plugin->CompileText(text);
-    if (!exe.ok()) {
-      row.Fail("compile failed: " + std::string(exe.status().message()));
-      return;
-    }
+    std::unique_ptr<Executable> exe = CompileForRow(row, text, "the add module");
+    if (exe == nullptr) return;
     const Shape shape(PrimitiveType::F32, {16});
     const Literal a = MakeRandomLiteral(shape, seed * 19), b = MakeRandomLiteral(shape, seed * 23);
     const int last = static_cast<int>(n) - 1;
@@ -1271,7 +1271,7 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
               fmt::format("a buffer put on device {} says device {}", last,
                           where.ok() ? std::to_string(*where) : "?"));
     const DeviceBuffer* on_last[] = {&*da, &*db};
-    absl::StatusOr<std::vector<DeviceBuffer>> out = (*exe)->ExecuteBuffers(on_last);
+    absl::StatusOr<std::vector<DeviceBuffer>> out = exe->ExecuteBuffers(on_last);
     if (!out.ok() || out->size() != 1) {
       row.Fail("a run on device " + std::to_string(last) + " failed: " +
                (out.ok() ? "wrong output count" : std::string(out.status().message())));
@@ -1287,7 +1287,7 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
       right = got->data<float>()[i] == a.data<float>()[i] + b.data<float>()[i];
     row.Check(right, "the run on device " + std::to_string(last) + " computes a wrong sum");
     const DeviceBuffer* mixed[] = {&*da, &*b0};
-    absl::StatusOr<std::vector<DeviceBuffer>> refused = (*exe)->ExecuteBuffers(mixed);
+    absl::StatusOr<std::vector<DeviceBuffer>> refused = exe->ExecuteBuffers(mixed);
     row.Check(!refused.ok() && refused.status().code() == absl::StatusCode::kInvalidArgument,
               "a run with arguments on two devices did not fail with INVALID_ARGUMENT");
     absl::StatusOr<DeviceBuffer> moved = da->CopyToDevice(0);
@@ -1301,7 +1301,7 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
                   std::memcmp(back->untyped_data(), a.untyped_data(), a.size_bytes()) == 0,
               "a copy to device 0 is elsewhere or has other bytes");
     const DeviceBuffer* on_first[] = {&*moved, &*b0};
-    row.Check((*exe)->ExecuteBuffers(on_first).ok(), "a run on device 0 after a copy failed");
+    row.Check(exe->ExecuteBuffers(on_first).ok(), "a run on device 0 after a copy failed");
     // An executable compiled for the last device alone refuses a run on device 0.
     CompileOptions assigned;
     assigned.device_assignment = {last};
@@ -1337,17 +1337,8 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
         "  t = f32[128,128] tanh(f32[128,128] p)\n"
         "  m = f32[128,128] multiply(f32[128,128] t, f32[128,128] h)\n"
         "  ROOT r = f32[128,128] add(f32[128,128] m, f32[128,128] p)\n}\n";
-    absl::StatusOr<CapabilityReport> report = plugin->Capability(text);
-    if (report.ok() && !report->unsupported.empty()) {
-      row.skip_reason = fmt::format("capability declines the chain's module ({}: {})",
-                                    report->unsupported[0].first, report->unsupported[0].second);
-      return;
-    }
-    absl::StatusOr<std::unique_ptr<Executable>> exe = plugin->CompileText(text);
-    if (!exe.ok()) {
-      row.Fail("compile failed: " + std::string(exe.status().message()));
-      return;
-    }
+    std::unique_ptr<Executable> exe = CompileForRow(row, text, "the chain's module");
+    if (exe == nullptr) return;
     const Literal x = MakeRandomLiteral(Shape(PrimitiveType::F32, {128, 128}), seed * 17);
     constexpr int kRuns = 8;
     // The reference: the same chain, each run waited for.
@@ -1359,7 +1350,7 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
     std::optional<DeviceBuffer> now(std::move(*first));
     for (int k = 0; k < kRuns; ++k) {
       const DeviceBuffer* args[] = {&*now};
-      absl::StatusOr<std::vector<DeviceBuffer>> out = (*exe)->ExecuteBuffers(args);
+      absl::StatusOr<std::vector<DeviceBuffer>> out = exe->ExecuteBuffers(args);
       if (!out.ok() || out->size() != 1) {
         row.Fail("a synchronous run failed");
         return;
@@ -1378,7 +1369,7 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
     int queued = 0;
     for (int k = 0; k < kRuns; ++k) {
       const DeviceBuffer* args[] = {&*now};
-      absl::StatusOr<Executable::AsyncRun> run = (*exe)->ExecuteBuffersAsync(args);
+      absl::StatusOr<Executable::AsyncRun> run = exe->ExecuteBuffersAsync(args);
       if (!run.ok() || run->outputs.size() != 1) {
         row.Fail("asynchronous execute " + std::to_string(k) + " failed: " +
                  (run.ok() ? "wrong output count" : std::string(run.status().message())));
