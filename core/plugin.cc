@@ -2,10 +2,13 @@
 // error objects -> absl::Status, handle ownership.
 #include "core/plugin.h"
 
+#include <atomic>
 #include <boost/dll/shared_library.hpp>
 #include <cstring>
+#include <mutex>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "core/collectives/abi_collectives.h"
@@ -619,18 +622,53 @@ absl::Status Event::Await() const {
   return lib_->Take(lib_->api->event_await(&args), "run");
 }
 
-absl::Status Event::OnReady(std::function<void(absl::Status)> callback) const {
+// Callbacks registered with event_on_ready, by a number the plugin gets back: a plugin that
+// calls one twice (or after refusing it) finds no entry, and is counted, instead of making
+// the core use freed memory.
+struct OnReadyCallbacks {
   struct Pending {
     std::shared_ptr<PluginLibrary> lib;
     std::function<void(absl::Status)> callback;
   };
-  auto* pending = new Pending{lib_, std::move(callback)};
+  std::mutex mu;
+  uint64_t next = 1;
+  absl::flat_hash_map<uint64_t, Pending> pending;
+  std::atomic<uint64_t> unexpected{0};
+};
+static OnReadyCallbacks& Callbacks() {
+  static auto* callbacks = new OnReadyCallbacks;  // never destroyed: plugins may call late
+  return *callbacks;
+}
+
+uint64_t Event::UnexpectedCallbacks() { return Callbacks().unexpected.load(); }
+
+absl::Status Event::OnReady(std::function<void(absl::Status)> callback) const {
+  OnReadyCallbacks& all = Callbacks();
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(all.mu);
+    id = all.next++;
+    all.pending.emplace(id, OnReadyCallbacks::Pending{lib_, std::move(callback)});
+  }
   KILN_Event_OnReady_Args args{};
   args.struct_size = sizeof(args);
   args.event = event_;
-  args.arg = pending;
+  args.arg = reinterpret_cast<void*>(static_cast<uintptr_t>(id));
   args.callback = [](KILN_Error* error, void* arg) {
-    std::unique_ptr<Pending> p(static_cast<Pending*>(arg));
+    OnReadyCallbacks& all = Callbacks();
+    std::optional<OnReadyCallbacks::Pending> p;
+    {
+      std::lock_guard<std::mutex> lock(all.mu);
+      auto it = all.pending.find(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(arg)));
+      if (it != all.pending.end()) {
+        p = std::move(it->second);
+        all.pending.erase(it);
+      }
+    }
+    if (!p) {  // called twice, or after refusing: the error object cannot be given back
+      all.unexpected.fetch_add(1);
+      return;
+    }
     absl::Status s = p->lib->Take(error, "run");  // destroys the error
     try {
       p->callback(std::move(s));
@@ -638,7 +676,10 @@ absl::Status Event::OnReady(std::function<void(absl::Status)> callback) const {
     }
   };
   absl::Status s = lib_->Take(lib_->api->event_on_ready(&args), "event_on_ready");
-  if (!s.ok()) delete pending;  // a failed registration never calls back
+  if (!s.ok()) {  // a failed registration never calls back
+    std::lock_guard<std::mutex> lock(all.mu);
+    all.pending.erase(id);
+  }
   return s;
 }
 void DeviceBuffer::Release() {

@@ -76,6 +76,9 @@ class Event {
   // Calls `callback` once with the work's status when it ends, maybe right away, maybe on
   // another thread. It must not block on the plugin's other work.
   absl::Status OnReady(std::function<void(absl::Status)> callback) const;
+  // How many times, in this process, a plugin called an OnReady callback it had already
+  // called (or had refused): ignored, and counted here (kiln plugin-test checks it).
+  static uint64_t UnexpectedCallbacks();
 
  private:
   std::shared_ptr<internal::PluginLibrary> lib_;
