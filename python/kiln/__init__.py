@@ -7,11 +7,16 @@
 `kiln.devices()` lists the plugins; `kiln.device_put` keeps arrays on a device between calls;
 `kiln.jax.jit` runs JAX functions on Kiln; `kiln.graph` parses and runs the graph IR. Errors are `kiln.KilnError` with a `.code`.
 """
+import atexit
 import os
 import threading
 
 from . import _kiln, graph
 from ._kiln import Buffer, Device, Executable, KilnError
+
+# Queued runs (Executable.execute) end before the interpreter finalizes: one may still call a
+# Python custom-call handler.
+atexit.register(_kiln.wait_for_queued_runs)
 
 __all__ = ["Buffer", "Device", "Executable", "KilnError", "compile", "device_put", "devices",
            "from_dlpack", "graph", "register_custom_call"]

@@ -21,6 +21,11 @@ struct PyBuffer {
 
 // A NumPy copy of a buffer of `shape`, written straight into the new array (buffer.cc).
 nanobind::object CopyToNumpy(const DeviceBuffer& b, const Shape& shape);
+// Counts a run Executable.execute queued (ABI 1.7) until `done` ends (executable.cc).
+void CountQueuedRun(const Event& done);
+// Waits, without the GIL, until every counted run has ended, at most `timeout_s` seconds;
+// false when some had not. `kiln` calls it at exit, before the interpreter finalizes.
+bool WaitForQueuedRuns(double timeout_s);
 // Waits, without the GIL, until an asynchronous run (ABI 1.7) has made `b`: what reads it
 // must not wait holding the GIL, which that run may need (a Python custom-call handler).
 // Raises the run's error.

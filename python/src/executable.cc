@@ -2,6 +2,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <utility>
 
 #include "core/run_deadline.h"
@@ -108,6 +111,51 @@ nb::object PyExecutable::CallPartitioned(nb::args args) const {
   return Wrap(std::move(leaves));
 }
 
+namespace {
+
+// Runs queued by Executable.execute that have not ended. At exit, the interpreter must not
+// finalize under one: a queued run may call a Python custom-call handler, which would then
+// find no interpreter (Python ends such a thread, and the process aborts).
+struct QueuedRuns {
+  std::mutex mu;
+  std::condition_variable ended;
+  int64_t count = 0;
+};
+QueuedRuns& Queued() {
+  static auto* queued = new QueuedRuns;  // never destroyed: runs may end during exit
+  return *queued;
+}
+
+}  // namespace
+
+void CountQueuedRun(const Event& done) {
+  QueuedRuns& q = Queued();
+  {
+    std::lock_guard<std::mutex> lock(q.mu);
+    ++q.count;
+  }
+  absl::Status s = done.OnReady([](absl::Status) {
+    QueuedRuns& q = Queued();
+    {
+      std::lock_guard<std::mutex> lock(q.mu);
+      --q.count;
+    }
+    q.ended.notify_all();
+  });
+  if (!s.ok()) {  // not registered: not counted either
+    std::lock_guard<std::mutex> lock(q.mu);
+    --q.count;
+  }
+}
+
+bool WaitForQueuedRuns(double timeout_s) {
+  QueuedRuns& q = Queued();
+  nb::gil_scoped_release release;  // the runs' Python handlers need it
+  std::unique_lock<std::mutex> lock(q.mu);
+  return q.ended.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                          [&] { return q.count == 0; });
+}
+
 std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live, nb::args args,
                                                     bool lend, const std::vector<bool>& donate,
                                                     bool asynchronous) const {
@@ -180,9 +228,11 @@ std::vector<DeviceBuffer> PyExecutable::RunOnDevice(const ModuleExecutable& live
   {
     nb::gil_scoped_release release;
     if (asynchronous) {
-      // The run's end is told by its outputs' ready events: its own event is not kept.
+      // Its error comes with its outputs' ready events; its own event counts it as queued
+      // until it ends (WaitForQueuedRuns, before the interpreter finalizes).
       absl::StatusOr<Executable::AsyncRun> run =
           live.executable()->ExecuteBuffersAsync(ptrs, flags);
+      if (run.ok() && run->done != nullptr) CountQueuedRun(*run->done);
       outs = run.ok() ? std::move(run->outputs)
                       : absl::StatusOr<std::vector<DeviceBuffer>>(run.status());
     } else {

@@ -132,6 +132,9 @@ NB_MODULE(_kiln, m) {
   BindCustomCalls(m);
 
   m.def("devices", &Devices, "Every discovered plugin, available or not, in discovery order.");
+  m.def("wait_for_queued_runs", &WaitForQueuedRuns, nb::arg("timeout_s") = 60.0,
+        "Waits until every run Executable.execute queued has ended (at most timeout_s); "
+        "False when some had not. Registered with atexit by the kiln package.");
   m.def("compile", &Compile, nb::arg("text"), nb::arg("filename"), nb::arg("device"),
         nb::arg("core_passes"), nb::arg("dump_to"), nb::arg("dump_pass_re"),
         nb::arg("min_cluster_size"), nb::arg("timeout_s"));
