@@ -352,7 +352,8 @@ static bool HasEvents(const internal::PluginLibrary& lib) {
 // read it); text that does not parse or verify fails here, located, for every plugin alike.
 static absl::StatusOr<std::unique_ptr<ModuleView>> ViewFor(const internal::PluginLibrary& lib,
                                                            std::string_view hlo_text) {
-  if (lib.minor < 6) return std::unique_ptr<ModuleView>();
+  // An isolated plugin's helper builds its own (a view does not cross processes).
+  if (lib.minor < 6 || lib.health.alive) return std::unique_ptr<ModuleView>();
   return ModuleView::FromText(hlo_text);
 }
 

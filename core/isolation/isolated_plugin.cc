@@ -203,6 +203,7 @@ struct ProxyExecutable {
   Connection* conn;
   uint64_t id;
   uint64_t generation;
+  ProxyClient* client;  // whose first device a run without one goes to
 };
 struct ProxyBuffer {
   Connection* conn;
@@ -215,6 +216,7 @@ struct ProxyBuffer {
   // For a buffer made from host bytes through shared memory: the region holding them (its
   // first byte_size bytes), which buffer_to_host reads without asking the helper.
   std::shared_ptr<Region> region;
+  KILN_Device* device = nullptr;  // the proxy device it lives on (ABI 1.8)
 };
 
 // One helper process and the socket to it. Calls are serialized: one request in flight.
@@ -268,14 +270,15 @@ class Connection {
     std::string hello_name = r.Str();
     const int hello_priority = static_cast<int32_t>(r.U32());
     const int hello_minor = static_cast<int32_t>(r.U32());
-    const bool hello_memory_stats = r.U8() != 0;
+    const uint8_t hello_optional = r.U8();
     if (!r.ok()) return absl::InternalError("malformed first message from kiln-plugin-host");
     if (!name.empty() && hello_name != name)
       return absl::InternalError(fmt::format("the plugin now calls itself '{}'", hello_name));
     name = std::move(hello_name);
     priority = hello_priority;
     minor = hello_minor;
-    has_memory_stats = hello_memory_stats;
+    has_memory_stats = (hello_optional & isolation::kHasMemoryStats) != 0;
+    has_copy_to_device = (hello_optional & isolation::kHasCopyToDevice) != 0;
     return absl::OkStatus();
   }
 
@@ -435,7 +438,8 @@ class Connection {
   std::string name;
   int priority = 0;
   int minor = 0;
-  bool has_memory_stats = false;  // the plugin has device_memory_stats (ABI 1.5)
+  bool has_memory_stats = false;    // the plugin has device_memory_stats (ABI 1.5)
+  bool has_copy_to_device = false;  // ... and buffer_copy_to_device (1.8)
   std::string unavailable_reason;
   std::vector<std::pair<std::string, std::string>> attribute_text;
   std::vector<KILN_Attribute> attributes;
@@ -549,6 +553,10 @@ H* Handle(P* proxy) {
   return reinterpret_cast<H*>(proxy);
 }
 uint64_t IdOf(KILN_Device* d) { return d == nullptr ? 0 : Proxy<ProxyDevice>(d)->id; }
+// The device a call without one goes to (null before client_devices was asked).
+KILN_Device* FirstDevice(const ProxyClient& c) {
+  return c.device_handles.empty() ? nullptr : c.device_handles[0];
+}
 
 KILN_Error* Initialize(Connection& c, KILN_Initialize_Args* a) {
   std::string reply;
@@ -684,12 +692,17 @@ KILN_Error* Compile(KILN_Compile_Args* a) {
   w.Str(v11 && o->core_passes != nullptr ? o->core_passes : "");
   w.Str(v11 && o->dump_dir != nullptr ? o->dump_dir : "");
   w.U32(static_cast<uint32_t>(v11 ? o->dump_sequence : 0));
+  const bool v18 = has(KILN_STRUCT_SIZE(KILN_CompileOptions, num_assigned_devices)) &&
+                   o->device_assignment != nullptr;
+  w.U64(v18 ? o->num_assigned_devices : 0);
+  for (size_t i = 0; v18 && i < o->num_assigned_devices; ++i) w.U64(IdOf(o->device_assignment[i]));
   std::string reply;
   uint64_t generation = 0;
   if (KILN_Error* e = client->conn->Call("compile", &w, &reply, -1, kAnyGeneration, &generation))
     return e;
   Reader r(reply);
-  a->executable = Handle<KILN_Executable>(new ProxyExecutable{client->conn, r.U64(), generation});
+  a->executable =
+      Handle<KILN_Executable>(new ProxyExecutable{client->conn, r.U64(), generation, client});
   return nullptr;
 }
 
@@ -721,6 +734,10 @@ KILN_Error* ExecutableDestroy(KILN_Executable_Destroy_Args* a) {
 
 KILN_Error* Execute(KILN_Execute_Args* a) {
   ProxyExecutable* exe = Proxy<ProxyExecutable>(a->executable);
+  if (KILN_ARGS_HAS(a, KILN_Execute_Args, collectives) && a->collectives != nullptr)
+    return MakeError(KILN_ERROR_FAILED_PRECONDITION,
+                     "an isolated plugin runs no collectives (their transport does not cross "
+                     "processes): run it in process for a run on several devices");
   Writer w;
   w.U8(static_cast<uint8_t>(Op::kExecute)).U64(exe->id).U64(IdOf(a->device)).U64(a->num_arguments);
   for (size_t i = 0; i < a->num_arguments; ++i) {
@@ -739,6 +756,7 @@ KILN_Error* Execute(KILN_Execute_Args* a) {
   Reader r(reply);
   for (size_t i = 0; i < a->num_outputs; ++i) {
     auto* b = new ProxyBuffer{exe->conn, r.U64(), exe->generation};
+    b->device = a->device != nullptr ? a->device : FirstDevice(*exe->client);
     if (r.U8() != 0) {  // its info came along
       b->dtype = static_cast<KILN_DType>(r.U32());
       b->dims.resize(r.U64());
@@ -796,6 +814,7 @@ KILN_Error* BufferFromHost(KILN_Buffer_FromHost_Args* a) {
   }
   Reader r(reply);
   auto* b = new ProxyBuffer{client->conn, r.U64(), generation};
+  b->device = a->device != nullptr ? a->device : FirstDevice(*client);
   // What the plugin accepted is the buffer's info: no round trip to ask for it.
   b->info_known = true;
   b->dtype = a->dtype;
@@ -863,6 +882,25 @@ KILN_Error* BufferInfo(KILN_Buffer_Info_Args* a) {
   a->dims = b->dims.data();
   a->num_dims = b->dims.size();
   a->byte_size = b->byte_size;
+  if (KILN_ARGS_HAS(a, KILN_Buffer_Info_Args, device)) a->device = b->device;
+  return nullptr;
+}
+
+KILN_Error* BufferCopyToDevice(KILN_Buffer_CopyToDevice_Args* a) {
+  ProxyBuffer* b = Proxy<ProxyBuffer>(a->buffer);
+  Writer w;
+  w.U8(static_cast<uint8_t>(Op::kCopyToDevice)).U64(b->id).U64(IdOf(a->device));
+  std::string reply;
+  if (KILN_Error* e = b->conn->Call("buffer_copy_to_device", &w, &reply, -1, b->generation))
+    return e;
+  Reader r(reply);
+  auto* copy = new ProxyBuffer{b->conn, r.U64(), b->generation};
+  copy->device = a->device;
+  copy->info_known = b->info_known;
+  copy->dtype = b->dtype;
+  copy->dims = b->dims;
+  copy->byte_size = b->byte_size;
+  a->copy = Handle<KILN_Buffer>(copy);
   return nullptr;
 }
 
@@ -932,7 +970,10 @@ const KILN_Api* MakeTable(int n, Connection& c) {
   KILN_Api& t = tables[n];
   t.struct_size = sizeof(KILN_Api);
   t.api_major = KILN_API_MAJOR;
-  t.api_minor = std::min(c.minor, 3);  // what the proxy forwards: 1.3 without buffer_host_data
+  // What the proxy forwards: up to 1.8, without buffer_host_data (1.2), collectives (1.4),
+  // host custom-call handlers (1.5) and events (1.7), none of which crosses processes; the
+  // helper builds 1.6's walkable module itself.
+  t.api_minor = std::min(c.minor, 8);
   t.plugin_name = c.name.c_str();
   t.default_priority = c.priority;
   t.error_destroy = ErrorDestroy;
@@ -955,6 +996,7 @@ const KILN_Api* MakeTable(int n, Connection& c) {
   t.buffer_host_data = nullptr;  // the bytes live in the helper
   // Counted in the helper, where the buffers are (the entry is optional: only when it has it).
   t.device_memory_stats = c.has_memory_stats ? DeviceMemoryStats : nullptr;
+  t.buffer_copy_to_device = c.has_copy_to_device ? BufferCopyToDevice : nullptr;
   return &t;
 }
 

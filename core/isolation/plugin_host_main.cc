@@ -215,6 +215,13 @@ Writer Serve(Op op, Reader& in) {
       o.dump_sequence = static_cast<int32_t>(in.U32());
       o.core_passes = passes.empty() ? nullptr : passes.c_str();
       o.dump_dir = dump_dir.empty() ? nullptr : dump_dir.c_str();
+      std::vector<KILN_Device*> assignment(in.U64());  // ABI 1.8's device assignment
+      for (KILN_Device*& d : assignment) d = Handle<KILN_Device>(in.U64());
+      if (!in.ok()) return Failure(KILN_ERROR_INTERNAL, "malformed compile request");
+      if (!assignment.empty()) {
+        o.device_assignment = assignment.data();
+        o.num_assigned_devices = assignment.size();
+      }
       a.options = has_options ? &o : nullptr;
       absl::StatusOr<std::unique_ptr<ModuleView>> view = ViewFor(text);
       if (!view.ok())
@@ -353,6 +360,18 @@ Writer Serve(Op op, Reader& in) {
       w.U64(a.byte_size);
       return w;
     }
+    case Op::kCopyToDevice: {
+      if (!KILN_API_HAS(api, buffer_copy_to_device))
+        return Failure(KILN_ERROR_UNIMPLEMENTED, "no buffer_copy_to_device");
+      KILN_Buffer_CopyToDevice_Args a{};
+      a.struct_size = sizeof(a);
+      a.buffer = Handle<KILN_Buffer>(in.U64());
+      a.device = Handle<KILN_Device>(in.U64());
+      KILN_Error* e = api->buffer_copy_to_device(&a);
+      Writer w = Reply(e);
+      if (e == nullptr) w.U64(Id(a.copy));
+      return w;
+    }
     case Op::kMemoryStats: {
       if (!KILN_API_HAS(api, device_memory_stats))
         return Failure(KILN_ERROR_UNIMPLEMENTED, "no device_memory_stats");
@@ -435,7 +454,8 @@ Writer Hello(const char* path) {
   Writer w;
   w.U32(0).Str("").Str(api->plugin_name).U32(static_cast<uint32_t>(api->default_priority));
   w.U32(static_cast<uint32_t>(api->api_minor));
-  w.U8(KILN_API_HAS(api, device_memory_stats) ? 1 : 0);  // which optional entries it forwards
+  w.U8((KILN_API_HAS(api, device_memory_stats) ? kHasMemoryStats : 0) |
+       (KILN_API_HAS(api, buffer_copy_to_device) ? kHasCopyToDevice : 0));
   return w;
 }
 

@@ -43,7 +43,11 @@ enum class Op : uint8_t {
   kBufferDestroy,
   kReleased,  // nothing but a reply: for the released regions it carries
   kMemoryStats,
+  kCopyToDevice,
 };
+
+// The optional entries the helper says its plugin has (its first message).
+constexpr uint8_t kHasMemoryStats = 1, kHasCopyToDevice = 2;
 
 // Requests the core sends without waiting for a reply: destroying a handle. An error there
 // has nowhere to go anyway (the core's destroy calls ignore it), so it saves a round trip.

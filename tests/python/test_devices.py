@@ -45,3 +45,11 @@ print("ok")
 def test_buffers_and_runs_stay_on_their_device(device):
     p = run_python(CODE.format(device=device), {"KILN_HOST_DEVICE_COUNT": "3"})
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("device", host_devices())
+def test_an_isolated_plugin_keeps_its_devices(device):
+    # The proxy forwards ABI 1.8: devices, buffer_info's device and copies cross processes.
+    p = run_python(CODE.format(device=device),
+                   {"KILN_HOST_DEVICE_COUNT": "3", "KILN_ISOLATE": device})
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr
