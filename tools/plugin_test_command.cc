@@ -1411,6 +1411,26 @@ ENTRY %main (a: f32[4,8]) -> (f32[4,8], f32[16,8], f32[4,8], f32[4,8], u32[]) {
                 fmt::format("the on_ready callback ran {} times, not once",
                             calls->load() + Event::UnexpectedCallbacks() - unexpected_before));
     }
+    // A run done to its end after a queued one that reads what it donates comes after it.
+    absl::StatusOr<DeviceBuffer> shared = plugin->ToDevice(x), fresh = plugin->ToDevice(x);
+    if (shared.ok() && fresh.ok()) {
+      const DeviceBuffer* args[] = {&*shared};
+      absl::StatusOr<Executable::AsyncRun> queued_run = exe->ExecuteBuffersAsync(args);
+      const bool donate[] = {true};
+      absl::StatusOr<std::vector<DeviceBuffer>> donating =
+          exe->ExecuteBuffers(args, std::span<const bool>(donate, 1));
+      const DeviceBuffer* reference_args[] = {&*fresh};
+      absl::StatusOr<std::vector<DeviceBuffer>> one_step = exe->ExecuteBuffers(reference_args);
+      if (queued_run.ok() && donating.ok() && one_step.ok()) {
+        absl::StatusOr<Literal> a = queued_run->outputs[0].ToLiteral();
+        absl::StatusOr<Literal> b = (*one_step)[0].ToLiteral();
+        row.Check(a.ok() && b.ok() &&
+                      std::memcmp(a->untyped_data(), b->untyped_data(), b->size_bytes()) == 0,
+                  "a queued run read a buffer that a later run, done at once, donated");
+      } else {
+        row.Fail("a queued run followed by a donating one failed");
+      }
+    }
     std::string failure = AsyncFailure(row);
     row.Note(fmt::format("{} runs chained, {} queued; {}", kRuns, queued, failure));
   }

@@ -59,7 +59,15 @@ void RunQueue::Submit(std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mu_);
   tasks_.push_back(std::move(task));
   if (!worker_.joinable()) worker_ = std::thread([this] { Work(); });
-  changed_.notify_one();
+  changed_.notify_all();  // the worker, not only a WaitIdle
+}
+
+void RunQueue::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  // A task that runs a program synchronously (a custom-call handler calling back) would
+  // wait for itself.
+  if (worker_.joinable() && std::this_thread::get_id() == worker_.get_id()) return;
+  changed_.wait(lock, [this] { return tasks_.empty() && !running_; });
 }
 
 void RunQueue::Work() {
@@ -67,10 +75,13 @@ void RunQueue::Work() {
     std::function<void()> task;
     {
       std::unique_lock<std::mutex> lock(mu_);
+      running_ = false;
+      changed_.notify_all();  // WaitIdle
       changed_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty()) return;  // stopping, and everything queued has run
       task = std::move(tasks_.front());
       tasks_.pop_front();
+      running_ = true;
     }
     task();
   }

@@ -44,6 +44,9 @@ class RunQueue {
   RunQueue& operator=(const RunQueue&) = delete;
   ~RunQueue();
   void Submit(std::function<void()> task);
+  // Waits until every task submitted so far has run: a run done on the caller's thread then
+  // comes after them, as on one stream (a queued run may still read a buffer it donates).
+  void WaitIdle();
 
  private:
   void Work();
@@ -52,6 +55,7 @@ class RunQueue {
   std::condition_variable changed_;
   std::deque<std::function<void()>> tasks_;
   bool stopping_ = false;
+  bool running_ = false;  // the worker is in a task
   std::thread worker_;
 };
 

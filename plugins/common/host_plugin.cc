@@ -675,6 +675,8 @@ KILN_Error* Execute(KILN_Execute_Args* args) {
     const bool async = knows_async && args->asynchronous != 0 && transport == nullptr &&
                        Initialized().backend->RunsOnAnyThread();
     if (!async) {
+      // After the runs already queued on this client, which may read what this one donates.
+      args->executable->client->runs.WaitIdle();
       std::optional<AbiCommunicator> communicator;
       if (transport != nullptr) communicator.emplace(*transport);
       ScopedCommunicator scope(communicator ? &*communicator : nullptr);
