@@ -81,6 +81,12 @@ const KILN_InstructionView* ModuleView::AddInstruction(const HloInstruction& ins
   view.operands = operands.data();
   view.num_operands = operands.size();
 
+  std::vector<size_t>& before = indices_.emplace_back();
+  for (const HloInstruction* p : instr.control_predecessors())
+    before.push_back(index.instructions.at(p));
+  view.control_predecessors = before.data();
+  view.num_control_predecessors = before.size();
+
   std::vector<size_t>& called = indices_.emplace_back();
   for (const HloComputation* c : instr.called_computations()) {
     called.push_back(index.computations.at(c));

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -174,6 +175,27 @@ ENTRY main {
   EXPECT_STREQ(y->opcode, "custom-call");
   EXPECT_STREQ(KILN_FindAttribute(y, "custom_call_target"), "\"my$op\"");
   EXPECT_STREQ(KILN_FindAttribute(y, "backend_config"), "\"k=1, v=2\"");
+}
+
+TEST(ModuleView, ControlPredecessorsComeBeforeAndAreListed) {
+  absl::StatusOr<std::unique_ptr<ModuleView>> view = ModuleView::FromText(R"(HloModule cp
+ENTRY main {
+  x = f32[4] parameter(0)
+  a = f32[4] negate(x)
+  b = f32[4] exponential(x), control-predecessors={a}
+  ROOT t = (f32[4], f32[4]) tuple(a, b)
+}
+)");
+  ASSERT_TRUE(view.ok()) << view.status();
+  const KILN_ComputationView* entry = (*view)->get()->computations[(*view)->get()->entry];
+  const KILN_InstructionView* b = Instr(entry, "b");
+  ASSERT_EQ(b->num_control_predecessors, 1u);
+  const size_t a = b->control_predecessors[0];
+  EXPECT_EQ(entry->instructions[a], Instr(entry, "a"));
+  EXPECT_LT(a, static_cast<size_t>(std::find(entry->instructions,
+                                             entry->instructions + entry->num_instructions, b) -
+                                   entry->instructions));
+  EXPECT_EQ(Instr(entry, "a")->num_control_predecessors, 0u);
 }
 
 TEST(ModuleView, TextThatDoesNotParseOrVerifyIsALocatedError) {

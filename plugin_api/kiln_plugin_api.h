@@ -279,6 +279,10 @@ typedef struct KILN_InstructionView {
    * element for pred and sub-byte types, as buffers); otherwise NULL */
   const void* literal;
   size_t literal_size;
+  /* instructions that must run before this one though it does not read them (the text's
+   * control-predecessors), as indices into its computation's instructions */
+  const size_t* control_predecessors;
+  size_t num_control_predecessors;
 } KILN_InstructionView;
 
 typedef struct KILN_ComputationView {
