@@ -293,12 +293,15 @@ const std::vector<std::pair<std::string, std::string>>& Plugin::attributes() con
   return lib_->attributes;
 }
 
-bool Plugin::wants_module_as_written() const {
-  for (const auto& [name, value] : lib_->attributes) {
-    if (name == "core_passes") return value == "none";
+// The plugin's attribute `name` is "none" (the conventions in KILN_Attributes_Args).
+static bool SaysNone(const internal::PluginLibrary& lib, std::string_view name) {
+  for (const auto& [key, value] : lib.attributes) {
+    if (key == name) return value == "none";
   }
   return false;
 }
+
+bool Plugin::wants_module_as_written() const { return SaysNone(*lib_, "core_passes"); }
 
 static absl::Status CheckAvailable(const PluginLibrary& lib) {
   if (lib.available) return absl::OkStatus();
@@ -352,8 +355,10 @@ static bool HasEvents(const internal::PluginLibrary& lib) {
 // read it); text that does not parse or verify fails here, located, for every plugin alike.
 static absl::StatusOr<std::unique_ptr<ModuleView>> ViewFor(const internal::PluginLibrary& lib,
                                                            std::string_view hlo_text) {
-  // An isolated plugin's helper builds its own (a view does not cross processes).
-  if (lib.minor < 6 || lib.health.alive) return std::unique_ptr<ModuleView>();
+  // An isolated plugin's helper builds its own (a view does not cross processes); a plugin
+  // that parses the text itself says "module_view" = "none".
+  if (lib.minor < 6 || lib.health.alive || SaysNone(lib, "module_view"))
+    return std::unique_ptr<ModuleView>();
   return ModuleView::FromText(hlo_text);
 }
 

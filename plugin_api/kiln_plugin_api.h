@@ -158,8 +158,10 @@ typedef struct {
 
 typedef struct {
   size_t struct_size;
-  /* out: plugin-owned array. Conventional names: "version", "platform", and "core_passes"
-   * ("none": compile modules as the user wrote them, see KILN_CompileOptions). */
+  /* out: plugin-owned array. Conventional names: "version", "platform", "core_passes"
+   * ("none": compile modules as the user wrote them, see KILN_CompileOptions), and
+   * "module_view" ("none": the plugin parses hlo_text itself, so the core builds no
+   * KILN_ModuleView for it and passes NULL). */
   const KILN_Attribute* attributes;
   size_t num_attributes;
 } KILN_Attributes_Args;

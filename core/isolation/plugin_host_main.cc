@@ -63,8 +63,30 @@ Writer Failure(KILN_ErrorCode code, std::string_view message) {
 }
 
 // The walkable module for a plugin of ABI 1.6 or later, as the in-process core gives it.
+// Whether the plugin reads it: not when its attribute "module_view" is "none" (it parses the
+// text itself). Asked once, after initialize (capability and compile come later).
+bool WantsModuleView() {
+  static const bool wants = [] {
+    if (api->api_minor < 6) return false;
+    if (!KILN_API_HAS(api, attributes)) return true;
+    KILN_Attributes_Args a{};
+    a.struct_size = sizeof(a);
+    if (KILN_Error* e = api->attributes(&a)) {
+      api->error_destroy(e);
+      return true;
+    }
+    for (size_t i = 0; a.attributes != nullptr && i < a.num_attributes; ++i) {
+      const KILN_Attribute& kv = a.attributes[i];
+      if (kv.name != nullptr && kv.value != nullptr && std::string_view(kv.name) == "module_view")
+        return std::string_view(kv.value) != "none";
+    }
+    return true;
+  }();
+  return wants;
+}
+
 absl::StatusOr<std::unique_ptr<ModuleView>> ViewFor(std::string_view text) {
-  if (api->api_minor < 6) return std::unique_ptr<ModuleView>();
+  if (!WantsModuleView()) return std::unique_ptr<ModuleView>();
   return ModuleView::FromText(text);
 }
 

@@ -216,7 +216,9 @@ State& Initialized() {
     }
     s.attribute_strings = {{"version", "0.1.0"},
                            {"platform", s.info->platform ? s.info->platform : "host"},
-                           {"description", s.info->description}};
+                           {"description", s.info->description},
+                           // it parses hlo_text itself: no walkable module built for nothing
+                           {"module_view", "none"}};
     if (s.backend != nullptr)
       for (auto& kv : s.backend->ExtraAttributes()) s.attribute_strings.push_back(std::move(kv));
     for (const auto& [k, v] : s.attribute_strings) s.attributes.push_back({k.c_str(), v.c_str()});
