@@ -1,6 +1,7 @@
 // Convolution as im2col + dot (see convolution_to_gemm.h).
 #include "hlo/passes/convolution_to_gemm.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "hlo/passes/pass_util.h"
@@ -48,6 +49,95 @@ class Rewriter {
   NameUniquer& names_;
 };
 
+// Past this many slices the patch matrix is left to the convolution itself (a 200x200 filter
+// gradient's window with a 200x200 output would be 40,000 instructions either way).
+constexpr int64_t kMaxPatchSlices = 4096;
+
+// The strided slice of the padded input `xt` ([batch, spatial..., features]) starting at
+// `starts` (per spatial dimension) with `counts` elements `strides` apart, all features.
+HloInstruction* SliceOf(Rewriter& r, HloInstruction* xt, int64_t batch, int64_t cin,
+                        const std::vector<int64_t>& starts, const std::vector<int64_t>& counts,
+                        const std::vector<int64_t>& strides) {
+  InstructionAttributes sa;
+  std::vector<int64_t> dims = {batch};
+  sa.slice_starts = {0};
+  sa.slice_limits = {batch};
+  sa.slice_strides = {1};
+  for (size_t i = 0; i < starts.size(); ++i) {
+    sa.slice_starts.push_back(starts[i]);
+    sa.slice_limits.push_back(starts[i] + (counts[i] - 1) * strides[i] + 1);
+    sa.slice_strides.push_back(strides[i]);
+    dims.push_back(counts[i]);
+  }
+  sa.slice_starts.push_back(0);
+  sa.slice_limits.push_back(cin);
+  sa.slice_strides.push_back(1);
+  dims.push_back(cin);
+  HloInstruction* s = r.Add(HloOpcode::kSlice, dims, {xt}, xt->shape().element_type(), xt->shape());
+  s->mutable_attrs().slice_starts = sa.slice_starts;
+  s->mutable_attrs().slice_limits = sa.slice_limits;
+  s->mutable_attrs().slice_strides = sa.slice_strides;
+  return s;
+}
+
+// Index number `k` of a row-major iteration over `dims`.
+std::vector<int64_t> Unflatten(int64_t k, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> at(dims.size());
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    at[i] = k % dims[i];
+    k /= dims[i];
+  }
+  return at;
+}
+
+// One strided slice per kernel tap (taps in row-major order), each [batch, output
+// positions..., features], concatenated along the features: [batch, positions..., taps*cin].
+HloInstruction* PatchesByTap(Rewriter& r, HloInstruction* xt, int64_t batch, int64_t cin,
+                             const std::vector<int64_t>& taps_dims,
+                             const std::vector<int64_t>& out_spatial,
+                             const std::vector<WindowDimension>& win) {
+  const int64_t taps = Product(taps_dims);
+  std::vector<int64_t> strides;
+  for (const WindowDimension& w : win) strides.push_back(w.stride);
+  std::vector<HloInstruction*> slices;
+  for (int64_t k = 0; k < taps; ++k) {
+    std::vector<int64_t> starts = Unflatten(k, taps_dims);
+    for (size_t i = 0; i < starts.size(); ++i) starts[i] *= win[i].window_dilation;
+    slices.push_back(SliceOf(r, xt, batch, cin, starts, out_spatial, strides));
+  }
+  if (taps == 1) return slices[0];
+  std::vector<int64_t> dims = slices[0]->shape().dimensions();
+  dims.back() = taps * cin;
+  HloInstruction* c =
+      r.Add(HloOpcode::kConcatenate, dims, slices, xt->shape().element_type(), xt->shape());
+  c->mutable_attrs().dimensions = {static_cast<int64_t>(taps_dims.size()) + 1};
+  return c;
+}
+
+// One window-sized slice per output position (positions in row-major order), each
+// [batch, taps..., features] flattened to [batch, 1, taps*cin], concatenated along the
+// positions: [batch, positions, taps*cin], the same matrix as PatchesByTap's.
+HloInstruction* PatchesByPosition(Rewriter& r, HloInstruction* xt, int64_t batch, int64_t cin,
+                                  const std::vector<int64_t>& taps_dims,
+                                  const std::vector<int64_t>& out_spatial,
+                                  const std::vector<WindowDimension>& win) {
+  const int64_t taps = Product(taps_dims), positions = Product(out_spatial);
+  std::vector<int64_t> dilations;
+  for (const WindowDimension& w : win) dilations.push_back(w.window_dilation);
+  std::vector<HloInstruction*> rows;
+  for (int64_t q = 0; q < positions; ++q) {
+    std::vector<int64_t> starts = Unflatten(q, out_spatial);
+    for (size_t i = 0; i < starts.size(); ++i) starts[i] *= win[i].stride;
+    rows.push_back(r.Reshape(SliceOf(r, xt, batch, cin, starts, taps_dims, dilations),
+                             {batch, 1, taps * cin}));
+  }
+  if (positions == 1) return rows[0];
+  HloInstruction* c = r.Add(HloOpcode::kConcatenate, {batch, positions, taps * cin}, rows,
+                            xt->shape().element_type(), xt->shape());
+  c->mutable_attrs().dimensions = {1};
+  return c;
+}
+
 bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, NameUniquer& names) {
   const InstructionAttributes& a = conv->attrs();
   if (!a.convolution_dimension_numbers || conv->operand_count() != 2) return false;
@@ -81,6 +171,8 @@ bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, Na
   if (rows == 0 || taps == 0 || cin == 0 || cout == 0) return false;
   if (rows * taps * cin * cout < min_work) return false;
   if (rows * taps * cin * ByteSizeOf(t) > max_patch_bytes) return false;
+  // Each slice is an instruction: past this many the module itself becomes the cost.
+  if (std::min(taps, Product(out_spatial)) > kMaxPatchSlices) return false;
 
   Rewriter r(conv->parent(), names);
   // Input as [batch, spatial..., features], padded: window padding and lhs dilation.
@@ -107,45 +199,13 @@ bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, Na
     xt = r.Add(HloOpcode::kPad, padded_dims, {xt, zero}, t, x->shape());
     xt->mutable_attrs().padding_config = pads;
   }
-  // One strided slice per kernel tap, taps in row-major order, then the features.
-  std::vector<HloInstruction*> slices;
-  std::vector<int64_t> tap(n, 0);
-  for (int64_t k = 0; k < taps; ++k) {
-    int64_t rest = k;
-    for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
-      tap[i] = rest % taps_dims[i];
-      rest /= taps_dims[i];
-    }
-    std::vector<int64_t> dims = {batch};
-    HloInstruction* s = nullptr;
-    InstructionAttributes sa;
-    sa.slice_starts = {0};
-    sa.slice_limits = {batch};
-    sa.slice_strides = {1};
-    for (size_t i = 0; i < n; ++i) {
-      int64_t start = tap[i] * win[i].window_dilation;
-      sa.slice_starts.push_back(start);
-      sa.slice_limits.push_back(start + (out_spatial[i] - 1) * win[i].stride + 1);
-      sa.slice_strides.push_back(win[i].stride);
-      dims.push_back(out_spatial[i]);
-    }
-    sa.slice_starts.push_back(0);
-    sa.slice_limits.push_back(cin);
-    sa.slice_strides.push_back(1);
-    dims.push_back(cin);
-    s = r.Add(HloOpcode::kSlice, dims, {xt}, t, x->shape());
-    s->mutable_attrs().slice_starts = sa.slice_starts;
-    s->mutable_attrs().slice_limits = sa.slice_limits;
-    s->mutable_attrs().slice_strides = sa.slice_strides;
-    slices.push_back(s);
-  }
-  HloInstruction* patches = slices[0];
-  if (taps > 1) {
-    std::vector<int64_t> dims = slices[0]->shape().dimensions();
-    dims.back() = taps * cin;
-    patches = r.Add(HloOpcode::kConcatenate, dims, slices, t, x->shape());
-    patches->mutable_attrs().dimensions = {static_cast<int64_t>(n) + 1};
-  }
+  // The patch matrix [rows, taps * features] from as few slices as possible: one strided
+  // slice per kernel tap, or, when there are fewer output positions than taps (a filter
+  // gradient, whose window is the whole image), one window-sized slice per output position.
+  const int64_t positions = Product(out_spatial);
+  HloInstruction* patches = positions < taps
+                                ? PatchesByPosition(r, xt, batch, cin, taps_dims, out_spatial, win)
+                                : PatchesByTap(r, xt, batch, cin, taps_dims, out_spatial, win);
   patches = r.Reshape(patches, {rows, taps * cin});
   // Kernel as [taps * input features, output features], reversed where the window says so.
   HloInstruction* wk = w;

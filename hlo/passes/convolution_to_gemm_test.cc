@@ -54,6 +54,56 @@ ENTRY main {
 )");
 }
 
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// A filter gradient as TF and JAX write it: the window is (nearly) the whole image and the
+// output is the kernel's few positions. The patch matrix comes from one slice per output
+// position (18 here), not one per tap (300), with stride, window dilation and reversal.
+TEST(ConvolutionToGemmTest, FilterGradientSlicesPerOutputPosition) {
+  const char* hlo = R"(
+HloModule m
+ENTRY main {
+  x = f32[3,24,21,2] parameter(0)
+  dy = f32[15,20,3,4] parameter(1)
+  ROOT c = f32[2,6,3,4] convolution(x, dy), window={size=15x20 stride=2x1 pad=1_0x0_1 rhs_dilate=1x1 rhs_reversal=1x0}, dim_labels=f01b_01io->b01f
+}
+)";
+  ExpectRewritten(hlo);
+  ConvolutionToGemm pass;
+  bool changed = false;
+  std::string out = RunPassAndPrint(pass, hlo, &changed);
+  EXPECT_EQ(Count(out, " slice("), 18u) << out;
+  const char* dilated = R"(
+HloModule m
+ENTRY main {
+  x = f32[2,17,9,3] parameter(0)
+  dy = f32[6,4,2,5] parameter(1)
+  ROOT c = f32[3,7,2,5] convolution(x, dy), window={size=6x4 stride=1x2 rhs_dilate=2x2}, dim_labels=f01b_01io->b01f
+}
+)";
+  ExpectRewritten(dilated);
+}
+
+// Past kMaxPatchSlices slices either way the convolution stays as it is.
+TEST(ConvolutionToGemmTest, ConvolutionsNeedingTooManySlicesStay) {
+  ConvolutionToGemm pass;
+  bool changed = true;
+  RunPassAndPrint(pass, R"(
+HloModule m
+ENTRY main {
+  x = f32[1,140,140,1] parameter(0)
+  w = f32[70,70,1,1] parameter(1)
+  ROOT c = f32[1,71,71,1] convolution(x, w), window={size=70x70}, dim_labels=b01f_01io->b01f
+}
+)",
+                  &changed);
+  EXPECT_FALSE(changed);
+}
+
 TEST(ConvolutionToGemmTest, GroupedAndIntegerConvolutionsStay) {
   ConvolutionToGemm pass;
   bool changed = true;

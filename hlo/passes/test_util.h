@@ -357,6 +357,8 @@ inline ::testing::AssertionResult PassPreservesValues(HloPass& pass, std::string
   std::unique_ptr<HloModule> before = Parse(text);
   std::unique_ptr<HloModule> after = Parse(text);
   if (!before || !after) return ::testing::AssertionFailure() << "parse failed";
+  if (absl::Status valid = VerifyModule(*before); !valid.ok())
+    return ::testing::AssertionFailure() << "invalid before the pass: " << valid.message();
   absl::StatusOr<bool> changed = pass.Run(*after);
   if (!changed.ok()) return ::testing::AssertionFailure() << changed.status().message();
   if (absl::Status valid = VerifyModule(*after); !valid.ok())

@@ -58,7 +58,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(module.status().message()).c_str());
     return 1;
   }
-  kiln::gpu::DevicePlan dp = kiln::gpu::MakeDevicePlan(**module, kiln::gpu::GpuPlanOptions(cublas));
+  // The module the plugin plans: with cuBLAS, large convolutions become patch kernels + GEMMs.
+  auto prepared = kiln::gpu::PrepareModuleForGpu(
+      std::shared_ptr<const kiln::HloModule>(std::move(*module)), cublas);
+  if (!prepared.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(prepared.status().message()).c_str());
+    return 1;
+  }
+  kiln::gpu::DevicePlan dp =
+      kiln::gpu::MakeDevicePlan(**prepared, kiln::gpu::GpuPlanOptions(cublas));
   std::printf("%s", kiln::kernel_plan::PlanToString(dp.plan).c_str());
   for (size_t k = 0; k < dp.plan.kernels.size(); ++k) {
     const kiln::llvm_emit::KernelSpec& spec = dp.plan.kernels[k];
