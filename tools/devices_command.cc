@@ -58,6 +58,7 @@ int DevicesCommand(const std::vector<std::string>& args) {
       for (const auto& [k, v] : e.plugin->attributes()) {
         if (k == "version") details += fmt::format(" version {}", v);
         if (k == "gemm") details += fmt::format(" gemm: {}", v);  // gpu-nvptx: cuBLAS or why not
+        if (k == "collectives") details += fmt::format(" collectives: {}", v);  // NCCL or why not
         if (k == "isolated") details += fmt::format(" isolated ({})", v);
       }
     } else {

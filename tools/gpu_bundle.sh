@@ -48,11 +48,13 @@ cat > "$stage/run_gpu_checks.sh" <<'EOF'
 #!/usr/bin/env bash
 # The GPU-side checks, run from the repository root (for the test modules and benchmarks/):
 #   run_gpu_checks.sh [OUT_DIR] [--bench [gpu_workloads.py options]]
-# devices, the kernel-by-kernel test against the evaluator, the cross-device test of every
-# example, NumPy, JAX-lowered, corpus and regression module on gpu-nvptx against the
-# interpreter, and with --bench benchmarks/gpu_workloads.py (XLA:GPU through JAX measured in
-# the same run). Needs python3 with NumPy. Bounded by KILN_CHECK_TEST_S (300),
-# KILN_CHECK_COMPARE_S (600) and KILN_CHECK_BENCH_S (400) seconds.
+# First, side by side (a device lease is short): the kernel-by-kernel test against the
+# evaluator, `kiln plugin-test gpu-nvptx`, gpu-nvptx isolated, the collectives, and the
+# cross-device test of every example, NumPy, JAX-lowered, corpus and regression module on
+# gpu-nvptx against the interpreter (KILN_CHECK_JOBS at once, 8 by default). Then, alone, with
+# --bench, benchmarks/gpu_workloads.py (XLA:GPU through JAX measured in the same run). Each
+# check's log is OUT_DIR/<check>.txt; the last lines of each are printed. Needs python3 with
+# NumPy. Bounded by KILN_CHECK_TEST_S (150) for each check and KILN_CHECK_BENCH_S (150).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-/tmp/kiln-gpu-checks}"
@@ -62,28 +64,38 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KILN_PLUGIN_PATH="$here/plugins"
 export KILN_SOURCE_ROOT="$PWD"
+export KILN_CHECK_JOBS="${KILN_CHECK_JOBS:-8}"
 [[ -f /usr/local/cuda/nvvm/libdevice/libdevice.10.bc || -n "${CUDA_HOME:-}" ]] || export CUDA_HOME="$here/cuda"
 # cuBLAS from a pip wheel (nvidia-cublas) is not on the loader's path.
 if ! ldconfig -p | grep -q 'libcublas\.so'; then
   cublas=$(find / -name 'libcublas.so.1[0-9]*' -not -path '/proc/*' 2>/dev/null | head -1)
   [[ -n "$cublas" ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$cublas")"
 fi
+# NCCL likewise (nvidia-nccl wheels): gpu-nvptx's collectives across GPUs use it when found.
+if ! ldconfig -p | grep -q 'libnccl\.so'; then
+  nccl=$(find / -name 'libnccl.so.2*' -not -path '/proc/*' 2>/dev/null | head -1)
+  [[ -n "$nccl" ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$nccl")"
+fi
 echo "CUDA_HOME=${CUDA_HOME:-} LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 nvidia-smi -L
-timeout 60 "$here/tools/kiln" devices 2>&1 | tee "$out/devices.txt"
+kiln="$here/tools/kiln"
+t=${KILN_CHECK_TEST_S:-150}
+timeout 60 "$kiln" devices 2>&1 | tee "$out/devices.txt"
+timeout "$t" "$here/tests/gpu_nvptx_vs_evaluator_test" >"$out/vs_evaluator.txt" 2>&1 &
+timeout "$t" "$kiln" plugin-test gpu-nvptx >"$out/plugin_test.txt" 2>&1 &
 # gpu-nvptx isolated (issue #18): same outputs, and a timeout stops a GPU loop that never ends.
-timeout 300 tools/gpu_isolation_checks.sh "$here/tools/kiln" "$out" 2>&1 | tee "$out/isolation.txt"
-# Collectives (issue #17): every kind on 2 and 4 in-process devices on gpu-nvptx (its host
-# steps go through the core's transport; NCCL is not used yet), mpirun cases where present.
-timeout 300 python3 tests/collectives/collectives_cli_test.py "$here/tools/kiln" "$PWD" gpu-nvptx \
-  2>&1 | tee "$out/collectives.txt" | tail -20
-timeout ${KILN_CHECK_TEST_S:-300} "$here/tests/gpu_nvptx_vs_evaluator_test" 2>&1 | tee "$out/vs_evaluator.txt" | grep -vE "^\[ (RUN|  +OK) " | tail -40
-# Every module the CPU plugin is judged on (tests/cli/cross_device_test.py: the dtype tolerance,
-# or, for modules that amplify rounding, no further from the f64 result than the reference).
-timeout ${KILN_CHECK_COMPARE_S:-600} python3 tests/cli/cross_device_test.py "$here/tools/kiln" \
-  "$PWD" gpu-nvptx interpreter 2>&1 | tee "$out/cross_device.txt" | tail -40
+timeout "$t" tools/gpu_isolation_checks.sh "$kiln" "$out" >"$out/isolation.txt" 2>&1 &
+# Collectives (issue #17): every kind on 2 and 4 in-process devices on gpu-nvptx.
+timeout "$t" python3 tests/collectives/collectives_cli_test.py "$kiln" "$PWD" gpu-nvptx >"$out/collectives.txt" 2>&1 &
+# Every module the CPU plugin is judged on (tests/cli/cross_device_test.py).
+timeout "$t" python3 tests/cli/cross_device_test.py "$kiln" "$PWD" gpu-nvptx interpreter >"$out/cross_device.txt" 2>&1 &
+wait
+for check in vs_evaluator plugin_test isolation collectives cross_device; do
+  echo "==== $check"
+  grep -vE "^\[ (RUN|  +OK) |^ok " "$out/$check.txt" | tail -25
+done
 if [[ "$bench" == --bench ]]; then
-  PYTHONUNBUFFERED=1 timeout ${KILN_CHECK_BENCH_S:-400} python3 benchmarks/gpu_workloads.py --build "$here" "$@" 2>&1 |
+  PYTHONUNBUFFERED=1 timeout ${KILN_CHECK_BENCH_S:-150} python3 benchmarks/gpu_workloads.py --build "$here" "$@" 2>&1 |
     tee "$out/bench.txt"
 fi
 EOF

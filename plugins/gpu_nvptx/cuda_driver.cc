@@ -31,6 +31,8 @@ struct CudaDriver::Api {
   CUresult (*cuStreamCreate)(CUstream*, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamQuery)(CUstream);
+  CUresult (*cuDeviceGetPCIBusId)(char*, int, CUdevice);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
@@ -94,6 +96,8 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
             Resolve(handle, "cuMemcpyHtoDAsync_v2", api->cuMemcpyHtoDAsync);
   Resolve(handle, "cuGetErrorName", api->cuGetErrorName);
   Resolve(handle, "cuDeviceTotalMem_v2", api->cuDeviceTotalMem);
+  Resolve(handle, "cuStreamQuery", api->cuStreamQuery);
+  Resolve(handle, "cuDeviceGetPCIBusId", api->cuDeviceGetPCIBusId);
   Resolve(handle, "cuGetErrorString", api->cuGetErrorString);
   if (!ok)
     return absl::UnavailableError(
@@ -111,6 +115,12 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load() {
   char name[256] = {};
   d->api_->cuDeviceGetName(name, sizeof(name) - 1, d->device_);
   d->device_name_ = name;
+  char bus[64] = {};
+  d->bus_id_ =
+      d->api_->cuDeviceGetPCIBusId != nullptr &&
+              d->api_->cuDeviceGetPCIBusId(bus, sizeof(bus) - 1, d->device_) == kCudaSuccess
+          ? bus
+          : d->device_name_;
   size_t total = 0;  // device_memory_stats' bytes_limit; unknown (-1) if the driver cannot say
   if (d->api_->cuDeviceTotalMem != nullptr &&
       d->api_->cuDeviceTotalMem(&total, d->device_) == kCudaSuccess)
@@ -209,6 +219,17 @@ void CudaDriver::DestroyStream(CUstream st) {
 
 absl::Status CudaDriver::SynchronizeStream(CUstream st) {
   return Check(api_->cuStreamSynchronize(st), "cuStreamSynchronize");
+}
+
+absl::StatusOr<bool> CudaDriver::StreamDone(CUstream st) {
+  if (api_->cuStreamQuery == nullptr) {
+    if (absl::Status s = SynchronizeStream(st); !s.ok()) return s;
+    return true;
+  }
+  const CUresult r = api_->cuStreamQuery(st);
+  if (r == kCudaErrorNotReady) return false;
+  if (absl::Status s = Check(r, "cuStreamQuery"); !s.ok()) return s;
+  return true;
 }
 
 absl::Status CudaDriver::CopyToDeviceAsync(CUdeviceptr dst, const void* src, size_t bytes,

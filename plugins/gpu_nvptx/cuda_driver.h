@@ -30,6 +30,7 @@ using CUstream = CUstream_st*;
 
 constexpr CUresult kCudaSuccess = 0;
 constexpr CUresult kCudaErrorOutOfMemory = 2;
+constexpr CUresult kCudaErrorNotReady = 600;
 constexpr int kAttrComputeCapabilityMajor = 75;
 constexpr int kAttrComputeCapabilityMinor = 76;
 
@@ -45,6 +46,9 @@ class CudaDriver : public DeviceMemory {
   CudaDriver& operator=(const CudaDriver&) = delete;
 
   const std::string& device_name() const { return device_name_; }
+  // The GPU's PCI bus id ("0000:19:00.0"), or its name when the driver cannot say: with the
+  // host name, what tells two processes whether they share a GPU.
+  const std::string& bus_id() const { return bus_id_; }
   int compute_capability() const { return cc_major_ * 10 + cc_minor_; }  // 80, 90, ...
   // The device's memory in bytes (cuDeviceTotalMem), or -1 when the driver did not say.
   int64_t total_memory() const { return total_memory_; }
@@ -64,6 +68,8 @@ class CudaDriver : public DeviceMemory {
   absl::StatusOr<CUstream> CreateStream();
   void DestroyStream(CUstream st);
   absl::Status SynchronizeStream(CUstream st);
+  // True once everything queued on `st` has finished (cuStreamQuery), false while it runs.
+  absl::StatusOr<bool> StreamDone(CUstream st);
   absl::Status CopyToDeviceAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream st);
   // One-dimensional launch (launch_dims.h), queued on `st`.
   absl::Status Launch(CUfunction f, const std::string& name, const LaunchDims& dims, void** params,
@@ -84,7 +90,7 @@ class CudaDriver : public DeviceMemory {
   std::unique_ptr<Api> api_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
-  std::string device_name_;
+  std::string device_name_, bus_id_;
   int cc_major_ = 0, cc_minor_ = 0;
   int64_t total_memory_ = -1;
   std::unique_ptr<CachingAllocator> allocator_;

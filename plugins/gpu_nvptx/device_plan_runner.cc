@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "hlo/collectives/communicator.h"
 #include "hlo/evaluator/evaluator.h"
 #include "plugins/kernel_plan/step_values.h"
 
@@ -166,6 +167,7 @@ class DeviceRun {
 
   absl::Status RunKernel(const kernel_plan::Step& step, Values& values);
   absl::Status RunOnHost(const HloInstruction& h, Values& values);
+  absl::StatusOr<bool> RunCollectiveOnDevice(const HloInstruction& h, Values& values);
   absl::Status RunControlFlow(const kernel_plan::Step& step, Values& values);
 
   const DevicePlan& dp_;
@@ -224,9 +226,13 @@ absl::StatusOr<DValue> DeviceRun::RunComputation(const kernel_plan::ComputationP
           break;
         }
         [[fallthrough]];  // other library steps (convolutions) run on the host evaluator
-      case kernel_plan::Disposition::kEvaluator:
+      case kernel_plan::Disposition::kEvaluator: {
+        absl::StatusOr<bool> on_device = RunCollectiveOnDevice(*h, values);
+        if (!on_device.ok()) return on_device.status();
+        if (*on_device) break;
         if (absl::Status s = RunOnHost(*h, values); !s.ok()) return s;
         break;
+      }
       case kernel_plan::Disposition::kControlFlow:
         if (absl::Status s = RunControlFlow(step, values); !s.ok()) return s;
         break;
@@ -290,6 +296,46 @@ absl::Status DeviceRun::RunOnHost(const HloInstruction& h, Values& values) {
   if (absl::Status s = host.RunOnEvaluator(h, evaluator_); !s.ok()) return s;
   values[&h] = FromHost(host.value(&h).literal);
   return absl::OkStatus();
+}
+
+// A collective op of a run on several devices, on device memory when the runtime's library
+// takes it; false leaves it to the host evaluator (and the run's host transport).
+absl::StatusOr<bool> DeviceRun::RunCollectiveOnDevice(const HloInstruction& h, Values& values) {
+  Communicator* transport = CurrentCommunicator();
+  if (transport == nullptr) return false;  // one device alone: the evaluator's copy is enough
+  absl::StatusOr<std::optional<DeviceCollective>> op = DescribeDeviceCollective(h, *transport);
+  if (!op.ok()) return op.status();
+  if (!op->has_value()) return false;
+  const DeviceCollective& dc = **op;
+  std::vector<DevicePtr> ins, outs;
+  std::vector<std::shared_ptr<Buffer>> out_buffers;
+  const int64_t element_bytes = ByteSizeOf(dc.type);
+  for (size_t i = 0; i < h.operands().size(); ++i) {
+    const HloInstruction* o = h.operand(static_cast<int>(i));
+    absl::StatusOr<DevicePtr> in = EnsureDevice(o, values.at(o));
+    if (!in.ok()) return in.status();
+    ins.push_back(*in);
+    absl::StatusOr<std::shared_ptr<Buffer>> out =
+        NewBuffer(static_cast<size_t>(element_bytes) * dc.out_counts[i]);
+    if (!out.ok()) return out.status();
+    outs.push_back((*out)->ptr);
+    out_buffers.push_back(*std::move(out));
+  }
+  absl::StatusOr<bool> done = rt_.Collective(dc, ins, outs, *transport);
+  if (!done.ok())
+    return absl::Status(done.status().code(),
+                        absl::StrCat(done.status().message(), " (in ", h.name(), ")"));
+  if (!*done) return false;
+  ++st_.device_collectives;
+  DValue v;
+  if (h.shape().IsTuple()) {
+    for (std::shared_ptr<Buffer>& b : out_buffers)
+      v.elements.push_back(DValue{std::move(b), nullptr, {}});
+  } else {
+    v.dev = std::move(out_buffers[0]);
+  }
+  values[&h] = std::move(v);
+  return true;
 }
 
 absl::Status DeviceRun::RunControlFlow(const kernel_plan::Step& step, Values& values) {

@@ -23,6 +23,7 @@ namespace kiln::gpu {
 
 struct DeviceRunStats {
   int64_t uploads = 0, downloads = 0, launches = 0, gemms = 0;
+  int64_t device_collectives = 0;  // collective ops done on device memory (NCCL)
 };
 
 // An array kept in device memory between runs (a plugin buffer): its memory goes back to

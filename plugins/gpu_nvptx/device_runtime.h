@@ -10,6 +10,8 @@
 #include <span>
 
 #include "absl/status/statusor.h"
+#include "hlo/collectives/communicator.h"
+#include "plugins/gpu_nvptx/device_collective.h"
 #include "plugins/gpu_nvptx/device_plan.h"
 #include "plugins/kernel_plan/gemm_match.h"
 
@@ -43,6 +45,16 @@ class DeviceRuntime {
   virtual absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b,
                             DevicePtr out) = 0;
   virtual absl::Status Synchronize() = 0;
+  // Runs `op` of a run on several devices on device memory (one array per operand in `ins`
+  // and `outs`) through the device's own collective library, done when this returns.
+  // `transport` is the run's host communicator. False: not here (no library, a type it
+  // cannot take, members sharing a device), nothing done, and the host evaluator runs it.
+  virtual absl::StatusOr<bool> Collective(const DeviceCollective& op,
+                                          std::span<const DevicePtr> ins,
+                                          std::span<const DevicePtr> outs,
+                                          Communicator& transport) {
+    return false;
+  }
 };
 
 }  // namespace kiln::gpu

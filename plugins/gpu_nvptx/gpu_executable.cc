@@ -51,12 +51,13 @@ absl::StatusOr<std::shared_ptr<const HloModule>> PrepareModuleForGpu(
 
 absl::StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(
     std::shared_ptr<const HloModule> module, std::shared_ptr<CudaDriver> driver,
-    std::shared_ptr<Cublas> cublas) {
+    std::shared_ptr<Cublas> cublas, std::shared_ptr<Nccl> nccl) {
   if (module == nullptr || module->entry() == nullptr)
     return absl::InvalidArgumentError("gpu-nvptx: module has no entry computation");
   std::unique_ptr<GpuExecutable> exe(new GpuExecutable());
   exe->driver_ = std::move(driver);
   exe->cublas_ = std::move(cublas);
+  exe->nccl_ = std::move(nccl);
   absl::StatusOr<std::shared_ptr<const HloModule>> prepared =
       PrepareModuleForGpu(std::move(module), exe->cublas_ != nullptr);
   if (!prepared.ok()) return prepared.status();
@@ -92,8 +93,9 @@ namespace {
 // One run's stream: copies and launches queued on it, synchronized before results are read.
 class CudaRun : public DeviceRuntime {
  public:
-  CudaRun(CudaDriver& d, Cublas* cublas, const std::vector<std::vector<CUfunction>>& functions)
-      : d_(d), cublas_(cublas), functions_(functions) {}
+  CudaRun(CudaDriver& d, Cublas* cublas, Nccl* nccl,
+          const std::vector<std::vector<CUfunction>>& functions)
+      : d_(d), cublas_(cublas), nccl_(nccl), functions_(functions) {}
   ~CudaRun() override {
     if (stream_ != nullptr) {
       (void)d_.SynchronizeStream(stream_);  // buffers go back to the cache only when idle
@@ -125,6 +127,13 @@ class CudaRun : public DeviceRuntime {
     if (cublas_ == nullptr) return absl::InternalError("gpu-nvptx: GEMM step without cuBLAS");
     return cublas_->Sgemm(g, a, b, out, stream_);
   }
+  absl::StatusOr<bool> Collective(const DeviceCollective& op, std::span<const DevicePtr> ins,
+                                  std::span<const DevicePtr> outs,
+                                  Communicator& transport) override {
+    if (nccl_ == nullptr) return false;
+    std::vector<CUdeviceptr> in(ins.begin(), ins.end()), out(outs.begin(), outs.end());
+    return nccl_->Run(op, in, out, stream_, transport, d_);
+  }
   absl::Status Synchronize() override {
     absl::Status s = d_.SynchronizeStream(stream_);
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat("running the module: ", s.message()));
@@ -134,6 +143,7 @@ class CudaRun : public DeviceRuntime {
  private:
   CudaDriver& d_;
   Cublas* cublas_;
+  Nccl* nccl_;
   const std::vector<std::vector<CUfunction>>& functions_;
   CUstream stream_ = nullptr;
 };
@@ -158,19 +168,20 @@ absl::Status DownloadArray(CudaDriver& driver, const PersistentArray& array, voi
   return driver.CopyToHost(dst, array.ptr(), bytes);
 }
 
-absl::StatusOr<std::vector<RunArray>> GpuExecutable::RunArrays(
-    std::span<const RunArray> args) const {
+absl::StatusOr<std::vector<RunArray>> GpuExecutable::RunArrays(std::span<const RunArray> args,
+                                                               DeviceRunStats* stats) const {
   if (absl::Status s = driver_->MakeCurrent(); !s.ok()) return s;
-  CudaRun run(*driver_, cublas_.get(), functions_);
+  CudaRun run(*driver_, cublas_.get(), nccl_.get(), functions_);
   if (absl::Status s = run.Start(); !s.ok()) return s;
-  return RunPlanOnDeviceArrays(*module_, plan_, args, run, driver_->allocator());
+  return RunPlanOnDeviceArrays(*module_, plan_, args, run, driver_->allocator(), stats);
 }
 
-absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args) const {
+absl::StatusOr<Literal> GpuExecutable::Run(std::span<const Literal* const> args,
+                                           DeviceRunStats* stats) const {
   if (absl::Status s = driver_->MakeCurrent(); !s.ok()) return s;
-  CudaRun run(*driver_, cublas_.get(), functions_);
+  CudaRun run(*driver_, cublas_.get(), nccl_.get(), functions_);
   if (absl::Status s = run.Start(); !s.ok()) return s;
-  return RunPlanOnDevice(*module_, plan_, args, run, driver_->allocator());
+  return RunPlanOnDevice(*module_, plan_, args, run, driver_->allocator(), stats);
 }
 
 }  // namespace kiln::gpu

@@ -16,6 +16,7 @@
 #include "plugins/gpu_nvptx/cuda_driver.h"
 #include "plugins/gpu_nvptx/device_plan.h"
 #include "plugins/gpu_nvptx/device_plan_runner.h"
+#include "plugins/gpu_nvptx/nccl_collectives.h"
 #include "plugins/kernel_plan/plan.h"
 
 namespace kiln::gpu {
@@ -45,13 +46,15 @@ class GpuExecutable {
  public:
   static absl::StatusOr<std::unique_ptr<GpuExecutable>> Create(
       std::shared_ptr<const HloModule> module, std::shared_ptr<CudaDriver> driver,
-      std::shared_ptr<Cublas> cublas = nullptr);
+      std::shared_ptr<Cublas> cublas = nullptr, std::shared_ptr<Nccl> nccl = nullptr);
   ~GpuExecutable();
 
-  absl::StatusOr<Literal> Run(std::span<const Literal* const> args) const;
+  absl::StatusOr<Literal> Run(std::span<const Literal* const> args,
+                              DeviceRunStats* stats = nullptr) const;
   // Runs on arrays that may already be on the device and leaves the results there
   // (RunPlanOnDeviceArrays): what plugin buffers use, so steps chain without copies.
-  absl::StatusOr<std::vector<RunArray>> RunArrays(std::span<const RunArray> args) const;
+  absl::StatusOr<std::vector<RunArray>> RunArrays(std::span<const RunArray> args,
+                                                  DeviceRunStats* stats = nullptr) const;
   const kernel_plan::Plan& plan() const { return plan_.plan; }
 
   const HloModule& module() const { return *module_; }
@@ -63,6 +66,7 @@ class GpuExecutable {
   std::shared_ptr<const HloModule> module_;
   std::shared_ptr<CudaDriver> driver_;
   std::shared_ptr<Cublas> cublas_;  // null: dots are kernels
+  std::shared_ptr<Nccl> nccl_;      // null: collectives go through the host transport
   DevicePlan plan_;
   std::string ptx_;
   CUmodule cu_module_ = nullptr;

@@ -91,6 +91,7 @@ class GpuBackend : public plugin_support::HostBackend {
     if (!d.ok()) {
       reason_ = std::string(d.status().message());
       gemm_ = "none (no CUDA driver)";
+      collectives_ = "none (no CUDA driver)";
       return;
     }
     driver_ = std::shared_ptr<CudaDriver>(std::move(*d));
@@ -104,6 +105,14 @@ class GpuBackend : public plugin_support::HostBackend {
       gemm_ = "cuBLAS (" + cublas_->library() + ") for large f32 dots";
     } else {
       gemm_ = "emitted kernels (" + std::string(c.status().message()) + ")";
+    }
+    absl::StatusOr<std::unique_ptr<Nccl>> n = Nccl::Load();
+    if (n.ok()) {
+      nccl_ = std::shared_ptr<Nccl>(std::move(*n));
+      collectives_ = "NCCL " + nccl_->version() + " (" + nccl_->library() +
+                     ") for all-reduce, all-gather and reduce-scatter across GPUs";
+    } else {
+      collectives_ = "host transport (" + std::string(n.status().message()) + ")";
     }
   }
 
@@ -132,7 +141,7 @@ class GpuBackend : public plugin_support::HostBackend {
     if (driver_ == nullptr) return absl::UnavailableError("gpu-nvptx is unavailable: " + reason_);
     // What neither the kernels nor the evaluator fallback runs is refused before the compile.
     if (absl::Status s = CheckEvaluatorRunsAll(*module); !s.ok()) return s;
-    auto exe = GpuExecutable::Create(std::move(module), driver_, cublas_);
+    auto exe = GpuExecutable::Create(std::move(module), driver_, cublas_, nccl_);
     if (!exe.ok()) return exe.status();
     return std::make_unique<GpuProgram>(std::move(*exe), driver_);
   }
@@ -152,7 +161,7 @@ class GpuBackend : public plugin_support::HostBackend {
     return driver_ ? "cuda:" + driver_->device_name() + " (" + driver_->TargetSm() + ")" : "";
   }
   std::vector<std::pair<std::string, std::string>> ExtraAttributes() const override {
-    return {{"gemm", gemm_}};
+    return {{"gemm", gemm_}, {"collectives", collectives_}};
   }
   // Buffers live in GPU memory, so executions chain without host copies.
   absl::StatusOr<std::shared_ptr<plugin_support::DeviceArray>> ToDevice(
@@ -168,6 +177,8 @@ class GpuBackend : public plugin_support::HostBackend {
   std::string reason_;
   std::shared_ptr<Cublas> cublas_;  // null: dots are emitted as kernels
   std::string gemm_;                // how large dots run
+  std::shared_ptr<Nccl> nccl_;      // null: collectives go through the host transport
+  std::string collectives_;         // how collectives run
 };
 
 absl::StatusOr<std::unique_ptr<plugin_support::HostBackend>> MakeBackend() {

@@ -8,7 +8,9 @@
 #include <random>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "hlo/collectives/local_communicator.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
 #include "plugins/gpu_nvptx/gpu_executable.h"
@@ -189,6 +191,83 @@ ENTRY %main (x: f32[2,48,64], y: f32[2,80,64], w: f32[64,96], v: f32[96,64], u: 
   auto got = (*exe)->Run(ptrs);
   ASSERT_TRUE(got.ok()) << got.status();
   ExpectClose(*got, *want, "gemms", "gpu cublas", 1e-3);
+}
+
+// Collectives through NCCL on device memory. One GPU allows one rank: a one-device run does
+// all-reduce (f32 sum, pred or), all-gather and reduce-scatter through a one-rank NCCL
+// communicator; two in-process devices on this one GPU (which NCCL refuses) must notice
+// the shared GPU and take the host transport, with the evaluator's results either way.
+TEST(GpuVsEvaluator, CollectivesThroughNccl) {
+  auto driver = CudaDriver::Load();
+  if (!driver.ok()) GTEST_SKIP() << "no usable GPU: " << driver.status().message();
+  std::shared_ptr<CudaDriver> d(std::move(*driver));
+  auto loaded = Nccl::Load();
+  if (!loaded.ok()) GTEST_SKIP() << loaded.status().message();
+  std::shared_ptr<Nccl> nccl(std::move(*loaded));
+  std::printf("NCCL %s (%s)\n", nccl->version().c_str(), nccl->library().c_str());
+  const std::string reducers = R"(
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%or (a: pred[], b: pred[]) -> pred[] {
+  %a = pred[] parameter(0)
+  %b = pred[] parameter(1)
+  ROOT %s = pred[] or(%a, %b)
+}
+)";
+  for (int devices : {1, 2}) {
+    SCOPED_TRACE(devices);
+    const int n = devices;
+    const std::string text = absl::StrCat(
+        "HloModule coll, replica_count=", n, "\n", reducers,
+        "ENTRY %main (x: f32[4,6], p: pred[8]) -> (f32[4,6], f32[", 4 * n, ",6], f32[", 4 / n,
+        ",6], pred[8]) {\n"
+        "  %x = f32[4,6] parameter(0)\n  %p = pred[8] parameter(1)\n"
+        "  %e = f32[4,6] exponential(%x)\n"
+        "  %ar = f32[4,6] all-reduce(%e), replica_groups={}, to_apply=%add\n"
+        "  %ag = f32[",
+        4 * n,
+        ",6] all-gather(%e), replica_groups={}, dimensions={0}\n"
+        "  %rs = f32[",
+        4 / n,
+        ",6] reduce-scatter(%e), replica_groups={}, dimensions={0}, "
+        "to_apply=%add\n"
+        "  %po = pred[8] all-reduce(%p), replica_groups={}, to_apply=%or\n"
+        "  %m = f32[4,6] multiply(%ar, %ar)\n"
+        "  ROOT %t = (f32[4,6], f32[",
+        4 * n, ",6], f32[", 4 / n, ",6], pred[8]) tuple(%m, %ag, %rs, %po)\n}\n");
+    auto parsed = ParseHloModule(text, "coll");
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    std::shared_ptr<const HloModule> module = std::move(*parsed);
+    std::vector<RandomArgs> args;
+    for (int i = 0; i < n; ++i) args.push_back(RandomArguments(*module, 5 + i));
+    std::vector<Literal> want(n), got(n);
+    ASSERT_TRUE(RunOnLocalDevices({n, 1}, [&](int i) -> absl::Status {
+                  HloEvaluator evaluator;
+                  absl::StatusOr<Literal> r = evaluator.Evaluate(*module, args[i].values);
+                  if (!r.ok()) return r.status();
+                  want[i] = *std::move(r);
+                  return absl::OkStatus();
+                }).ok());
+    auto exe = GpuExecutable::Create(module, d, nullptr, nccl);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    const int64_t calls_before = nccl->calls();
+    std::vector<DeviceRunStats> stats(n);
+    absl::Status s = RunOnLocalDevices({n, 1}, [&](int i) -> absl::Status {
+      absl::StatusOr<Literal> r = (*exe)->Run(args[i].ptrs, &stats[i]);
+      if (!r.ok()) return r.status();
+      got[i] = *std::move(r);
+      return absl::OkStatus();
+    });
+    ASSERT_TRUE(s.ok()) << s;
+    for (int i = 0; i < n; ++i) {
+      ExpectClose(got[i], want[i], "collectives", "gpu", 1e-5);
+      EXPECT_EQ(stats[i].device_collectives, n == 1 ? 4 : 0);
+    }
+    EXPECT_EQ(nccl->calls() - calls_before, n == 1 ? 4 : 0);
+  }
 }
 
 TEST(GpuVsEvaluator, OutOfMemoryIsResourceExhausted) {

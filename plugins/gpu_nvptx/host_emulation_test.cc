@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "hlo/collectives/local_communicator.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
@@ -340,6 +341,36 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
     return absl::OkStatus();
   }
   absl::Status Synchronize() override { return absl::OkStatus(); }
+  // Collectives on "device" memory through the run's transport, as NCCL does them on GPU
+  // memory; off by default (the runner then uses the host evaluator).
+  void set_device_collectives(bool on) { device_collectives_ = on; }
+  absl::StatusOr<bool> Collective(const DeviceCollective& op, std::span<const DevicePtr> ins,
+                                  std::span<const DevicePtr> outs, Communicator& t) override {
+    if (!device_collectives_) return false;
+    const size_t es = static_cast<size_t>(ByteSizeOf(op.type));
+    const size_t rank =
+        std::find(op.group.begin(), op.group.end(), t.device_id()) - op.group.begin();
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (auto s = Check(ins[i], op.in_counts[i] * es); !s.ok()) return s;
+      if (auto s = Check(outs[i], op.out_counts[i] * es); !s.ok()) return s;
+      const void* in = reinterpret_cast<const void*>(ins[i]);
+      uint8_t* out = reinterpret_cast<uint8_t*>(outs[i]);
+      if (op.op == DeviceCollective::Op::kAllGather) {
+        if (auto s = t.AllGather(op.group, in, out, op.in_counts[i] * es); !s.ok()) return s;
+        continue;
+      }
+      std::vector<uint8_t> sum(op.in_counts[i] * es);
+      absl::StatusOr<bool> r =
+          t.AllReduce(op.group, op.type, op.reduction, in, sum.data(), op.in_counts[i]);
+      if (!r.ok()) return r.status();
+      if (!*r) return absl::InternalError("the transport did not reduce");
+      const size_t piece = op.out_counts[i] * es;
+      std::memcpy(out,
+                  sum.data() + (op.op == DeviceCollective::Op::kReduceScatter ? rank * piece : 0),
+                  piece);
+    }
+    return true;
+  }
   int allocations() const { return allocations_; }
   int gemms() const { return gemms_; }
 
@@ -357,6 +388,7 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
   int gemms_ = 0;
   int64_t max_blocks_ = kMaxBlocks;
   int block_launches_ = 0;
+  bool device_collectives_ = false;
 };
 
 // Constants of every computation (each goes up at most once per run).
@@ -423,6 +455,72 @@ TEST(GpuKernelHostEmulation, ExampleAndE2eModulesMatchEvaluator) {
 // Two kernels in a row (a row reduction feeding a division): the intermediate stays on the
 // device, the arguments go up once, only the result comes down; a second run takes every
 // buffer from the cache.
+// A run on two devices: all-reduce, all-gather and reduce-scatter between kernels are done
+// on device memory by the runtime's collective library when it has one (NCCL on a GPU,
+// the transport here), values staying on the device, and through the host evaluator when
+// it has none; both equal the evaluator run on the same two devices.
+TEST(GpuKernelHostEmulation, CollectivesOnDeviceMemory) {
+  auto parsed = ParseHloModule(R"(
+HloModule coll, replica_count=2
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[4,6]) -> (f32[4,6], f32[8,6], f32[2,6]) {
+  %x = f32[4,6] parameter(0)
+  %e = f32[4,6] exponential(%x)
+  %ar = f32[4,6] all-reduce(%e), replica_groups={{0,1}}, to_apply=%add
+  %ag = f32[8,6] all-gather(%e), replica_groups={{0,1}}, dimensions={0}
+  %rs = f32[2,6] reduce-scatter(%e), replica_groups={{0,1}}, dimensions={0}, to_apply=%add
+  %m = f32[4,6] multiply(%ar, %ar)
+  ROOT %t = (f32[4,6], f32[8,6], f32[2,6]) tuple(%m, %ag, %rs)
+}
+)",
+                               "coll");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const HloModule& module = **parsed;
+  DevicePlan device_plan = MakeDevicePlan(module, GpuPlanOptions());
+  auto emu = Compile(device_plan.plan.kernels);
+  ASSERT_TRUE(emu.ok()) << emu.status();
+  std::vector<Literal> xs;
+  std::mt19937 rng(11);
+  for (int d = 0; d < 2; ++d)
+    xs.push_back(RandomLiteral(module.entry()->parameter(0)->shape(), rng));
+  std::vector<Literal> want(2);
+  ASSERT_TRUE(RunOnLocalDevices({2, 1}, [&](int d) -> absl::Status {
+                HloEvaluator evaluator;
+                absl::StatusOr<Literal> r = evaluator.Evaluate(module, std::vector<Literal>{xs[d]});
+                if (!r.ok()) return r.status();
+                want[d] = *std::move(r);
+                return absl::OkStatus();
+              }).ok());
+  for (bool on_device : {true, false}) {
+    std::vector<Literal> got(2);
+    std::vector<DeviceRunStats> stats(2);
+    absl::Status s = RunOnLocalDevices({2, 1}, [&](int d) -> absl::Status {
+      HostDevice device(*emu);
+      device.set_device_collectives(on_device);
+      CachingAllocator allocator(&device);
+      const Literal* args[] = {&xs[d]};
+      absl::StatusOr<Literal> r =
+          RunPlanOnDevice(module, device_plan, args, device, allocator, &stats[d]);
+      if (!r.ok()) return r.status();
+      got[d] = *std::move(r);
+      return absl::OkStatus();
+    });
+    ASSERT_TRUE(s.ok()) << s;
+    for (int d = 0; d < 2; ++d) {
+      ExpectClose(got[d], want[d], "collectives", on_device ? "on device" : "on host", 1e-6);
+      EXPECT_EQ(stats[d].device_collectives, on_device ? 3 : 0);
+      // On the device, x goes up once and the three results come down once each.
+      if (on_device) {
+        EXPECT_EQ(stats[d].downloads, 3);
+      }
+    }
+  }
+}
+
 TEST(GpuKernelHostEmulation, ValuesStayOnDeviceAndBuffersAreReused) {
   auto parsed = ParseHloModule(R"(
 HloModule chain

@@ -21,6 +21,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
                                 "conformance"))
@@ -29,8 +31,24 @@ import wider_truth  # noqa: E402
 KILN, ROOT, DEVICE, REF = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 ONLY = [s for s in sys.argv[5].split(",") if s] if len(sys.argv) > 5 else []
 TIMEOUT = 240
+# KILN_CHECK_JOBS modules are judged at once (one by default: CI's machines have two cores; a
+# GPU machine's sixteen make the whole test several times faster).
+JOBS = max(1, int(os.environ.get("KILN_CHECK_JOBS", "1")))
 failures = []
 counts = {"agree": 0, "both fail": 0}
+_lock = threading.Lock()
+_judging = threading.local()  # the failure, if any, of the module this thread is judging
+
+
+def fail(message):
+    with _lock:
+        fail(message)
+    _judging.failure = message
+
+
+def count(outcome):
+    with _lock:
+        counts[outcome] = counts.get(outcome, 0) + 1
 
 
 def run(args):
@@ -56,26 +74,26 @@ def check(path, label):
             got = run([path, "--device", DEVICE, "--output-dir", d])
         if got is None or got.returncode != 0:
             rc = "timeout" if got is None else got.returncode
-            failures.append(f"{label}: {DEVICE} alone gives rc={rc}")
+            fail(f"{label}: {DEVICE} alone gives rc={rc}")
         else:
-            counts["device only"] = counts.get("device only", 0) + 1
+            count("device only")
         return
     with tempfile.TemporaryDirectory() as d:
         ref = run([path, "--device", REF, "--output-dir", d])
         if ref is None:
-            failures.append(f"{label}: {REF} timed out")
+            fail(f"{label}: {REF} timed out")
             return
         if ref.returncode != 0 and os.sep + "regressions" + os.sep in path:
-            failures.append(f"{label}: {REF} fails on a regression module: "
+            fail(f"{label}: {REF} fails on a regression module: "
                             f"{ref.stderr.strip().splitlines()[-1:]}")
             return
         if ref.returncode != 0:
             got = run([path, "--device", DEVICE, "--output-dir", d])
             if got is None or got.returncode != 1 or "error:" not in got.stderr:
                 rc = "timeout" if got is None else got.returncode
-                failures.append(f"{label}: {REF} fails but {DEVICE} gives rc={rc}")
+                fail(f"{label}: {REF} fails but {DEVICE} gives rc={rc}")
             else:
-                counts["both fail"] += 1
+                count("both fail")
             return
         got = run([path, "--device", DEVICE, "--compare", REF, "--output-dir", d])
         if got is not None and got.returncode == 3 and "f32" in open(path).read():
@@ -87,15 +105,15 @@ def check(path, label):
             return
         if got is None or got.returncode != 0:
             err = "timeout" if got is None else got.stderr.strip().splitlines()[-1:]
-            failures.append(f"{label}: {DEVICE} vs {REF}: {err}")
+            fail(f"{label}: {DEVICE} vs {REF}: {err}")
             return
         # `compare output_N ...` lines go to stdout, one per output; any not ok is a failure
         # even if the exit status somehow said otherwise.
         mismatches = [l for l in got.stdout.splitlines() if l.startswith("compare") and ": ok " not in l]
         if mismatches:
-            failures.append(f"{label}: {mismatches[0]}")
+            fail(f"{label}: {mismatches[0]}")
         else:
-            counts["agree"] += 1
+            count("agree")
 
 
 TMP = tempfile.mkdtemp(prefix="kiln_cross_device_")
@@ -115,9 +133,9 @@ def check_against_truth(path, truth_path, label, ulp, device_outputs, why=()):
     outputs are those its compared run wrote to `device_outputs`."""
     reason = wider_truth.judge(KILN, path, truth_path, DEVICE, REF, ulp, TIMEOUT, device_outputs)
     if reason:
-        failures.append(f"{label}: {DEVICE} vs {REF} beyond tolerance: {reason} {list(why)}")
+        fail(f"{label}: {DEVICE} vs {REF} beyond tolerance: {reason} {list(why)}")
     else:
-        counts["agree (vs wider)"] = counts.get("agree (vs wider)", 0) + 1
+        count("agree (vs wider)")
 
 
 def check_low_precision(low_path, f32_path, label):
@@ -126,7 +144,7 @@ def check_low_precision(low_path, f32_path, label):
     with tempfile.TemporaryDirectory() as d:
         got = run([low_path, "--device", DEVICE, "--compare", REF, "--output-dir", d])
         if got is not None and got.returncode == 0:
-            counts["agree"] += 1
+            count("agree")
             return
         check_against_truth(low_path, f32_path, label,
                             wider_truth.ULP["bf16" if "bf16" in label else "f16"], d)
@@ -145,22 +163,25 @@ def wanted(path):
 
 modules = [m for m in modules if wanted(m)]
 f32_modules = [m for m in f32_modules if wanted(m)]
-def progress(label, before):
+
+
+def judged(label, judge, *args):
     """One line per module as it is judged (a run cut short still shows how far it got)."""
-    print(("FAIL " + failures[-1]) if len(failures) > before else f"ok {label}", flush=True)
+    _judging.failure = None
+    judge(*args)
+    line = ("FAIL " + _judging.failure) if _judging.failure else f"ok {label}"
+    print(line, flush=True)
 
 
-for path in modules + f32_modules:
-    before = len(failures)
-    check(path, os.path.relpath(path, ROOT))
-    progress(os.path.relpath(path, ROOT), before)
-
+tasks = [(os.path.relpath(p, ROOT), check, p, os.path.relpath(p, ROOT)) for p in modules + f32_modules]
 for low in ("bf16", "f16"):
     for path in f32_modules:
         if "f32" in open(path).read():
-            before, label = len(failures), f"{os.path.relpath(path, ROOT)} as {low}"
-            check_low_precision(widened(path, "f32", low), path, label)
-            progress(label, before)
+            label = f"{os.path.relpath(path, ROOT)} as {low}"
+            tasks.append((label, check_low_precision, widened(path, "f32", low), path, label))
+with ThreadPoolExecutor(JOBS) as pool:
+    for done in [pool.submit(judged, *t) for t in tasks]:
+        done.result()  # raises what a judge raised
 
 shutil.rmtree(TMP, ignore_errors=True)
 print(f"{DEVICE} vs {REF}: {counts['agree']} agree, {counts.get('agree (vs wider)', 0)} agree as errors "
