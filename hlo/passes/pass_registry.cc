@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "hlo/passes/algebraic_simplifier.h"
+#include "hlo/passes/arg_reduce_split.h"
 #include "hlo/passes/async_to_sync.h"
 #include "hlo/passes/call_inliner.h"
 #include "hlo/passes/constant_folding.h"
@@ -17,6 +18,7 @@
 #include "hlo/passes/library_call_lowering.h"
 #include "hlo/passes/multi_output_fusion.h"
 #include "hlo/passes/optimization_pipeline.h"
+#include "hlo/passes/reduce_window_scan.h"
 #include "hlo/passes/spmd_partitioner.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
@@ -42,6 +44,8 @@ const std::vector<PassFactory>& Factories() {
       Factory<TransposeFolding>(),
       Factory<DotCanonicalization>(),
       Factory<ConvolutionToGemm>(),
+      Factory<ArgReduceSplit>(),
+      Factory<ReduceWindowScan>(),
       Factory<ScaledDotExpander>(),
       Factory<RaggedDotExpander>(),
       Factory<NarrowDotUpcast>(),

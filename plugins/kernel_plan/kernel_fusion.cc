@@ -4,9 +4,11 @@
 #include <initializer_list>
 
 #include "absl/container/flat_hash_set.h"
+#include "hlo/passes/arg_reduce_split.h"
 #include "hlo/passes/dot_canonicalization.h"
 #include "hlo/passes/dot_expanders.h"
 #include "hlo/passes/fusion_util.h"
+#include "hlo/passes/reduce_window_scan.h"
 #include "hlo/text/parser.h"
 
 namespace kiln::kernel_plan {
@@ -65,9 +67,13 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
   if (!copy.ok()) return copy.status();
   ScaledDotExpander scaled_dot_expander;
   RaggedDotExpander ragged_dot_expander;
-  // scaled-dot and the common ragged-dot become ordinary dots (and so GEMM calls).
-  for (HloPass* expander :
-       std::initializer_list<HloPass*>{&scaled_dot_expander, &ragged_dot_expander}) {
+  ArgReduceSplit arg_reduce_split;
+  ReduceWindowScan reduce_window_scan;
+  // scaled-dot and the common ragged-dot become ordinary dots (and so GEMM calls); arg-max
+  // and arg-min reduces become two reduces the emitter does (not the host evaluator);
+  // running reductions (cumsum) become log-step scans instead of n^2 / 2 window sums.
+  for (HloPass* expander : std::initializer_list<HloPass*>{
+           &scaled_dot_expander, &ragged_dot_expander, &arg_reduce_split, &reduce_window_scan}) {
     absl::StatusOr<bool> expanded = expander->Run(**copy);
     if (!expanded.ok()) return expanded.status();
   }

@@ -459,6 +459,20 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
         if (emittable.contains(o) && !base_materialized(o)) c += cost[o];
       cost[h] = std::min(c, kCap);
     }
+    // A value read at two places of itself in one kernel (directly and through a slice or
+    // pad of it, as each step of a log-step scan reads its predecessor) would be generated
+    // twice per element, and a chain of such steps 2^n times: computed into memory instead
+    // when it costs more than one operation.
+    for (const HloInstruction* h : order) {
+      if (!emittable.contains(h) || base_materialized(h) || cost[h] < 2 || h->user_count() < 2)
+        continue;
+      for (const HloInstruction* u : h->users())
+        if (u->opcode() == HloOpcode::kSlice || u->opcode() == HloOpcode::kPad ||
+            u->opcode() == HloOpcode::kReverse || u->opcode() == HloOpcode::kDynamicSlice) {
+          shared.insert(h);
+          break;
+        }
+    }
     // Kernels that would generate each value, users before operands.
     absl::flat_hash_map<const HloInstruction*, absl::flat_hash_set<const HloInstruction*>> in;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {

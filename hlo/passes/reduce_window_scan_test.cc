@@ -1,0 +1,78 @@
+// Tests of the running-reduction rewrite: forward and reverse scans of every reducer kind,
+// along any dimension, with an init that is not the reducer's identity, give the
+// evaluator's values; windows that are not running reductions stay.
+#include "hlo/passes/reduce_window_scan.h"
+
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/passes/test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing::Near;
+using testing::Parse;
+using testing::RandomLiteral;
+using testing::RunPassAndPrint;
+
+// The scan adds in another order than the window: floating-point results agree to rounding.
+::testing::AssertionResult SameValuesToRounding(HloPass& pass, const std::string& hlo) {
+  std::unique_ptr<HloModule> before = Parse(hlo), after = Parse(hlo);
+  if (!before || !after || !pass.Run(*after).ok()) return ::testing::AssertionFailure() << "setup";
+  std::mt19937 rng(3);
+  HloEvaluator evaluator;
+  for (int trial = 0; trial < 3; ++trial) {
+    std::vector<Literal> args = {RandomLiteral(before->entry()->parameter(0)->shape(), rng)};
+    absl::StatusOr<Literal> want = evaluator.Evaluate(*before, args);
+    absl::StatusOr<Literal> got = evaluator.Evaluate(*after, args);
+    if (!want.ok() || !got.ok()) return ::testing::AssertionFailure() << "evaluation failed";
+    if (::testing::AssertionResult r = Near(*got, *want); !r) return r;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::string Module(const std::string& type, const std::string& op, const std::string& dims,
+                   const std::string& window, const std::string& init) {
+  return "HloModule m\nred {\n  a = " + type + "[] parameter(0)\n  b = " + type +
+         "[] parameter(1)\n  ROOT r = " + type + "[] " + op +
+         "(a, b)\n}\nENTRY main {\n  x = " + type + "[" + dims + "] parameter(0)\n  i = " + type +
+         "[] constant(" + init + ")\n  ROOT w = " + type + "[" + dims +
+         "] reduce-window(x, i), window={" + window + "}, to_apply=red\n}\n";
+}
+
+void ExpectScan(const std::string& hlo) {
+  ReduceWindowScan pass(/*min_length=*/2);
+  bool changed = false;
+  std::string out = RunPassAndPrint(pass, hlo, &changed);
+  EXPECT_TRUE(changed) << hlo;
+  EXPECT_EQ(out.find("reduce-window("), std::string::npos) << out;
+  EXPECT_TRUE(SameValuesToRounding(pass, hlo)) << hlo;
+}
+
+TEST(ReduceWindowScanTest, EveryKindForwardAndReverse) {
+  // cumsum over the last dimension (17: not a power of two), as jnp.cumsum writes it.
+  ExpectScan(Module("f32", "add", "3,17", "size=1x17 pad=0_0x16_0", "0"));
+  // reverse, over the first dimension, with an init that is not 0 (added once).
+  ExpectScan(Module("f32", "add", "9,4", "size=9x1 pad=0_8x0_0", "2.5"));
+  ExpectScan(Module("f32", "maximum", "5,12", "size=1x12 pad=0_0x11_0", "-inf"));
+  ExpectScan(Module("s32", "minimum", "12,5", "size=12x1 pad=11_0x0_0", "3"));
+  ExpectScan(Module("f32", "multiply", "2,8", "size=1x8 pad=0_0x0_7", "1"));
+  ExpectScan(Module("pred", "or", "4,33", "size=1x33 pad=0_0x32_0", "false"));
+  ExpectScan(Module("s32", "add", "40", "size=40 pad=39_0", "0"));
+}
+
+TEST(ReduceWindowScanTest, OtherWindowsStay) {
+  for (const std::string& hlo :
+       {Module("f32", "add", "3,17", "size=1x5 pad=0_0x4_0", "0"),            // a sliding window
+        Module("f32", "add", "3,17", "size=1x17 pad=0_0x8_8", "0"),           // centred
+        Module("f32", "add", "3,17", "size=2x17 pad=1_0x16_0", "0"),          // two dimensions
+        Module("f32", "subtract", "3,17", "size=1x17 pad=0_0x16_0", "0")}) {  // not a kind
+    ReduceWindowScan pass(/*min_length=*/2);
+    bool changed = true;
+    RunPassAndPrint(pass, hlo, &changed);
+    EXPECT_FALSE(changed) << hlo;
+  }
+}
+
+}  // namespace
+}  // namespace kiln
