@@ -8,7 +8,10 @@
 // of reduce-window are skipped, which equals combining with the init value when that is
 // the reducer's identity (XLA's evaluator skips them too).
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -563,6 +566,61 @@ absl::StatusOr<std::vector<Literal>> SortSlices(const std::vector<const Literal*
   return outs;
 }
 
+// A float sort as JAX writes its comparator: keys with -0 made +0 and every NaN made one
+// NaN, compared in total order (NaN after +inf ascending), the other operands ignored.
+struct CanonicalKeyOrder {
+  size_t key;
+  ComparisonDirection dir;
+};
+
+double Canonical(double v) {
+  if (std::isnan(v)) return std::numeric_limits<double>::quiet_NaN();
+  return v == 0 ? 0.0 : v;
+}
+
+// Which operand and direction `cmp` orders by in that way, found by calling it on pairs of
+// telling keys (zeros of both signs, NaNs of both signs, infinities, ties) with the other
+// operands set two ways; nullopt when it computes anything else.
+std::optional<CanonicalKeyOrder> ProbeCanonicalKeyOrder(const HloComputation& cmp,
+                                                        const std::vector<const Literal*>& arrays,
+                                                        const CallFn& call) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double keys[] = {-inf, -2, -0.0, 0.0, 0.5, 2, inf, nan, -nan};
+  const size_t n = arrays.size();
+  for (size_t k = 0; k < n; ++k) {
+    const PrimitiveType kt = arrays[k]->shape().element_type();
+    if (!IsFloating(kt) || IsComplex(kt)) continue;
+    for (ComparisonDirection dir : {ComparisonDirection::kLt, ComparisonDirection::kGt}) {
+      bool all = true;
+      for (double a : keys) {
+        for (double b : keys) {
+          for (double other : {0.0, 1.0}) {
+            std::vector<Literal> values;
+            for (size_t o = 0; o < n; ++o) {
+              const Shape scalar = Shape::Scalar(arrays[o]->shape().element_type());
+              values.push_back(Literal::FromDoubles(scalar, {o == k ? a : other}));
+              values.push_back(Literal::FromDoubles(scalar, {o == k ? b : 1 - other}));
+            }
+            std::vector<const Literal*> args;
+            for (const Literal& v : values) args.push_back(&v);
+            absl::StatusOr<bool> got = CallPredicate(call, cmp, args);
+            const bool want = CompareScalars<double>(Canonical(a), Canonical(b), dir, true);
+            if (!got.ok() || *got != want) {
+              all = false;
+              break;
+            }
+          }
+          if (!all) break;
+        }
+        if (!all) break;
+      }
+      if (all) return CanonicalKeyOrder{k, dir};
+    }
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<Literal> EvalSort(const HloInstruction& instr, Operands ops, const CallFn& call) {
   if (ops.empty()) return EvalError(instr, "expects at least one operand");
   for (size_t i = 0; i < ops.size(); ++i)
@@ -598,6 +656,37 @@ absl::StatusOr<Literal> EvalSort(const HloInstruction& instr, Operands ops, cons
               return swapped ? CompareScalars<T>(b, a, sc->direction, sc->total_order)
                              : CompareScalars<T>(a, b, sc->direction, sc->total_order);
             });
+          });
+          return absl::OkStatus();
+        });
+    if (!outs.ok()) return outs.status();
+    return Pack(std::move(*outs));
+  }
+
+  // Fast path: JAX's float comparator (canonical NaN and zero, total order).
+  if (std::optional<CanonicalKeyOrder> order = ProbeCanonicalKeyOrder(cmp, arrays, call)) {
+    const Literal& key = *arrays[order->key];
+    auto outs = SortSlices(
+        arrays, dim, [&](int64_t base, int64_t stride, int64_t len, std::vector<int64_t>& perm) {
+          std::vector<int64_t> ranks(len);
+          PrimitiveTypeSwitch(key.shape().element_type(), [&](auto tag) {
+            using T = decltype(tag);
+            if constexpr (kIsFloatT<T> || kIsNarrowFloatT<T>) {
+              auto d = key.data<T>();
+              for (int64_t i = 0; i < len; ++i) {
+                const T v = d[base + i * stride];
+                double wide;
+                if constexpr (std::is_same_v<T, double>) {
+                  wide = v;
+                } else {
+                  wide = static_cast<double>(static_cast<float>(v));
+                }
+                ranks[i] = TotalOrderKey(Canonical(wide));
+              }
+            }
+          });
+          std::stable_sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
+            return CompareScalars<int64_t>(ranks[i], ranks[j], order->dir, false);
           });
           return absl::OkStatus();
         });

@@ -2,13 +2,18 @@
 // hand-computed values. Called computations are built as real HLO (so the fast paths can
 // recognize them); the CallFn is a C++ lambda with the same meaning, standing in for the
 // evaluator driver.
+#include <cmath>
+#include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hlo/computation.h"
+#include "hlo/evaluator/evaluator.h"
 #include "hlo/evaluator/evaluator_internal.h"
 #include "hlo/evaluator/kernel_test_util.h"
+#include "hlo/text/parser.h"
 
 namespace kiln::eval {
 namespace {
@@ -336,6 +341,54 @@ TEST(TopKTest, LargestAndSmallestWithTies) {
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectValues(r->element(0), {2, 3}, {1, 2, 4, -3, -3, -1});
   ExpectValues(r->element(1), {2, 3}, {0, 3, 1, 1, 3, 0});
+}
+
+// jnp.sort / jnp.argsort's comparator (keys with -0 made +0 and NaNs made one NaN, then a
+// total-order compare) takes the typed path: the order, by hand, with stable ties between
+// -0 and +0 and between NaNs of either sign.
+TEST(EvalSort, JaxFloatComparator) {
+  for (const char* dir : {"LT", "GT"}) {
+    SCOPED_TRACE(dir);
+    const std::string module = std::string(R"(
+HloModule s
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  nan = f32[] constant(nan)
+  zero = f32[] constant(0)
+  az = pred[] compare(a, zero), direction=EQ
+  a0 = f32[] select(az, zero, a)
+  an = pred[] compare(a, a), direction=NE
+  ac = f32[] select(an, nan, a0)
+  bz = pred[] compare(b, zero), direction=EQ
+  b0 = f32[] select(bz, zero, b)
+  bn = pred[] compare(b, b), direction=NE
+  bc = f32[] select(bn, nan, b0)
+  ROOT lt = pred[] compare(ac, bc), direction=)") +
+                               dir + R"(, type=TOTALORDER
+}
+ENTRY main {
+  x = f32[8] parameter(0)
+  iota = s32[8] iota(), iota_dimension=0
+  ROOT s = (f32[8], s32[8]) sort(x, iota), dimensions={0}, is_stable=true, to_apply=cmp
+}
+)";
+    auto parsed = ParseHloModule(module, "s");
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    Literal x = Lit(PrimitiveType::F32, {8}, {3, nan, -0.0, 0.0, -inf, 3, -nan, 1});
+    HloEvaluator evaluator;
+    absl::StatusOr<Literal> r = evaluator.Evaluate(**parsed, std::vector<Literal>{x});
+    ASSERT_TRUE(r.ok()) << r.status();
+    const std::vector<int> want = std::string(dir) == "LT"
+                                      ? std::vector<int>{4, 2, 3, 7, 0, 5, 1, 6}
+                                      : std::vector<int>{1, 6, 0, 5, 7, 2, 3, 4};
+    for (int k = 0; k < 8; ++k) EXPECT_EQ(r->elements()[1].GetAsDouble(k), want[k]) << k;
+    EXPECT_TRUE(std::signbit(r->elements()[0].GetAsDouble(std::string(dir) == "LT" ? 1 : 5)));
+  }
 }
 
 }  // namespace
