@@ -13,6 +13,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -745,20 +746,42 @@ absl::StatusOr<Literal> EvalTopK(const HloInstruction& instr, Operands ops) {
   Literal values(rs.tuple_shapes(0)), indices(rs.tuple_shapes(1));
   const int64_t rows = len == 0 ? 0 : s.num_elements() / len;
   const bool largest = instr.attrs().largest;
-  std::vector<int64_t> perm(len);
+  std::vector<int64_t> perm(len), keys(len);
   PrimitiveTypeSwitch(s.element_type(), [&](auto tag) {
     using T = decltype(tag);
     auto d = ops[0]->data<T>();
     auto vd = values.data<T>();
+    // Floats order by the total order (NaN above +inf), as one integer key per element;
+    // ties keep the lower index first. Only the k first are ordered (partial_sort: n log k,
+    // not n log n).
+    constexpr bool kKeyed =
+        (kIsFloatT<T> || kIsNarrowFloatT<T> || std::is_integral_v<T>)&&!std::is_same_v<T, uint64_t>;
     for (int64_t r = 0; r < rows; ++r) {
       const T* row = d.data() + r * len;
       std::iota(perm.begin(), perm.end(), 0);
-      // Floats order by the total order (NaN above +inf); ties keep the lower index first.
-      std::stable_sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
-        return CompareScalars<T>(row[i], row[j],
-                                 largest ? ComparisonDirection::kGt : ComparisonDirection::kLt,
-                                 /*total_order=*/true);
-      });
+      if constexpr (kKeyed) {
+        for (int64_t i = 0; i < len; ++i) {
+          int64_t key;
+          if constexpr (std::is_integral_v<T>) {
+            key = static_cast<int64_t>(row[i]);
+          } else if constexpr (std::is_same_v<T, double>) {
+            key = TotalOrderKey(row[i]);
+          } else {
+            key = TotalOrderKey(static_cast<double>(static_cast<float>(row[i])));
+          }
+          keys[i] = key;
+        }
+        std::partial_sort(perm.begin(), perm.begin() + k, perm.end(), [&](int64_t i, int64_t j) {
+          if (keys[i] != keys[j]) return largest ? keys[i] > keys[j] : keys[i] < keys[j];
+          return i < j;
+        });
+      } else {
+        std::stable_sort(perm.begin(), perm.end(), [&](int64_t i, int64_t j) {
+          return CompareScalars<T>(row[i], row[j],
+                                   largest ? ComparisonDirection::kGt : ComparisonDirection::kLt,
+                                   /*total_order=*/true);
+        });
+      }
       for (int64_t j = 0; j < k; ++j) {
         vd[r * k + j] = row[perm[j]];
         indices.SetFromDouble(r * k + j, static_cast<double>(perm[j]));
