@@ -239,6 +239,9 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
   const bool fast = kind != CombinerKind::kOther && PrimitiveTypeSwitch(type, [&](auto tag) {
                       return CombinerSupports<decltype(tag)>(kind);
                     });
+  // The fast path's rows: the window's last dimension is the operand's and the update's last.
+  const bool contiguous_rows = !window_dims.empty() && window_dims.back() == orank - 1 &&
+                               dn.update_window_dims.back() == urank - 1;
   std::vector<Literal> cur(n), upd(n);
   for (size_t i = 0; i < n; ++i) {
     cur[i] = Literal(Shape::Scalar(ops[i]->shape().element_type()));
@@ -274,6 +277,29 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
       for (size_t j = 0; j < upd_scatter_pos.size(); ++j) ubase += bi[j] * ustr[upd_scatter_pos[j]];
       std::fill(wi.begin(), wi.end(), 0);
       if (Product(window_sizes) == 0) continue;
+      if (fast && contiguous_rows) {
+        // The window's last dimension is contiguous in the operand and the update: one typed
+        // loop per row of it (an embedding gradient's row of features).
+        const int64_t row = window_sizes.back();
+        std::vector<int64_t> outer(window_sizes.begin(), window_sizes.end() - 1),
+            oi(outer.size(), 0);
+        do {
+          int64_t o = obase, u = ubase;
+          for (size_t j = 0; j + 1 < window_dims.size(); ++j) {
+            o += oi[j] * ostr[window_dims[j]];
+            u += oi[j] * ustr[dn.update_window_dims[j]];
+          }
+          PrimitiveTypeSwitch(type, [&](auto tag) {
+            using T = decltype(tag);
+            using A = AccumT<T>;
+            T* dst = outs[0].data<T>().data() + o;
+            const T* src = ops[n + 1]->data<T>().data() + u;
+            for (int64_t e = 0; e < row; ++e)
+              dst[e] = CastTo<T>(ApplyCombiner<A>(kind, CastTo<A>(dst[e]), CastTo<A>(src[e])));
+          });
+        } while (NextIndex(oi, outer));
+        continue;
+      }
       do {
         int64_t o = obase, u = ubase;
         for (size_t j = 0; j < window_dims.size(); ++j) {
