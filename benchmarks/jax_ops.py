@@ -2,7 +2,7 @@
 """Benchmark (not a test) of JAX ops that are not elementwise, reduce or dot as JAX writes
 them, on Kiln's cpu-llvm and on XLA:CPU with the same HLO text and the same arrays, in one
 run: arg-max (a two-operand reduce), cumsum and cummax (reduce-window scans), sort and
-argsort (a sort with JAX's NaN-canonicalizing comparator) and top-k. Before Kiln rewrote
+argsort (a sort with JAX's NaN-canonicalizing comparator), top-k and a scatter-add. Before Kiln rewrote
 the first two and typed the third's comparator, they ran on its host evaluator, 100x to
 1000x behind XLA. Outputs are cross-checked against XLA's.
 
@@ -38,6 +38,9 @@ def programs():
         'sort rows': lambda x: jnp.sort(x, axis=1),
         'argsort rows': lambda x: jnp.argsort(x, axis=1),
         'top_k 5 rows': lambda x: jax.lax.top_k(x, 5)[1],
+        # rows added into a table at spread indices (an embedding gradient)
+        'scatter-add rows': lambda x: jnp.zeros((1000, x.shape[1]), x.dtype).at[
+            jnp.arange(x.shape[0]) * 7 % 1000].add(x),
     }
 
 
