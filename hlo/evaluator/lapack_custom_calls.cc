@@ -1,6 +1,8 @@
 #include "hlo/evaluator/lapack_custom_calls.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <complex>
 #include <map>
 #include <string>
@@ -271,10 +273,93 @@ absl::StatusOr<Literal> Orgqr(const HloInstruction& instr, const Literal& a, con
   return out;
 }
 
+// Eigenvalues (ascending) and eigenvectors (columns) of real symmetric matrices, read from
+// the `lower` (or upper) triangle, by cyclic Jacobi rotations in double precision until the
+// off-diagonal part is negligible. syevd's (v, w, info); info is 1 when the sweeps run out.
+absl::StatusOr<Literal> Syevd(const HloInstruction& instr, const Literal& a, bool lower) {
+  auto b = Matrices(instr, a.shape());
+  if (!b.ok()) return b.status();
+  if (b->m != b->n || !IsFloating(a.shape().element_type()))
+    return EvalError(instr, "syevd needs square real matrices");
+  const int64_t n = b->n;
+  const std::vector<double> in = LoadWide<double>(a);
+  std::vector<double> vectors(in.size()), values(b->batches * n);
+  std::vector<int32_t> info(b->batches, 0);
+  for (int64_t bi = 0; bi < b->batches; ++bi) {
+    std::vector<double> A(n * n), V(n * n, 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const bool stored = lower ? j <= i : j >= i;
+        A[i * n + j] = stored ? in[bi * n * n + i * n + j] : in[bi * n * n + j * n + i];
+      }
+    for (int64_t i = 0; i < n; ++i) V[i * n + i] = 1;
+    double norm = 0;
+    for (double x : A) norm += x * x;
+    bool converged = n < 2;
+    for (int sweep = 0; sweep < 64 && !converged; ++sweep) {
+      double off = 0;
+      for (int64_t p = 0; p < n; ++p)
+        for (int64_t q = p + 1; q < n; ++q) off += A[p * n + q] * A[p * n + q];
+      if (off <= 1e-30 * norm || off == 0) {
+        converged = true;
+        break;
+      }
+      for (int64_t p = 0; p < n; ++p)
+        for (int64_t q = p + 1; q < n; ++q) {
+          const double apq = A[p * n + q];
+          if (apq == 0) continue;
+          const double theta = (A[q * n + q] - A[p * n + p]) / (2 * apq);
+          const double t =
+              (theta >= 0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1));
+          const double c = 1 / std::sqrt(t * t + 1), s = t * c;
+          for (int64_t k = 0; k < n; ++k) {  // A <- A J (columns p, q)
+            const double akp = A[k * n + p], akq = A[k * n + q];
+            A[k * n + p] = c * akp - s * akq;
+            A[k * n + q] = s * akp + c * akq;
+          }
+          for (int64_t k = 0; k < n; ++k) {  // A <- J^T A (rows p, q)
+            const double apk = A[p * n + k], aqk = A[q * n + k];
+            A[p * n + k] = c * apk - s * aqk;
+            A[q * n + k] = s * apk + c * aqk;
+          }
+          for (int64_t k = 0; k < n; ++k) {  // V <- V J
+            const double vkp = V[k * n + p], vkq = V[k * n + q];
+            V[k * n + p] = c * vkp - s * vkq;
+            V[k * n + q] = s * vkp + c * vkq;
+          }
+        }
+    }
+    if (!converged) info[bi] = 1;
+    std::vector<int64_t> order(n);
+    for (int64_t k = 0; k < n; ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t x, int64_t y) { return A[x * n + x] < A[y * n + y]; });
+    for (int64_t k = 0; k < n; ++k) {
+      values[bi * n + k] = A[order[k] * n + order[k]];
+      for (int64_t i = 0; i < n; ++i) vectors[bi * n * n + i * n + k] = V[i * n + order[k]];
+    }
+  }
+  Literal out_v(Shape(a.shape().element_type(), a.shape().dimensions()));
+  StoreWide(vectors, out_v);
+  std::vector<int64_t> value_dims = BatchDims(a.shape());
+  value_dims.push_back(n);
+  Literal out_w(Shape(a.shape().element_type(), value_dims));
+  StoreWide(values, out_w);
+  std::vector<Literal> out;
+  out.push_back(std::move(out_v));
+  out.push_back(std::move(out_w));
+  out.push_back(Int32s(BatchDims(a.shape()), info));
+  return Literal::MakeTuple(std::move(out));
+}
+
 template <typename C>
 absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
                                  std::string_view routine) {
   const auto flags = Attributes(instr);
+  if (routine == "syevd") {
+    if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
+    return Syevd(instr, *ops[0], Flag(flags, "uplo", 'L') == 'L');
+  }
   if (routine == "getrf") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
     return Getrf<C>(instr, *ops[0]);
@@ -299,8 +384,10 @@ absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
 
 bool IsLapackCustomCall(std::string_view target) {
   std::string_view r = Routine(target);
+  const bool real = target.size() > kPrefix.size() &&
+                    (target[kPrefix.size()] == 's' || target[kPrefix.size()] == 'd');
   return r == "getrf" || r == "potrf" || r == "trsm" || r == "geqrf" || r == "orgqr" ||
-         r == "ungqr";
+         r == "ungqr" || (r == "syevd" && real);
 }
 
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {

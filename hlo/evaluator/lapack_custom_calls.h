@@ -1,6 +1,7 @@
 // The LAPACK custom-calls JAX emits for linear algebra on CPU (jnp.linalg.solve, inv, det,
 // cholesky, qr, jax.scipy.linalg.solve_triangular): `lapack_{s,d,c,z}{getrf,potrf,trsm,
-// geqrf}_ffi` and `lapack_{s,d}orgqr_ffi`/`lapack_{c,z}ungqr_ffi`,
+// geqrf}_ffi`, `lapack_{s,d}orgqr_ffi`/`lapack_{c,z}ungqr_ffi` and `lapack_{s,d}syevd_ffi`
+// (jnp.linalg.eigh),
 // with XLA's typed-FFI conventions (matrices in the last two dimensions, batch dimensions
 // before them; LAPACK's column-major order is the operands' layout, so logically the
 // matrices are the arrays as written). Attributes come from backend_config's
@@ -21,7 +22,8 @@ bool IsLapackCustomCall(std::string_view target);
 // potrf: (factor in the `uplo` triangle, the other triangle as given; info s32[...]);
 // trsm: op(A) X = B or X op(A) = B per side/uplo/trans_x/diag, alpha 1;
 // geqrf: (R above the diagonal, reflector tails below, tau[..., min(m,n)]) by LAPACK's
-// reflector convention; orgqr/ungqr: Q from geqrf's output and tau.
+// reflector convention; orgqr/ungqr: Q from geqrf's output and tau; syevd: (eigenvectors as
+// columns, eigenvalues ascending, info) by Jacobi rotations.
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops);
 
 }  // namespace kiln::eval

@@ -2,6 +2,7 @@
 // programs suite compares them with XLA:CPU as well).
 #include "hlo/evaluator/lapack_custom_calls.h"
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -13,6 +14,7 @@ namespace {
 
 using testing::ExpectValues;
 using testing::F32;
+using testing::Lit;
 
 std::unique_ptr<HloInstruction> CustomCall(const std::string& target, Shape shape,
                                            std::string backend_config) {
@@ -28,7 +30,8 @@ TEST(LapackCustomCallTest, TargetsItRuns) {
   EXPECT_TRUE(IsLapackCustomCall("lapack_dtrsm_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgeqrf_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_cungqr_ffi"));
-  EXPECT_FALSE(IsLapackCustomCall("lapack_ssyevd_ffi"));  // eigh: not yet
+  EXPECT_TRUE(IsLapackCustomCall("lapack_ssyevd_ffi"));
+  EXPECT_FALSE(IsLapackCustomCall("lapack_cheevd_ffi"));  // complex eigh: not yet
   EXPECT_FALSE(IsLapackCustomCall("lapack_xgetrf_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("TopK"));
 }
@@ -51,6 +54,53 @@ TEST(LapackCustomCallTest, GetrfPivotsAndReportsZeroPivots) {
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectValues(r->element(0), {2, 2}, {2, 4, 0.5, 0});
   ExpectValues(r->element(2), {}, {2});
+}
+
+// [[2, 1], [1, 2]] (only the lower triangle read: the upper holds junk) has eigenvalues 1 and
+// 3 with eigenvectors (1, -1) and (1, 1) / sqrt 2; a random symmetric 7x7 batch of two gives
+// A V = V diag(w) with V orthonormal and w ascending.
+TEST(LapackCustomCallTest, SyevdEigenvaluesAndVectors) {
+  Shape out = Shape::Tuple({Shape(PrimitiveType::F64, {2, 2}), Shape(PrimitiveType::F64, {2}),
+                            Shape(PrimitiveType::S32, {})});
+  auto eig = CustomCall("lapack_dsyevd_ffi", out, "{mode = 86 : ui8, uplo = 76 : ui8}");
+  Literal a = Lit(PrimitiveType::F64, {2, 2}, {2, 99, 1, 2});
+  auto r = EvalLapackCustomCall(*eig, std::vector<const Literal*>{&a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->element(1).GetAsDouble(0), 1, 1e-12);
+  EXPECT_NEAR(r->element(1).GetAsDouble(1), 3, 1e-12);
+  const double h = std::sqrt(0.5);
+  EXPECT_NEAR(std::abs(r->element(0).GetAsDouble(0)), h, 1e-12);                    // v[0][0]
+  EXPECT_NEAR(r->element(0).GetAsDouble(0), -r->element(0).GetAsDouble(2), 1e-12);  // (1, -1)
+  EXPECT_NEAR(r->element(0).GetAsDouble(1), r->element(0).GetAsDouble(3), 1e-12);   // (1, 1)
+  ExpectValues(r->element(2), {}, {0});
+
+  const int n = 7;
+  std::vector<double> m(2 * n * n);
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j <= i; ++j)
+        m[b * n * n + i * n + j] = m[b * n * n + j * n + i] = std::sin(1.0 + b + 3 * i + 7 * j);
+  Literal batch = Lit(PrimitiveType::F64, {2, n, n}, m);
+  Shape bout = Shape::Tuple({Shape(PrimitiveType::F64, {2, n, n}),
+                             Shape(PrimitiveType::F64, {2, n}), Shape(PrimitiveType::S32, {2})});
+  auto beig = CustomCall("lapack_dsyevd_ffi", bout, "{mode = 86 : ui8, uplo = 76 : ui8}");
+  r = EvalLapackCustomCall(*beig, std::vector<const Literal*>{&batch});
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int b = 0; b < 2; ++b) {
+    auto V = [&](int i, int k) { return r->element(0).GetAsDouble(b * n * n + i * n + k); };
+    auto w = [&](int k) { return r->element(1).GetAsDouble(b * n + k); };
+    for (int k = 0; k + 1 < n; ++k) EXPECT_LE(w(k), w(k + 1));
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < n; ++k) {
+        double av = 0, vtv = 0;
+        for (int j = 0; j < n; ++j) {
+          av += m[b * n * n + i * n + j] * V(j, k);
+          vtv += V(j, i) * V(j, k);
+        }
+        EXPECT_NEAR(av, w(k) * V(i, k), 1e-10) << b << " " << i << " " << k;
+        EXPECT_NEAR(vtv, i == k ? 1 : 0, 1e-10);
+      }
+  }
 }
 
 // [[4, 2], [2, 5]] = L L^T with L = [[2, 0], [1, 2]]; the upper triangle keeps the input.
