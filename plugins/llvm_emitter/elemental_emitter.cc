@@ -166,9 +166,6 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
                        " is not supported by the emitter"));
     }
     if (instr.operand_count() == 2) {
-      if (op == HloOpcode::kCompare &&
-          instr.attrs().comparison_type == ComparisonType::kFloatTotalOrder)
-        return no("total-order comparison is not supported by the emitter");
       if (CanEmitBinary(op, instr.operand(0)->shape().element_type())) return true;
       return no(
           absl::StrCat(std::string(HloOpcodeString(op)), " on ",
@@ -1000,6 +997,21 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitBinary(HloOpcode op, const HloIn
       if (!h->attrs().comparison_direction.has_value())
         return absl::InvalidArgumentError(
             absl::StrCat("compare ", h->name(), " has no comparison direction"));
+      if (h->attrs().comparison_type == ComparisonType::kFloatTotalOrder && IsFloatType(t)) {
+        // Total order (-NaN < -inf < ... < -0 < +0 < ... < inf < +NaN): the bits as a signed
+        // integer, the magnitude bits flipped where the sign is set, compared signed. Narrow
+        // floats are computed widened, which keeps their order (NaN payloads too).
+        const unsigned width = a->getType()->getPrimitiveSizeInBits();
+        llvm::Type* it = b_.getIntNTy(width);
+        auto key = [&](llvm::Value* v) {
+          llvm::Value* bits = b_.CreateBitCast(v, it);
+          llvm::Value* negative = b_.CreateICmpSLT(bits, llvm::ConstantInt::get(it, 0));
+          llvm::Value* flipped =
+              b_.CreateXor(bits, llvm::ConstantInt::get(it, llvm::APInt::getSignedMaxValue(width)));
+          return b_.CreateSelect(negative, flipped, bits);
+        };
+        return EmitCompare(*h->attrs().comparison_direction, PT::S64, key(a), key(b));
+      }
       return EmitCompare(*h->attrs().comparison_direction, t, a, b);
     }
     default:
