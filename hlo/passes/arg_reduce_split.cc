@@ -1,6 +1,7 @@
 // Arg-max / arg-min reduces as two plain reduces (see arg_reduce_split.h).
 #include "hlo/passes/arg_reduce_split.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -80,9 +81,10 @@ class Splitter {
   Splitter(HloModule& module, HloComputation* comp, NameUniquer& names)
       : module_(module), comp_(comp), names_(names) {}
 
-  // Replaces `r`'s uses by (extreme value, its smallest index); false when `r` is no
-  // arg-max or arg-min reduce.
-  bool Split(HloInstruction* r) {
+  // Replaces `r`'s uses by (extreme value, its smallest index), adding `r` and the
+  // get-tuple-elements it leaves unused to `dead`; false when `r` is no arg-max or arg-min
+  // reduce.
+  bool Split(HloInstruction* r, std::vector<HloInstruction*>& dead) {
     if (r->operand_count() != 4 || !r->shape().IsTuple() || r->to_apply() == nullptr) return false;
     HloInstruction *x = r->operand(0), *idx = r->operand(1);
     HloInstruction *init_v = r->operand(2), *init_i = r->operand(3);
@@ -118,7 +120,7 @@ class Splitter {
     const double big = it == PrimitiveType::S32 || it == PrimitiveType::U32
                            ? 2147483647.0
                            : 4611686018427387904.0;  // 2^62: beyond any index
-    HloInstruction* big_s = Constant(it, big);
+    HloInstruction* big_s = AddScalarConstant(comp_, names_, it, big);
     HloInstruction* cand =
         Add(HloOpcode::kSelect, it, full, {match, idx, Broadcast(big_s, full, {})}, like);
     HloInstruction* first = Reduce(cand, big_s, HloOpcode::kMinimum, kept_dims, r->dimensions());
@@ -128,29 +130,30 @@ class Splitter {
         Add(HloOpcode::kSelect, it, kept_dims,
             {init_match, Broadcast(init_i, kept_dims, {}), Broadcast(big_s, kept_dims, {})}, like);
     HloInstruction* index = Add(HloOpcode::kMinimum, it, kept_dims, {first, init_cand}, like);
-    auto t = std::make_unique<HloInstruction>(HloOpcode::kTuple, r->shape(),
-                                              std::vector<HloInstruction*>{m, index});
-    HloInstruction* tuple = AddWithFreshName(comp_, std::move(t), names_);
-    // Users read the pair through get-tuple-element: give them the parts directly.
-    std::vector<HloInstruction*> users = r->users();
-    for (HloInstruction* u : users)
+    // Users read the pair through get-tuple-element: give them the parts directly, and
+    // build the tuple only for other users (or the root).
+    for (HloInstruction* u : std::vector<HloInstruction*>(r->users()))
       if (u->opcode() == HloOpcode::kGetTupleElement && u->tuple_index() >= 0 &&
-          u->tuple_index() < 2)
+          u->tuple_index() < 2) {
         u->ReplaceAllUsesWith(u->tuple_index() == 0 ? m : index);
-    if (!r->users().empty() || comp_->root() == r) r->ReplaceAllUsesWith(tuple);
+        dead.push_back(u);
+      }
+    bool other_users = comp_->root() == r;
+    for (const HloInstruction* u : r->users())
+      other_users |= std::find(dead.begin(), dead.end(), u) == dead.end();
+    if (other_users) {
+      auto t = std::make_unique<HloInstruction>(HloOpcode::kTuple, r->shape(),
+                                                std::vector<HloInstruction*>{m, index});
+      r->ReplaceAllUsesWith(AddWithFreshName(comp_, std::move(t), names_));
+    }
+    dead.push_back(r);
     return true;
   }
 
  private:
   HloInstruction* Add(HloOpcode op, PrimitiveType t, std::vector<int64_t> dims,
                       std::vector<HloInstruction*> operands, const Shape& like) {
-    auto h = std::make_unique<HloInstruction>(op, ShapeLike(t, std::move(dims), like),
-                                              std::move(operands));
-    return AddWithFreshName(comp_, std::move(h), names_);
-  }
-  HloInstruction* Constant(PrimitiveType t, double v) {
-    return AddWithFreshName(
-        comp_, HloInstruction::CreateConstant(Literal::FromDoubles(Shape(t, {}), {v})), names_);
+    return AddArrayInstruction(comp_, names_, op, t, std::move(dims), std::move(operands), like);
   }
   HloInstruction* Broadcast(HloInstruction* x, const std::vector<int64_t>& dims,
                             std::vector<int64_t> mapped) {
@@ -202,7 +205,7 @@ absl::StatusOr<bool> ArgReduceSplit::Run(HloModule& module) {
     std::vector<HloInstruction*> dead;
     for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
       if (instr->opcode() != HloOpcode::kReduce) continue;
-      if (Splitter(module, comp, names).Split(instr)) dead.push_back(instr);
+      Splitter(module, comp, names).Split(instr, dead);
     }
     RemoveDeadFrom(comp, dead);
     changed |= !dead.empty();

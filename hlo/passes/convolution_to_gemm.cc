@@ -26,9 +26,7 @@ class Rewriter {
 
   HloInstruction* Add(HloOpcode op, std::vector<int64_t> dims,
                       std::vector<HloInstruction*> operands, PrimitiveType t, const Shape& like) {
-    auto instr = std::make_unique<HloInstruction>(op, ShapeLike(t, std::move(dims), like),
-                                                  std::move(operands));
-    return AddWithFreshName(comp_, std::move(instr), names_);
+    return AddArrayInstruction(comp_, names_, op, t, std::move(dims), std::move(operands), like);
   }
   HloInstruction* Transpose(HloInstruction* x, const std::vector<int64_t>& perm) {
     if (IsIdentity(perm)) return x;

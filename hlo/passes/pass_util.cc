@@ -88,6 +88,20 @@ Shape ShapeLike(PrimitiveType type, std::vector<int64_t> dims, const Shape& like
   return s;
 }
 
+HloInstruction* AddArrayInstruction(HloComputation* comp, NameUniquer& names, HloOpcode op,
+                                    PrimitiveType type, std::vector<int64_t> dims,
+                                    std::vector<HloInstruction*> operands, const Shape& like) {
+  auto instr = std::make_unique<HloInstruction>(op, ShapeLike(type, std::move(dims), like),
+                                                std::move(operands));
+  return AddWithFreshName(comp, std::move(instr), names);
+}
+
+HloInstruction* AddScalarConstant(HloComputation* comp, NameUniquer& names, PrimitiveType type,
+                                  double value) {
+  return AddWithFreshName(
+      comp, HloInstruction::CreateConstant(Literal::FromDoubles(Shape(type, {}), {value})), names);
+}
+
 bool ReplaceUsesIfCompatible(HloInstruction* old, HloInstruction* repl) {
   if (old == repl) return false;
   if (!old->shape().Compatible(repl->shape())) return false;

@@ -40,6 +40,16 @@ HloInstruction* AddWithFreshName(HloComputation* comp, std::unique_ptr<HloInstru
 // An array shape with `like`'s layout convention: the default layout when `like` has one.
 Shape ShapeLike(PrimitiveType type, std::vector<int64_t> dims, const Shape& like);
 
+// Adds `op` over `operands` with result `type`[`dims`] (`like`'s layout convention) to `comp`
+// under a fresh name; attributes are the caller's to set.
+HloInstruction* AddArrayInstruction(HloComputation* comp, NameUniquer& names, HloOpcode op,
+                                    PrimitiveType type, std::vector<int64_t> dims,
+                                    std::vector<HloInstruction*> operands, const Shape& like);
+
+// Adds the scalar constant `value` of `type` to `comp` under a fresh name.
+HloInstruction* AddScalarConstant(HloComputation* comp, NameUniquer& names, PrimitiveType type,
+                                  double value);
+
 // Makes every user of `old` use `repl`. Refuses (returns false) when there is nothing to
 // replace (no users, not the root), when the shapes differ in
 // element type or dimensions, or when `old` is its computation's root and the layouts

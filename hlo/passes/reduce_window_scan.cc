@@ -9,24 +9,6 @@
 namespace kiln {
 namespace {
 
-std::optional<HloOpcode> OpcodeOf(ReductionKind k) {
-  switch (k) {
-    case ReductionKind::kSum:
-      return HloOpcode::kAdd;
-    case ReductionKind::kProduct:
-      return HloOpcode::kMultiply;
-    case ReductionKind::kMin:
-      return HloOpcode::kMinimum;
-    case ReductionKind::kMax:
-      return HloOpcode::kMaximum;
-    case ReductionKind::kAnd:
-      return HloOpcode::kAnd;
-    case ReductionKind::kOr:
-      return HloOpcode::kOr;
-  }
-  return std::nullopt;
-}
-
 // The scanned dimension of `rw` and whether the scan runs backwards, or nullopt when `rw`
 // is no running reduction of at least `min_length` elements.
 struct Scan {
@@ -58,44 +40,31 @@ std::optional<Scan> ScanOf(const HloInstruction& rw, int64_t min_length) {
   return scan;
 }
 
-class Rewriter {
- public:
-  Rewriter(HloComputation* comp, NameUniquer& names, const Shape& like)
-      : comp_(comp), names_(names), like_(like) {}
-  HloInstruction* Add(HloOpcode op, PrimitiveType t, std::vector<int64_t> dims,
-                      std::vector<HloInstruction*> operands) {
-    auto h = std::make_unique<HloInstruction>(op, ShapeLike(t, std::move(dims), like_),
-                                              std::move(operands));
-    return AddWithFreshName(comp_, std::move(h), names_);
-  }
-
- private:
-  HloComputation* comp_;
-  NameUniquer& names_;
-  const Shape& like_;
-};
-
 bool Rewrite(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
   std::optional<Scan> scan = ScanOf(*rw, min_length);
   if (!scan || rw->to_apply() == nullptr) return false;
-  std::optional<ReductionKind> kind = MatchReductionKind(*rw->to_apply());
-  if (!kind) return false;
-  std::optional<HloOpcode> op = OpcodeOf(*kind);
-  if (!op) return false;
+  // One add/multiply/minimum/maximum/and/or of the reducer's two parameters: its root.
+  if (!MatchReductionKind(*rw->to_apply())) return false;
+  const HloOpcode op = rw->to_apply()->root()->opcode();
   HloInstruction* x = rw->operand(0);
   HloInstruction* init = rw->operand(1);
   const PrimitiveType t = x->shape().element_type();
   const std::vector<int64_t> dims = x->shape().dimensions();
   const int64_t d = scan->dim, n = dims[d];
-  Rewriter r(rw->parent(), names, x->shape());
-  HloInstruction* iota = r.Add(HloOpcode::kIota, PrimitiveType::S32, dims, {});
+  HloComputation* comp = rw->parent();
+  auto add = [&](HloOpcode o, PrimitiveType type, std::vector<int64_t> shape,
+                 std::vector<HloInstruction*> operands) {
+    return AddArrayInstruction(comp, names, o, type, std::move(shape), std::move(operands),
+                               x->shape());
+  };
+  HloInstruction* iota = add(HloOpcode::kIota, PrimitiveType::S32, dims, {});
   iota->mutable_attrs().iota_dimension = d;
   HloInstruction* y = x;
   for (int64_t k = 1; k < n; k *= 2) {
     // s[i] = y[i - k] (forward) or y[i + k] (reverse) where that exists.
     std::vector<int64_t> kept = dims;
     kept[d] = n - k;
-    HloInstruction* part = r.Add(HloOpcode::kSlice, t, kept, {y});
+    HloInstruction* part = add(HloOpcode::kSlice, t, kept, {y});
     InstructionAttributes& sa = part->mutable_attrs();
     sa.slice_starts.assign(dims.size(), 0);
     sa.slice_limits = dims;
@@ -105,28 +74,24 @@ bool Rewrite(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
     } else {
       sa.slice_limits[d] = n - k;
     }
-    HloInstruction* s = r.Add(HloOpcode::kPad, t, dims, {part, init});
+    HloInstruction* s = add(HloOpcode::kPad, t, dims, {part, init});
     PaddingConfig pads(dims.size());
     (scan->reverse ? pads[d].edge_padding_high : pads[d].edge_padding_low) = k;
     s->mutable_attrs().padding_config = pads;
     // Earlier elements on the left, as the window combines them.
-    HloInstruction* both =
-        scan->reverse ? r.Add(*op, t, dims, {y, s}) : r.Add(*op, t, dims, {s, y});
-    HloInstruction* bound = AddWithFreshName(
-        rw->parent(),
-        HloInstruction::CreateConstant(Literal::FromDoubles(
-            Shape(PrimitiveType::S32, {}), {static_cast<double>(scan->reverse ? n - k : k)})),
-        names);
-    HloInstruction* bounds = r.Add(HloOpcode::kBroadcast, PrimitiveType::S32, dims, {bound});
+    HloInstruction* both = scan->reverse ? add(op, t, dims, {y, s}) : add(op, t, dims, {s, y});
+    HloInstruction* bound = AddScalarConstant(comp, names, PrimitiveType::S32,
+                                              static_cast<double>(scan->reverse ? n - k : k));
+    HloInstruction* bounds = add(HloOpcode::kBroadcast, PrimitiveType::S32, dims, {bound});
     bounds->mutable_attrs().has_dimensions = true;
-    HloInstruction* has = r.Add(HloOpcode::kCompare, PrimitiveType::PRED, dims, {iota, bounds});
+    HloInstruction* has = add(HloOpcode::kCompare, PrimitiveType::PRED, dims, {iota, bounds});
     has->mutable_attrs().comparison_direction =
         scan->reverse ? ComparisonDirection::kLt : ComparisonDirection::kGe;
-    y = r.Add(HloOpcode::kSelect, t, dims, {has, both, y});
+    y = add(HloOpcode::kSelect, t, dims, {has, both, y});
   }
-  HloInstruction* init_b = r.Add(HloOpcode::kBroadcast, t, dims, {init});
+  HloInstruction* init_b = add(HloOpcode::kBroadcast, t, dims, {init});
   init_b->mutable_attrs().has_dimensions = true;
-  HloInstruction* out = r.Add(*op, t, dims, {init_b, y});
+  HloInstruction* out = add(op, t, dims, {init_b, y});
   return ReplaceUsesIfCompatible(rw, out);
 }
 

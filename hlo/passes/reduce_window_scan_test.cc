@@ -4,32 +4,13 @@
 #include "hlo/passes/reduce_window_scan.h"
 
 #include "gtest/gtest.h"
-#include "hlo/evaluator/evaluator.h"
 #include "hlo/passes/test_util.h"
 
 namespace kiln {
 namespace {
 
-using testing::Near;
-using testing::Parse;
-using testing::RandomLiteral;
+using testing::PassPreservesValues;
 using testing::RunPassAndPrint;
-
-// The scan adds in another order than the window: floating-point results agree to rounding.
-::testing::AssertionResult SameValuesToRounding(HloPass& pass, const std::string& hlo) {
-  std::unique_ptr<HloModule> before = Parse(hlo), after = Parse(hlo);
-  if (!before || !after || !pass.Run(*after).ok()) return ::testing::AssertionFailure() << "setup";
-  std::mt19937 rng(3);
-  HloEvaluator evaluator;
-  for (int trial = 0; trial < 3; ++trial) {
-    std::vector<Literal> args = {RandomLiteral(before->entry()->parameter(0)->shape(), rng)};
-    absl::StatusOr<Literal> want = evaluator.Evaluate(*before, args);
-    absl::StatusOr<Literal> got = evaluator.Evaluate(*after, args);
-    if (!want.ok() || !got.ok()) return ::testing::AssertionFailure() << "evaluation failed";
-    if (::testing::AssertionResult r = Near(*got, *want); !r) return r;
-  }
-  return ::testing::AssertionSuccess();
-}
 
 std::string Module(const std::string& type, const std::string& op, const std::string& dims,
                    const std::string& window, const std::string& init) {
@@ -46,7 +27,8 @@ void ExpectScan(const std::string& hlo) {
   std::string out = RunPassAndPrint(pass, hlo, &changed);
   EXPECT_TRUE(changed) << hlo;
   EXPECT_EQ(out.find("reduce-window("), std::string::npos) << out;
-  EXPECT_TRUE(SameValuesToRounding(pass, hlo)) << hlo;
+  // The scan adds in another order than the window: floating-point results agree to rounding.
+  EXPECT_TRUE(PassPreservesValues(pass, hlo, 3, 3, testing::Agreement::kToRounding)) << hlo;
 }
 
 TEST(ReduceWindowScanTest, EveryKindForwardAndReverse) {

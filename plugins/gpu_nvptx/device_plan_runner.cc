@@ -302,7 +302,8 @@ absl::Status DeviceRun::RunOnHost(const HloInstruction& h, Values& values) {
 // takes it; false leaves it to the host evaluator (and the run's host transport).
 absl::StatusOr<bool> DeviceRun::RunCollectiveOnDevice(const HloInstruction& h, Values& values) {
   Communicator* transport = CurrentCommunicator();
-  if (transport == nullptr) return false;  // one device alone: the evaluator's copy is enough
+  // One device alone (the evaluator's copy is enough), or no collective library.
+  if (transport == nullptr || !rt_.HasCollectives()) return false;
   absl::StatusOr<std::optional<DeviceCollective>> op = DescribeDeviceCollective(h, *transport);
   if (!op.ok()) return op.status();
   if (!op->has_value()) return false;

@@ -45,6 +45,9 @@ class DeviceRuntime {
   virtual absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b,
                             DevicePtr out) = 0;
   virtual absl::Status Synchronize() = 0;
+  // Whether Collective below may take collective ops at all (a library is loaded), so the
+  // runner uploads and allocates for them only then.
+  virtual bool HasCollectives() const { return false; }
   // Runs `op` of a run on several devices on device memory (one array per operand in `ins`
   // and `outs`) through the device's own collective library, done when this returns.
   // `transport` is the run's host communicator. False: not here (no library, a type it

@@ -127,12 +127,12 @@ class CudaRun : public DeviceRuntime {
     if (cublas_ == nullptr) return absl::InternalError("gpu-nvptx: GEMM step without cuBLAS");
     return cublas_->Sgemm(g, a, b, out, stream_);
   }
+  bool HasCollectives() const override { return nccl_ != nullptr; }
   absl::StatusOr<bool> Collective(const DeviceCollective& op, std::span<const DevicePtr> ins,
                                   std::span<const DevicePtr> outs,
                                   Communicator& transport) override {
     if (nccl_ == nullptr) return false;
-    std::vector<CUdeviceptr> in(ins.begin(), ins.end()), out(outs.begin(), outs.end());
-    return nccl_->Run(op, in, out, stream_, transport, d_);
+    return nccl_->Run(op, ins, outs, stream_, transport, d_);
   }
   absl::Status Synchronize() override {
     absl::Status s = d_.SynchronizeStream(stream_);

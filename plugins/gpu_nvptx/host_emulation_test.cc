@@ -344,6 +344,7 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
   // Collectives on "device" memory through the run's transport, as NCCL does them on GPU
   // memory; off by default (the runner then uses the host evaluator).
   void set_device_collectives(bool on) { device_collectives_ = on; }
+  bool HasCollectives() const override { return device_collectives_; }
   absl::StatusOr<bool> Collective(const DeviceCollective& op, std::span<const DevicePtr> ins,
                                   std::span<const DevicePtr> outs, Communicator& t) override {
     if (!device_collectives_) return false;

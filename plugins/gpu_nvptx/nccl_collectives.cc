@@ -177,16 +177,13 @@ absl::StatusOr<Nccl::Comm*> Nccl::CommFor(const std::vector<int>& group, Communi
   std::vector<MemberCard> cards(group.size());
   if (absl::Status s = transport.AllGather(group, &mine, cards.data(), sizeof(MemberCard)); !s.ok())
     return s;
-  auto comm = std::make_unique<Comm>();
-  for (size_t i = 0; i < cards.size() && comm->why_not.empty(); ++i)
+  bool shared_gpu = false;
+  for (size_t i = 0; i < cards.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (std::strncmp(cards[i].gpu, cards[j].gpu, sizeof(cards[i].gpu)) == 0) {
-        comm->why_not =
-            absl::StrCat("members ", group[j], " and ", group[i], " share GPU ", cards[i].gpu);
-        break;
-      }
+      shared_gpu |= std::strncmp(cards[i].gpu, cards[j].gpu, sizeof(cards[i].gpu)) == 0;
   // Every member saw the same cards, so all skip NCCL together or none does.
-  if (comm->why_not.empty()) {
+  auto comm = std::make_unique<Comm>();
+  if (!shared_gpu) {
     if (absl::Status s = driver.MakeCurrent(); !s.ok()) return s;
     if (absl::Status s = Check(
             api_->comm_init_rank(&comm->comm, static_cast<int>(group.size()), cards[0].id, rank),
@@ -200,6 +197,12 @@ absl::StatusOr<Nccl::Comm*> Nccl::CommFor(const std::vector<int>& group, Communi
   return slot.get();
 }
 
+void Nccl::Abort(Comm& comm) {
+  api_->comm_abort(comm.comm);
+  comm.comm = nullptr;
+  comm.aborted = true;
+}
+
 absl::Status Nccl::Wait(Comm& comm, CUstream stream, CudaDriver& driver, const std::string& what) {
   // Polled rather than synchronized: a peer that died would leave the stream waiting forever.
   const auto deadline =
@@ -211,15 +214,11 @@ absl::Status Nccl::Wait(Comm& comm, CUstream stream, CudaDriver& driver, const s
     int async = kSuccess;
     api_->comm_get_async_error(comm.comm, &async);
     if (async != kSuccess && async != kInProgress) {
-      api_->comm_abort(comm.comm);
-      comm.comm = nullptr;
-      comm.why_not = "aborted";
+      Abort(comm);
       return Check(async, what);
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      api_->comm_abort(comm.comm);
-      comm.comm = nullptr;
-      comm.why_not = "aborted";
+      Abort(comm);
       return absl::DeadlineExceededError(
           absl::StrCat(what, " did not finish within ", CollectiveTimeoutSeconds(),
                        " s (KILN_COLLECTIVE_TIMEOUT_S): a peer may have died; the NCCL "
@@ -229,8 +228,8 @@ absl::Status Nccl::Wait(Comm& comm, CUstream stream, CudaDriver& driver, const s
   }
 }
 
-absl::StatusOr<bool> Nccl::Run(const DeviceCollective& op, std::span<const CUdeviceptr> ins,
-                               std::span<const CUdeviceptr> outs, CUstream stream,
+absl::StatusOr<bool> Nccl::Run(const DeviceCollective& op, std::span<const DevicePtr> ins,
+                               std::span<const DevicePtr> outs, CUstream stream,
                                Communicator& transport, CudaDriver& driver) {
   std::optional<int> type = NcclType(op.type);
   std::optional<int> red = NcclOp(op.reduction, op.type);
@@ -238,7 +237,7 @@ absl::StatusOr<bool> Nccl::Run(const DeviceCollective& op, std::span<const CUdev
   absl::StatusOr<Comm*> comm = CommFor(op.group, transport, driver);
   if (!comm.ok()) return comm.status();
   if ((*comm)->comm == nullptr) {
-    if ((*comm)->why_not == "aborted")
+    if ((*comm)->aborted)
       return absl::FailedPreconditionError(
           "the NCCL communicator of this group was aborted by an earlier failed collective");
     return false;  // members share a GPU: the host transport runs it

@@ -9,9 +9,11 @@
 // LLVM-free.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,9 +40,9 @@ class Nccl {
   // at most KILN_COLLECTIVE_TIMEOUT_S (a peer that died: the communicator is aborted and the
   // run fails with DEADLINE_EXCEEDED). False: NCCL cannot take it (a type it has no
   // reduction for, members sharing a GPU) and nothing was done. `transport` is the run's
-  // host communicator; `gpu` the caller's GPU identity (host and PCI bus).
-  absl::StatusOr<bool> Run(const DeviceCollective& op, std::span<const CUdeviceptr> ins,
-                           std::span<const CUdeviceptr> outs, CUstream stream,
+  // host communicator; `driver` the caller's GPU (its PCI bus id tells shared GPUs apart).
+  absl::StatusOr<bool> Run(const DeviceCollective& op, std::span<const DevicePtr> ins,
+                           std::span<const DevicePtr> outs, CUstream stream,
                            Communicator& transport, CudaDriver& driver);
 
   // Collectives run through NCCL in this process (for tests and the run's log).
@@ -50,13 +52,14 @@ class Nccl {
   struct Api;
   struct Comm {
     void* comm = nullptr;  // ncclComm_t; null: this group keeps the host path
-    std::string why_not;
+    bool aborted = false;  // by a failed collective: the group's later ones fail
   };
   Nccl() = default;
   absl::StatusOr<Comm*> CommFor(const std::vector<int>& group, Communicator& transport,
                                 CudaDriver& driver);
   absl::Status Check(int result, const std::string& what) const;
   absl::Status Wait(Comm& comm, CUstream stream, CudaDriver& driver, const std::string& what);
+  void Abort(Comm& comm);
 
   void* handle_ = nullptr;  // dlopen handle (kept loaded, like libcuda)
   std::unique_ptr<Api> api_;
