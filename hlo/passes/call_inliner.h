@@ -7,8 +7,9 @@
 
 namespace kiln {
 
-// Inlines calls in every non-fusion computation, callees first, until none is left; the
-// callees nobody calls any more stay for DCE to remove. Instructions of the callee keep
+// Inlines calls into every computation that runs other than through a call (the entry, loop
+// bodies, reducers, branches), the copies' own calls too, until none is left; the callees
+// nobody calls any more stay for DCE to remove. Instructions of the callee keep
 // their names where the module does not use them yet (else `name.N`).
 class CallInliner : public HloPass {
  public:

@@ -3,10 +3,12 @@
 
 #include "hlo/passes/algebraic_simplifier.h"
 #include "hlo/passes/async_to_sync.h"
+#include "hlo/passes/call_inliner.h"
 #include "hlo/passes/constant_folding.h"
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dce.h"
 #include "hlo/passes/library_call_lowering.h"
+#include "hlo/passes/scatter_to_update_slice.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
 
@@ -16,8 +18,13 @@ std::unique_ptr<HloPassPipeline> MakeSimplificationPipeline() {
   auto p = std::make_unique<HloPassPipeline>("simplification");
   // Async wrappers first: the passes below see through calls, not through async contexts.
   p->AddPass<AsyncToSync>();
+  // JAX wraps helpers (dynamic_update_index_in_dim, closed_call, relu) in calls; flat, they
+  // fuse with their neighbours and a loop's dynamic-update-slice updates its state in place.
+  p->AddPass<CallInliner>();
   // cuBLAS/cuDNN calls of XLA's GPU dumps become dots and convolutions the passes see.
   p->AddPass<LibraryCallLowering>();
+  // x.at[i].set(v) in a loop: an update in place, not a copy of the state each step.
+  p->AddPass<ScatterToUpdateSlice>();
   p->AddPass<AlgebraicSimplifier>();
   p->AddPass<HloConstantFolding>();
   p->AddPass<TupleSimplifier>();

@@ -19,6 +19,7 @@
 #include "hlo/passes/multi_output_fusion.h"
 #include "hlo/passes/optimization_pipeline.h"
 #include "hlo/passes/reduce_window_scan.h"
+#include "hlo/passes/scatter_to_update_slice.h"
 #include "hlo/passes/spmd_partitioner.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
@@ -51,6 +52,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<NarrowDotUpcast>(),
       Factory<TupleSimplifier>(),
       Factory<CallInliner>(),
+      Factory<ScatterToUpdateSlice>(),
       Factory<AsyncToSync>(),
       Factory<LibraryCallLowering>(),
       Factory<SpmdPartitioner>(),

@@ -510,6 +510,33 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
       if (!base_materialized(h) && !shared.contains(h)) depth[h] = d;
     }
   }
+  // A dynamic-update-slice whose update reads the operand being updated (x.at[i].set(x[i-1]
+  // * 0.5) in a loop) could not write in place: its update is computed into memory first, a
+  // window-sized kernel, so the update kernel writes the window alone, not the whole state.
+  if (options.update_in_place) {
+    auto inlined = [&](const HloInstruction* h) {
+      return emittable.contains(h) && !base_materialized(h) && !shared.contains(h);
+    };
+    for (const HloInstruction* h : order) {
+      if (h->opcode() != HloOpcode::kDynamicUpdateSlice || !emittable.contains(h)) continue;
+      const HloInstruction* target = h->operand(0);
+      const HloInstruction* update = h->operand(1);
+      if (inlined(target) || !inlined(update)) continue;
+      absl::flat_hash_set<const HloInstruction*> seen;
+      std::vector<const HloInstruction*> stack = {update};
+      bool reads_target = false;
+      while (!stack.empty() && !reads_target) {
+        const HloInstruction* o = stack.back();
+        stack.pop_back();
+        if (!seen.insert(o).second) continue;
+        for (const HloInstruction* oo : o->operands()) {
+          reads_target |= oo == target;
+          if (inlined(oo)) stack.push_back(oo);
+        }
+      }
+      if (reads_target) shared.insert(update);
+    }
+  }
   absl::flat_hash_set<const HloInstruction*> roots;
   for (const HloInstruction* h : order) {
     if (emittable.contains(h) && (base_materialized(h) || shared.contains(h))) roots.insert(h);

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): a sweep of common JAX programs that the other benchmarks do not
+contain (attention, convolutions and pools, normalizations, gathers, random numbers, loops,
+integer and shape ops), each lowered once to HLO text and run by Kiln's cpu-llvm and by
+XLA:CPU on the same text and arrays in one run, outputs cross-checked. Meant to find what a
+held-out JAX program hits: a failure, a step left to the host evaluator, or a slow kernel.
+
+    .venv-peers/bin/python benchmarks/jax_sweep.py [--runs 10] [--only SUBSTRING]"""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, 'benchmarks'))
+import xla_peer  # noqa: E402
+from timing import kiln_benchmark  # noqa: E402
+
+ARGS = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ARGS.add_argument('--build', default=os.path.join(ROOT, 'build'))
+ARGS.add_argument('--runs', type=int, default=10)
+ARGS.add_argument('--only', default='', help='run the programs whose name contains this')
+ARGS.add_argument('--timeout', type=float, default=300, help='seconds per kiln process')
+ARGS.add_argument('--save-hlo', default='', help='keep each module and its inputs here')
+OPTS = ARGS.parse_args()
+
+
+def programs():
+    """name -> (function, inputs): inputs as NumPy arrays, made from one seed."""
+    import jax
+    import jax.numpy as jnp
+    r = np.random.RandomState(0)
+
+    def f32(*shape):
+        return r.randn(*shape).astype(np.float32)
+
+    def attention(q, k, v):
+        s = jnp.einsum('bhqd,bhkd->bhqk', q, k) / np.sqrt(q.shape[-1])
+        mask = jnp.tril(jnp.ones((q.shape[2], k.shape[2]), bool))
+        s = jnp.where(mask, s, -1e9)
+        return jnp.einsum('bhqk,bhkd->bhqd', jax.nn.softmax(s, axis=-1), v)
+
+    def conv(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), 'SAME',
+                                            dimension_numbers=('NHWC', 'HWIO', 'NHWC'))
+
+    def depthwise(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), 'SAME',
+                                            dimension_numbers=('NHWC', 'HWIO', 'NHWC'),
+                                            feature_group_count=x.shape[-1])
+
+    def batchnorm(x, g, b):
+        m = x.mean(axis=(0, 1, 2))
+        v = ((x - m) ** 2).mean(axis=(0, 1, 2))
+        return (x - m) * jax.lax.rsqrt(v + 1e-5) * g + b
+
+    def xent(logits, labels):
+        return -jnp.mean(jnp.sum(jax.nn.one_hot(labels, logits.shape[1]) *
+                                 jax.nn.log_softmax(logits), axis=1))
+
+    def rnn(xs, w, u):
+        def step(h, x):
+            h = jnp.tanh(x @ w + h @ u)
+            return h, h
+        return jax.lax.scan(step, jnp.zeros((xs.shape[1], u.shape[0]), xs.dtype), xs)[1]
+
+    def laplacian(x):
+        p = jnp.pad(x, 1)
+        return p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:] - 4 * x
+
+    def layernorm_grad(x, g):
+        def ln(x):
+            m = x.mean(-1, keepdims=True)
+            v = ((x - m) ** 2).mean(-1, keepdims=True)
+            return jnp.sum(((x - m) * jax.lax.rsqrt(v + 1e-5) * g) ** 2)
+        return jax.grad(ln)(x)
+
+    ids = r.randint(0, 30000, size=(64, 128)).astype(np.int32)
+    return {
+        'attention causal b8 h8 s256 d64': (attention, [f32(8, 8, 256, 64)] * 1 +
+                                            [f32(8, 8, 256, 64), f32(8, 8, 256, 64)]),
+        'conv3x3 b8 32x32 32->64': (conv, [f32(8, 32, 32, 32), f32(3, 3, 32, 64)]),
+        'depthwise3x3 b8 56x56x64': (depthwise, [f32(8, 56, 56, 64), f32(3, 3, 1, 64)]),
+        'max_pool 2x2 b8 64x64x32': (
+            lambda x: jax.lax.reduce_window(x, -np.inf, jax.lax.max, (1, 2, 2, 1),
+                                            (1, 2, 2, 1), 'VALID'), [f32(8, 64, 64, 32)]),
+        'avg_pool 3x3/1 b8 32x32x64': (
+            lambda x: jax.lax.reduce_window(x, 0., jax.lax.add, (1, 3, 3, 1),
+                                            (1, 1, 1, 1), 'SAME') / 9, [f32(8, 32, 32, 64)]),
+        'batchnorm train b32 28x28x64': (batchnorm, [f32(32, 28, 28, 64), f32(64), f32(64)]),
+        'log_softmax f32[4096,1000]': (lambda x: jax.nn.log_softmax(x), [f32(4096, 1000)]),
+        'logsumexp columns f32[1000,4096]': (
+            lambda x: jax.scipy.special.logsumexp(x, axis=0), [f32(1000, 4096)]),
+        'gelu exact f32[2^22]': (lambda x: jax.nn.gelu(x, approximate=False),
+                                 [f32(1 << 22)]),
+        'cross-entropy b4096 x1000': (xent, [f32(4096, 1000),
+                                             r.randint(0, 1000, 4096).astype(np.int32)]),
+        'embedding take 30000x256': (lambda t, i: jnp.take(t, i, axis=0),
+                                     [f32(30000, 256), ids]),
+        'batched matmul 64x128x128x128': (lambda a, b: a @ b, [f32(64, 128, 128),
+                                                              f32(64, 128, 128)]),
+        'transpose+add f32[2048,2048]': (lambda x: x.T + x, [f32(2048, 2048)]),
+        'pixel shuffle b8 64x64x64': (
+            lambda x: x.reshape(8, 64, 64, 16, 2, 2).transpose(0, 1, 4, 2, 5, 3)
+            .reshape(8, 128, 128, 16), [f32(8, 64, 64, 64)]),
+        'laplacian stencil f32[2048,2048]': (laplacian, [f32(2048, 2048)]),
+        'l2 normalize rows f32[8192,512]': (
+            lambda x: x / jnp.linalg.norm(x, axis=1, keepdims=True), [f32(8192, 512)]),
+        'random normal 2^20 (threefry)': (
+            lambda k: jax.random.normal(jax.random.wrap_key_data(k), (1 << 20,)),
+            [np.array([0, 42], np.uint32)]),
+        'rnn scan 100 steps b32 128': (rnn, [f32(100, 32, 128), f32(128, 128) * 0.1,
+                                             f32(128, 128) * 0.1]),
+        'fori dynamic-update-slice 256 rows': (
+            lambda x: jax.lax.fori_loop(0, 256, lambda i, a: a.at[i].set(a[i - 1] * 0.5 + 1),
+                                        x), [f32(256, 1024)]),
+        'layernorm grad f32[4096,768]': (layernorm_grad, [f32(4096, 768), f32(768)]),
+        'int32 hash mix 2^22': (
+            lambda x: ((x * 1103515245 + 12345) ^ (x >> 7)) % 1000,
+            [r.randint(0, 1 << 30, 1 << 22).astype(np.int32)]),
+        'mean over axis 0 f32[8192,1024]': (lambda x: x.mean(axis=0), [f32(8192, 1024)]),
+        'median rows f32[512,4096]': (lambda x: jnp.median(x, axis=1), [f32(512, 4096)]),
+        'bf16 matmul 1024^3': (lambda a, b: (a.astype(jnp.bfloat16) @ b.astype(jnp.bfloat16))
+                               .astype(jnp.float32), [f32(1024, 1024), f32(1024, 1024)]),
+        'cholesky 256 SPD': (lambda a: jnp.linalg.cholesky(a @ a.T + 256 * jnp.eye(256)),
+                             [f32(256, 256)]),
+        'fft rows f32[256,1024]': (lambda x: jnp.abs(jnp.fft.rfft(x, axis=1)),
+                                   [f32(256, 1024)]),
+    }
+
+
+def run_one(name, f, inputs, kiln, threads, folder):
+    import jax
+    with open(os.path.join(folder, 'module.hlo'), 'w') as out:
+        out.write(jax.jit(f).lower(*inputs).as_text(dialect='hlo'))
+    paths = []
+    for i, a in enumerate(inputs):
+        paths.append(os.path.join(folder, f'in{i}.npy'))
+        np.save(paths[-1], a)
+    k = kiln_benchmark(kiln, os.path.join(folder, 'module.hlo'), 'cpu-llvm', OPTS.runs, paths,
+                       output_dir=os.path.join(folder, 'kiln'), timeout=OPTS.timeout)
+    x = xla_peer.run_child(folder, OPTS.runs, threads)
+    check = 'n/a'
+    if isinstance(k, dict) and isinstance(x, dict):
+        check, i = 'ok', 0
+        while os.path.exists(os.path.join(folder, f'xla_out{i}.npy')):
+            want = np.load(os.path.join(folder, f'xla_out{i}.npy'))
+            got = np.load(os.path.join(folder, 'kiln', f'output_{i}.npy'))
+            scale = max(1.0, float(np.max(np.abs(want.astype(np.float64)))) if want.size else 1)
+            if got.shape != want.shape or not np.allclose(
+                    got.astype(np.float64), want.astype(np.float64), rtol=2e-3,
+                    atol=2e-3 * scale):
+                check = f'DIFFERENT (output {i})'
+            i += 1
+    return k, x, check
+
+
+def main():
+    why = xla_peer.available()
+    if why:
+        sys.exit(f'MISSING: {why}')
+    kiln = os.path.join(OPTS.build, 'tools', 'kiln')
+    threads = int(os.environ.get('KILN_CPU_THREADS', len(os.sched_getaffinity(0))))
+    print(f'median of {OPTS.runs} runs, cpu-llvm threads '
+          f'{os.environ.get("KILN_CPU_THREADS", "all")}, XLA:CPU pinned to as many cores')
+    rows = []
+    for name, (f, inputs) in programs().items():
+        if OPTS.only not in name:
+            continue
+        if OPTS.save_hlo:
+            folder = os.path.join(OPTS.save_hlo, name.split()[0] + '_' + str(len(rows)))
+            os.makedirs(folder, exist_ok=True)
+            k, x, check = run_one(name, f, inputs, kiln, threads, folder)
+        else:
+            with tempfile.TemporaryDirectory() as folder:
+                k, x, check = run_one(name, f, inputs, kiln, threads, folder)
+        rows.append((name, k, x, check))
+        kt = f"{k['median_ms']:.2f}" if isinstance(k, dict) else k
+        xt = f"{x['median_ms']:.2f}" if isinstance(x, dict) else x
+        print(f'  {name}: kiln {kt} ms, xla {xt} ms, {check}', flush=True)
+    print()
+    print('| program | kiln ms | xla ms | xla/kiln | kiln compile ms | xla compile ms | check |')
+    print('|---|---|---|---|---|---|---|')
+    for name, k, x, check in rows:
+        def ms(r, key):
+            return f'{r[key]:.2f}' if isinstance(r, dict) else str(r)
+        ratio = (f"{x['median_ms'] / k['median_ms']:.2f}"
+                 if isinstance(k, dict) and isinstance(x, dict) else '-')
+        print(f"| {name} | {ms(k, 'median_ms')} | {ms(x, 'median_ms')} | {ratio} | "
+              f"{ms(k, 'compile_ms')} | {ms(x, 'compile_ms')} | {check} |")
+
+
+if __name__ == '__main__':
+    main()
