@@ -1,15 +1,16 @@
-// Accuracy of the emitter's f32 exp/log/tanh/erf/logistic (plugins/llvm_emitter/fast_math.h),
-// JIT-compiled through the CPU compiler, against the double-precision C library over dense
-// sweeps: a stride through all f32 bit patterns, a fine grid over the range where the
-// functions vary, and the edge cases (+-0, +-inf, NaN, denormals, overflow thresholds),
-// with denormals flushed as cpu-llvm runs (flush_denormals.h).
-// Prints the max error in ulps of the correctly rounded f32 result (README.md quotes them).
+// Accuracy of the emitter's f32 exp/expm1/log/log1p/tanh/erf/logistic
+// (plugins/llvm_emitter/fast_math.h), JIT-compiled through the CPU compiler, against the
+// double-precision C library over dense sweeps: a stride through all f32 bit patterns, a fine grid
+// over the range where the functions vary, and the edge cases (+-0, +-inf, NaN, denormals, overflow
+// thresholds), with denormals flushed as cpu-llvm runs (flush_denormals.h). Prints the max error in
+// ulps of the correctly rounded f32 result (README.md quotes them).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -114,7 +115,9 @@ Result Measure(HloOpcode op, const std::function<double(double)>& ref, std::stri
   for (size_t i = 0; i < in.size(); ++i) {
     const float x = std::fpclassify(in[i]) == FP_SUBNORMAL ? std::copysign(0.0f, in[i]) : in[i];
     const double want = ref(x);
-    const bool flushed = got[i] == 0 && std::fabs(want) < std::numeric_limits<float>::min();
+    // log1p and expm1 give a tiny x back as it is, denormal or not.
+    const bool flushed =
+        (got[i] == 0 || got[i] == in[i]) && std::fabs(want) < std::numeric_limits<float>::min();
     double e = flushed ? 0 : UlpError(got[i], want);
     if (e > r.max_ulp) r = {e, in[i]};
   }
@@ -144,6 +147,14 @@ TEST(CpuFastMath, Log) {
   Check(
       "log", HloOpcode::kLog, [](double x) { return std::log(x); }, 3);
 }
+TEST(CpuFastMath, Log1p) {
+  Check(
+      "log1p", HloOpcode::kLog1p, [](double x) { return std::log1p(x); }, 4);
+}
+TEST(CpuFastMath, Expm1) {
+  Check(
+      "expm1", HloOpcode::kExpm1, [](double x) { return std::expm1(x); }, 2);
+}
 TEST(CpuFastMath, Tanh) {
   Check(
       "tanh", HloOpcode::kTanh, [](double x) { return std::tanh(x); }, 3);
@@ -160,16 +171,20 @@ TEST(CpuFastMath, Logistic) {
 // The sign of zero and the exact limits.
 TEST(CpuFastMath, SpecialValuesExact) {
   // Run each function on a few inputs and compare bit patterns with the C library's f32.
-  for (auto [op, fn] : std::vector<std::pair<HloOpcode, float (*)(float)>>{
-           {HloOpcode::kExp, [](float x) { return std::exp(x); }},
-           {HloOpcode::kLog, [](float x) { return std::log(x); }},
-           {HloOpcode::kTanh, [](float x) { return std::tanh(x); }},
-           {HloOpcode::kErf, [](float x) { return std::erf(x); }}}) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> limits = {0.0f, -0.0f, inf, -inf, -1.0f, 200.0f, -200.0f};
+  // log1p and expm1: where they are exact (and -2, NaN; 100, past expm1's overflow).
+  const std::vector<float> near_zero = {0.0f, -0.0f, inf, -inf, -1.0f, -2.0f, 100.0f, 1e-30f};
+  for (auto [op, fn, in] : std::vector<std::tuple<HloOpcode, float (*)(float), std::vector<float>>>{
+           {HloOpcode::kExp, [](float x) { return std::exp(x); }, limits},
+           {HloOpcode::kLog, [](float x) { return std::log(x); }, limits},
+           {HloOpcode::kTanh, [](float x) { return std::tanh(x); }, limits},
+           {HloOpcode::kErf, [](float x) { return std::erf(x); }, limits},
+           {HloOpcode::kLog1p, [](float x) { return std::log1p(x); }, near_zero},
+           {HloOpcode::kExpm1, [](float x) { return std::expm1(x); }, near_zero}}) {
     auto module = std::make_shared<HloModule>("m");
     HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
     testing::Builder b(entry);
-    const float inf = std::numeric_limits<float>::infinity();
-    std::vector<float> in = {0.0f, -0.0f, inf, -inf, -1.0f, 200.0f, -200.0f};
     Shape s(PT::F32, {static_cast<int64_t>(in.size())});
     entry->set_root(b.Unary(op, b.Param(0, s)));
     auto compiler = CpuCompiler::Create({});

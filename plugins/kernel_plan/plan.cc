@@ -487,7 +487,13 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
           kernels.insert(uk.begin(), uk.end());
         }
       }
-      if (kernels.size() > 1 && cost[h] > kMaxDuplicatedCost) {
+      // A broadcast or reshape is no place to cut: in memory it is at least as large as its
+      // operand (a row statistic broadcast to the whole matrix), so the operand is computed
+      // into memory instead, being as costly.
+      const bool forwards = h->opcode() == HloOpcode::kBroadcast ||
+                            h->opcode() == HloOpcode::kReshape ||
+                            h->opcode() == HloOpcode::kBitcast;
+      if (kernels.size() > 1 && cost[h] > kMaxDuplicatedCost && !forwards) {
         shared.insert(h);
       } else {
         in[h] = std::move(kernels);

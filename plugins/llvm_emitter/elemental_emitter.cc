@@ -788,6 +788,10 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, l
         return RoundToType(FastExpF32(b_, x), out);
       case HloOpcode::kLog:
         return RoundToType(FastLogF32(b_, x), out);
+      case HloOpcode::kLog1p:
+        return RoundToType(FastLog1pF32(b_, x), out);
+      case HloOpcode::kExpm1:
+        return RoundToType(FastExpm1F32(b_, x), out);
       case HloOpcode::kTanh:
         return RoundToType(FastTanhF32(b_, x), out);
       case HloOpcode::kErf:

@@ -109,6 +109,34 @@ llvm::Value* FastLogF32(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateSelect(IsNan(b, x), x, res);
 }
 
+llvm::Value* FastLog1pF32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  // log(u) x / (u - 1) with u = 1 + x rounded (Goldberg): the quotient corrects for the
+  // rounding of u, so small x keeps its relative accuracy. u = 1 (x below half an ulp of
+  // 1) gives x itself; x = -1 gives -inf, x < -1 and NaN give NaN through log.
+  llvm::Value* u = b.CreateFAdd(x, F(b, 1));
+  llvm::Value* um1 = b.CreateFSub(u, F(b, 1));
+  llvm::Value* res = b.CreateFMul(FastLogF32(b, u), b.CreateFDiv(x, um1));
+  res = b.CreateSelect(b.CreateFCmpOEQ(u, F(b, 1)), x, res);
+  return b.CreateSelect(b.CreateFCmpOEQ(x, F(b, INFINITY)), x, res);
+}
+
+llvm::Value* FastExpm1F32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  // x = n ln2 + r: expm1(x) = 2^n expm1(r) + (2^n - 1), 2^n - 1 exact, expm1(r) as
+  // r (1 + r/2 + ... + r^7/8!), so |x| < ln2/2 (n = 0) keeps full relative accuracy. Below -30
+  // the result rounds to -1; above 80 it is exp(x) - 1 (and may overflow). NaN passes.
+  llvm::Value* a = b.CreateSelect(b.CreateFCmpOLT(x, F(b, 80)), x, F(b, 80));
+  a = b.CreateSelect(b.CreateFCmpOGT(a, F(b, -30)), a, F(b, -30));
+  llvm::Value* n;
+  llvm::Value* r = ReduceLn2(b, a, &n);
+  llvm::Value* p = b.CreateFMul(r, Horner(b, r, InverseFactorials(1, 8)));
+  llvm::Value* s = Pow2(b, b.CreateFPToSI(n, b.getInt32Ty()));
+  llvm::Value* res = MulAdd(b, s, p, b.CreateFSub(s, F(b, 1)));
+  res = b.CreateSelect(b.CreateFCmpOGT(x, F(b, 80)), b.CreateFSub(FastExpF32(b, x), F(b, 1)), res);
+  res = b.CreateSelect(b.CreateFCmpOLT(x, F(b, -30)), F(b, -1), res);
+  res = b.CreateSelect(b.CreateFCmpOEQ(x, F(b, 0)), x, res);  // -0 stays -0
+  return b.CreateSelect(IsNan(b, x), x, res);
+}
+
 llvm::Value* FastTanhF32(llvm::IRBuilder<>& b, llvm::Value* x) {
   // tanh|x| = expm1(2|x|) / (expm1(2|x|) + 2): no cancellation anywhere. |x| >= 9.5 rounds
   // to 1 in f32, so clamp there (NaN also becomes 9.5, fixed by the last select).
