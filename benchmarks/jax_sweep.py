@@ -77,6 +77,25 @@ def programs():
             return jnp.sum(((x - m) * jax.lax.rsqrt(v + 1e-5) * g) ** 2)
         return jax.grad(ln)(x)
 
+    def conv_net_grad(x, w1, w2):
+        def loss(ws):
+            h = jax.nn.relu(jax.lax.conv_general_dilated(
+                x, ws[0], (2, 2), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC')))
+            h = jax.lax.conv_general_dilated(h, ws[1], (1, 1), 'SAME',
+                                             dimension_numbers=('NHWC', 'HWIO', 'NHWC'))
+            return jnp.mean(h ** 2)
+        return jax.grad(loss)((w1, w2))
+
+    def positional(t):
+        pos = t[:, None] * jnp.exp(-jnp.arange(0, 256, 2) * (np.log(10000.0) / 256))[None]
+        return jnp.concatenate([jnp.sin(pos), jnp.cos(pos)], axis=1)
+
+    def dropout(k, x):
+        keep = jax.random.bernoulli(jax.random.wrap_key_data(k), 0.9, x.shape)
+        return jnp.where(keep, x / 0.9, 0)
+
+    spd = f32(128, 128)
+    spd = spd @ spd.T + 128 * np.eye(128, dtype=np.float32)
     ids = r.randint(0, 30000, size=(64, 128)).astype(np.int32)
     return {
         'attention causal b8 h8 s256 d64': (attention, [f32(8, 8, 256, 64)] * 1 +
@@ -126,6 +145,27 @@ def programs():
                                .astype(jnp.float32), [f32(1024, 1024), f32(1024, 1024)]),
         'cholesky 256 SPD': (lambda a: jnp.linalg.cholesky(a @ a.T + 256 * jnp.eye(256)),
                              [f32(256, 256)]),
+        'conv net grad b16 32x32x16': (conv_net_grad, [f32(16, 32, 32, 16), f32(3, 3, 16, 32),
+                                                        f32(3, 3, 32, 32)]),
+        'sin/cos positions 4096x256': (positional, [np.arange(4096, dtype=np.float32)]),
+        'dropout 0.1 f32[2^20]': (dropout, [np.array([0, 7], np.uint32), f32(1 << 20)]),
+        'vmap matvec 512x256x256': (jax.vmap(lambda m, v: m @ v), [f32(512, 256, 256),
+                                                                   f32(512, 256)]),
+        'associative_scan cumsum 2^20': (lambda x: jax.lax.associative_scan(jnp.add, x),
+                                         [f32(1 << 20)]),
+        'int8 quantize f32[2048,1024]': (
+            lambda x: jnp.clip(jnp.round(x / (jnp.max(jnp.abs(x)) / 127)), -127, 127)
+            .astype(jnp.int8), [f32(2048, 1024)]),
+        'solve 128 SPD, 16 rhs': (lambda a, b: jnp.linalg.solve(a, b), [spd, f32(128, 16)]),
+        'inv 128 SPD': (lambda a: jnp.linalg.inv(a), [spd]),
+        'qr 256x128': (lambda a: jnp.linalg.qr(a)[1], [f32(256, 128)]),
+        'svd values 128x64': (lambda a: jnp.linalg.svd(a, compute_uv=False), [f32(128, 64)]),
+        'segment_sum 2^16 into 1000': (
+            lambda d, s: jax.ops.segment_sum(d, s, num_segments=1000),
+            [f32(1 << 16, 32), r.randint(0, 1000, 1 << 16).astype(np.int32)]),
+        'gather rows x[idx] 2^14 of 4096x64': (lambda t, i: t[i], [f32(4096, 64),
+                                                                  r.randint(0, 4096, 1 << 14)
+                                                                  .astype(np.int32)]),
         'fft rows f32[256,1024]': (lambda x: jnp.abs(jnp.fft.rfft(x, axis=1)),
                                    [f32(256, 1024)]),
     }

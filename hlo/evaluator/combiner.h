@@ -85,6 +85,38 @@ inline A ApplyCombiner(CombinerKind kind, A a, A b) {
   return a;
 }
 
+// dst[e] = combiner(dst[e], src[e]) for e < n, with the kind fixed at compile time: a
+// scatter's row of updates in one plain loop, not a switch per element.
+template <CombinerKind K, typename T>
+void CombineRowAs(T* __restrict dst, const T* __restrict src, int64_t n) {
+  using A = AccumT<T>;
+  for (int64_t e = 0; e < n; ++e)
+    dst[e] = CastTo<T>(ApplyCombiner<A>(K, CastTo<A>(dst[e]), CastTo<A>(src[e])));
+}
+
+// CombineRowAs for a kind known at run time (CombinerSupports<T>(kind) must hold).
+template <typename T>
+void CombineRow(CombinerKind kind, T* dst, const T* src, int64_t n) {
+  switch (kind) {
+    case CombinerKind::kAdd:
+      return CombineRowAs<CombinerKind::kAdd>(dst, src, n);
+    case CombinerKind::kMultiply:
+      return CombineRowAs<CombinerKind::kMultiply>(dst, src, n);
+    case CombinerKind::kMaximum:
+      return CombineRowAs<CombinerKind::kMaximum>(dst, src, n);
+    case CombinerKind::kMinimum:
+      return CombineRowAs<CombinerKind::kMinimum>(dst, src, n);
+    case CombinerKind::kAnd:
+      return CombineRowAs<CombinerKind::kAnd>(dst, src, n);
+    case CombinerKind::kOr:
+      return CombineRowAs<CombinerKind::kOr>(dst, src, n);
+    case CombinerKind::kAssign:
+      return CombineRowAs<CombinerKind::kAssign>(dst, src, n);
+    case CombinerKind::kOther:
+      return;
+  }
+}
+
 // Key that orders floats as XLA's TOTALORDER comparison does:
 // -NaN < -inf < ... < -0 < +0 < ... < inf < +NaN.
 inline int64_t TotalOrderKey(double v) {

@@ -60,12 +60,13 @@ absl::StatusOr<IndexView> MakeIndexView(const HloInstruction& instr, const Liter
 
 // Full index into the index view for batch position `bi` (over batch_dims), with the index
 // vector component left at 0.
-std::vector<int64_t> FullIndex(const IndexView& v, const std::vector<int64_t>& bi) {
-  std::vector<int64_t> full(v.dims.size(), 0);
+// The index of batch position `bi` in the indices array, index vector element 0, into `full`
+// (reused: the loops below call this once per window and must not allocate each time).
+void FullIndex(const IndexView& v, const std::vector<int64_t>& bi, std::vector<int64_t>& full) {
+  full.assign(v.dims.size(), 0);
   size_t j = 0;
   for (size_t d = 0; d < v.dims.size(); ++d)
     if (static_cast<int64_t>(d) != v.ivd) full[d] = bi[j++];
-  return full;
 }
 
 absl::Status CheckOperandDims(const HloInstruction& instr, const std::vector<int64_t>& dims,
@@ -141,9 +142,10 @@ absl::StatusOr<Literal> EvalGather(const HloInstruction& instr, Operands ops) {
   const auto ostr = RowMajorStrides(odims);
   const auto rstr = RowMajorStrides(rs.dimensions());
   std::vector<int64_t> bi(iv->batch_dims.size(), 0), wi(window_dims.size(), 0);
+  std::vector<int64_t> full, start(orank, 0);
   do {
-    std::vector<int64_t> full = FullIndex(*iv, bi);
-    std::vector<int64_t> start(orank, 0);
+    FullIndex(*iv, bi, full);
+    std::fill(start.begin(), start.end(), 0);
     for (size_t k = 0; k < dn.start_index_map.size(); ++k) {
       full[iv->ivd] = static_cast<int64_t>(k);
       const int64_t d = dn.start_index_map[k];
@@ -166,6 +168,75 @@ absl::StatusOr<Literal> EvalGather(const HloInstruction& instr, Operands ops) {
     } while (NextIndex(wi, window_sizes));
   } while (NextIndex(bi, iv->batch_dims));
   return out;
+}
+
+// A scatter of rows (an embedding gradient, segment_sum, x.at[idx].add(rows)): one operand,
+// a recognized combiner, the window's last dimension the operand's and the update's last, no
+// batching dimensions. The indices are read once into int64, each window's offsets found in
+// one walk, then each row is combined by one typed loop (CombineRow), with no per-element
+// dispatch. `extent` is the window per operand dimension, `window_dims` the operand
+// dimensions the update window covers.
+void ScatterRows(const IndexView& iv, const ScatterDimensionNumbers& dn, CombinerKind kind,
+                 const std::vector<int64_t>& window_dims, const std::vector<int64_t>& extent,
+                 const std::vector<int64_t>& upd_scatter_pos, const Literal& updates,
+                 Literal& out) {
+  const std::vector<int64_t>& odims = out.shape().dimensions();
+  const std::vector<int64_t>& udims = updates.shape().dimensions();
+  const auto ostr = RowMajorStrides(odims);
+  const auto ustr = RowMajorStrides(udims);
+  std::vector<int64_t> idx(iv.lit->element_count());
+  PrimitiveTypeSwitch(iv.lit->shape().element_type(), [&](auto tag) {
+    using I = decltype(tag);
+    if constexpr (std::is_integral_v<I>) {
+      const I* p = iv.lit->data<I>().data();
+      for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(p[i]);
+    }
+  });
+  // Rows of the window: their offsets in the operand and in one window of the update.
+  const size_t wr = window_dims.size();
+  const int64_t row = extent[window_dims.back()];
+  std::vector<std::pair<int64_t, int64_t>> rows;
+  std::vector<int64_t> outer, oi;
+  for (size_t j = 0; j + 1 < wr; ++j) outer.push_back(extent[window_dims[j]]);
+  oi.assign(outer.size(), 0);
+  do {
+    int64_t o = 0, u = 0;
+    for (size_t j = 0; j + 1 < wr; ++j) {
+      o += oi[j] * ostr[window_dims[j]];
+      u += oi[j] * ustr[dn.update_window_dims[j]];
+    }
+    rows.emplace_back(o, u);
+  } while (NextIndex(oi, outer));
+  // Per index vector element k: its operand dimension and the last start that fits.
+  const size_t kn = dn.scatter_dims_to_operand_dims.size();
+  std::vector<int64_t> kstride(kn), klimit(kn);
+  for (size_t k = 0; k < kn; ++k) {
+    const int64_t d = dn.scatter_dims_to_operand_dims[k];
+    kstride[k] = ostr[d];
+    klimit[k] = odims[d] - extent[d];
+  }
+  const int64_t istep = iv.strides[iv.ivd];
+  PrimitiveTypeSwitch(out.shape().element_type(), [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = out.data<T>().data();
+    const T* src = updates.data<T>().data();
+    std::vector<int64_t> bi(iv.batch_dims.size(), 0);
+    do {
+      int64_t ioff = 0, ubase = 0;
+      for (size_t d = 0, j = 0; d < iv.dims.size(); ++d)
+        if (static_cast<int64_t>(d) != iv.ivd) ioff += bi[j++] * iv.strides[d];
+      for (size_t j = 0; j < upd_scatter_pos.size(); ++j) ubase += bi[j] * ustr[upd_scatter_pos[j]];
+      int64_t obase = 0;
+      bool fits = true;
+      for (size_t k = 0; k < kn && fits; ++k) {
+        const int64_t start = idx[ioff + static_cast<int64_t>(k) * istep];
+        fits = start >= 0 && start <= klimit[k];
+        obase += start * kstride[k];
+      }
+      if (!fits) continue;  // scatter skips a window that does not fit
+      for (const auto& [o, u] : rows) CombineRow<T>(kind, dst + obase + o, src + ubase + u, row);
+    } while (NextIndex(bi, iv.batch_dims));
+  });
 }
 
 absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, const CallFn& call) {
@@ -254,13 +325,19 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
   }
 
   if (ops[n + 1]->element_count() == 0) goto done;
+  if (n == 1 && fast && contiguous_rows && dn.input_batching_dims.empty() &&
+      Product(window_sizes) > 0) {
+    ScatterRows(*iv, dn, kind, window_dims, extent, upd_scatter_pos, *ops[2], outs[0]);
+    goto done;
+  }
   {
     const auto ostr = RowMajorStrides(odims);
     const auto ustr = RowMajorStrides(udims);
     std::vector<int64_t> bi(iv->batch_dims.size(), 0), wi(window_dims.size(), 0);
+    std::vector<int64_t> full, start(orank, 0);
     do {
-      std::vector<int64_t> full = FullIndex(*iv, bi);
-      std::vector<int64_t> start(orank, 0);
+      FullIndex(*iv, bi, full);
+      std::fill(start.begin(), start.end(), 0);
       for (size_t k = 0; k < dn.scatter_dims_to_operand_dims.size(); ++k) {
         full[iv->ivd] = static_cast<int64_t>(k);
         start[dn.scatter_dims_to_operand_dims[k]] = iv->Get(full);
@@ -277,29 +354,6 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
       for (size_t j = 0; j < upd_scatter_pos.size(); ++j) ubase += bi[j] * ustr[upd_scatter_pos[j]];
       std::fill(wi.begin(), wi.end(), 0);
       if (Product(window_sizes) == 0) continue;
-      if (fast && contiguous_rows) {
-        // The window's last dimension is contiguous in the operand and the update: one typed
-        // loop per row of it (an embedding gradient's row of features).
-        const int64_t row = window_sizes.back();
-        std::vector<int64_t> outer(window_sizes.begin(), window_sizes.end() - 1),
-            oi(outer.size(), 0);
-        do {
-          int64_t o = obase, u = ubase;
-          for (size_t j = 0; j + 1 < window_dims.size(); ++j) {
-            o += oi[j] * ostr[window_dims[j]];
-            u += oi[j] * ustr[dn.update_window_dims[j]];
-          }
-          PrimitiveTypeSwitch(type, [&](auto tag) {
-            using T = decltype(tag);
-            using A = AccumT<T>;
-            T* dst = outs[0].data<T>().data() + o;
-            const T* src = ops[n + 1]->data<T>().data() + u;
-            for (int64_t e = 0; e < row; ++e)
-              dst[e] = CastTo<T>(ApplyCombiner<A>(kind, CastTo<A>(dst[e]), CastTo<A>(src[e])));
-          });
-        } while (NextIndex(oi, outer));
-        continue;
-      }
       do {
         int64_t o = obase, u = ubase;
         for (size_t j = 0; j < window_dims.size(); ++j) {

@@ -134,6 +134,31 @@ TEST(ScatterTest, AddSkipsOutOfBounds) {
   ExpectValues(*r, {4, 2}, {0, 0, 11, 22, 0, 0, 0, 0});
 }
 
+// Rows of a 2x3 window at two-component indices, max combiner: operand [3,4,3] of zeros,
+// windows at (0, 0), (2, 2) and (1, 3), the last running past dimension 1 (skipped); NumPy:
+// o[0, 0:2] = max(o[0, 0:2], w0); o[2, 2:4] = max(o[2, 2:4], w1).
+TEST(ScatterTest, MaxRowsOfTwoDimensionalWindows) {
+  Literal op = F32({3, 4, 3}, std::vector<double>(36, 0));
+  Literal idx = Lit(kS32, {3, 2}, {0, 0, 2, 2, 1, 3});
+  std::vector<double> u = {1, -1, 2, 3, 0, -5, 4, 5, 6, 7, 8, 9};
+  u.resize(18, 100);
+  Literal upd = F32({3, 2, 3}, u);
+  auto max = Computation(2, kF32, HloOpcode::kMaximum);
+  HloInstruction s(HloOpcode::kScatter, Shape(kF32, {3, 4, 3}));
+  s.mutable_attrs().scatter_dimension_numbers =
+      ScatterDimensionNumbers{{1, 2}, {0}, {0, 1}, 1, {}, {}};
+  s.AppendCalledComputation(max.get());
+  auto r = EvalIndexing(s, std::vector<const Literal*>{&op, &idx, &upd}, kNoCall);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<double> want(36, 0);
+  const double w0[] = {1, 0, 2, 3, 0, 0}, w1[] = {4, 5, 6, 7, 8, 9};
+  for (int i = 0; i < 6; ++i) {
+    want[i] = w0[i];           // o[0, 0:2, :]
+    want[24 + 6 + i] = w1[i];  // o[2, 2:4, :]
+  }
+  ExpectValues(*r, {3, 4, 3}, want);
+}
+
 // A window that would run past the end is skipped whole: 1-D operand [5], windows of 2.
 TEST(ScatterTest, AssignSkipsPartiallyOutOfBoundsWindow) {
   Literal op = F32({5}, {0, 0, 0, 0, 0});
