@@ -68,7 +68,13 @@ def main():
     folder, runs = sys.argv[1], int(sys.argv[2])
     import jax
     with open(os.path.join(folder, 'module.hlo')) as f:
-        exe, device, compile_ms = compile_hlo(f.read())
+        text = f.read()
+    if 'lapack_' in text:
+        # jaxlib fills LAPACK's function table on first use from jax.numpy.linalg; a module
+        # compiled from text would call into an empty one (a crash).
+        from jax._src.lib import lapack
+        lapack._lapack.initialize()
+    exe, device, compile_ms = compile_hlo(text)
     inputs, i = [], 0
     while os.path.exists(os.path.join(folder, f'in{i}.npy')):
         inputs.append(np.load(os.path.join(folder, f'in{i}.npy')))

@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "hlo/evaluator/lapack_svd.h"
 #include "hlo/evaluator/matrix_kernels.h"
 
 namespace kiln::eval {
@@ -360,6 +361,10 @@ absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
     return Syevd(instr, *ops[0], Flag(flags, "uplo", 'L') == 'L');
   }
+  if (routine == "gesdd") {
+    if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
+    return Gesdd(instr, *ops[0], Flag(flags, "mode", 'A'));
+  }
   if (routine == "getrf") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
     return Getrf<C>(instr, *ops[0]);
@@ -387,7 +392,7 @@ bool IsLapackCustomCall(std::string_view target) {
   const bool real = target.size() > kPrefix.size() &&
                     (target[kPrefix.size()] == 's' || target[kPrefix.size()] == 'd');
   return r == "getrf" || r == "potrf" || r == "trsm" || r == "geqrf" || r == "orgqr" ||
-         r == "ungqr" || (r == "syevd" && real);
+         r == "ungqr" || ((r == "syevd" || r == "gesdd") && real);
 }
 
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {

@@ -32,6 +32,8 @@ TEST(LapackCustomCallTest, TargetsItRuns) {
   EXPECT_TRUE(IsLapackCustomCall("lapack_cungqr_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_ssyevd_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("lapack_cheevd_ffi"));  // complex eigh: not yet
+  EXPECT_TRUE(IsLapackCustomCall("lapack_sgesdd_ffi"));
+  EXPECT_FALSE(IsLapackCustomCall("lapack_cgesdd_ffi"));  // complex svd: not yet
   EXPECT_FALSE(IsLapackCustomCall("lapack_xgetrf_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("TopK"));
 }
@@ -153,6 +155,67 @@ TEST(LapackCustomCallTest, GeqrfAndOrgqrFollowLapacksReflectors) {
       EvalLapackCustomCall(*orgqr, std::vector<const Literal*>{&r->element(0), &r->element(1)});
   ASSERT_TRUE(q.ok()) << q.status();
   ExpectValues(*q, {2, 1}, {-0.6, -0.8}, 1e-6);
+}
+
+// [[3, 0], [4, 5]]: A^T A = [[25, 20], [20, 25]], so s = (sqrt 45, sqrt 5) and, full, u and
+// vt reconstruct A. A wide rank-1 2x3 outer product (1, 2)^T (1, 0, 1) has s = (sqrt 10, 0);
+// with full matrices the zero singular value's u column and vt's other rows complete
+// orthonormal bases. Mode 'N' gives the values alone.
+TEST(LapackCustomCallTest, GesddValuesVectorsAndCompletedBases) {
+  auto svd = [](Shape a, int64_t ucols, int64_t vtrows, int mode) {
+    const int64_t m = a.dimensions(0), n = a.dimensions(1);
+    Shape out = Shape::Tuple(
+        {a, Shape(PrimitiveType::F64, {std::min(m, n)}), Shape(PrimitiveType::F64, {m, ucols}),
+         Shape(PrimitiveType::F64, {vtrows, n}), Shape(PrimitiveType::S32, {})});
+    return CustomCall("lapack_dgesdd_ffi", out, "{mode = " + std::to_string(mode) + " : ui8}");
+  };
+  // u s vt == a, u^T u == I, vt vt^T == I.
+  auto check = [](const Literal& r, const std::vector<double>& a, int64_t m, int64_t n) {
+    const Literal &s = r.element(1), &u = r.element(2), &vt = r.element(3);
+    const int64_t uc = u.shape().dimensions(1), vr = vt.shape().dimensions(0);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double x = 0;
+        for (int64_t k = 0; k < std::min(m, n); ++k)
+          x += u.GetAsDouble(i * uc + k) * s.GetAsDouble(k) * vt.GetAsDouble(k * n + j);
+        EXPECT_NEAR(x, a[i * n + j], 1e-12) << i << "," << j;
+      }
+    for (int64_t p = 0; p < uc; ++p)
+      for (int64_t q = 0; q < uc; ++q) {
+        double d = 0;
+        for (int64_t i = 0; i < m; ++i) d += u.GetAsDouble(i * uc + p) * u.GetAsDouble(i * uc + q);
+        EXPECT_NEAR(d, p == q ? 1 : 0, 1e-12) << "u columns " << p << "," << q;
+      }
+    for (int64_t p = 0; p < vr; ++p)
+      for (int64_t q = 0; q < vr; ++q) {
+        double d = 0;
+        for (int64_t j = 0; j < n; ++j) d += vt.GetAsDouble(p * n + j) * vt.GetAsDouble(q * n + j);
+        EXPECT_NEAR(d, p == q ? 1 : 0, 1e-12) << "vt rows " << p << "," << q;
+      }
+  };
+  const std::vector<double> sq = {3, 0, 4, 5};
+  Literal a = Lit(PrimitiveType::F64, {2, 2}, sq);
+  auto full = svd(a.shape(), 2, 2, 'A');
+  auto r = EvalLapackCustomCall(*full, std::vector<const Literal*>{&a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->element(1).GetAsDouble(0), std::sqrt(45.0), 1e-12);
+  EXPECT_NEAR(r->element(1).GetAsDouble(1), std::sqrt(5.0), 1e-12);
+  ExpectValues(r->element(4), {}, {0});
+  check(*r, sq, 2, 2);
+
+  const std::vector<double> outer = {1, 0, 1, 2, 0, 2};
+  Literal w = Lit(PrimitiveType::F64, {2, 3}, outer);
+  auto wide = svd(w.shape(), 2, 3, 'A');
+  r = EvalLapackCustomCall(*wide, std::vector<const Literal*>{&w});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->element(1).GetAsDouble(0), std::sqrt(10.0), 1e-12);
+  EXPECT_NEAR(r->element(1).GetAsDouble(1), 0, 1e-12);
+  check(*r, outer, 2, 3);
+
+  auto values = svd(w.shape(), 2, 3, 'N');
+  r = EvalLapackCustomCall(*values, std::vector<const Literal*>{&w});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->element(1).GetAsDouble(0), std::sqrt(10.0), 1e-12);
 }
 
 }  // namespace
