@@ -1,5 +1,6 @@
 // The fft opcode (FFT, IFFT, RFFT, IRFFT over the last len(fft_length) dimensions), computed
-// in complex<double>: radix-2 for power-of-two lengths, a direct DFT otherwise.
+// in complex<double>: radix-2 for power-of-two lengths, Bluestein's chirp convolution through
+// radix-2 transforms otherwise (n log n either way).
 #include "hlo/evaluator/fft.h"
 
 #include <cmath>
@@ -15,12 +16,67 @@ namespace {
 
 using cd = std::complex<double>;
 
-// In-place 1-D transform of `x` (length n). sign -1: forward; +1: inverse, without scaling.
-void Transform1D(std::vector<cd>& x, int sign, std::vector<cd>& scratch) {
-  const size_t n = x.size();
-  if (n <= 1) return;
-  if ((n & (n - 1)) == 0) {
-    // Iterative radix-2: bit-reversal permutation, then butterflies.
+// a * b without std::complex's operator*, which at -O2 calls __muldc3 per product (for its
+// NaN and infinity rules) and was most of the time of a transform.
+inline cd Mul(cd a, cd b) {
+  return cd(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
+}
+
+// exp(sign 2 pi i k / n) for k < n, each from its own angle (no accumulated rounding).
+std::vector<cd> Twiddles(size_t n, int sign) {
+  std::vector<cd> w(n);
+  for (size_t k = 0; k < n; ++k)
+    w[k] = std::polar(
+        1.0, sign * 2 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(n));
+  return w;
+}
+
+// The transforms of one length and direction, with their tables made once for all the
+// lines of an axis.
+class Plan1D {
+ public:
+  Plan1D(size_t n, int sign) : n_(n) {
+    if (n <= 1) return;
+    if ((n & (n - 1)) == 0) {
+      w_ = Twiddles(n, sign);
+      return;
+    }
+    // Bluestein: X[k] = c[k] sum_j (x[j] c[j]) conj(c[k - j]) with c[j] = exp(sign pi i j^2 / n),
+    // a convolution done by power-of-two transforms of length m >= 2n - 1.
+    m_ = 1;
+    while (m_ < 2 * n - 1) m_ <<= 1;
+    chirp_.resize(n);
+    for (size_t j = 0; j < n; ++j) {
+      const size_t j2 = (j * j) % (2 * n);  // exp is 2n-periodic in j^2: keeps the angle exact
+      chirp_[j] = std::polar(
+          1.0, sign * std::numbers::pi * static_cast<double>(j2) / static_cast<double>(n));
+    }
+    wm_ = Twiddles(m_, -1);
+    wm_inv_ = Twiddles(m_, 1);
+    kernel_.assign(m_, cd(0));
+    kernel_[0] = std::conj(chirp_[0]);
+    for (size_t j = 1; j < n; ++j) kernel_[j] = kernel_[m_ - j] = std::conj(chirp_[j]);
+    Radix2(kernel_, wm_);
+  }
+
+  // In place; unscaled.
+  void Run(std::vector<cd>& x) {
+    if (n_ <= 1) return;
+    if (m_ == 0) return Radix2(x, w_);
+    buf_.assign(m_, cd(0));
+    for (size_t j = 0; j < n_; ++j) buf_[j] = Mul(x[j], chirp_[j]);
+    Radix2(buf_, wm_);
+    for (size_t k = 0; k < m_; ++k) buf_[k] = Mul(buf_[k], kernel_[k]);
+    Radix2(buf_, wm_inv_);
+    const double inv_m = 1.0 / static_cast<double>(m_);
+    for (size_t k = 0; k < n_; ++k) x[k] = Mul(buf_[k], chirp_[k]) * inv_m;
+  }
+
+ private:
+  // Iterative radix-2 of a power-of-two length, `w` its twiddles: bit-reversal permutation,
+  // then butterflies.
+  static void Radix2(std::vector<cd>& x, const std::vector<cd>& w) {
+    const size_t n = x.size();
     for (size_t i = 1, j = 0; i < n; ++i) {
       size_t bit = n >> 1;
       for (; j & bit; bit >>= 1) j ^= bit;
@@ -28,31 +84,19 @@ void Transform1D(std::vector<cd>& x, int sign, std::vector<cd>& scratch) {
       if (i < j) std::swap(x[i], x[j]);
     }
     for (size_t len = 2; len <= n; len <<= 1) {
-      const double angle = sign * 2 * std::numbers::pi / static_cast<double>(len);
-      for (size_t k = 0; k < len / 2; ++k) {
-        const cd w = std::polar(1.0, angle * static_cast<double>(k));
-        for (size_t i = k; i < n; i += len) {
-          cd u = x[i], v = x[i + len / 2] * w;
-          x[i] = u + v;
-          x[i + len / 2] = u - v;
+      const size_t half = len / 2, step = n / len;
+      for (size_t i = 0; i < n; i += len)
+        for (size_t k = 0; k < half; ++k) {
+          const cd u = x[i + k], v = Mul(x[i + k + half], w[k * step]);
+          x[i + k] = u + v;
+          x[i + k + half] = u - v;
         }
-      }
     }
-    return;
   }
-  scratch.assign(n, cd(0));
-  for (size_t k = 0; k < n; ++k) {
-    cd acc(0);
-    for (size_t j = 0; j < n; ++j) {
-      // (j * k) mod n keeps the angle small and exact.
-      const double angle =
-          sign * 2 * std::numbers::pi * static_cast<double>((j * k) % n) / static_cast<double>(n);
-      acc += x[j] * std::polar(1.0, angle);
-    }
-    scratch[k] = acc;
-  }
-  x.swap(scratch);
-}
+
+  size_t n_, m_ = 0;
+  std::vector<cd> w_, chirp_, wm_, wm_inv_, kernel_, buf_;
+};
 
 // Transforms `data` (row-major over `dims`) along dimension `axis`, scaling by 1/n if inverse.
 void TransformAxis(std::vector<cd>& data, const std::vector<int64_t>& dims, int axis,
@@ -61,13 +105,14 @@ void TransformAxis(std::vector<cd>& data, const std::vector<int64_t>& dims, int 
   int64_t inner = 1, outer = 1;
   for (size_t i = axis + 1; i < dims.size(); ++i) inner *= dims[i];
   for (int i = 0; i < axis; ++i) outer *= dims[i];
-  std::vector<cd> line(n), scratch;
+  std::vector<cd> line(n);
+  Plan1D plan(static_cast<size_t>(n), inverse ? 1 : -1);
   const double scale = inverse ? 1.0 / static_cast<double>(n) : 1.0;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t in = 0; in < inner; ++in) {
       const int64_t base = o * n * inner + in;
       for (int64_t k = 0; k < n; ++k) line[k] = data[base + k * inner];
-      Transform1D(line, inverse ? 1 : -1, scratch);
+      plan.Run(line);
       for (int64_t k = 0; k < n; ++k) data[base + k * inner] = line[k] * scale;
     }
   }
