@@ -452,12 +452,20 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
     auto op_cost = [](const HloInstruction& h) -> int64_t {
       return IsCostlyElementwiseOpcode(h.opcode()) ? 8 : 1;
     };
+    // Whether h's inlined cone holds a row reduction generated inline: its value is stashed
+    // once per row by the emitter, not recomputed per element.
+    absl::flat_hash_set<const HloInstruction*> row_level;
     for (const HloInstruction* h : order) {  // operands first
       if (!emittable.contains(h)) continue;
       int64_t c = op_cost(*h);
+      bool row = h->opcode() == HloOpcode::kReduce && !base_materialized(h);
       for (const HloInstruction* o : h->operands())
-        if (emittable.contains(o) && !base_materialized(o)) c += cost[o];
+        if (emittable.contains(o) && !base_materialized(o)) {
+          c += cost[o];
+          row |= row_level.contains(o);
+        }
       cost[h] = std::min(c, kCap);
+      if (row) row_level.insert(h);
     }
     // A value read at two places of itself in one kernel (directly and through a slice or
     // pad of it, as each step of a log-step scan reads its predecessor) would be generated
@@ -473,8 +481,23 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
           break;
         }
     }
+    // A small value broadcast into a large kernel is generated once per element of the kernel
+    // unless it is in memory: a row statistic's arithmetic (layernorm's mean, variance and
+    // their gradients' per-row factors, read from reductions in memory) would be repeated 768
+    // times per row. Computed into its own small array instead when it costs more than reading
+    // it; a statistic of a row reduction generated inline is stashed per row already.
+    for (const HloInstruction* h : order) {
+      if (h->opcode() != HloOpcode::kBroadcast || !emittable.contains(h)) continue;
+      const HloInstruction* o = h->operand(0);
+      if (!emittable.contains(o) || base_materialized(o) || cost[o] < 2 || row_level.contains(o))
+        continue;
+      if (h->shape().IsArray() && o->shape().IsArray() &&
+          h->shape().num_elements() >= 8 * o->shape().num_elements())
+        shared.insert(o);
+    }
     // Kernels that would generate each value, users before operands.
     absl::flat_hash_map<const HloInstruction*, absl::flat_hash_set<const HloInstruction*>> in;
+    std::vector<const HloInstruction*> by_cost;  // shared for their cost, users first
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const HloInstruction* h = *it;
       if (!emittable.contains(h) || base_materialized(h)) continue;
@@ -495,9 +518,25 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
                             h->opcode() == HloOpcode::kBitcast;
       if (kernels.size() > 1 && cost[h] > kMaxDuplicatedCost && !forwards) {
         shared.insert(h);
+        by_cost.push_back(h);
       } else {
         in[h] = std::move(kernels);
       }
+    }
+    // The costs above count a value's whole cone, before anything in it was shared. Once a
+    // value is in memory its users are cheap again: a value shared only because its cone held
+    // another shared one (layernorm's gradient: the shared (x - mean) * rsqrt * g, then times
+    // rsqrt) is generated inline again when, reading the shared values, it costs no more than
+    // kMaxDuplicatedCost. Operands first, so each judgement sees the final state of its cone.
+    absl::flat_hash_set<const HloInstruction*> reconsider(by_cost.begin(), by_cost.end());
+    absl::flat_hash_map<const HloInstruction*, int64_t> now;
+    for (const HloInstruction* h : order) {
+      if (!emittable.contains(h)) continue;
+      int64_t c = op_cost(*h);
+      for (const HloInstruction* o : h->operands())
+        if (emittable.contains(o) && !base_materialized(o) && !shared.contains(o)) c += now[o];
+      now[h] = std::min(c, kCap);
+      if (reconsider.contains(h) && now[h] <= kMaxDuplicatedCost) shared.erase(h);
     }
   }
   // A value generated inline more than kMaxInlineDepth levels deep is computed into memory
