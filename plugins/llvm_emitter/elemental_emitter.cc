@@ -549,7 +549,30 @@ llvm::Value* KernelEmitter::ConvertValue(llvm::Value* v, PT from, PT to) {
   if (IsFloatType(from)) {
     // Saturating, NaN to zero: the intrinsics define what plain fptosi leaves undefined.
     auto id = IsSignedInt(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
-    return CallIntrinsic(id, {dst, v->getType()}, {v});
+    if (gpu()) return CallIntrinsic(id, {dst, v->getType()}, {v});  // cvt.rzi.sat
+    // On x86 LLVM 16 scalarizes the vector forms of those intrinsics (f32 -> s32 of 2^21
+    // elements took 1.7 ms against 0.14 for a divide): the same saturation as selects around
+    // a plain conversion of an in-range value, which vectorizes. The bounds are powers of two,
+    // exact in any float type.
+    const unsigned bits = dst->getIntegerBitWidth();
+    const bool sign = IsSignedInt(to);
+    llvm::Type* ft = v->getType();
+    const double lo = sign ? -std::ldexp(1.0, bits - 1) : 0.0;
+    const double top = std::ldexp(1.0, sign ? bits - 1 : bits);  // the maximum plus one
+    llvm::Value* below = sign ? b_.CreateFCmpOLT(v, llvm::ConstantFP::get(ft, lo))
+                              : b_.CreateFCmpOLE(v, llvm::ConstantFP::get(ft, -1.0));
+    llvm::Value* above = b_.CreateFCmpOGE(v, llvm::ConstantFP::get(ft, top));
+    llvm::Value* nan = b_.CreateFCmpUNO(v, v);
+    llvm::Value* out_of_range = b_.CreateOr(b_.CreateOr(below, above), nan);
+    llvm::Value* safe = b_.CreateSelect(out_of_range, llvm::ConstantFP::get(ft, 0.0), v);
+    llvm::Value* r = sign ? b_.CreateFPToSI(safe, dst) : b_.CreateFPToUI(safe, dst);
+    const llvm::APInt max =
+        sign ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getMaxValue(bits);
+    const llvm::APInt min =
+        sign ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getMinValue(bits);
+    r = b_.CreateSelect(above, llvm::ConstantInt::get(dst, max), r);
+    r = b_.CreateSelect(below, llvm::ConstantInt::get(dst, min), r);
+    return b_.CreateSelect(nan, llvm::ConstantInt::get(dst, 0), r);
   }
   if (IsSignedInt(from)) return b_.CreateSExtOrTrunc(v, dst);
   return b_.CreateZExtOrTrunc(v, dst);  // unsigned ints and pred
