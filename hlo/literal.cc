@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -13,7 +14,10 @@ Literal::Literal(const Shape& shape) : shape_(shape) {
   if (shape.IsTuple()) {
     for (const Shape& s : shape.tuple_shapes()) elements_.emplace_back(s);
   } else if (shape.IsArray()) {
-    bytes_.assign(static_cast<size_t>(shape.byte_size()), 0);
+    // resize + memset, not assign(n, 0): the allocator's construct() makes the vector fill
+    // (and copy) byte by byte, at about a byte per cycle.
+    bytes_.resize(static_cast<size_t>(shape.byte_size()));
+    if (!bytes_.empty()) std::memset(bytes_.data(), 0, bytes_.size());
   }
 }
 
@@ -35,11 +39,10 @@ Literal Literal::Adopt(const Shape& shape, void* data, std::shared_ptr<void> own
 }
 
 Literal::Literal(const Literal& o) : shape_(o.shape_), elements_(o.elements_) {
-  if (o.owner_) {
-    bytes_.assign(o.adopted_, o.adopted_ + o.adopted_size_);
-  } else {
-    bytes_ = o.bytes_;
-  }
+  // memcpy into uninitialized bytes: the vector's own copy goes byte by byte (see above).
+  const size_t n = o.owner_ ? o.adopted_size_ : o.bytes_.size();
+  bytes_.resize(n);
+  if (n > 0) std::memcpy(bytes_.data(), o.untyped_data(), n);
 }
 
 Literal& Literal::operator=(const Literal& o) {

@@ -373,6 +373,21 @@ absl::StatusOr<Literal> HloEvaluator::EvaluateInstruction(
   return result;
 }
 
+absl::Status HloEvaluator::ScatterInPlace(const HloInstruction& scatter, Literal& operand,
+                                          const Literal& indices, const Literal& updates) {
+  try {
+    if (!state_) state_ = std::make_shared<State>();
+    DepthGuard active_guard(state_->active, &state_->plans);
+    eval::CallFn call = [this](const HloComputation& c, eval::Operands args) {
+      return EvaluateComputation(c, args);
+    };
+    absl::Status s = eval::EvalScatterInto(scatter, operand, indices, updates, call);
+    return s.ok() ? s : Annotate(s, scatter);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory in scatter %" + scatter.name());
+  }
+}
+
 absl::StatusOr<Literal> HloEvaluator::EvaluateInstructionWidened(
     const HloInstruction& instr, std::span<const Literal* const> operands) {
   // Allocation failures (a huge broadcast, say) become errors, never exceptions.

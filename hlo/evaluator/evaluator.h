@@ -22,6 +22,11 @@ class HloEvaluator {
   absl::StatusOr<Literal> EvaluateInstruction(const HloInstruction& instr,
                                               std::span<const Literal* const> operands);
 
+  // A one-operand scatter written into `operand` itself, which the caller gives up as the
+  // result's buffer, instead of into a copy (an embedding gradient's table is not copied).
+  absl::Status ScatterInPlace(const HloInstruction& scatter, Literal& operand,
+                              const Literal& indices, const Literal& updates);
+
   // Nested computations (call, while body, reducer, ...) deeper than this fail with an error
   // instead of overflowing the stack. Loops themselves have no iteration limit.
   static constexpr int kMaxCallDepth = 128;

@@ -32,6 +32,9 @@ absl::StatusOr<Literal> EvalReduction(const HloInstruction& instr, Operands ops,
                                       const CallFn& call);
 // indexing.cc: gather, scatter.
 absl::StatusOr<Literal> EvalIndexing(const HloInstruction& instr, Operands ops, const CallFn& call);
+// A one-operand scatter written into `operand` itself (HloEvaluator::ScatterInPlace).
+absl::Status EvalScatterInto(const HloInstruction& instr, Literal& operand, const Literal& indices,
+                             const Literal& updates, const CallFn& call);
 // batch_norm.cc: batch-norm-training/inference/grad.
 absl::StatusOr<Literal> EvalBatchNorm(const HloInstruction& instr, Operands ops);
 // random.cc: rng-bit-generator (three-fry and philox as XLA defines them), rng.

@@ -239,7 +239,10 @@ void ScatterRows(const IndexView& iv, const ScatterDimensionNumbers& dn, Combine
   });
 }
 
-absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, const CallFn& call) {
+// Scatters into a copy of the operands, or, with `into` (one operand, which `into` is: the
+// caller gives its buffer up), into that literal itself, returning an empty literal.
+absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, const CallFn& call,
+                                    Literal* into = nullptr) {
   if (ops.size() < 3 || ops.size() % 2 == 0)
     return EvalError(instr, "expects N operands, indices and N updates");
   for (size_t i = 0; i < ops.size(); ++i)
@@ -250,7 +253,8 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
   if (instr.to_apply() == nullptr) return EvalError(instr, "missing update computation");
   const ScatterDimensionNumbers& dn = *instr.attrs().scatter_dimension_numbers;
   const size_t n = (ops.size() - 1) / 2;
-  const std::vector<int64_t>& odims = ops[0]->shape().dimensions();
+  // A copy: with `into`, ops[0] is moved from below.
+  const std::vector<int64_t> odims = ops[0]->shape().dimensions();
   const std::vector<int64_t>& udims = ops[n + 1]->shape().dimensions();
   const int64_t orank = static_cast<int64_t>(odims.size());
   for (size_t i = 0; i < n; ++i) {
@@ -299,14 +303,16 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
   for (size_t j = 0; j < window_dims.size(); ++j) extent[window_dims[j]] = window_sizes[j];
 
   std::vector<Literal> outs;
-  for (size_t i = 0; i < n; ++i) outs.push_back(*ops[i]);
+  const PrimitiveType type = ops[0]->shape().element_type();
+  if (into != nullptr && (n != 1 || into != ops[0]))
+    return EvalError(instr, "an in-place scatter updates its one operand");
+  for (size_t i = 0; i < n; ++i) outs.push_back(into != nullptr ? std::move(*into) : *ops[i]);
   const Shape& rs = instr.shape();
   if (n == 1 ? !(rs.IsArray() && rs.dimensions() == odims)
              : !(rs.IsTuple() && rs.tuple_size() == static_cast<int>(n)))
     return EvalError(instr, "result shape does not match the operands");
 
   const CombinerKind kind = n == 1 ? ClassifyCombiner(*instr.to_apply()) : CombinerKind::kOther;
-  const PrimitiveType type = ops[0]->shape().element_type();
   const bool fast = kind != CombinerKind::kOther && PrimitiveTypeSwitch(type, [&](auto tag) {
                       return CombinerSupports<decltype(tag)>(kind);
                     });
@@ -315,7 +321,7 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
                                dn.update_window_dims.back() == urank - 1;
   std::vector<Literal> cur(n), upd(n);
   for (size_t i = 0; i < n; ++i) {
-    cur[i] = Literal(Shape::Scalar(ops[i]->shape().element_type()));
+    cur[i] = Literal(Shape::Scalar(outs[i].shape().element_type()));
     upd[i] = Literal(Shape::Scalar(ops[i]->shape().element_type()));
   }
   std::vector<const Literal*> args(2 * n);
@@ -395,11 +401,23 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
     } while (NextIndex(bi, iv->batch_dims));
   }
 done:
+  if (into != nullptr) {
+    *into = std::move(outs[0]);
+    return Literal();
+  }
   if (n == 1) return std::move(outs[0]);
   return Literal::MakeTuple(std::move(outs));
 }
 
 }  // namespace
+
+absl::Status EvalScatterInto(const HloInstruction& instr, Literal& operand, const Literal& indices,
+                             const Literal& updates, const CallFn& call) {
+  if (instr.opcode() != HloOpcode::kScatter)
+    return EvalError(instr, "an in-place scatter needs a scatter");
+  const Literal* ops[] = {&operand, &indices, &updates};
+  return EvalScatter(instr, ops, call, &operand).status();
+}
 
 absl::StatusOr<Literal> EvalIndexing(const HloInstruction& instr, Operands ops,
                                      const CallFn& call) {

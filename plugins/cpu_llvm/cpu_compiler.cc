@@ -201,6 +201,13 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           if (absl::Status st = values.RunBookkeeping(*h, args); !st.ok()) return st;
           break;
         case Disposition::kEvaluator:
+          if (std::optional<Literal> table = TakeScatterOperand(step, values, arena)) {
+            absl::Status st = evaluator.ScatterInPlace(*h, *table, *values.at(h->operand(1)),
+                                                       *values.at(h->operand(2)));
+            if (!st.ok()) return st;
+            values.Own(h, *std::move(table));
+            break;
+          }
           if (absl::Status st = values.RunOnEvaluator(*h, evaluator); !st.ok()) return st;
           break;
         case Disposition::kControlFlow:
@@ -241,6 +248,19 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
     }
   }
   return values.TakeValue(p.computation->root());
+}
+
+std::optional<Literal> CpuExecutable::TakeScatterOperand(
+    const Step& step, StepValues& values, const std::shared_ptr<uint8_t>& arena) const {
+  const HloInstruction* h = step.instr;
+  if (h->opcode() != HloOpcode::kScatter || h->operand_count() != 3 || !h->shape().IsArray() ||
+      IsSubByteInt(h->shape().element_type()))
+    return std::nullopt;
+  const HloInstruction* operand = h->operand(0);
+  if (operand == h->operand(1) || operand == h->operand(2) || !step.IsLastUse(operand) ||
+      (arena != nullptr && arena_.OffsetOf(operand) >= 0) || !values.contains(operand))
+    return std::nullopt;
+  return values.TakeIfOnlyOwner(operand);
 }
 
 void CpuExecutable::RunKernel(const Step& step, StepValues& values,

@@ -61,6 +61,49 @@ void Check(const std::string& text, int in_place, int index_param,
   }
 }
 
+// Scatter-add on the evaluator into a kernel's result (exp(x): an embedding gradient's
+// table): the scatter takes the table over (it stays out of the arena for that) instead of
+// copying it. Duplicate (3) and out-of-bounds (7 of a window of 1 fits; -1 does not) indices.
+// The second module reads the table after the scatter too: there it must be copied.
+constexpr const char* kScatterIntoResult = R"(
+HloModule scatter_into_result
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[8,5], u: f32[6,5]) -> f32[8,5] {
+  %x = f32[8,5] parameter(0)
+  %u = f32[6,5] parameter(1)
+  %t = f32[8,5] exponential(%x)
+  %i = s32[6,1] constant({{0}, {3}, {3}, {7}, {-1}, {2}})
+  ROOT %s = f32[8,5] scatter(%t, %i, %u), update_window_dims={1}, inserted_window_dims={0},
+      scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
+}
+)";
+constexpr const char* kScatterTableReadLater = R"(
+HloModule scatter_table_read_later
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[8,5], u: f32[6,5]) -> (f32[8,5], f32[8,5]) {
+  %x = f32[8,5] parameter(0)
+  %u = f32[6,5] parameter(1)
+  %t = f32[8,5] exponential(%x)
+  %i = s32[6,1] constant({{0}, {3}, {3}, {7}, {-1}, {2}})
+  %s = f32[8,5] scatter(%t, %i, %u), update_window_dims={1}, inserted_window_dims={0},
+      scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
+  ROOT %r = (f32[8,5], f32[8,5]) tuple(%s, %t)
+}
+)";
+
+TEST(UpdateInPlace, ScatterTakesItsTableOrCopiesIt) {
+  Check(kScatterIntoResult, 0, -1, {});
+  Check(kScatterTableReadLater, 0, -1, {});
+}
+
 // A loop writing one row of its state per iteration (what jax.lax.scan gives); the initial
 // state is an argument, read again after the loop.
 constexpr const char* kLoopRows = R"(

@@ -65,6 +65,13 @@ void LayOutComputation(const BufferAssignment& assignment, const ComputationPlan
     // buffers of their own (the caller keeps them).
     if (allocation.is_parameter || allocation.is_constant) continue;
     if (!std::all_of(h->users().begin(), h->users().end(), direct_reader)) continue;
+    // The table a scatter on the evaluator updates stays out, so that the scatter can take it
+    // over instead of copying it (an embedding gradient's zeroed table).
+    if (std::any_of(h->users().begin(), h->users().end(), [&](const HloInstruction* u) {
+          return u->opcode() == HloOpcode::kScatter && u->operand(0) == h &&
+                 steps.at(u)->kind == Disposition::kEvaluator;
+        }))
+      continue;
     // In place on an input of the same kernel: only the dynamic-update-slice kernels that
     // write just the update are made for that.
     bool aliases_input = false;
