@@ -163,6 +163,10 @@ def programs():
         'segment_sum 2^16 into 1000': (
             lambda d, s: jax.ops.segment_sum(d, s, num_segments=1000),
             [f32(1 << 16, 32), r.randint(0, 1000, 1 << 16).astype(np.int32)]),
+        'embedding grad 30000x256, 8192 ids': (
+            lambda i, g: jax.vjp(lambda t: jnp.take(t, i, axis=0),
+                                 jnp.zeros((30000, 256), jnp.float32))[1](g)[0],
+            [ids, f32(64, 128, 256)]),
         'gather rows x[idx] 2^14 of 4096x64': (lambda t, i: t[i], [f32(4096, 64),
                                                                   r.randint(0, 4096, 1 << 14)
                                                                   .astype(np.int32)]),
