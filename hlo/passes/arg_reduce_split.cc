@@ -166,9 +166,7 @@ class Splitter {
   }
   HloInstruction* Compare(HloInstruction* a, HloInstruction* b, ComparisonDirection dir,
                           const std::vector<int64_t>& dims, const Shape& like) {
-    HloInstruction* c = Add(HloOpcode::kCompare, PrimitiveType::PRED, dims, {a, b}, like);
-    c->mutable_attrs().comparison_direction = dir;
-    return c;
+    return AddCompare(comp_, names_, a, b, dir, dims, like);
   }
   HloInstruction* Matches(HloInstruction* v, HloInstruction* extreme,
                           const std::vector<int64_t>& dims, const Shape& like) {

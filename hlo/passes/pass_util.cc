@@ -96,6 +96,15 @@ HloInstruction* AddArrayInstruction(HloComputation* comp, NameUniquer& names, Hl
   return AddWithFreshName(comp, std::move(instr), names);
 }
 
+HloInstruction* AddCompare(HloComputation* comp, NameUniquer& names, HloInstruction* a,
+                           HloInstruction* b, ComparisonDirection dir, std::vector<int64_t> dims,
+                           const Shape& like) {
+  HloInstruction* c = AddArrayInstruction(comp, names, HloOpcode::kCompare, PrimitiveType::PRED,
+                                          std::move(dims), {a, b}, like);
+  c->mutable_attrs().comparison_direction = dir;
+  return c;
+}
+
 HloInstruction* AddScalarConstant(HloComputation* comp, NameUniquer& names, PrimitiveType type,
                                   double value) {
   return AddWithFreshName(

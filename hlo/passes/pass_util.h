@@ -46,6 +46,11 @@ HloInstruction* AddArrayInstruction(HloComputation* comp, NameUniquer& names, Hl
                                     PrimitiveType type, std::vector<int64_t> dims,
                                     std::vector<HloInstruction*> operands, const Shape& like);
 
+// Adds compare(a, b) with `dir`, a pred[`dims`] (`like`'s layout convention), to `comp`.
+HloInstruction* AddCompare(HloComputation* comp, NameUniquer& names, HloInstruction* a,
+                           HloInstruction* b, ComparisonDirection dir, std::vector<int64_t> dims,
+                           const Shape& like);
+
 // Adds the scalar constant `value` of `type` to `comp` under a fresh name.
 HloInstruction* AddScalarConstant(HloComputation* comp, NameUniquer& names, PrimitiveType type,
                                   double value);

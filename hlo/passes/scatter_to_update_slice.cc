@@ -106,9 +106,11 @@ class Rewriter {
       e->mutable_attrs().slice_strides = {1};
       starts[d] = Add(HloOpcode::kReshape, it, {}, {e}, is);
       // 0 <= start <= size - window, else scatter skips the window.
-      HloInstruction* low = Compare(starts[d], Constant(it, 0), ComparisonDirection::kGe, is);
-      HloInstruction* high = Compare(starts[d], Constant(it, os.dimensions(d) - window[d]),
-                                     ComparisonDirection::kLe, is);
+      HloInstruction* low =
+          AddCompare(comp_, names_, starts[d], Constant(it, 0), ComparisonDirection::kGe, {}, is);
+      HloInstruction* high =
+          AddCompare(comp_, names_, starts[d], Constant(it, os.dimensions(d) - window[d]),
+                     ComparisonDirection::kLe, {}, is);
       HloInstruction* both = Add(HloOpcode::kAnd, PrimitiveType::PRED, {}, {low, high}, is);
       fits =
           fits == nullptr ? both : Add(HloOpcode::kAnd, PrimitiveType::PRED, {}, {fits, both}, is);
@@ -141,12 +143,6 @@ class Rewriter {
   }
   HloInstruction* Constant(PrimitiveType t, int64_t v) {
     return AddScalarConstant(comp_, names_, t, static_cast<double>(v));
-  }
-  HloInstruction* Compare(HloInstruction* a, HloInstruction* b, ComparisonDirection dir,
-                          const Shape& like) {
-    HloInstruction* c = Add(HloOpcode::kCompare, PrimitiveType::PRED, {}, {a, b}, like);
-    c->mutable_attrs().comparison_direction = dir;
-    return c;
   }
 
   HloComputation* comp_;
