@@ -140,6 +140,7 @@ absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions
   // cpu-llvm's planning; for one thread (not --parallel) without partitioned loops or split
   // reductions. Dots and convolutions are emitted unless a GEMM library is linked.
   kernel_plan::PlanOptions po = CpuPlanOptions();
+  po.library_call = nullptr;  // an artifact links a BLAS at most, not LAPACK
   if (!options.parallel) po.parallel_min_work = std::numeric_limits<int64_t>::max();
   po.library_convolutions = false;
   // Large plain dots are GEMM steps either way: OpenBLAS calls, or the loop nest GemmFunction

@@ -18,49 +18,6 @@ namespace {
 
 constexpr std::string_view kPrefix = "lapack_", kSuffix = "_ffi";
 
-// "getrf" for "lapack_sgetrf_ffi" (any of s, d, c, z), or "".
-std::string_view Routine(std::string_view target) {
-  if (target.size() <= kPrefix.size() + kSuffix.size() + 1 || !target.starts_with(kPrefix) ||
-      !target.ends_with(kSuffix)) {
-    return "";
-  }
-  const char type = target[kPrefix.size()];
-  if (type != 's' && type != 'd' && type != 'c' && type != 'z') return "";
-  return target.substr(kPrefix.size() + 1, target.size() - kPrefix.size() - 1 - kSuffix.size());
-}
-
-// backend_config={diag = 78 : ui8, side = 76 : ui8} -> {diag: 'N', side: 'L'}.
-std::map<std::string, int64_t> Attributes(const HloInstruction& instr) {
-  std::map<std::string, int64_t> out;
-  const std::string* text = instr.attrs().FindExtra("backend_config");
-  if (text == nullptr) return out;
-  std::string_view s = *text;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && !std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
-    size_t name_start = i;
-    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
-    std::string name(s.substr(name_start, i - name_start));
-    while (i < s.size() && s[i] == ' ') ++i;
-    if (i >= s.size() || s[i] != '=') continue;
-    ++i;
-    while (i < s.size() && s[i] == ' ') ++i;
-    size_t value_start = i;
-    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '-')) ++i;
-    int64_t v = 0;
-    if (absl::SimpleAtoi(absl::string_view(s.data() + value_start, i - value_start), &v))
-      out[name] = v;
-    while (i < s.size() && s[i] != ',' && s[i] != '}') ++i;  // ": ui8"
-  }
-  return out;
-}
-
-// The LAPACK character flag `name`, or `fallback` when absent.
-char Flag(const std::map<std::string, int64_t>& attrs, const std::string& name, char fallback) {
-  auto it = attrs.find(name);
-  return it == attrs.end() ? fallback : static_cast<char>(it->second);
-}
-
 struct MatrixBatch {
   int64_t m = 0, n = 0, batches = 0;
 };
@@ -173,10 +130,10 @@ absl::StatusOr<Literal> Trsm(const HloInstruction& instr, const Literal& a, cons
   if (!ab.ok()) return ab.status();
   if (!xb.ok()) return xb.status();
   InstructionAttributes at;
-  at.left_side = Flag(flags, "side", 'L') == 'L';
-  at.lower = Flag(flags, "uplo", 'L') == 'L';
-  at.unit_diagonal = Flag(flags, "diag", 'N') == 'U';
-  const char trans = Flag(flags, "trans_x", 'N');
+  at.left_side = LapackFlag(flags, "side", 'L') == 'L';
+  at.lower = LapackFlag(flags, "uplo", 'L') == 'L';
+  at.unit_diagonal = LapackFlag(flags, "diag", 'N') == 'U';
+  const char trans = LapackFlag(flags, "trans_x", 'N');
   at.transpose_a = trans == 'T'   ? TriangularSolveTranspose::kTranspose
                    : trans == 'C' ? TriangularSolveTranspose::kAdjoint
                                   : TriangularSolveTranspose::kNoTranspose;
@@ -356,14 +313,14 @@ absl::StatusOr<Literal> Syevd(const HloInstruction& instr, const Literal& a, boo
 template <typename C>
 absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
                                  std::string_view routine) {
-  const auto flags = Attributes(instr);
+  const auto flags = LapackAttributes(instr);
   if (routine == "syevd") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
-    return Syevd(instr, *ops[0], Flag(flags, "uplo", 'L') == 'L');
+    return Syevd(instr, *ops[0], LapackFlag(flags, "uplo", 'L') == 'L');
   }
   if (routine == "gesdd") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
-    return Gesdd(instr, *ops[0], Flag(flags, "mode", 'A'));
+    return Gesdd(instr, *ops[0], LapackFlag(flags, "mode", 'A'));
   }
   if (routine == "getrf") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
@@ -379,7 +336,7 @@ absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
   }
   if (routine == "potrf") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
-    return Potrf<C>(instr, *ops[0], Flag(flags, "uplo", 'L') == 'L');
+    return Potrf<C>(instr, *ops[0], LapackFlag(flags, "uplo", 'L') == 'L');
   }
   if (auto st = ExpectOperands(instr, ops, 2); !st.ok()) return st;
   return Trsm<C>(instr, *ops[0], *ops[1], flags);
@@ -387,8 +344,49 @@ absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
 
 }  // namespace
 
+std::string_view LapackRoutine(std::string_view target) {
+  if (target.size() <= kPrefix.size() + kSuffix.size() + 1 || !target.starts_with(kPrefix) ||
+      !target.ends_with(kSuffix)) {
+    return "";
+  }
+  const char type = target[kPrefix.size()];
+  if (type != 's' && type != 'd' && type != 'c' && type != 'z') return "";
+  return target.substr(kPrefix.size() + 1, target.size() - kPrefix.size() - 1 - kSuffix.size());
+}
+
+std::map<std::string, int64_t> LapackAttributes(const HloInstruction& instr) {
+  std::map<std::string, int64_t> out;
+  const std::string* text = instr.attrs().FindExtra("backend_config");
+  if (text == nullptr) return out;
+  std::string_view s = *text;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && !std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
+    size_t name_start = i;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+    std::string name(s.substr(name_start, i - name_start));
+    while (i < s.size() && s[i] == ' ') ++i;
+    if (i >= s.size() || s[i] != '=') continue;
+    ++i;
+    while (i < s.size() && s[i] == ' ') ++i;
+    size_t value_start = i;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '-')) ++i;
+    int64_t v = 0;
+    if (absl::SimpleAtoi(absl::string_view(s.data() + value_start, i - value_start), &v))
+      out[name] = v;
+    while (i < s.size() && s[i] != ',' && s[i] != '}') ++i;  // ": ui8"
+  }
+  return out;
+}
+
+char LapackFlag(const std::map<std::string, int64_t>& attrs, const std::string& name,
+                char fallback) {
+  auto it = attrs.find(name);
+  return it == attrs.end() ? fallback : static_cast<char>(it->second);
+}
+
 bool IsLapackCustomCall(std::string_view target) {
-  std::string_view r = Routine(target);
+  std::string_view r = LapackRoutine(target);
   const bool real = target.size() > kPrefix.size() &&
                     (target[kPrefix.size()] == 's' || target[kPrefix.size()] == 'd');
   return r == "getrf" || r == "potrf" || r == "trsm" || r == "geqrf" || r == "orgqr" ||
@@ -397,7 +395,7 @@ bool IsLapackCustomCall(std::string_view target) {
 
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {
   const std::string& target = instr.attrs().custom_call_target;
-  std::string_view routine = Routine(target);
+  std::string_view routine = LapackRoutine(target);
   if (!IsLapackCustomCall(target))
     return EvalError(instr,
                      "custom-call target '" + target + "' is not a LAPACK routine Kiln runs");

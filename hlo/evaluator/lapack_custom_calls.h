@@ -8,6 +8,9 @@
 // `{name = value : ui8}` dictionary.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -17,6 +20,17 @@ namespace kiln::eval {
 
 // True for the custom-call targets below.
 bool IsLapackCustomCall(std::string_view target);
+
+// "getrf" for "lapack_sgetrf_ffi" (any of s, d, c, z), or "" for other targets.
+std::string_view LapackRoutine(std::string_view target);
+
+// The custom-call's backend_config dictionary as integers: `{diag = 78 : ui8, side = 76 :
+// ui8}` gives {diag: 'N', side: 'L'}.
+std::map<std::string, int64_t> LapackAttributes(const HloInstruction& instr);
+
+// The LAPACK character flag `name` of `attrs`, or `fallback` when absent.
+char LapackFlag(const std::map<std::string, int64_t>& attrs, const std::string& name,
+                char fallback);
 
 // getrf: (LU, 1-based pivots s32[..., min(m,n)], info s32[...]) with partial pivoting;
 // potrf: (factor in the `uplo` triangle, the other triangle as given; info s32[...]);

@@ -217,6 +217,14 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           RunKernel(step, values, arena);
           break;
         case Disposition::kLibrary: {
+          if (!step.conv && !step.gemm) {  // LAPACK (lapack_library.h)
+            Literal out = h->shape().IsArray() ? ResultBuffer(h, arena) : Literal(h->shape());
+            std::vector<const Literal*> operands;
+            for (const HloInstruction* op : step.sources) operands.push_back(values.at(op));
+            if (absl::Status st = RunLapackLibrary(*h, operands, out); !st.ok()) return st;
+            values.Own(h, std::move(out));
+            break;
+          }
           Literal out = ResultBuffer(h, arena);  // the call writes all of it
           if (step.conv) {
             RunLibraryConv(*step.conv, values.at(step.sources[0])->data<float>().data(),

@@ -16,6 +16,7 @@
 #include "hlo/literal.h"
 #include "hlo/module.h"
 #include "plugins/cpu_llvm/jit.h"
+#include "plugins/cpu_llvm/lapack_library.h"
 #include "plugins/cpu_llvm/step_profile.h"
 #include "plugins/cpu_llvm/thread_pool.h"
 #include "plugins/kernel_plan/arena_layout.h"
@@ -40,6 +41,7 @@ inline PlanOptions CpuPlanOptions() {
   PlanOptions p;
   p.update_in_place = true;
   p.accumulate_columns = true;
+  p.library_call = IsLapackLibraryCall;
   return p;
 }
 

@@ -34,7 +34,7 @@ class CpuLlvmBackend : public plugin_support::HostBackend {
   void Capability(
       const HloModule& module,
       const std::function<void(const HloInstruction&, const std::string*)>& report) override {
-    Plan plan = MakePlan(module, {});
+    Plan plan = MakePlan(module, CpuPlanOptions());
     for (const Step& step : plan.steps) {
       // Collectives and custom-calls with a host handler (ABI 1.5) are claimed: on the
       // evaluator they only move bytes through the run's transport or call the handler, as

@@ -600,6 +600,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
   absl::flat_hash_set<const HloInstruction*> emittable;
   absl::flat_hash_map<const HloInstruction*, GemmShape> gemms;
   absl::flat_hash_map<const HloInstruction*, ConvGemm> convs;
+  absl::flat_hash_set<const HloInstruction*> library_calls;  // options.library_call's
   absl::flat_hash_map<const HloInstruction*, std::vector<int>> control_flow;
   for (const HloInstruction* h : order) {
     std::string why;
@@ -608,6 +609,10 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
         control_flow[h] = *c;
       else
         why_not[h] = why;
+      continue;
+    }
+    if (options.library_call != nullptr && options.library_call(*h)) {
+      library_calls.insert(h);
       continue;
     }
     if (std::optional<ConvGemm> c = LibraryConv(*h, options)) {
@@ -644,6 +649,9 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
     } else if (auto c = convs.find(h); c != convs.end()) {
       step.kind = Disposition::kLibrary;
       step.conv = c->second;
+      for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
+    } else if (library_calls.contains(h)) {
+      step.kind = Disposition::kLibrary;
       for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
     } else if (auto w = why_not.find(h); w != why_not.end()) {
       step.kind = Disposition::kEvaluator;

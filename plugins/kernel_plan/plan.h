@@ -22,7 +22,7 @@ namespace kiln::kernel_plan {
 enum class Disposition {
   kKernel,       // computed by its own JIT kernel (its result is materialized)
   kInlined,      // generated element by element inside the kernel of a user
-  kLibrary,      // a library call computes it (a large dot or convolution: GEMM)
+  kLibrary,      // a library call computes it (a large dot or convolution: GEMM; LAPACK)
   kControlFlow,  // while/conditional/call: the runner drives the sub-plans of its computations
   kEvaluator,    // the HLO evaluator computes it (the emitter cannot)
   kBookkeeping,  // parameter, constant, tuple, get-tuple-element: no computation
@@ -49,6 +49,10 @@ struct PlanOptions {
   // Large convolutions (blas_min_mnk on the GEMM's work) go to the library's im2col + GEMM;
   // false emits every convolution (an ahead-of-time artifact that calls only a BLAS).
   bool library_convolutions = true;
+  // Instructions the runner computes by a library routine of its own (cpu-llvm: LAPACK's
+  // factorizations and triangular solves), planned as kLibrary steps with neither `gemm` nor
+  // `conv`; null leaves them to the evaluator.
+  bool (*library_call)(const HloInstruction& h) = nullptr;
   // When > 0: unfused f32 dots of the same forms with batch*m*n*k at least this go to a
   // device GEMM library step (gpu-nvptx's cuBLAS) whether or not the host has a BLAS.
   int64_t device_gemm_min_mnk = 0;

@@ -1,0 +1,414 @@
+#include "plugins/cpu_llvm/lapack_library.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "hlo/evaluator/lapack_custom_calls.h"
+
+#if KILN_HAVE_OPENBLAS
+#include <cblas.h>
+
+// LAPACK's Fortran entry points in OpenBLAS (32-bit integers; a character argument has a
+// hidden length after the last argument, as gfortran passes it).
+extern "C" {
+void sgetrf_(const int* m, const int* n, float* a, const int* lda, int* ipiv, int* info);
+void dgetrf_(const int* m, const int* n, double* a, const int* lda, int* ipiv, int* info);
+void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info, size_t);
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info, size_t);
+void sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work,
+             const int* lwork, int* info);
+void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau, double* work,
+             const int* lwork, int* info);
+void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda, const float* tau,
+             float* work, const int* lwork, int* info);
+void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau,
+             double* work, const int* lwork, int* info);
+void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w,
+             float* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t,
+             size_t);
+void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
+             double* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t,
+             size_t);
+void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s,
+             float* u, const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork,
+             int* iwork, int* info, size_t);
+void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s,
+             double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
+             int* iwork, int* info, size_t);
+}
+#endif
+
+namespace kiln::cpu {
+namespace {
+
+// The matrices of a [..., rows, cols] array.
+struct Batch {
+  int64_t count = 1, rows = 0, cols = 0;
+};
+
+Batch BatchOf(const Shape& s) {
+  Batch b;
+  b.rows = s.dimensions(s.rank() - 2);
+  b.cols = s.dimensions(s.rank() - 1);
+  for (int d = 0; d < s.rank() - 2; ++d) b.count *= s.dimensions(d);
+  return b;
+}
+
+std::vector<int64_t> Dims(const Shape& s, int drop, std::vector<int64_t> tail) {
+  std::vector<int64_t> d(s.dimensions().begin(), s.dimensions().end() - drop);
+  d.insert(d.end(), tail.begin(), tail.end());
+  return d;
+}
+
+// The result shapes the routine gives for operands `ops`, or an empty list when the
+// operands are not what it takes.
+std::vector<Shape> ExpectedResults(std::string_view routine, char mode,
+                                   const std::vector<const Shape*>& ops) {
+  const Shape& a = *ops[0];
+  const PrimitiveType t = a.element_type();
+  const int64_t m = a.dimensions(a.rank() - 2), n = a.dimensions(a.rank() - 1);
+  const int64_t k = std::min(m, n);
+  const Shape info(PrimitiveType::S32, Dims(a, 2, {}));
+  if (routine == "getrf" && ops.size() == 1)
+    return {a, Shape(PrimitiveType::S32, Dims(a, 2, {k})), info};
+  if (routine == "potrf" && ops.size() == 1 && m == n) return {a, info};
+  if (routine == "geqrf" && ops.size() == 1) return {a, Shape(t, Dims(a, 2, {k}))};
+  if (routine == "syevd" && ops.size() == 1 && m == n) return {a, Shape(t, Dims(a, 2, {n})), info};
+  if (routine == "orgqr" && ops.size() == 2) {
+    const Shape& tau = *ops[1];
+    if (tau.element_type() != t || tau.rank() != a.rank() - 1 ||
+        !std::equal(a.dimensions().begin(), a.dimensions().end() - 2, tau.dimensions().begin()) ||
+        tau.dimensions(tau.rank() - 1) > n || n > m)
+      return {};
+    return {a};
+  }
+  if (routine == "gesdd" && ops.size() == 1) {
+    if (mode != 'A' && mode != 'S' && mode != 'N') return {};
+    const int64_t uc = mode == 'A' ? m : k, vr = mode == 'A' ? n : k;
+    // 'N' leaves u and vt zero in whatever shape the call declares: only s and info count.
+    return {a, Shape(t, Dims(a, 2, {k})), Shape(t, Dims(a, 2, {m, uc})),
+            Shape(t, Dims(a, 2, {vr, n})), info};
+  }
+  if ((routine == "trsm" || routine == "triangular-solve") && ops.size() == 2) {
+    return {*ops[1]};
+  }
+  return {};
+}
+
+bool FitsLapackInt(const Shape& s) {
+  for (int64_t d : s.dimensions())
+    if (d > std::numeric_limits<int>::max() / 4) return false;
+  return s.num_elements() < std::numeric_limits<int>::max();
+}
+
+// "getrf" for lapack_sgetrf_ffi, "triangular-solve" for that instruction, else "".
+std::string_view RoutineOf(const HloInstruction& h) {
+  if (h.opcode() == HloOpcode::kTriangularSolve) return "triangular-solve";
+  if (h.opcode() != HloOpcode::kCustomCall) return "";
+  std::string_view r = eval::LapackRoutine(h.attrs().custom_call_target);
+  return r == "ungqr" ? "" : r;
+}
+
+char ModeOf(const HloInstruction& h) {
+  return eval::LapackFlag(eval::LapackAttributes(h), "mode", 'A');
+}
+
+#if KILN_HAVE_OPENBLAS
+
+// Fortran's by-reference integers and flags, typed for float and double.
+struct Lapack {
+  static void getrf(int m, int n, float* a, int* ipiv, int* info) {
+    sgetrf_(&m, &n, a, &m, ipiv, info);
+  }
+  static void getrf(int m, int n, double* a, int* ipiv, int* info) {
+    dgetrf_(&m, &n, a, &m, ipiv, info);
+  }
+  static void potrf(char uplo, int n, float* a, int* info) { spotrf_(&uplo, &n, a, &n, info, 1); }
+  static void potrf(char uplo, int n, double* a, int* info) { dpotrf_(&uplo, &n, a, &n, info, 1); }
+  static void geqrf(int m, int n, float* a, float* tau, float* work, int lwork, int* info) {
+    sgeqrf_(&m, &n, a, &m, tau, work, &lwork, info);
+  }
+  static void geqrf(int m, int n, double* a, double* tau, double* work, int lwork, int* info) {
+    dgeqrf_(&m, &n, a, &m, tau, work, &lwork, info);
+  }
+  static void orgqr(int m, int n, int k, float* a, const float* tau, float* work, int lwork,
+                    int* info) {
+    sorgqr_(&m, &n, &k, a, &m, tau, work, &lwork, info);
+  }
+  static void orgqr(int m, int n, int k, double* a, const double* tau, double* work, int lwork,
+                    int* info) {
+    dorgqr_(&m, &n, &k, a, &m, tau, work, &lwork, info);
+  }
+  static void syevd(char uplo, int n, float* a, float* w, float* work, int lwork, int* iwork,
+                    int liwork, int* info) {
+    const char jobz = 'V';
+    ssyevd_(&jobz, &uplo, &n, a, &n, w, work, &lwork, iwork, &liwork, info, 1, 1);
+  }
+  static void syevd(char uplo, int n, double* a, double* w, double* work, int lwork, int* iwork,
+                    int liwork, int* info) {
+    const char jobz = 'V';
+    dsyevd_(&jobz, &uplo, &n, a, &n, w, work, &lwork, iwork, &liwork, info, 1, 1);
+  }
+  static void gesdd(char jobz, int m, int n, float* a, float* s, float* u, int ldu, float* vt,
+                    int ldvt, float* work, int lwork, int* iwork, int* info) {
+    sgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+  }
+  static void gesdd(char jobz, int m, int n, double* a, double* s, double* u, int ldu, double* vt,
+                    int ldvt, double* work, int lwork, int* iwork, int* info) {
+    dgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+  }
+  static void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m,
+                   int n, const float* a, int lda, float* b) {
+    cblas_strsm(CblasRowMajor, side, uplo, trans, diag, m, n, 1.0f, a, lda, b, n);
+  }
+  static void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m,
+                   int n, const double* a, int lda, double* b) {
+    cblas_dtrsm(CblasRowMajor, side, uplo, trans, diag, m, n, 1.0, a, lda, b, n);
+  }
+};
+
+// Row-major rows x cols <-> column-major (the same matrix, transposed storage).
+template <typename T>
+void ToColumnMajor(const T* in, int64_t rows, int64_t cols, T* out) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) out[j * rows + i] = in[i * cols + j];
+}
+template <typename T>
+void FromColumnMajor(const T* in, int64_t rows, int64_t cols, T* out) {
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rows; ++i) out[i * cols + j] = in[j * rows + i];
+}
+
+char OtherTriangle(char uplo) { return uplo == 'U' ? 'L' : 'U'; }
+
+template <typename T>
+T* Data(Literal& l) {
+  return l.data<T>().data();
+}
+template <typename T>
+const T* Data(const Literal& l) {
+  return l.data<T>().data();
+}
+
+// The workspace size a routine asked for in a query (lwork = -1), at least 1.
+template <typename T>
+int WorkSize(T query) {
+  return std::max(1, static_cast<int>(query));
+}
+
+template <typename T>
+void Getrf(const Literal& a, Literal& out) {
+  const Batch b = BatchOf(a.shape());
+  const int64_t k = std::min(b.rows, b.cols), size = b.rows * b.cols;
+  std::vector<T> col(size);
+  for (int64_t i = 0; i < b.count; ++i) {
+    ToColumnMajor(Data<T>(a) + i * size, b.rows, b.cols, col.data());
+    Lapack::getrf(b.rows, b.cols, col.data(), Data<int32_t>(out.elements()[1]) + i * k,
+                  Data<int32_t>(out.elements()[2]) + i);
+    FromColumnMajor(col.data(), b.rows, b.cols, Data<T>(out.elements()[0]) + i * size);
+  }
+}
+
+template <typename T>
+void Potrf(const Literal& a, char uplo, Literal& out) {
+  const Batch b = BatchOf(a.shape());
+  const int64_t size = b.rows * b.cols;
+  T* f = Data<T>(out.elements()[0]);
+  std::copy_n(Data<T>(a), b.count * size, f);
+  for (int64_t i = 0; i < b.count; ++i)
+    Lapack::potrf(OtherTriangle(uplo), b.rows, f + i * size, Data<int32_t>(out.elements()[1]) + i);
+}
+
+template <typename T>
+void Geqrf(const Literal& a, Literal& out) {
+  const Batch b = BatchOf(a.shape());
+  const int64_t k = std::min(b.rows, b.cols), size = b.rows * b.cols;
+  std::vector<T> col(size);
+  T query = 0;
+  int info = 0;
+  Lapack::geqrf(b.rows, b.cols, col.data(), Data<T>(out.elements()[1]), &query, -1, &info);
+  std::vector<T> work(WorkSize(query));
+  for (int64_t i = 0; i < b.count; ++i) {
+    ToColumnMajor(Data<T>(a) + i * size, b.rows, b.cols, col.data());
+    Lapack::geqrf(b.rows, b.cols, col.data(), Data<T>(out.elements()[1]) + i * k, work.data(),
+                  work.size(), &info);
+    FromColumnMajor(col.data(), b.rows, b.cols, Data<T>(out.elements()[0]) + i * size);
+  }
+}
+
+template <typename T>
+void Orgqr(const Literal& a, const Literal& tau, Literal& out) {
+  const Batch b = BatchOf(a.shape());
+  const int64_t k = tau.shape().dimensions(tau.shape().rank() - 1), size = b.rows * b.cols;
+  std::vector<T> col(size);
+  T query = 0;
+  int info = 0;
+  Lapack::orgqr(b.rows, b.cols, k, col.data(), Data<T>(tau), &query, -1, &info);
+  std::vector<T> work(WorkSize(query));
+  for (int64_t i = 0; i < b.count; ++i) {
+    ToColumnMajor(Data<T>(a) + i * size, b.rows, b.cols, col.data());
+    Lapack::orgqr(b.rows, b.cols, k, col.data(), Data<T>(tau) + i * k, work.data(), work.size(),
+                  &info);
+    FromColumnMajor(col.data(), b.rows, b.cols, Data<T>(out) + i * size);
+  }
+}
+
+template <typename T>
+void Syevd(const Literal& a, char uplo, Literal& out) {
+  const Batch b = BatchOf(a.shape());
+  const int64_t n = b.rows, size = n * n;
+  std::vector<T> col(size);
+  T query = 0;
+  int iquery = 0, info = 0;
+  Lapack::syevd(OtherTriangle(uplo), n, col.data(), Data<T>(out.elements()[1]), &query, -1, &iquery,
+                -1, &info);
+  std::vector<T> work(WorkSize(query));
+  std::vector<int> iwork(std::max(1, iquery));
+  for (int64_t i = 0; i < b.count; ++i) {
+    std::copy_n(Data<T>(a) + i * size, size, col.data());  // column-major: the transpose
+    Lapack::syevd(OtherTriangle(uplo), n, col.data(), Data<T>(out.elements()[1]) + i * n,
+                  work.data(), work.size(), iwork.data(), iwork.size(),
+                  Data<int32_t>(out.elements()[2]) + i);
+    FromColumnMajor(col.data(), n, n, Data<T>(out.elements()[0]) + i * size);
+  }
+}
+
+// A = U S V^T, so A^T (the row-major A read column-major, n x m) = V S U^T: its U is V
+// (column-major n x n, or n x k) = V^T row-major, and its V^T is U^T = U row-major.
+template <typename T>
+void Gesdd(const Literal& a, char mode, Literal& out) {
+  const Batch b = BatchOf(a.shape());
+  const int64_t m = b.rows, n = b.cols, k = std::min(m, n), size = m * n;
+  const bool vectors = mode != 'N';
+  const int ldu = n, ldvt = mode == 'A' ? m : std::max<int64_t>(k, 1);
+  const int64_t u_size = vectors ? out.elements()[2].shape().num_elements() / b.count : 0;
+  const int64_t vt_size = vectors ? out.elements()[3].shape().num_elements() / b.count : 0;
+  std::vector<T> col(size), dummy(1);
+  std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
+  T query = 0;
+  int info = 0;
+  Lapack::gesdd(mode, n, m, col.data(), Data<T>(out.elements()[1]), dummy.data(), ldu, dummy.data(),
+                ldvt, &query, -1, iwork.data(), &info);
+  std::vector<T> work(WorkSize(query));
+  for (int64_t i = 0; i < b.count; ++i) {
+    std::copy_n(Data<T>(a) + i * size, size, col.data());
+    T* u = vectors ? Data<T>(out.elements()[2]) + i * u_size : dummy.data();
+    T* vt = vectors ? Data<T>(out.elements()[3]) + i * vt_size : dummy.data();
+    Lapack::gesdd(mode, n, m, col.data(), Data<T>(out.elements()[1]) + i * k, vt, ldu, u, ldvt,
+                  work.data(), work.size(), iwork.data(), Data<int32_t>(out.elements()[4]) + i);
+  }
+}
+
+// op(A) X = B (left) or X op(A) = B, A's other triangle unread, into out (a copy of B).
+template <typename T>
+void Trsm(const Literal& a, const Literal& rhs, bool left, bool lower, char trans,
+          bool unit_diagonal, Literal& out) {
+  const Batch ab = BatchOf(a.shape()), bb = BatchOf(rhs.shape());
+  const int64_t a_size = ab.rows * ab.cols, b_size = bb.rows * bb.cols;
+  T* x = Data<T>(out);
+  std::copy_n(Data<T>(rhs), bb.count * b_size, x);
+  for (int64_t i = 0; i < bb.count; ++i)
+    Lapack::trsm(left ? CblasLeft : CblasRight, lower ? CblasLower : CblasUpper,
+                 trans == 'N' ? CblasNoTrans : CblasTrans, unit_diagonal ? CblasUnit : CblasNonUnit,
+                 bb.rows, bb.cols, Data<T>(a) + i * a_size, ab.cols, x + i * b_size);
+}
+
+template <typename T>
+void Run(const HloInstruction& h, std::string_view routine,
+         std::span<const Literal* const> operands, Literal& out) {
+  const Literal& a = *operands[0];
+  if (routine == "triangular-solve") {
+    const InstructionAttributes& at = h.attrs();
+    const char trans = at.transpose_a == TriangularSolveTranspose::kNoTranspose ? 'N' : 'T';
+    Trsm<T>(a, *operands[1], at.left_side, at.lower, trans, at.unit_diagonal, out);
+    return;
+  }
+  const auto flags = eval::LapackAttributes(h);
+  const char uplo = eval::LapackFlag(flags, "uplo", 'L');
+  if (routine == "getrf") Getrf<T>(a, out);
+  if (routine == "potrf") Potrf<T>(a, uplo, out);
+  if (routine == "geqrf") Geqrf<T>(a, out);
+  if (routine == "orgqr") Orgqr<T>(a, *operands[1], out);
+  if (routine == "syevd") Syevd<T>(a, uplo, out);
+  if (routine == "gesdd") Gesdd<T>(a, ModeOf(h), out);
+  if (routine == "trsm") {
+    Trsm<T>(a, *operands[1], eval::LapackFlag(flags, "side", 'L') == 'L', uplo == 'L',
+            eval::LapackFlag(flags, "trans_x", 'N'), eval::LapackFlag(flags, "diag", 'N') == 'U',
+            out);
+  }
+}
+
+#endif  // KILN_HAVE_OPENBLAS
+
+}  // namespace
+
+bool IsLapackLibraryCall(const HloInstruction& h) {
+#if KILN_HAVE_OPENBLAS
+  const std::string_view routine = RoutineOf(h);
+  if (routine.empty() || h.operand_count() == 0) return false;
+  std::vector<const Shape*> ops;
+  for (const HloInstruction* o : h.operands()) {
+    const Shape& s = o->shape();
+    // Empty matrices stay with the evaluator: LAPACK rejects a leading dimension of 0.
+    if (!s.IsArray() || s.is_dynamic() || s.num_elements() == 0 || !FitsLapackInt(s)) return false;
+    ops.push_back(&s);
+  }
+  const Shape& a = *ops[0];
+  const PrimitiveType t = a.element_type();
+  if (t != PrimitiveType::F32 && t != PrimitiveType::F64) return false;
+  if (h.opcode() == HloOpcode::kCustomCall) {
+    const char type = h.attrs().custom_call_target[std::string_view("lapack_").size()];
+    if (type != (t == PrimitiveType::F32 ? 's' : 'd')) return false;
+  }
+  if (a.rank() < 2) return false;
+  if (routine == "trsm" || routine == "triangular-solve") {
+    const Shape& b = *ops[1];
+    const int64_t order = a.dimensions(a.rank() - 1);
+    const bool left = routine == "trsm"
+                          ? eval::LapackFlag(eval::LapackAttributes(h), "side", 'L') == 'L'
+                          : h.attrs().left_side;
+    if (b.element_type() != t || b.rank() != a.rank() || a.dimensions(a.rank() - 2) != order ||
+        !std::equal(a.dimensions().begin(), a.dimensions().end() - 2, b.dimensions().begin()) ||
+        b.dimensions(b.rank() - (left ? 2 : 1)) != order)
+      return false;
+  }
+  const std::vector<Shape> expected = ExpectedResults(routine, ModeOf(h), ops);
+  if (expected.empty()) return false;
+  if (expected.size() == 1 && !h.shape().IsTuple()) return h.shape().Compatible(expected[0]);
+  if (!h.shape().IsTuple() || h.shape().tuple_size() != static_cast<int>(expected.size()))
+    return false;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Shape& got = h.shape().tuple_shapes(i);
+    const bool free_vectors = routine == "gesdd" && ModeOf(h) == 'N' && (i == 2 || i == 3);
+    if (free_vectors ? !got.IsArray() : !got.Compatible(expected[i])) return false;
+  }
+  return true;
+#else
+  (void)h;
+  return false;
+#endif
+}
+
+absl::Status RunLapackLibrary(const HloInstruction& h, std::span<const Literal* const> operands,
+                              Literal& out) {
+#if KILN_HAVE_OPENBLAS
+  if (!IsLapackLibraryCall(h) || operands.size() != static_cast<size_t>(h.operand_count()))
+    return absl::InternalError(absl::StrCat("%", h.name(), " is not a LAPACK library call"));
+  if (operands[0]->shape().element_type() == PrimitiveType::F32)
+    Run<float>(h, RoutineOf(h), operands, out);
+  else
+    Run<double>(h, RoutineOf(h), operands, out);
+  return absl::OkStatus();
+#else
+  (void)operands;
+  (void)out;
+  return absl::UnimplementedError(absl::StrCat("%", h.name(), ": this build has no LAPACK"));
+#endif
+}
+
+}  // namespace kiln::cpu

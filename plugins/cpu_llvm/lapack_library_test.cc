@@ -1,0 +1,281 @@
+// LAPACK custom-calls and triangular-solve through OpenBLAS's LAPACK (lapack_library.h)
+// against the HLO evaluator's own factorizations, f32 and f64, single matrices and batches,
+// every flag of the triangular solves; eigen- and singular vectors up to sign. And what must
+// stay on the evaluator: complex types, result shapes that do not fit the routine.
+#include "plugins/cpu_llvm/lapack_library.h"
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/text/parser.h"
+#include "plugins/cpu_llvm/cpu_compiler.h"
+
+namespace kiln::cpu {
+namespace {
+
+// Random values in [-1, 1]; `diagonal` is added to the diagonal of each trailing square
+// matrix (a well-conditioned or, with a symmetric part, a positive definite one).
+Literal Random(const Shape& s, uint32_t seed, double diagonal = 0, bool symmetric = false) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<double> v(s.num_elements());
+  for (double& x : v) x = dist(rng);
+  const int64_t r = s.dimensions(s.rank() - 2), c = s.dimensions(s.rank() - 1);
+  for (int64_t b = 0; b < s.num_elements() / (r * c); ++b) {
+    double* m = v.data() + b * r * c;
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        if (symmetric && j < i) m[i * c + j] = m[j * c + i];
+        if (i == j) m[i * c + j] += diagonal;
+      }
+  }
+  return Literal::FromDoubles(s, v);
+}
+
+struct Ran {
+  Literal got, want;
+  bool library = false;
+};
+
+// Runs `ROOT %r = <result> <call>` over parameters of `params` on cpu-llvm and the evaluator
+// (with `run` false, only plans it).
+Ran RunBoth(const std::vector<std::string>& params, const std::string& result,
+            const std::string& call, const std::vector<Literal>& args, bool run = true) {
+  std::string header, body;
+  for (size_t i = 0; i < params.size(); ++i) {
+    header += fmt::format("{}p{}: {}", i ? ", " : "", i, params[i]);
+    body += fmt::format("  %p{0} = {1} parameter({0})\n", i, params[i]);
+  }
+  const std::string text =
+      fmt::format("HloModule lapack\nENTRY %main ({}) -> {} {{\n{}  ROOT %r = {} {}\n}}\n", header,
+                  result, body, result, call);
+  Ran out;
+  auto parsed = ParseHloModule(text, "lapack");
+  EXPECT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
+  if (!parsed.ok()) return out;
+  std::shared_ptr<HloModule> module = std::move(*parsed);
+  auto compiler = CpuCompiler::Create({});
+  EXPECT_TRUE(compiler.ok()) << compiler.status();
+  auto exe = (*compiler)->Compile(module);
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  if (!exe.ok()) return out;
+  for (const Step& s : (*exe)->plan().steps) out.library |= s.kind == Disposition::kLibrary;
+  if (!run) return out;
+  auto got = (*exe)->Run(args);
+  EXPECT_TRUE(got.ok()) << got.status();
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*module, args);
+  EXPECT_TRUE(want.ok()) << want.status();
+  if (got.ok()) out.got = std::move(*got);
+  if (want.ok()) out.want = std::move(*want);
+  return out;
+}
+
+void ExpectNear(const Literal& got, const Literal& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.shape().dimensions(), want.shape().dimensions()) << what;
+  for (int64_t i = 0; i < want.element_count(); ++i)
+    ASSERT_NEAR(got.GetAsDouble(i), want.GetAsDouble(i), tol) << what << ", element " << i;
+}
+
+// Columns (or rows) of two [..., r, c] arrays equal up to each one's sign, for the first
+// `count` of them.
+void ExpectEqualUpToSign(const Literal& got, const Literal& want, bool columns, int64_t count,
+                         double tol, const std::string& what) {
+  const Shape& s = want.shape();
+  ASSERT_EQ(got.shape().dimensions(), s.dimensions()) << what;
+  const int64_t r = s.dimensions(s.rank() - 2), c = s.dimensions(s.rank() - 1);
+  for (int64_t b = 0; b < s.num_elements() / (r * c); ++b)
+    for (int64_t v = 0; v < count; ++v) {
+      auto at = [&](const Literal& l, int64_t i) {
+        return l.GetAsDouble(b * r * c + (columns ? i * c + v : v * c + i));
+      };
+      const int64_t length = columns ? r : c;
+      double dot = 0;
+      for (int64_t i = 0; i < length; ++i) dot += at(got, i) * at(want, i);
+      const double sign = dot < 0 ? -1 : 1;
+      for (int64_t i = 0; i < length; ++i)
+        ASSERT_NEAR(at(got, i), sign * at(want, i), tol)
+            << what << ", matrix " << b << (columns ? ", column " : ", row ") << v;
+    }
+}
+
+struct Type {
+  std::string name;  // f32 / f64
+  char letter;       // s / d
+  double tol;
+};
+const std::vector<Type> kTypes = {{"f32", 's', 2e-4}, {"f64", 'd', 1e-9}};
+
+TEST(LapackLibrary, GetrfPotrfGeqrfOrgqrMatchTheEvaluator) {
+  for (const Type& t : kTypes)
+    for (const char* dims : {"7,7", "3,9,6", "2,5,8"}) {
+      SCOPED_TRACE(t.name + "[" + dims + "]");
+      const std::string a = fmt::format("{}[{}]", t.name, dims);
+      const Shape shape = *ParseShape(a);
+      const int64_t m = shape.dimensions(shape.rank() - 2), n = shape.dimensions(shape.rank() - 1);
+      const int64_t k = std::min(m, n);
+      std::string batch;
+      for (int d = 0; d < shape.rank() - 2; ++d) batch += fmt::format("{},", shape.dimensions(d));
+      const std::string info =
+          fmt::format("s32[{}]", batch.empty() ? "" : batch.substr(0, batch.size() - 1));
+      std::vector<Literal> args;
+      args.push_back(Random(shape, 7, 0.5));
+
+      Ran lu = RunBoth({a}, fmt::format("({}, s32[{}{}], {})", a, batch, k, info),
+                       fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}getrf_ffi\", "
+                                   "backend_config={{}}",
+                                   t.letter),
+                       args);
+      EXPECT_TRUE(lu.library);
+      ExpectNear(lu.got.element(0), lu.want.element(0), t.tol * 10, "getrf LU");
+      ExpectNear(lu.got.element(1), lu.want.element(1), 0, "getrf pivots");
+      ExpectNear(lu.got.element(2), lu.want.element(2), 0, "getrf info");
+
+      Ran qr = RunBoth(
+          {a}, fmt::format("({}, {}[{}{}])", a, t.name, batch, k),
+          fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}geqrf_ffi\"", t.letter),
+          args);
+      EXPECT_TRUE(qr.library);
+      ExpectNear(qr.got.element(0), qr.want.element(0), t.tol * 10, "geqrf R and reflectors");
+      ExpectNear(qr.got.element(1), qr.want.element(1), t.tol * 10, "geqrf tau");
+
+      if (m >= n) {  // orgqr: Q's n columns from geqrf's reflectors
+        std::vector<Literal> q_args;
+        q_args.push_back(qr.want.element(0));
+        q_args.push_back(qr.want.element(1));
+        Ran q = RunBoth({a, fmt::format("{}[{}{}]", t.name, batch, k)}, a,
+                        fmt::format("custom-call(%p0, %p1), custom_call_target="
+                                    "\"lapack_{}orgqr_ffi\"",
+                                    t.letter),
+                        q_args);
+        EXPECT_TRUE(q.library);
+        ExpectNear(q.got, q.want, t.tol * 10, "orgqr Q");
+      }
+
+      if (m == n)
+        for (char uplo : {'L', 'U'}) {
+          std::vector<Literal> spd;
+          spd.push_back(Random(shape, 11, static_cast<double>(n), /*symmetric=*/true));
+          Ran c =
+              RunBoth({a}, fmt::format("({}, {})", a, info),
+                      fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}potrf_ffi\", "
+                                  "backend_config={{uplo = {} : ui8}}",
+                                  t.letter, static_cast<int>(uplo)),
+                      spd);
+          EXPECT_TRUE(c.library);
+          ExpectNear(c.got.element(0), c.want.element(0), t.tol * 10, std::string("potrf ") + uplo);
+          ExpectNear(c.got.element(1), c.want.element(1), 0, "potrf info");
+        }
+    }
+}
+
+TEST(LapackLibrary, TriangularSolvesMatchTheEvaluatorForEveryFlag) {
+  for (const Type& t : kTypes)
+    for (char side : {'L', 'R'})
+      for (char uplo : {'L', 'U'})
+        for (char trans : {'N', 'T'})
+          for (char diag : {'N', 'U'}) {
+            const std::string flags = fmt::format("{}{}{}{}", side, uplo, trans, diag);
+            SCOPED_TRACE(t.name + " " + flags);
+            const std::string a = t.name + "[2,6,6]";
+            const std::string b = t.name + (side == 'L' ? "[2,6,4]" : "[2,4,6]");
+            std::vector<Literal> args;
+            args.push_back(Random(*ParseShape(a), 3, 4.0));
+            args.push_back(Random(*ParseShape(b), 5));
+            Ran ffi = RunBoth({a, b}, b,
+                              fmt::format("custom-call(%p0, %p1), custom_call_target="
+                                          "\"lapack_{}trsm_ffi\", backend_config={{diag = {} : "
+                                          "ui8, side = {} : ui8, trans_x = {} : ui8, uplo = {} : "
+                                          "ui8}}",
+                                          t.letter, int{diag}, int{side}, int{trans}, int{uplo}),
+                              args);
+            EXPECT_TRUE(ffi.library);
+            ExpectNear(ffi.got, ffi.want, t.tol, "lapack trsm");
+
+            Ran hlo = RunBoth({a, b}, b,
+                              fmt::format("triangular-solve(%p0, %p1), left_side={}, lower={}, "
+                                          "unit_diagonal={}, transpose_a={}",
+                                          side == 'L', uplo == 'L', diag == 'U',
+                                          trans == 'T' ? "TRANSPOSE" : "NO_TRANSPOSE"),
+                              args);
+            EXPECT_TRUE(hlo.library);
+            ExpectNear(hlo.got, hlo.want, t.tol, "triangular-solve");
+          }
+}
+
+TEST(LapackLibrary, EigenAndSingularValuesMatchTheEvaluatorVectorsUpToSign) {
+  for (const Type& t : kTypes) {
+    SCOPED_TRACE(t.name);
+    const std::string sq = t.name + "[3,6,6]";
+    std::vector<Literal> sym;
+    sym.push_back(Random(*ParseShape(sq), 13, 0, /*symmetric=*/true));
+    for (char uplo : {'L', 'U'}) {
+      Ran e = RunBoth({sq}, fmt::format("({}, {}[3,6], s32[3])", sq, t.name),
+                      fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}syevd_ffi\", "
+                                  "backend_config={{mode = 86 : ui8, uplo = {} : ui8}}",
+                                  t.letter, int{uplo}),
+                      sym);
+      EXPECT_TRUE(e.library);
+      ExpectNear(e.got.element(1), e.want.element(1), t.tol * 10, "syevd eigenvalues");
+      ExpectEqualUpToSign(e.got.element(0), e.want.element(0), /*columns=*/true, 6, t.tol * 50,
+                          "syevd eigenvectors");
+      ExpectNear(e.got.element(2), e.want.element(2), 0, "syevd info");
+    }
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{7, 4}, {4, 7}, {5, 5}})
+      for (char mode : {'A', 'S', 'N'}) {
+        SCOPED_TRACE(fmt::format("gesdd {}x{} mode {}", m, n, mode));
+        const int64_t k = std::min(m, n);
+        const int64_t uc = mode == 'S' ? k : m, vr = mode == 'S' ? k : n;
+        std::vector<Literal> args;
+        const std::string a = fmt::format("{}[2,{},{}]", t.name, m, n);
+        args.push_back(Random(*ParseShape(a), 17));
+        Ran s = RunBoth({a},
+                        fmt::format("({0}, {1}[2,{2}], {1}[2,{3},{4}], {1}[2,{5},{6}], s32[2])", a,
+                                    t.name, k, m, uc, vr, n),
+                        fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}gesdd_ffi\", "
+                                    "backend_config={{mode = {} : ui8}}",
+                                    t.letter, int{mode}),
+                        args);
+        EXPECT_TRUE(s.library);
+        ExpectNear(s.got.element(1), s.want.element(1), t.tol * 10, "singular values");
+        ExpectNear(s.got.element(4), s.want.element(4), 0, "gesdd info");
+        if (mode == 'N') continue;
+        // The first k columns of U and rows of V^T are determined up to sign (distinct
+        // singular values); the completion of a full basis is not.
+        ExpectEqualUpToSign(s.got.element(2), s.want.element(2), /*columns=*/true, k, t.tol * 50,
+                            "U");
+        ExpectEqualUpToSign(s.got.element(3), s.want.element(3), /*columns=*/false, k, t.tol * 50,
+                            "V^T");
+      }
+  }
+}
+
+// What the library does not take stays on the evaluator: pivots that do not fit the matrix,
+// a routine letter that is not the operand's type, a complex LU, an empty matrix.
+TEST(LapackLibrary, LeavesWhatItDoesNotTakeToTheEvaluator) {
+  const std::string lu = "custom-call(%p0), custom_call_target=";
+  EXPECT_TRUE(
+      RunBoth({"f32[4,4]"}, "(f32[4,4], s32[4], s32[])", lu + "\"lapack_sgetrf_ffi\"", {}, false)
+          .library);
+  EXPECT_FALSE(
+      RunBoth({"f32[4,4]"}, "(f32[4,4], s32[3], s32[])", lu + "\"lapack_sgetrf_ffi\"", {}, false)
+          .library);
+  EXPECT_FALSE(
+      RunBoth({"f32[4,4]"}, "(f32[4,4], s32[4], s32[])", lu + "\"lapack_dgetrf_ffi\"", {}, false)
+          .library);
+  EXPECT_FALSE(
+      RunBoth({"c64[4,4]"}, "(c64[4,4], s32[4], s32[])", lu + "\"lapack_cgetrf_ffi\"", {}, false)
+          .library);
+  EXPECT_FALSE(
+      RunBoth({"f32[0,4]"}, "(f32[0,4], s32[0], s32[])", lu + "\"lapack_sgetrf_ffi\"", {}, false)
+          .library);
+}
+
+}  // namespace
+}  // namespace kiln::cpu
