@@ -135,6 +135,9 @@ def programs():
         'fori dynamic-update-slice 256 rows': (
             lambda x: jax.lax.fori_loop(0, 256, lambda i, a: a.at[i].set(a[i - 1] * 0.5 + 1),
                                         x), [f32(256, 1024)]),
+        'fori small state 2000 steps f32[64]': (
+            lambda x: jax.lax.fori_loop(0, 2000, lambda i, a: a * 0.999 + jnp.sin(a) * 1e-3,
+                                        x), [f32(64)]),
         'layernorm grad f32[4096,768]': (layernorm_grad, [f32(4096, 768), f32(768)]),
         'int32 hash mix 2^22': (
             lambda x: ((x * 1103515245 + 12345) ^ (x >> 7)) % 1000,

@@ -12,6 +12,7 @@
 #include <malloc.h>
 #endif
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/computation.h"
 #include "hlo/dump/dump.h"
@@ -90,7 +91,18 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
       pool_(std::move(pool)),
       parallel_min_work_(parallel_min_work),
       profile_(StepProfile::FromEnv(module_->name())),
-      arena_(std::move(arena)) {}
+      arena_(std::move(arena)) {
+  const char* flat = std::getenv("KILN_CPU_FLAT_LOOPS");
+  if (flat != nullptr && std::string_view(flat) == "0") return;
+  auto add = [this](const ComputationPlan& p) {
+    for (const Step& step : p.steps)
+      if (step.kind == Disposition::kControlFlow && step.instr->opcode() == HloOpcode::kWhile)
+        if (std::unique_ptr<FlatLoop> loop = FlatLoop::Make(step, plan_))
+          flat_loops_[step.instr] = std::move(loop);
+  };
+  add(plan_);
+  for (const ComputationPlan& p : plan_.called) add(p);
+}
 
 std::shared_ptr<uint8_t> CpuExecutable::AcquireArena() const {
   if (arena_.size == 0) return nullptr;
@@ -188,8 +200,11 @@ absl::StatusOr<Literal> CpuExecutable::RunEntry(std::vector<Value> values) const
 absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
                                                     std::vector<Value> args,
                                                     HloEvaluator& evaluator,
-                                                    const std::shared_ptr<uint8_t>& arena) const {
-  StepValues values;
+                                                    const std::shared_ptr<uint8_t>& arena,
+                                                    StepValues* scratch) const {
+  StepValues local;
+  StepValues& values = scratch != nullptr ? *scratch : local;
+  values.Clear();  // left over from a run that failed
   for (const Step& step : p.steps) {
     const HloInstruction* h = step.instr;
     const auto start =
@@ -274,10 +289,9 @@ std::optional<Literal> CpuExecutable::TakeScatterOperand(
 void CpuExecutable::RunKernel(const Step& step, StepValues& values,
                               const std::shared_ptr<uint8_t>& arena) const {
   const llvm_emit::KernelSpec& spec = plan_.kernels[step.kernel];
-  std::vector<void*> buffers;
-  buffers.reserve(step.sources.size() + spec.outputs.size() + 1);
-  std::vector<Literal> outs;
-  outs.reserve(spec.outputs.size());
+  // Inline storage: a loop body runs its small kernels thousands of times.
+  absl::InlinedVector<void*, 16> buffers;
+  absl::InlinedVector<Literal, 2> outs;
   if (step.in_place_source >= 0) {
     // The kernel writes only the update: its output starts as the operand, whose buffer is
     // taken when no later step reads it (a while loop's state row by row), else copied.
@@ -326,11 +340,11 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
   }
   KernelFn fn = kernels_[step.kernel];
   // A two-stage reduction: parts in parallel into `partials`, then the combining call.
-  Literal partials;
+  std::optional<Literal> partials;
   if (step.reduce_parts > 0) {
     partials =
         Literal::Uninitialized(Shape(spec.outputs[0]->shape().element_type(), {step.reduce_parts}));
-    buffers.push_back(partials.untyped_data());
+    buffers.push_back(partials->untyped_data());
   }
   const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
   if (extent >= 2 && pool_ != nullptr && pool_->size() > 1 && step.work >= parallel_min_work_) {
@@ -340,7 +354,7 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
     fn(buffers.data(), 0, extent);
   }
   if (step.reduce_parts > 0) fn(buffers.data(), extent, extent + 1);
-  values.OwnOutputs(step.instr, std::move(outs));
+  values.OwnOutputs(step.instr, std::span<Literal>(outs.data(), outs.size()));
 }
 
 absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
@@ -359,15 +373,22 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
     // so does the loop from its operand when nothing after it reads that.
     Value state =
         step.IsLastUse(h->operand(0)) ? values.Take(h->operand(0)) : values.value(h->operand(0));
+    if (auto flat = flat_loops_.find(h); flat != flat_loops_.end()) {
+      const KernelContext context{&kernels_, pool_.get(), parallel_min_work_, profile_.get()};
+      values.Set(h, flat->second->Run(std::move(state), context));
+      return absl::OkStatus();
+    }
+    StepValues cond_values, body_values;  // kept from one iteration to the next
     for (;;) {
-      absl::StatusOr<Value> go = RunComputation(cond, {state}, evaluator, arena);
+      absl::StatusOr<Value> go = RunComputation(cond, {state}, evaluator, arena, &cond_values);
       if (!go.ok()) return annotate(go.status());
       if (go->literal == nullptr || go->literal->IsTuple())
         return annotate(absl::InternalError("while condition did not return a pred scalar"));
       if (!go->literal->data<bool>()[0]) break;
       std::vector<Value> in;
       in.push_back(std::move(state));
-      absl::StatusOr<Value> next = RunComputation(body, std::move(in), evaluator, arena);
+      absl::StatusOr<Value> next =
+          RunComputation(body, std::move(in), evaluator, arena, &body_values);
       if (!next.ok()) return annotate(next.status());
       state = *std::move(next);
     }

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "hlo/literal.h"
 #include "hlo/module.h"
+#include "plugins/cpu_llvm/flat_loop.h"
 #include "plugins/cpu_llvm/jit.h"
 #include "plugins/cpu_llvm/lapack_library.h"
 #include "plugins/cpu_llvm/step_profile.h"
@@ -91,6 +92,8 @@ class CpuExecutable {
   // Names of the entry instructions computed by JIT code (own kernel or inlined).
   std::vector<std::string> NativeInstructions() const;
   const std::string& llvm_ir() const { return ir_; }
+  // True when the while loop `loop` runs flat (flat_loop.h).
+  bool RunsFlat(const HloInstruction* loop) const { return flat_loops_.contains(loop); }
   // Where the entry's temporaries live (one arena per concurrent run, kept for the next).
   const ArenaLayout& arena_layout() const { return arena_; }
 
@@ -104,6 +107,8 @@ class CpuExecutable {
   int64_t parallel_min_work_;
   std::unique_ptr<StepProfile> profile_;  // KILN_CPU_PROFILE; null when off
   ArenaLayout arena_;
+  // The while loops run flat (flat_loop.h), by instruction; KILN_CPU_FLAT_LOOPS=0 empties it.
+  absl::flat_hash_map<const HloInstruction*, std::unique_ptr<FlatLoop>> flat_loops_;
   std::vector<std::string> objects_;  // the kernels' object code (Serialize)
   std::string objects_key_;           // what they were compiled for (CpuCompiler::ObjectsKey)
   friend class CpuCompiler;
@@ -119,9 +124,12 @@ class CpuExecutable {
   // Values are released after their last reader (Step::last_uses).
   // Run and RunShared after their own argument conversion.
   absl::StatusOr<Literal> RunEntry(std::vector<Value> args) const;
+  // `scratch`, when given, holds the values instead of a table made for this run: a loop
+  // passes the same one to every iteration of its body, which keeps the table's memory.
   absl::StatusOr<Value> RunComputation(const ComputationPlan& p, std::vector<Value> args,
                                        HloEvaluator& evaluator,
-                                       const std::shared_ptr<uint8_t>& arena) const;
+                                       const std::shared_ptr<uint8_t>& arena,
+                                       StepValues* scratch = nullptr) const;
   // A while/conditional/call step: runs its sub-plans (their temporaries in their regions of
   // `arena`) and sets its value.
   absl::Status RunControlFlow(const Step& step, StepValues& values, HloEvaluator& evaluator,

@@ -82,7 +82,7 @@ std::optional<Literal> StepValues::TakeIfOnlyOwner(const HloInstruction* h) {
   return out;
 }
 
-void StepValues::OwnOutputs(const HloInstruction* h, std::vector<Literal> outputs) {
+void StepValues::OwnOutputs(const HloInstruction* h, std::span<Literal> outputs) {
   if (h->shape().IsTuple()) {
     Value t;
     for (Literal& o : outputs) t.elements.push_back(Value::Owned(std::move(o)));

@@ -48,7 +48,7 @@ class StepValues {
   // Takes ownership of `value` as the result of `h`.
   void Own(const HloInstruction* h, Literal value) { Set(h, Value::Owned(std::move(value))); }
   // A kernel's outputs: one literal, or the elements of `h`'s tuple result.
-  void OwnOutputs(const HloInstruction* h, std::vector<Literal> outputs);
+  void OwnOutputs(const HloInstruction* h, std::span<Literal> outputs);  // moved from
   // Drops `h`'s value (after its last reader; nothing when it has none).
   void Release(const HloInstruction* h) { values_.erase(h); }
   // Moves `h`'s value out (its last reader is taking it).
@@ -71,6 +71,8 @@ class StepValues {
   // to are moved, not copied.
   Value TakeValue(const HloInstruction* root);
   Literal TakeResult(const HloInstruction* root) { return Materialize(TakeValue(root)); }
+  // Drops every value; the table keeps its memory for the next run.
+  void Clear() { values_.clear(); }
 
  private:
   absl::flat_hash_map<const HloInstruction*, Value> values_;

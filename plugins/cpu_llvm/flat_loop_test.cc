@@ -1,0 +1,311 @@
+// While loops run flat (flat_loop.h) against the HLO evaluator: a small state, a state
+// element updated in place, pass-through elements and a multi-output kernel; arguments the
+// loop only borrows stay unchanged, a donated one is updated where it is; and the loops that
+// must stay on the general runner.
+#include "plugins/cpu_llvm/flat_loop.h"
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/text/parser.h"
+#include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
+
+namespace kiln::cpu {
+namespace {
+
+using codegen_testing::ExpectClose;
+using codegen_testing::RandomLiteral;
+
+struct Compiled {
+  std::shared_ptr<const HloModule> module;
+  std::unique_ptr<CpuCompiler> compiler;
+  std::shared_ptr<const CpuExecutable> exe;
+  const HloInstruction* loop = nullptr;  // the module's first while
+};
+
+Compiled Compile(const std::string& text) {
+  Compiled c;
+  auto parsed = ParseHloModule(text, "flat");
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return c;
+  c.module = std::shared_ptr<const HloModule>(std::move(*parsed));
+  auto compiler = CpuCompiler::Create();
+  EXPECT_TRUE(compiler.ok()) << compiler.status();
+  c.compiler = std::move(*compiler);
+  auto exe = c.compiler->Compile(c.module);
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  if (!exe.ok()) return c;
+  c.exe = std::move(*exe);
+  // The plan's module (after kernel-fusion) holds the instructions the runner sees.
+  auto find = [&](const ComputationPlan& p) {
+    for (const Step& s : p.steps)
+      if (c.loop == nullptr && s.instr->opcode() == HloOpcode::kWhile) c.loop = s.instr;
+  };
+  find(c.exe->plan());
+  for (const ComputationPlan& p : c.exe->plan().called) find(p);
+  return c;
+}
+
+std::vector<Literal> Args(const HloModule& m, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Literal> out;
+  for (const HloInstruction* p : m.entry()->parameters())
+    out.push_back(RandomLiteral(p->shape(), rng));
+  return out;
+}
+
+void ExpectMatchesEvaluator(const Compiled& c, const std::vector<Literal>& args,
+                            const std::string& what) {
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*c.module, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto got = c.exe->Run(args);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectClose(*got, *want, what, "flat");
+}
+
+// x <- x * 0.5 + sin(x) for 100 iterations beside a counter: three kernels an iteration.
+constexpr char kSmallState[] = R"(
+HloModule small
+cond {
+  p = (s32[], f32[64]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(100)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[64]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  x = f32[64] get-tuple-element(p), index=1
+  half = f32[] constant(0.5)
+  halves = f32[64] broadcast(half), dimensions={}
+  scaled = f32[64] multiply(x, halves)
+  s = f32[64] sine(x)
+  y = f32[64] add(scaled, s)
+  ROOT t = (s32[], f32[64]) tuple(next, y)
+}
+ENTRY main {
+  x = f32[64] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[64]) tuple(zero, x)
+  w = (s32[], f32[64]) while(init), condition=cond, body=body
+  ROOT out = f32[64] get-tuple-element(w), index=1
+}
+)";
+
+TEST(FlatLoop, SmallStateMatchesTheEvaluator) {
+  Compiled c = Compile(kSmallState);
+  ASSERT_NE(c.exe, nullptr);
+  ASSERT_NE(c.loop, nullptr);
+  EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+  for (uint32_t seed : {1u, 2u}) ExpectMatchesEvaluator(c, Args(*c.module, seed), "small state");
+}
+
+// Rows 0 to 9 of a 16-row table set to row * (i + 1) in place (rows 10 to 15 keep the
+// argument's values), the row vector growing each iteration, a scale passed through
+// unchanged; the table is the caller's argument.
+constexpr char kInPlace[] = R"(
+HloModule in_place
+cond {
+  p = (s32[], f32[16,8], f32[1,8], f32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(10)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[16,8], f32[1,8], f32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  table = f32[16,8] get-tuple-element(p), index=1
+  row = f32[1,8] get-tuple-element(p), index=2
+  scale = f32[] get-tuple-element(p), index=3
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  fi = f32[] convert(next)
+  f = f32[] multiply(fi, scale)
+  fs = f32[1,8] broadcast(f), dimensions={}
+  update = f32[1,8] multiply(row, fs)
+  zero = s32[] constant(0)
+  written = f32[16,8] dynamic-update-slice(table, update, i, zero)
+  ones = f32[1,8] broadcast(scale), dimensions={}
+  grown = f32[1,8] add(row, ones)
+  ROOT t = (s32[], f32[16,8], f32[1,8], f32[]) tuple(next, written, grown, scale)
+}
+ENTRY main {
+  table = f32[16,8] parameter(0)
+  row = f32[1,8] parameter(1)
+  scale = f32[] parameter(2)
+  zero = s32[] constant(0)
+  init = (s32[], f32[16,8], f32[1,8], f32[]) tuple(zero, table, row, scale)
+  w = (s32[], f32[16,8], f32[1,8], f32[]) while(init), condition=cond, body=body
+  ROOT out = f32[16,8] get-tuple-element(w), index=1
+}
+)";
+
+TEST(FlatLoop, InPlaceUpdateLeavesBorrowedArgumentsAlone) {
+  Compiled c = Compile(kInPlace);
+  ASSERT_NE(c.exe, nullptr);
+  ASSERT_NE(c.loop, nullptr);
+  EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+  std::vector<Literal> args = Args(*c.module, 3);
+  const Literal before = args[0];
+  ExpectMatchesEvaluator(c, args, "first run");
+  // The table was the caller's: the loop copied it once and updated its own copy.
+  ExpectClose(args[0], before, "argument after the run", "flat", 0);
+  ExpectMatchesEvaluator(c, args, "second run");
+}
+
+TEST(FlatLoop, DonatedArgumentIsUpdatedWhereItIs) {
+  Compiled c = Compile(kInPlace);
+  ASSERT_NE(c.exe, nullptr);
+  std::vector<Literal> args = Args(*c.module, 4);
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*c.module, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  auto table = std::make_shared<const Literal>(args[0]);
+  const uint8_t* where = table->untyped_data();
+  std::vector<std::shared_ptr<const Literal>> shared = {std::move(table),
+                                                        std::make_shared<const Literal>(args[1]),
+                                                        std::make_shared<const Literal>(args[2])};
+  auto got = c.exe->RunShared(std::move(shared));
+  ASSERT_TRUE(got.ok()) << got.status();
+  ExpectClose(*got, *want, "donated", "flat");
+  EXPECT_EQ(got->untyped_data(), where) << "the donated table was copied";
+}
+
+// A two-output kernel (a value and its square, read through get-tuple-element) and a
+// condition on a state element computed by the body.
+constexpr char kTwoOutputs[] = R"(
+HloModule two_outputs
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT z = f32[] add(x, y)
+}
+fused {
+  a = f32[32] parameter(0)
+  b = f32[32] parameter(1)
+  s = f32[32] add(a, b)
+  q = f32[32] multiply(s, s)
+  ROOT t = (f32[32], f32[32]) tuple(s, q)
+}
+cond {
+  p = (f32[32], f32[32], pred[]) parameter(0)
+  ROOT go = pred[] get-tuple-element(p), index=2
+}
+body {
+  p = (f32[32], f32[32], pred[]) parameter(0)
+  a = f32[32] get-tuple-element(p), index=0
+  b = f32[32] get-tuple-element(p), index=1
+  f = (f32[32], f32[32]) fusion(a, b), kind=kLoop, calls=fused
+  s = f32[32] get-tuple-element(f), index=0
+  q = f32[32] get-tuple-element(f), index=1
+  small = f32[] constant(0.01)
+  scaled = f32[32] broadcast(small), dimensions={}
+  qs = f32[32] multiply(q, scaled)
+  zero = f32[] constant(0)
+  total = f32[] reduce(qs, zero), dimensions={0}, to_apply=sum
+  limit = f32[] constant(1000)
+  go = pred[] compare(total, limit), direction=LT
+  ROOT t = (f32[32], f32[32], pred[]) tuple(s, qs, go)
+}
+ENTRY main {
+  a = f32[32] parameter(0)
+  b = f32[32] parameter(1)
+  t = pred[] constant(true)
+  init = (f32[32], f32[32], pred[]) tuple(a, b, t)
+  w = (f32[32], f32[32], pred[]) while(init), condition=cond, body=body
+  ROOT out = f32[32] get-tuple-element(w), index=0
+}
+)";
+
+TEST(FlatLoop, MultiOutputKernelsAndAConditionOnTheState) {
+  Compiled c = Compile(kTwoOutputs);
+  ASSERT_NE(c.exe, nullptr);
+  ASSERT_NE(c.loop, nullptr);
+  EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+  ExpectMatchesEvaluator(c, Args(*c.module, 5), "two outputs");
+}
+
+// A sort in the body runs on the evaluator: the loop stays on the general runner, and so
+// does one whose state elements trade places.
+TEST(FlatLoop, OtherLoopsStayOnTheGeneralRunner) {
+  const std::string sorted = R"(
+HloModule sorted
+less {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+cond {
+  p = (s32[], f32[16]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[16]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  x = f32[16] get-tuple-element(p), index=1
+  n = f32[16] negate(x)
+  s = f32[16] sort(n), dimensions={0}, to_apply=less
+  ROOT t = (s32[], f32[16]) tuple(next, s)
+}
+ENTRY main {
+  x = f32[16] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[16]) tuple(zero, x)
+  w = (s32[], f32[16]) while(init), condition=cond, body=body
+  ROOT out = f32[16] get-tuple-element(w), index=1
+}
+)";
+  Compiled c = Compile(sorted);
+  ASSERT_NE(c.exe, nullptr);
+  ASSERT_NE(c.loop, nullptr);
+  EXPECT_FALSE(c.exe->RunsFlat(c.loop));
+  ExpectMatchesEvaluator(c, Args(*c.module, 6), "sort in the body");
+
+  const std::string swapped = R"(
+HloModule swapped
+cond {
+  p = (s32[], f32[8], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(5)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[8], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  a = f32[8] get-tuple-element(p), index=1
+  b = f32[8] get-tuple-element(p), index=2
+  c = f32[8] add(a, b)
+  ROOT t = (s32[], f32[8], f32[8]) tuple(next, b, c)
+}
+ENTRY main {
+  a = f32[8] parameter(0)
+  b = f32[8] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[8], f32[8]) tuple(zero, a, b)
+  w = (s32[], f32[8], f32[8]) while(init), condition=cond, body=body
+  ROOT out = f32[8] get-tuple-element(w), index=2
+}
+)";
+  Compiled d = Compile(swapped);
+  ASSERT_NE(d.exe, nullptr);
+  ASSERT_NE(d.loop, nullptr);
+  EXPECT_FALSE(d.exe->RunsFlat(d.loop));
+  ExpectMatchesEvaluator(d, Args(*d.module, 7), "swapped elements");
+}
+
+}  // namespace
+}  // namespace kiln::cpu
