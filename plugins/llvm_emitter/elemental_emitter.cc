@@ -285,6 +285,38 @@ bool IsColumnReduction(const HloInstruction& h) {
   return rows <= kMaxColumnRows && h.shape().num_elements() <= kMaxColumnElements;
 }
 
+// The tile of TransposedRead kernels' output loops (32 x 32 f32: 4 KB of output, 32 lines
+// of the transposed operand).
+constexpr int64_t kTransposeTile = 32;
+
+// The plain loop nest would touch a new cache line of a transposed operand for every output
+// element.
+bool TransposedRead(const KernelSpec& spec) {
+  if (spec.target != KernelTarget::kCpu || spec.outputs.size() != 1 || spec.reduce_parts > 0 ||
+      spec.update_in_place || spec.accumulate_columns)
+    return false;
+  const Shape& shape = spec.outputs[0]->shape();
+  if (!shape.IsArray() || shape.rank() < 2 || shape.dimensions(shape.rank() - 1) < kTransposeTile ||
+      shape.dimensions(shape.rank() - 2) < kTransposeTile)
+    return false;
+  absl::flat_hash_set<const HloInstruction*> inputs(spec.inputs.begin(), spec.inputs.end());
+  absl::flat_hash_set<const HloInstruction*> seen;
+  std::vector<const HloInstruction*> stack{spec.outputs[0]};
+  while (!stack.empty()) {
+    const HloInstruction* i = stack.back();
+    stack.pop_back();
+    if (inputs.contains(i) || !seen.insert(i).second) continue;
+    if (i->opcode() == HloOpcode::kTranspose) {
+      const std::vector<int64_t>& perm = i->attrs().dimensions;
+      const int64_t minor = static_cast<int64_t>(perm.size()) - 1;
+      if (!perm.empty() && perm.back() != minor && i->operand(0)->shape().dimensions(minor) > 1)
+        return true;
+    }
+    for (const HloInstruction* o : i->operands()) stack.push_back(o);
+  }
+  return false;
+}
+
 const HloInstruction* StashableRowStatistic(const KernelSpec& spec) {
   if (spec.target != KernelTarget::kCpu || spec.outputs.size() != 1 || spec.reduce_parts > 0 ||
       spec.update_in_place)
@@ -412,6 +444,51 @@ absl::Status KernelEmitter::EmitLoopNest(const std::vector<int64_t>& dims, const
   Index start;
   start.linear = C64(0);
   return nest(0, start);
+}
+
+absl::Status KernelEmitter::EmitTiledLoopNest(const std::vector<int64_t>& dims, int64_t tile,
+                                              const std::string& name,
+                                              const std::function<absl::Status(const Index&)>& body,
+                                              llvm::Value* outer_lo, llvm::Value* outer_hi) {
+  const size_t r = dims.size();
+  const int64_t rows = dims[r - 2], cols = dims[r - 1];
+  // The tiles of one [rows, cols] matrix; `prefix` indexes the dimensions before it.
+  auto tiles = [&](const Index& prefix, llvm::Value* row_lo, llvm::Value* row_hi) {
+    llvm::Value* row_tiles =
+        b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(row_hi, row_lo), C64(tile - 1)), C64(tile));
+    return EmitLoop(C64(0), row_tiles, name + ".tr", [&](llvm::Value* tr) {
+      return EmitLoop(C64(0), C64((cols + tile - 1) / tile), name + ".tc", [&](llvm::Value* tc) {
+        llvm::Value* r0 = b_.CreateAdd(row_lo, b_.CreateMul(tr, C64(tile)));
+        llvm::Value* r1 = b_.CreateSelect(b_.CreateICmpSLT(b_.CreateAdd(r0, C64(tile)), row_hi),
+                                          b_.CreateAdd(r0, C64(tile)), row_hi);
+        llvm::Value* c0 = b_.CreateMul(tc, C64(tile));
+        llvm::Value* c1 = b_.CreateSelect(b_.CreateICmpSLT(b_.CreateAdd(c0, C64(tile)), C64(cols)),
+                                          b_.CreateAdd(c0, C64(tile)), C64(cols));
+        return EmitLoop(r0, r1, name + ".r", [&](llvm::Value* row) {
+          llvm::Value* row_linear = b_.CreateAdd(
+              b_.CreateMul(prefix.linear, C64(rows), "", true, true), row, "", true, true);
+          return EmitLoop(c0, c1, name + ".c", [&](llvm::Value* col) {
+            Index idx = prefix;
+            idx.multi.push_back(row);
+            idx.multi.push_back(col);
+            idx.linear = b_.CreateAdd(b_.CreateMul(row_linear, C64(cols), "", true, true), col, "",
+                                      true, true);
+            return body(idx);
+          });
+        });
+      });
+    });
+  };
+  if (r == 2) {
+    Index none;
+    none.linear = C64(0);
+    return tiles(none, outer_lo != nullptr ? outer_lo : C64(0),
+                 outer_hi != nullptr ? outer_hi : C64(rows));
+  }
+  const std::vector<int64_t> prefix(dims.begin(), dims.end() - 2);
+  return EmitLoopNest(
+      prefix, name, [&](const Index& p) { return tiles(p, C64(0), C64(rows)); }, outer_lo,
+      outer_hi);
 }
 
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitIfElse(
@@ -1725,7 +1802,14 @@ absl::Status KernelEmitter::Emit() {
     PT t = root->shape().element_type();
     llvm::Type* st = StorageType(t, ctx_);
     stash_ = Stash{StashableRowStatistic(spec_), out};
-    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+    const bool tiled = stash_.reduce == nullptr && TransposedRead(spec_);
+    const auto nest = [&](const std::vector<int64_t>& dims, const std::string& name,
+                          const std::function<absl::Status(const Index&)>& body, llvm::Value* lo,
+                          llvm::Value* hi) {
+      return tiled ? EmitTiledLoopNest(dims, kTransposeTile, name, body, lo, hi)
+                   : EmitLoopNest(dims, name, body, lo, hi);
+    };
+    KILN_EMIT_RETURN_IF_ERROR(nest(
         root->shape().dimensions(), absl::StrCat("out", o),
         [&](const Index& idx) -> absl::Status {
           if (stash_.reduce != nullptr) {

@@ -78,6 +78,12 @@ inline constexpr int64_t kMaxColumnRows = int64_t{1} << 20;  // one f32 accumula
 // and the output loop loads them back instead of computing them again.
 const HloInstruction* StashableRowStatistic(const KernelSpec& spec);
 
+// True when a CPU kernel's output reads, through a transpose in its cone, an operand whose
+// minor dimension is not the output's, and both trailing output dimensions span a 32 x 32
+// tile: its output loops then walk the trailing dimensions tile by tile, so that the
+// transposed operand is read a tile's worth of cache lines at a time.
+bool TransposedRead(const KernelSpec& spec);
+
 // True when the emitter can generate the elements of `instr` from the elements of its
 // operands: elementwise arithmetic, math, compare, select, clamp, convert; broadcast,
 // reshape, transpose, slice, dynamic-slice and dynamic-update-slice (scalar start indices),

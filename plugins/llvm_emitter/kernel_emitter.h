@@ -154,6 +154,13 @@ class KernelEmitter {
   absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
                             const std::function<absl::Status(const Index&)>& body,
                             llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr);
+  // The same loops over `dims` (rank >= 2) with the last two dimensions walked in square
+  // tiles of `tile`: a kernel reading an operand transposed then touches a tile's worth of
+  // its cache lines instead of one line per output element (TransposedRead).
+  absl::Status EmitTiledLoopNest(const std::vector<int64_t>& dims, int64_t tile,
+                                 const std::string& name,
+                                 const std::function<absl::Status(const Index&)>& body,
+                                 llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr);
   // Runs `arm` in a fresh block under `cond` / its negation and merges the two values.
   absl::StatusOr<llvm::Value*> EmitIfElse(
       llvm::Value* cond, const std::function<absl::StatusOr<llvm::Value*>()>& then_fn,

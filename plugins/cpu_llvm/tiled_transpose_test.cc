@@ -1,0 +1,112 @@
+// Kernels that read an operand transposed walk their output in 32 x 32 tiles
+// (elemental_emitter.cc, TransposedRead): against the HLO evaluator for sizes that are not
+// multiples of the tile, batched transposes, and outputs partitioned across threads; and the
+// kernels that keep the plain loop nest.
+#include <memory>
+#include <random>
+#include <string>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/text/parser.h"
+#include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
+
+namespace kiln::cpu {
+namespace {
+
+using codegen_testing::ExpectClose;
+using codegen_testing::RandomLiteral;
+
+// Runs `text` on `threads` threads and the evaluator; returns whether a kernel is tiled.
+bool CompareWithEvaluator(const std::string& text, int threads) {
+  auto parsed = ParseHloModule(text, "tiled");
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return false;
+  std::shared_ptr<const HloModule> module(std::move(*parsed));
+  CompileOptions opts;
+  opts.threads = threads;
+  auto compiler = CpuCompiler::Create(opts);
+  EXPECT_TRUE(compiler.ok()) << compiler.status();
+  auto exe = (*compiler)->Compile(module);
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  if (!exe.ok()) return false;
+  std::mt19937 rng(7);
+  std::vector<Literal> args;
+  for (const HloInstruction* p : module->entry()->parameters())
+    args.push_back(RandomLiteral(p->shape(), rng));
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*module, args);
+  EXPECT_TRUE(want.ok()) << want.status();
+  auto got = (*exe)->Run(args);
+  EXPECT_TRUE(got.ok()) << got.status();
+  if (want.ok() && got.ok()) ExpectClose(*got, *want, "tiled", "jit", 0);
+  bool tiled = false;
+  for (const llvm_emit::KernelSpec& k : (*exe)->plan().kernels)
+    tiled |= llvm_emit::TransposedRead(k);
+  return tiled;
+}
+
+std::string TransposeAdd(int64_t rows, int64_t cols) {
+  return fmt::format(R"(
+HloModule t
+ENTRY main {{
+  x = f32[{0},{1}] parameter(0)
+  y = f32[{1},{0}] parameter(1)
+  t = f32[{0},{1}] transpose(y), dimensions={{1,0}}
+  ROOT s = f32[{0},{1}] add(x, t)
+}}
+)",
+                     rows, cols);
+}
+
+TEST(TiledTranspose, EdgesAndPartitionsMatchTheEvaluator) {
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(threads);
+    EXPECT_TRUE(CompareWithEvaluator(TransposeAdd(70, 45), threads));
+    EXPECT_TRUE(CompareWithEvaluator(TransposeAdd(32, 33), threads));
+    // Large enough to be split across the pool by rows.
+    EXPECT_TRUE(CompareWithEvaluator(TransposeAdd(700, 517), threads));
+  }
+}
+
+TEST(TiledTranspose, BatchedAndReshapedTransposes) {
+  const std::string batched = R"(
+HloModule b
+ENTRY main {
+  x = f32[3,40,65] parameter(0)
+  t = f32[3,65,40] transpose(x), dimensions={0,2,1}
+  ROOT n = f32[3,65,40] negate(t)
+}
+)";
+  EXPECT_TRUE(CompareWithEvaluator(batched, 2));
+  // The transpose moves a leading dimension to the minor position under a reshape.
+  const std::string reshaped = R"(
+HloModule r
+ENTRY main {
+  x = f32[64,4,48] parameter(0)
+  t = f32[4,48,64] transpose(x), dimensions={1,2,0}
+  ROOT r = f32[192,64] reshape(t)
+}
+)";
+  EXPECT_TRUE(CompareWithEvaluator(reshaped, 2));
+}
+
+TEST(TiledTranspose, OtherKernelsKeepThePlainLoopNest) {
+  // The minor dimension stays minor: contiguous reads, no tiles.
+  const std::string minor_kept = R"(
+HloModule k
+ENTRY main {
+  x = f32[40,64,48] parameter(0)
+  t = f32[64,40,48] transpose(x), dimensions={1,0,2}
+  ROOT n = f32[64,40,48] negate(t)
+}
+)";
+  EXPECT_FALSE(CompareWithEvaluator(minor_kept, 2));
+  // Too narrow for a tile.
+  EXPECT_FALSE(CompareWithEvaluator(TransposeAdd(200, 8), 2));
+}
+
+}  // namespace
+}  // namespace kiln::cpu
