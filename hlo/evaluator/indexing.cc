@@ -220,6 +220,21 @@ void ScatterRows(const IndexView& iv, const ScatterDimensionNumbers& dn, Combine
     using T = decltype(tag);
     T* dst = out.data<T>().data();
     const T* src = updates.data<T>().data();
+    if (iv.batch_dims.size() == 1 && kn == 1 && rows.size() == 1 && upd_scatter_pos.size() == 1) {
+      // One list of row starts (a segment sum, x.at[ids].add(rows)): the general walk's
+      // per-update index arithmetic cost more than combining a 32-wide row.
+      int64_t bstride = 0;
+      for (size_t d = 0; d < iv.dims.size(); ++d)
+        if (static_cast<int64_t>(d) != iv.ivd) bstride = iv.strides[d];
+      const int64_t ustep = ustr[upd_scatter_pos[0]];
+      const auto [o, u] = rows[0];
+      for (int64_t b = 0; b < iv.batch_dims[0]; ++b) {
+        const int64_t start = idx[b * bstride];
+        if (start < 0 || start > klimit[0]) continue;  // does not fit: skipped
+        CombineRow<T>(kind, dst + start * kstride[0] + o, src + b * ustep + u, row);
+      }
+      return;
+    }
     std::vector<int64_t> bi(iv.batch_dims.size(), 0);
     do {
       int64_t ioff = 0, ubase = 0;

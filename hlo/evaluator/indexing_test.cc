@@ -134,6 +134,29 @@ TEST(ScatterTest, AddSkipsOutOfBounds) {
   ExpectValues(*r, {4, 2}, {0, 0, 11, 22, 0, 0, 0, 0});
 }
 
+// A segment sum: 50 rows of 20 (two blocks of 8 and a tail of 4) added into 6 segments with
+// repeats and two ids out of range (skipped); the expectation is the plain loop.
+TEST(ScatterTest, SegmentSumOfLongRows) {
+  const int64_t n = 50, w = 20, segments = 6;
+  std::vector<double> ids, rows;
+  for (int64_t i = 0; i < n; ++i) ids.push_back(i == 7 ? 6 : i == 9 ? -1 : (i * 7) % segments);
+  for (int64_t i = 0; i < n * w; ++i) rows.push_back(0.25 * static_cast<double>(i % 37) - 3);
+  std::vector<double> want(segments * w, 1);
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[i] >= 0 && ids[i] < segments)
+      for (int64_t j = 0; j < w; ++j) want[ids[i] * w + j] += rows[i * w + j];
+  Literal op = F32({segments, w}, std::vector<double>(segments * w, 1));
+  Literal idx = Lit(kS32, {n}, ids);
+  Literal upd = F32({n, w}, rows);
+  auto add = Computation(2, kF32, HloOpcode::kAdd);
+  HloInstruction s(HloOpcode::kScatter, Shape(kF32, {segments, w}));
+  s.mutable_attrs().scatter_dimension_numbers = ScatterDimensionNumbers{{1}, {0}, {0}, 1, {}, {}};
+  s.AppendCalledComputation(add.get());
+  auto r = EvalIndexing(s, std::vector<const Literal*>{&op, &idx, &upd}, kNoCall);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(*r, {segments, w}, want);
+}
+
 // Rows of a 2x3 window at two-component indices, max combiner: operand [3,4,3] of zeros,
 // windows at (0, 0), (2, 2) and (1, 3), the last running past dimension 1 (skipped); NumPy:
 // o[0, 0:2] = max(o[0, 0:2], w0); o[2, 2:4] = max(o[2, 2:4], w1).
