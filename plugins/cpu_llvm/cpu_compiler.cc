@@ -232,11 +232,12 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           RunKernel(step, values, arena);
           break;
         case Disposition::kLibrary: {
-          if (!step.conv && !step.gemm) {  // LAPACK (lapack_library.h)
+          if (!step.conv && !step.gemm) {  // LAPACK, FFT (library_calls.h)
             Literal out = h->shape().IsArray() ? ResultBuffer(h, arena) : Literal(h->shape());
             std::vector<const Literal*> operands;
             for (const HloInstruction* op : step.sources) operands.push_back(values.at(op));
-            if (absl::Status st = RunLapackLibrary(*h, operands, out); !st.ok()) return st;
+            if (absl::Status st = RunLibraryCall(*h, operands, out, pool_.get()); !st.ok())
+              return st;
             values.Own(h, std::move(out));
             break;
           }

@@ -17,7 +17,7 @@
 #include "hlo/module.h"
 #include "plugins/cpu_llvm/flat_loop.h"
 #include "plugins/cpu_llvm/jit.h"
-#include "plugins/cpu_llvm/lapack_library.h"
+#include "plugins/cpu_llvm/library_calls.h"
 #include "plugins/cpu_llvm/step_profile.h"
 #include "plugins/cpu_llvm/thread_pool.h"
 #include "plugins/kernel_plan/arena_layout.h"
@@ -42,7 +42,7 @@ inline PlanOptions CpuPlanOptions() {
   PlanOptions p;
   p.update_in_place = true;
   p.accumulate_columns = true;
-  p.library_call = IsLapackLibraryCall;
+  p.library_call = IsLibraryCall;
   return p;
 }
 

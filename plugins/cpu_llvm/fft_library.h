@@ -1,0 +1,24 @@
+// HLO's fft over the last dimension on cpu-llvm's threads, where the evaluator's reference
+// (hlo/evaluator/fft.cc) runs one scalar double-precision transform after another: FFT,
+// IFFT, RFFT and IRFFT of f32 (c64) and f64 (c128) with one power-of-two fft_length, as
+// jnp.fft.fft / ifft / rfft / irfft along an axis lower to. Radix-2 in the element type on
+// split real and imaginary rows (each stage's butterflies in blocks the vectorizer takes),
+// twiddles computed in double once per call; an RFFT packs its n reals into n/2 complex
+// values and unpacks the half spectrum, an IRFFT extends the half spectrum by symmetry (as
+// the evaluator does) and runs the inverse. Rows are spread over the pool. Transforms over
+// several dimensions and other lengths stay on the evaluator. LLVM-free.
+#pragma once
+
+#include "hlo/instruction.h"
+#include "hlo/literal.h"
+#include "plugins/cpu_llvm/thread_pool.h"
+
+namespace kiln::cpu {
+
+// True when RunFftLibrary computes `h` (an fft as above, shapes and types checked).
+bool IsFftLibraryCall(const HloInstruction& h);
+
+// Computes `h` on `in` into `out` (h's shape; every element written). `pool` may be null.
+void RunFftLibrary(const HloInstruction& h, const Literal& in, Literal& out, ThreadPool* pool);
+
+}  // namespace kiln::cpu

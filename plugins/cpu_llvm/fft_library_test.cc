@@ -1,0 +1,125 @@
+// FFTs on cpu-llvm's library path (fft_library.h) against the HLO evaluator's double-precision
+// transform: FFT, IFFT, RFFT and IRFFT, f32 and f64, lengths 2 to 1024, batches spread over
+// threads; and the transforms that stay on the evaluator.
+#include "plugins/cpu_llvm/fft_library.h"
+
+#include <cmath>
+#include <complex>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "hlo/text/parser.h"
+#include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
+
+namespace kiln::cpu {
+namespace {
+
+// The |x| of every element (complex or real) of `l`, in order, and its real/imaginary parts.
+std::vector<std::complex<double>> Values(const Literal& l) {
+  std::vector<std::complex<double>> v;
+  switch (l.shape().element_type()) {
+    case PrimitiveType::C64:
+      for (std::complex<float> x : l.data<std::complex<float>>()) v.emplace_back(x);
+      break;
+    case PrimitiveType::C128:
+      for (std::complex<double> x : l.data<std::complex<double>>()) v.push_back(x);
+      break;
+    default:
+      for (int64_t i = 0; i < l.element_count(); ++i) v.emplace_back(l.GetAsDouble(i), 0);
+  }
+  return v;
+}
+
+// Compiles `fft` of `in` -> `out` (type, length) on `threads` threads, runs it and the
+// evaluator on random input; returns whether the plan took the library path.
+bool Compare(const std::string& in, const std::string& out, const std::string& type, int64_t length,
+             int threads, double tol) {
+  const std::string text = fmt::format(
+      "HloModule f\nENTRY main {{\n  x = {0} parameter(0)\n  ROOT f = {1} fft(x), "
+      "fft_type={2}, fft_length={{{3}}}\n}}\n",
+      in, out, type, length);
+  auto parsed = ParseHloModule(text, "f");
+  EXPECT_TRUE(parsed.ok()) << parsed.status() << text;
+  if (!parsed.ok()) return false;
+  std::shared_ptr<const HloModule> module(std::move(*parsed));
+  CompileOptions opts;
+  opts.threads = threads;
+  auto compiler = CpuCompiler::Create(opts);
+  EXPECT_TRUE(compiler.ok()) << compiler.status();
+  auto exe = (*compiler)->Compile(module);
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  if (!exe.ok()) return false;
+  bool library = false;
+  for (const Step& s : (*exe)->plan().steps) library |= s.kind == Disposition::kLibrary;
+  std::mt19937 rng(11);
+  std::vector<Literal> args;
+  args.push_back(codegen_testing::RandomLiteral(module->entry()->parameter(0)->shape(), rng));
+  if (args[0].shape().element_type() == PrimitiveType::C64) {
+    std::uniform_real_distribution<float> d(-1, 1);
+    for (std::complex<float>& c : args[0].data<std::complex<float>>()) c = {d(rng), d(rng)};
+  }
+  if (args[0].shape().element_type() == PrimitiveType::C128) {
+    std::uniform_real_distribution<double> d(-1, 1);
+    for (std::complex<double>& c : args[0].data<std::complex<double>>()) c = {d(rng), d(rng)};
+  }
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*module, args);
+  EXPECT_TRUE(want.ok()) << want.status();
+  auto got = (*exe)->Run(args);
+  EXPECT_TRUE(got.ok()) << got.status();
+  if (!want.ok() || !got.ok()) return library;
+  const auto g = Values(*got), w = Values(*want);
+  EXPECT_EQ(g.size(), w.size());
+  // Errors grow with the length: the bound scales with sqrt(n) and the values' size.
+  const double bound = tol * std::sqrt(static_cast<double>(length));
+  int bad = 0;
+  for (size_t i = 0; i < w.size() && i < g.size() && bad < 5; ++i)
+    if (std::abs(g[i] - w[i]) > bound * (1 + std::abs(w[i]))) {
+      ADD_FAILURE() << type << " " << in << " element " << i << ": " << g[i] << " vs " << w[i];
+      ++bad;
+    }
+  return library;
+}
+
+TEST(FftLibrary, MatchesTheEvaluator) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    for (int64_t n : {2, 4, 8, 16, 64, 1024}) {
+      SCOPED_TRACE(n);
+      const int64_t half = n / 2 + 1;
+      EXPECT_TRUE(Compare(fmt::format("c64[3,{}]", n), fmt::format("c64[3,{}]", n), "FFT", n,
+                          threads, 1e-6));
+      EXPECT_TRUE(Compare(fmt::format("c64[3,{}]", n), fmt::format("c64[3,{}]", n), "IFFT", n,
+                          threads, 1e-6));
+      EXPECT_TRUE(Compare(fmt::format("f32[2,5,{}]", n), fmt::format("c64[2,5,{}]", half), "RFFT",
+                          n, threads, 1e-6));
+      EXPECT_TRUE(Compare(fmt::format("c64[5,{}]", half), fmt::format("f32[5,{}]", n), "IRFFT", n,
+                          threads, 1e-6));
+      EXPECT_TRUE(Compare(fmt::format("f64[4,{}]", n), fmt::format("c128[4,{}]", half), "RFFT", n,
+                          threads, 1e-14));
+      EXPECT_TRUE(Compare(fmt::format("c128[4,{}]", n), fmt::format("c128[4,{}]", n), "IFFT", n,
+                          threads, 1e-14));
+    }
+  }
+  // Many rows: split across the pool.
+  EXPECT_TRUE(Compare("f32[300,256]", "c64[300,129]", "RFFT", 256, 2, 1e-6));
+}
+
+TEST(FftLibrary, OtherTransformsStayOnTheEvaluator) {
+  // Not a power of two, and over two dimensions: the evaluator's transform, still correct.
+  EXPECT_FALSE(Compare("c64[3,12]", "c64[3,12]", "FFT", 12, 2, 1e-6));
+  const std::string two_d =
+      "HloModule f\nENTRY main {\n  x = c64[4,8] parameter(0)\n  ROOT f = c64[4,8] fft(x), "
+      "fft_type=FFT, fft_length={4,8}\n}\n";
+  auto parsed = ParseHloModule(two_d, "f");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(IsFftLibraryCall(*(*parsed)->entry()->root()));
+}
+
+}  // namespace
+}  // namespace kiln::cpu

@@ -1,0 +1,24 @@
+// The instructions cpu-llvm computes by library routines of its own rather than by generated
+// kernels or the evaluator, beside GEMMs and convolutions (which the planner matches
+// itself): LAPACK's factorizations and triangular solves (lapack_library.h) and FFTs
+// (fft_library.h). The planner takes IsLibraryCall as PlanOptions::library_call; the runner
+// calls RunLibraryCall for those kLibrary steps. A new routine is one more case in each.
+#pragma once
+
+#include <span>
+
+#include "absl/status/status.h"
+#include "hlo/instruction.h"
+#include "hlo/literal.h"
+#include "plugins/cpu_llvm/thread_pool.h"
+
+namespace kiln::cpu {
+
+bool IsLibraryCall(const HloInstruction& h);
+
+// Computes `h` from `operands` into `out` (h's shape; a tuple's elements zeroed, an array
+// possibly uninitialized). `pool` may be null.
+absl::Status RunLibraryCall(const HloInstruction& h, std::span<const Literal* const> operands,
+                            Literal& out, ThreadPool* pool);
+
+}  // namespace kiln::cpu
