@@ -93,6 +93,33 @@ ENTRY main {
   EXPECT_TRUE(CompareWithEvaluator(reshaped, 2));
 }
 
+// Reshapes that split and merge dimensions (elemental_emitter.cc, ReshapeByGroups): a pixel
+// shuffle, and groups whose sizes do not line up one to one.
+TEST(TiledTranspose, ReshapesSplitAndMergeByGroups) {
+  const std::string shuffle = R"(
+HloModule s
+ENTRY main {
+  x = f32[2,6,6,16] parameter(0)
+  r = f32[2,6,6,4,2,2] reshape(x)
+  t = f32[2,6,2,6,2,4] transpose(r), dimensions={0,1,4,2,5,3}
+  ROOT o = f32[2,12,12,4] reshape(t)
+}
+)";
+  CompareWithEvaluator(shuffle, 2);
+  const std::string uneven = R"(
+HloModule u
+ENTRY main {
+  x = f32[6,35] parameter(0)
+  r = f32[2,3,5,7] reshape(x)
+  t = f32[3,2,7,5] transpose(r), dimensions={1,0,3,2}
+  n = f32[6,35] reshape(t)
+  m = f32[1,10,21] reshape(n)
+  ROOT o = f32[1,10,21] negate(m)
+}
+)";
+  CompareWithEvaluator(uneven, 1);
+}
+
 TEST(TiledTranspose, OtherKernelsKeepThePlainLoopNest) {
   // The minor dimension stays minor: contiguous reads, no tiles.
   const std::string minor_kept = R"(

@@ -539,6 +539,44 @@ llvm::Value* KernelEmitter::Linear(const Index& idx, const std::vector<int64_t>&
   return lin == nullptr ? C64(0) : lin;
 }
 
+std::optional<Index> KernelEmitter::ReshapeByGroups(const Index& idx,
+                                                    const std::vector<int64_t>& dims,
+                                                    const std::vector<int64_t>& from) {
+  for (int64_t d : dims)
+    if (d == 0) return std::nullopt;
+  Index oi;
+  oi.multi.resize(from.size());
+  oi.linear = idx.linear;  // a reshape keeps the row-major order
+  size_t i = 0, j = 0;
+  while (i < dims.size() || j < from.size()) {
+    // The next group: output dimensions [i0, i) and operand dimensions [j0, j) of equal
+    // element counts.
+    const size_t i0 = i, j0 = j;
+    int64_t po = i < dims.size() ? dims[i++] : 1, pi = j < from.size() ? from[j++] : 1;
+    while (po != pi) {
+      if (po < pi) {
+        if (i == dims.size()) return std::nullopt;
+        po *= dims[i++];
+      } else {
+        if (j == from.size()) return std::nullopt;
+        pi *= from[j++];
+      }
+    }
+    Index part;
+    part.multi.assign(idx.multi.begin() + i0, idx.multi.begin() + i);
+    const std::vector<int64_t> out_group(dims.begin() + i0, dims.begin() + i);
+    const std::vector<int64_t> in_group(from.begin() + j0, from.begin() + j);
+    llvm::Value* group_linear = part.multi.size() == 1 ? part.multi[0] : Linear(part, out_group);
+    if (in_group.size() == 1) {
+      oi.multi[j0] = group_linear;
+    } else if (!in_group.empty()) {
+      const Index split = Delinearize(group_linear, in_group);
+      for (size_t k = 0; k < in_group.size(); ++k) oi.multi[j0 + k] = split.multi[k];
+    }
+  }
+  return oi;
+}
+
 Index KernelEmitter::Delinearize(llvm::Value* linear, const std::vector<int64_t>& dims) {
   Index idx;
   idx.linear = linear;
@@ -1683,6 +1721,8 @@ absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction
         oi.linear = idx.linear;  // a reshape keeps the row-major order
         return Element(h->operand(0), oi);
       }
+      if (std::optional<Index> grouped = ReshapeByGroups(idx, dims, from))
+        return Element(h->operand(0), *grouped);
       llvm::Value* lin = Linear(idx, dims);
       return Element(h->operand(0), Delinearize(lin, from));
     }

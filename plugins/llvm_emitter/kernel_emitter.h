@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -171,6 +172,13 @@ class KernelEmitter {
 
   // Indexing.
   llvm::Value* Linear(const Index& idx, const std::vector<int64_t>& dims);
+  // A reshape's operand index from its output index group by group: consecutive dimensions
+  // of equal element counts map through their own linear index only (a dimension split or
+  // merged stays affine in the loop variables, which the vectorizer needs; one linear index
+  // over the whole shape puts a division per dimension in the loop). Null when the shapes
+  // have a zero dimension.
+  std::optional<Index> ReshapeByGroups(const Index& idx, const std::vector<int64_t>& dims,
+                                       const std::vector<int64_t>& from);
   Index Delinearize(llvm::Value* linear, const std::vector<int64_t>& dims);
 
   // Memory and type conversions.
