@@ -120,6 +120,30 @@ ENTRY main {
   CompareWithEvaluator(uneven, 1);
 }
 
+// A transposed read under a narrow minor dimension runs the two minor dimensions as one loop
+// (EmitMergedMinorLoopNest): batched, and rank 2 split across threads by rows.
+TEST(TiledTranspose, NarrowMinorDimensionsMergedIntoOneLoop) {
+  const std::string shuffle = R"(
+HloModule s
+ENTRY main {
+  x = f32[8,64,64,64] parameter(0)
+  r = f32[8,64,64,16,2,2] reshape(x)
+  t = f32[8,64,2,64,2,16] transpose(r), dimensions={0,1,4,2,5,3}
+  ROOT o = f32[8,128,128,16] reshape(t)
+}
+)";
+  for (int threads : {1, 2}) EXPECT_FALSE(CompareWithEvaluator(shuffle, threads));
+  const std::string narrow = R"(
+HloModule n
+ENTRY main {
+  x = f32[7,40001] parameter(0)
+  t = f32[40001,7] transpose(x), dimensions={1,0}
+  ROOT n = f32[40001,7] negate(t)
+}
+)";
+  for (int threads : {1, 2, 3}) EXPECT_FALSE(CompareWithEvaluator(narrow, threads));
+}
+
 TEST(TiledTranspose, OtherKernelsKeepThePlainLoopNest) {
   // The minor dimension stays minor: contiguous reads, no tiles.
   const std::string minor_kept = R"(

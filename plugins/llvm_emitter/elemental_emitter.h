@@ -83,6 +83,9 @@ const HloInstruction* StashableRowStatistic(const KernelSpec& spec);
 // tile: its output loops then walk the trailing dimensions tile by tile, so that the
 // transposed operand is read a tile's worth of cache lines at a time.
 bool TransposedRead(const KernelSpec& spec);
+// The first half of that test: a CPU kernel with one array output of rank >= 2 reading an
+// operand through a transpose that moves the operand's minor dimension.
+bool ReadsTransposed(const KernelSpec& spec);
 
 // True when the emitter can generate the elements of `instr` from the elements of its
 // operands: elementwise arithmetic, math, compare, select, clamp, convert; broadcast,

@@ -162,6 +162,12 @@ class KernelEmitter {
                                  const std::string& name,
                                  const std::function<absl::Status(const Index&)>& body,
                                  llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr);
+  // The same loops over `dims` (rank >= 2) with the last two dimensions as one loop, their
+  // indices divided out of its variable.
+  absl::Status EmitMergedMinorLoopNest(const std::vector<int64_t>& dims, const std::string& name,
+                                       const std::function<absl::Status(const Index&)>& body,
+                                       llvm::Value* outer_lo = nullptr,
+                                       llvm::Value* outer_hi = nullptr);
   // Runs `arm` in a fresh block under `cond` / its negation and merges the two values.
   absl::StatusOr<llvm::Value*> EmitIfElse(
       llvm::Value* cond, const std::function<absl::StatusOr<llvm::Value*>()>& then_fn,
