@@ -315,11 +315,14 @@ bool ReadsTransposed(const KernelSpec& spec) {
   return false;
 }
 
-bool TransposedRead(const KernelSpec& spec) {
-  if (!ReadsTransposed(spec)) return false;
-  const Shape& shape = spec.outputs[0]->shape();
+// Both trailing dimensions of `shape` (rank >= 2) span a transpose tile.
+bool SpansTransposeTile(const Shape& shape) {
   return shape.dimensions(shape.rank() - 1) >= kTransposeTile &&
          shape.dimensions(shape.rank() - 2) >= kTransposeTile;
+}
+
+bool TransposedRead(const KernelSpec& spec) {
+  return ReadsTransposed(spec) && SpansTransposeTile(spec.outputs[0]->shape());
 }
 
 const HloInstruction* StashableRowStatistic(const KernelSpec& spec) {
@@ -451,13 +454,28 @@ absl::Status KernelEmitter::EmitLoopNest(const std::vector<int64_t>& dims, const
   return nest(0, start);
 }
 
+absl::Status KernelEmitter::EmitOverMinorPair(
+    const std::vector<int64_t>& dims, const std::string& name, llvm::Value* outer_lo,
+    llvm::Value* outer_hi,
+    const std::function<absl::Status(const Index&, llvm::Value*, llvm::Value*)>& matrix) {
+  const int64_t rows = dims[dims.size() - 2];
+  if (dims.size() == 2) {
+    Index none;
+    none.linear = C64(0);
+    return matrix(none, outer_lo != nullptr ? outer_lo : C64(0),
+                  outer_hi != nullptr ? outer_hi : C64(rows));
+  }
+  const std::vector<int64_t> prefix(dims.begin(), dims.end() - 2);
+  return EmitLoopNest(
+      prefix, name, [&](const Index& p) { return matrix(p, C64(0), C64(rows)); }, outer_lo,
+      outer_hi);
+}
+
 absl::Status KernelEmitter::EmitTiledLoopNest(const std::vector<int64_t>& dims, int64_t tile,
                                               const std::string& name,
                                               const std::function<absl::Status(const Index&)>& body,
                                               llvm::Value* outer_lo, llvm::Value* outer_hi) {
-  const size_t r = dims.size();
-  const int64_t rows = dims[r - 2], cols = dims[r - 1];
-  // The tiles of one [rows, cols] matrix; `prefix` indexes the dimensions before it.
+  const int64_t rows = dims[dims.size() - 2], cols = dims[dims.size() - 1];
   auto tiles = [&](const Index& prefix, llvm::Value* row_lo, llvm::Value* row_hi) {
     llvm::Value* row_tiles =
         b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(row_hi, row_lo), C64(tile - 1)), C64(tile));
@@ -484,45 +502,27 @@ absl::Status KernelEmitter::EmitTiledLoopNest(const std::vector<int64_t>& dims, 
       });
     });
   };
-  if (r == 2) {
-    Index none;
-    none.linear = C64(0);
-    return tiles(none, outer_lo != nullptr ? outer_lo : C64(0),
-                 outer_hi != nullptr ? outer_hi : C64(rows));
-  }
-  const std::vector<int64_t> prefix(dims.begin(), dims.end() - 2);
-  return EmitLoopNest(
-      prefix, name, [&](const Index& p) { return tiles(p, C64(0), C64(rows)); }, outer_lo,
-      outer_hi);
+  return EmitOverMinorPair(dims, name, outer_lo, outer_hi, tiles);
 }
 
 absl::Status KernelEmitter::EmitMergedMinorLoopNest(
     const std::vector<int64_t>& dims, const std::string& name,
     const std::function<absl::Status(const Index&)>& body, llvm::Value* outer_lo,
     llvm::Value* outer_hi) {
-  const size_t r = dims.size();
-  const int64_t rows = dims[r - 2], cols = dims[r - 1];
-  auto merged = [&](const Index& prefix, llvm::Value* lo, llvm::Value* hi) {
-    return EmitLoop(lo, hi, name + ".m", [&](llvm::Value* m) {
-      Index idx = prefix;
-      idx.multi.push_back(b_.CreateUDiv(m, C64(cols)));
-      idx.multi.push_back(b_.CreateURem(m, C64(cols)));
-      idx.linear = b_.CreateAdd(b_.CreateMul(prefix.linear, C64(rows * cols), "", true, true), m,
-                                "", true, true);
-      return body(idx);
-    });
+  const int64_t rows = dims[dims.size() - 2], cols = dims[dims.size() - 1];
+  auto merged = [&](const Index& prefix, llvm::Value* row_lo, llvm::Value* row_hi) {
+    return EmitLoop(b_.CreateMul(row_lo, C64(cols)), b_.CreateMul(row_hi, C64(cols)), name + ".m",
+                    [&](llvm::Value* m) {
+                      Index idx = prefix;
+                      idx.multi.push_back(b_.CreateUDiv(m, C64(cols)));
+                      idx.multi.push_back(b_.CreateURem(m, C64(cols)));
+                      idx.linear = b_.CreateAdd(
+                          b_.CreateMul(prefix.linear, C64(rows * cols), "", true, true), m, "",
+                          true, true);
+                      return body(idx);
+                    });
   };
-  if (r == 2) {
-    Index none;
-    none.linear = C64(0);
-    llvm::Value* lo = outer_lo != nullptr ? b_.CreateMul(outer_lo, C64(cols)) : C64(0);
-    llvm::Value* hi = outer_hi != nullptr ? b_.CreateMul(outer_hi, C64(cols)) : C64(rows * cols);
-    return merged(none, lo, hi);
-  }
-  const std::vector<int64_t> prefix(dims.begin(), dims.end() - 2);
-  return EmitLoopNest(
-      prefix, name, [&](const Index& p) { return merged(p, C64(0), C64(rows * cols)); }, outer_lo,
-      outer_hi);
+  return EmitOverMinorPair(dims, name, outer_lo, outer_hi, merged);
 }
 
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitIfElse(
@@ -579,14 +579,20 @@ std::optional<Index> KernelEmitter::ReshapeByGroups(const Index& idx,
   for (int64_t d : dims)
     if (d == 0) return std::nullopt;
   Index oi;
-  oi.multi.resize(from.size());
-  oi.linear = idx.linear;  // a reshape keeps the row-major order
+  oi.multi.assign(from.size(), C64(0));  // size-1 operand dimensions stay 0
+  oi.linear = idx.linear;                // a reshape keeps the row-major order
   size_t i = 0, j = 0;
-  while (i < dims.size() || j < from.size()) {
+  for (;;) {
+    // Size-1 dimensions are added or removed outside any group: an index that only carries
+    // over keeps no multiplication by them (an LSTM cell reading c[0] of f32[3,64,60]).
+    while (i < dims.size() && dims[i] == 1) ++i;
+    while (j < from.size() && from[j] == 1) ++j;
+    if (i == dims.size() && j == from.size()) break;
+    if (i == dims.size() || j == from.size()) return std::nullopt;
     // The next group: output dimensions [i0, i) and operand dimensions [j0, j) of equal
     // element counts.
     const size_t i0 = i, j0 = j;
-    int64_t po = i < dims.size() ? dims[i++] : 1, pi = j < from.size() ? from[j++] : 1;
+    int64_t po = dims[i++], pi = from[j++];
     while (po != pi) {
       if (po < pi) {
         if (i == dims.size()) return std::nullopt;
@@ -603,7 +609,7 @@ std::optional<Index> KernelEmitter::ReshapeByGroups(const Index& idx,
     llvm::Value* group_linear = part.multi.size() == 1 ? part.multi[0] : Linear(part, out_group);
     if (in_group.size() == 1) {
       oi.multi[j0] = group_linear;
-    } else if (!in_group.empty()) {
+    } else {
       const Index split = Delinearize(group_linear, in_group);
       for (size_t k = 0; k < in_group.size(); ++k) oi.multi[j0 + k] = split.multi[k];
     }
@@ -1737,24 +1743,6 @@ absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction
     case HloOpcode::kReshape:
     case HloOpcode::kBitcast: {
       const std::vector<int64_t>& from = h->operand(0)->shape().dimensions();
-      // Only size-1 dimensions added or removed: the other indices carry over as they are.
-      // Going through the linear index instead puts a division by each dimension in the
-      // loop, which kept an LSTM cell reading c[0] of f32[3,64,60] from vectorizing.
-      std::vector<size_t> out_kept, in_kept;
-      for (size_t i = 0; i < dims.size(); ++i)
-        if (dims[i] != 1) out_kept.push_back(i);
-      for (size_t i = 0; i < from.size(); ++i)
-        if (from[i] != 1) in_kept.push_back(i);
-      bool same = out_kept.size() == in_kept.size();
-      for (size_t k = 0; same && k < out_kept.size(); ++k)
-        same = dims[out_kept[k]] == from[in_kept[k]];
-      if (same) {
-        Index oi;
-        oi.multi.assign(from.size(), C64(0));
-        for (size_t k = 0; k < out_kept.size(); ++k) oi.multi[in_kept[k]] = idx.multi[out_kept[k]];
-        oi.linear = idx.linear;  // a reshape keeps the row-major order
-        return Element(h->operand(0), oi);
-      }
       if (std::optional<Index> grouped = ReshapeByGroups(idx, dims, from))
         return Element(h->operand(0), *grouped);
       llvm::Value* lin = Linear(idx, dims);
@@ -1876,14 +1864,13 @@ absl::Status KernelEmitter::Emit() {
     PT t = root->shape().element_type();
     llvm::Type* st = StorageType(t, ctx_);
     stash_ = Stash{StashableRowStatistic(spec_), out};
-    const bool tiled = stash_.reduce == nullptr && TransposedRead(spec_);
+    const bool transposed = stash_.reduce == nullptr && ReadsTransposed(spec_);
+    const bool tiled = transposed && SpansTransposeTile(root->shape());
     // A transposed read under a narrow minor dimension (a pixel shuffle's 16 features): one
     // loop over the two minor dimensions, so that the vectorizer's loop stores contiguously
     // (it took the next loop out instead, with AVX-512 scatters, 3x slower).
-    const int64_t minor =
-        root->shape().rank() >= 2 ? root->shape().dimensions(root->shape().rank() - 1) : 0;
-    const bool merged = !tiled && stash_.reduce == nullptr && minor > 1 && minor < kTransposeTile &&
-                        ReadsTransposed(spec_);
+    const int64_t minor = transposed ? root->shape().dimensions(root->shape().rank() - 1) : 0;
+    const bool merged = transposed && !tiled && minor > 1 && minor < kTransposeTile;
     const auto nest = [&](const std::vector<int64_t>& dims, const std::string& name,
                           const std::function<absl::Status(const Index&)>& body, llvm::Value* lo,
                           llvm::Value* hi) {

@@ -155,6 +155,13 @@ class KernelEmitter {
   absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
                             const std::function<absl::Status(const Index&)>& body,
                             llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr);
+  // Loops over the dimensions of `dims` (rank >= 2) before its last two, calling `matrix`
+  // with their index and the rows of the trailing [rows, cols] matrix to cover: with
+  // `outer_lo`/`outer_hi`, dimension 0 runs over that range, rows included for rank 2.
+  absl::Status EmitOverMinorPair(
+      const std::vector<int64_t>& dims, const std::string& name, llvm::Value* outer_lo,
+      llvm::Value* outer_hi,
+      const std::function<absl::Status(const Index&, llvm::Value*, llvm::Value*)>& matrix);
   // The same loops over `dims` (rank >= 2) with the last two dimensions walked in square
   // tiles of `tile`: a kernel reading an operand transposed then touches a tile's worth of
   // its cache lines instead of one line per output element (TransposedRead).
@@ -179,10 +186,10 @@ class KernelEmitter {
   // Indexing.
   llvm::Value* Linear(const Index& idx, const std::vector<int64_t>& dims);
   // A reshape's operand index from its output index group by group: consecutive dimensions
-  // of equal element counts map through their own linear index only (a dimension split or
-  // merged stays affine in the loop variables, which the vectorizer needs; one linear index
-  // over the whole shape puts a division per dimension in the loop). Null when the shapes
-  // have a zero dimension.
+  // of equal element counts map through their own linear index only, size-1 dimensions are
+  // dropped or set to 0 (a dimension carried over, split or merged stays affine in the loop
+  // variables, which the vectorizer needs; one linear index over the whole shape puts a
+  // division per dimension in the loop). Null when the shapes have a zero dimension.
   std::optional<Index> ReshapeByGroups(const Index& idx, const std::vector<int64_t>& dims,
                                        const std::vector<int64_t>& from);
   Index Delinearize(llvm::Value* linear, const std::vector<int64_t>& dims);
