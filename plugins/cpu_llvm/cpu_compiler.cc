@@ -339,7 +339,6 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
     }
     buffers.push_back(outs.back().untyped_data());
   }
-  KernelFn fn = kernels_[step.kernel];
   // A two-stage reduction: parts in parallel into `partials`, then the combining call.
   std::optional<Literal> partials;
   if (step.reduce_parts > 0) {
@@ -347,14 +346,7 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
         Literal::Uninitialized(Shape(spec.outputs[0]->shape().element_type(), {step.reduce_parts}));
     buffers.push_back(partials->untyped_data());
   }
-  const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
-  if (extent >= 2 && pool_ != nullptr && pool_->size() > 1 && step.work >= parallel_min_work_) {
-    void** table = buffers.data();
-    pool_->ParallelFor(extent, [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
-  } else {
-    fn(buffers.data(), 0, extent);
-  }
-  if (step.reduce_parts > 0) fn(buffers.data(), extent, extent + 1);
+  CallKernel(KernelContextOf(), step, buffers.data());
   values.OwnOutputs(step.instr, std::span<Literal>(outs.data(), outs.size()));
 }
 
@@ -375,8 +367,7 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
     Value state =
         step.IsLastUse(h->operand(0)) ? values.Take(h->operand(0)) : values.value(h->operand(0));
     if (auto flat = flat_loops_.find(h); flat != flat_loops_.end()) {
-      const KernelContext context{&kernels_, pool_.get(), parallel_min_work_, profile_.get()};
-      values.Set(h, flat->second->Run(std::move(state), context));
+      values.Set(h, flat->second->Run(std::move(state), KernelContextOf()));
       return absl::OkStatus();
     }
     StepValues cond_values, body_values;  // kept from one iteration to the next

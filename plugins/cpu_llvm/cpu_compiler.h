@@ -135,6 +135,9 @@ class CpuExecutable {
   absl::Status RunControlFlow(const Step& step, StepValues& values, HloEvaluator& evaluator,
                               const std::shared_ptr<uint8_t>& arena) const;
   void RunKernel(const Step& step, StepValues& values, const std::shared_ptr<uint8_t>& arena) const;
+  KernelContext KernelContextOf() const {
+    return {&kernels_, pool_.get(), parallel_min_work_, profile_.get()};
+  }
   // For a one-operand scatter on the evaluator: its operand's literal to scatter into, taken
   // when this step is its last reader, the run owns it alone and it is not in the arena (an
   // embedding gradient's zeroed table, updated where it is); nullopt otherwise.

@@ -32,6 +32,19 @@ std::optional<Literal> TakeOut(std::optional<Literal>& from) {
 
 }  // namespace
 
+void CallKernel(const KernelContext& context, const Step& step, void** table) {
+  const KernelFn fn = (*context.kernels)[step.kernel];
+  const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
+  if (extent >= 2 && context.pool != nullptr && context.pool->size() > 1 &&
+      step.work >= context.parallel_min_work) {
+    context.pool->ParallelFor(extent,
+                              [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
+  } else {
+    fn(table, 0, extent);
+  }
+  if (step.reduce_parts > 0) fn(table, extent, extent + 1);
+}
+
 std::unique_ptr<FlatLoop> FlatLoop::Make(const Step& step, const Plan& plan) {
   const HloInstruction& loop = *step.instr;
   if (loop.opcode() != HloOpcode::kWhile || step.called.size() != 2 || !loop.shape().IsTuple())
@@ -196,15 +209,7 @@ void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) 
                                                         : pointer(k.sources[i]));
     for (int t : k.outputs) table.push_back(b.temps[t]->untyped_data());
     if (k.partials >= 0) table.push_back(b.temps[k.partials]->untyped_data());
-    KernelFn fn = (*c.kernels)[s.kernel];
-    const int64_t extent = s.reduce_parts > 0 ? s.reduce_parts : s.outer_extent;
-    if (extent >= 2 && c.pool != nullptr && c.pool->size() > 1 && s.work >= c.parallel_min_work) {
-      void** t = table.data();
-      c.pool->ParallelFor(extent, [fn, t](int64_t begin, int64_t end) { fn(t, begin, end); });
-    } else {
-      fn(table.data(), 0, extent);
-    }
-    if (s.reduce_parts > 0) fn(table.data(), extent, extent + 1);
+    CallKernel(c, s, table.data());
     if (c.profile)
       c.profile->Add(s.instr, kernel_plan::DispositionName(Disposition::kKernel),
                      std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -34,6 +34,11 @@ struct KernelContext {
   StepProfile* profile = nullptr;  // null when KILN_CPU_PROFILE is off
 };
 
+// Runs the kernel of `step` on `table` (its buffers): its outer loop split across the pool
+// when the step is partitioned and large enough, a two-stage reduction's combining call
+// after its parts. Both runners call kernels through this.
+void CallKernel(const KernelContext& context, const kernel_plan::Step& step, void** table);
+
 class FlatLoop {
  public:
   // The loop `step` (a while of `plan`, whose condition and body are plan.called entries)

@@ -114,10 +114,6 @@ std::string_view RoutineOf(const HloInstruction& h) {
   return r == "ungqr" ? "" : r;
 }
 
-char ModeOf(const HloInstruction& h) {
-  return eval::LapackFlag(eval::LapackAttributes(h), "mode", 'A');
-}
-
 #if KILN_HAVE_OPENBLAS
 
 // Fortran's by-reference integers and flags, typed for float and double.
@@ -335,7 +331,7 @@ void Run(const HloInstruction& h, std::string_view routine,
   if (routine == "geqrf") Geqrf<T>(a, out);
   if (routine == "orgqr") Orgqr<T>(a, *operands[1], out);
   if (routine == "syevd") Syevd<T>(a, uplo, out);
-  if (routine == "gesdd") Gesdd<T>(a, ModeOf(h), out);
+  if (routine == "gesdd") Gesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out);
   if (routine == "trsm") {
     Trsm<T>(a, *operands[1], eval::LapackFlag(flags, "side", 'L') == 'L', uplo == 'L',
             eval::LapackFlag(flags, "trans_x", 'N'), eval::LapackFlag(flags, "diag", 'N') == 'U',
@@ -366,25 +362,26 @@ bool IsLapackLibraryCall(const HloInstruction& h) {
     if (type != (t == PrimitiveType::F32 ? 's' : 'd')) return false;
   }
   if (a.rank() < 2) return false;
+  const auto flags = eval::LapackAttributes(h);
+  const char mode = eval::LapackFlag(flags, "mode", 'A');
   if (routine == "trsm" || routine == "triangular-solve") {
     const Shape& b = *ops[1];
     const int64_t order = a.dimensions(a.rank() - 1);
-    const bool left = routine == "trsm"
-                          ? eval::LapackFlag(eval::LapackAttributes(h), "side", 'L') == 'L'
-                          : h.attrs().left_side;
+    const bool left =
+        routine == "trsm" ? eval::LapackFlag(flags, "side", 'L') == 'L' : h.attrs().left_side;
     if (b.element_type() != t || b.rank() != a.rank() || a.dimensions(a.rank() - 2) != order ||
         !std::equal(a.dimensions().begin(), a.dimensions().end() - 2, b.dimensions().begin()) ||
         b.dimensions(b.rank() - (left ? 2 : 1)) != order)
       return false;
   }
-  const std::vector<Shape> expected = ExpectedResults(routine, ModeOf(h), ops);
+  const std::vector<Shape> expected = ExpectedResults(routine, mode, ops);
   if (expected.empty()) return false;
   if (expected.size() == 1 && !h.shape().IsTuple()) return h.shape().Compatible(expected[0]);
   if (!h.shape().IsTuple() || h.shape().tuple_size() != static_cast<int>(expected.size()))
     return false;
   for (size_t i = 0; i < expected.size(); ++i) {
     const Shape& got = h.shape().tuple_shapes(i);
-    const bool free_vectors = routine == "gesdd" && ModeOf(h) == 'N' && (i == 2 || i == 3);
+    const bool free_vectors = routine == "gesdd" && mode == 'N' && (i == 2 || i == 3);
     if (free_vectors ? !got.IsArray() : !got.Compatible(expected[i])) return false;
   }
   return true;
