@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
-#include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/cpu_llvm/text_module_test_util.h"
 #include "plugins/llvm_emitter/codegen_test_util.h"
 
 namespace kiln::cpu {
@@ -43,19 +43,13 @@ bool Compare(const std::string& in, const std::string& out, const std::string& t
       "HloModule f\nENTRY main {{\n  x = {0} parameter(0)\n  ROOT f = {1} fft(x), "
       "fft_type={2}, fft_length={{{3}}}\n}}\n",
       in, out, type, length);
-  auto parsed = ParseHloModule(text, "f");
-  EXPECT_TRUE(parsed.ok()) << parsed.status() << text;
-  if (!parsed.ok()) return false;
-  std::shared_ptr<const HloModule> module(std::move(*parsed));
   CompileOptions opts;
   opts.threads = threads;
-  auto compiler = CpuCompiler::Create(opts);
-  EXPECT_TRUE(compiler.ok()) << compiler.status();
-  auto exe = (*compiler)->Compile(module);
-  EXPECT_TRUE(exe.ok()) << exe.status();
-  if (!exe.ok()) return false;
+  const testing::CompiledText c = testing::CompileText(text, opts);
+  if (c.exe == nullptr) return false;
+  const std::shared_ptr<const HloModule>& module = c.module;
   bool library = false;
-  for (const Step& s : (*exe)->plan().steps) library |= s.kind == Disposition::kLibrary;
+  for (const Step& s : c.exe->plan().steps) library |= s.kind == Disposition::kLibrary;
   std::mt19937 rng(11);
   std::vector<Literal> args;
   args.push_back(codegen_testing::RandomLiteral(module->entry()->parameter(0)->shape(), rng));
@@ -70,7 +64,7 @@ bool Compare(const std::string& in, const std::string& out, const std::string& t
   HloEvaluator evaluator;
   auto want = evaluator.Evaluate(*module, args);
   EXPECT_TRUE(want.ok()) << want.status();
-  auto got = (*exe)->Run(args);
+  auto got = c.exe->Run(args);
   EXPECT_TRUE(got.ok()) << got.status();
   if (!want.ok() || !got.ok()) return library;
   const auto g = Values(*got), w = Values(*want);

@@ -5,43 +5,31 @@
 #include "plugins/cpu_llvm/flat_loop.h"
 
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
-#include "hlo/text/parser.h"
-#include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/cpu_llvm/text_module_test_util.h"
 #include "plugins/llvm_emitter/codegen_test_util.h"
 
 namespace kiln::cpu {
 namespace {
 
 using codegen_testing::ExpectClose;
-using codegen_testing::RandomLiteral;
 
-struct Compiled {
-  std::shared_ptr<const HloModule> module;
-  std::unique_ptr<CpuCompiler> compiler;
-  std::shared_ptr<const CpuExecutable> exe;
-  const HloInstruction* loop = nullptr;  // the module's first while
+using testing::CompiledText;
+
+// The module compiled, and its first while loop as the runner sees it (the plan's module,
+// after kernel-fusion, holds the instructions).
+struct Compiled : CompiledText {
+  const HloInstruction* loop = nullptr;
 };
 
 Compiled Compile(const std::string& text) {
   Compiled c;
-  auto parsed = ParseHloModule(text, "flat");
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  if (!parsed.ok()) return c;
-  c.module = std::shared_ptr<const HloModule>(std::move(*parsed));
-  auto compiler = CpuCompiler::Create();
-  EXPECT_TRUE(compiler.ok()) << compiler.status();
-  c.compiler = std::move(*compiler);
-  auto exe = c.compiler->Compile(c.module);
-  EXPECT_TRUE(exe.ok()) << exe.status();
-  if (!exe.ok()) return c;
-  c.exe = std::move(*exe);
-  // The plan's module (after kernel-fusion) holds the instructions the runner sees.
+  static_cast<CompiledText&>(c) = testing::CompileText(text);
+  if (c.exe == nullptr) return c;
   auto find = [&](const ComputationPlan& p) {
     for (const Step& s : p.steps)
       if (c.loop == nullptr && s.instr->opcode() == HloOpcode::kWhile) c.loop = s.instr;
@@ -52,11 +40,7 @@ Compiled Compile(const std::string& text) {
 }
 
 std::vector<Literal> Args(const HloModule& m, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<Literal> out;
-  for (const HloInstruction* p : m.entry()->parameters())
-    out.push_back(RandomLiteral(p->shape(), rng));
-  return out;
+  return codegen_testing::RandomArguments(m, seed).values;
 }
 
 void ExpectMatchesEvaluator(const Compiled& c, const std::vector<Literal>& args,

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
-#include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/cpu_llvm/text_module_test_util.h"
 
 namespace kiln::cpu {
 namespace {
@@ -56,21 +56,14 @@ Ran RunBoth(const std::vector<std::string>& params, const std::string& result,
       fmt::format("HloModule lapack\nENTRY %main ({}) -> {} {{\n{}  ROOT %r = {} {}\n}}\n", header,
                   result, body, result, call);
   Ran out;
-  auto parsed = ParseHloModule(text, "lapack");
-  EXPECT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
-  if (!parsed.ok()) return out;
-  std::shared_ptr<HloModule> module = std::move(*parsed);
-  auto compiler = CpuCompiler::Create({});
-  EXPECT_TRUE(compiler.ok()) << compiler.status();
-  auto exe = (*compiler)->Compile(module);
-  EXPECT_TRUE(exe.ok()) << exe.status();
-  if (!exe.ok()) return out;
-  for (const Step& s : (*exe)->plan().steps) out.library |= s.kind == Disposition::kLibrary;
+  const testing::CompiledText c = testing::CompileText(text);
+  if (c.exe == nullptr) return out;
+  for (const Step& s : c.exe->plan().steps) out.library |= s.kind == Disposition::kLibrary;
   if (!run) return out;
-  auto got = (*exe)->Run(args);
+  auto got = c.exe->Run(args);
   EXPECT_TRUE(got.ok()) << got.status();
   HloEvaluator evaluator;
-  auto want = evaluator.Evaluate(*module, args);
+  auto want = evaluator.Evaluate(*c.module, args);
   EXPECT_TRUE(want.ok()) << want.status();
   if (got.ok()) out.got = std::move(*got);
   if (want.ok()) out.want = std::move(*want);

@@ -3,47 +3,35 @@
 // multiples of the tile, batched transposes, and outputs partitioned across threads; and the
 // kernels that keep the plain loop nest.
 #include <memory>
-#include <random>
 #include <string>
 
 #include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
-#include "hlo/text/parser.h"
-#include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/cpu_llvm/text_module_test_util.h"
 #include "plugins/llvm_emitter/codegen_test_util.h"
 
 namespace kiln::cpu {
 namespace {
 
 using codegen_testing::ExpectClose;
-using codegen_testing::RandomLiteral;
 
 // Runs `text` on `threads` threads and the evaluator; returns whether a kernel is tiled.
 bool CompareWithEvaluator(const std::string& text, int threads) {
-  auto parsed = ParseHloModule(text, "tiled");
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  if (!parsed.ok()) return false;
-  std::shared_ptr<const HloModule> module(std::move(*parsed));
   CompileOptions opts;
   opts.threads = threads;
-  auto compiler = CpuCompiler::Create(opts);
-  EXPECT_TRUE(compiler.ok()) << compiler.status();
-  auto exe = (*compiler)->Compile(module);
-  EXPECT_TRUE(exe.ok()) << exe.status();
-  if (!exe.ok()) return false;
-  std::mt19937 rng(7);
-  std::vector<Literal> args;
-  for (const HloInstruction* p : module->entry()->parameters())
-    args.push_back(RandomLiteral(p->shape(), rng));
+  const testing::CompiledText c = testing::CompileText(text, opts);
+  if (c.exe == nullptr) return false;
+  const HloModule& module = *c.module;
+  const std::vector<Literal> args = codegen_testing::RandomArguments(module, 7).values;
   HloEvaluator evaluator;
-  auto want = evaluator.Evaluate(*module, args);
+  auto want = evaluator.Evaluate(module, args);
   EXPECT_TRUE(want.ok()) << want.status();
-  auto got = (*exe)->Run(args);
+  auto got = c.exe->Run(args);
   EXPECT_TRUE(got.ok()) << got.status();
   if (want.ok() && got.ok()) ExpectClose(*got, *want, "tiled", "jit", 0);
   bool tiled = false;
-  for (const llvm_emit::KernelSpec& k : (*exe)->plan().kernels)
+  for (const llvm_emit::KernelSpec& k : c.exe->plan().kernels)
     tiled |= llvm_emit::TransposedRead(k);
   return tiled;
 }
