@@ -321,7 +321,13 @@ absl::StatusOr<Literal> EvalScatter(const HloInstruction& instr, Operands ops, c
   const PrimitiveType type = ops[0]->shape().element_type();
   if (into != nullptr && (n != 1 || into != ops[0]))
     return EvalError(instr, "an in-place scatter updates its one operand");
-  for (size_t i = 0; i < n; ++i) outs.push_back(into != nullptr ? std::move(*into) : *ops[i]);
+  // Two branches, not `?:`: its common type is `const Literal`, which push_back copies.
+  for (size_t i = 0; i < n; ++i) {
+    if (into != nullptr)
+      outs.push_back(std::move(*into));
+    else
+      outs.push_back(*ops[i]);
+  }
   const Shape& rs = instr.shape();
   if (n == 1 ? !(rs.IsArray() && rs.dimensions() == odims)
              : !(rs.IsTuple() && rs.tuple_size() == static_cast<int>(n)))

@@ -21,6 +21,7 @@
 #include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/conv_library.h"
 #include "plugins/cpu_llvm/flush_denormals.h"
+#include "plugins/cpu_llvm/scatter_rows.h"
 #include "plugins/kernel_plan/kernel_fusion.h"
 #include "plugins/kernel_plan/step_values.h"
 
@@ -92,6 +93,13 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
       parallel_min_work_(parallel_min_work),
       profile_(StepProfile::FromEnv(module_->name())),
       arena_(std::move(arena)) {
+  auto find_row_scatters = [this](const ComputationPlan& p) {
+    for (const Step& step : p.steps)
+      if (step.kind == Disposition::kEvaluator && IsRowScatter(*step.instr))
+        row_scatters_.insert(step.instr);
+  };
+  find_row_scatters(plan_);
+  for (const ComputationPlan& p : plan_.called) find_row_scatters(p);
   const char* flat = std::getenv("KILN_CPU_FLAT_LOOPS");
   if (flat != nullptr && std::string_view(flat) == "0") return;
   auto add = [this](const ComputationPlan& p) {
@@ -216,6 +224,14 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           if (absl::Status st = values.RunBookkeeping(*h, args); !st.ok()) return st;
           break;
         case Disposition::kEvaluator:
+          if (row_scatters_.contains(h)) {  // natively, on the pool (scatter_rows.h)
+            std::optional<Literal> table = TakeScatterOperand(step, values, arena);
+            if (!table) table = Literal(*values.at(h->operand(0)));
+            RunRowScatter(*h, *table, *values.at(h->operand(1)), *values.at(h->operand(2)),
+                          pool_.get());
+            values.Own(h, *std::move(table));
+            break;
+          }
           if (std::optional<Literal> table = TakeScatterOperand(step, values, arena)) {
             absl::Status st = evaluator.ScatterInPlace(*h, *table, *values.at(h->operand(1)),
                                                        *values.at(h->operand(2)));

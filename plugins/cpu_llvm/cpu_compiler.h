@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "hlo/literal.h"
 #include "hlo/module.h"
@@ -109,6 +110,8 @@ class CpuExecutable {
   ArenaLayout arena_;
   // The while loops run flat (flat_loop.h), by instruction; KILN_CPU_FLAT_LOOPS=0 empties it.
   absl::flat_hash_map<const HloInstruction*, std::unique_ptr<FlatLoop>> flat_loops_;
+  // Evaluator steps that run as RunRowScatter instead (scatter_rows.h).
+  absl::flat_hash_set<const HloInstruction*> row_scatters_;
   std::vector<std::string> objects_;  // the kernels' object code (Serialize)
   std::string objects_key_;           // what they were compiled for (CpuCompiler::ObjectsKey)
   friend class CpuCompiler;

@@ -1,0 +1,146 @@
+// cpu-llvm's native row scatter (scatter_rows.h) against the HLO evaluator, bit for bit: the
+// combiners JAX emits (add, max, min, multiply, set), f32/f64/bf16/s32, row numbers that
+// repeat and that fall outside the table, ids of rank 1, 2 and 3, tables of rank 2 and 3, one
+// and two threads (wide rows split into bands), a table that must be copied because it is
+// read again; and the scatters that are not row scatters, still right on the evaluator.
+#include "plugins/cpu_llvm/scatter_rows.h"
+
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "plugins/cpu_llvm/text_module_test_util.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
+
+namespace kiln::cpu {
+namespace {
+
+// A module `ROOT s = scatter(table, ids, updates)` with combiner `combine` (an expression of
+// scalars a and b, or "set") over `type`; with `root`, s is not the root and `root` is.
+std::string ScatterModule(const std::string& table, const std::string& ids,
+                          const std::string& updates, const std::string& dims,
+                          const std::string& type, const std::string& combine,
+                          const std::string& root = "") {
+  // "set": the combiner JAX writes for .set, `ROOT b = parameter(1)`.
+  const std::string body =
+      combine == "set"
+          ? fmt::format("  a = {0}[] parameter(0)\n  ROOT b = {0}[] parameter(1)\n", type)
+          : fmt::format(
+                "  a = {0}[] parameter(0)\n  b = {0}[] parameter(1)\n  ROOT c = {0}[] {1}\n", type,
+                combine);
+  return fmt::format(
+      "HloModule s\ncombine {{\n{5}}}\nENTRY main {{\n  t = {0} parameter(0)\n  i = {1} "
+      "parameter(1)\n"
+      "  u = {2} parameter(2)\n  {7}s = {0} scatter(t, i, u), {3}, to_apply=combine\n{6}}}\n",
+      table, ids, updates, dims, type, body, root, root.empty() ? "ROOT " : "");
+}
+
+constexpr char kRowDims[] =
+    "update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+    "index_vector_dim=1";
+
+// Runs `text` on cpu-llvm with `threads` and on the evaluator, with row numbers drawn from
+// [-3, rows + 3) (some outside the table, many repeated); expects identical bits. Returns
+// whether the root scatter (or the instruction named `s`) is a row scatter.
+bool Check(const std::string& text, int threads, uint32_t seed = 5) {
+  CompileOptions opts;
+  opts.threads = threads;
+  const testing::CompiledText c = testing::CompileText(text, opts);
+  if (c.exe == nullptr) return false;
+  codegen_testing::RandomArgs args = codegen_testing::RandomArguments(*c.module, seed);
+  const int64_t rows = args.values[0].shape().dimensions()[0];
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> id(-3, rows + 2);
+  for (int64_t k = 0; k < args.values[1].element_count(); ++k)
+    args.values[1].SetFromDouble(k, static_cast<double>(id(rng)));
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*c.module, args.values);
+  EXPECT_TRUE(want.ok()) << want.status();
+  auto got = c.exe->Run(args.values);
+  EXPECT_TRUE(got.ok()) << got.status();
+  if (want.ok() && got.ok()) {
+    EXPECT_EQ(got->shape(), want->shape());
+    std::vector<const Literal*> g{&*got}, w{&*want};
+    if (got->IsTuple()) {
+      g.clear();
+      w.clear();
+      for (const Literal& e : got->elements()) g.push_back(&e);
+      for (const Literal& e : want->elements()) w.push_back(&e);
+    }
+    for (size_t k = 0; k < g.size() && k < w.size(); ++k) {
+      const int64_t bytes = g[k]->shape().byte_size();
+      EXPECT_EQ(bytes, w[k]->shape().byte_size());
+      EXPECT_EQ(std::memcmp(g[k]->untyped_data(), w[k]->untyped_data(), bytes), 0)
+          << "output " << k << " differs from the evaluator's";
+    }
+  }
+  const HloInstruction* s = nullptr;
+  for (const HloInstruction* h : c.module->entry()->instructions())
+    if (h->opcode() == HloOpcode::kScatter) s = h;
+  return s != nullptr && IsRowScatter(*s);
+}
+
+TEST(RowScatter, MatchesTheEvaluatorBitForBit) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    // A segment sum: narrow rows, many repeats, serial.
+    EXPECT_TRUE(Check(
+        ScatterModule("f32[50,32]", "s32[3000,1]", "f32[3000,32]", kRowDims, "f32", "add(a, b)"),
+        threads));
+    // An embedding gradient: rows of 1 KiB, split into bands on two threads.
+    EXPECT_TRUE(Check(
+        ScatterModule("f32[300,256]", "s32[2000,1]", "f32[2000,256]", kRowDims, "f32", "add(a, b)"),
+        threads));
+    // .set: the last update of a row wins, in every band.
+    EXPECT_TRUE(Check(ScatterModule("f64[100,128]", "s32[1500]", "f64[1500,128]",
+                                    "update_window_dims={1}, inserted_window_dims={0}, "
+                                    "scatter_dims_to_operand_dims={0}, index_vector_dim=1",
+                                    "f64", "set"),
+                      threads));
+    // segment_max over a table of rank 3, ids of rank 3 (a trailing index vector of 1).
+    EXPECT_TRUE(Check(ScatterModule("s32[40,8,16]", "s64[10,30,1]", "s32[10,30,8,16]",
+                                    "update_window_dims={2,3}, inserted_window_dims={0}, "
+                                    "scatter_dims_to_operand_dims={0}, index_vector_dim=2",
+                                    "s32", "maximum(b, a)"),
+                      threads));
+    EXPECT_TRUE(Check(ScatterModule("f32[64,160]", "u32[700,1]", "f32[700,160]", kRowDims, "f32",
+                                    "minimum(a, b)"),
+                      threads));
+    EXPECT_TRUE(Check(ScatterModule("f32[64,160]", "s32[700,1]", "f32[700,160]", kRowDims, "f32",
+                                    "multiply(a, b)"),
+                      threads));
+    EXPECT_TRUE(Check(
+        ScatterModule("bf16[30,512]", "s32[400,1]", "bf16[400,512]", kRowDims, "bf16", "add(a, b)"),
+        threads));
+  }
+}
+
+TEST(RowScatter, CopiesATableThatIsReadAgain) {
+  // The table is a parameter and an output: the scatter must not write over it.
+  const std::string text =
+      ScatterModule("f32[200,256]", "s32[900,1]", "f32[900,256]", kRowDims, "f32", "add(a, b)",
+                    "  ROOT r = (f32[200,256], f32[200,256]) tuple(s, t)\n");
+  EXPECT_TRUE(Check(text, 2));
+}
+
+TEST(RowScatter, OtherScattersStayOnTheEvaluator) {
+  // A window narrower than the row.
+  EXPECT_FALSE(Check(
+      ScatterModule("f32[50,64]", "s32[300,1]", "f32[300,32]", kRowDims, "f32", "add(a, b)"), 2));
+  // A combiner the evaluator does not recognize.
+  EXPECT_FALSE(Check(
+      ScatterModule("f32[50,64]", "s32[300,1]", "f32[300,64]", kRowDims, "f32", "subtract(a, b)"),
+      2));
+  // Two index components (a 2-D point per update).
+  EXPECT_FALSE(Check(ScatterModule("f32[50,64]", "s32[300,2]", "f32[300]",
+                                   "update_window_dims={}, inserted_window_dims={0,1}, "
+                                   "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1",
+                                   "f32", "add(a, b)"),
+                     2));
+}
+
+}  // namespace
+}  // namespace kiln::cpu
