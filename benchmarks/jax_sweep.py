@@ -94,6 +94,27 @@ def programs():
         keep = jax.random.bernoulli(jax.random.wrap_key_data(k), 0.9, x.shape)
         return jnp.where(keep, x / 0.9, 0)
 
+    def max_pool(x):
+        return jax.lax.reduce_window(x, -np.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                     'VALID')
+
+    def adam(p, g, m, v):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        return p - 1e-3 * (m / 0.1) / (jnp.sqrt(v / 0.001) + 1e-8), m, v
+
+    def attention_grad(q, k, v):
+        def loss(q, k, v):
+            s = jnp.einsum('bqd,bkd->bqk', q, k) / 8.0
+            return jnp.sum(jnp.einsum('bqk,bkd->bqd', jax.nn.softmax(s, axis=-1), v) ** 2)
+        return jax.grad(loss, argnums=(0, 1, 2))(q, k, v)
+
+    def group_norm(x):
+        g = x.reshape(x.shape[0], x.shape[1], x.shape[2], 8, -1)
+        m = g.mean(axis=(1, 2, 4), keepdims=True)
+        v = g.var(axis=(1, 2, 4), keepdims=True)
+        return ((g - m) * jax.lax.rsqrt(v + 1e-5)).reshape(x.shape)
+
     spd = f32(128, 128)
     spd = spd @ spd.T + 128 * np.eye(128, dtype=np.float32)
     ids = r.randint(0, 30000, size=(64, 128)).astype(np.int32)
@@ -175,6 +196,28 @@ def programs():
                                                                   .astype(np.int32)]),
         'fft rows f32[256,1024]': (lambda x: jnp.abs(jnp.fft.rfft(x, axis=1)),
                                    [f32(256, 1024)]),
+        'max_pool grad b8 64x64x32': (jax.grad(lambda x: jnp.sum(max_pool(x) ** 2)),
+                                      [f32(8, 64, 64, 32)]),
+        'top_k 8 of f32[1024,1000]': (lambda x: jax.lax.top_k(x, 8), [f32(1024, 1000)]),
+        'argsort rows f32[256,1024]': (lambda x: jnp.argsort(x, axis=1), [f32(256, 1024)]),
+        'cumsum rows f32[1024,1024]': (lambda x: jnp.cumsum(x, axis=1), [f32(1024, 1024)]),
+        'argmax rows f32[4096,1000]': (lambda x: jnp.argmax(x, axis=1), [f32(4096, 1000)]),
+        'adam update 2^22 params': (adam, [f32(1 << 22), f32(1 << 22), f32(1 << 22),
+                                           np.abs(f32(1 << 22))]),
+        'attention grad b16 s256 d64': (attention_grad, [f32(16, 256, 64), f32(16, 256, 64),
+                                                         f32(16, 256, 64)]),
+        'conv_transpose s2 b8 16x16 64->32': (
+            lambda x, w: jax.lax.conv_transpose(x, w, (2, 2), 'SAME',
+                                                dimension_numbers=('NHWC', 'HWIO', 'NHWC')),
+            [f32(8, 16, 16, 64), f32(3, 3, 64, 32)]),
+        'take_along_axis f32[1024,1024]': (
+            lambda x, i: jnp.take_along_axis(x, i, axis=1),
+            [f32(1024, 1024), r.randint(0, 1024, (1024, 1024)).astype(np.int32)]),
+        'bincount 2^20 into 4096': (lambda i: jnp.bincount(i, length=4096),
+                                    [r.randint(0, 4096, 1 << 20).astype(np.int32)]),
+        'group norm b8 32x32x256 g8': (group_norm, [f32(8, 32, 32, 256)]),
+        'roll+flip f32[2048,2048]': (lambda x: jnp.roll(x, 7, axis=1)[::-1] + x,
+                                     [f32(2048, 2048)]),
     }
 
 

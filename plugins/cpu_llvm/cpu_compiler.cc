@@ -275,7 +275,7 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
       for (const HloInstruction* dead : step.last_uses) values.Release(dead);
       if (profile_ && step.kind != Disposition::kInlined &&
           step.kind != Disposition::kBookkeeping) {
-        profile_->Add(h, DispositionName(step.kind),
+        profile_->Add(h, row_scatters_.contains(h) ? "row-scatter" : DispositionName(step.kind),
                       std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::steady_clock::now() - start)
                           .count());

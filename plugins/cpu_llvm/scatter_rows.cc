@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
@@ -14,8 +15,6 @@ namespace kiln::cpu {
 namespace {
 
 using eval::CombinerKind;
-
-constexpr int32_t kWholeTable = INT32_MAX;  // a band's end: every row, one worker
 
 // The elements per table row, and the update count, when `h` is a row scatter's shape.
 struct RowScatterShape {
@@ -70,48 +69,138 @@ std::optional<RowScatterShape> ShapeOf(const HloInstruction& h) {
   return s;
 }
 
-// Applies, in update order, the updates whose row number is in [first, last) (-1: none).
+// The combining loops of one combiner K on one element type T. Row numbers are int32; one
+// outside [0, rows) skips its update, as XLA's scatter does.
 template <CombinerKind K, typename T>
-void ScatterBand(T* table, const T* updates, std::span<const int32_t> ids, int64_t row,
-                 int32_t first, int32_t last) {
-  if (first == 0 && last == kWholeTable) {
-    for (size_t u = 0; u < ids.size(); ++u)
-      if (ids[u] >= 0)
-        eval::CombineRowAs<K>(table + ids[u] * row, updates + static_cast<int64_t>(u) * row, row);
-    return;
+struct RowCombiner {
+  static T Combine(T d, T s) {
+    using A = eval::AccumT<T>;
+    return eval::CastTo<T>(eval::ApplyCombiner<A>(K, eval::CastTo<A>(d), eval::CastTo<A>(s)));
   }
-  // The updates landing in the band, listed without a branch per id: with random ids that
-  // branch mispredicts about half the time, which costs more than combining a short row.
-  std::unique_ptr<int32_t[]> mine(new int32_t[ids.size()]);
-  size_t n = 0;
-  for (size_t u = 0; u < ids.size(); ++u) {
-    mine[n] = static_cast<int32_t>(u);
-    n += static_cast<size_t>(ids[u] >= first && ids[u] < last);
+
+  // Applies updates [begin, end) in order.
+  static void Serial(T* table, const T* updates, const int32_t* ids, int64_t rows, int64_t row,
+                     int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      const auto r = static_cast<uint32_t>(ids[u]);  // a negative id wraps past `rows`
+      if (r >= rows) continue;
+      if (row == 1)  // a bincount, a scatter into a vector: no loop per update
+        table[r] = Combine(table[r], updates[u]);
+      else
+        eval::CombineRowAs<K>(table + r * row, updates + u * row, row);
+    }
   }
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t u = mine[i];
-    eval::CombineRowAs<K>(table + ids[u] * row, updates + u * row, row);
+
+  // Applies, in update order, the updates whose row number is in [first, last).
+  static void Band(T* table, const T* updates, std::span<const int32_t> ids, int64_t row,
+                   int32_t first, int32_t last) {
+    // The updates landing in the band, listed without a branch per id: with random ids that
+    // branch mispredicts about half the time, which costs more than combining a short row.
+    std::unique_ptr<int32_t[]> mine(new int32_t[ids.size()]);
+    size_t n = 0;
+    for (size_t u = 0; u < ids.size(); ++u) {
+      mine[n] = static_cast<int32_t>(u);
+      n += static_cast<size_t>(ids[u] >= first && ids[u] < last);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t u = mine[i];
+      eval::CombineRowAs<K>(table + ids[u] * row, updates + u * row, row);
+    }
   }
-}
+
+  // The value x with combine(x, y) == y: what a private table starts as.
+  static T Identity() {
+    using A = eval::AccumT<T>;
+    if constexpr (K == CombinerKind::kMultiply) return eval::CastTo<T>(A{1});
+    if constexpr (K == CombinerKind::kAnd && std::is_integral_v<A>)
+      return eval::CastTo<T>(static_cast<A>(~A{0}));
+    if constexpr (K == CombinerKind::kMaximum || K == CombinerKind::kMinimum) {
+      constexpr bool max = K == CombinerKind::kMaximum;
+      if constexpr (std::is_floating_point_v<A>)
+        return eval::CastTo<T>(max ? -std::numeric_limits<A>::infinity()
+                                   : std::numeric_limits<A>::infinity());
+      return eval::CastTo<T>(max ? std::numeric_limits<A>::lowest()
+                                 : std::numeric_limits<A>::max());
+    }
+    return eval::CastTo<T>(A{0});
+  }
+
+  // Updates split into `parts` contiguous runs: the first combines into the table, each
+  // other into a private table of its own, and the private tables are then combined into the
+  // table in order. For a small table hit by many updates (a bincount, a segment sum) each
+  // worker reads only its run of updates.
+  static void Private(T* table, const T* updates, const int32_t* ids, int64_t rows, int64_t row,
+                      int64_t count, int parts, ThreadPool& pool) {
+    const int64_t size = rows * row;
+    std::vector<std::unique_ptr<T[]>> partial(static_cast<size_t>(parts - 1));
+    pool.ParallelFor(
+        parts,
+        [&](int64_t p0, int64_t p1) {
+          for (int64_t p = p0; p < p1; ++p) {
+            T* into = table;
+            if (p > 0) {
+              partial[p - 1].reset(new T[size]);
+              into = partial[p - 1].get();
+              std::fill_n(into, size, Identity());
+            }
+            Serial(into, updates, ids, rows, row, count * p / parts, count * (p + 1) / parts);
+          }
+        },
+        parts, /*even=*/false);
+    for (const std::unique_ptr<T[]>& t : partial)
+      for (int64_t e = 0; e < size; ++e) table[e] = Combine(table[e], t[e]);
+  }
+
+  static void Run(T* table, const T* updates, std::span<const int32_t> ids, int64_t rows,
+                  int64_t row, ThreadPool* pool) {
+    const int64_t count = static_cast<int64_t>(ids.size());
+    const int threads = pool != nullptr ? pool->size() : 1;
+    const int64_t work = count * row;
+    if (threads > 1 && work >= (int64_t{1} << 16)) {
+      // Bands for wide rows: a worker reads just its own updates' rows. Of narrow rows (a
+      // segment sum's 32 floats) the prefetcher brings in the neighbours' too (measured: no
+      // gain), so those take private tables when the table is small.
+      if (row * static_cast<int64_t>(sizeof(T)) >= 512 && rows > 1) {
+        pool->ParallelFor(
+            rows,
+            [&](int64_t first, int64_t last) {
+              Band(table, updates, ids, row, static_cast<int32_t>(first),
+                   static_cast<int32_t>(last));
+            },
+            threads, /*even=*/false);
+        return;
+      }
+      // Not for .set (the order between runs matters), nor for types without exact
+      // identities here (bf16, f16, 8-bit floats, complex).
+      if constexpr (K != CombinerKind::kAssign && std::is_arithmetic_v<T>) {
+        if (rows * row <= (int64_t{1} << 16) && work >= 4 * rows * row) {
+          Private(table, updates, ids.data(), rows, row, count, threads, *pool);
+          return;
+        }
+      }
+    }
+    Serial(table, updates, ids.data(), rows, row, 0, count);
+  }
+};
 
 template <typename T>
-void ScatterBand(CombinerKind kind, T* table, const T* updates, std::span<const int32_t> ids,
-                 int64_t row, int32_t first, int32_t last) {
+void CombineRows(CombinerKind kind, T* table, const T* updates, std::span<const int32_t> ids,
+                 int64_t rows, int64_t row, ThreadPool* pool) {
   switch (kind) {
     case CombinerKind::kAdd:
-      return ScatterBand<CombinerKind::kAdd>(table, updates, ids, row, first, last);
+      return RowCombiner<CombinerKind::kAdd, T>::Run(table, updates, ids, rows, row, pool);
     case CombinerKind::kMultiply:
-      return ScatterBand<CombinerKind::kMultiply>(table, updates, ids, row, first, last);
+      return RowCombiner<CombinerKind::kMultiply, T>::Run(table, updates, ids, rows, row, pool);
     case CombinerKind::kMaximum:
-      return ScatterBand<CombinerKind::kMaximum>(table, updates, ids, row, first, last);
+      return RowCombiner<CombinerKind::kMaximum, T>::Run(table, updates, ids, rows, row, pool);
     case CombinerKind::kMinimum:
-      return ScatterBand<CombinerKind::kMinimum>(table, updates, ids, row, first, last);
+      return RowCombiner<CombinerKind::kMinimum, T>::Run(table, updates, ids, rows, row, pool);
     case CombinerKind::kAnd:
-      return ScatterBand<CombinerKind::kAnd>(table, updates, ids, row, first, last);
+      return RowCombiner<CombinerKind::kAnd, T>::Run(table, updates, ids, rows, row, pool);
     case CombinerKind::kOr:
-      return ScatterBand<CombinerKind::kOr>(table, updates, ids, row, first, last);
+      return RowCombiner<CombinerKind::kOr, T>::Run(table, updates, ids, rows, row, pool);
     case CombinerKind::kAssign:
-      return ScatterBand<CombinerKind::kAssign>(table, updates, ids, row, first, last);
+      return RowCombiner<CombinerKind::kAssign, T>::Run(table, updates, ids, rows, row, pool);
     case CombinerKind::kOther:
       return;
   }
@@ -133,35 +222,29 @@ void RunRowScatter(const HloInstruction& h, Literal& table, const Literal& indic
                    const Literal& updates, ThreadPool* pool) {
   const RowScatterShape s = *ShapeOf(h);
   const CombinerKind kind = eval::ClassifyCombiner(*h.to_apply());
-  // Row numbers, out-of-table ones as -1 (skipped by every band).
-  std::vector<int32_t> ids(static_cast<size_t>(s.updates));
-  PrimitiveTypeSwitch(indices.shape().element_type(), [&](auto tag) {
-    using I = decltype(tag);
-    if constexpr (std::is_integral_v<I>) {
-      const I* p = indices.data<I>().data();
-      for (size_t u = 0; u < ids.size(); ++u) {
-        const int64_t r = static_cast<int64_t>(p[u]);
-        ids[u] = r >= 0 && r < s.rows ? static_cast<int32_t>(r) : -1;
+  // Row numbers as int32: s32 indices as they are, others converted (out-of-table ones as -1).
+  std::vector<int32_t> converted;
+  std::span<const int32_t> ids;
+  if (indices.shape().element_type() == PrimitiveType::S32) {
+    ids = indices.data<int32_t>();
+  } else {
+    converted.resize(static_cast<size_t>(s.updates));
+    PrimitiveTypeSwitch(indices.shape().element_type(), [&](auto tag) {
+      using I = decltype(tag);
+      if constexpr (std::is_integral_v<I>) {
+        const I* p = indices.data<I>().data();
+        for (size_t u = 0; u < converted.size(); ++u) {
+          const auto r = static_cast<int64_t>(p[u]);
+          converted[u] = r >= 0 && r < s.rows ? static_cast<int32_t>(r) : -1;
+        }
       }
-    }
-  });
+    });
+    ids = converted;
+  }
   PrimitiveTypeSwitch(table.shape().element_type(), [&](auto tag) {
     using T = decltype(tag);
-    T* dst = table.data<T>().data();
-    const T* src = updates.data<T>().data();
-    // Bands pay off for wide rows only: a worker reads just its own updates' rows, but of
-    // narrow rows (a segment sum's 32 floats) the prefetcher brings in the neighbours'
-    // too, and memory bandwidth, not combining, bounds the time (measured: no gain).
-    const bool parallel = pool != nullptr && pool->size() > 1 && s.rows > 1 &&
-                          s.row * static_cast<int64_t>(sizeof(T)) >= 512 &&
-                          s.updates * s.row >= (int64_t{1} << 16);
-    if (!parallel) return ScatterBand<T>(kind, dst, src, ids, s.row, 0, kWholeTable);
-    pool->ParallelFor(
-        s.rows,
-        [&](int64_t first, int64_t last) {
-          ScatterBand<T>(kind, dst, src, ids, s.row, first, last);
-        },
-        pool->size(), /*even=*/false);
+    CombineRows<T>(kind, table.data<T>().data(), updates.data<T>().data(), ids, s.rows, s.row,
+                   pool);
   });
 }
 
