@@ -2,6 +2,7 @@
 // random): index odometers, accumulation types, scalar extraction, error messages.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -107,6 +108,18 @@ inline Literal ScalarAt(const Literal& arr, int64_t linear) {
 inline void StoreScalar(Literal& arr, int64_t linear, const Literal& s) {
   int64_t size = ByteSizeOf(arr.shape().element_type());
   std::memcpy(arr.untyped_data() + linear * size, s.untyped_data(), size);
+}
+
+// Sets every element of `arr` to the scalar `s` (same element type): one element copied,
+// then the filled prefix doubled, instead of a per-element store.
+inline void FillWithScalar(Literal& arr, const Literal& s) {
+  const int64_t size = ByteSizeOf(arr.shape().element_type());
+  const int64_t bytes = arr.element_count() * size;
+  if (bytes == 0) return;
+  uint8_t* dst = arr.untyped_data();
+  std::memcpy(dst, s.untyped_data(), size);
+  for (int64_t done = size; done < bytes; done *= 2)
+    std::memcpy(dst + done, dst, std::min(done, bytes - done));
 }
 
 // "evaluator: <opcode> <name>: <msg>" as an InvalidArgument status.

@@ -428,7 +428,7 @@ absl::StatusOr<Literal> EvalSelectAndScatter(const HloInstruction& instr, Operan
     return EvalError(instr, "result shape must equal the operand shape");
 
   Literal out(instr.shape());
-  for (int64_t i = 0; i < out.element_count(); ++i) StoreScalar(out, i, init);
+  FillWithScalar(out, init);
   const auto in_strides = RowMajorStrides(in_dims);
   std::vector<int64_t> wsize(rank);
   for (int d = 0; d < rank; ++d) wsize[d] = win[d].size;
