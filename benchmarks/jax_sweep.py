@@ -216,6 +216,7 @@ def programs():
         'bincount 2^20 into 4096': (lambda i: jnp.bincount(i, length=4096),
                                     [r.randint(0, 4096, 1 << 20).astype(np.int32)]),
         'group norm b8 32x32x256 g8': (group_norm, [f32(8, 32, 32, 256)]),
+        'mean over axis 1 f32[64,512,256]': (lambda x: x.mean(axis=1), [f32(64, 512, 256)]),
         'roll+flip f32[2048,2048]': (lambda x: jnp.roll(x, 7, axis=1)[::-1] + x,
                                      [f32(2048, 2048)]),
     }

@@ -12,6 +12,7 @@
 #include "hlo/checked_math.h"
 #include "hlo/evaluator/evaluator_internal.h"
 #include "hlo/evaluator/evaluator_util.h"
+#include "hlo/evaluator/kernel_util.h"
 
 namespace kiln::eval {
 namespace {
@@ -351,12 +352,7 @@ absl::StatusOr<Literal> Pad(const HloInstruction& instr, Operands ops) {
   const int64_t esize = ElemSize(operand);
   // Fill with the padding value, then place the operand elements that land inside (negative
   // edge padding crops).
-  {
-    uint8_t* d = out.untyped_data();
-    const uint8_t* v = pad_value.untyped_data();
-    for (int64_t i = 0; i < out.element_count(); ++i)
-      std::memcpy(d + i * esize, v, static_cast<size_t>(esize));
-  }
+  FillWithScalar(out, pad_value);
   if (operand.element_count() == 0 || out.element_count() == 0) return out;
   std::vector<int64_t> in_strides = RowMajorStrides(operand.shape().dimensions());
   std::vector<int64_t> out_strides = RowMajorStrides(out_shape.dimensions());

@@ -2,6 +2,7 @@
 // hand-computed values. Called computations are built as real HLO (so the fast paths can
 // recognize them); the CallFn is a C++ lambda with the same meaning, standing in for the
 // evaluator driver.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -341,6 +342,40 @@ TEST(TopKTest, LargestAndSmallestWithTies) {
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectValues(r->element(0), {2, 3}, {1, 2, 4, -3, -3, -1});
   ExpectValues(r->element(1), {2, 3}, {0, 3, 1, 1, 3, 0});
+}
+
+// Both of top-k's paths (k <= 64: one pass with insertion; larger k: a partial sort) agree
+// with a reference sorted here: values in order, ties by lower index, on rows with many ties.
+TEST(TopKTest, SmallAndLargeKMatchASortedReference) {
+  const int64_t rows = 3, len = 300;
+  std::vector<double> v(rows * len);
+  for (int64_t i = 0; i < rows * len; ++i) v[i] = static_cast<double>((i * 37 + 11) % 53) - 20;
+  Literal x = F32({rows, len}, v);
+  for (int64_t k : {1, 5, 64, 65, 200}) {
+    for (bool largest : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "k=" << k << " largest=" << largest);
+      std::vector<double> want_v, want_i;
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<int64_t> perm(len);
+        for (int64_t i = 0; i < len; ++i) perm[i] = i;
+        std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+          return largest ? v[r * len + a] > v[r * len + b] : v[r * len + a] < v[r * len + b];
+        });
+        for (int64_t j = 0; j < k; ++j) {
+          want_v.push_back(v[r * len + perm[j]]);
+          want_i.push_back(static_cast<double>(perm[j]));
+        }
+      }
+      HloInstruction topk(HloOpcode::kTopK,
+                          Shape::Tuple({Shape(kF32, {rows, k}), Shape(kS32, {rows, k})}));
+      topk.mutable_attrs().k = k;
+      topk.mutable_attrs().largest = largest;
+      auto r = EvalReduction(topk, std::vector<const Literal*>{&x}, kNoCall);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ExpectValues(r->element(0), {rows, k}, want_v);
+      ExpectValues(r->element(1), {rows, k}, want_i);
+    }
+  }
 }
 
 // jnp.sort / jnp.argsort's comparator (keys with -0 made +0 and NaNs made one NaN, then a

@@ -115,15 +115,42 @@ TEST(ColumnReduction, NanAndInfinityPropagate) {
         1, std::move(args));
 }
 
+TEST(ColumnReduction, ReducedDimensionsBetweenKeptOnesAccumulateToo) {
+  // x.mean(axis=1) of a [B, T, D] array: a middle dimension reduced.
+  Check("x: f32[64,64,16]", "f32[64,16]",
+        "  %x = f32[64,64,16] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  ROOT %r = f32[64,16] reduce(%x, %z), dimensions={1}, to_apply=%add\n",
+        1);
+  // A group norm's statistics: groups of 32 channels in a reshaped NHWC array, reduced over
+  // H, W and the channels of a group (a trailing reduced dimension widens the accumulator),
+  // the plain sum and the sum of squares about the mean.
+  Check("x: f32[4,16,16,256], m: f32[4,8]", "f32[4,8]",
+        "  %x = f32[4,16,16,256] parameter(0)\n  %m = f32[4,8] parameter(1)\n"
+        "  %g = f32[4,16,16,8,32] reshape(%x)\n  %z = f32[] constant(0)\n"
+        "  %s = f32[4,8] reduce(%g, %z), dimensions={1,2,4}, to_apply=%add\n"
+        "  %mb = f32[4,16,16,8,32] broadcast(%m), dimensions={0,3}\n"
+        "  %d = f32[4,16,16,8,32] subtract(%g, %mb)\n"
+        "  %q = f32[4,16,16,8,32] multiply(%d, %d)\n"
+        "  %v = f32[4,8] reduce(%q, %z), dimensions={1,2,4}, to_apply=%add\n"
+        "  ROOT %r = f32[4,8] add(%s, %v)\n",
+        1);
+  // A maximum over the leading and a trailing dimension.
+  Check("x: f32[32,24,48]", "f32[24]",
+        "  %x = f32[32,24,48] parameter(0)\n  %z = f32[] constant(-inf)\n"
+        "  ROOT %r = f32[24] reduce(%x, %z), dimensions={0,2}, to_apply=%max\n",
+        1);
+}
+
 TEST(ColumnReduction, OtherShapesStayElemental) {
-  // Rows kept (a row reduction), a middle dimension reduced, a large result, a small input.
+  // Rows kept (a row reduction), a large result, a small input.
   Check("x: f32[256,512]", "f32[256]",
         "  %x = f32[256,512] parameter(0)\n  %z = f32[] constant(0)\n"
         "  ROOT %r = f32[256] reduce(%x, %z), dimensions={1}, to_apply=%add\n",
         0);
-  Check("x: f32[64,64,16]", "f32[64,16]",
-        "  %x = f32[64,64,16] parameter(0)\n  %z = f32[] constant(0)\n"
-        "  ROOT %r = f32[64,16] reduce(%x, %z), dimensions={1}, to_apply=%add\n",
+  // A middle dimension reduced, but a result too large for the accumulator.
+  Check("x: f32[64,64,256]", "f32[64,256]",
+        "  %x = f32[64,64,256] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  ROOT %r = f32[64,256] reduce(%x, %z), dimensions={1}, to_apply=%add\n",
         0);
   Check("x: f32[16,8192]", "f32[8192]",
         "  %x = f32[16,8192] parameter(0)\n  %z = f32[] constant(0)\n"

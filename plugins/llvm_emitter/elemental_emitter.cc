@@ -8,6 +8,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
@@ -273,16 +274,27 @@ bool IsColumnReduction(const HloInstruction& h) {
   if (h.opcode() != HloOpcode::kReduce || h.operand_count() != 2 || !h.shape().IsArray() ||
       (h.shape().element_type() != PT::F32 && h.shape().element_type() != PT::F64))
     return false;
-  std::vector<int64_t> reduced = h.dimensions();
-  std::sort(reduced.begin(), reduced.end());
   const std::vector<int64_t>& in = h.operand(0)->shape().dimensions();
-  if (reduced.empty() || reduced.size() >= in.size()) return false;
-  int64_t rows = 1;
-  for (size_t i = 0; i < reduced.size(); ++i) {
-    if (reduced[i] != static_cast<int64_t>(i)) return false;
-    rows *= in[i];
+  const std::vector<int64_t>& reduced = h.dimensions();
+  const int64_t rank = static_cast<int64_t>(in.size());
+  if (reduced.empty() || static_cast<int64_t>(reduced.size()) >= rank) return false;
+  int64_t last_kept = -1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!absl::c_linear_search(reduced, d)) last_kept = d;
+  // Rows: the reduced dimensions before the last kept one (at least one, else this is a row
+  // reduction); the trailing ones widen the accumulator.
+  int64_t rows = 1, trailing = 1;
+  bool crosses = false;
+  for (int64_t d : reduced) {
+    if (d < last_kept) {
+      rows *= in[d];
+      crosses = true;
+    } else {
+      trailing *= in[d];
+    }
   }
-  return rows <= kMaxColumnRows && h.shape().num_elements() <= kMaxColumnElements;
+  return crosses && rows <= kMaxColumnRows &&
+         h.shape().num_elements() * trailing <= kMaxColumnElements;
 }
 
 // The tile of TransposedRead kernels' output loops (32 x 32 f32: 4 KB of output, 32 lines
@@ -424,7 +436,8 @@ absl::Status KernelEmitter::EmitLoop(llvm::Value* lo, llvm::Value* hi, const std
   if (!st.ok()) return st;
   llvm::Value* next = b_.CreateAdd(iv, C64(1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
   iv->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateBr(header);
+  llvm::BranchInst* latch = b_.CreateBr(header);
+  if (latch_sink_ != nullptr) latch_sink_->push_back(latch);
   b_.SetInsertPoint(exit);
   return absl::OkStatus();
 }
@@ -1992,37 +2005,94 @@ absl::Status KernelEmitter::EmitColumnReductions() {
   }
   for (const HloInstruction* r : columns) {
     const HloInstruction* input = r->operand(0);
+    const std::vector<int64_t>& in = input->shape().dimensions();
     const std::vector<int64_t>& kept = r->shape().dimensions();
-    const size_t reduced = r->dimensions().size();
+    const std::vector<int64_t>& reduced = r->dimensions();
+    // The accumulator: the result's dimensions, then the reduced dimensions after the last
+    // kept one (a group norm's channels within a group), folded into the result at the end.
+    std::vector<int64_t> acc_dims = kept;
+    std::vector<bool> in_acc(in.size());
+    int64_t last_kept = -1;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (!absl::c_linear_search(reduced, static_cast<int64_t>(d)))
+        last_kept = static_cast<int64_t>(d);
+    for (size_t d = 0; d < in.size(); ++d) {
+      in_acc[d] = static_cast<int64_t>(d) > last_kept ||
+                  !absl::c_linear_search(reduced, static_cast<int64_t>(d));
+      if (static_cast<int64_t>(d) > last_kept) acc_dims.push_back(in[d]);
+    }
+    const int64_t trailing = static_cast<int64_t>(acc_dims.size() - kept.size());
+    int64_t run = 1;
+    for (size_t j = kept.size(); j < acc_dims.size(); ++j) run *= acc_dims[j];
     PT t = r->shape().element_type();
     llvm::Type* st = StorageType(t, ctx_);
-    llvm::AllocaInst* acc =
-        EntryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(r->shape().num_elements())),
-                    r->name() + ".columns");
+    int64_t acc_elements = 1;
+    for (int64_t d : acc_dims) acc_elements *= d;
+    llvm::AllocaInst* acc = EntryAlloca(
+        llvm::ArrayType::get(st, static_cast<uint64_t>(acc_elements)), r->name() + ".columns");
     PushScope();
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(r->operand(1), Index{{}, C64(0)}));
     KILN_EMIT_RETURN_IF_ERROR(
-        EmitLoopNest(kept, r->name() + ".init", [&](const Index& k) -> absl::Status {
+        EmitLoopNest(acc_dims, r->name() + ".init", [&](const Index& k) -> absl::Status {
           b_.CreateStore(ToStorage(init, t), b_.CreateInBoundsGEP(st, acc, k.linear));
           return absl::OkStatus();
         }));
-    // Rows outside, the kept dimensions inside: the inner loop walks memory contiguously and
-    // updates a run of accumulators (vectorized across columns).
-    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
-        input->shape().dimensions(), r->name() + ".rows", [&](const Index& i) -> absl::Status {
-          Index k;
-          k.multi.assign(i.multi.begin() + reduced, i.multi.end());
-          k.linear = Linear(k, kept);
-          KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, i));
-          llvm::Value* p = b_.CreateInBoundsGEP(st, acc, k.linear);
-          KILN_EMIT_ASSIGN_OR_RETURN(
-              llvm::Value * next,
-              EmitScalarCall(r->to_apply(), {ToCompute(b_.CreateLoad(st, p), t), v}));
-          b_.CreateStore(ToStorage(next, t), p);
-          return absl::OkStatus();
-        }));
+    // The input in memory order, each element combined into its accumulator: the inner loop
+    // walks memory contiguously and updates a run of accumulators (vectorized across them).
+    std::vector<llvm::BranchInst*> latches;
+    latch_sink_ = &latches;
+    absl::Status rows = EmitLoopNest(in, r->name() + ".rows", [&](const Index& i) -> absl::Status {
+      Index k;
+      for (size_t d = 0; d < in.size(); ++d)
+        if (in_acc[d]) k.multi.push_back(i.multi[d]);
+      k.linear = Linear(k, acc_dims);
+      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, i));
+      llvm::Value* p = b_.CreateInBoundsGEP(st, acc, k.linear);
+      KILN_EMIT_ASSIGN_OR_RETURN(
+          llvm::Value * next,
+          EmitScalarCall(r->to_apply(), {ToCompute(b_.CreateLoad(st, p), t), v}));
+      b_.CreateStore(ToStorage(next, t), p);
+      return absl::OkStatus();
+    });
+    latch_sink_ = nullptr;
+    KILN_EMIT_RETURN_IF_ERROR(rows);
+    // The innermost loop (the first to close) stays a loop: unrolled whole when short (a group
+    // norm's 32 channels), it left the vectorizer the loop around it, read with gathers.
+    if (!latches.empty()) {
+      llvm::MDNode* disable =
+          llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
+      llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, disable});
+      id->replaceOperandWith(0, id);
+      latches.front()->setMetadata(llvm::LLVMContext::MD_loop, id);
+    }
+    llvm::AllocaInst* result = acc;
+    if (trailing > 0) {
+      // Each result element folds its run of accumulators, in order.
+      result =
+          EntryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(r->shape().num_elements())),
+                      r->name() + ".folded");
+      llvm::AllocaInst* sum = EntryAlloca(init->getType(), r->name() + ".fold");
+      KILN_EMIT_RETURN_IF_ERROR(
+          EmitLoopNest(kept, r->name() + ".fold", [&](const Index& k) -> absl::Status {
+            b_.CreateStore(init, sum);
+            llvm::Value* base = b_.CreateMul(k.linear, C64(run));
+            KILN_EMIT_RETURN_IF_ERROR(
+                EmitLoop(run, r->name() + ".run", [&](llvm::Value* j) -> absl::Status {
+                  llvm::Value* a = ToCompute(
+                      b_.CreateLoad(st, b_.CreateInBoundsGEP(st, acc, b_.CreateAdd(base, j))), t);
+                  KILN_EMIT_ASSIGN_OR_RETURN(
+                      llvm::Value * next,
+                      EmitScalarCall(r->to_apply(), {b_.CreateLoad(init->getType(), sum), a}));
+                  b_.CreateStore(next, sum);
+                  return absl::OkStatus();
+                }));
+            b_.CreateStore(ToStorage(b_.CreateLoad(init->getType(), sum), t),
+                           b_.CreateInBoundsGEP(st, result, k.linear));
+            return absl::OkStatus();
+          }));
+    }
     PopScope();
-    input_ptrs_[r] = acc;  // the output loop reads it like an input
+    input_ptrs_[r] = result;  // the output loop reads it like an input
   }
   return absl::OkStatus();
 }

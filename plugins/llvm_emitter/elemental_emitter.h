@@ -58,15 +58,18 @@ struct KernelSpec {
   // never read.
   bool update_in_place = false;
   // kCpu, column reductions: each reduce in the kernel that IsColumnReduction accepts is
-  // accumulated first, row by row in memory order, into a buffer of its (small) result that
-  // the output loop then reads. Element by element, each result element would walk its
-  // column with a stride of the whole row. The plan leaves such a kernel unpartitioned.
+  // accumulated first, row by row in memory order, into a buffer of its (small) result
+  // (widened by trailing reduced dimensions, folded at the end) that the output loop reads.
+  // Element by element, each result element would walk its column with a stride of the
+  // whole row. The plan leaves such a kernel unpartitioned.
   bool accumulate_columns = false;
 };
 
-// A single-input f32/f64 reduce over the leading dimensions of its input (it keeps the
-// trailing ones: a bias gradient, a per-channel statistic) whose result has at most
-// kMaxColumnElements elements and whose input at most kMaxColumnRows rows.
+// A single-input f32/f64 reduce over at least one dimension before its last kept one: over
+// the leading dimensions (a bias gradient, a per-channel statistic), a middle one
+// (x.mean(axis=1)), or also trailing ones (a group norm's statistics). Its accumulator (the
+// result, times the reduced dimensions after the last kept one) has at most
+// kMaxColumnElements elements, and each accumulator takes at most kMaxColumnRows values.
 bool IsColumnReduction(const HloInstruction& reduce);
 inline constexpr int64_t kMaxColumnElements = 4096;          // the accumulator lives on the stack
 inline constexpr int64_t kMaxColumnRows = int64_t{1} << 20;  // one f32 accumulator per column

@@ -323,6 +323,8 @@ class KernelEmitter {
     size_t scope_depth;           // scopes_.size() when the loop started
   };
   std::vector<LoopFrame> loops_;
+  // When set, EmitLoop appends each loop's back edge here (innermost loops first).
+  std::vector<llvm::BranchInst*>* latch_sink_ = nullptr;
   int conditional_depth_ = 0;  // > 0 inside an EmitIfElse arm: nothing is hoisted from there
   // A reduce or dot whose index values are outer loop variables (a row statistic under a
   // broadcast) generated once before the first loop it does not depend on, instead of once
