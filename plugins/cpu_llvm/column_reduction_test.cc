@@ -24,11 +24,18 @@ int ColumnKernels(const Plan& plan) {
   return n;
 }
 
+int PartitionedColumnKernels(const Plan& plan) {
+  int n = 0;
+  for (const llvm_emit::KernelSpec& k : plan.kernels)
+    n += k.accumulate_columns && k.partition_outer;
+  return n;
+}
+
 // Compiles `body` (an entry computation's instructions after `params`), expects `marked`
-// column-accumulating kernels, and compares a run with the evaluator on random arguments,
-// or on `args` when given.
+// column-accumulating kernels (`partitioned` of them split along dimension 0, when given),
+// and compares a run with the evaluator on random arguments, or on `args` when given.
 void Check(const std::string& params, const std::string& result, const std::string& body,
-           int marked, std::vector<Literal> args = {}) {
+           int marked, std::vector<Literal> args = {}, int partitioned = -1) {
   const std::string text =
       "HloModule columns\n\n%add (a: f32[], b: f32[]) -> f32[] {\n"
       "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
@@ -49,6 +56,10 @@ void Check(const std::string& params, const std::string& result, const std::stri
   auto exe = (*compiler)->Compile(module);
   ASSERT_TRUE(exe.ok()) << exe.status();
   EXPECT_EQ(ColumnKernels((*exe)->plan()), marked) << PlanToString((*exe)->plan());
+  if (partitioned >= 0) {
+    EXPECT_EQ(PartitionedColumnKernels((*exe)->plan()), partitioned)
+        << PlanToString((*exe)->plan());
+  }
   if (args.empty()) {
     std::mt19937 rng(7);
     for (const HloInstruction* p : module->entry()->parameters())
@@ -141,16 +152,47 @@ TEST(ColumnReduction, ReducedDimensionsBetweenKeptOnesAccumulateToo) {
         1);
 }
 
+TEST(ColumnReduction, KeptLeadingDimensionSplitsAcrossThreads) {
+  // x.mean(axis=1) of f32[64,512,256]: a [64,256] result, too large for one accumulator on
+  // one thread, accumulated in parts of dimension 0 (each its own slice of accumulators).
+  Check("x: f32[64,512,256]", "f32[64,256]",
+        "  %x = f32[64,512,256] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  %s = f32[64,256] reduce(%x, %z), dimensions={1}, to_apply=%add\n"
+        "  %n = f32[] constant(0.001953125)\n  %nb = f32[64,256] broadcast(%n), dimensions={}\n"
+        "  ROOT %m = f32[64,256] multiply(%s, %nb)\n",
+        1, {}, 1);
+  // Two reductions of one input (a sum and a maximum over a middle and a trailing
+  // dimension) combined elementwise; f64; an odd leading extent.
+  Check("x: f32[7,300,16,4]", "f32[7,16]",
+        "  %x = f32[7,300,16,4] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  %ninf = f32[] constant(-inf)\n"
+        "  %s = f32[7,16] reduce(%x, %z), dimensions={1,3}, to_apply=%add\n"
+        "  %m = f32[7,16] reduce(%x, %ninf), dimensions={1,3}, to_apply=%max\n"
+        "  ROOT %r = f32[7,16] subtract(%s, %m)\n",
+        1, {}, 1);
+  Check("x: f64[9,2000,40]", "f64[9,40]",
+        "  %x = f64[9,2000,40] parameter(0)\n  %z = f64[] constant(0)\n"
+        "  ROOT %r = f64[9,40] reduce(%x, %z), dimensions={1}, to_apply=%addd\n",
+        1, {}, 1);
+  // Read through a transpose: the reduction is a kernel of its own, split, the transpose
+  // another.
+  Check("x: f32[32,512,32]", "f32[32,32]",
+        "  %x = f32[32,512,32] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  %s = f32[32,32] reduce(%x, %z), dimensions={1}, to_apply=%add\n"
+        "  ROOT %t = f32[32,32] transpose(%s), dimensions={1,0}\n",
+        1, {}, 1);
+}
+
 TEST(ColumnReduction, OtherShapesStayElemental) {
   // Rows kept (a row reduction), a large result, a small input.
   Check("x: f32[256,512]", "f32[256]",
         "  %x = f32[256,512] parameter(0)\n  %z = f32[] constant(0)\n"
         "  ROOT %r = f32[256] reduce(%x, %z), dimensions={1}, to_apply=%add\n",
         0);
-  // A middle dimension reduced, but a result too large for the accumulator.
-  Check("x: f32[64,64,256]", "f32[64,256]",
-        "  %x = f32[64,64,256] parameter(0)\n  %z = f32[] constant(0)\n"
-        "  ROOT %r = f32[64,256] reduce(%x, %z), dimensions={1}, to_apply=%add\n",
+  // A middle dimension reduced, but a result too large even for a partitioned accumulator.
+  Check("x: f32[16,8,8192]", "f32[16,8192]",
+        "  %x = f32[16,8,8192] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  ROOT %r = f32[16,8192] reduce(%x, %z), dimensions={1}, to_apply=%add\n",
         0);
   Check("x: f32[16,8192]", "f32[8192]",
         "  %x = f32[16,8192] parameter(0)\n  %z = f32[] constant(0)\n"

@@ -161,6 +161,41 @@ bool ReadsLargeColumnReduction(const llvm_emit::KernelSpec& spec) {
   return false;
 }
 
+// The extent of dimension 0 along which a kernel that computes a large column reduction can
+// be partitioned, or -1: every output has the same dimensions, every column reduction in
+// the kernel keeps dimension 0 (IsPartitionedColumnReduction) and is read by the outputs
+// through elementwise instructions of their dimensions only, so that a part's range of
+// output rows reads only the accumulators its own range of input rows made.
+int64_t PartitionedColumnExtent(const llvm_emit::KernelSpec& spec) {
+  const Shape& first = spec.outputs[0]->shape();
+  if (!first.IsArray() || first.rank() == 0) return -1;
+  for (const HloInstruction* o : spec.outputs)
+    if (!o->shape().IsArray() || o->shape().dimensions() != first.dimensions()) return -1;
+  const absl::flat_hash_set<const HloInstruction*> inputs(spec.inputs.begin(), spec.inputs.end());
+  // (instruction, read elementwise at the output's index)
+  absl::flat_hash_set<std::pair<const HloInstruction*, bool>> seen;
+  std::vector<std::pair<const HloInstruction*, bool>> stack;
+  for (const HloInstruction* o : spec.outputs) stack.emplace_back(o, true);
+  bool large = false;
+  while (!stack.empty()) {
+    auto [h, aligned] = stack.back();
+    stack.pop_back();
+    if (inputs.contains(h) || !seen.insert({h, aligned}).second) continue;
+    if (llvm_emit::IsColumnReduction(*h) || llvm_emit::IsPartitionedColumnReduction(*h)) {
+      if (!aligned || !llvm_emit::IsPartitionedColumnReduction(*h) ||
+          h->shape().dimensions() != first.dimensions())
+        return -1;
+      large = large || Elements(h->operand(0)->shape()) >= kColumnMinInput;
+      for (const HloInstruction* o : h->operands()) stack.emplace_back(o, false);
+      continue;
+    }
+    const bool next = aligned && IsElementwiseOpcode(h->opcode()) &&
+                      h->shape().dimensions() == first.dimensions();
+    for (const HloInstruction* o : h->operands()) stack.emplace_back(o, next);
+  }
+  return large ? first.dimensions(0) : -1;
+}
+
 // Marks the kernel's outer loop as partitionable when every output has the same leading
 // dimension (of at least 2), and fills the step's extent and work. A large reduction to a
 // scalar is split into parts instead.
@@ -173,6 +208,14 @@ void SetPartition(llvm_emit::KernelSpec& spec, Step& step, const PlanOptions& op
     spec.partition_outer = true;
     step.outer_extent = update.dimensions(0);
     return;
+  }
+  if (options.accumulate_columns) {
+    const int64_t extent = PartitionedColumnExtent(spec);
+    if (extent >= 2 && step.work >= options.parallel_min_work) {
+      spec.accumulate_columns = spec.partition_outer = true;  // parts of dimension 0
+      step.outer_extent = extent;
+      return;
+    }
   }
   if (options.accumulate_columns && ReadsLargeColumnReduction(spec)) {
     spec.accumulate_columns = true;  // one pass over the rows, unpartitioned

@@ -270,14 +270,17 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
   }
 }
 
-bool IsColumnReduction(const HloInstruction& h) {
+namespace {
+// The element count of the accumulator of a reduce that IsColumnReduction describes, without
+// its size bounds, or -1 for another reduce.
+int64_t ColumnAccumulatorElements(const HloInstruction& h) {
   if (h.opcode() != HloOpcode::kReduce || h.operand_count() != 2 || !h.shape().IsArray() ||
       (h.shape().element_type() != PT::F32 && h.shape().element_type() != PT::F64))
-    return false;
+    return -1;
   const std::vector<int64_t>& in = h.operand(0)->shape().dimensions();
   const std::vector<int64_t>& reduced = h.dimensions();
   const int64_t rank = static_cast<int64_t>(in.size());
-  if (reduced.empty() || static_cast<int64_t>(reduced.size()) >= rank) return false;
+  if (reduced.empty() || static_cast<int64_t>(reduced.size()) >= rank) return -1;
   int64_t last_kept = -1;
   for (int64_t d = 0; d < rank; ++d)
     if (!absl::c_linear_search(reduced, d)) last_kept = d;
@@ -293,8 +296,20 @@ bool IsColumnReduction(const HloInstruction& h) {
       trailing *= in[d];
     }
   }
-  return crosses && rows <= kMaxColumnRows &&
-         h.shape().num_elements() * trailing <= kMaxColumnElements;
+  if (!crosses || rows > kMaxColumnRows) return -1;
+  return h.shape().num_elements() * trailing;
+}
+}  // namespace
+
+bool IsColumnReduction(const HloInstruction& h) {
+  const int64_t acc = ColumnAccumulatorElements(h);
+  return acc >= 0 && acc <= kMaxColumnElements;
+}
+
+bool IsPartitionedColumnReduction(const HloInstruction& h) {
+  const int64_t acc = ColumnAccumulatorElements(h);
+  return acc >= 0 && acc <= kMaxPartitionedColumnElements &&
+         !absl::c_linear_search(h.dimensions(), int64_t{0});
 }
 
 // The tile of TransposedRead kernels' output loops (32 x 32 f32: 4 KB of output, 32 lines
@@ -1865,7 +1880,10 @@ absl::Status KernelEmitter::Emit() {
   StartBody(spec_.name + ".body", n);
   PushScope();
   if (parts) KILN_EMIT_RETURN_IF_ERROR(EmitReduceParts(fn_->getArg(n), fn_->getArg(n + 1)));
-  if (spec_.accumulate_columns) KILN_EMIT_RETURN_IF_ERROR(EmitColumnReductions());
+  if (spec_.accumulate_columns)
+    KILN_EMIT_RETURN_IF_ERROR(
+        EmitColumnReductions(spec_.partition_outer ? fn_->getArg(n) : nullptr,
+                             spec_.partition_outer ? fn_->getArg(n + 1) : nullptr));
   if (spec_.update_in_place) {
     KILN_EMIT_RETURN_IF_ERROR(EmitUpdateInPlace(
         fn_->getArg(spec_.inputs.size()), spec_.partition_outer ? fn_->getArg(n) : nullptr,
@@ -1984,9 +2002,13 @@ absl::Status KernelEmitter::EmitUpdateInPlace(llvm::Value* out, llvm::Value* beg
       begin, end);
 }
 
-absl::Status KernelEmitter::EmitColumnReductions() {
+absl::Status KernelEmitter::EmitColumnReductions(llvm::Value* lo, llvm::Value* hi) {
   // The kernel's instructions in post-order, inputs left out: a column reduction inside
-  // another one's input is accumulated first.
+  // another one's input is accumulated first. A partitioned kernel accumulates the rows of
+  // its range of dimension 0, which its reductions keep, into that range of accumulators.
+  const auto accumulated = [&](const HloInstruction& h) {
+    return lo != nullptr ? IsPartitionedColumnReduction(h) : IsColumnReduction(h);
+  };
   std::vector<const HloInstruction*> columns;
   absl::flat_hash_map<const HloInstruction*, bool> state;  // false: operands pending
   for (const HloInstruction* h : spec_.inputs) state[h] = true;
@@ -1996,7 +2018,7 @@ absl::Status KernelEmitter::EmitColumnReductions() {
     auto [it, fresh] = state.try_emplace(h, false);
     if (!fresh) {
       stack.pop_back();
-      if (!it->second && IsColumnReduction(*h)) columns.push_back(h);
+      if (!it->second && accumulated(*h)) columns.push_back(h);
       it->second = true;
       continue;
     }
@@ -2032,28 +2054,33 @@ absl::Status KernelEmitter::EmitColumnReductions() {
         llvm::ArrayType::get(st, static_cast<uint64_t>(acc_elements)), r->name() + ".columns");
     PushScope();
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(r->operand(1), Index{{}, C64(0)}));
-    KILN_EMIT_RETURN_IF_ERROR(
-        EmitLoopNest(acc_dims, r->name() + ".init", [&](const Index& k) -> absl::Status {
+    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+        acc_dims, r->name() + ".init",
+        [&](const Index& k) -> absl::Status {
           b_.CreateStore(ToStorage(init, t), b_.CreateInBoundsGEP(st, acc, k.linear));
           return absl::OkStatus();
-        }));
+        },
+        lo, hi));
     // The input in memory order, each element combined into its accumulator: the inner loop
     // walks memory contiguously and updates a run of accumulators (vectorized across them).
     std::vector<llvm::BranchInst*> latches;
     latch_sink_ = &latches;
-    absl::Status rows = EmitLoopNest(in, r->name() + ".rows", [&](const Index& i) -> absl::Status {
-      Index k;
-      for (size_t d = 0; d < in.size(); ++d)
-        if (in_acc[d]) k.multi.push_back(i.multi[d]);
-      k.linear = Linear(k, acc_dims);
-      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, i));
-      llvm::Value* p = b_.CreateInBoundsGEP(st, acc, k.linear);
-      KILN_EMIT_ASSIGN_OR_RETURN(
-          llvm::Value * next,
-          EmitScalarCall(r->to_apply(), {ToCompute(b_.CreateLoad(st, p), t), v}));
-      b_.CreateStore(ToStorage(next, t), p);
-      return absl::OkStatus();
-    });
+    absl::Status rows = EmitLoopNest(
+        in, r->name() + ".rows",
+        [&](const Index& i) -> absl::Status {
+          Index k;
+          for (size_t d = 0; d < in.size(); ++d)
+            if (in_acc[d]) k.multi.push_back(i.multi[d]);
+          k.linear = Linear(k, acc_dims);
+          KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, i));
+          llvm::Value* p = b_.CreateInBoundsGEP(st, acc, k.linear);
+          KILN_EMIT_ASSIGN_OR_RETURN(
+              llvm::Value * next,
+              EmitScalarCall(r->to_apply(), {ToCompute(b_.CreateLoad(st, p), t), v}));
+          b_.CreateStore(ToStorage(next, t), p);
+          return absl::OkStatus();
+        },
+        lo, hi);
     latch_sink_ = nullptr;
     KILN_EMIT_RETURN_IF_ERROR(rows);
     // The innermost loop (the first to close) stays a loop: unrolled whole when short (a group
@@ -2072,8 +2099,9 @@ absl::Status KernelEmitter::EmitColumnReductions() {
           EntryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(r->shape().num_elements())),
                       r->name() + ".folded");
       llvm::AllocaInst* sum = EntryAlloca(init->getType(), r->name() + ".fold");
-      KILN_EMIT_RETURN_IF_ERROR(
-          EmitLoopNest(kept, r->name() + ".fold", [&](const Index& k) -> absl::Status {
+      KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+          kept, r->name() + ".fold",
+          [&](const Index& k) -> absl::Status {
             b_.CreateStore(init, sum);
             llvm::Value* base = b_.CreateMul(k.linear, C64(run));
             KILN_EMIT_RETURN_IF_ERROR(
@@ -2089,7 +2117,8 @@ absl::Status KernelEmitter::EmitColumnReductions() {
             b_.CreateStore(ToStorage(b_.CreateLoad(init->getType(), sum), t),
                            b_.CreateInBoundsGEP(st, result, k.linear));
             return absl::OkStatus();
-          }));
+          },
+          lo, hi));
     }
     PopScope();
     input_ptrs_[r] = result;  // the output loop reads it like an input

@@ -61,7 +61,8 @@ struct KernelSpec {
   // accumulated first, row by row in memory order, into a buffer of its (small) result
   // (widened by trailing reduced dimensions, folded at the end) that the output loop reads.
   // Element by element, each result element would walk its column with a stride of the
-  // whole row. The plan leaves such a kernel unpartitioned.
+  // whole row. The plan leaves such a kernel unpartitioned, unless its reductions keep
+  // dimension 0 and the outputs read them elementwise (IsPartitionedColumnReduction).
   bool accumulate_columns = false;
 };
 
@@ -71,7 +72,13 @@ struct KernelSpec {
 // result, times the reduced dimensions after the last kept one) has at most
 // kMaxColumnElements elements, and each accumulator takes at most kMaxColumnRows values.
 bool IsColumnReduction(const HloInstruction& reduce);
-inline constexpr int64_t kMaxColumnElements = 4096;          // the accumulator lives on the stack
+inline constexpr int64_t kMaxColumnElements = 4096;  // the accumulator lives on the stack
+// A column reduction that keeps its input's dimension 0 (x.mean(axis=1) of a [B, T, D] array
+// to [B, D]) with an accumulator of up to kMaxPartitionedColumnElements: a kernel whose
+// outputs lead with that dimension accumulates it partitioned along it, each part touching
+// only its slice of the accumulator (KernelSpec::accumulate_columns with partition_outer).
+bool IsPartitionedColumnReduction(const HloInstruction& reduce);
+inline constexpr int64_t kMaxPartitionedColumnElements = int64_t{1} << 16;
 inline constexpr int64_t kMaxColumnRows = int64_t{1} << 20;  // one f32 accumulator per column
 
 // kCpu, one output: a reduce over the trailing dimensions of a costly f32/f64 value (exp,

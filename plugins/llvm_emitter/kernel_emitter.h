@@ -228,8 +228,9 @@ class KernelEmitter {
                                           llvm::Value* outer_lo = nullptr,
                                           llvm::Value* outer_hi = nullptr);
   // KernelSpec::accumulate_columns: accumulates each column reduction of the kernel into a
-  // buffer the output loop reads (as an input).
-  absl::Status EmitColumnReductions();
+  // buffer the output loop reads (as an input). With `lo`/`hi` (a partitioned kernel), only
+  // the rows and accumulators of that range of dimension 0.
+  absl::Status EmitColumnReductions(llvm::Value* lo, llvm::Value* hi);
   // The body of a KernelSpec::reduce_parts kernel (two-stage reduction to a scalar).
   absl::Status EmitReduceParts(llvm::Value* begin, llvm::Value* end);
   // KernelSpec::update_in_place: stores the update of the one dynamic-update-slice output
