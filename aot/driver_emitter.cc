@@ -174,8 +174,8 @@ void DriverEmitter::EmitKernelCall(const kernel_plan::Step& step, llvm::Function
   // A two-stage reduction: the parts into `partials` (parallel), then the combining call.
   const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
   if (step.reduce_parts > 0) {
-    const PrimitiveType t = spec.outputs[0]->shape().element_type();
-    store(Pointer(NewTemp(step.reduce_parts * ByteSizeOf(t))));
+    const Shape partials = llvm_emit::PartialsShape(spec);
+    store(Pointer(NewTemp(partials.dimensions(0) * ByteSizeOf(partials.element_type()))));
   }
   if (options_.parallel && extent >= 2 &&
       step.work >= kernel_plan::PlanOptions().parallel_min_work) {

@@ -24,6 +24,12 @@ int ColumnKernels(const Plan& plan) {
   return n;
 }
 
+int PartedColumnKernels(const Plan& plan) {
+  int n = 0;
+  for (const llvm_emit::KernelSpec& k : plan.kernels) n += k.accumulate_columns && k.reduce_parts;
+  return n;
+}
+
 int PartitionedColumnKernels(const Plan& plan) {
   int n = 0;
   for (const llvm_emit::KernelSpec& k : plan.kernels)
@@ -32,10 +38,11 @@ int PartitionedColumnKernels(const Plan& plan) {
 }
 
 // Compiles `body` (an entry computation's instructions after `params`), expects `marked`
-// column-accumulating kernels (`partitioned` of them split along dimension 0, when given),
-// and compares a run with the evaluator on random arguments, or on `args` when given.
+// column-accumulating kernels (`partitioned` of them split along dimension 0 and `parted`
+// reduced in parts of it, when given), and compares a run with the evaluator on random
+// arguments, or on `args` when given.
 void Check(const std::string& params, const std::string& result, const std::string& body,
-           int marked, std::vector<Literal> args = {}, int partitioned = -1) {
+           int marked, std::vector<Literal> args = {}, int partitioned = -1, int parted = -1) {
   const std::string text =
       "HloModule columns\n\n%add (a: f32[], b: f32[]) -> f32[] {\n"
       "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
@@ -56,6 +63,9 @@ void Check(const std::string& params, const std::string& result, const std::stri
   auto exe = (*compiler)->Compile(module);
   ASSERT_TRUE(exe.ok()) << exe.status();
   EXPECT_EQ(ColumnKernels((*exe)->plan()), marked) << PlanToString((*exe)->plan());
+  if (parted >= 0) {
+    EXPECT_EQ(PartedColumnKernels((*exe)->plan()), parted) << PlanToString((*exe)->plan());
+  }
   if (partitioned >= 0) {
     EXPECT_EQ(PartitionedColumnKernels((*exe)->plan()), partitioned)
         << PlanToString((*exe)->plan());
@@ -181,6 +191,37 @@ TEST(ColumnReduction, KeptLeadingDimensionSplitsAcrossThreads) {
         "  %s = f32[32,32] reduce(%x, %z), dimensions={1}, to_apply=%add\n"
         "  ROOT %t = f32[32,32] transpose(%s), dimensions={1,0}\n",
         1, {}, 1);
+}
+
+TEST(ColumnReduction, LargeReductionsOfDimensionZeroRunInParts) {
+  // x.mean(axis=0) of f32[8192,64]: 16 parts of the rows, each into its own accumulator,
+  // folded in order, then the epilogue.
+  Check("x: f32[8192,64]", "f32[64]",
+        "  %x = f32[8192,64] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  %s = f32[64] reduce(%x, %z), dimensions={0}, to_apply=%add\n"
+        "  %n = f32[] constant(0.0001220703125)\n  %nb = f32[64] broadcast(%n), dimensions={}\n"
+        "  ROOT %m = f32[64] multiply(%s, %nb)\n",
+        1, {}, 0, 1);
+  // Fewer rows than parts, a trailing reduced dimension, a maximum.
+  Check("x: f32[5,20000,6,4]", "f32[6]",
+        "  %x = f32[5,20000,6,4] parameter(0)\n  %z = f32[] constant(-inf)\n"
+        "  ROOT %r = f32[6] reduce(%x, %z), dimensions={0,1,3}, to_apply=%max\n",
+        1, {}, 0, 1);
+  Check("x: f64[4099,100]", "f64[100]",
+        "  %x = f64[4099,100] parameter(0)\n  %z = f64[] constant(0)\n"
+        "  ROOT %r = f64[100] reduce(%x, %z), dimensions={0}, to_apply=%addd\n",
+        1, {}, 0, 1);
+  // A NaN in one part and an infinity in another reach their columns.
+  std::vector<double> v(16384 * 20);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i % 11) - 5;
+  v[7 * 20 + 3] = std::numeric_limits<double>::quiet_NaN();
+  v[16000 * 20 + 9] = std::numeric_limits<double>::infinity();
+  std::vector<Literal> args;
+  args.push_back(Literal::FromDoubles(Shape(PrimitiveType::F32, {16384, 20}), v));
+  Check("x: f32[16384,20]", "f32[20]",
+        "  %x = f32[16384,20] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  ROOT %r = f32[20] reduce(%x, %z), dimensions={0}, to_apply=%add\n",
+        1, std::move(args), 0, 1);
 }
 
 TEST(ColumnReduction, OtherShapesStayElemental) {

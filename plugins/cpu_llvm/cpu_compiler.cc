@@ -358,8 +358,7 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
   // A two-stage reduction: parts in parallel into `partials`, then the combining call.
   std::optional<Literal> partials;
   if (step.reduce_parts > 0) {
-    partials =
-        Literal::Uninitialized(Shape(spec.outputs[0]->shape().element_type(), {step.reduce_parts}));
+    partials = Literal::Uninitialized(llvm_emit::PartialsShape(spec));
     buffers.push_back(partials->untyped_data());
   }
   CallKernel(KernelContextOf(), step, buffers.data());

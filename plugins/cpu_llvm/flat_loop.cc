@@ -93,8 +93,7 @@ bool FlatLoop::Add(const ComputationPlan& p, const Plan& plan, bool is_body, Pro
         if (!o->shape().IsArray()) return false;
         k.outputs.push_back(new_temp(o->shape()));
       }
-      if (s.reduce_parts > 0)
-        k.partials = new_temp(Shape(spec.outputs[0]->shape().element_type(), {s.reduce_parts}));
+      if (s.reduce_parts > 0) k.partials = new_temp(llvm_emit::PartialsShape(spec));
       if (s.in_place_source >= 0) {
         k.in_place = s.in_place_source;
         const Ref& r = k.sources[k.in_place];

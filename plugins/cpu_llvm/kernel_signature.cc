@@ -76,7 +76,8 @@ class Signer {
 std::string KernelSignature(const llvm_emit::KernelSpec& spec) {
   Signer s;
   absl::StrAppend(&s.out(), "target ", static_cast<int>(spec.target), " partition ",
-                  spec.partition_outer, " columns ", spec.accumulate_columns, "\n");
+                  spec.partition_outer, " columns ", spec.accumulate_columns, " parts ",
+                  spec.reduce_parts, "\n");
   for (size_t i = 0; i < spec.inputs.size(); ++i)
     s.Add(spec.inputs[i], absl::StrCat("input ", i, " ", spec.inputs[i]->shape().ToString(true)));
   std::vector<int> outs;

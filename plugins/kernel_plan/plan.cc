@@ -218,7 +218,13 @@ void SetPartition(llvm_emit::KernelSpec& spec, Step& step, const PlanOptions& op
     }
   }
   if (options.accumulate_columns && ReadsLargeColumnReduction(spec)) {
-    spec.accumulate_columns = true;  // one pass over the rows, unpartitioned
+    spec.accumulate_columns = true;  // one pass over the rows
+    // A reduction of dimension 0 in parts of it, each into its own accumulator.
+    const HloInstruction* r = llvm_emit::PartedColumnReduction(spec);
+    if (r != nullptr && options.reduce_parts >= 2 && step.work >= options.parallel_min_work) {
+      const int64_t d0 = r->operand(0)->shape().dimensions(0);
+      if (d0 >= 2) spec.reduce_parts = step.reduce_parts = std::min(options.reduce_parts, d0);
+    }
     return;
   }
   if (spec.outputs.size() == 1 && spec.outputs[0]->opcode() == HloOpcode::kReduce &&

@@ -312,6 +312,68 @@ bool IsPartitionedColumnReduction(const HloInstruction& h) {
          !absl::c_linear_search(h.dimensions(), int64_t{0});
 }
 
+namespace detail {
+ColumnLayout ColumnLayoutOf(const HloInstruction& r) {
+  const std::vector<int64_t>& in = r.operand(0)->shape().dimensions();
+  const std::vector<int64_t>& reduced = r.dimensions();
+  ColumnLayout l;
+  l.acc_dims = r.shape().dimensions();
+  int64_t last_kept = -1;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (!absl::c_linear_search(reduced, static_cast<int64_t>(d)))
+      last_kept = static_cast<int64_t>(d);
+  for (size_t d = 0; d < in.size(); ++d) {
+    const bool trailing = static_cast<int64_t>(d) > last_kept;
+    l.in_acc.push_back(trailing || !absl::c_linear_search(reduced, static_cast<int64_t>(d)));
+    if (trailing) {
+      l.acc_dims.push_back(in[d]);
+      l.run *= in[d];
+    }
+  }
+  l.elements = r.shape().num_elements() * l.run;
+  return l;
+}
+
+std::vector<const HloInstruction*> ColumnReductionsOf(const KernelSpec& spec,
+                                                      bool (*accepts)(const HloInstruction&)) {
+  // Post-order over the kernel's cone, inputs left out.
+  std::vector<const HloInstruction*> columns;
+  absl::flat_hash_map<const HloInstruction*, bool> state;  // false: operands pending
+  for (const HloInstruction* h : spec.inputs) state[h] = true;
+  std::vector<const HloInstruction*> stack(spec.outputs.rbegin(), spec.outputs.rend());
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    auto [it, fresh] = state.try_emplace(h, false);
+    if (!fresh) {
+      stack.pop_back();
+      if (!it->second && accepts(*h)) columns.push_back(h);
+      it->second = true;
+      continue;
+    }
+    for (const HloInstruction* o : h->operands())
+      if (!state.contains(o)) stack.push_back(o);
+  }
+  return columns;
+}
+}  // namespace detail
+
+const HloInstruction* PartedColumnReduction(const KernelSpec& spec) {
+  std::vector<const HloInstruction*> columns = detail::ColumnReductionsOf(spec, IsColumnReduction);
+  if (columns.size() != 1 || !absl::c_linear_search(columns[0]->dimensions(), int64_t{0}))
+    return nullptr;
+  return columns[0];
+}
+
+Shape PartialsShape(const KernelSpec& spec) {
+  if (spec.accumulate_columns) {
+    const HloInstruction* r = PartedColumnReduction(spec);
+    if (r != nullptr)
+      return Shape(r->shape().element_type(),
+                   {spec.reduce_parts * detail::ColumnLayoutOf(*r).elements});
+  }
+  return Shape(spec.outputs[0]->shape().element_type(), {spec.reduce_parts});
+}
+
 // The tile of TransposedRead kernels' output loops (32 x 32 f32: 4 KB of output, 32 lines
 // of the transposed operand).
 constexpr int64_t kTransposeTile = 32;
@@ -1866,7 +1928,8 @@ absl::Status KernelEmitter::Emit() {
                        ": update_in_place needs one dynamic-update-slice output whose operand 0 "
                        "is an input"));
   }
-  if (parts) {
+  const bool column_parts = parts && spec_.accumulate_columns;
+  if (parts && !column_parts) {
     const HloInstruction* r = spec_.outputs.size() == 1 ? spec_.outputs[0] : nullptr;
     if (r == nullptr || r->opcode() != HloOpcode::kReduce || r->shape().rank() != 0 ||
         r->operand(0)->shape().rank() == 0 ||
@@ -1879,7 +1942,8 @@ absl::Status KernelEmitter::Emit() {
   llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
   StartBody(spec_.name + ".body", n);
   PushScope();
-  if (parts) KILN_EMIT_RETURN_IF_ERROR(EmitReduceParts(fn_->getArg(n), fn_->getArg(n + 1)));
+  if (parts && !column_parts)
+    KILN_EMIT_RETURN_IF_ERROR(EmitReduceParts(fn_->getArg(n), fn_->getArg(n + 1)));
   if (spec_.accumulate_columns)
     KILN_EMIT_RETURN_IF_ERROR(
         EmitColumnReductions(spec_.partition_outer ? fn_->getArg(n) : nullptr,
@@ -1889,7 +1953,10 @@ absl::Status KernelEmitter::Emit() {
         fn_->getArg(spec_.inputs.size()), spec_.partition_outer ? fn_->getArg(n) : nullptr,
         spec_.partition_outer ? fn_->getArg(n + 1) : nullptr));
   }
-  for (size_t o = 0; o < spec_.outputs.size() && !parts && !spec_.update_in_place; ++o) {
+  // A column-parts kernel writes its outputs in the combining call only, whole.
+  const bool ranged = spec_.partition_outer && !column_parts;
+  for (size_t o = 0; o < spec_.outputs.size() && (!parts || column_parts) && !spec_.update_in_place;
+       ++o) {
     const HloInstruction* root = spec_.outputs[o];
     llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
     PT t = root->shape().element_type();
@@ -1926,9 +1993,12 @@ absl::Status KernelEmitter::Emit() {
           b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(st, out, idx.linear));
           return absl::OkStatus();
         },
-        spec_.partition_outer ? fn_->getArg(n) : nullptr,
-        spec_.partition_outer ? fn_->getArg(n + 1) : nullptr));
+        ranged ? fn_->getArg(n) : nullptr, ranged ? fn_->getArg(n + 1) : nullptr));
     stash_ = Stash{};
+  }
+  if (column_parts_done_ != nullptr) {
+    b_.CreateBr(column_parts_done_);
+    b_.SetInsertPoint(column_parts_done_);
   }
   b_.CreateRetVoid();
   PopScope();
@@ -2003,126 +2073,174 @@ absl::Status KernelEmitter::EmitUpdateInPlace(llvm::Value* out, llvm::Value* beg
 }
 
 absl::Status KernelEmitter::EmitColumnReductions(llvm::Value* lo, llvm::Value* hi) {
-  // The kernel's instructions in post-order, inputs left out: a column reduction inside
-  // another one's input is accumulated first. A partitioned kernel accumulates the rows of
-  // its range of dimension 0, which its reductions keep, into that range of accumulators.
-  const auto accumulated = [&](const HloInstruction& h) {
-    return lo != nullptr ? IsPartitionedColumnReduction(h) : IsColumnReduction(h);
-  };
-  std::vector<const HloInstruction*> columns;
-  absl::flat_hash_map<const HloInstruction*, bool> state;  // false: operands pending
-  for (const HloInstruction* h : spec_.inputs) state[h] = true;
-  std::vector<const HloInstruction*> stack(spec_.outputs.rbegin(), spec_.outputs.rend());
-  while (!stack.empty()) {
-    const HloInstruction* h = stack.back();
-    auto [it, fresh] = state.try_emplace(h, false);
-    if (!fresh) {
-      stack.pop_back();
-      if (!it->second && accumulated(*h)) columns.push_back(h);
-      it->second = true;
-      continue;
-    }
-    for (const HloInstruction* o : h->operands())
-      if (!state.contains(o)) stack.push_back(o);
-  }
-  for (const HloInstruction* r : columns) {
-    const HloInstruction* input = r->operand(0);
-    const std::vector<int64_t>& in = input->shape().dimensions();
-    const std::vector<int64_t>& kept = r->shape().dimensions();
-    const std::vector<int64_t>& reduced = r->dimensions();
-    // The accumulator: the result's dimensions, then the reduced dimensions after the last
-    // kept one (a group norm's channels within a group), folded into the result at the end.
-    std::vector<int64_t> acc_dims = kept;
-    std::vector<bool> in_acc(in.size());
-    int64_t last_kept = -1;
-    for (size_t d = 0; d < in.size(); ++d)
-      if (!absl::c_linear_search(reduced, static_cast<int64_t>(d)))
-        last_kept = static_cast<int64_t>(d);
-    for (size_t d = 0; d < in.size(); ++d) {
-      in_acc[d] = static_cast<int64_t>(d) > last_kept ||
-                  !absl::c_linear_search(reduced, static_cast<int64_t>(d));
-      if (static_cast<int64_t>(d) > last_kept) acc_dims.push_back(in[d]);
-    }
-    const int64_t trailing = static_cast<int64_t>(acc_dims.size() - kept.size());
-    int64_t run = 1;
-    for (size_t j = kept.size(); j < acc_dims.size(); ++j) run *= acc_dims[j];
-    PT t = r->shape().element_type();
-    llvm::Type* st = StorageType(t, ctx_);
-    int64_t acc_elements = 1;
-    for (int64_t d : acc_dims) acc_elements *= d;
+  if (spec_.reduce_parts > 0) return EmitColumnParts();
+  // The kernel's column reductions in post-order: one inside another one's input is
+  // accumulated first. A partitioned kernel accumulates the rows of its range of dimension 0,
+  // which its reductions keep, into that range of accumulators.
+  for (const HloInstruction* r : ColumnReductionsOf(
+           spec_, lo != nullptr ? IsPartitionedColumnReduction : IsColumnReduction)) {
+    const ColumnLayout layout = ColumnLayoutOf(*r);
+    llvm::Type* st = StorageType(r->shape().element_type(), ctx_);
     llvm::AllocaInst* acc = EntryAlloca(
-        llvm::ArrayType::get(st, static_cast<uint64_t>(acc_elements)), r->name() + ".columns");
+        llvm::ArrayType::get(st, static_cast<uint64_t>(layout.elements)), r->name() + ".columns");
     PushScope();
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(r->operand(1), Index{{}, C64(0)}));
-    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
-        acc_dims, r->name() + ".init",
-        [&](const Index& k) -> absl::Status {
-          b_.CreateStore(ToStorage(init, t), b_.CreateInBoundsGEP(st, acc, k.linear));
-          return absl::OkStatus();
-        },
-        lo, hi));
-    // The input in memory order, each element combined into its accumulator: the inner loop
-    // walks memory contiguously and updates a run of accumulators (vectorized across them).
-    std::vector<llvm::BranchInst*> latches;
-    latch_sink_ = &latches;
-    absl::Status rows = EmitLoopNest(
-        in, r->name() + ".rows",
-        [&](const Index& i) -> absl::Status {
-          Index k;
-          for (size_t d = 0; d < in.size(); ++d)
-            if (in_acc[d]) k.multi.push_back(i.multi[d]);
-          k.linear = Linear(k, acc_dims);
-          KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, i));
-          llvm::Value* p = b_.CreateInBoundsGEP(st, acc, k.linear);
-          KILN_EMIT_ASSIGN_OR_RETURN(
-              llvm::Value * next,
-              EmitScalarCall(r->to_apply(), {ToCompute(b_.CreateLoad(st, p), t), v}));
-          b_.CreateStore(ToStorage(next, t), p);
-          return absl::OkStatus();
-        },
-        lo, hi);
-    latch_sink_ = nullptr;
-    KILN_EMIT_RETURN_IF_ERROR(rows);
-    // The innermost loop (the first to close) stays a loop: unrolled whole when short (a group
-    // norm's 32 channels), it left the vectorizer the loop around it, read with gathers.
-    if (!latches.empty()) {
-      llvm::MDNode* disable =
-          llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
-      llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, disable});
-      id->replaceOperandWith(0, id);
-      latches.front()->setMetadata(llvm::LLVMContext::MD_loop, id);
-    }
-    llvm::AllocaInst* result = acc;
-    if (trailing > 0) {
-      // Each result element folds its run of accumulators, in order.
-      result =
-          EntryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(r->shape().num_elements())),
-                      r->name() + ".folded");
-      llvm::AllocaInst* sum = EntryAlloca(init->getType(), r->name() + ".fold");
-      KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
-          kept, r->name() + ".fold",
-          [&](const Index& k) -> absl::Status {
-            b_.CreateStore(init, sum);
-            llvm::Value* base = b_.CreateMul(k.linear, C64(run));
-            KILN_EMIT_RETURN_IF_ERROR(
-                EmitLoop(run, r->name() + ".run", [&](llvm::Value* j) -> absl::Status {
-                  llvm::Value* a = ToCompute(
-                      b_.CreateLoad(st, b_.CreateInBoundsGEP(st, acc, b_.CreateAdd(base, j))), t);
-                  KILN_EMIT_ASSIGN_OR_RETURN(
-                      llvm::Value * next,
-                      EmitScalarCall(r->to_apply(), {b_.CreateLoad(init->getType(), sum), a}));
-                  b_.CreateStore(next, sum);
-                  return absl::OkStatus();
-                }));
-            b_.CreateStore(ToStorage(b_.CreateLoad(init->getType(), sum), t),
-                           b_.CreateInBoundsGEP(st, result, k.linear));
-            return absl::OkStatus();
-          },
-          lo, hi));
-    }
+    absl::Status st_acc = AccumulateColumns(r, layout, acc, init, lo, hi);
+    absl::StatusOr<llvm::Value*> result =
+        st_acc.ok() ? FoldColumns(r, layout, acc, init, lo, hi) : st_acc;
     PopScope();
-    input_ptrs_[r] = result;  // the output loop reads it like an input
+    if (!result.ok()) return result.status();
+    input_ptrs_[r] = *result;  // the output loop reads it like an input
   }
+  return absl::OkStatus();
+}
+
+absl::Status KernelEmitter::AccumulateColumns(const HloInstruction* r, const ColumnLayout& layout,
+                                              llvm::Value* acc, llvm::Value* init, llvm::Value* lo,
+                                              llvm::Value* hi) {
+  const HloInstruction* input = r->operand(0);
+  const std::vector<int64_t>& in = input->shape().dimensions();
+  PT t = r->shape().element_type();
+  llvm::Type* st = StorageType(t, ctx_);
+  // With a range of dimension 0 that the reduction keeps, only that range of accumulators.
+  const bool keeps_0 = !absl::c_linear_search(r->dimensions(), int64_t{0});
+  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+      layout.acc_dims, r->name() + ".init",
+      [&](const Index& k) -> absl::Status {
+        b_.CreateStore(ToStorage(init, t), b_.CreateInBoundsGEP(st, acc, k.linear));
+        return absl::OkStatus();
+      },
+      keeps_0 ? lo : nullptr, keeps_0 ? hi : nullptr));
+  // The input in memory order, each element combined into its accumulator: the inner loop
+  // walks memory contiguously and updates a run of accumulators (vectorized across them).
+  std::vector<llvm::BranchInst*> latches;
+  latch_sink_ = &latches;
+  absl::Status rows = EmitLoopNest(
+      in, r->name() + ".rows",
+      [&](const Index& i) -> absl::Status {
+        Index k;
+        for (size_t d = 0; d < in.size(); ++d)
+          if (layout.in_acc[d]) k.multi.push_back(i.multi[d]);
+        k.linear = Linear(k, layout.acc_dims);
+        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, i));
+        llvm::Value* p = b_.CreateInBoundsGEP(st, acc, k.linear);
+        KILN_EMIT_ASSIGN_OR_RETURN(
+            llvm::Value * next,
+            EmitScalarCall(r->to_apply(), {ToCompute(b_.CreateLoad(st, p), t), v}));
+        b_.CreateStore(ToStorage(next, t), p);
+        return absl::OkStatus();
+      },
+      lo, hi);
+  latch_sink_ = nullptr;
+  KILN_EMIT_RETURN_IF_ERROR(rows);
+  // The innermost loop (the first to close) stays a loop: unrolled whole when short (a group
+  // norm's 32 channels), it left the vectorizer the loop around it, read with gathers.
+  if (!latches.empty()) {
+    llvm::MDNode* disable =
+        llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, disable});
+    id->replaceOperandWith(0, id);
+    latches.front()->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<llvm::Value*> KernelEmitter::FoldColumns(const HloInstruction* r,
+                                                        const ColumnLayout& layout,
+                                                        llvm::Value* acc, llvm::Value* init,
+                                                        llvm::Value* lo, llvm::Value* hi) {
+  if (layout.run == 1) return acc;
+  // Each result element folds its run of accumulators (trailing reduced dimensions), in order.
+  PT t = r->shape().element_type();
+  llvm::Type* st = StorageType(t, ctx_);
+  llvm::AllocaInst* result =
+      EntryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(r->shape().num_elements())),
+                  r->name() + ".folded");
+  llvm::AllocaInst* sum = EntryAlloca(init->getType(), r->name() + ".fold");
+  const int64_t run = layout.run;
+  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+      r->shape().dimensions(), r->name() + ".fold",
+      [&](const Index& k) -> absl::Status {
+        b_.CreateStore(init, sum);
+        llvm::Value* base = b_.CreateMul(k.linear, C64(run));
+        KILN_EMIT_RETURN_IF_ERROR(
+            EmitLoop(run, r->name() + ".run", [&](llvm::Value* j) -> absl::Status {
+              llvm::Value* a = ToCompute(
+                  b_.CreateLoad(st, b_.CreateInBoundsGEP(st, acc, b_.CreateAdd(base, j))), t);
+              KILN_EMIT_ASSIGN_OR_RETURN(
+                  llvm::Value * next,
+                  EmitScalarCall(r->to_apply(), {b_.CreateLoad(init->getType(), sum), a}));
+              b_.CreateStore(next, sum);
+              return absl::OkStatus();
+            }));
+        b_.CreateStore(ToStorage(b_.CreateLoad(init->getType(), sum), t),
+                       b_.CreateInBoundsGEP(st, result, k.linear));
+        return absl::OkStatus();
+      },
+      lo, hi));
+  return result;
+}
+
+absl::Status KernelEmitter::EmitColumnParts() {
+  const HloInstruction* r = PartedColumnReduction(spec_);
+  if (r == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel ", spec_.name,
+        ": reduce_parts with accumulate_columns needs one column reduction of dimension 0"));
+  const ColumnLayout layout = ColumnLayoutOf(*r);
+  PT t = r->shape().element_type();
+  llvm::Type* st = StorageType(t, ctx_);
+  const int64_t p_count = spec_.reduce_parts;
+  const int64_t d0 = r->operand(0)->shape().dimensions(0);
+  const size_t n = spec_.inputs.size() + spec_.outputs.size();
+  llvm::Value* partials = fn_->getArg(n);
+  llvm::Value* begin = fn_->getArg(n + 1);
+  llvm::Value* end = fn_->getArg(n + 2);
+  // Stage one: part p accumulates rows [p d0 / P, (p+1) d0 / P) of dimension 0 into its own
+  // accumulator, partials[p].
+  llvm::Value* parts_end = b_.CreateSelect(b_.CreateICmpSLT(end, C64(p_count)), end, C64(p_count));
+  KILN_EMIT_RETURN_IF_ERROR(EmitLoop(begin, parts_end, "part", [&](llvm::Value* p) -> absl::Status {
+    llvm::Value* lo = b_.CreateSDiv(b_.CreateMul(p, C64(d0)), C64(p_count));
+    llvm::Value* hi = b_.CreateSDiv(b_.CreateMul(b_.CreateAdd(p, C64(1)), C64(d0)), C64(p_count));
+    llvm::Value* acc = b_.CreateInBoundsGEP(st, partials, b_.CreateMul(p, C64(layout.elements)));
+    PushScope();
+    absl::StatusOr<llvm::Value*> init = Element(r->operand(1), Index{{}, C64(0)});
+    absl::Status st_acc =
+        init.ok() ? AccumulateColumns(r, layout, acc, *init, lo, hi) : init.status();
+    PopScope();
+    return st_acc;
+  }));
+  // Stage two, when the range includes part P: the parts' accumulators folded in order, then
+  // the output loops (Emit continues in this block and closes it with FinishColumnParts).
+  auto* combine = llvm::BasicBlock::Create(ctx_, "combine", fn_);
+  column_parts_done_ = llvm::BasicBlock::Create(ctx_, "combine.done", fn_);
+  b_.CreateCondBr(b_.CreateICmpSGT(end, C64(p_count)), combine, column_parts_done_);
+  b_.SetInsertPoint(combine);
+  llvm::AllocaInst* acc = EntryAlloca(
+      llvm::ArrayType::get(st, static_cast<uint64_t>(layout.elements)), r->name() + ".columns");
+  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(r->operand(1), Index{{}, C64(0)}));
+  llvm::AllocaInst* sum = EntryAlloca(init->getType(), r->name() + ".parts");
+  KILN_EMIT_RETURN_IF_ERROR(
+      EmitLoop(layout.elements, r->name() + ".combine", [&](llvm::Value* j) -> absl::Status {
+        b_.CreateStore(init, sum);
+        KILN_EMIT_RETURN_IF_ERROR(
+            EmitLoop(p_count, r->name() + ".part", [&](llvm::Value* p) -> absl::Status {
+              llvm::Value* at = b_.CreateAdd(b_.CreateMul(p, C64(layout.elements)), j);
+              llvm::Value* v =
+                  ToCompute(b_.CreateLoad(st, b_.CreateInBoundsGEP(st, partials, at)), t);
+              KILN_EMIT_ASSIGN_OR_RETURN(
+                  llvm::Value * next,
+                  EmitScalarCall(r->to_apply(), {b_.CreateLoad(init->getType(), sum), v}));
+              b_.CreateStore(next, sum);
+              return absl::OkStatus();
+            }));
+        b_.CreateStore(ToStorage(b_.CreateLoad(init->getType(), sum), t),
+                       b_.CreateInBoundsGEP(st, acc, j));
+        return absl::OkStatus();
+      }));
+  KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * result,
+                             FoldColumns(r, layout, acc, init, nullptr, nullptr));
+  input_ptrs_[r] = result;
   return absl::OkStatus();
 }
 

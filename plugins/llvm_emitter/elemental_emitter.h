@@ -62,9 +62,22 @@ struct KernelSpec {
   // (widened by trailing reduced dimensions, folded at the end) that the output loop reads.
   // Element by element, each result element would walk its column with a stride of the
   // whole row. The plan leaves such a kernel unpartitioned, unless its reductions keep
-  // dimension 0 and the outputs read them elementwise (IsPartitionedColumnReduction).
+  // dimension 0 and the outputs read them elementwise (IsPartitionedColumnReduction). With
+  // reduce_parts too, the kernel's one column reduction (PartedColumnReduction) reduces
+  // dimension 0 in parts: part p accumulates its slice of dimension 0 into its own
+  // accumulator in the partials buffer (PartialsShape), and the combining call folds the
+  // parts' accumulators in order, then writes every output.
   bool accumulate_columns = false;
 };
+
+// The column reduction of a kernel that can be reduced in parts along dimension 0: the only
+// reduce of the kernel's cone that IsColumnReduction accepts, when it reduces dimension 0;
+// else nullptr.
+const HloInstruction* PartedColumnReduction(const KernelSpec& spec);
+
+// The partials buffer of a reduce_parts kernel: a scalar of the output's type per part, or
+// with accumulate_columns an accumulator of PartedColumnReduction's per part.
+Shape PartialsShape(const KernelSpec& spec);
 
 // A single-input f32/f64 reduce over at least one dimension before its last kept one: over
 // the leading dimensions (a bias gradient, a per-channel statistic), a middle one

@@ -121,6 +121,21 @@ struct Index {
   llvm::Value* linear = nullptr;
 };
 
+// How a column reduction (IsColumnReduction) accumulates: an accumulator of the result's
+// dimensions then the reduced dimensions after the last kept one (`run` accumulators per
+// result element, folded at the end), and which input dimensions index it.
+struct ColumnLayout {
+  std::vector<int64_t> acc_dims;
+  std::vector<bool> in_acc;
+  int64_t run = 1;
+  int64_t elements = 0;
+};
+ColumnLayout ColumnLayoutOf(const HloInstruction& reduce);
+
+// The reductions of the kernel's cone that `accepts`, operands first.
+std::vector<const HloInstruction*> ColumnReductionsOf(const KernelSpec& spec,
+                                                      bool (*accepts)(const HloInstruction&));
+
 class KernelEmitter {
  public:
   KernelEmitter(const KernelSpec& spec, llvm::Module& module)
@@ -231,6 +246,21 @@ class KernelEmitter {
   // buffer the output loop reads (as an input). With `lo`/`hi` (a partitioned kernel), only
   // the rows and accumulators of that range of dimension 0.
   absl::Status EmitColumnReductions(llvm::Value* lo, llvm::Value* hi);
+  // Combines each element of `r`'s input (rows [lo, hi) of dimension 0 when given) into the
+  // accumulator `acc` (layout's elements), after setting it to `init` (the range of it, when
+  // `r` keeps dimension 0).
+  absl::Status AccumulateColumns(const HloInstruction* r, const ColumnLayout& layout,
+                                 llvm::Value* acc, llvm::Value* init, llvm::Value* lo,
+                                 llvm::Value* hi);
+  // `r`'s result from its accumulator: `acc` itself, or a buffer of each result element's
+  // run of accumulators folded (result rows [lo, hi) when given).
+  absl::StatusOr<llvm::Value*> FoldColumns(const HloInstruction* r, const ColumnLayout& layout,
+                                           llvm::Value* acc, llvm::Value* init, llvm::Value* lo,
+                                           llvm::Value* hi);
+  // KernelSpec::reduce_parts with accumulate_columns: the parts' accumulation, then (in the
+  // combining call's block, left open for the output loops) their fold.
+  absl::Status EmitColumnParts();
+  llvm::BasicBlock* column_parts_done_ = nullptr;  // where the combining call's block ends
   // The body of a KernelSpec::reduce_parts kernel (two-stage reduction to a scalar).
   absl::Status EmitReduceParts(llvm::Value* begin, llvm::Value* end);
   // KernelSpec::update_in_place: stores the update of the one dynamic-update-slice output
