@@ -1,5 +1,6 @@
 #include "plugins/cpu_llvm/fft_library.h"
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -31,8 +32,28 @@ void Butterflies(R* __restrict ar, R* __restrict ai, R* __restrict br, R* __rest
   for (; k < half; ++k) one(k);
 }
 
+// Rows transformed together: element k of a block is kLanes consecutive values, one per row,
+// so every stage's butterflies are whole vectors, the short first stages included (in one
+// row at a time, the stages of half-length 1, 2 and 4 ran scalar).
+constexpr int kLanes = 8;
+
+// One butterfly over a block's kLanes rows, with one twiddle w = (wr, wi).
+template <typename R>
+void LaneButterfly(R* __restrict ar, R* __restrict ai, R* __restrict br, R* __restrict bi, R wr,
+                   R wi) {
+  for (int l = 0; l < kLanes; ++l) {
+    const R xr = br[l] * wr - bi[l] * wi;
+    const R xi = br[l] * wi + bi[l] * wr;
+    br[l] = ar[l] - xr;
+    bi[l] = ai[l] - xi;
+    ar[l] += xr;
+    ai[l] += xi;
+  }
+}
+
 // A complex transform of one power-of-two length and direction (sign -1 forward, +1
-// inverse), unscaled, in place on split rows.
+// inverse), unscaled, in place on split rows: `lanes` rows at once (1 or kLanes), element k
+// of row l at [k * lanes + l], loaded in bit-reversed order (Slot).
 template <typename R>
 class Radix2 {
  public:
@@ -53,18 +74,21 @@ class Radix2 {
       }
   }
   int64_t size() const { return n_; }
-  void Run(R* re, R* im) const {
-    for (int64_t i = 0; i < n_; ++i) {
-      const int64_t j = reverse_[i];
-      if (i < j) {
-        std::swap(re[i], re[j]);
-        std::swap(im[i], im[j]);
-      }
-    }
+  // Where element k of a row goes before Run.
+  int64_t Slot(int64_t k) const { return reverse_[k]; }
+  void Run(R* re, R* im, int lanes) const {
     for (int64_t h = 1; h < n_; h <<= 1)
-      for (int64_t i = 0; i < n_; i += 2 * h)
-        Butterflies(re + i, im + i, re + i + h, im + i + h, wr_.data() + h - 1, wi_.data() + h - 1,
-                    h);
+      for (int64_t i = 0; i < n_; i += 2 * h) {
+        if (lanes == 1) {
+          Butterflies(re + i, im + i, re + i + h, im + i + h, wr_.data() + h - 1,
+                      wi_.data() + h - 1, h);
+          continue;
+        }
+        for (int64_t k = 0; k < h; ++k) {
+          const int64_t a = (i + k) * kLanes, b = (i + k + h) * kLanes;
+          LaneButterfly(re + a, im + a, re + b, im + b, wr_[h - 1 + k], wi_[h - 1 + k]);
+        }
+      }
   }
 
  private:
@@ -73,13 +97,28 @@ class Radix2 {
   std::vector<R> wr_, wi_;
 };
 
-// Splits rows [begin, end) of `rows` across `pool`.
-template <typename Fn>
-void ForRows(ThreadPool* pool, int64_t rows, int64_t row_work, const Fn& fn) {
-  if (pool != nullptr && pool->size() > 1 && rows > 1 && rows * row_work >= (int64_t{1} << 16))
-    pool->ParallelFor(rows, [&](int64_t begin, int64_t end) { fn(begin, end); });
+// Runs fn(first_row, lanes, re, im) over `rows` in blocks of kLanes rows (of one row when
+// there is one row or a block of the transform's length n would not stay in cache) across
+// `pool`, re and im holding n * lanes values, zeroed beyond the last row.
+template <typename R, typename Fn>
+void ForBlocks(ThreadPool* pool, int64_t rows, int64_t n, const Fn& fn) {
+  const int lanes =
+      rows > 1 && n * kLanes * 2 * static_cast<int64_t>(sizeof(R)) <= (1 << 21) ? kLanes : 1;
+  const int64_t blocks = (rows + lanes - 1) / lanes;
+  auto run = [&](int64_t begin, int64_t end) {
+    std::vector<R> re(n * lanes), im(n * lanes);
+    for (int64_t b = begin; b < end; ++b) {
+      if ((b + 1) * lanes > rows) {
+        std::fill(re.begin(), re.end(), R(0));
+        std::fill(im.begin(), im.end(), R(0));
+      }
+      fn(b * lanes, lanes, re.data(), im.data());
+    }
+  };
+  if (pool != nullptr && pool->size() > 1 && blocks > 1 && rows * n >= (int64_t{1} << 16))
+    pool->ParallelFor(blocks, run);
   else
-    fn(0, rows);
+    run(0, blocks);
 }
 
 template <typename R>
@@ -87,16 +126,20 @@ void Complex(const std::complex<R>* in, std::complex<R>* out, int64_t rows, int6
              ThreadPool* pool) {
   const Radix2<R> t(n, inverse ? 1 : -1);
   const R scale = inverse ? static_cast<R>(1.0 / static_cast<double>(n)) : R(1);
-  ForRows(pool, rows, n, [&](int64_t begin, int64_t end) {
-    std::vector<R> re(n), im(n);
-    for (int64_t r = begin; r < end; ++r) {
+  ForBlocks<R>(pool, rows, n, [&](int64_t first, int lanes, R* re, R* im) {
+    const int count = static_cast<int>(std::min<int64_t>(lanes, rows - first));
+    for (int l = 0; l < count; ++l) {
+      const std::complex<R>* x = in + (first + l) * n;
       for (int64_t k = 0; k < n; ++k) {
-        re[k] = in[r * n + k].real();
-        im[k] = in[r * n + k].imag();
+        re[t.Slot(k) * lanes + l] = x[k].real();
+        im[t.Slot(k) * lanes + l] = x[k].imag();
       }
-      t.Run(re.data(), im.data());
+    }
+    t.Run(re, im, lanes);
+    for (int l = 0; l < count; ++l) {
+      std::complex<R>* y = out + (first + l) * n;
       for (int64_t k = 0; k < n; ++k)
-        out[r * n + k] = std::complex<R>(re[k] * scale, im[k] * scale);
+        y[k] = std::complex<R>(re[k * lanes + l] * scale, im[k * lanes + l] * scale);
     }
   });
 }
@@ -114,18 +157,21 @@ void Real(const R* in, std::complex<R>* out, int64_t rows, int64_t n, ThreadPool
     wr[k] = static_cast<R>(std::cos(angle));
     wi[k] = static_cast<R>(std::sin(angle));
   }
-  ForRows(pool, rows, n, [&](int64_t begin, int64_t end) {
-    std::vector<R> re(m), im(m);
-    for (int64_t r = begin; r < end; ++r) {
-      const R* x = in + r * n;
+  ForBlocks<R>(pool, rows, m, [&](int64_t first, int lanes, R* re, R* im) {
+    const int count = static_cast<int>(std::min<int64_t>(lanes, rows - first));
+    for (int l = 0; l < count; ++l) {
+      const R* x = in + (first + l) * n;
       for (int64_t k = 0; k < m; ++k) {
-        re[k] = x[2 * k];
-        im[k] = x[2 * k + 1];
+        re[t.Slot(k) * lanes + l] = x[2 * k];
+        im[t.Slot(k) * lanes + l] = x[2 * k + 1];
       }
-      t.Run(re.data(), im.data());
-      std::complex<R>* y = out + r * (m + 1);
+    }
+    t.Run(re, im, lanes);
+    for (int l = 0; l < count; ++l) {
+      std::complex<R>* y = out + (first + l) * (m + 1);
       for (int64_t k = 0; k <= m; ++k) {
-        const int64_t a = k % m, b = (m - k) % m;
+        // k mod m and (m - k) mod m, m a power of two.
+        const int64_t a = (k & (m - 1)) * lanes + l, b = ((m - k) & (m - 1)) * lanes + l;
         const R er = (re[a] + re[b]) / 2, ei = (im[a] - im[b]) / 2;
         const R orr = (im[a] + im[b]) / 2, oi = -(re[a] - re[b]) / 2;
         y[k] = std::complex<R>(er + wr[k] * orr - wi[k] * oi, ei + wr[k] * oi + wi[k] * orr);
@@ -140,17 +186,20 @@ void InverseReal(const std::complex<R>* in, R* out, int64_t rows, int64_t n, Thr
   const int64_t half = n / 2 + 1;
   const Radix2<R> t(n, 1);
   const R scale = static_cast<R>(1.0 / static_cast<double>(n));
-  ForRows(pool, rows, n, [&](int64_t begin, int64_t end) {
-    std::vector<R> re(n), im(n);
-    for (int64_t r = begin; r < end; ++r) {
-      const std::complex<R>* x = in + r * half;
+  ForBlocks<R>(pool, rows, n, [&](int64_t first, int lanes, R* re, R* im) {
+    const int count = static_cast<int>(std::min<int64_t>(lanes, rows - first));
+    for (int l = 0; l < count; ++l) {
+      const std::complex<R>* x = in + (first + l) * half;
       for (int64_t k = 0; k < n; ++k) {
         const std::complex<R> v = k < half ? x[k] : std::conj(x[n - k]);
-        re[k] = v.real();
-        im[k] = v.imag();
+        re[t.Slot(k) * lanes + l] = v.real();
+        im[t.Slot(k) * lanes + l] = v.imag();
       }
-      t.Run(re.data(), im.data());
-      for (int64_t k = 0; k < n; ++k) out[r * n + k] = re[k] * scale;
+    }
+    t.Run(re, im, lanes);
+    for (int l = 0; l < count; ++l) {
+      R* y = out + (first + l) * n;
+      for (int64_t k = 0; k < n; ++k) y[k] = re[k * lanes + l] * scale;
     }
   });
 }
