@@ -2,7 +2,7 @@
 // (hlo/evaluator/fft.cc) runs one scalar double-precision transform after another: FFT,
 // IFFT, RFFT and IRFFT of f32 (c64) and f64 (c128) with one power-of-two fft_length, as
 // jnp.fft.fft / ifft / rfft / irfft along an axis lower to. Radix-2 in the element type on
-// split real and imaginary rows (each stage's butterflies in blocks the vectorizer takes),
+// split real and imaginary parts of 8 rows at a time (each butterfly a vector across them),
 // twiddles computed in double once per call; an RFFT packs its n reals into n/2 complex
 // values and unpacks the half spectrum, an IRFFT extends the half spectrum by symmetry (as
 // the evaluator does) and runs the inverse. Rows are spread over the pool. Transforms over
