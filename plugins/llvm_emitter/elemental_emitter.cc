@@ -2157,28 +2157,35 @@ absl::StatusOr<llvm::Value*> KernelEmitter::FoldColumns(const HloInstruction* r,
       EntryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(r->shape().num_elements())),
                   r->name() + ".folded");
   llvm::AllocaInst* sum = EntryAlloca(init->getType(), r->name() + ".fold");
-  const int64_t run = layout.run;
   KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
       r->shape().dimensions(), r->name() + ".fold",
       [&](const Index& k) -> absl::Status {
-        b_.CreateStore(init, sum);
-        llvm::Value* base = b_.CreateMul(k.linear, C64(run));
-        KILN_EMIT_RETURN_IF_ERROR(
-            EmitLoop(run, r->name() + ".run", [&](llvm::Value* j) -> absl::Status {
-              llvm::Value* a = ToCompute(
-                  b_.CreateLoad(st, b_.CreateInBoundsGEP(st, acc, b_.CreateAdd(base, j))), t);
-              KILN_EMIT_ASSIGN_OR_RETURN(
-                  llvm::Value * next,
-                  EmitScalarCall(r->to_apply(), {b_.CreateLoad(init->getType(), sum), a}));
-              b_.CreateStore(next, sum);
-              return absl::OkStatus();
-            }));
-        b_.CreateStore(ToStorage(b_.CreateLoad(init->getType(), sum), t),
-                       b_.CreateInBoundsGEP(st, result, k.linear));
-        return absl::OkStatus();
+        return FoldStrided(r, acc, b_.CreateMul(k.linear, C64(layout.run)), 1, layout.run, init,
+                           sum, b_.CreateInBoundsGEP(st, result, k.linear));
       },
       lo, hi));
   return result;
+}
+
+absl::Status KernelEmitter::FoldStrided(const HloInstruction* r, llvm::Value* src,
+                                        llvm::Value* base, int64_t stride, int64_t count,
+                                        llvm::Value* init, llvm::AllocaInst* sum,
+                                        llvm::Value* dst) {
+  PT t = r->shape().element_type();
+  llvm::Type* st = StorageType(t, ctx_);
+  b_.CreateStore(init, sum);
+  KILN_EMIT_RETURN_IF_ERROR(
+      EmitLoop(count, r->name() + ".fold", [&](llvm::Value* i) -> absl::Status {
+        llvm::Value* at = b_.CreateAdd(base, b_.CreateMul(i, C64(stride)));
+        llvm::Value* v = ToCompute(b_.CreateLoad(st, b_.CreateInBoundsGEP(st, src, at)), t);
+        KILN_EMIT_ASSIGN_OR_RETURN(
+            llvm::Value * next,
+            EmitScalarCall(r->to_apply(), {b_.CreateLoad(init->getType(), sum), v}));
+        b_.CreateStore(next, sum);
+        return absl::OkStatus();
+      }));
+  b_.CreateStore(ToStorage(b_.CreateLoad(init->getType(), sum), t), dst);
+  return absl::OkStatus();
 }
 
 absl::Status KernelEmitter::EmitColumnParts() {
@@ -2222,21 +2229,8 @@ absl::Status KernelEmitter::EmitColumnParts() {
   llvm::AllocaInst* sum = EntryAlloca(init->getType(), r->name() + ".parts");
   KILN_EMIT_RETURN_IF_ERROR(
       EmitLoop(layout.elements, r->name() + ".combine", [&](llvm::Value* j) -> absl::Status {
-        b_.CreateStore(init, sum);
-        KILN_EMIT_RETURN_IF_ERROR(
-            EmitLoop(p_count, r->name() + ".part", [&](llvm::Value* p) -> absl::Status {
-              llvm::Value* at = b_.CreateAdd(b_.CreateMul(p, C64(layout.elements)), j);
-              llvm::Value* v =
-                  ToCompute(b_.CreateLoad(st, b_.CreateInBoundsGEP(st, partials, at)), t);
-              KILN_EMIT_ASSIGN_OR_RETURN(
-                  llvm::Value * next,
-                  EmitScalarCall(r->to_apply(), {b_.CreateLoad(init->getType(), sum), v}));
-              b_.CreateStore(next, sum);
-              return absl::OkStatus();
-            }));
-        b_.CreateStore(ToStorage(b_.CreateLoad(init->getType(), sum), t),
-                       b_.CreateInBoundsGEP(st, acc, j));
-        return absl::OkStatus();
+        return FoldStrided(r, partials, j, layout.elements, p_count, init, sum,
+                           b_.CreateInBoundsGEP(st, acc, j));
       }));
   KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * result,
                              FoldColumns(r, layout, acc, init, nullptr, nullptr));

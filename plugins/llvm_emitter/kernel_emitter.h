@@ -257,6 +257,11 @@ class KernelEmitter {
   absl::StatusOr<llvm::Value*> FoldColumns(const HloInstruction* r, const ColumnLayout& layout,
                                            llvm::Value* acc, llvm::Value* init, llvm::Value* lo,
                                            llvm::Value* hi);
+  // Stores into `dst` `r`'s combiner folded, from `init` in `sum`, over the `count` values
+  // src[base + i * stride] in order.
+  absl::Status FoldStrided(const HloInstruction* r, llvm::Value* src, llvm::Value* base,
+                           int64_t stride, int64_t count, llvm::Value* init, llvm::AllocaInst* sum,
+                           llvm::Value* dst);
   // KernelSpec::reduce_parts with accumulate_columns: the parts' accumulation, then (in the
   // combining call's block, left open for the output loops) their fold.
   absl::Status EmitColumnParts();
