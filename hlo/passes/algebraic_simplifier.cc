@@ -189,55 +189,7 @@ class Simplifier {
       Replace(instr, r);
       return;
     }
-    if (IsBroadcastOfScalar(op)) {
-      Replace(instr, MakeBroadcast(op->operand(0), instr->shape(), {}));
-      return;
-    }
-    SinkReshapeThroughElementwise(instr);
-  }
-
-  // reshape(f(reshape(x), ...)) with x of the outer reshape's dimensions: f(x, ...), for f a
-  // tree of elementwise instructions each read only by the next, its leaves such reshapes or
-  // broadcast scalars. JAX takes a keepdims statistic through [N, 1] and back (log(sum) in
-  // log_softmax, rsqrt(var + eps) in a layernorm); without the detour the planner sees a row
-  // statistic it can keep in the kernel that reads it.
-  void SinkReshapeThroughElementwise(HloInstruction* instr) {
-    const std::vector<int64_t>& dims = instr->shape().dimensions();
-    bool through = false;
-    if (!SinksTo(instr->operand(0), dims, 0, through) || !through) return;
-    Replace(instr, Resized(instr->operand(0), dims, instr->shape()));
-  }
-
-  static constexpr int kMaxSinkDepth = 8;
-
-  // Whether `h` (read once, by the reshape being simplified or an instruction of its tree)
-  // can be rebuilt in `dims`; `through` is set when a leaf is a reshape from `dims`.
-  static bool SinksTo(const HloInstruction* h, const std::vector<int64_t>& dims, int depth,
-                      bool& through) {
-    if (h->opcode() == HloOpcode::kReshape && h->operand(0)->shape().IsArray() &&
-        h->operand(0)->shape().dimensions() == dims) {
-      through = true;
-      return true;
-    }
-    if (IsBroadcastOfScalar(h)) return true;
-    if (depth >= kMaxSinkDepth || !IsElementwiseOpcode(h->opcode()) || h->user_count() != 1 ||
-        !h->called_computations().empty() || !h->control_predecessors().empty())
-      return false;
-    for (const HloInstruction* o : h->operands())
-      if (!SinksTo(o, dims, depth + 1, through)) return false;
-    return true;
-  }
-
-  // `h` (accepted by SinksTo) rebuilt in `dims`.
-  HloInstruction* Resized(HloInstruction* h, const std::vector<int64_t>& dims, const Shape& like) {
-    if (h->opcode() == HloOpcode::kReshape) return h->operand(0);
-    const Shape shape = ShapeLike(h->shape().element_type(), dims, like);
-    if (IsBroadcastOfScalar(h)) return MakeBroadcast(h->operand(0), shape, {});
-    std::vector<HloInstruction*> operands;
-    for (HloInstruction* o : h->operands()) operands.push_back(Resized(o, dims, like));
-    auto g = std::make_unique<HloInstruction>(h->opcode(), shape, operands);
-    g->mutable_attrs() = h->attrs();
-    return Add(std::move(g));
+    if (IsBroadcastOfScalar(op)) Replace(instr, MakeBroadcast(op->operand(0), instr->shape(), {}));
   }
 
   void HandleBroadcast(HloInstruction* instr) {

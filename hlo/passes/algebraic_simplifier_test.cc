@@ -175,55 +175,6 @@ ENTRY main {
   )");
 }
 
-TEST(AlgsimpTest, ReshapeSinksThroughElementwiseBackToItsShape) {
-  // log_softmax's log(sum) and a layernorm's rsqrt(var + eps) as JAX writes them: through
-  // [N, 1] and back to [N].
-  Check(R"(
-HloModule m
-ENTRY main {
-  s = f32[4] parameter(0)
-  v = f32[4] parameter(1)
-  s1 = f32[4,1] reshape(s)
-  l = f32[4,1] log(s1)
-  ls = f32[4] reshape(l)
-  v1 = f32[4,1] reshape(v)
-  e = f32[] constant(1e-05)
-  eb = f32[4,1] broadcast(e), dimensions={}
-  a = f32[4,1] add(v1, eb)
-  r = f32[4,1] rsqrt(a)
-  rs = f32[4] reshape(r)
-  ROOT t = (f32[4], f32[4]) tuple(ls, rs)
-}
-)",
-        R"(
-    CHECK: [[L:%log.[0-9]+]] = f32[4]{0} log(f32[4]{0} %s)
-    CHECK: [[B:%broadcast.[0-9]+]] = f32[4]{0} broadcast(f32[] %e), dimensions={}
-    CHECK: [[A:%add.[0-9]+]] = f32[4]{0} add(f32[4]{0} %v, f32[4]{0} [[B]])
-    CHECK: [[R:%rsqrt.[0-9]+]] = f32[4]{0} rsqrt(f32[4]{0} [[A]])
-    CHECK: ROOT %t = {{.*}} tuple(f32[4]{0} [[L]], f32[4]{0} [[R]])
-  )");
-  // Read elsewhere too, or reshaped to another shape: left alone.
-  CheckUnchanged(R"(
-HloModule m
-ENTRY main {
-  s = f32[4] parameter(0)
-  s1 = f32[4,1] reshape(s)
-  l = f32[4,1] log(s1)
-  ls = f32[4] reshape(l)
-  ROOT t = (f32[4], f32[4,1]) tuple(ls, l)
-}
-)");
-  CheckUnchanged(R"(
-HloModule m
-ENTRY main {
-  s = f32[4] parameter(0)
-  s1 = f32[2,2] reshape(s)
-  l = f32[2,2] log(s1)
-  ROOT ls = f32[1,4] reshape(l)
-}
-)");
-}
-
 TEST(AlgsimpTest, BroadcastOfBroadcastAndIdentityBroadcast) {
   Check(R"(
 HloModule m
