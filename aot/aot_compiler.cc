@@ -191,9 +191,8 @@ absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions
     if (f.isDeclaration()) continue;
     if (f.getName() != options.name + "_run" && f.getName() != options.name + "_run_simple")
       f.setLinkage(llvm::GlobalValue::InternalLinkage);
-    f.addFnAttr("target-cpu", cpu);
-    if (!features.empty()) f.addFnAttr("target-features", features);
   }
+  SetTargetAttributes(m, cpu, features);
   std::string broken;
   llvm::raw_string_ostream os(broken);
   if (llvm::verifyModule(m, &os))

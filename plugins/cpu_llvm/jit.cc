@@ -197,7 +197,8 @@ std::string CpuJit::TargetDescription() const {
 std::string CpuJit::CacheKey() const {
   const JitOptions& o = impl_->options;
   return absl::StrCat("llvm", LLVM_VERSION_STRING, ";", impl_->jit->getTargetTriple().str(), ";",
-                      impl_->cpu, ";", impl_->features, ";O", o.opt_level, ";vec", o.vectorize,
+                      impl_->cpu, ";", impl_->features, ";vw",
+                      PreferredVectorWidth(impl_->features), ";O", o.opt_level, ";vec", o.vectorize,
                       ";libmvec", impl_->use_libmvec);
 }
 
@@ -219,11 +220,7 @@ GroupResult CpuJit::Impl::CompileGroup(const std::vector<const llvm_emit::Kernel
     if (!r.status.ok()) return r;
   }
   // Function attributes the backend reads for the host CPU (the vectorizers use TTI).
-  for (llvm::Function& f : *module) {
-    if (f.isDeclaration()) continue;
-    f.addFnAttr("target-cpu", cpu);
-    f.addFnAttr("target-features", features);
-  }
+  SetTargetAttributes(*module, cpu, features);
   Clock::time_point t1 = Clock::now();
   OptimizeModule(*module, tm, options, use_libmvec);
   Clock::time_point t2 = Clock::now();

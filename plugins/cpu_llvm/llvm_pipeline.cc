@@ -2,6 +2,8 @@
 // legacy code generator for object files.
 #include "plugins/cpu_llvm/llvm_pipeline.h"
 
+#include <cstdlib>
+
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -39,6 +41,24 @@ void OptimizeModule(llvm::Module& m, llvm::TargetMachine& tm, const JitOptions& 
                                     ? pb.buildO0DefaultPipeline(level)
                                     : pb.buildPerModuleDefaultPipeline(level);
   mpm.run(m, mam);
+}
+
+std::string PreferredVectorWidth(const std::string& features) {
+  if (const char* env = std::getenv("KILN_CPU_VECTOR_WIDTH")) {
+    const std::string w = env;
+    if (w == "128" || w == "256" || w == "512") return w;
+  }
+  return features.find("+avx512f") != std::string::npos ? "512" : "";
+}
+
+void SetTargetAttributes(llvm::Module& m, const std::string& cpu, const std::string& features) {
+  const std::string width = PreferredVectorWidth(features);
+  for (llvm::Function& f : m) {
+    if (f.isDeclaration()) continue;
+    f.addFnAttr("target-cpu", cpu);
+    if (!features.empty()) f.addFnAttr("target-features", features);
+    if (!width.empty()) f.addFnAttr("prefer-vector-width", width);
+  }
 }
 
 absl::StatusOr<std::string> EmitObjectFile(llvm::Module& m, llvm::TargetMachine& tm) {
