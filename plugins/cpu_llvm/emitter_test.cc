@@ -275,6 +275,43 @@ TEST(CpuLlvmEmitter, SharedCostlyValuesAreMaterialized) {
   for (int64_t t = 0; t < T; ++t) EXPECT_NEAR(r->element(t).GetAsDouble(0), want[t], 1e-4) << t;
 }
 
+// A value read by two kernels whose cone is only cheap operations (v = v * y + x twelve
+// times: 24, a scalar broadcast free) is generated in both, as the rounds of JAX's threefry
+// are; the same cone with a tanh in it is computed once into memory.
+TEST(CpuLlvmEmitter, SharedCheapConesAreDuplicatedCostlyOnesMaterialized) {
+  for (bool costly : {false, true}) {
+    Fixture f;
+    const int64_t N = 64;
+    Shape s(PT::F32, {N});
+    HloInstruction* x = f.b->Param(0, s);
+    HloInstruction* y = f.b->Param(1, s);
+    HloInstruction* half = f.b->Op(HloOpcode::kBroadcast, s, {f.b->Const(PT::F32, 0.5)});
+    HloInstruction* v = x;
+    for (int r = 0; r < 12; ++r)
+      v = f.b->Binary(HloOpcode::kAdd, f.b->Binary(HloOpcode::kMultiply, v, y), x);
+    if (costly) v = f.b->Unary(HloOpcode::kTanh, v);
+    v = f.b->Binary(HloOpcode::kMultiply, v, half);
+    HloInstruction* out0 = f.b->Binary(HloOpcode::kAdd, v, x);
+    HloInstruction* out1 = f.b->Binary(HloOpcode::kMultiply, v, y);
+    f.entry->set_root(f.b->Op(HloOpcode::kTuple, Shape::Tuple({s, s}), {out0, out1}));
+    Plan plan = MakePlan(*f.module, {});
+    EXPECT_EQ(plan.kernels.size(), costly ? 3u : 2u) << (costly ? "tanh" : "cheap");
+
+    Literal lx = Random(s, 3, -1, 1), ly = Random(s, 4, -0.5, 0.5);
+    auto r = f.Run({lx, ly});
+    ASSERT_TRUE(r.ok()) << r.status();
+    for (int64_t i = 0; i < N; ++i) {
+      const double xi = lx.GetAsDouble(i), yi = ly.GetAsDouble(i);
+      double vi = xi;
+      for (int k = 0; k < 12; ++k) vi = vi * yi + xi;
+      if (costly) vi = std::tanh(vi);
+      vi *= 0.5;
+      EXPECT_NEAR(r->element(0).GetAsDouble(i), vi + xi, 1e-5) << i;
+      EXPECT_NEAR(r->element(1).GetAsDouble(i), vi * yi, 1e-5) << i;
+    }
+  }
+}
+
 TEST(CpuLlvmEmitter, F16AddRoundsLikeHalfArithmetic) {
   Fixture f;
   Shape s(PT::F16, {64});
