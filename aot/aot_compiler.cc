@@ -192,7 +192,7 @@ absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions
     if (f.getName() != options.name + "_run" && f.getName() != options.name + "_run_simple")
       f.setLinkage(llvm::GlobalValue::InternalLinkage);
   }
-  SetTargetAttributes(m, cpu, features);
+  SetTargetAttributes(m, cpu, features, PreferredVectorWidth(features));
   std::string broken;
   llvm::raw_string_ostream os(broken);
   if (llvm::verifyModule(m, &os))

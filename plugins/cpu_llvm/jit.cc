@@ -126,6 +126,7 @@ struct CpuJit::Impl {
   // One target machine per parallel group (a TargetMachine is not shared across threads).
   std::vector<std::unique_ptr<llvm::TargetMachine>> tms;
   std::string cpu, features;
+  std::string vector_width;  // decided once: the cache key and the code agree
   bool use_libmvec = false;
   std::mutex mu;
   int64_t next_module = 0;
@@ -166,6 +167,7 @@ absl::StatusOr<std::unique_ptr<CpuJit>> CpuJit::Create(const JitOptions& options
   }
   jtmb->setFeatures(features.getString());
   impl->features = features.getString();
+  impl->vector_width = PreferredVectorWidth(impl->features);
   jtmb->setCodeGenOptLevel(options.opt_level >= 3   ? llvm::CodeGenOpt::Aggressive
                            : options.opt_level == 0 ? llvm::CodeGenOpt::None
                                                     : llvm::CodeGenOpt::Default);
@@ -197,9 +199,8 @@ std::string CpuJit::TargetDescription() const {
 std::string CpuJit::CacheKey() const {
   const JitOptions& o = impl_->options;
   return absl::StrCat("llvm", LLVM_VERSION_STRING, ";", impl_->jit->getTargetTriple().str(), ";",
-                      impl_->cpu, ";", impl_->features, ";vw",
-                      PreferredVectorWidth(impl_->features), ";O", o.opt_level, ";vec", o.vectorize,
-                      ";libmvec", impl_->use_libmvec);
+                      impl_->cpu, ";", impl_->features, ";vw", impl_->vector_width, ";O",
+                      o.opt_level, ";vec", o.vectorize, ";libmvec", impl_->use_libmvec);
 }
 
 JitStats CpuJit::stats() const {
@@ -220,7 +221,7 @@ GroupResult CpuJit::Impl::CompileGroup(const std::vector<const llvm_emit::Kernel
     if (!r.status.ok()) return r;
   }
   // Function attributes the backend reads for the host CPU (the vectorizers use TTI).
-  SetTargetAttributes(*module, cpu, features);
+  SetTargetAttributes(*module, cpu, features, vector_width);
   Clock::time_point t1 = Clock::now();
   OptimizeModule(*module, tm, options, use_libmvec);
   Clock::time_point t2 = Clock::now();

@@ -51,13 +51,13 @@ std::string PreferredVectorWidth(const std::string& features) {
   return features.find("+avx512f") != std::string::npos ? "512" : "";
 }
 
-void SetTargetAttributes(llvm::Module& m, const std::string& cpu, const std::string& features) {
-  const std::string width = PreferredVectorWidth(features);
+void SetTargetAttributes(llvm::Module& m, const std::string& cpu, const std::string& features,
+                         const std::string& vector_width) {
   for (llvm::Function& f : m) {
     if (f.isDeclaration()) continue;
     f.addFnAttr("target-cpu", cpu);
     if (!features.empty()) f.addFnAttr("target-features", features);
-    if (!width.empty()) f.addFnAttr("prefer-vector-width", width);
+    if (!vector_width.empty()) f.addFnAttr("prefer-vector-width", vector_width);
   }
 }
 

@@ -25,8 +25,10 @@ void OptimizeModule(llvm::Module& m, llvm::TargetMachine& tm, const JitOptions& 
 std::string PreferredVectorWidth(const std::string& features);
 
 // Marks every defined function of `m` for `cpu` and `features` (the attributes the backend
-// and the vectorizers read), with PreferredVectorWidth(features).
-void SetTargetAttributes(llvm::Module& m, const std::string& cpu, const std::string& features);
+// and the vectorizers read), preferring `vector_width` (PreferredVectorWidth's; empty: LLVM's
+// default).
+void SetTargetAttributes(llvm::Module& m, const std::string& cpu, const std::string& features,
+                         const std::string& vector_width);
 
 // `m` compiled to a relocatable object file for `tm`.
 absl::StatusOr<std::string> EmitObjectFile(llvm::Module& m, llvm::TargetMachine& tm);

@@ -47,15 +47,15 @@ llvm::Value* Pow2(llvm::IRBuilder<>& b, llvm::Value* n) {
 // 1.5 * 2^23: x + kShifter rounds x to an integer held in the low mantissa bits of the sum.
 constexpr float kShifter = 0x1.8p23f;
 
-// x = n ln2 + r with |r| <= ln2 / 2, for |x| < 2^8 ln2; returns r and sets n (an integral
-// float) and ni (n as an i32). n comes from one multiply-add with kShifter, not a rounding
-// and a conversion; a NaN x gives a NaN r (and some ni), never poison.
-llvm::Value* ReduceLn2(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value** n, llvm::Value** ni) {
+// x = n ln2 + r with |r| <= ln2 / 2, for |x| < 2^8 ln2; returns r and sets ni (n as an
+// i32). n comes from one multiply-add with kShifter, not a rounding and a conversion; a NaN
+// x gives a NaN r (and some ni), never poison.
+llvm::Value* ReduceLn2(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value** ni) {
   llvm::Value* shifted = MulAdd(b, x, F(b, kLog2e), F(b, kShifter));
-  *n = b.CreateFSub(shifted, F(b, kShifter));
+  llvm::Value* n = b.CreateFSub(shifted, F(b, kShifter));
   *ni = b.CreateSub(b.CreateBitCast(shifted, b.getInt32Ty()), b.getInt32(0x4b400000));
-  llvm::Value* r = MulAdd(b, *n, F(b, -kLn2Hi), x);
-  return MulAdd(b, *n, F(b, -kLn2Lo), r);
+  llvm::Value* r = MulAdd(b, n, F(b, -kLn2Hi), x);
+  return MulAdd(b, n, F(b, -kLn2Lo), r);
 }
 
 // min(x, hi) and max(x, lo) that let a NaN through (the select keeps x when the comparison
@@ -75,8 +75,8 @@ llvm::Value* FastExpF32(llvm::IRBuilder<>& b, llvm::Value* x) {
   // Clamped so 2^n below stays representable in two halves: exp(89) overflows to inf and
   // exp(-104) underflows to 0 by themselves. A NaN passes through every step.
   llvm::Value* xc = MaxKeepingNan(b, MinKeepingNan(b, x, 89), -104);
-  llvm::Value *n, *ni;
-  llvm::Value* r = ReduceLn2(b, xc, &n, &ni);
+  llvm::Value* ni;
+  llvm::Value* r = ReduceLn2(b, xc, &ni);
   llvm::Value* p = Horner(b, r, kExpCoefficients);
   // 2^n as 2^(n/2) * 2^(n - n/2): n in [-150, 128] would not fit one exponent field, and a
   // denormal result is rounded once, in the last multiply.
@@ -132,8 +132,8 @@ llvm::Value* FastExpm1F32(llvm::IRBuilder<>& b, llvm::Value* x) {
   // the result rounds to -1; above 80 it is exp(x) - 1 (and may overflow). NaN passes.
   llvm::Value* a = b.CreateSelect(b.CreateFCmpOLT(x, F(b, 80)), x, F(b, 80));
   a = b.CreateSelect(b.CreateFCmpOGT(a, F(b, -30)), a, F(b, -30));
-  llvm::Value *n, *ni;
-  llvm::Value* r = ReduceLn2(b, a, &n, &ni);
+  llvm::Value* ni;
+  llvm::Value* r = ReduceLn2(b, a, &ni);
   llvm::Value* p = b.CreateFMul(r, Horner(b, r, kExpm1OverRCoefficients));
   llvm::Value* s = Pow2(b, ni);
   llvm::Value* res = MulAdd(b, s, p, b.CreateFSub(s, F(b, 1)));
@@ -148,8 +148,8 @@ llvm::Value* FastTanhF32(llvm::IRBuilder<>& b, llvm::Value* x) {
   // to 1 in f32, so clamp there. A NaN passes through every step.
   llvm::Value* a = MinKeepingNan(b, Intr(b, llvm::Intrinsic::fabs, {x}), 9.5);
   llvm::Value* t = b.CreateFAdd(a, a);
-  llvm::Value *n, *ni;
-  llvm::Value* r = ReduceLn2(b, t, &n, &ni);
+  llvm::Value* ni;
+  llvm::Value* r = ReduceLn2(b, t, &ni);
   // expm1(t) = 2^n expm1(r) + (2^n - 1), where 2^n - 1 is exact (n <= 28).
   llvm::Value* p = b.CreateFMul(r, Horner(b, r, kExpm1OverRCoefficients));
   llvm::Value* s = Pow2(b, ni);
