@@ -65,6 +65,32 @@ bool Compatible(const IterationSpace& a, const IterationSpace& b) {
   return a.dims == b.dims;
 }
 
+// A loop fusion that computes each output element from its operands' elements alone (see
+// MultiOutputFusionOptions::elementwise_loops_only).
+bool IsElementwiseLoop(const HloInstruction& fusion) {
+  if (fusion.opcode() != HloOpcode::kFusion || fusion.attrs().fusion_kind != FusionKind::kLoop)
+    return false;
+  const HloInstruction* root = fusion.fused_computation()->root();
+  for (const HloInstruction* x : fusion.fused_computation()->instructions()) {
+    if (x == root && x->opcode() == HloOpcode::kTuple) continue;
+    switch (x->opcode()) {
+      case HloOpcode::kBroadcast:
+      case HloOpcode::kIota:
+      case HloOpcode::kConstant:
+      case HloOpcode::kParameter:
+        continue;
+      default:
+        break;
+    }
+    if (IsElementwiseOpcode(x->opcode())) continue;
+    if (x->shape().IsArray() &&
+        x->shape().num_elements() <= MultiOutputFusionOptions::kSmallElements)
+      continue;
+    return false;
+  }
+  return true;
+}
+
 int64_t BodySize(const HloInstruction& i) {
   if (i.opcode() != HloOpcode::kFusion) return 1;
   return i.fused_computation()->instruction_count();
@@ -88,6 +114,7 @@ class SiblingMerger {
  private:
   bool IsCandidate(const HloInstruction& i) const {
     if (control_.contains(&i)) return false;
+    if (options_.elementwise_loops_only && !IsElementwiseLoop(i)) return false;
     if (i.opcode() == HloOpcode::kReduce) return i.operand_count() == 2 && i.shape().IsArray();
     if (i.opcode() != HloOpcode::kFusion) return false;
     FusionKind k = i.attrs().fusion_kind;

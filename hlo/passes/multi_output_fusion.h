@@ -14,6 +14,13 @@ struct MultiOutputFusionOptions {
   int64_t min_shared_elements = 2;
   int64_t max_operands = 64;
   int64_t max_instructions = 256;
+  // Only loop fusions whose every instruction is elementwise, a broadcast, an iota, a
+  // constant or a parameter, or has at most kSmallElements elements (scalar set-up such as
+  // slicing a shift amount out of a u32[4]). A backend whose kernels have a strategy per
+  // root kind (cpu-llvm: row and column reductions, tiled transposes, updates in place)
+  // merges only what one plain loop over the output computes.
+  bool elementwise_loops_only = false;
+  static constexpr int64_t kSmallElements = 16;
 };
 
 class MultiOutputFusion : public HloPass {

@@ -43,6 +43,7 @@ inline PlanOptions CpuPlanOptions() {
   PlanOptions p;
   p.update_in_place = true;
   p.accumulate_columns = true;
+  p.merge_sibling_kernels = true;
   p.library_call = IsLibraryCall;
   return p;
 }

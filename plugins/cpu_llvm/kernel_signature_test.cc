@@ -84,6 +84,7 @@ TEST(KernelSignature, IdenticalKernelsShareCodeOthersDoNot) {
   std::shared_ptr<const HloModule> module = std::move(*parsed);
   CompileOptions opts;
   opts.cache_dir = "";
+  opts.plan.merge_sibling_kernels = false;  // the six kernels as written (%g, %l are siblings)
   auto compiler = CpuCompiler::Create(opts);
   ASSERT_TRUE(compiler.ok()) << compiler.status();
   auto exe = (*compiler)->Compile(module);

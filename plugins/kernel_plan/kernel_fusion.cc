@@ -5,9 +5,11 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "hlo/passes/arg_reduce_split.h"
+#include "hlo/passes/cse.h"
 #include "hlo/passes/dot_canonicalization.h"
 #include "hlo/passes/dot_expanders.h"
 #include "hlo/passes/fusion_util.h"
+#include "hlo/passes/multi_output_fusion.h"
 #include "hlo/passes/reduce_window_scan.h"
 #include "hlo/text/parser.h"
 
@@ -91,6 +93,17 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
   }
   absl::StatusOr<bool> fused = KernelFusion(options).Run(**copy);
   if (!fused.ok()) return fused.status();
+  if (options.merge_sibling_kernels) {
+    MultiOutputFusionOptions siblings;
+    siblings.elementwise_loops_only = true;
+    absl::StatusOr<bool> merged = MultiOutputFusion(siblings).Run(**copy);
+    if (!merged.ok()) return merged.status();
+    // A cone both siblings had inlined is now in one fused computation twice.
+    if (*merged) {
+      absl::StatusOr<bool> deduplicated = HloCSE().Run(**copy);
+      if (!deduplicated.ok()) return deduplicated.status();
+    }
+  }
   std::shared_ptr<const HloModule> owned = std::move(*copy);
   PlanOptions consume = options;
   consume.fuse_unfused = false;

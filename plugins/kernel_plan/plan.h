@@ -74,6 +74,12 @@ struct PlanOptions {
   // IsColumnReduction) accumulates it row by row (KernelSpec::accumulate_columns), on one
   // thread. The CPU emitter supports it.
   bool accumulate_columns = false;
+  // MakeFusedPlan only: after kernel-fusion, sibling kernels that are plain elementwise loops
+  // over the same shape and read a common operand become one kernel with several outputs
+  // (multi-output-fusion, elementwise loops only): the operand is read once and a cone both
+  // had duplicated is computed once (JAX's threefry rounds: two halves of one state). The
+  // CPU runner turns it on (KILN_CPU_SIBLING_FUSION=0 turns it off there).
+  bool merge_sibling_kernels = false;
 };
 
 // One step of the run, in post-order.

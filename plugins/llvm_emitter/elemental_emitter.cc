@@ -1973,7 +1973,30 @@ absl::Status KernelEmitter::Emit() {
   }
   // A column-parts kernel writes its outputs in the combining call only, whole.
   const bool ranged = spec_.partition_outer && !column_parts;
-  for (size_t o = 0; o < spec_.outputs.size() && (!parts || column_parts) && !spec_.update_in_place;
+  // Outputs of one shape (sibling loops merged into one kernel) share one loop nest: each
+  // element's common cone is generated once and every operand element is loaded once.
+  bool one_nest =
+      spec_.outputs.size() > 1 && !parts && !spec_.update_in_place && !spec_.accumulate_columns;
+  for (const HloInstruction* root : spec_.outputs)
+    one_nest = one_nest && root->shape().dimensions() == spec_.outputs[0]->shape().dimensions();
+  if (one_nest) {
+    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+        spec_.outputs[0]->shape().dimensions(), "out",
+        [&](const Index& idx) -> absl::Status {
+          for (size_t o = 0; o < spec_.outputs.size(); ++o) {
+            const HloInstruction* root = spec_.outputs[o];
+            const PT t = root->shape().element_type();
+            KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
+            b_.CreateStore(ToStorage(v, t),
+                           b_.CreateInBoundsGEP(StorageType(t, ctx_),
+                                                fn_->getArg(spec_.inputs.size() + o), idx.linear));
+          }
+          return absl::OkStatus();
+        },
+        ranged ? fn_->getArg(n) : nullptr, ranged ? fn_->getArg(n + 1) : nullptr));
+  }
+  for (size_t o = 0;
+       o < spec_.outputs.size() && (!parts || column_parts) && !spec_.update_in_place && !one_nest;
        ++o) {
     const HloInstruction* root = spec_.outputs[o];
     llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
