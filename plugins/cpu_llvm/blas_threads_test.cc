@@ -363,7 +363,7 @@ TEST(CpuLlvmThreads, ConcurrentCallersEachCompleteTheirOwnRange) {
 
 // A worker finishing far behind the others is what preemption by another process looks
 // like: the pool then runs parallel-fors on the calling thread alone for a while, instead of
-// waiting for descheduled workers at every call.
+// waiting for descheduled workers at every call; large calls still go to the workers.
 TEST(CpuLlvmThreads, LateWorkerSendsTheNextCallsToTheCaller) {
   ThreadPool pool(2);
   const std::thread::id caller = std::this_thread::get_id();
@@ -383,6 +383,18 @@ TEST(CpuLlvmThreads, LateWorkerSendsTheNextCallsToTheCaller) {
   });
   EXPECT_EQ(on_caller.load(), 1);  // one inline call over the whole range
   for (int h : hits) ASSERT_EQ(h, 1);
+  // A large call (a GEMM of a millisecond or more) keeps the workers while contended.
+  on_caller = 0;
+  std::vector<int> large_hits(64, 0);
+  pool.ParallelFor(
+      64,
+      [&](int64_t b, int64_t e) {
+        if (std::this_thread::get_id() == caller) ++on_caller;
+        for (int64_t i = b; i < e; ++i) ++large_hits[i];
+      },
+      2, /*even=*/true, /*large=*/true);
+  EXPECT_EQ(on_caller.load(), 0);
+  for (int h : large_hits) ASSERT_EQ(h, 1);
 }
 
 TEST(CpuLlvmThreads, ThreadCountFromEnvironment) {

@@ -168,14 +168,14 @@ void ThreadPool::WorkerLoop() {
 }
 
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
-                             int max_chunks, bool even) {
+                             int max_chunks, bool even, bool large) {
   if (n <= 0) return;
   const int limit = max_chunks > 0 ? max_chunks : threads_ * kChunksPerThread;
   const int chunks = static_cast<int>(std::min<int64_t>(n, limit));
   // On a machine where other processes preempt the workers, every parallel-for would wait
   // for a descheduled one (a few ms each); for a while, one thread does the whole range.
   if (threads_ <= 1 || chunks <= 1 || in_pool ||
-      Now() < contended_until_ns_.load(std::memory_order_relaxed)) {
+      (!large && Now() < contended_until_ns_.load(std::memory_order_relaxed))) {
     fn(0, n);
     return;
   }

@@ -44,9 +44,13 @@ class ThreadPool {
   //
   // On a busy machine: when a worker of an even call was preempted, parallel-fors run on the
   // calling thread alone for the next 200 ms (then the pool tries again): otherwise each
-  // would wait for a descheduled worker's next time slice.
+  // would wait for a descheduled worker's next time slice. `large` calls (a GEMM of about a
+  // millisecond or more) still run on the workers then: one thread among the competing
+  // processes gets a smaller share of the cores than the pool's, which costs such a call more
+  // than an occasional wait (relu(x@W+b) 256x784x512 beside two busy processes: 6 ms on the
+  // caller alone, 2 ms on the pool).
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int max_chunks = 0,
-                   bool even = true);
+                   bool even = true, bool large = false);
 
  private:
   struct Job;
