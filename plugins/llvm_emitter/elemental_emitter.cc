@@ -1973,6 +1973,16 @@ absl::Status KernelEmitter::Emit() {
   }
   // A column-parts kernel writes its outputs in the combining call only, whole.
   const bool ranged = spec_.partition_outer && !column_parts;
+  // Output o's element at idx, generated and stored into its buffer.
+  const auto store_output = [&](size_t o, const Index& idx) -> absl::Status {
+    const HloInstruction* root = spec_.outputs[o];
+    const PT t = root->shape().element_type();
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
+    b_.CreateStore(ToStorage(v, t),
+                   b_.CreateInBoundsGEP(StorageType(t, ctx_), fn_->getArg(spec_.inputs.size() + o),
+                                        idx.linear));
+    return absl::OkStatus();
+  };
   // Outputs of one shape (sibling loops merged into one kernel) share one loop nest: each
   // element's common cone is generated once and every operand element is loaded once.
   bool one_nest =
@@ -1983,14 +1993,8 @@ absl::Status KernelEmitter::Emit() {
     KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
         spec_.outputs[0]->shape().dimensions(), "out",
         [&](const Index& idx) -> absl::Status {
-          for (size_t o = 0; o < spec_.outputs.size(); ++o) {
-            const HloInstruction* root = spec_.outputs[o];
-            const PT t = root->shape().element_type();
-            KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
-            b_.CreateStore(ToStorage(v, t),
-                           b_.CreateInBoundsGEP(StorageType(t, ctx_),
-                                                fn_->getArg(spec_.inputs.size() + o), idx.linear));
-          }
+          for (size_t o = 0; o < spec_.outputs.size(); ++o)
+            KILN_EMIT_RETURN_IF_ERROR(store_output(o, idx));
           return absl::OkStatus();
         },
         ranged ? fn_->getArg(n) : nullptr, ranged ? fn_->getArg(n + 1) : nullptr));
@@ -1999,10 +2003,7 @@ absl::Status KernelEmitter::Emit() {
        o < spec_.outputs.size() && (!parts || column_parts) && !spec_.update_in_place && !one_nest;
        ++o) {
     const HloInstruction* root = spec_.outputs[o];
-    llvm::Value* out = fn_->getArg(spec_.inputs.size() + o);
-    PT t = root->shape().element_type();
-    llvm::Type* st = StorageType(t, ctx_);
-    stash_ = Stash{StashableRowStatistic(spec_), out};
+    stash_ = Stash{StashableRowStatistic(spec_), fn_->getArg(spec_.inputs.size() + o)};
     const bool transposed = stash_.reduce == nullptr && ReadsTransposed(spec_);
     const bool tiled = transposed && SpansTransposeTile(root->shape());
     // A transposed read under a narrow minor dimension (a pixel shuffle's 16 features): one
@@ -2030,9 +2031,7 @@ absl::Status KernelEmitter::Emit() {
                         Index{{idx.multi.begin(), idx.multi.begin() + kept}, nullptr})
                     .status());
           }
-          KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
-          b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(st, out, idx.linear));
-          return absl::OkStatus();
+          return store_output(o, idx);
         },
         ranged ? fn_->getArg(n) : nullptr, ranged ? fn_->getArg(n + 1) : nullptr));
     stash_ = Stash{};
