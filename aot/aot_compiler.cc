@@ -143,6 +143,8 @@ absl::StatusOr<AotArtifact> CompileAot(const HloModule& module, const AotOptions
   po.library_call = nullptr;  // an artifact links a BLAS at most, not LAPACK
   if (!options.parallel) po.parallel_min_work = std::numeric_limits<int64_t>::max();
   po.library_convolutions = false;
+  po.s8_gemm = false;      // the artifact's GEMM calls are f32/f64 ones
+  po.native_sort = false;  // nor does it link the sort
   // Large plain dots are GEMM steps either way: OpenBLAS calls, or the loop nest GemmFunction
   // emits (planned as a device GEMM library, which needs no host BLAS in this build).
   if (options.gemm != AotGemm::kOpenBlas) {

@@ -11,6 +11,9 @@ namespace kiln::cpu::aot {
 
 namespace {
 
+// AOT plans f32 and f64 GEMMs only (no s8: PlanOptions::s8_gemm is off).
+bool IsF64(const kernel_plan::GemmShape& g) { return g.type == kernel_plan::GemmType::kF64; }
+
 // A counted loop [0, n) around `body` at the builder's insertion point; the builder ends
 // after the loop.
 void EmitLoop(llvm::IRBuilder<>& b, llvm::Value* n, const std::string& name,
@@ -31,7 +34,7 @@ void EmitLoop(llvm::IRBuilder<>& b, llvm::Value* n, const std::string& name,
 }
 
 // Columns per register tile of the GEMM below (and per part of a parallel GEMM).
-int64_t TileColumns(const kernel_plan::GemmShape& g) { return g.f64 ? 8 : 16; }
+int64_t TileColumns(const kernel_plan::GemmShape& g) { return IsF64(g) ? 8 : 16; }
 
 // void gemm(noalias A, noalias B, noalias C, i64 m, i64 n, i64 k, i64 col_begin, i64 col_end):
 // columns [col_begin, col_end) of C[m,n] = op(A) op(B), all row-major, as GemmShape describes
@@ -39,14 +42,14 @@ int64_t TileColumns(const kernel_plan::GemmShape& g) { return g.f64 ? 8 : 16; }
 // (below); with B stored transposed, each element is a unit-stride dot product.
 llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
                                     const kernel_plan::GemmShape& g) {
-  const std::string name = absl::StrCat(prefix, ".gemm.", g.f64 ? "f64" : "f32", ".",
+  const std::string name = absl::StrCat(prefix, ".gemm.", IsF64(g) ? "f64" : "f32", ".",
                                         g.trans_a ? "T" : "N", g.trans_b ? "T" : "N");
   if (llvm::Function* f = m.getFunction(name)) return f;
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
   llvm::Type* ptr = b.getPtrTy();
   llvm::Type* i64 = b.getInt64Ty();
-  llvm::Type* elem = g.f64 ? b.getDoubleTy() : b.getFloatTy();
+  llvm::Type* elem = IsF64(g) ? b.getDoubleTy() : b.getFloatTy();
   llvm::Function* f = llvm::Function::Create(
       llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, ptr, i64, i64, i64, i64, i64}, false),
       llvm::GlobalValue::InternalLinkage, name, m);
@@ -99,7 +102,7 @@ llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
   // each step loads kVectors vectors of a row of B and one element of A per row, and
   // multiplies-adds kRows * kVectors vectors (one vector load per two FMAs at 4x2).
   constexpr int kRows = 4, kVectors = 2;
-  const unsigned lanes = g.f64 ? 4 : 8;  // 256-bit vectors (AVX2; two NEON registers)
+  const unsigned lanes = IsF64(g) ? 4 : 8;  // 256-bit vectors (AVX2; two NEON registers)
   llvm::Type* vec = llvm::FixedVectorType::get(elem, lanes);
   const int64_t tile_cols = kVectors * lanes;  // TileColumns(g)
   llvm::Value* row_tiles = b.CreateSDiv(M, b.getInt64(kRows));
@@ -195,12 +198,12 @@ llvm::Function* EmittedGemmFunction(llvm::Module& m, const std::string& prefix,
 void EmitCblasCall(llvm::IRBuilder<>& b_, llvm::Module& m_, const kernel_plan::GemmShape& g,
                    llvm::Value* a, llvm::Value* b, llvm::Value* c, llvm::Value* i) {
   llvm::Type* i32 = b_.getInt32Ty();
-  llvm::Type* elem = g.f64 ? b_.getDoubleTy() : b_.getFloatTy();
+  llvm::Type* elem = IsF64(g) ? b_.getDoubleTy() : b_.getFloatTy();
   llvm::Type* ptr = b_.getPtrTy();
   llvm::FunctionType* ty = llvm::FunctionType::get(
       b_.getVoidTy(), {i32, i32, i32, i32, i32, i32, elem, ptr, i32, ptr, i32, elem, ptr, i32},
       false);
-  llvm::FunctionCallee gemm = m_.getOrInsertFunction(g.f64 ? "cblas_dgemm" : "cblas_sgemm", ty);
+  llvm::FunctionCallee gemm = m_.getOrInsertFunction(IsF64(g) ? "cblas_dgemm" : "cblas_sgemm", ty);
   const int64_t lda = g.trans_a ? g.m : g.k, ldb = g.trans_b ? g.k : g.n, ldc = g.n;
   auto offset = [&](llvm::Value* base, int64_t per_batch) {
     return b_.CreateInBoundsGEP(elem, base, b_.CreateMul(i, b_.getInt64(per_batch)));
@@ -247,7 +250,7 @@ void EmitOneDnnCall(llvm::IRBuilder<>& b_, llvm::Module& m_, const kernel_plan::
 llvm::Function* GemmPartFunction(llvm::Module& m, const std::string& prefix,
                                  const kernel_plan::GemmShape& g) {
   const std::string name =
-      absl::StrCat(prefix, ".gemm_part.", g.f64 ? "f64" : "f32", ".", g.trans_a ? "T" : "N",
+      absl::StrCat(prefix, ".gemm_part.", IsF64(g) ? "f64" : "f32", ".", g.trans_a ? "T" : "N",
                    g.trans_b ? "T" : "N", ".", g.m, "x", g.n, "x", g.k);
   if (llvm::Function* f = m.getFunction(name)) return f;
   llvm::IRBuilder<> b(m.getContext());
@@ -285,7 +288,7 @@ void EmitGemmBatch(llvm::IRBuilder<>& b_, llvm::Module& m_, AotGemm kind, const 
       EmitOneDnnCall(b_, m_, g, a, b, c, i);
       return;
     }
-    llvm::Type* elem = g.f64 ? b_.getDoubleTy() : b_.getFloatTy();
+    llvm::Type* elem = IsF64(g) ? b_.getDoubleTy() : b_.getFloatTy();
     auto entry = [&](llvm::Value* base, int64_t per_batch) {
       return b_.CreateInBoundsGEP(elem, base, b_.CreateMul(i, b_.getInt64(per_batch)));
     };

@@ -12,15 +12,18 @@ namespace kiln {
 namespace {
 
 // The operand's dimensions in canonical order: its batch dims as listed, then its free dims
-// in increasing order, with the contracting dim last (lhs) or first after the batch (rhs).
+// in increasing order, with the contracting dims (as listed) last (lhs) or first after the
+// batch (rhs).
 std::vector<int64_t> CanonicalOrder(int64_t rank, const std::vector<int64_t>& batch,
-                                    int64_t contracting, bool lhs) {
+                                    const std::vector<int64_t>& contracting, bool lhs) {
+  auto listed = [](const std::vector<int64_t>& v, int64_t d) {
+    return std::find(v.begin(), v.end(), d) != v.end();
+  };
   std::vector<int64_t> order(batch);
-  if (!lhs) order.push_back(contracting);
+  if (!lhs) order.insert(order.end(), contracting.begin(), contracting.end());
   for (int64_t d = 0; d < rank; ++d)
-    if (d != contracting && std::find(batch.begin(), batch.end(), d) == batch.end())
-      order.push_back(d);
-  if (lhs) order.push_back(contracting);
+    if (!listed(contracting, d) && !listed(batch, d)) order.push_back(d);
+  if (lhs) order.insert(order.end(), contracting.begin(), contracting.end());
   return order;
 }
 
@@ -34,8 +37,8 @@ bool Canonicalize(HloComputation& comp, HloInstruction* dot, int side) {
       lhs ? dn.lhs_contracting_dimensions : dn.rhs_contracting_dimensions;
   HloInstruction* operand = dot->operand(side);
   const int64_t rank = operand->shape().rank();
-  if (GemmReadableDotOperand(rank, batch, contracting[0])) return false;
-  const std::vector<int64_t> order = CanonicalOrder(rank, batch, contracting[0], lhs);
+  if (GemmReadableDotOperand(rank, batch, contracting)) return false;
+  const std::vector<int64_t> order = CanonicalOrder(rank, batch, contracting, lhs);
   std::vector<int64_t> dims;
   for (int64_t d : order) dims.push_back(operand->shape().dimensions(d));
   auto t = HloInstruction::CreateUnary(HloOpcode::kTranspose,
@@ -44,8 +47,9 @@ bool Canonicalize(HloComputation& comp, HloInstruction* dot, int side) {
   t->mutable_attrs().has_dimensions = true;
   dot->ReplaceOperandWith(side, comp.AddInstruction(std::move(t)));
   const int64_t nb = static_cast<int64_t>(batch.size());
+  const int64_t nc = static_cast<int64_t>(contracting.size());
   for (int64_t i = 0; i < nb; ++i) batch[i] = i;
-  contracting[0] = lhs ? rank - 1 : nb;
+  for (int64_t j = 0; j < nc; ++j) contracting[j] = (lhs ? rank - nc : nb) + j;
   return true;
 }
 
@@ -58,11 +62,16 @@ int64_t MultiplyAdds(const HloInstruction& dot) {
 
 }  // namespace
 
-bool GemmReadableDotOperand(int64_t rank, const std::vector<int64_t>& batch, int64_t contracting) {
+bool GemmReadableDotOperand(int64_t rank, const std::vector<int64_t>& batch,
+                            const std::vector<int64_t>& contracting) {
   const int64_t nb = static_cast<int64_t>(batch.size());
+  const int64_t nc = static_cast<int64_t>(contracting.size());
   for (int64_t i = 0; i < nb; ++i)
     if (batch[i] != i) return false;
-  return contracting == nb || contracting == rank - 1;
+  if (nc == 0) return false;
+  for (int64_t j = 1; j < nc; ++j)
+    if (contracting[j] != contracting[0] + j) return false;
+  return contracting[0] == nb || contracting[0] + nc == rank;
 }
 
 absl::StatusOr<bool> DotCanonicalization::Run(HloModule& module) {
@@ -74,7 +83,8 @@ absl::StatusOr<bool> DotCanonicalization::Run(HloModule& module) {
           instr->operand_count() != 2 || !instr->shape().IsArray())
         continue;
       const DotDimensionNumbers& dn = *instr->attrs().dot_dimension_numbers;
-      if (dn.lhs_contracting_dimensions.size() != 1 || dn.rhs_contracting_dimensions.size() != 1 ||
+      if (dn.lhs_contracting_dimensions.empty() ||
+          dn.lhs_contracting_dimensions.size() != dn.rhs_contracting_dimensions.size() ||
           !instr->operand(0)->shape().IsArray() || !instr->operand(1)->shape().IsArray() ||
           MultiplyAdds(*instr) < min_mnk_)
         continue;

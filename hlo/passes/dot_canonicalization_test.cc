@@ -100,5 +100,37 @@ ENTRY main {
   EXPECT_TRUE(PassPreservesValues(pass, kHlo));
 }
 
+TEST(DotCanonicalizationTest, SeveralContractingDimsBecomeAdjacentInListedOrder) {
+  // The lhs contracts {2,0} (apart and out of order), the rhs {0,1} (a GEMM reads it: a
+  // weight gradient's x[b,s,d] and g[b,s,e] over {b,s} is left alone).
+  constexpr std::string_view kHlo = R"(
+HloModule m
+ENTRY main {
+  a = f32[5,4,3] parameter(0)
+  b = f32[3,5,6] parameter(1)
+  ROOT d = f32[4,6] dot(a, b), lhs_contracting_dims={2,0}, rhs_contracting_dims={0,1}
+}
+)";
+  DotCanonicalization pass;
+  bool changed = false;
+  std::string out = RunPassAndPrint(pass, kHlo, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_FILECHECK(out, R"(
+    CHECK: f32[4,3,5]{2,1,0} transpose(f32[5,4,3]{2,1,0} %a), dimensions={1,2,0}
+    CHECK: lhs_contracting_dims={1,2}, rhs_contracting_dims={0,1}
+  )");
+  EXPECT_TRUE(PassPreservesValues(pass, kHlo));
+  constexpr std::string_view kWeightGradient = R"(
+HloModule m
+ENTRY main {
+  x = f32[2,5,4] parameter(0)
+  g = f32[2,5,6] parameter(1)
+  ROOT d = f32[4,6] dot(x, g), lhs_contracting_dims={0,1}, rhs_contracting_dims={0,1}
+}
+)";
+  RunPassAndPrint(pass, kWeightGradient, &changed);
+  EXPECT_FALSE(changed);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -1,5 +1,6 @@
 // The GEMM calls (which dots qualify: gemm_match.cc): f32 through oneDNN's dnnl_sgemm when the
-// build has it, else OpenBLAS's cblas_sgemm; f64 through cblas_dgemm. oneDNN because on this
+// build has it, else OpenBLAS's cblas_sgemm; f64 through cblas_dgemm; s8 x s8 -> s32 through
+// oneDNN's dnnl_gemm_s8s8s32 where it is exact (HaveS8Gemm). oneDNN because on this
 // project's AVX-512 machines it measured 1.8-2x OpenBLAS's sgemm GFLOP/s at every workload
 // shape (benchmarks/gemm_libraries.cc; Debian's OpenBLAS 0.3.21 runs Zen 4 on AVX2 kernels).
 //
@@ -11,6 +12,8 @@
 #include "plugins/cpu_llvm/blas_dot.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #ifdef KILN_HAVE_OPENBLAS
 #include <cblas.h>
@@ -46,11 +49,26 @@ void GemmBlock(const GemmShape& g, const void* a, const void* b, void* out, int6
   const int64_t m = r1 - r0, n = c1 - c0;
   const CBLAS_TRANSPOSE ta = g.trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = g.trans_b ? CblasTrans : CblasNoTrans;
-  if (g.f64) {
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, g.k, 1.0, static_cast<const double*>(a) + a_off, lda,
-                static_cast<const double*>(b) + b_off, ldb, 0.0, static_cast<double*>(out) + c_off,
-                ldc);
-    return;
+  switch (g.type) {
+    case GemmType::kF64:
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, g.k, 1.0, static_cast<const double*>(a) + a_off, lda,
+                  static_cast<const double*>(b) + b_off, ldb, 0.0,
+                  static_cast<double*>(out) + c_off, ldc);
+      return;
+    case GemmType::kS8S32: {
+#ifdef KILN_HAVE_ONEDNN
+      // Planned only where HaveS8Gemm(): exact s32 sums (MatchBlasDot bounds the depth).
+      omp_set_num_threads(1);
+      const int32_t no_offset = 0;
+      dnnl_gemm_s8s8s32(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', 'F', m, n, g.k, 1.0f,
+                        static_cast<const int8_t*>(a) + a_off, lda, 0,
+                        static_cast<const int8_t*>(b) + b_off, ldb, 0, 0.0f,
+                        static_cast<int32_t*>(out) + c_off, ldc, &no_offset);
+#endif
+      return;
+    }
+    case GemmType::kF32:
+      break;
   }
 #ifdef KILN_HAVE_ONEDNN
   omp_set_num_threads(1);  // per calling thread in OpenMP: each pool thread sets its own
@@ -102,6 +120,19 @@ void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out, Thr
         },
         threads, /*even=*/true, large);
   }
+}
+
+bool HaveS8Gemm() {
+#ifdef KILN_HAVE_ONEDNN
+  // Without VNNI, oneDNN's int8 kernels add pairs of u8 x s8 products in saturating 16-bit
+  // lanes (its documentation warns of it); VNNI's dot-product instructions add into s32.
+  static const bool vnni =
+      __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+  const char* env = std::getenv("KILN_CPU_S8_GEMM");
+  return vnni && (env == nullptr || std::string_view(env) != "0");
+#else
+  return false;
+#endif
 }
 
 void UseSingleThreadedBlas() {

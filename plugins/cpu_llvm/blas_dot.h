@@ -1,6 +1,6 @@
 // Large f32/f64 dots handed to a GEMM library (oneDNN dnnl_sgemm for f32 when built with it,
-// else OpenBLAS cblas_sgemm; cblas_dgemm for f64): the call itself (which dots qualify:
-// gemm_match.h). LLVM-free.
+// else OpenBLAS cblas_sgemm; cblas_dgemm for f64; oneDNN's s8 GEMM for s8 x s8 -> s32): the call
+// itself (which dots qualify: gemm_match.h). LLVM-free.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,11 @@ using namespace ::kiln::kernel_plan;
 // the library itself runs single-threaded.
 void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out,
                 ThreadPool* pool = nullptr);
+
+// True when this build and CPU compute s8 x s8 -> s32 GEMMs exactly in a library (oneDNN on a
+// CPU with VNNI), so the plan may route such dots to RunBlasDot. KILN_CPU_S8_GEMM=0 turns it
+// off.
+bool HaveS8Gemm();
 
 // Turns the BLAS library's own threads off (a no-op without one): cpu-llvm's pool is the
 // only one.

@@ -36,24 +36,29 @@ std::vector<int64_t> Strides(const std::vector<int64_t>& d) {
   return s;
 }
 
-// The dot by definition: output index = (batch..., lhs free..., rhs free...), one
-// contracting dimension, in double precision.
+// The dot by definition: output index = (batch..., lhs free..., rhs free...), summed over
+// every combination of the contracting dimensions, in double precision.
 std::vector<double> ReferenceDot(const Literal& a, const Literal& b, const Shape& out,
                                  const DotDimensionNumbers& dn) {
   const auto& ad = a.shape().dimensions();
   const auto& bd = b.shape().dimensions();
-  auto free_dims = [](int rank, const std::vector<int64_t>& batch, int64_t contract) {
+  auto free_dims = [](int rank, const std::vector<int64_t>& batch,
+                      const std::vector<int64_t>& contract) {
     std::vector<int64_t> f;
     for (int i = 0; i < rank; ++i) {
-      bool used = i == contract;
+      bool used = false;
       for (int64_t x : batch) used |= x == i;
+      for (int64_t x : contract) used |= x == i;
       if (!used) f.push_back(i);
     }
     return f;
   };
-  int64_t lc = dn.lhs_contracting_dimensions[0], rc = dn.rhs_contracting_dimensions[0];
+  const std::vector<int64_t>& lc = dn.lhs_contracting_dimensions;
+  const std::vector<int64_t>& rc = dn.rhs_contracting_dimensions;
   std::vector<int64_t> lf = free_dims(ad.size(), dn.lhs_batch_dimensions, lc);
   std::vector<int64_t> rf = free_dims(bd.size(), dn.rhs_batch_dimensions, rc);
+  int64_t depth = 1;
+  for (int64_t d : lc) depth *= ad[d];
   std::vector<int64_t> as = Strides(ad), bs = Strides(bd), os = Strides(out.dimensions());
   std::vector<double> r(out.num_elements());
   for (int64_t lin = 0; lin < out.num_elements(); ++lin) {
@@ -68,9 +73,12 @@ std::vector<double> ReferenceDot(const Literal& a, const Literal& b, const Shape
     for (int64_t d : lf) ai[d] = oi[p++];
     for (int64_t d : rf) bi[d] = oi[p++];
     double sum = 0;
-    for (int64_t k = 0; k < ad[lc]; ++k) {
-      ai[lc] = k;
-      bi[rc] = k;
+    for (int64_t k = 0; k < depth; ++k) {
+      for (int64_t j = static_cast<int64_t>(lc.size()) - 1, rest = k; j >= 0; --j) {
+        ai[lc[j]] = rest % ad[lc[j]];
+        bi[rc[j]] = ai[lc[j]];
+        rest /= ad[lc[j]];
+      }
       int64_t la = 0, lb = 0;
       for (size_t d = 0; d < ad.size(); ++d) la += ai[d] * as[d];
       for (size_t d = 0; d < bd.size(); ++d) lb += bi[d] * bs[d];
@@ -85,38 +93,54 @@ struct DotCase {
   const char* name;
   std::vector<int64_t> lhs, rhs, out;
   std::vector<int64_t> lb, rb;  // batch dims
-  int64_t lc, rc;               // contracting dims
+  std::vector<int64_t> lc, rc;  // contracting dims
   bool blas;                    // expected to become a BLAS call
 };
 
 std::vector<DotCase> DotCases() {
   return {
-      {"plain", {33, 47}, {47, 29}, {33, 29}, {}, {}, 1, 0, true},
-      {"lhs_transposed", {47, 33}, {47, 29}, {33, 29}, {}, {}, 0, 0, true},
-      {"rhs_transposed", {33, 47}, {29, 47}, {33, 29}, {}, {}, 1, 1, true},
-      {"both_transposed", {47, 33}, {29, 47}, {33, 29}, {}, {}, 0, 1, true},
-      {"matrix_vector", {33, 47}, {47}, {33}, {}, {}, 1, 0, true},
-      {"vector_matrix", {47}, {29, 47}, {29}, {}, {}, 0, 1, true},
-      {"batched", {3, 17, 21}, {3, 21, 13}, {3, 17, 13}, {0}, {0}, 2, 1, true},
+      {"plain", {33, 47}, {47, 29}, {33, 29}, {}, {}, {1}, {0}, true},
+      {"lhs_transposed", {47, 33}, {47, 29}, {33, 29}, {}, {}, {0}, {0}, true},
+      {"rhs_transposed", {33, 47}, {29, 47}, {33, 29}, {}, {}, {1}, {1}, true},
+      {"both_transposed", {47, 33}, {29, 47}, {33, 29}, {}, {}, {0}, {1}, true},
+      {"matrix_vector", {33, 47}, {47}, {33}, {}, {}, {1}, {0}, true},
+      {"vector_matrix", {47}, {29, 47}, {29}, {}, {}, {0}, {1}, true},
+      {"batched", {3, 17, 21}, {3, 21, 13}, {3, 17, 13}, {0}, {0}, {2}, {1}, true},
       {"batched_transposed",
        {2, 3, 21, 17},
        {2, 3, 13, 21},
        {2, 3, 17, 13},
        {0, 1},
        {0, 1},
-       2,
-       3,
+       {2},
+       {3},
        true},
       // Several free dimensions beside the contracting one flatten into rows or columns.
-      {"lhs_3d", {4, 9, 47}, {47, 29}, {4, 9, 29}, {}, {}, 2, 0, true},
-      {"lhs_3d_transposed", {47, 4, 9}, {47, 29}, {4, 9, 29}, {}, {}, 0, 0, true},
-      {"rhs_3d", {33, 47}, {47, 3, 11}, {33, 3, 11}, {}, {}, 1, 0, true},
-      {"rhs_3d_transposed", {33, 47}, {3, 11, 47}, {33, 3, 11}, {}, {}, 1, 2, true},
-      {"batched_3d", {2, 5, 3, 21}, {2, 21, 13}, {2, 5, 3, 13}, {0}, {0}, 3, 1, true},
+      {"lhs_3d", {4, 9, 47}, {47, 29}, {4, 9, 29}, {}, {}, {2}, {0}, true},
+      {"lhs_3d_transposed", {47, 4, 9}, {47, 29}, {4, 9, 29}, {}, {}, {0}, {0}, true},
+      {"rhs_3d", {33, 47}, {47, 3, 11}, {33, 3, 11}, {}, {}, {1}, {0}, true},
+      {"rhs_3d_transposed", {33, 47}, {3, 11, 47}, {33, 3, 11}, {}, {}, {1}, {2}, true},
+      {"batched_3d", {2, 5, 3, 21}, {2, 21, 13}, {2, 5, 3, 13}, {0}, {0}, {3}, {1}, true},
       // Contracting dimension between two free ones, batch dimension not leading: a GEMM
       // after a transposed copy of the operand (dot canonicalization), same values.
-      {"contracting_in_the_middle", {4, 47, 9}, {47, 29}, {4, 9, 29}, {}, {}, 1, 0, true},
-      {"batch_not_leading", {17, 3, 21}, {3, 21, 13}, {3, 17, 13}, {1}, {0}, 2, 1, true},
+      {"contracting_in_the_middle", {4, 47, 9}, {47, 29}, {4, 9, 29}, {}, {}, {1}, {0}, true},
+      {"batch_not_leading", {17, 3, 21}, {3, 21, 13}, {3, 17, 13}, {1}, {0}, {2}, {1}, true},
+      // Several contracting dimensions, adjacent: they flatten into one depth. A weight
+      // gradient (x[b,s,d] and g[b,s,e] over {b,s}); a batched one with the contracting
+      // dimensions last on both; contracting dimensions listed out of order or apart (a
+      // transposed copy first).
+      {"weight_gradient", {3, 5, 17}, {3, 5, 13}, {17, 13}, {}, {}, {0, 1}, {0, 1}, true},
+      {"two_contracting_last",
+       {2, 9, 3, 7},
+       {2, 11, 3, 7},
+       {2, 9, 11},
+       {0},
+       {0},
+       {2, 3},
+       {2, 3},
+       true},
+      {"contracting_out_of_order", {3, 5, 17}, {5, 3, 13}, {17, 13}, {}, {}, {0, 1}, {1, 0}, true},
+      {"contracting_apart", {3, 17, 5}, {3, 5, 13}, {17, 13}, {}, {}, {0, 2}, {0, 1}, true},
   };
 }
 
@@ -136,8 +160,8 @@ TEST_P(BlasDotTest, MatchesReferenceAndEvaluator) {
     DotDimensionNumbers dn;
     dn.lhs_batch_dimensions = c.lb;
     dn.rhs_batch_dimensions = c.rb;
-    dn.lhs_contracting_dimensions = {c.lc};
-    dn.rhs_contracting_dimensions = {c.rc};
+    dn.lhs_contracting_dimensions = c.lc;
+    dn.rhs_contracting_dimensions = c.rc;
     d->mutable_attrs().dot_dimension_numbers = dn;
     entry->set_root(d);
 
@@ -169,6 +193,87 @@ TEST_P(BlasDotTest, MatchesReferenceAndEvaluator) {
 
 INSTANTIATE_TEST_SUITE_P(Types, BlasDotTest, ::testing::Values(PT::F32, PT::F64));
 
+// s8 x s8 -> s32 dots (a quantized layer): through oneDNN's int8 GEMM where HaveS8Gemm(),
+// emitted otherwise; exact either way, against the double-precision reference (exact for
+// these sums) and the evaluator. Operands hold the extremes -128 and 127 as well.
+TEST(CpuLlvmBlas, S8DotsAreExactWithOrWithoutTheLibrary) {
+  for (const DotCase& c : DotCases()) {
+    SCOPED_TRACE(c.name);
+    auto module = std::make_shared<HloModule>("m");
+    HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
+    Builder b(entry);
+    Shape ls(PT::S8, c.lhs), rs(PT::S8, c.rhs), os(PT::S32, c.out);
+    HloInstruction* d = b.Op(HloOpcode::kDot, os, {b.Param(0, ls), b.Param(1, rs)});
+    DotDimensionNumbers dn;
+    dn.lhs_batch_dimensions = c.lb;
+    dn.rhs_batch_dimensions = c.rb;
+    dn.lhs_contracting_dimensions = c.lc;
+    dn.rhs_contracting_dimensions = c.rc;
+    d->mutable_attrs().dot_dimension_numbers = dn;
+    entry->set_root(d);
+    CompileOptions opts;
+    opts.plan.blas_min_mnk = 0;
+    auto compiler = CpuCompiler::Create(opts);
+    ASSERT_TRUE(compiler.ok()) << compiler.status();
+    auto exe = (*compiler)->Compile(module);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    bool library = false;
+    for (const Step& s : (*exe)->plan().steps) library |= s.kind == Disposition::kLibrary;
+    EXPECT_EQ(library, HaveS8Gemm());
+
+    std::mt19937 rng(5);
+    auto int8s = [&](const Shape& s) {
+      std::vector<double> v(s.num_elements());
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = i % 7 == 0 ? -128.0 : i % 11 == 0 ? 127.0 : static_cast<int>(rng() % 256) - 128;
+      return Literal::FromDoubles(s, v);
+    };
+    std::vector<Literal> args = {int8s(ls), int8s(rs)};
+    auto got = (*exe)->Run(args);
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<double> want = ReferenceDot(args[0], args[1], os, dn);
+    HloEvaluator evaluator;
+    auto ev = evaluator.Evaluate(*module, args);
+    ASSERT_TRUE(ev.ok()) << ev.status();
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got->GetAsDouble(i), want[i]) << "element " << i;
+      ASSERT_EQ(got->GetAsDouble(i), ev->GetAsDouble(i)) << "element " << i;
+    }
+  }
+}
+
+// A depth at which s8 sums can leave s32 stays emitted, where HLO's sum wraps: 131072
+// products of -128 * -128 are 2^31, which wraps to -2^31.
+TEST(CpuLlvmBlas, S8DotThatCouldOverflowWrapsAsHloSays) {
+  constexpr int64_t k = 131072;
+  auto module = std::make_shared<HloModule>("m");
+  HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
+  Builder b(entry);
+  HloInstruction* d = b.Op(HloOpcode::kDot, Shape(PT::S32, {1, 2}),
+                           {b.Param(0, Shape(PT::S8, {1, k})), b.Param(1, Shape(PT::S8, {k, 2}))});
+  DotDimensionNumbers dn;
+  dn.lhs_contracting_dimensions = {1};
+  dn.rhs_contracting_dimensions = {0};
+  d->mutable_attrs().dot_dimension_numbers = dn;
+  entry->set_root(d);
+  CompileOptions opts;
+  opts.plan.blas_min_mnk = 0;
+  auto compiler = CpuCompiler::Create(opts);
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  auto exe = (*compiler)->Compile(module);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  for (const Step& s : (*exe)->plan().steps) EXPECT_NE(s.kind, Disposition::kLibrary);
+  std::vector<double> rhs(2 * k);
+  for (int64_t i = 0; i < k; ++i) rhs[2 * i] = -128, rhs[2 * i + 1] = i == 0 ? 0 : -128;
+  std::vector<Literal> args = {
+      Literal::FromDoubles(Shape(PT::S8, {1, k}), std::vector<double>(k, -128)),
+      Literal::FromDoubles(Shape(PT::S8, {k, 2}), rhs)};
+  auto got = (*exe)->Run(args);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->GetAsDouble(0), -2147483648.0);
+  EXPECT_EQ(got->GetAsDouble(1), 2147483648.0 - 16384);  // (k - 1) * 16384 fits
+}
+
 // RunBlasDot on a pool cuts a GEMM into row blocks, column blocks or batch entries, one
 // single-threaded library call each: every way of cutting against a loop over the stored
 // layouts, in double precision.
@@ -185,7 +290,8 @@ TEST(CpuLlvmBlas, GemmSplitAcrossThePoolMatchesReference) {
       for (int ta = 0; ta < 2; ++ta) {
         for (int tb = 0; tb < 2; ++tb) {
           GemmShape g;
-          g.f64 = f64, g.batch = c.batch, g.m = c.m, g.n = c.n, g.k = c.k;
+          g.type = f64 ? GemmType::kF64 : GemmType::kF32, g.batch = c.batch, g.m = c.m, g.n = c.n,
+          g.k = c.k;
           g.trans_a = ta, g.trans_b = tb;
           PT t = f64 ? PT::F64 : PT::F32;
           Literal a = Random(Shape(t, {c.batch, c.m * c.k}), 3);

@@ -22,6 +22,7 @@
 #include "plugins/cpu_llvm/conv_library.h"
 #include "plugins/cpu_llvm/flush_denormals.h"
 #include "plugins/cpu_llvm/scatter_rows.h"
+#include "plugins/cpu_llvm/sort_library.h"
 #include "plugins/kernel_plan/kernel_fusion.h"
 #include "plugins/kernel_plan/step_values.h"
 
@@ -248,6 +249,14 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           RunKernel(step, values, arena);
           break;
         case Disposition::kLibrary: {
+          if (step.comparator >= 0) {  // a sort by its generated comparator (sort_library.h)
+            Literal out = h->shape().IsArray() ? ResultBuffer(h, arena) : Literal(h->shape());
+            std::vector<const Literal*> operands;
+            for (const HloInstruction* op : step.sources) operands.push_back(values.at(op));
+            RunSort(*h, kernels_[step.comparator], operands, out, pool_.get());
+            values.Own(h, std::move(out));
+            break;
+          }
           if (!step.conv && !step.gemm) {  // LAPACK, FFT (library_calls.h)
             Literal out = h->shape().IsArray() ? ResultBuffer(h, arena) : Literal(h->shape());
             std::vector<const Literal*> operands;
@@ -449,7 +458,8 @@ std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
       "cpu-llvm objects\nbinary=", BinaryIdentity(reinterpret_cast<const void*>(&StructuralHash)),
       "\n", jit_->CacheKey(), "\nplan=", p.fuse_unfused, ",", p.blas_min_mnk, ",",
       p.parallel_min_work, ",", p.native_control_flow, ",", p.update_in_place, ",",
-      p.accumulate_columns, ",", p.merge_sibling_kernels, "\n", text);
+      p.accumulate_columns, ",", p.merge_sibling_kernels, ",", p.s8_gemm, ",", p.native_sort, "\n",
+      text);
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "hlo/literal.h"
 #include "hlo/module.h"
+#include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/flat_loop.h"
 #include "plugins/cpu_llvm/jit.h"
 #include "plugins/cpu_llvm/library_calls.h"
@@ -44,6 +45,8 @@ inline PlanOptions CpuPlanOptions() {
   p.update_in_place = true;
   p.accumulate_columns = true;
   p.merge_sibling_kernels = true;
+  p.s8_gemm = HaveS8Gemm();
+  p.native_sort = true;
   p.library_call = IsLibraryCall;
   return p;
 }

@@ -80,6 +80,9 @@ std::string KernelSignature(const llvm_emit::KernelSpec& spec) {
                   spec.reduce_parts, "\n");
   for (size_t i = 0; i < spec.inputs.size(); ++i)
     s.Add(spec.inputs[i], absl::StrCat("input ", i, " ", spec.inputs[i]->shape().ToString(true)));
+  if (spec.sort != nullptr)  // a comparator entry point: the comparator is the kernel
+    absl::StrAppend(&s.out(), "sort comparator{",
+                    Signer::ComputationSignature(*spec.sort->to_apply()), "}\n");
   std::vector<int> outs;
   for (const HloInstruction* o : spec.outputs) outs.push_back(s.Visit(o));
   s.out() += "outputs";

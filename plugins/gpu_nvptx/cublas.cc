@@ -54,7 +54,8 @@ Cublas::~Cublas() {
 
 absl::Status Cublas::Sgemm(const kernel_plan::GemmShape& g, CUdeviceptr a, CUdeviceptr b,
                            CUdeviceptr out, CUstream stream) {
-  if (g.f64) return absl::InternalError("gpu-nvptx: cuBLAS step for an f64 dot");
+  if (g.type != kernel_plan::GemmType::kF32)
+    return absl::InternalError("gpu-nvptx: cuBLAS step for a dot that is not f32");
   const ColumnMajorGemm c = MapRowMajorGemm(g);
   constexpr int64_t kIntMax = 2147483647;
   if (c.m > kIntMax || c.n > kIntMax || c.k > kIntMax || c.batch > kIntMax)

@@ -211,7 +211,8 @@ absl::StatusOr<DValue> DeviceRun::RunComputation(const kernel_plan::ComputationP
         }
         break;
       case kernel_plan::Disposition::kLibrary:
-        if (step.gemm && !step.gemm->f64 && step.sources.size() == 2) {
+        if (step.gemm && step.gemm->type == kernel_plan::GemmType::kF32 &&
+            step.sources.size() == 2) {
           // A large dot: the device GEMM library, operands and result on the device.
           absl::StatusOr<DevicePtr> a = EnsureDevice(step.sources[0], values.at(step.sources[0]));
           if (!a.ok()) return a.status();

@@ -318,7 +318,8 @@ class HostDevice : public DeviceMemory, public DeviceRuntime {
   // so the runner's plumbing is checked against the evaluator.
   absl::Status Gemm(const kernel_plan::GemmShape& g, DevicePtr a, DevicePtr b,
                     DevicePtr out) override {
-    if (g.f64) return absl::InternalError("host device: f64 GEMM step");
+    if (g.type != kernel_plan::GemmType::kF32)
+      return absl::InternalError("host device: GEMM step that is not f32");
     const size_t sa = g.m * g.k, sb = g.k * g.n, sc = g.m * g.n;
     if (auto s = Check(a, g.batch * sa * 4); !s.ok()) return s;
     if (auto s = Check(b, g.batch * sb * 4); !s.ok()) return s;

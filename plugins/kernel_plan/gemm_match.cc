@@ -21,17 +21,23 @@ bool HaveBlas() {
 #endif
 }
 
-std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk,
+int64_t GemmOperandBytes(GemmType t) {
+  return t == GemmType::kF64 ? 8 : t == GemmType::kS8S32 ? 1 : 4;
+}
+
+int64_t GemmResultBytes(GemmType t) { return t == GemmType::kF64 ? 8 : 4; }
+
+std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk, bool s8,
                                       std::string* why) {
   auto no = [&](std::string reason) -> std::optional<GemmShape> {
     if (why) *why = std::move(reason);
     return std::nullopt;
   };
   if (!HaveBlas()) return no("built without a BLAS library");
-  return MatchGemmDot(dot, min_mnk, why);
+  return MatchGemmDot(dot, min_mnk, s8, why);
 }
 
-std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk,
+std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk, bool s8,
                                       std::string* why) {
   auto no = [&](std::string reason) -> std::optional<GemmShape> {
     if (why) *why = std::move(reason);
@@ -44,46 +50,64 @@ std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk
   const HloInstruction* rhs = dot.operand(1);
   if (!dot.shape().IsArray() || !lhs->shape().IsArray() || !rhs->shape().IsArray())
     return no("not an array dot");
-  PrimitiveType t = dot.shape().element_type();
-  if ((t != PrimitiveType::F32 && t != PrimitiveType::F64) || lhs->shape().element_type() != t ||
-      rhs->shape().element_type() != t)
-    return no("element type is not f32 or f64 throughout");
+  const PrimitiveType t = dot.shape().element_type();
+  const PrimitiveType lt = lhs->shape().element_type(), rt = rhs->shape().element_type();
+  GemmType type;
+  if (t == PrimitiveType::F32 && lt == t && rt == t)
+    type = GemmType::kF32;
+  else if (t == PrimitiveType::F64 && lt == t && rt == t)
+    type = GemmType::kF64;
+  else if (s8 && t == PrimitiveType::S32 && lt == PrimitiveType::S8 && rt == PrimitiveType::S8)
+    type = GemmType::kS8S32;
+  else
+    return no(s8 ? "element types are not f32 or f64 throughout, nor s8 x s8 -> s32"
+                 : "element type is not f32 or f64 throughout");
   const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
   const int64_t nb = static_cast<int64_t>(dn.lhs_batch_dimensions.size());
   if (static_cast<int64_t>(dn.rhs_batch_dimensions.size()) != nb) return no("batch dims differ");
-  if (dn.lhs_contracting_dimensions.size() != 1 || dn.rhs_contracting_dimensions.size() != 1)
-    return no("not exactly one contracting dimension");
+  const std::vector<int64_t>& lc = dn.lhs_contracting_dimensions;
+  const std::vector<int64_t>& rc = dn.rhs_contracting_dimensions;
+  if (lc.empty() || lc.size() != rc.size()) return no("no contracting dimension");
   const auto& ld = lhs->shape().dimensions();
   const auto& rd = rhs->shape().dimensions();
-  const int64_t lc = dn.lhs_contracting_dimensions[0], rc = dn.rhs_contracting_dimensions[0];
   const int64_t lr = static_cast<int64_t>(ld.size()), rr = static_cast<int64_t>(rd.size());
-  if (lc < nb || lc >= lr || rc < nb || rc >= rr) return no("bad contracting dimension");
-  // Batch dimensions leading in order, the contracting one first (stored transposed for the
-  // lhs) or last among the rest: the rule dot canonicalization makes operands follow.
+  const int64_t nc = static_cast<int64_t>(lc.size());
+  for (int64_t j = 0; j < nc; ++j)
+    if (lc[j] < nb || lc[j] >= lr || rc[j] < nb || rc[j] >= rr)
+      return no("bad contracting dimension");
+  // Batch dimensions leading in order, the contracting ones adjacent and first (stored
+  // transposed for the lhs) or last among the rest: the rule dot canonicalization makes
+  // operands follow.
   if (!GemmReadableDotOperand(lr, dn.lhs_batch_dimensions, lc))
     return no(
-        "lhs is not a matrix per batch as stored (batch dims leading, contracting first "
-        "or last)");
+        "lhs is not a matrix per batch as stored (batch dims leading, contracting adjacent "
+        "and first or last)");
   if (!GemmReadableDotOperand(rr, dn.rhs_batch_dimensions, rc))
     return no(
-        "rhs is not a matrix per batch as stored (batch dims leading, contracting first "
-        "or last)");
+        "rhs is not a matrix per batch as stored (batch dims leading, contracting adjacent "
+        "and first or last)");
   GemmShape g;
-  g.f64 = t == PrimitiveType::F64;
+  g.type = type;
   for (int64_t i = 0; i < nb; ++i) {
     if (ld[i] != rd[i]) return no("batch sizes differ");
     g.batch *= ld[i];
   }
-  g.k = ld[lc];
-  if (rd[rc] != g.k) return no("contracting sizes differ");
+  for (int64_t j = 0; j < nc; ++j) {
+    if (rd[rc[j]] != ld[lc[j]]) return no("contracting sizes differ");
+    g.k *= ld[lc[j]];
+  }
   for (int64_t i = nb; i < lr; ++i)
-    if (i != lc) g.m *= ld[i];
+    if (i < lc[0] || i >= lc[0] + nc) g.m *= ld[i];
   for (int64_t i = nb; i < rr; ++i)
-    if (i != rc) g.n *= rd[i];
-  g.trans_a = lc == nb && lr > nb + 1;      // stored [k, m...]
-  g.trans_b = rc == rr - 1 && rr > nb + 1;  // stored [n..., k]
+    if (i < rc[0] || i >= rc[0] + nc) g.n *= rd[i];
+  g.trans_a = lc[0] == nb && lr > nb + nc;       // stored [k..., m...]
+  g.trans_b = rc[0] + nc == rr && rr > nb + nc;  // stored [n..., k...]
   if (g.batch <= 0 || g.m <= 0 || g.n <= 0 || g.k <= 0) return no("empty dot");
   if (g.batch * g.m * g.n * g.k < min_mnk) return no("too small for a BLAS call");
+  // Past this depth an s8 product sum may overflow s32, where HLO wraps and a library may
+  // saturate.
+  constexpr int64_t kMaxS8Depth = 131071;  // 131071 * 128 * 128 <= 2^31 - 1
+  if (type == GemmType::kS8S32 && g.k > kMaxS8Depth) return no("s8 depth could overflow s32");
   return g;
 }
 

@@ -13,9 +13,12 @@
 
 namespace kiln::kernel_plan {
 
+// The element types of a GEMM: f32 or f64 throughout, or s8 operands into an s32 result.
+enum class GemmType { kF32, kF64, kS8S32 };
+
 // One dot as `batch` independent GEMMs C[m,n] = op(A)[m,k] * op(B)[k,n], all dense row-major.
 struct GemmShape {
-  bool f64 = false;
+  GemmType type = GemmType::kF32;
   int64_t batch = 1, m = 1, n = 1, k = 1;
   bool trans_a = false;  // A is stored k x m (the lhs contracts its first non-batch dim)
   bool trans_b = false;  // B is stored n x k (the rhs contracts its last dim)
@@ -25,18 +28,25 @@ struct GemmShape {
 bool HaveBlas();
 
 // The GEMM form of `dot` when a BLAS call can compute it: f32 or f64 throughout; batch
-// dimensions leading and in order on both operands; one contracting dimension, first or last
-// among each operand's non-batch dimensions, so that the free dimensions flatten into the
-// matrix's rows or columns (x[b,s,d] @ w[d,e] is one [b*s, d] x [d, e] GEMM, as JAX writes a
-// dense layer); batch*m*n*k >= min_mnk. Otherwise nullopt, and `why`
-// (optional) says why.
-std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk,
+// dimensions leading and in order on both operands; contracting dimensions adjacent, in the
+// order listed, and first or last among each operand's non-batch dimensions, so that they
+// flatten into the depth and the free dimensions into the matrix's rows or columns
+// (x[b,s,d] @ w[d,e] is one [b*s, d] x [d, e] GEMM, as JAX writes a dense layer; its weight
+// gradient, x and g[b,s,e] contracted over {b,s}, one [b*s, d]^T x [b*s, e]);
+// batch*m*n*k >= min_mnk. With `s8`, also s8 x s8 -> s32 dots (a quantized layer) whose depth
+// cannot overflow s32 (k * 128 * 128 <= 2^31 - 1), so a library that accumulates in s32
+// computes HLO's wrapping result exactly. Otherwise nullopt, and `why` (optional) says why.
+std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk, bool s8,
                                       std::string* why = nullptr);
 
 // The same match without asking whether this build has a host BLAS (a device GEMM library,
 // e.g. gpu-nvptx's cuBLAS, computes it instead).
-std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk,
+std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk, bool s8,
                                       std::string* why = nullptr);
+
+// Bytes per element of a GEMM's operands and of its result.
+int64_t GemmOperandBytes(GemmType t);
+int64_t GemmResultBytes(GemmType t);
 
 struct ConvGemm {
   std::vector<int64_t> in_dims, kernel_dims, out_dims;

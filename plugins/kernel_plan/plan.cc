@@ -461,9 +461,10 @@ std::optional<std::vector<int>> PlanCalled(const HloInstruction& h, const PlanOp
 std::optional<GemmShape> LibraryGemm(const HloInstruction& h, const PlanOptions& options) {
   if (h.opcode() != HloOpcode::kDot) return std::nullopt;
   std::optional<GemmShape> g = options.device_gemm_min_mnk > 0
-                                   ? MatchGemmDot(h, options.device_gemm_min_mnk)
-                                   : MatchBlasDot(h, options.blas_min_mnk);
-  if (g && options.device_gemm_min_mnk > 0 && g->f64) g.reset();  // f32 only on the device
+                                   ? MatchGemmDot(h, options.device_gemm_min_mnk, /*s8=*/false)
+                                   : MatchBlasDot(h, options.blas_min_mnk, options.s8_gemm);
+  // f32 only on the device
+  if (g && options.device_gemm_min_mnk > 0 && g->type != GemmType::kF32) g.reset();
   return g;
 }
 
@@ -665,6 +666,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
   absl::flat_hash_map<const HloInstruction*, GemmShape> gemms;
   absl::flat_hash_map<const HloInstruction*, ConvGemm> convs;
   absl::flat_hash_set<const HloInstruction*> library_calls;  // options.library_call's
+  absl::flat_hash_set<const HloInstruction*> sorts;          // options.native_sort's
   absl::flat_hash_map<const HloInstruction*, std::vector<int>> control_flow;
   for (const HloInstruction* h : order) {
     std::string why;
@@ -677,6 +679,11 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
     }
     if (options.library_call != nullptr && options.library_call(*h)) {
       library_calls.insert(h);
+      continue;
+    }
+    if (options.native_sort && h->opcode() == HloOpcode::kSort &&
+        llvm_emit::CanEmitSortComparator(*h)) {
+      sorts.insert(h);
       continue;
     }
     if (std::optional<ConvGemm> c = LibraryConv(*h, options)) {
@@ -717,6 +724,17 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
     } else if (library_calls.contains(h)) {
       step.kind = Disposition::kLibrary;
       for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
+    } else if (sorts.contains(h)) {
+      step.kind = Disposition::kLibrary;
+      llvm_emit::KernelSpec spec;
+      spec.name = absl::StrCat("k", plan.kernels.size(), "_", h->name(), "_comparator");
+      spec.sort = h;
+      for (const HloInstruction* op : h->operands()) {
+        step.sources.push_back(op);
+        spec.inputs.push_back(op);
+      }
+      step.comparator = static_cast<int>(plan.kernels.size());
+      plan.kernels.push_back(std::move(spec));
     } else if (auto w = why_not.find(h); w != why_not.end()) {
       step.kind = Disposition::kEvaluator;
       step.why = w->second;

@@ -46,6 +46,9 @@ struct PlanOptions {
   // Dots inside fusions are always emitted. (Measured with bench_dot_cpu_llvm, 1 thread:
   // 16^3 ties with the emitted loop, 32^3 is 1.5x faster through BLAS, 64^3 19x.)
   int64_t blas_min_mnk = int64_t{1} << 14;
+  // s8 x s8 -> s32 dots of those forms go to the host library too (cpu-llvm sets it when its
+  // library has an exact int8 GEMM on this CPU).
+  bool s8_gemm = false;
   // Large convolutions (blas_min_mnk on the GEMM's work) go to the library's im2col + GEMM;
   // false emits every convolution (an ahead-of-time artifact that calls only a BLAS).
   bool library_convolutions = true;
@@ -80,6 +83,10 @@ struct PlanOptions {
   // had duplicated is computed once (JAX's threefry rounds: two halves of one state). The
   // CPU runner turns it on (KILN_CPU_SIBLING_FUSION=0 turns it off there).
   bool merge_sibling_kernels = false;
+  // Sorts whose comparator the emitter generates (llvm_emit::CanEmitSortComparator) are
+  // kLibrary steps with a comparator kernel (Step::comparator) that the runner sorts with;
+  // otherwise sorts go to the evaluator. The CPU runner supports it.
+  bool native_sort = false;
 };
 
 // One step of the run, in post-order.
@@ -92,6 +99,7 @@ struct Step {
   std::string why;                // for kEvaluator: why the emitter cannot do it
   std::optional<GemmShape> gemm;  // for kLibrary: a dot
   std::optional<ConvGemm> conv;   // for kLibrary: a convolution (im2col + GEMM)
+  int comparator = -1;            // for kLibrary: a sort; its comparator's Plan::kernels index
   // For kKernel: the size of the partitioned outer dimension (KernelSpec::partition_outer),
   // else 0; and the estimated work in element operations.
   int64_t outer_extent = 0;

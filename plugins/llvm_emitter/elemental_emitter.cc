@@ -159,6 +159,31 @@ bool CanEmitScalarComputation(const HloComputation* comp, std::string* why) {
 
 }  // namespace
 
+bool CanEmitSortComparator(const HloInstruction& sort, std::string* why) {
+  auto no = [&](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  if (sort.opcode() != HloOpcode::kSort || sort.operand_count() == 0 || sort.to_apply() == nullptr)
+    return no("not a sort with a comparator");
+  const Shape& first = sort.operand(0)->shape();
+  for (const HloInstruction* o : sort.operands()) {
+    const Shape& s = o->shape();
+    if (!s.IsArray() || !IsSupportedType(s.element_type()) || s.is_dynamic() ||
+        s.dimensions() != first.dimensions())
+      return no("sort operands are not arrays of one shape and supported types");
+  }
+  const HloComputation* cmp = sort.to_apply();
+  if (cmp->num_parameters() != 2 * sort.operand_count() || cmp->root() == nullptr ||
+      !cmp->root()->shape().IsArray() || cmp->root()->shape().element_type() != PT::PRED ||
+      cmp->root()->shape().rank() != 0)
+    return no("sort comparator does not take two scalars per operand to a pred");
+  for (int i = 0; i < cmp->num_parameters(); ++i)
+    if (cmp->parameter(i)->shape().element_type() != sort.operand(i / 2)->shape().element_type())
+      return no("sort comparator parameter types differ from the operands'");
+  return CanEmitScalarComputation(cmp, why);
+}
+
 bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
   auto no = [&](std::string reason) {
     if (why) *why = std::move(reason);
@@ -1936,6 +1961,7 @@ absl::Status KernelEmitter::Emit() {
                                                      h->shape().ToString()));
   }
   if (gpu()) return EmitGpu();
+  if (spec_.sort != nullptr) return EmitSortComparator();
   const bool parts = spec_.reduce_parts > 0;
   if (spec_.update_in_place) {
     const HloInstruction* d = spec_.outputs.size() == 1 ? spec_.outputs[0] : nullptr;

@@ -68,6 +68,12 @@ struct KernelSpec {
   // accumulator in the partials buffer (PartialsShape), and the combining call folds the
   // parts' accumulators in order, then writes every output.
   bool accumulate_columns = false;
+  // kCpu, a sort's comparator (CanEmitSortComparator): `inputs` are the sort's operands and
+  // `outputs` is empty; the buffer table holds the operands, then one byte for the answer.
+  // The entry point's range arguments are two linear indexes, a and b: it applies the
+  // comparator to every operand's elements at a (its lhs parameters) and at b (its rhs
+  // ones) and stores 1 when a's go first, else 0. The runner sorts with it.
+  const HloInstruction* sort = nullptr;
 };
 
 // The column reduction of a kernel that can be reduced in parts along dimension 0: the only
@@ -118,6 +124,11 @@ bool ReadsTransposed(const KernelSpec& spec);
 // element types of the result and operands must be pred, integers up to 64 bits, f16, bf16, f32 or
 // f64. This is the exact list of what the codegen compiles natively; `why` (optional) says why not.
 bool CanEmitElementally(const HloInstruction& instr, std::string* why = nullptr);
+
+// True when the emitter can generate `sort`'s comparator as a KernelSpec::sort entry point:
+// array operands of one shape whose types it supports, and a comparator of scalar ops over
+// its 2 * operands parameters with a pred result; `why` (optional) says why not.
+bool CanEmitSortComparator(const HloInstruction& sort, std::string* why = nullptr);
 
 // Adds the kernel function to `module` (whose context and data layout it uses). For kCpu the
 // function takes the buffer table (`ptr`) and the outer range (two i64); for kGpu one `ptr`

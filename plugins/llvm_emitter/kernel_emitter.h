@@ -303,6 +303,8 @@ class KernelEmitter {
   llvm::Function* EmitGpuEntry(size_t n, const std::string& name);
   absl::Status VerifyGpu(llvm::Function* kernel);
   absl::Status EmitGpu();
+  // KernelSpec::sort: the comparator entry point (sort_comparator.cc).
+  absl::Status EmitSortComparator();
 
   // Cross-thread reduction (GPU). Every thread of the block must reach these calls
   // (uniform control flow): they shuffle and synchronize.

@@ -1,0 +1,165 @@
+// cpu-llvm's sort by a generated comparator (sort_library.h) against the HLO evaluator, bit
+// for bit: JAX's total-order comparator over NaN, -0 and infinities; argsort (keys and an
+// iota, a tuple) with ties, which a stable sort keeps in order; a lexicographic two-key sort;
+// sorting along a leading dimension, descending; many rows in parallel; one long row sorted
+// in parts and merged; one and two threads. And the plan: such a sort is a library step.
+#include "plugins/cpu_llvm/sort_library.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "hlo/evaluator/evaluator.h"
+#include "plugins/cpu_llvm/text_module_test_util.h"
+#include "plugins/llvm_emitter/codegen_test_util.h"
+
+namespace kiln::cpu {
+namespace {
+
+// jnp.sort's comparator: NaN and -0 canonicalized, then a total-order less-than.
+constexpr char kJaxLess[] = R"(
+less {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  nan = f32[] constant(nan)
+  zero = f32[] constant(0)
+  az = pred[] compare(a, zero), direction=EQ
+  bz = pred[] compare(b, zero), direction=EQ
+  a0 = f32[] select(az, zero, a)
+  b0 = f32[] select(bz, zero, b)
+  anan = pred[] compare(a, a), direction=NE
+  bnan = pred[] compare(b, b), direction=NE
+  an = f32[] select(anan, nan, a0)
+  bn = f32[] select(bnan, nan, b0)
+  ROOT lt = pred[] compare(an, bn), direction=LT, type=TOTALORDER
+}
+)";
+
+// Runs `text` on cpu-llvm with `threads` and on the evaluator with the same random
+// arguments (`special` puts NaN, -0 and infinities into a float first argument) and expects
+// identical bytes; returns whether every sort was planned as a library step.
+bool Check(const std::string& text, int threads, bool special = false) {
+  CompileOptions opts;
+  opts.threads = threads;
+  const testing::CompiledText c = testing::CompileText(text, opts);
+  if (c.exe == nullptr) return false;
+  codegen_testing::RandomArgs args = codegen_testing::RandomArguments(*c.module, 7);
+  if (special) {
+    Literal& x = args.values[0];
+    const double values[] = {std::nan(""), -0.0, 0.0, std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity()};
+    for (int64_t i = 0; i < x.element_count(); i += 9) x.SetFromDouble(i, values[i / 9 % 5]);
+  }
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*c.module, args.values);
+  EXPECT_TRUE(want.ok()) << want.status();
+  auto got = c.exe->Run(args.values);
+  EXPECT_TRUE(got.ok()) << got.status();
+  if (want.ok() && got.ok()) {
+    EXPECT_EQ(got->shape(), want->shape());
+    std::vector<const Literal*> g{&*got}, w{&*want};
+    if (got->IsTuple()) {
+      g.clear();
+      w.clear();
+      for (const Literal& e : got->elements()) g.push_back(&e);
+      for (const Literal& e : want->elements()) w.push_back(&e);
+    }
+    EXPECT_EQ(g.size(), w.size());
+    for (size_t k = 0; k < g.size() && k < w.size(); ++k) {
+      const int64_t bytes = g[k]->shape().byte_size();
+      EXPECT_EQ(bytes, w[k]->shape().byte_size());
+      EXPECT_EQ(std::memcmp(g[k]->untyped_data(), w[k]->untyped_data(), bytes), 0)
+          << "output " << k << " differs from the evaluator's";
+    }
+  }
+  bool library = true, any = false;
+  for (const Step& s : c.exe->plan().steps) {
+    if (s.instr->opcode() != HloOpcode::kSort) continue;
+    any = true;
+    library &= s.kind == Disposition::kLibrary && s.comparator >= 0;
+  }
+  return any && library;
+}
+
+// ENTRY: one f32 parameter of `shape`, sorted along `dim` by kJaxLess.
+std::string JaxSort(const std::string& shape, int dim) {
+  return fmt::format(
+      "HloModule s\n{0}\nENTRY main {{\n  x = f32[{1}] parameter(0)\n  ROOT s = f32[{1}] "
+      "sort(x), dimensions={{{2}}}, is_stable=true, to_apply=less\n}}\n",
+      kJaxLess, shape, dim);
+}
+
+// argsort of `type` keys of `shape` along `dim`: keys and an iota, compared by keys only
+// (the iota's parameters unused, as jnp.argsort writes it).
+std::string ArgSort(const std::string& type, const std::string& shape, int dim) {
+  return fmt::format(R"(HloModule a
+less {{
+  a = {0}[] parameter(0)
+  b = {0}[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}}
+ENTRY main {{
+  x = {0}[{1}] parameter(0)
+  i = s32[{1}] iota(), iota_dimension={2}
+  ROOT s = ({0}[{1}], s32[{1}]) sort(x, i), dimensions={{{2}}}, is_stable=true, to_apply=less
+}}
+)",
+                     type, shape, dim);
+}
+
+TEST(NativeSort, MatchesTheEvaluatorBitForBit) {
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    EXPECT_TRUE(Check(JaxSort("1000", 0), threads, /*special=*/true));
+    EXPECT_TRUE(Check(JaxSort("64,512", 1), threads, /*special=*/true));  // rows in parallel
+    EXPECT_TRUE(Check(JaxSort("300,7", 0), threads));                     // a strided row
+    EXPECT_TRUE(Check(JaxSort("3,5,0", 1), threads));                     // nothing to sort
+    // Integer keys in a small range: many ties, kept in their order (the iota shows it).
+    EXPECT_TRUE(Check(ArgSort("s32", "40,300", 1), threads));
+    EXPECT_TRUE(Check(ArgSort("s32", "300,40", 0), threads));
+    EXPECT_TRUE(Check(ArgSort("f32", "17", 0), threads));
+  }
+}
+
+TEST(NativeSort, OneLongRowSortedInPartsKeepsTiesInOrder) {
+  // 2^17 keys with ties: on two threads, two halves sorted apart and merged stably.
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    EXPECT_TRUE(Check(ArgSort("s32", "131072", 0), threads));
+    EXPECT_TRUE(Check(JaxSort("100003", 0), threads, /*special=*/true));
+  }
+}
+
+TEST(NativeSort, LexicographicDescendingAndMixedTypes) {
+  // Keys s32 descending, then f32 ascending, a u8 payload carried along.
+  constexpr char kText[] = R"(HloModule l
+cmp {
+  a0 = s32[] parameter(0)
+  b0 = s32[] parameter(1)
+  a1 = f32[] parameter(2)
+  b1 = f32[] parameter(3)
+  p = u8[] parameter(4)
+  q = u8[] parameter(5)
+  gt = pred[] compare(a0, b0), direction=GT
+  eq = pred[] compare(a0, b0), direction=EQ
+  lt = pred[] compare(a1, b1), direction=LT
+  tie = pred[] and(eq, lt)
+  ROOT first = pred[] or(gt, tie)
+}
+ENTRY main {
+  k = s32[8,200] parameter(0)
+  f = f32[8,200] parameter(1)
+  u = u8[8,200] parameter(2)
+  ROOT s = (s32[8,200], f32[8,200], u8[8,200]) sort(k, f, u), dimensions={1}, to_apply=cmp
+}
+)";
+  for (int threads : {1, 2}) EXPECT_TRUE(Check(kText, threads));
+}
+
+}  // namespace
+}  // namespace kiln::cpu
