@@ -42,14 +42,9 @@ ENTRY %main (x: f32[4,3], w: f32[3,5], y: f32[4,5]) -> (f32[4,5], f32[4]) {
 }
 )";
 
-// A sort (which cpu-llvm declines: it runs it on its evaluator) between elementwise work.
-constexpr const char* kSortBetween = R"(HloModule sort_between
-
-%lt (a: f32[], b: f32[]) -> pred[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %c = pred[] compare(f32[] %a, f32[] %b), direction=LT
-}
+// A reduce-precision (which cpu-llvm declines: it runs it on its evaluator) between
+// elementwise work.
+constexpr const char* kRoundingBetween = R"(HloModule rounding_between
 
 ENTRY %main (x: f32[16], y: f32[16]) -> f32[16] {
   %x = f32[16]{0} parameter(0)
@@ -58,7 +53,7 @@ ENTRY %main (x: f32[16], y: f32[16]) -> f32[16] {
   %b = f32[16]{0} add(f32[16]{0} %a, f32[16]{0} %x)
   %c = f32[16]{0} tanh(f32[16]{0} %b)
   %d = f32[16]{0} subtract(f32[16]{0} %c, f32[16]{0} %y)
-  %s = f32[16]{0} sort(f32[16]{0} %d), dimensions={0}, to_apply=%lt
+  %s = f32[16]{0} reduce-precision(f32[16]{0} %d), exponent_bits=5, mantissa_bits=10
   %e = f32[16]{0} multiply(f32[16]{0} %s, f32[16]{0} %s)
   %f = f32[16]{0} add(f32[16]{0} %e, f32[16]{0} %x)
   %g = f32[16]{0} exponential(f32[16]{0} %f)
@@ -256,9 +251,9 @@ TEST(HloPartitionerPlugins, OnePluginForEverythingMeansNoPartition) {
   EXPECT_TRUE(p->clusters.empty());
 }
 
-TEST(HloPartitionerPlugins, SortDeclinedByCpuLlvmFallsToTheInterpreter) {
+TEST(HloPartitionerPlugins, ReducePrecisionDeclinedByCpuLlvmFallsToTheInterpreter) {
   if (!KILN_HAVE_CPU_LLVM) GTEST_SKIP() << "cpu-llvm not built";
-  std::unique_ptr<HloModule> m = Parse(kSortBetween);
+  std::unique_ptr<HloModule> m = Parse(kRoundingBetween);
   ASSERT_NE(m, nullptr);
   PluginRegistry r = Registry(false);
   absl::StatusOr<ModulePlacement> p = PlaceModule(r, *m);
