@@ -5,7 +5,9 @@ integer and shape ops), each lowered once to HLO text and run by Kiln's cpu-llvm
 XLA:CPU on the same text and arrays in one run, outputs cross-checked. Meant to find what a
 held-out JAX program hits: a failure, a step left to the host evaluator, or a slow kernel.
 
-    .venv-peers/bin/python benchmarks/jax_sweep.py [--runs 10] [--only SUBSTRING]"""
+    .venv-peers/bin/python benchmarks/jax_sweep.py [--runs 10] [--only SUBSTRING]
+
+benchmarks/jax_sweep_extra.py runs a second set the same way."""
 import argparse
 import os
 import sys
@@ -255,7 +257,7 @@ def run_one(name, f, inputs, kiln, threads, folder):
     return k, x, check
 
 
-def main():
+def main(programs=programs):
     why = xla_peer.available()
     if why:
         sys.exit(f'MISSING: {why}')
