@@ -1983,7 +1983,6 @@ absl::Status KernelEmitter::Emit() {
   }
   // A reduce_parts kernel has the partials buffer after the output.
   size_t n = spec_.inputs.size() + spec_.outputs.size() + (parts ? 1 : 0);
-  llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
   StartBody(spec_.name + ".body", n);
   PushScope();
   if (parts && !column_parts)
@@ -2069,6 +2068,11 @@ absl::Status KernelEmitter::Emit() {
   b_.CreateRetVoid();
   PopScope();
 
+  return EmitCpuEntry(n);
+}
+
+absl::Status KernelEmitter::EmitCpuEntry(size_t n) {
+  llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
   auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, I64(), I64()}, false);
   llvm::Function* kernel =
       llvm::Function::Create(entry_ty, llvm::GlobalValue::ExternalLinkage, spec_.name, module_);

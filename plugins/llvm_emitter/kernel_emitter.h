@@ -290,6 +290,9 @@ class KernelEmitter {
   // The internal function holding a kernel's body: one noalias pointer per buffer, then
   // the two i64 of the CPU outer range; `fn_` becomes it and the inputs are bound to it.
   void StartBody(const std::string& name, size_t buffers);
+  // The CPU kernel's external entry point (buffer table, two i64) calling the finished body
+  // `fn_` with its n buffers; then both are verified.
+  absl::Status EmitCpuEntry(size_t n);
   // GPU bodies (see gpu_layout.h). kElements: each thread generates the element of every
   // output at its global index, grid-stride.
   absl::Status EmitGpuBody();

@@ -2,7 +2,6 @@
 // for each comparison, where the evaluator interpreted the comparator's computation with a
 // Literal per value (0.15 us a comparison; jnp.sort of 512 floats took 0.7 ms).
 #include "absl/strings/str_cat.h"
-#include "llvm/IR/Verifier.h"
 #include "plugins/llvm_emitter/kernel_emitter.h"
 
 namespace kiln::llvm_emit::detail {
@@ -30,27 +29,7 @@ absl::Status KernelEmitter::EmitSortComparator() {
   b_.CreateRetVoid();
   PopScope();
 
-  llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
-  auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, I64(), I64()}, false);
-  llvm::Function* kernel =
-      llvm::Function::Create(entry_ty, llvm::GlobalValue::ExternalLinkage, spec_.name, module_);
-  kernel->addFnAttr(llvm::Attribute::NoUnwind);
-  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", kernel));
-  std::vector<llvm::Value*> call_args;
-  for (size_t i = 0; i < n; ++i) {
-    llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, kernel->getArg(0), i);
-    call_args.push_back(b_.CreateLoad(ptr, slot, absl::StrCat("buf", i)));
-  }
-  call_args.push_back(kernel->getArg(1));
-  call_args.push_back(kernel->getArg(2));
-  b_.CreateCall(fn_, call_args);
-  b_.CreateRetVoid();
-  std::string err;
-  llvm::raw_string_ostream os(err);
-  if (llvm::verifyFunction(*fn_, &os) || llvm::verifyFunction(*kernel, &os))
-    return absl::InternalError(
-        absl::StrCat("emitter produced invalid IR for ", spec_.name, ": ", os.str()));
-  return absl::OkStatus();
+  return EmitCpuEntry(n);
 }
 
 }  // namespace kiln::llvm_emit::detail
