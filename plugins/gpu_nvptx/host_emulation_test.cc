@@ -103,7 +103,9 @@ void MakeHostRunnable(llvm::Module& m) {
   for (llvm::Function& f : m) {
     llvm::StringRef n = f.getName();
     if (n.startswith("__nv_")) {
-      f.setName(n.drop_front(5));  // libdevice __nv_expf -> libm expf
+      // libdevice __nv_expf -> libm expf. A copy: `n` points into the name being replaced,
+      // which setName frees before reading the new one (a garbage symbol, now and then).
+      f.setName(n.drop_front(5).str());
       continue;
     }
     if (!n.startswith("llvm.nvvm.")) continue;
