@@ -144,39 +144,62 @@ std::vector<DotCase> DotCases() {
   };
 }
 
+// `ROOT d = dot(p0, p1)` over these shapes and dimension numbers.
+std::shared_ptr<HloModule> DotModule(const Shape& ls, const Shape& rs, const Shape& os,
+                                     const DotDimensionNumbers& dn) {
+  auto module = std::make_shared<HloModule>("m");
+  HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
+  Builder b(entry);
+  HloInstruction* d = b.Op(HloOpcode::kDot, os, {b.Param(0, ls), b.Param(1, rs)});
+  d->mutable_attrs().dot_dimension_numbers = dn;
+  entry->set_root(d);
+  return module;
+}
+
+DotDimensionNumbers Numbers(const DotCase& c) {
+  DotDimensionNumbers dn;
+  dn.lhs_batch_dimensions = c.lb;
+  dn.rhs_batch_dimensions = c.rb;
+  dn.lhs_contracting_dimensions = c.lc;
+  dn.rhs_contracting_dimensions = c.rc;
+  return dn;
+}
+
+// Compiled with blas_min_mnk 0, so that even these small dots go to the library when it can
+// compute them; null (and a test failure) when compiling fails.
+std::shared_ptr<const CpuExecutable> CompileWithSmallDotsToLibrary(
+    std::shared_ptr<const HloModule> module) {
+  CompileOptions opts;
+  opts.plan.blas_min_mnk = 0;
+  auto compiler = CpuCompiler::Create(opts);
+  EXPECT_TRUE(compiler.ok()) << compiler.status();
+  if (!compiler.ok()) return nullptr;
+  auto exe = (*compiler)->Compile(std::move(module));
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  return exe.ok() ? *std::move(exe) : nullptr;
+}
+
+bool HasLibraryStep(const CpuExecutable& exe) {
+  for (const Step& s : exe.plan().steps)
+    if (s.kind == Disposition::kLibrary) return true;
+  return false;
+}
+
 class BlasDotTest : public ::testing::TestWithParam<PT> {};
 
 TEST_P(BlasDotTest, MatchesReferenceAndEvaluator) {
   PT t = GetParam();
   for (const DotCase& c : DotCases()) {
     SCOPED_TRACE(c.name);
-    auto module = std::make_shared<HloModule>("m");
-    HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
-    Builder b(entry);
     Shape ls(t, c.lhs), rs(t, c.rhs), os(t, c.out);
-    HloInstruction* x = b.Param(0, ls);
-    HloInstruction* y = b.Param(1, rs);
-    HloInstruction* d = b.Op(HloOpcode::kDot, os, {x, y});
-    DotDimensionNumbers dn;
-    dn.lhs_batch_dimensions = c.lb;
-    dn.rhs_batch_dimensions = c.rb;
-    dn.lhs_contracting_dimensions = c.lc;
-    dn.rhs_contracting_dimensions = c.rc;
-    d->mutable_attrs().dot_dimension_numbers = dn;
-    entry->set_root(d);
-
-    CompileOptions opts;
-    opts.plan.blas_min_mnk = 0;  // route even these small dots to BLAS
-    auto compiler = CpuCompiler::Create(opts);
-    ASSERT_TRUE(compiler.ok()) << compiler.status();
-    auto exe = (*compiler)->Compile(module);
-    ASSERT_TRUE(exe.ok()) << exe.status();
-    bool library = false;
-    for (const Step& s : (*exe)->plan().steps) library |= s.kind == Disposition::kLibrary;
-    EXPECT_EQ(library, c.blas && HaveBlas());
+    const DotDimensionNumbers dn = Numbers(c);
+    std::shared_ptr<HloModule> module = DotModule(ls, rs, os, dn);
+    std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
+    ASSERT_NE(exe, nullptr);
+    EXPECT_EQ(HasLibraryStep(*exe), c.blas && HaveBlas());
 
     std::vector<Literal> args = {Random(ls, 1), Random(rs, 2)};
-    auto got = (*exe)->Run(args);
+    auto got = exe->Run(args);
     ASSERT_TRUE(got.ok()) << got.status();
     std::vector<double> want = ReferenceDot(args[0], args[1], os, dn);
     HloEvaluator evaluator;
@@ -199,27 +222,12 @@ INSTANTIATE_TEST_SUITE_P(Types, BlasDotTest, ::testing::Values(PT::F32, PT::F64)
 TEST(CpuLlvmBlas, S8DotsAreExactWithOrWithoutTheLibrary) {
   for (const DotCase& c : DotCases()) {
     SCOPED_TRACE(c.name);
-    auto module = std::make_shared<HloModule>("m");
-    HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
-    Builder b(entry);
     Shape ls(PT::S8, c.lhs), rs(PT::S8, c.rhs), os(PT::S32, c.out);
-    HloInstruction* d = b.Op(HloOpcode::kDot, os, {b.Param(0, ls), b.Param(1, rs)});
-    DotDimensionNumbers dn;
-    dn.lhs_batch_dimensions = c.lb;
-    dn.rhs_batch_dimensions = c.rb;
-    dn.lhs_contracting_dimensions = c.lc;
-    dn.rhs_contracting_dimensions = c.rc;
-    d->mutable_attrs().dot_dimension_numbers = dn;
-    entry->set_root(d);
-    CompileOptions opts;
-    opts.plan.blas_min_mnk = 0;
-    auto compiler = CpuCompiler::Create(opts);
-    ASSERT_TRUE(compiler.ok()) << compiler.status();
-    auto exe = (*compiler)->Compile(module);
-    ASSERT_TRUE(exe.ok()) << exe.status();
-    bool library = false;
-    for (const Step& s : (*exe)->plan().steps) library |= s.kind == Disposition::kLibrary;
-    EXPECT_EQ(library, HaveS8Gemm());
+    const DotDimensionNumbers dn = Numbers(c);
+    std::shared_ptr<HloModule> module = DotModule(ls, rs, os, dn);
+    std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
+    ASSERT_NE(exe, nullptr);
+    EXPECT_EQ(HasLibraryStep(*exe), HaveS8Gemm());
 
     std::mt19937 rng(5);
     auto int8s = [&](const Shape& s) {
@@ -229,7 +237,7 @@ TEST(CpuLlvmBlas, S8DotsAreExactWithOrWithoutTheLibrary) {
       return Literal::FromDoubles(s, v);
     };
     std::vector<Literal> args = {int8s(ls), int8s(rs)};
-    auto got = (*exe)->Run(args);
+    auto got = exe->Run(args);
     ASSERT_TRUE(got.ok()) << got.status();
     std::vector<double> want = ReferenceDot(args[0], args[1], os, dn);
     HloEvaluator evaluator;
@@ -246,29 +254,19 @@ TEST(CpuLlvmBlas, S8DotsAreExactWithOrWithoutTheLibrary) {
 // products of -128 * -128 are 2^31, which wraps to -2^31.
 TEST(CpuLlvmBlas, S8DotThatCouldOverflowWrapsAsHloSays) {
   constexpr int64_t k = 131072;
-  auto module = std::make_shared<HloModule>("m");
-  HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
-  Builder b(entry);
-  HloInstruction* d = b.Op(HloOpcode::kDot, Shape(PT::S32, {1, 2}),
-                           {b.Param(0, Shape(PT::S8, {1, k})), b.Param(1, Shape(PT::S8, {k, 2}))});
   DotDimensionNumbers dn;
   dn.lhs_contracting_dimensions = {1};
   dn.rhs_contracting_dimensions = {0};
-  d->mutable_attrs().dot_dimension_numbers = dn;
-  entry->set_root(d);
-  CompileOptions opts;
-  opts.plan.blas_min_mnk = 0;
-  auto compiler = CpuCompiler::Create(opts);
-  ASSERT_TRUE(compiler.ok()) << compiler.status();
-  auto exe = (*compiler)->Compile(module);
-  ASSERT_TRUE(exe.ok()) << exe.status();
-  for (const Step& s : (*exe)->plan().steps) EXPECT_NE(s.kind, Disposition::kLibrary);
+  std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(
+      DotModule(Shape(PT::S8, {1, k}), Shape(PT::S8, {k, 2}), Shape(PT::S32, {1, 2}), dn));
+  ASSERT_NE(exe, nullptr);
+  EXPECT_FALSE(HasLibraryStep(*exe));
   std::vector<double> rhs(2 * k);
   for (int64_t i = 0; i < k; ++i) rhs[2 * i] = -128, rhs[2 * i + 1] = i == 0 ? 0 : -128;
   std::vector<Literal> args = {
       Literal::FromDoubles(Shape(PT::S8, {1, k}), std::vector<double>(k, -128)),
       Literal::FromDoubles(Shape(PT::S8, {k, 2}), rhs)};
-  auto got = (*exe)->Run(args);
+  auto got = exe->Run(args);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->GetAsDouble(0), -2147483648.0);
   EXPECT_EQ(got->GetAsDouble(1), 2147483648.0 - 16384);  // (k - 1) * 16384 fits

@@ -249,20 +249,16 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           RunKernel(step, values, arena);
           break;
         case Disposition::kLibrary: {
-          if (step.comparator >= 0) {  // a sort by its generated comparator (sort_library.h)
+          if (!step.conv && !step.gemm) {
             Literal out = h->shape().IsArray() ? ResultBuffer(h, arena) : Literal(h->shape());
             std::vector<const Literal*> operands;
             for (const HloInstruction* op : step.sources) operands.push_back(values.at(op));
-            RunSort(*h, kernels_[step.comparator], operands, out, pool_.get());
-            values.Own(h, std::move(out));
-            break;
-          }
-          if (!step.conv && !step.gemm) {  // LAPACK, FFT (library_calls.h)
-            Literal out = h->shape().IsArray() ? ResultBuffer(h, arena) : Literal(h->shape());
-            std::vector<const Literal*> operands;
-            for (const HloInstruction* op : step.sources) operands.push_back(values.at(op));
-            if (absl::Status st = RunLibraryCall(*h, operands, out, pool_.get()); !st.ok())
+            if (step.comparator >= 0) {  // a sort by its generated comparator (sort_library.h)
+              RunSort(*h, kernels_[step.comparator], operands, out, pool_.get());
+            } else if (absl::Status st = RunLibraryCall(*h, operands, out, pool_.get());
+                       !st.ok()) {  // LAPACK, FFT (library_calls.h)
               return st;
+            }
             values.Own(h, std::move(out));
             break;
           }

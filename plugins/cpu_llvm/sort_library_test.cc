@@ -60,13 +60,8 @@ bool Check(const std::string& text, int threads, bool special = false) {
   EXPECT_TRUE(got.ok()) << got.status();
   if (want.ok() && got.ok()) {
     EXPECT_EQ(got->shape(), want->shape());
-    std::vector<const Literal*> g{&*got}, w{&*want};
-    if (got->IsTuple()) {
-      g.clear();
-      w.clear();
-      for (const Literal& e : got->elements()) g.push_back(&e);
-      for (const Literal& e : want->elements()) w.push_back(&e);
-    }
+    const std::vector<const Literal*> g = testing::ArrayLeaves(*got),
+                                      w = testing::ArrayLeaves(*want);
     EXPECT_EQ(g.size(), w.size());
     for (size_t k = 0; k < g.size() && k < w.size(); ++k) {
       const int64_t bytes = g[k]->shape().byte_size();

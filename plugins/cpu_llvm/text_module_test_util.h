@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "hlo/text/parser.h"
@@ -29,6 +30,14 @@ inline CompiledText CompileText(const std::string& text, const CompileOptions& o
   EXPECT_TRUE(exe.ok()) << exe.status();
   if (exe.ok()) c.exe = std::move(*exe);
   return c;
+}
+
+// The arrays of a result: the literal itself, or a tuple's elements.
+inline std::vector<const Literal*> ArrayLeaves(const Literal& l) {
+  if (!l.IsTuple()) return {&l};
+  std::vector<const Literal*> leaves;
+  for (const Literal& e : l.elements()) leaves.push_back(&e);
+  return leaves;
 }
 
 }  // namespace kiln::cpu::testing

@@ -21,12 +21,6 @@ bool HaveBlas() {
 #endif
 }
 
-int64_t GemmOperandBytes(GemmType t) {
-  return t == GemmType::kF64 ? 8 : t == GemmType::kS8S32 ? 1 : 4;
-}
-
-int64_t GemmResultBytes(GemmType t) { return t == GemmType::kF64 ? 8 : 4; }
-
 std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk, bool s8,
                                       std::string* why) {
   auto no = [&](std::string reason) -> std::optional<GemmShape> {

@@ -44,10 +44,6 @@ std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk
 std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk, bool s8,
                                       std::string* why = nullptr);
 
-// Bytes per element of a GEMM's operands and of its result.
-int64_t GemmOperandBytes(GemmType t);
-int64_t GemmResultBytes(GemmType t);
-
 struct ConvGemm {
   std::vector<int64_t> in_dims, kernel_dims, out_dims;
   ConvolutionDimensionNumbers dnums;
