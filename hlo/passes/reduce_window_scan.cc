@@ -3,6 +3,7 @@
 
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "hlo/collectives/reduction.h"
 #include "hlo/passes/pass_util.h"
 
@@ -40,12 +41,26 @@ std::optional<Scan> ScanOf(const HloInstruction& rw, int64_t min_length) {
   return scan;
 }
 
+// True when every instruction of `reducer` is a scalar parameter, constant or elementwise op
+// (jax.lax.cumlogsumexp's logaddexp: max, subtract, abs, exp, log1p, select on isnan).
+bool IsElementwiseReducer(const HloComputation& reducer) {
+  if (reducer.num_parameters() != 2 || reducer.root() == nullptr) return false;
+  for (const HloInstruction* i : reducer.instructions()) {
+    if (!i->shape().IsArray() || i->shape().rank() != 0) return false;
+    const HloOpcode op = i->opcode();
+    if (op != HloOpcode::kParameter && op != HloOpcode::kConstant && !IsElementwiseOpcode(op))
+      return false;
+  }
+  // One op of the two parameters must be an associative one (add, multiply, minimum,
+  // maximum, and, or); a subtract's window has one order only.
+  if (reducer.instruction_count() == 3 && !MatchReductionKind(reducer)) return false;
+  return true;
+}
+
 bool Rewrite(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
   std::optional<Scan> scan = ScanOf(*rw, min_length);
-  if (!scan || rw->to_apply() == nullptr) return false;
-  // One add/multiply/minimum/maximum/and/or of the reducer's two parameters: its root.
-  if (!MatchReductionKind(*rw->to_apply())) return false;
-  const HloOpcode op = rw->to_apply()->root()->opcode();
+  const HloComputation* reducer = rw->to_apply();
+  if (!scan || reducer == nullptr || !IsElementwiseReducer(*reducer)) return false;
   HloInstruction* x = rw->operand(0);
   HloInstruction* init = rw->operand(1);
   const PrimitiveType t = x->shape().element_type();
@@ -56,6 +71,29 @@ bool Rewrite(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
                  std::vector<HloInstruction*> operands) {
     return AddArrayInstruction(comp, names, o, type, std::move(shape), std::move(operands),
                                x->shape());
+  };
+  // reducer(a, b) on arrays of `dims`: one add/multiply/... of the parameters as that op,
+  // a longer reducer instruction by instruction, its scalar constants broadcast.
+  auto combine = [&](HloInstruction* a, HloInstruction* b) {
+    absl::flat_hash_map<const HloInstruction*, HloInstruction*> value;
+    for (HloInstruction* i : reducer->MakeInstructionPostOrder()) {
+      const PrimitiveType it = i->shape().element_type();
+      if (i->opcode() == HloOpcode::kParameter) {
+        value[i] = i->parameter_number() == 0 ? a : b;
+      } else if (i->opcode() == HloOpcode::kConstant) {
+        HloInstruction* c = add(HloOpcode::kConstant, it, {}, {});
+        c->mutable_attrs().literal = i->literal();
+        value[i] = add(HloOpcode::kBroadcast, it, dims, {c});
+        value[i]->mutable_attrs().has_dimensions = true;
+      } else {
+        std::vector<HloInstruction*> operands;
+        for (HloInstruction* o : i->operands()) operands.push_back(value[o]);
+        HloInstruction* n = add(i->opcode(), it, dims, std::move(operands));
+        n->mutable_attrs() = i->attrs();  // a compare's direction, a convert's nothing
+        value[i] = n;
+      }
+    }
+    return value[reducer->root()];
   };
   HloInstruction* iota = add(HloOpcode::kIota, PrimitiveType::S32, dims, {});
   iota->mutable_attrs().iota_dimension = d;
@@ -79,7 +117,7 @@ bool Rewrite(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
     (scan->reverse ? pads[d].edge_padding_high : pads[d].edge_padding_low) = k;
     s->mutable_attrs().padding_config = pads;
     // Earlier elements on the left, as the window combines them.
-    HloInstruction* both = scan->reverse ? add(op, t, dims, {y, s}) : add(op, t, dims, {s, y});
+    HloInstruction* both = scan->reverse ? combine(y, s) : combine(s, y);
     HloInstruction* bound = AddScalarConstant(comp, names, PrimitiveType::S32,
                                               static_cast<double>(scan->reverse ? n - k : k));
     HloInstruction* bounds = add(HloOpcode::kBroadcast, PrimitiveType::S32, dims, {bound});
@@ -91,7 +129,7 @@ bool Rewrite(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
   }
   HloInstruction* init_b = add(HloOpcode::kBroadcast, t, dims, {init});
   init_b->mutable_attrs().has_dimensions = true;
-  HloInstruction* out = add(op, t, dims, {init_b, y});
+  HloInstruction* out = combine(init_b, y);
   return ReplaceUsesIfCompatible(rw, out);
 }
 

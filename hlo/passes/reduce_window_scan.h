@@ -4,8 +4,9 @@
 // element with the one 2^k places before it (or after it, for the reverse scan), so an
 // n-long scan costs n log n operations instead of n^2 / 2. The init value is combined
 // once at the end, as the window would. Floating-point sums are then added in another
-// order than the window's, as XLA does for long scans. Only reducers that are one
-// add/multiply/minimum/maximum/and/or of their two parameters.
+// order than the window's, as XLA does for long scans. Reducers of scalar elementwise ops
+// only (an add, a max, jax.lax.cumlogsumexp's logaddexp), applied as the same ops on arrays;
+// like XLA, this takes the reducer to be associative.
 #pragma once
 
 #include "hlo/passes/pass.h"

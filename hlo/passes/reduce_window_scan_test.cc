@@ -43,12 +43,63 @@ TEST(ReduceWindowScanTest, EveryKindForwardAndReverse) {
   ExpectScan(Module("s32", "add", "40", "size=40 pad=39_0", "0"));
 }
 
+TEST(ReduceWindowScanTest, ReducersOfSeveralElementwiseOps) {
+  // jax.lax.cumlogsumexp's reducer (logaddexp, as JAX lowers it), forward and reverse.
+  const std::string logaddexp = R"(HloModule m
+lae {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  d = f32[] subtract(a, b)
+  nan = pred[] compare(d, d), direction=NE
+  s = f32[] add(a, b)
+  m = f32[] maximum(a, b)
+  ad = f32[] abs(d)
+  n = f32[] negate(ad)
+  e = f32[] exponential(n)
+  l = f32[] log-plus-one(e)
+  r = f32[] add(m, l)
+  ROOT o = f32[] select(nan, s, r)
+}
+ENTRY main {
+  x = f32[3,40] parameter(0)
+  i = f32[] constant(-inf)
+  ROOT w = f32[3,40] reduce-window(x, i), window={size=1x40 pad=0_0xPAD}, to_apply=lae
+}
+)";
+  for (const char* pad : {"39_0", "0_39"}) {
+    std::string hlo = logaddexp;
+    hlo.replace(hlo.find("PAD"), 3, pad);
+    ExpectScan(hlo);
+  }
+  // A constant in the reducer: a + b + 1 (associative), broadcast on the arrays.
+  ExpectScan(R"(HloModule m
+r {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  one = s32[] constant(1)
+  s = s32[] add(a, b)
+  ROOT t = s32[] add(s, one)
+}
+ENTRY main {
+  x = s32[2,20] parameter(0)
+  i = s32[] constant(0)
+  ROOT w = s32[2,20] reduce-window(x, i), window={size=1x20 pad=0_0x19_0}, to_apply=r
+}
+)");
+}
+
 TEST(ReduceWindowScanTest, OtherWindowsStay) {
   for (const std::string& hlo :
-       {Module("f32", "add", "3,17", "size=1x5 pad=0_0x4_0", "0"),            // a sliding window
-        Module("f32", "add", "3,17", "size=1x17 pad=0_0x8_8", "0"),           // centred
-        Module("f32", "add", "3,17", "size=2x17 pad=1_0x16_0", "0"),          // two dimensions
-        Module("f32", "subtract", "3,17", "size=1x17 pad=0_0x16_0", "0")}) {  // not a kind
+       {Module("f32", "add", "3,17", "size=1x5 pad=0_0x4_0", "0"),         // a sliding window
+        Module("f32", "add", "3,17", "size=1x17 pad=0_0x8_8", "0"),        // centred
+        Module("f32", "add", "3,17", "size=2x17 pad=1_0x16_0", "0"),       // two dimensions
+        Module("f32", "subtract", "3,17", "size=1x17 pad=0_0x16_0", "0"),  // not associative
+        // a reducer that is not elementwise
+        std::string(
+            "HloModule m\nred {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  t = (f32[], f32[]) tuple(a, b)\n  ROOT g = f32[] get-tuple-element(t), index=0\n}\n"
+            "ENTRY main {\n  x = f32[3,17] parameter(0)\n  i = f32[] constant(0)\n  ROOT w = "
+            "f32[3,17] reduce-window(x, i), window={size=1x17 pad=0_0x16_0}, to_apply=red\n}\n")}) {
     ReduceWindowScan pass(/*min_length=*/2);
     bool changed = true;
     RunPassAndPrint(pass, hlo, &changed);
