@@ -454,8 +454,8 @@ std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
       "cpu-llvm objects\nbinary=", BinaryIdentity(reinterpret_cast<const void*>(&StructuralHash)),
       "\n", jit_->CacheKey(), "\nplan=", p.fuse_unfused, ",", p.blas_min_mnk, ",",
       p.parallel_min_work, ",", p.native_control_flow, ",", p.update_in_place, ",",
-      p.accumulate_columns, ",", p.merge_sibling_kernels, ",", p.s8_gemm, ",", p.native_sort, "\n",
-      text);
+      p.accumulate_columns, ",", p.merge_sibling_kernels, ",", p.s8_gemm, ",", p.native_sort, ",",
+      p.complex_kernels, "\n", text);
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(

@@ -47,6 +47,7 @@ inline PlanOptions CpuPlanOptions() {
   p.merge_sibling_kernels = true;
   p.s8_gemm = HaveS8Gemm();
   p.native_sort = true;
+  p.complex_kernels = true;
   p.library_call = IsLibraryCall;
   return p;
 }

@@ -1,4 +1,4 @@
-// Accuracy of the emitter's f32 exp/expm1/log/log1p/tanh/erf/logistic
+// Accuracy of the emitter's f32 exp/expm1/log/log1p/tanh/erf/logistic/atan2
 // (plugins/llvm_emitter/fast_math.h), JIT-compiled through the CPU compiler, against the
 // double-precision C library over dense sweeps: a stride through all f32 bit patterns, a fine grid
 // over the range where the functions vary, and the edge cases (+-0, +-inf, NaN, denormals, overflow
@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <numbers>
 #include <tuple>
 #include <vector>
 
@@ -166,6 +167,97 @@ TEST(CpuFastMath, Erf) {
 TEST(CpuFastMath, Logistic) {
   Check(
       "logistic", HloOpcode::kLogistic, [](double x) { return 1 / (1 + std::exp(-x)); }, 3);
+}
+
+// atan2(y, x) over pairs: every angle on a fine grid at radii from 1e-30 to 1e30, the bit
+// pattern sweep against its reverse, and every pair of special values (signed zeros,
+// infinities, NaN, denormals, the largest floats): within 1 ulp of the C library's f32
+// result there, with its sign (the octants of zeros and infinities exact).
+TEST(CpuFastMath, Atan2) {
+  std::vector<float> ys, xs;
+  for (int64_t i = 0; i < 400000; ++i) {
+    const double angle = std::numbers::pi * (2 * (i + 0.5) / 400000 - 1);
+    const double radius = std::pow(10.0, -30 + 60 * ((i * 7919) % 400000) / 400000.0);
+    ys.push_back(static_cast<float>(radius * std::sin(angle)));
+    xs.push_back(static_cast<float>(radius * std::cos(angle)));
+  }
+  const std::vector<float> sweep = Inputs();
+  for (size_t i = 0; i < sweep.size(); i += 3) {
+    ys.push_back(sweep[i]);
+    xs.push_back(sweep[sweep.size() - 1 - i]);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special = {0.0f,
+                                      -0.0f,
+                                      inf,
+                                      -inf,
+                                      std::numeric_limits<float>::quiet_NaN(),
+                                      1.0f,
+                                      -1.0f,
+                                      1e-40f,
+                                      std::numeric_limits<float>::max(),
+                                      -std::numeric_limits<float>::max(),
+                                      0.41421356f};
+  const size_t first_special = ys.size();
+  for (float y : special)
+    for (float x : special) {
+      ys.push_back(y);
+      xs.push_back(x);
+    }
+  auto module = std::make_shared<HloModule>("m");
+  HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
+  testing::Builder b(entry);
+  Shape s(PT::F32, {static_cast<int64_t>(ys.size())});
+  entry->set_root(b.Binary(HloOpcode::kAtan2, b.Param(0, s), b.Param(1, s)));
+  CompileOptions opts;
+  opts.keep_ir = true;
+  auto compiler = CpuCompiler::Create(opts);
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  auto exe = (*compiler)->Compile(module);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  const std::string& ir = (*exe)->llvm_ir();
+  EXPECT_NE(ir.find("x float>"), std::string::npos);
+  EXPECT_EQ(ir.find("atan2f"), std::string::npos) << "a libm call remains";
+  std::vector<Literal> args;
+  for (const std::vector<float>* v : {&ys, &xs}) {
+    Literal arg(s);
+    std::memcpy(arg.untyped_data(), v->data(), v->size() * 4);
+    args.push_back(std::move(arg));
+  }
+  auto out = (*exe)->Run(args);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const float* got = reinterpret_cast<const float*>(out->untyped_data());
+  auto flush = [](float v) {
+    return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v;
+  };
+  // A result below FLT_MIN may come out as a zero (denormals flushed, as XLA:CPU does).
+  auto error = [&](size_t i, double want) {
+    return got[i] == 0 && std::fabs(want) < std::numeric_limits<float>::min()
+               ? 0
+               : UlpError(got[i], want);
+  };
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < first_special; ++i) {
+    const double e =
+        error(i, std::atan2(static_cast<double>(flush(ys[i])), static_cast<double>(flush(xs[i]))));
+    if (e > worst) {
+      worst = e;
+      at = i;
+    }
+  }
+  std::printf("atan2    max error %.2f ulp (at y = %.9g, x = %.9g)\n", worst, ys[at], xs[at]);
+  EXPECT_LE(worst, 3) << "worst at y = " << ys[at] << ", x = " << xs[at];
+  for (size_t i = first_special; i < ys.size(); ++i) {
+    const float want = std::atan2(flush(ys[i]), flush(xs[i]));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got[i])) << "atan2(" << ys[i] << ", " << xs[i] << ")";
+    } else {
+      EXPECT_LE(error(i, want), 1) << "atan2(" << ys[i] << ", " << xs[i] << ") = " << got[i];
+      EXPECT_EQ(std::signbit(got[i]), std::signbit(want))
+          << "atan2(" << ys[i] << ", " << xs[i] << ")";
+    }
+  }
 }
 
 // The sign of zero and the exact limits.

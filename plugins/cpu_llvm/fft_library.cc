@@ -121,25 +121,37 @@ void ForBlocks(ThreadPool* pool, int64_t rows, int64_t n, const Fn& fn) {
     run(0, blocks);
 }
 
+// One axis of an array [outer, n, inner] as rows: row r < outer * inner holds the n elements
+// at First(r) + k * inner, so the last axis (inner 1) has contiguous rows and an earlier one
+// strided columns, kLanes neighbouring ones transformed together.
+struct Axis {
+  int64_t outer, n, inner;
+  int64_t rows() const { return outer * inner; }
+  int64_t First(int64_t r) const { return r / inner * n * inner + r % inner; }
+};
+
+// A complex transform along `axis`; `in` and `out` may be the same array (each block writes
+// only the rows it read).
 template <typename R>
-void Complex(const std::complex<R>* in, std::complex<R>* out, int64_t rows, int64_t n, bool inverse,
+void Complex(const std::complex<R>* in, std::complex<R>* out, Axis axis, bool inverse,
              ThreadPool* pool) {
+  const int64_t rows = axis.rows(), n = axis.n, stride = axis.inner;
   const Radix2<R> t(n, inverse ? 1 : -1);
   const R scale = inverse ? static_cast<R>(1.0 / static_cast<double>(n)) : R(1);
   ForBlocks<R>(pool, rows, n, [&](int64_t first, int lanes, R* re, R* im) {
     const int count = static_cast<int>(std::min<int64_t>(lanes, rows - first));
     for (int l = 0; l < count; ++l) {
-      const std::complex<R>* x = in + (first + l) * n;
+      const std::complex<R>* x = in + axis.First(first + l);
       for (int64_t k = 0; k < n; ++k) {
-        re[t.Slot(k) * lanes + l] = x[k].real();
-        im[t.Slot(k) * lanes + l] = x[k].imag();
+        re[t.Slot(k) * lanes + l] = x[k * stride].real();
+        im[t.Slot(k) * lanes + l] = x[k * stride].imag();
       }
     }
     t.Run(re, im, lanes);
     for (int l = 0; l < count; ++l) {
-      std::complex<R>* y = out + (first + l) * n;
+      std::complex<R>* y = out + axis.First(first + l);
       for (int64_t k = 0; k < n; ++k)
-        y[k] = std::complex<R>(re[k * lanes + l] * scale, im[k * lanes + l] * scale);
+        y[k * stride] = std::complex<R>(re[k * lanes + l] * scale, im[k * lanes + l] * scale);
     }
   });
 }
@@ -204,37 +216,69 @@ void InverseReal(const std::complex<R>* in, R* out, int64_t rows, int64_t n, Thr
   });
 }
 
+// The transform over the last lengths.size() dimensions: separable, one axis after another.
+// `dims` are the complex side's (the result's, an IRFFT's operand's); a real transform runs
+// along the last axis, an RFFT's first and an IRFFT's last.
 template <typename R>
-void Run(FftType type, const Literal& in, Literal& out, int64_t n, ThreadPool* pool) {
+void Run(FftType type, const Literal& in, Literal& out, const std::vector<int64_t>& dims,
+         const std::vector<int64_t>& lengths, ThreadPool* pool) {
   using C = std::complex<R>;
-  const int64_t rows = out.element_count() / (type == FftType::kRfft ? n / 2 + 1 : n);
+  const int rank = static_cast<int>(dims.size());
+  const int first = rank - static_cast<int>(lengths.size());
+  auto axis = [&](int d) {
+    Axis a{1, dims[d], 1};
+    for (int i = 0; i < d; ++i) a.outer *= dims[i];
+    for (int i = d + 1; i < rank; ++i) a.inner *= dims[i];
+    return a;
+  };
+  const int64_t n = lengths.back();
   switch (type) {
     case FftType::kFft:
-    case FftType::kIfft:
-      return Complex<R>(in.data<C>().data(), out.data<C>().data(), rows, n, type == FftType::kIfft,
-                        pool);
-    case FftType::kRfft:
-      return Real<R>(in.data<R>().data(), out.data<C>().data(), rows, n, pool);
-    case FftType::kIrfft:
-      return InverseReal<R>(in.data<C>().data(), out.data<R>().data(), rows, n, pool);
+    case FftType::kIfft: {
+      const bool inverse = type == FftType::kIfft;
+      C* y = out.data<C>().data();
+      Complex<R>(in.data<C>().data(), y, axis(rank - 1), inverse, pool);
+      for (int d = rank - 2; d >= first; --d) Complex<R>(y, y, axis(d), inverse, pool);
+      return;
+    }
+    case FftType::kRfft: {
+      C* y = out.data<C>().data();
+      Real<R>(in.data<R>().data(), y, axis(rank - 1).rows(), n, pool);
+      for (int d = rank - 2; d >= first; --d) Complex<R>(y, y, axis(d), false, pool);
+      return;
+    }
+    case FftType::kIrfft: {
+      if (first == rank - 1)
+        return InverseReal<R>(in.data<C>().data(), out.data<R>().data(), axis(rank - 1).rows(), n,
+                              pool);
+      std::vector<C> half(in.data<C>().begin(), in.data<C>().end());
+      for (int d = first; d < rank - 1; ++d)
+        Complex<R>(half.data(), half.data(), axis(d), true, pool);
+      return InverseReal<R>(half.data(), out.data<R>().data(), axis(rank - 1).rows(), n, pool);
+    }
   }
 }
 
 }  // namespace
 
 bool IsFftLibraryCall(const HloInstruction& h) {
-  if (h.opcode() != HloOpcode::kFft || h.operand_count() != 1 || h.attrs().fft_length.size() != 1)
+  const std::vector<int64_t>& lengths = h.attrs().fft_length;
+  if (h.opcode() != HloOpcode::kFft || h.operand_count() != 1 || lengths.empty() ||
+      lengths.size() > 3)
     return false;
-  const int64_t n = h.attrs().fft_length[0];
   const Shape& in = h.operand(0)->shape();
   const Shape& out = h.shape();
-  if (!PowerOfTwo(n) || n > (int64_t{1} << 26) || !in.IsArray() || !out.IsArray() ||
-      in.rank() < 1 || in.rank() != out.rank() || in.num_elements() == 0 || in.is_dynamic())
+  const int k = static_cast<int>(lengths.size());
+  if (!in.IsArray() || !out.IsArray() || in.rank() < k || in.rank() != out.rank() ||
+      in.num_elements() == 0 || in.is_dynamic())
     return false;
+  for (int64_t n : lengths)
+    if (!PowerOfTwo(n) || n > (int64_t{1} << 26)) return false;
   const PrimitiveType ti = in.element_type(), to = out.element_type();
   const bool single = ti == PrimitiveType::F32 || ti == PrimitiveType::C64;
   const PrimitiveType real = single ? PrimitiveType::F32 : PrimitiveType::F64;
   const PrimitiveType complex = single ? PrimitiveType::C64 : PrimitiveType::C128;
+  const int64_t n = lengths.back();
   int64_t in_last = n, out_last = n;
   switch (h.attrs().fft_type) {
     case FftType::kFft:
@@ -254,18 +298,21 @@ bool IsFftLibraryCall(const HloInstruction& h) {
       ti != PrimitiveType::C128)
     return false;
   const int last = in.rank() - 1;
-  for (int d = 0; d < last; ++d)
+  for (int d = 0; d < last; ++d) {
     if (in.dimensions(d) != out.dimensions(d)) return false;
+    if (d >= in.rank() - k && in.dimensions(d) != lengths[d - (in.rank() - k)]) return false;
+  }
   return in.dimensions(last) == in_last && out.dimensions(last) == out_last;
 }
 
 void RunFftLibrary(const HloInstruction& h, const Literal& in, Literal& out, ThreadPool* pool) {
-  const int64_t n = h.attrs().fft_length[0];
+  const FftType type = h.attrs().fft_type;
+  const std::vector<int64_t>& dims = (type == FftType::kIrfft ? in : out).shape().dimensions();
   const PrimitiveType t = in.shape().element_type();
   if (t == PrimitiveType::F32 || t == PrimitiveType::C64)
-    Run<float>(h.attrs().fft_type, in, out, n, pool);
+    Run<float>(type, in, out, dims, h.attrs().fft_length, pool);
   else
-    Run<double>(h.attrs().fft_type, in, out, n, pool);
+    Run<double>(type, in, out, dims, h.attrs().fft_length, pool);
 }
 
 }  // namespace kiln::cpu

@@ -1,12 +1,14 @@
-// HLO's fft over the last dimension on cpu-llvm's threads, where the evaluator's reference
-// (hlo/evaluator/fft.cc) runs one scalar double-precision transform after another: FFT,
-// IFFT, RFFT and IRFFT of f32 (c64) and f64 (c128) with one power-of-two fft_length, as
-// jnp.fft.fft / ifft / rfft / irfft along an axis lower to. Radix-2 in the element type on
-// split real and imaginary parts of 8 rows at a time (each butterfly a vector across them),
-// twiddles computed in double once per call; an RFFT packs its n reals into n/2 complex
-// values and unpacks the half spectrum, an IRFFT extends the half spectrum by symmetry (as
-// the evaluator does) and runs the inverse. Rows are spread over the pool. Transforms over
-// several dimensions and other lengths stay on the evaluator. LLVM-free.
+// HLO's fft on cpu-llvm's threads, where the evaluator's reference (hlo/evaluator/fft.cc)
+// runs one scalar double-precision transform after another: FFT, IFFT, RFFT and IRFFT of f32
+// (c64) and f64 (c128) over the last one to three dimensions, every fft_length a power of
+// two, as jnp.fft.fft / rfft along an axis and fft2 / rfft2 / fftn lower to. Radix-2 in the
+// element type on split real and imaginary parts of 8 rows at a time (each butterfly a vector
+// across them), twiddles computed in double once per call; an RFFT packs its n reals into n/2
+// complex values and unpacks the half spectrum, an IRFFT extends the half spectrum by
+// symmetry (as the evaluator does) and runs the inverse. Several dimensions are transformed
+// one axis after another: an earlier axis as strided columns, 8 neighbouring ones at a time;
+// an RFFT's real axis first, an IRFFT's last. Rows are spread over the pool. Other lengths
+// stay on the evaluator. LLVM-free.
 #pragma once
 
 #include "hlo/instruction.h"

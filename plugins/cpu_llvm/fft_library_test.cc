@@ -1,6 +1,6 @@
 // FFTs on cpu-llvm's library path (fft_library.h) against the HLO evaluator's double-precision
 // transform: FFT, IFFT, RFFT and IRFFT, f32 and f64, lengths 2 to 1024, batches spread over
-// threads; and the transforms that stay on the evaluator.
+// threads, over one, two and three dimensions; and the transforms that stay on the evaluator.
 #include "plugins/cpu_llvm/fft_library.h"
 
 #include <cmath>
@@ -8,8 +8,10 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
@@ -37,12 +39,14 @@ std::vector<std::complex<double>> Values(const Literal& l) {
 
 // Compiles `fft` of `in` -> `out` (type, length) on `threads` threads, runs it and the
 // evaluator on random input; returns whether the plan took the library path.
-bool Compare(const std::string& in, const std::string& out, const std::string& type, int64_t length,
-             int threads, double tol) {
+bool Compare(const std::string& in, const std::string& out, const std::string& type,
+             const std::vector<int64_t>& lengths, int threads, double tol) {
   const std::string text = fmt::format(
       "HloModule f\nENTRY main {{\n  x = {0} parameter(0)\n  ROOT f = {1} fft(x), "
       "fft_type={2}, fft_length={{{3}}}\n}}\n",
-      in, out, type, length);
+      in, out, type, fmt::join(lengths, ","));
+  int64_t length = 1;
+  for (int64_t n : lengths) length *= n;
   CompileOptions opts;
   opts.threads = threads;
   const testing::CompiledText c = testing::CompileText(text, opts);
@@ -86,33 +90,53 @@ TEST(FftLibrary, MatchesTheEvaluator) {
     for (int64_t n : {2, 4, 8, 16, 64, 1024}) {
       SCOPED_TRACE(n);
       const int64_t half = n / 2 + 1;
-      EXPECT_TRUE(Compare(fmt::format("c64[3,{}]", n), fmt::format("c64[3,{}]", n), "FFT", n,
+      EXPECT_TRUE(Compare(fmt::format("c64[3,{}]", n), fmt::format("c64[3,{}]", n), "FFT", {n},
                           threads, 1e-6));
-      EXPECT_TRUE(Compare(fmt::format("c64[3,{}]", n), fmt::format("c64[3,{}]", n), "IFFT", n,
+      EXPECT_TRUE(Compare(fmt::format("c64[3,{}]", n), fmt::format("c64[3,{}]", n), "IFFT", {n},
                           threads, 1e-6));
       EXPECT_TRUE(Compare(fmt::format("f32[2,5,{}]", n), fmt::format("c64[2,5,{}]", half), "RFFT",
-                          n, threads, 1e-6));
-      EXPECT_TRUE(Compare(fmt::format("c64[5,{}]", half), fmt::format("f32[5,{}]", n), "IRFFT", n,
+                          {n}, threads, 1e-6));
+      EXPECT_TRUE(Compare(fmt::format("c64[5,{}]", half), fmt::format("f32[5,{}]", n), "IRFFT", {n},
                           threads, 1e-6));
-      EXPECT_TRUE(Compare(fmt::format("f64[4,{}]", n), fmt::format("c128[4,{}]", half), "RFFT", n,
+      EXPECT_TRUE(Compare(fmt::format("f64[4,{}]", n), fmt::format("c128[4,{}]", half), "RFFT", {n},
                           threads, 1e-14));
-      EXPECT_TRUE(Compare(fmt::format("c128[4,{}]", n), fmt::format("c128[4,{}]", n), "IFFT", n,
+      EXPECT_TRUE(Compare(fmt::format("c128[4,{}]", n), fmt::format("c128[4,{}]", n), "IFFT", {n},
                           threads, 1e-14));
     }
   }
   // Many rows: split across the pool.
-  EXPECT_TRUE(Compare("f32[300,256]", "c64[300,129]", "RFFT", 256, 2, 1e-6));
+  EXPECT_TRUE(Compare("f32[300,256]", "c64[300,129]", "RFFT", {256}, 2, 1e-6));
+}
+
+TEST(FftLibrary, SeveralDimensionsMatchTheEvaluator) {
+  // jnp.fft.fft2 / ifft2 / rfft2 / irfft2 / fftn over two and three trailing dimensions; the
+  // earlier axes are strided columns (one of 3 elements: a block of lanes crossing rows).
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    EXPECT_TRUE(Compare("c64[4,8]", "c64[4,8]", "FFT", {4, 8}, threads, 1e-6));
+    // 3 is not a power of two: the evaluator's.
+    EXPECT_FALSE(Compare("c64[2,16,3,32]", "c64[2,16,3,32]", "FFT", {3, 32}, threads, 1e-6));
+    EXPECT_TRUE(Compare("c64[2,16,4,32]", "c64[2,16,4,32]", "IFFT", {16, 4, 32}, threads, 1e-6));
+    EXPECT_TRUE(Compare("f32[3,64,64]", "c64[3,64,33]", "RFFT", {64, 64}, threads, 1e-6));
+    EXPECT_TRUE(Compare("c64[3,64,33]", "f32[3,64,64]", "IRFFT", {64, 64}, threads, 1e-6));
+    EXPECT_TRUE(Compare("f64[8,2,16]", "c128[8,2,9]", "RFFT", {8, 2, 16}, threads, 1e-14));
+    EXPECT_TRUE(Compare("c128[2,8,16,5]", "f64[2,8,16,8]", "IRFFT", {8, 16, 8}, threads, 1e-14));
+    EXPECT_TRUE(Compare("c128[256,256]", "c128[256,256]", "FFT", {256, 256}, threads, 1e-14));
+  }
 }
 
 TEST(FftLibrary, OtherTransformsStayOnTheEvaluator) {
-  // Not a power of two, and over two dimensions: the evaluator's transform, still correct.
-  EXPECT_FALSE(Compare("c64[3,12]", "c64[3,12]", "FFT", 12, 2, 1e-6));
-  const std::string two_d =
+  // Not a power of two: the evaluator's transform, still correct.
+  EXPECT_FALSE(Compare("c64[3,12]", "c64[3,12]", "FFT", {12}, 2, 1e-6));
+  EXPECT_FALSE(Compare("c64[6,8]", "c64[6,8]", "FFT", {6, 8}, 2, 1e-6));
+  // Lengths that do not match the operand's dimensions are not the library's.
+  const std::string bad =
       "HloModule f\nENTRY main {\n  x = c64[4,8] parameter(0)\n  ROOT f = c64[4,8] fft(x), "
-      "fft_type=FFT, fft_length={4,8}\n}\n";
-  auto parsed = ParseHloModule(two_d, "f");
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_FALSE(IsFftLibraryCall(*(*parsed)->entry()->root()));
+      "fft_type=FFT, fft_length={8,8}\n}\n";
+  auto parsed = ParseHloModule(bad, "f");
+  if (parsed.ok()) {
+    EXPECT_FALSE(IsFftLibraryCall(*(*parsed)->entry()->root()));
+  }
 }
 
 }  // namespace

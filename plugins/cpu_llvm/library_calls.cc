@@ -1,28 +1,22 @@
 #include "plugins/cpu_llvm/library_calls.h"
 
 #include "absl/strings/str_cat.h"
-#include "plugins/cpu_llvm/complex_library.h"
 #include "plugins/cpu_llvm/fft_library.h"
 #include "plugins/cpu_llvm/lapack_library.h"
 
 namespace kiln::cpu {
 
 bool IsLibraryCall(const HloInstruction& h) {
-  return IsLapackLibraryCall(h) || IsFftLibraryCall(h) || IsComplexLibraryCall(h);
+  return IsLapackLibraryCall(h) || IsFftLibraryCall(h);
 }
 
 absl::Status RunLibraryCall(const HloInstruction& h, std::span<const Literal* const> operands,
                             Literal& out, ThreadPool* pool) {
   // LAPACK checks its own calls (RunLapackLibrary).
-  if (h.opcode() != HloOpcode::kFft && h.opcode() != HloOpcode::kAbs)
-    return RunLapackLibrary(h, operands, out);
-  const bool fft = h.opcode() == HloOpcode::kFft;
-  if (!(fft ? IsFftLibraryCall(h) : IsComplexLibraryCall(h)) || operands.size() != 1)
+  if (h.opcode() != HloOpcode::kFft) return RunLapackLibrary(h, operands, out);
+  if (!IsFftLibraryCall(h) || operands.size() != 1)
     return absl::InternalError(absl::StrCat("%", h.name(), " is not a library call"));
-  if (fft)
-    RunFftLibrary(h, *operands[0], out, pool);
-  else
-    RunComplexLibrary(h, *operands[0], out, pool);
+  RunFftLibrary(h, *operands[0], out, pool);
   return absl::OkStatus();
 }
 

@@ -29,7 +29,15 @@ std::string_view DispositionName(Disposition d) {
   return "?";
 }
 
-bool CanEmitFusion(const HloInstruction& fusion, std::string* why) {
+bool Emittable(const HloInstruction& h, const PlanOptions& options, std::string* why) {
+  if (!options.complex_kernels && llvm_emit::TouchesComplex(h)) {
+    if (why) *why = "complex values are emitted by the CPU runner only";
+    return false;
+  }
+  return llvm_emit::CanEmitElementally(h, why);
+}
+
+bool CanEmitFusion(const HloInstruction& fusion, const PlanOptions& options, std::string* why) {
   const HloComputation* comp = fusion.fused_computation();
   if (comp == nullptr || comp->root() == nullptr) {
     if (why) *why = "fusion without a fused computation";
@@ -53,7 +61,7 @@ bool CanEmitFusion(const HloInstruction& fusion, std::string* why) {
       continue;
     }
     std::string reason;
-    if (!llvm_emit::CanEmitElementally(*i, &reason)) {
+    if (!Emittable(*i, options, &reason)) {
       if (why) *why = absl::StrCat("fused ", i->name(), ": ", reason);
       return false;
     }
@@ -76,8 +84,8 @@ bool IsBookkeeping(const HloInstruction& h) {
 }
 
 // Constants the emitter can embed into a kernel instead of reading them from a buffer.
-bool IsInlinableConstant(const HloInstruction& h) {
-  return h.opcode() == HloOpcode::kConstant && llvm_emit::CanEmitElementally(h);
+bool IsInlinableConstant(const HloInstruction& h, const PlanOptions& options) {
+  return h.opcode() == HloOpcode::kConstant && Emittable(h, options, nullptr);
 }
 
 // Recomputing these per element of a consumer costs a whole loop each: materialize them
@@ -696,9 +704,9 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       continue;
     }
     if (h->opcode() == HloOpcode::kFusion) {
-      if (!CanEmitFusion(*h, &why)) why_not[h] = why;
+      if (!CanEmitFusion(*h, options, &why)) why_not[h] = why;
     } else if (!IsBookkeeping(*h)) {
-      if (llvm_emit::CanEmitElementally(*h, &why))
+      if (Emittable(*h, options, &why))
         emittable.insert(h);
       else
         why_not[h] = why;
@@ -774,7 +782,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
         const HloInstruction* o = stack.back();
         stack.pop_back();
         if (!seen.insert(o).second) continue;
-        if (IsInlinableConstant(*o)) continue;
+        if (IsInlinableConstant(*o, options)) continue;
         if (emittable.contains(o) && !materialized(o)) {
           for (const HloInstruction* oo : o->operands()) stack.push_back(oo);
           continue;
@@ -804,7 +812,7 @@ std::vector<KernelGroup> KernelGroups(const HloComputation& comp, const PlanOpti
     if (LibraryConv(*h, options) || LibraryGemm(*h, options)) continue;
     if (h->opcode() == HloOpcode::kFusion || IsBookkeeping(*h)) continue;
     std::string why;
-    if (llvm_emit::CanEmitElementally(*h, &why)) emittable.insert(h);
+    if (Emittable(*h, options, &why)) emittable.insert(h);
   }
   const absl::flat_hash_set<const HloInstruction*> roots =
       KernelRoots(comp, order, emittable, options);
@@ -819,7 +827,7 @@ std::vector<KernelGroup> KernelGroups(const HloComputation& comp, const PlanOpti
       HloInstruction* o = stack.back();
       stack.pop_back();
       if (!seen.insert(o).second) continue;
-      if (IsInlinableConstant(*o)) {
+      if (IsInlinableConstant(*o, options)) {
         members.insert(o);
         continue;
       }

@@ -87,6 +87,9 @@ struct PlanOptions {
   // kLibrary steps with a comparator kernel (Step::comparator) that the runner sorts with;
   // otherwise sorts go to the evaluator. The CPU runner supports it.
   bool native_sort = false;
+  // c64/c128 elementwise arithmetic and data movement in kernels (llvm_emit::CanEmitComplex);
+  // otherwise instructions on complex values go to the evaluator. The CPU runner supports it.
+  bool complex_kernels = false;
 };
 
 // One step of the run, in post-order.
@@ -146,9 +149,13 @@ struct Plan : ComputationPlan {
   std::shared_ptr<const HloModule> fused_module;
 };
 
+// True when the emitter generates `h` for a plan with `options` (CanEmitElementally, and
+// complex values only with complex_kernels). `why` (optional) says what blocks it.
+bool Emittable(const HloInstruction& h, const PlanOptions& options, std::string* why);
+
 // True when every instruction of a fused computation can be emitted (a root tuple of
 // arrays is allowed: a multi-output fusion). `why` says what blocks it.
-bool CanEmitFusion(const HloInstruction& fusion, std::string* why);
+bool CanEmitFusion(const HloInstruction& fusion, const PlanOptions& options, std::string* why);
 
 Plan MakePlan(const HloModule& module, const PlanOptions& options);
 

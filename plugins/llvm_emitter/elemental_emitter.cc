@@ -2,6 +2,7 @@
 #include "plugins/llvm_emitter/elemental_emitter.h"
 
 #include <algorithm>
+#include <complex>
 #include <functional>
 #include <iterator>
 #include <limits>
@@ -99,6 +100,9 @@ bool CanEmitUnary(HloOpcode op, PT in, PT out) {
     case HloOpcode::kPopulationCount:
     case HloOpcode::kClz:
       return IsInteger(in);
+    case HloOpcode::kReal:
+    case HloOpcode::kImag:
+      return IsFloatType(in) || IsComplex(in);
     case HloOpcode::kConvert:
       return true;
     case HloOpcode::kBitcastConvert:
@@ -123,6 +127,8 @@ bool CanEmitBinary(HloOpcode op, PT t) {
     case HloOpcode::kPower:
     case HloOpcode::kAtan2:
       return IsFloatType(t);
+    case HloOpcode::kComplex:
+      return t == PT::F32 || t == PT::F64;
     case HloOpcode::kAnd:
     case HloOpcode::kOr:
     case HloOpcode::kXor:
@@ -169,8 +175,8 @@ bool CanEmitSortComparator(const HloInstruction& sort, std::string* why) {
   const Shape& first = sort.operand(0)->shape();
   for (const HloInstruction* o : sort.operands()) {
     const Shape& s = o->shape();
-    if (!s.IsArray() || !IsSupportedType(s.element_type()) || s.is_dynamic() ||
-        s.dimensions() != first.dimensions())
+    if (!s.IsArray() || !IsSupportedType(s.element_type()) || IsComplex(s.element_type()) ||
+        s.is_dynamic() || s.dimensions() != first.dimensions())
       return no("sort operands are not arrays of one shape and supported types");
   }
   const HloComputation* cmp = sort.to_apply();
@@ -191,6 +197,10 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
   };
   if (!CheckTypes(instr, why)) return false;
   if (instr.shape().is_dynamic()) return no("dynamic shapes are not supported");
+  if (TouchesComplex(instr)) {
+    if (!CanEmitComplex(instr, why)) return false;
+    if (IsElementwiseOpcode(instr.opcode())) return true;  // the complex arithmetic listed there
+  }
   PT out = instr.shape().element_type();
   HloOpcode op = instr.opcode();
   if (IsElementwiseOpcode(op)) {
@@ -901,6 +911,15 @@ llvm::Value* KernelEmitter::CallMath(const std::string& f32_name, const std::str
 
 llvm::Value* KernelEmitter::ConstantScalar(const Literal& lit, int64_t linear, PT t) {
   llvm::Type* ty = ComputeType(t, ctx_);
+  if (IsComplex(t)) {
+    std::complex<double> z = t == PT::C64
+                                 ? std::complex<double>(lit.data<std::complex<float>>()[linear])
+                                 : lit.data<std::complex<double>>()[linear];
+    llvm::Type* part = ComputeType(ComplexPartType(t), ctx_);
+    return llvm::ConstantStruct::get(
+        llvm::cast<llvm::StructType>(ty),
+        {llvm::ConstantFP::get(part, z.real()), llvm::ConstantFP::get(part, z.imag())});
+  }
   if (IsFloatType(t)) return llvm::ConstantFP::get(ty, lit.GetAsDouble(linear));
   if (t == PT::PRED) return llvm::ConstantInt::get(ty, lit.GetAsInt64(linear) != 0);
   if (IsUnsignedInt(t)) return llvm::ConstantInt::get(ty, lit.GetAsUint64(linear));
@@ -918,9 +937,13 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConstant(const HloInstruction* h
   llvm::GlobalVariable*& g = constant_globals_[h];
   llvm::Type* st = StorageType(t, ctx_);
   if (g == nullptr) {
+    // A complex array's bytes are twice as many of its part type (a raw array of structs
+    // does not exist in LLVM); the loads below read pairs.
+    const bool pairs = IsComplex(t);
     llvm::Constant* data = llvm::ConstantDataArray::getRaw(
         llvm::StringRef(reinterpret_cast<const char*>(lit.untyped_data()), lit.size_bytes()),
-        h->shape().num_elements(), st);
+        h->shape().num_elements() * (pairs ? 2 : 1),
+        pairs ? StorageType(ComplexPartType(t), ctx_) : st);
     g = new llvm::GlobalVariable(module_, data->getType(), /*isConstant=*/true,
                                  llvm::GlobalValue::PrivateLinkage, data,
                                  absl::StrCat(spec_.name, ".", h->name()));
@@ -1080,6 +1103,9 @@ llvm::Value* KernelEmitter::EmitCompare(ComparisonDirection d, PT t, llvm::Value
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, llvm::Value* x) {
   PT in = h->operand(0)->shape().element_type();
   PT out = h->shape().element_type();
+  if (IsComplex(in) || IsComplex(out) || h->opcode() == HloOpcode::kReal ||
+      h->opcode() == HloOpcode::kImag)
+    return EmitComplexUnary(h, x);
   llvm::Type* ty = x->getType();
   llvm::Value* r = nullptr;
   bool f = IsFloatType(in);
@@ -1219,6 +1245,7 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, l
 
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitBinary(HloOpcode op, const HloInstruction* h, PT t,
                                                        llvm::Value* a, llvm::Value* b) {
+  if (IsComplex(t) || op == HloOpcode::kComplex) return EmitComplexBinary(h, t, a, b);
   bool f = IsFloatType(t);
   bool s = IsSignedInt(t);
   llvm::Type* ty = a->getType();
@@ -1280,7 +1307,8 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitBinary(HloOpcode op, const HloIn
       r = CallIntrinsic(llvm::Intrinsic::pow, {ty}, {a, b});
       break;
     case HloOpcode::kAtan2:
-      r = CallMath("atan2f", "atan2", t, {a, b});
+      r = !gpu() && ty->isFloatTy() ? FastAtan2F32(b_, a, b)
+                                    : CallMath("atan2f", "atan2", t, {a, b});
       break;
     case HloOpcode::kAnd:
       r = b_.CreateAnd(a, b);

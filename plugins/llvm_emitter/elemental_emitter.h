@@ -121,9 +121,18 @@ bool ReadsTransposed(const KernelSpec& spec);
 // reshape, transpose, slice, dynamic-slice and dynamic-update-slice (scalar start indices),
 // concatenate, pad, iota, reverse, constant; reduce and reduce-window with a
 // single input and a reducer made of such scalar ops; dot and convolution (naive loops). The
-// element types of the result and operands must be pred, integers up to 64 bits, f16, bf16, f32 or
-// f64. This is the exact list of what the codegen compiles natively; `why` (optional) says why not.
+// element types of the result and operands must be pred, integers up to 64 bits, the floats, or
+// (CanEmitComplex's subset) c64 and c128. This is the exact list of what the codegen compiles
+// natively; `why` (optional) says why not.
 bool CanEmitElementally(const HloInstruction& instr, std::string* why = nullptr);
+
+// True when `instr` takes or makes a c64 or c128 value.
+bool TouchesComplex(const HloInstruction& instr);
+// For such an instruction: the data movement ops, select, and the complex arithmetic the
+// emitter has (add, subtract, multiply, divide, compare eq/ne, complex, real, imag, negate,
+// abs, sign, exp, log, sqrt, convert to complex). Reductions, dots and convolutions of
+// complex values stay on the evaluator.
+bool CanEmitComplex(const HloInstruction& instr, std::string* why = nullptr);
 
 // True when the emitter can generate `sort`'s comparator as a KernelSpec::sort entry point:
 // array operands of one shape whose types it supports, and a comparator of scalar ops over

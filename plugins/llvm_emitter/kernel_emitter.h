@@ -52,6 +52,8 @@ inline bool IsSupportedType(PT t) {
     case PT::BF16:
     case PT::F32:
     case PT::F64:
+    case PT::C64:
+    case PT::C128:
       return true;
     default:
       return IsMiniFloat(t) || IsSubByteInt(t);
@@ -61,6 +63,8 @@ inline bool IsSupportedType(PT t) {
 inline bool IsFloatType(PT t) {
   return t == PT::F16 || t == PT::BF16 || t == PT::F32 || t == PT::F64 || IsMiniFloat(t);
 }
+// The type of a complex type's real and imaginary parts.
+inline PT ComplexPartType(PT t) { return t == PT::C128 ? PT::F64 : PT::F32; }
 // The type a dot or reduction of result type `t` accumulates in.
 inline PT AccumulationType(PT t) { return IsNarrowFloat(t) ? PT::F32 : t; }
 
@@ -87,6 +91,10 @@ inline llvm::Type* StorageType(PT t, llvm::LLVMContext& c) {
       return llvm::Type::getFloatTy(c);
     case PT::F64:
       return llvm::Type::getDoubleTy(c);
+    case PT::C64:  // (real, imaginary), as std::complex lays them out
+      return llvm::StructType::get(c, {llvm::Type::getFloatTy(c), llvm::Type::getFloatTy(c)});
+    case PT::C128:
+      return llvm::StructType::get(c, {llvm::Type::getDoubleTy(c), llvm::Type::getDoubleTy(c)});
     default:
       // The minifloats and sub-byte integers: one byte each.
       return IsMiniFloat(t) || IsSubByteInt(t) ? llvm::Type::getInt8Ty(c) : nullptr;
@@ -228,6 +236,15 @@ class KernelEmitter {
   absl::StatusOr<llvm::Value*> EmitBinary(HloOpcode op, const HloInstruction* h, PT t,
                                           llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitMax(PT t, llvm::Value* a, llvm::Value* b, bool is_max);
+  // Complex values (complex_emitter.cc): a {re, im} pair of floats or doubles. The unary and
+  // binary ops that take or make one (CanEmitComplex lists them).
+  absl::StatusOr<llvm::Value*> EmitComplexUnary(const HloInstruction* h, llvm::Value* x);
+  absl::StatusOr<llvm::Value*> EmitComplexBinary(const HloInstruction* h, PT t, llvm::Value* a,
+                                                 llvm::Value* b);
+  llvm::Value* MakeComplex(llvm::Value* re, llvm::Value* im);
+  llvm::Value* Re(llvm::Value* z) { return b_.CreateExtractValue(z, {0}); }
+  llvm::Value* Im(llvm::Value* z) { return b_.CreateExtractValue(z, {1}); }
+  llvm::Value* ComplexMagnitude(llvm::Value* z);
   llvm::Value* EmitCompare(ComparisonDirection d, PT t, llvm::Value* a, llvm::Value* b);
   absl::StatusOr<llvm::Value*> EmitConstant(const HloInstruction* h, const Index& idx);
   absl::StatusOr<llvm::Value*> EmitConcatenate(const HloInstruction* h, const Index& idx, int k,
