@@ -11,6 +11,7 @@
 #include "hlo/passes/scatter_to_update_slice.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
+#include "hlo/passes/while_loop_invariant_code_motion.h"
 
 namespace kiln {
 
@@ -30,6 +31,8 @@ std::unique_ptr<HloPassPipeline> MakeSimplificationPipeline() {
   p->AddPass<TupleSimplifier>();
   p->AddPass<TransposeFolding>();
   p->AddPass<HloCSE>();
+  // A fori_loop body's work on what it closes over (x.T * lr), once before the loop.
+  p->AddPass<WhileLoopInvariantCodeMotion>();
   p->AddPass<HloDCE>();
   // Each round only removes or shrinks instructions, so this converges quickly; the bound
   // guards against two rewrites undoing each other.

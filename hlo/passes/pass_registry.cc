@@ -23,6 +23,7 @@
 #include "hlo/passes/spmd_partitioner.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
+#include "hlo/passes/while_loop_invariant_code_motion.h"
 
 namespace kiln {
 namespace {
@@ -51,6 +52,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<RaggedDotExpander>(),
       Factory<NarrowDotUpcast>(),
       Factory<TupleSimplifier>(),
+      Factory<WhileLoopInvariantCodeMotion>(),
       Factory<CallInliner>(),
       Factory<ScatterToUpdateSlice>(),
       Factory<AsyncToSync>(),

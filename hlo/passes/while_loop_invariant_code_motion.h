@@ -1,0 +1,23 @@
+// Loop-invariant code motion for while loops: work in a loop body that depends only on state
+// the body passes through unchanged (and on constants) is computed once before the loop, and
+// its value becomes one more element of the loop state, passed through too. JAX writes such
+// work whenever a fori_loop body uses a value it closes over (x.T * lr in a gradient step:
+// a transpose and multiply of the whole matrix every iteration). As XLA's pass of that name,
+// broadcasts, reshapes and other ops that only move or replicate data are not hoisted by
+// themselves (carrying their larger results costs more than recomputing them in the body's
+// kernels); the expensive values under them are. Instructions with side effects, tuples and
+// control flow stay, as does everything in a loop whose body or condition another
+// instruction also calls.
+#pragma once
+
+#include "hlo/passes/pass.h"
+
+namespace kiln {
+
+class WhileLoopInvariantCodeMotion : public HloPass {
+ public:
+  std::string_view name() const override { return "while-loop-invariant-code-motion"; }
+  absl::StatusOr<bool> Run(HloModule& module) override;
+};
+
+}  // namespace kiln
