@@ -65,7 +65,10 @@ int main(int argc, char** argv) {
   };
   for (Size s : {Size{8, 8, 8, true}, Size{16, 16, 16, true}, Size{32, 32, 32, true},
                  Size{64, 64, 64, true}, Size{256, 784, 512, true}, Size{512, 512, 512, true},
-                 Size{1024, 1024, 1024, false}, Size{2048, 2048, 2048, false}}) {
+                 Size{1024, 1024, 1024, false}, Size{2048, 2048, 2048, false},
+                 // Matrix-vector products (a power iteration, a logistic regression step).
+                 Size{256, 256, 1, true}, Size{1024, 1024, 1, true}, Size{4096, 64, 1, true},
+                 Size{64, 4096, 1, true}, Size{1, 256, 256, true}, Size{1, 1024, 1024, true}}) {
     auto module = kiln::ParseHloModule(DotModule(s.m, s.k, s.n), "bench");
     if (!module.ok()) {
       std::fprintf(stderr, "parse error: %s\n", std::string(module.status().message()).c_str());
