@@ -32,7 +32,8 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
   const size_t ns = dn.input_spatial_dimensions.size();
   const std::vector<int64_t> is = RowMajorStrides(c.in_dims), ks = RowMajorStrides(c.kernel_dims),
                              os = RowMajorStrides(c.out_dims);
-  const int64_t cin = c.in_dims[dn.input_feature_dimension];
+  const int64_t cin = c.kernel_dims[dn.kernel_input_feature_dimension];  // of one group
+  const int64_t cout = c.out_features / c.groups;
   const int64_t in_fstride = is[dn.input_feature_dimension];
   std::vector<int64_t> out_sizes{c.out_dims[dn.output_batch_dimension]}, win_sizes;
   for (size_t i = 0; i < ns; ++i) {
@@ -40,90 +41,95 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
     win_sizes.push_back(c.kernel_dims[dn.kernel_spatial_dimensions[i]]);
   }
   if (win_sizes.empty()) win_sizes.push_back(1);  // no spatial dims: one kernel position
-
-  // Patches [rows, depth]: row (batch, output position), column (kernel position, feature).
-  // Rows are independent: they are filled in parallel on the pool.
-  std::vector<float> patches(static_cast<size_t>(c.rows * c.depth));
-  auto fill_rows = [&](int64_t first, int64_t last) {
-    std::vector<int64_t> o(out_sizes.size());  // the output position of row `first`
-    int64_t rest = first;
-    for (int d = static_cast<int>(o.size()) - 1; d >= 0; --d) {
-      o[d] = rest % out_sizes[d];
-      rest /= out_sizes[d];
-    }
-    for (int64_t row = first; row < last; ++row, Next(o, out_sizes)) {
-      float* prow = patches.data() + row * c.depth;
-      std::vector<int64_t> w(win_sizes.size(), 0);
-      do {
-        int64_t base = o[0] * is[dn.input_batch_dimension];
-        bool inside = true;
-        for (size_t i = 0; i < ns && inside; ++i) {
-          const WindowDimension& wd = c.window.dimensions[i];
-          int64_t kpos = wd.window_reversal ? wd.size - 1 - w[i] : w[i];
-          // Position in the (base-dilated, padded) input.
-          int64_t p = o[i + 1] * wd.stride - wd.padding_low + kpos * wd.window_dilation;
-          if (p < 0 || p % wd.base_dilation != 0) inside = false;
-          p /= wd.base_dilation;
-          if (p >= c.in_dims[dn.input_spatial_dimensions[i]]) inside = false;
-          base += p * is[dn.input_spatial_dimensions[i]];
-        }
-        if (inside) {
-          if (in_fstride == 1)
-            std::memcpy(prow, input + base, cin * sizeof(float));
-          else
-            for (int64_t f = 0; f < cin; ++f) prow[f] = input[base + f * in_fstride];
-        } else {
-          std::memset(prow, 0, cin * sizeof(float));
-        }
-        prow += cin;
-      } while (Next(w, win_sizes));
-    }
-  };
-  if (pool != nullptr && pool->size() > 1 && c.rows * c.depth >= kParallelMinPatchElements)
-    pool->ParallelFor(c.rows, fill_rows);
-  else
-    fill_rows(0, c.rows);
-
-  // Kernel [depth, out_features] in the patches' column order.
-  std::vector<float> weights(static_cast<size_t>(c.depth * c.out_features));
-  {
-    std::vector<int64_t> w(win_sizes.size(), 0);
-    int64_t col = 0;
-    do {
-      int64_t base = 0;
-      for (size_t i = 0; i < ns; ++i) base += w[i] * ks[dn.kernel_spatial_dimensions[i]];
-      for (int64_t f = 0; f < cin; ++f, ++col)
-        for (int64_t g = 0; g < c.out_features; ++g)
-          weights[col * c.out_features + g] =
-              kernel[base + f * ks[dn.kernel_input_feature_dimension] +
-                     g * ks[dn.kernel_output_feature_dimension]];
-    } while (Next(w, win_sizes));
-  }
-
-  GemmShape g;
-  g.m = c.rows, g.k = c.depth, g.n = c.out_features;
-  const bool direct = os[dn.output_feature_dimension] == 1 && dn.output_batch_dimension == 0 &&
+  const bool direct = c.groups == 1 && os[dn.output_feature_dimension] == 1 &&
+                      dn.output_batch_dimension == 0 &&
                       [&] {  // output already [batch, spatial..., feature] in that order
                         for (size_t i = 0; i < ns; ++i)
                           if (dn.output_spatial_dimensions[i] != static_cast<int64_t>(i) + 1)
                             return false;
                         return true;
                       }();
-  if (direct) {
-    RunBlasDot(g, patches.data(), weights.data(), out, pool);
-    return;
+  std::vector<float> patches(static_cast<size_t>(c.rows * c.depth));
+  std::vector<float> weights(static_cast<size_t>(c.depth * cout));
+  std::vector<float> product(direct ? 0 : static_cast<size_t>(c.rows * cout));
+  // Group `group` reads input features [group * cin, (group + 1) * cin) and writes output
+  // features [group * cout, (group + 1) * cout): one GEMM each.
+  for (int64_t group = 0; group < c.groups; ++group) {
+    const float* group_input = input + group * cin * in_fstride;
+    // Patches [rows, depth]: row (batch, output position), column (kernel position,
+    // feature). Rows are independent: they are filled in parallel on the pool.
+    auto fill_rows = [&](int64_t first, int64_t last) {
+      std::vector<int64_t> o(out_sizes.size());  // the output position of row `first`
+      int64_t rest = first;
+      for (int d = static_cast<int>(o.size()) - 1; d >= 0; --d) {
+        o[d] = rest % out_sizes[d];
+        rest /= out_sizes[d];
+      }
+      for (int64_t row = first; row < last; ++row, Next(o, out_sizes)) {
+        float* prow = patches.data() + row * c.depth;
+        std::vector<int64_t> w(win_sizes.size(), 0);
+        do {
+          int64_t base = o[0] * is[dn.input_batch_dimension];
+          bool inside = true;
+          for (size_t i = 0; i < ns && inside; ++i) {
+            const WindowDimension& wd = c.window.dimensions[i];
+            int64_t kpos = wd.window_reversal ? wd.size - 1 - w[i] : w[i];
+            // Position in the (base-dilated, padded) input.
+            int64_t p = o[i + 1] * wd.stride - wd.padding_low + kpos * wd.window_dilation;
+            if (p < 0 || p % wd.base_dilation != 0) inside = false;
+            p /= wd.base_dilation;
+            if (p >= c.in_dims[dn.input_spatial_dimensions[i]]) inside = false;
+            base += p * is[dn.input_spatial_dimensions[i]];
+          }
+          if (inside) {
+            if (in_fstride == 1)
+              std::memcpy(prow, group_input + base, cin * sizeof(float));
+            else
+              for (int64_t f = 0; f < cin; ++f) prow[f] = group_input[base + f * in_fstride];
+          } else {
+            std::memset(prow, 0, cin * sizeof(float));
+          }
+          prow += cin;
+        } while (Next(w, win_sizes));
+      }
+    };
+    if (pool != nullptr && pool->size() > 1 && c.rows * c.depth >= kParallelMinPatchElements)
+      pool->ParallelFor(c.rows, fill_rows);
+    else
+      fill_rows(0, c.rows);
+
+    // Kernel [depth, cout] in the patches' column order.
+    {
+      std::vector<int64_t> w(win_sizes.size(), 0);
+      int64_t col = 0;
+      do {
+        int64_t base = 0;
+        for (size_t i = 0; i < ns; ++i) base += w[i] * ks[dn.kernel_spatial_dimensions[i]];
+        for (int64_t f = 0; f < cin; ++f, ++col)
+          for (int64_t g = 0; g < cout; ++g)
+            weights[col * cout + g] =
+                kernel[base + f * ks[dn.kernel_input_feature_dimension] +
+                       (group * cout + g) * ks[dn.kernel_output_feature_dimension]];
+      } while (Next(w, win_sizes));
+    }
+
+    GemmShape g;
+    g.m = c.rows, g.k = c.depth, g.n = cout;
+    if (direct) {
+      RunBlasDot(g, patches.data(), weights.data(), out, pool);
+      return;
+    }
+    RunBlasDot(g, patches.data(), weights.data(), product.data(), pool);
+    std::vector<int64_t> o(out_sizes.size(), 0);
+    int64_t row = 0;
+    do {
+      int64_t base = o[0] * os[dn.output_batch_dimension];
+      for (size_t i = 0; i < ns; ++i) base += o[i + 1] * os[dn.output_spatial_dimensions[i]];
+      for (int64_t f = 0; f < cout; ++f)
+        out[base + (group * cout + f) * os[dn.output_feature_dimension]] = product[row * cout + f];
+      ++row;
+    } while (Next(o, out_sizes));
   }
-  std::vector<float> product(static_cast<size_t>(c.rows * c.out_features));
-  RunBlasDot(g, patches.data(), weights.data(), product.data(), pool);
-  std::vector<int64_t> o(out_sizes.size(), 0);
-  int64_t row = 0;
-  do {
-    int64_t base = o[0] * os[dn.output_batch_dimension];
-    for (size_t i = 0; i < ns; ++i) base += o[i + 1] * os[dn.output_spatial_dimensions[i]];
-    for (int64_t f = 0; f < c.out_features; ++f)
-      out[base + f * os[dn.output_feature_dimension]] = product[row * c.out_features + f];
-    ++row;
-  } while (Next(o, out_sizes));
 }
 
 }  // namespace kiln::cpu

@@ -4,7 +4,8 @@
 // (blas_dot.h: oneDNN or OpenBLAS) multiplies them; the product is written back in the
 // output's dimension order; where oneDNN has a native kernel for the convolution it runs that
 // instead (onednn_conv.h). Any dimension numbers, strides, padding, lhs/rhs dilation and
-// window reversal; feature_group_count and batch_group_count must be 1. LLVM-free.
+// window reversal; feature groups (one GEMM per group, im2col only); batch_group_count must
+// be 1. LLVM-free.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Convolutions routed to the library (oneDNN's direct convolution, else im2col + GEMM) against
 // the HLO evaluator, over dimension orders, strides, padding, lhs/rhs dilation, reversal,
-// 1-D/3-D windows and pools of 1 to 3 threads (batch and feature slices); and the cases that
-// must stay off the library path.
+// 1-D/3-D windows, feature groups and pools of 1 to 3 threads (batch and feature slices); and
+// the cases that must stay off the library path.
 #include <memory>
 #include <random>
 #include <string>
@@ -65,6 +65,11 @@ std::vector<ConvCase> Cases() {
        "window={size=4x4 pad=0_1x0_1 rhs_dilate=2x2}, dim_labels=f01b_i01o->01bf"},
       {"kernel_gradient_dilated", "f32[2,10,9,3]", "f32[2,7,7,4]", "f32[3,3,3,4]",
        "window={size=7x7 stride=2x2 pad=1_0x1_1}, dim_labels=f01b_i01o->01bf"},
+      // Feature groups (ResNeXt's): a GEMM per group, on NHWC and NCHW.
+      {"grouped_g4", "f32[2,8,8,32]", "f32[3,3,8,32]", "f32[2,8,8,32]",
+       "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=4"},
+      {"grouped_nchw", "f32[2,16,6,6]", "f32[16,8,3,3]", "f32[2,16,4,4]",
+       "window={size=3x3}, dim_labels=bf01_oi01->bf01, feature_group_count=2"},
   };
 }
 
@@ -141,19 +146,30 @@ TEST(ConvLibrary, OneDnnTakesTheCommonLayouts) {
   EXPECT_EQ(implementation("one_image_features", 9), "");
 }
 
-TEST(ConvLibrary, GroupedAndSmallStayOffTheLibrary) {
-  ConvCase grouped{"grouped", "f32[1,8,8,4]", "f32[3,3,2,4]", "f32[1,6,6,4]",
-                   "window={size=3x3}, dim_labels=b01f_01io->b01f"};
-  auto parsed = ParseHloModule(Module(grouped, ", feature_group_count=2"), "g");
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  std::string why;
-  const HloInstruction* conv = (*parsed)->entry()->root();
-  EXPECT_FALSE(MatchLibraryConv(*conv, 0, &why).has_value());
-  EXPECT_EQ(why, HaveBlas() ? "grouped convolution" : "built without a BLAS library");
-
-  auto small = ParseHloModule(Module(Cases()[0]), "s");
-  ASSERT_TRUE(small.ok());
-  EXPECT_FALSE(MatchLibraryConv(*(*small)->entry()->root(), int64_t{1} << 40).has_value());
+TEST(ConvLibrary, DepthwiseOneChannelAndSmallStayOffTheLibrary) {
+  const auto why_not = [](const ConvCase& c, int64_t min_work) {
+    auto parsed = ParseHloModule(Module(c), c.name);
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    std::string why;
+    EXPECT_FALSE(MatchLibraryConv(*(*parsed)->entry()->root(), min_work, &why).has_value());
+    return why;
+  };
+  const std::string no_blas = "built without a BLAS library";
+  // Two features per group; one (depthwise); a one-channel filter (jnp.convolve's).
+  EXPECT_EQ(why_not({"grouped", "f32[1,8,8,4]", "f32[3,3,2,4]", "f32[1,6,6,4]",
+                     "window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=2"},
+                    0),
+            HaveBlas() ? "grouped convolution with few features per group" : no_blas);
+  EXPECT_EQ(why_not({"depthwise", "f32[2,8,8,16]", "f32[3,3,1,16]", "f32[2,6,6,16]",
+                     "window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=16"},
+                    0),
+            HaveBlas() ? "grouped convolution with few features per group" : no_blas);
+  EXPECT_EQ(why_not({"filter", "f32[1,1,4096]", "f32[1,1,65]", "f32[1,1,4096]",
+                     "window={size=65 pad=32_32}, dim_labels=bf0_oi0->bf0"},
+                    0),
+            HaveBlas() ? "one-channel filter" : no_blas);
+  EXPECT_EQ(why_not(Cases()[0], int64_t{1} << 40),
+            HaveBlas() ? "too small for a library call" : no_blas);
 }
 
 }  // namespace

@@ -109,6 +109,7 @@ struct Roles {
 };
 
 std::optional<Roles> RolesOf(const ConvGemm& c) {
+  if (c.groups != 1) return std::nullopt;  // grouped: im2col, a GEMM per group
   const ConvolutionDimensionNumbers& dn = c.dnums;
   Roles r;
   r.spatial = static_cast<int>(dn.input_spatial_dimensions.size());

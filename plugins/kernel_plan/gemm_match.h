@@ -48,9 +48,10 @@ struct ConvGemm {
   std::vector<int64_t> in_dims, kernel_dims, out_dims;
   ConvolutionDimensionNumbers dnums;
   Window window;
-  int64_t rows = 0;   // batch * output positions
-  int64_t depth = 0;  // kernel positions * input features (the GEMM's k)
-  int64_t out_features = 0;
+  int64_t rows = 0;          // batch * output positions
+  int64_t depth = 0;         // kernel positions * input features of a group (the GEMM's k)
+  int64_t out_features = 0;  // all groups'
+  int64_t groups = 1;        // feature_group_count: one GEMM per group
 };
 
 // The GEMM form of `conv` when the library path applies and rows*depth*out_features >=
