@@ -133,6 +133,88 @@ bool Rewrite(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
   return ReplaceUsesIfCompatible(rw, out);
 }
 
+// A max or min window of `size` >= min_length along one dimension (stride 1, no dilation,
+// padding >= 0): log2(size) steps of doubling, m_2k[i] = max(m_k[i], m_k[i + k]) on the
+// input padded with the init value, then one max of two overlapping runs (max and min are
+// idempotent, so the runs may overlap). Exact, and each step is a vectorized elementwise
+// kernel instead of `size` compares per element.
+bool RewriteSliding(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
+  const HloComputation* reducer = rw->to_apply();
+  if (rw->operand_count() != 2 || !rw->shape().IsArray() || !rw->attrs().window ||
+      reducer == nullptr)
+    return false;
+  const std::optional<ReductionKind> kind = MatchReductionKind(*reducer);
+  if (kind != ReductionKind::kMax && kind != ReductionKind::kMin) return false;
+  HloInstruction* x = rw->operand(0);
+  HloInstruction* init = rw->operand(1);
+  const std::vector<WindowDimension>& win = rw->attrs().window->dimensions;
+  if (!x->shape().IsArray() || static_cast<int>(win.size()) != x->shape().rank()) return false;
+  int64_t d = -1;
+  for (int64_t i = 0; i < static_cast<int64_t>(win.size()); ++i) {
+    const WindowDimension& w = win[i];
+    if (w.stride != 1 || w.window_dilation != 1 || w.base_dilation != 1 || w.window_reversal ||
+        w.padding_low < 0 || w.padding_high < 0)
+      return false;
+    if (w.size == 1 && w.padding_low == 0 && w.padding_high == 0) continue;
+    if (d >= 0 || w.size < min_length) return false;
+    d = i;
+  }
+  if (d < 0) return false;
+  const HloOpcode op = kind == ReductionKind::kMax ? HloOpcode::kMaximum : HloOpcode::kMinimum;
+  const PrimitiveType t = x->shape().element_type();
+  HloComputation* comp = rw->parent();
+  const int64_t size = win[d].size;
+  std::vector<int64_t> dims = x->shape().dimensions();
+  const int64_t out_len = rw->shape().dimensions(d);
+  auto add = [&](HloOpcode o, std::vector<int64_t> shape, std::vector<HloInstruction*> operands) {
+    return AddArrayInstruction(comp, names, o, t, std::move(shape), std::move(operands),
+                               x->shape());
+  };
+  // Elements [start, start + len) of `v` along d.
+  auto slice = [&](HloInstruction* v, int64_t start, int64_t len) {
+    std::vector<int64_t> shape = v->shape().dimensions();
+    InstructionAttributes a;
+    a.slice_starts.assign(shape.size(), 0);
+    a.slice_limits = shape;
+    a.slice_strides.assign(shape.size(), 1);
+    a.slice_starts[d] = start;
+    a.slice_limits[d] = start + len;
+    shape[d] = len;
+    HloInstruction* s = add(HloOpcode::kSlice, shape, {v});
+    s->mutable_attrs().slice_starts = a.slice_starts;
+    s->mutable_attrs().slice_limits = a.slice_limits;
+    s->mutable_attrs().slice_strides = a.slice_strides;
+    return s;
+  };
+  HloInstruction* cur = x;
+  int64_t len = dims[d] + win[d].padding_low + win[d].padding_high;
+  if (len - size + 1 != out_len) return false;
+  if (win[d].padding_low > 0 || win[d].padding_high > 0) {
+    std::vector<int64_t> padded = dims;
+    padded[d] = len;
+    cur = add(HloOpcode::kPad, padded, {x, init});
+    PaddingConfig pads(dims.size());
+    pads[d].edge_padding_low = win[d].padding_low;
+    pads[d].edge_padding_high = win[d].padding_high;
+    cur->mutable_attrs().padding_config = pads;
+  }
+  // cur[i] = the reducer over k consecutive elements from i.
+  int64_t k = 1;
+  for (; 2 * k <= size; k *= 2) {
+    std::vector<int64_t> shape = cur->shape().dimensions();
+    shape[d] = len - k;
+    cur = add(op, shape, {slice(cur, 0, len - k), slice(cur, k, len - k)});
+    len -= k;
+  }
+  std::vector<int64_t> out_dims = rw->shape().dimensions();
+  HloInstruction* out = cur;
+  if (k < size || len != out_len)
+    out = add(op, out_dims, {slice(cur, 0, out_len), slice(cur, size - k, out_len)});
+  HloInstruction* init_b = add(HloOpcode::kBroadcast, out_dims, {init});
+  init_b->mutable_attrs().has_dimensions = true;
+  return ReplaceUsesIfCompatible(rw, add(op, out_dims, {init_b, out}));
+}
+
 }  // namespace
 
 absl::StatusOr<bool> ReduceWindowScan::Run(HloModule& module) {
@@ -142,7 +224,8 @@ absl::StatusOr<bool> ReduceWindowScan::Run(HloModule& module) {
     std::vector<HloInstruction*> dead;
     for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
       if (instr->opcode() != HloOpcode::kReduceWindow) continue;
-      if (Rewrite(instr, min_length_, names)) dead.push_back(instr);
+      if (Rewrite(instr, min_length_, names) || RewriteSliding(instr, min_length_, names))
+        dead.push_back(instr);
     }
     RemoveDeadFrom(comp, dead);
     changed |= !dead.empty();

@@ -1,6 +1,6 @@
 // Tests of the running-reduction rewrite: forward and reverse scans of every reducer kind,
-// along any dimension, with an init that is not the reducer's identity, give the
-// evaluator's values; windows that are not running reductions stay.
+// along any dimension, with an init that is not the reducer's identity, and wide max/min
+// windows by doubling, give the evaluator's values; other windows stay.
 #include "hlo/passes/reduce_window_scan.h"
 
 #include "gtest/gtest.h"
@@ -88,12 +88,29 @@ ENTRY main {
 )");
 }
 
+TEST(ReduceWindowScanTest, WideMaxAndMinWindowsByDoubling) {
+  // A centred sliding maximum (jax reduce_window 'SAME'), a valid one, a power-of-two size,
+  // a minimum with an init that is not its identity, one over dimension 0, and windows
+  // that only see padding at the edges.
+  ExpectScan(Module("f32", "maximum", "3,100", "size=1x33 pad=0_0x16_16", "-inf"));
+  std::string valid = Module("f32", "maximum", "2,50", "size=1x33", "-inf");
+  valid.replace(valid.find("ROOT w = f32[2,50]"), 18, "ROOT w = f32[2,18]");
+  ExpectScan(valid);
+  ExpectScan(Module("f32", "maximum", "2,40", "size=1x32 pad=0_0x31_0", "-inf"));
+  ExpectScan(Module("f32", "minimum", "2,40", "size=1x20 pad=0_0x3_16", "0.5"));
+  ExpectScan(Module("s32", "maximum", "30,3", "size=17x1 pad=16_0x0_0", "-5"));
+  ExpectScan(Module("f32", "minimum", "2,10", "size=1x24 pad=0_0x20_3", "inf"));
+}
+
 TEST(ReduceWindowScanTest, OtherWindowsStay) {
+  std::string strided = Module("f32", "maximum", "3,40", "size=1x17 stride=1x2 pad=0_0x8_8", "0");
+  strided.replace(strided.find("ROOT w = f32[3,40]"), 18, "ROOT w = f32[3,20]");
   for (const std::string& hlo :
-       {Module("f32", "add", "3,17", "size=1x5 pad=0_0x4_0", "0"),         // a sliding window
-        Module("f32", "add", "3,17", "size=1x17 pad=0_0x8_8", "0"),        // centred
-        Module("f32", "add", "3,17", "size=2x17 pad=1_0x16_0", "0"),       // two dimensions
-        Module("f32", "subtract", "3,17", "size=1x17 pad=0_0x16_0", "0"),  // not associative
+       {strided, Module("f32", "add", "3,17", "size=1x5 pad=0_0x4_0", "0"),  // a sliding window
+        Module("f32", "add", "3,17", "size=1x17 pad=0_0x8_8", "0"),          // centred
+        Module("f32", "add", "3,17", "size=2x17 pad=1_0x16_0", "0"),         // two dimensions
+        Module("f32", "subtract", "3,17", "size=1x17 pad=0_0x16_0", "0"),    // not associative
+        Module("f32", "maximum", "8,40", "size=2x17 pad=1_0x16_0", "0"),     // a 2-D max window
         // a reducer that is not elementwise
         std::string(
             "HloModule m\nred {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
