@@ -59,6 +59,16 @@ absl::flat_hash_set<const HloComputation*> SharedComputations(const HloModule& m
   return shared;
 }
 
+// Adds get-tuple-element(tuple), index=i, of shape `s` (the element's, layout included).
+HloInstruction* AddElement(HloComputation* comp, NameUniquer& names, HloInstruction* tuple,
+                           int64_t i, const Shape& s) {
+  HloInstruction* g = AddArrayInstruction(comp, names, HloOpcode::kGetTupleElement,
+                                          s.element_type(), s.dimensions(), {tuple}, s);
+  *g->mutable_shape() = s;
+  g->mutable_attrs().tuple_index = i;
+  return g;
+}
+
 bool Hoist(HloInstruction* loop, NameUniquer& names) {
   HloComputation* body = loop->while_body();
   HloComputation* cond = loop->while_condition();
@@ -126,12 +136,7 @@ bool Hoist(HloInstruction* loop, NameUniquer& names) {
   absl::flat_hash_map<const HloInstruction*, HloInstruction*> outside;
   auto element = [&](int64_t i) -> HloInstruction* {
     if (init->opcode() == HloOpcode::kTuple) return init->operand(static_cast<int>(i));
-    const Shape& s = init->shape().tuple_shapes(static_cast<int>(i));
-    HloInstruction* g = AddArrayInstruction(parent, names, HloOpcode::kGetTupleElement,
-                                            s.element_type(), s.dimensions(), {init}, s);
-    *g->mutable_shape() = s;
-    g->mutable_attrs().tuple_index = i;
-    return g;
+    return AddElement(parent, names, init, i, init->shape().tuple_shapes(static_cast<int>(i)));
   };
   std::function<HloInstruction*(const HloInstruction*)> clone =
       [&](const HloInstruction* h) -> HloInstruction* {
@@ -164,11 +169,7 @@ bool Hoist(HloInstruction* loop, NameUniquer& names) {
   *cond->parameter(0)->mutable_shape() = tuple_shape;
   for (size_t j = 0; j < carried.size(); ++j) {
     HloInstruction* h = carried[j];
-    HloInstruction* g =
-        AddArrayInstruction(body, names, HloOpcode::kGetTupleElement, h->shape().element_type(),
-                            h->shape().dimensions(), {param}, h->shape());
-    *g->mutable_shape() = h->shape();
-    g->mutable_attrs().tuple_index = n + static_cast<int64_t>(j);
+    HloInstruction* g = AddElement(body, names, param, n + static_cast<int64_t>(j), h->shape());
     h->ReplaceAllUsesWith(g);
     root->AppendOperand(g);
   }
@@ -185,14 +186,8 @@ bool Hoist(HloInstruction* loop, NameUniquer& names) {
   for (const HloInstruction* u : users) needs_tuple |= u->opcode() != HloOpcode::kGetTupleElement;
   if (needs_tuple) {
     std::vector<HloInstruction*> parts;
-    for (int i = 0; i < n; ++i) {
-      HloInstruction* g = AddArrayInstruction(
-          parent, names, HloOpcode::kGetTupleElement, old_shape.tuple_shapes(i).element_type(),
-          old_shape.tuple_shapes(i).dimensions(), {loop}, old_shape.tuple_shapes(i));
-      *g->mutable_shape() = old_shape.tuple_shapes(i);
-      g->mutable_attrs().tuple_index = i;
-      parts.push_back(g);
-    }
+    for (int i = 0; i < n; ++i)
+      parts.push_back(AddElement(parent, names, loop, i, old_shape.tuple_shapes(i)));
     HloInstruction* old_value = AddWithFreshName(
         parent, std::make_unique<HloInstruction>(HloOpcode::kTuple, old_shape, parts), names,
         "tuple");

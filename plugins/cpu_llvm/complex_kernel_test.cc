@@ -130,18 +130,15 @@ TEST(ComplexKernel, AbsMatchesTheEvaluator) {
       std::vector<Literal> c64, c128;
       c64.push_back(Complexes(PrimitiveType::C64, RandomAndSpecial<float>(n)));
       c128.push_back(Complexes(PrimitiveType::C128, RandomAndSpecial<double>(n)));
-      Outcome a = Compare(fmt::format("HloModule a\nENTRY main {{\n  x = c64[{0}] parameter(0)\n"
-                                      "  ROOT a = f32[{0}] abs(x)\n}}\n",
-                                      n),
-                          c64, threads, 1);
-      EXPECT_FALSE(a.evaluator);
-      EXPECT_EQ(a.mismatches, 0);
-      Outcome b = Compare(fmt::format("HloModule a\nENTRY main {{\n  x = c128[{0}] parameter(0)\n"
-                                      "  ROOT a = f64[{0}] abs(x)\n}}\n",
-                                      n),
-                          c128, threads, 1);
-      EXPECT_FALSE(b.evaluator);
-      EXPECT_EQ(b.mismatches, 0);
+      for (const bool single : {true, false}) {
+        const Outcome o =
+            Compare(fmt::format("HloModule a\nENTRY main {{\n  x = {1}[{0}] parameter(0)\n"
+                                "  ROOT a = {2}[{0}] abs(x)\n}}\n",
+                                n, single ? "c64" : "c128", single ? "f32" : "f64"),
+                    single ? c64 : c128, threads, 1);
+        EXPECT_FALSE(o.evaluator);
+        EXPECT_EQ(o.mismatches, 0);
+      }
     }
   }
 }
