@@ -57,6 +57,37 @@ bool IsElementwiseReducer(const HloComputation& reducer) {
   return true;
 }
 
+// Elements [start, start + len) of `v` along dimension d.
+HloInstruction* SliceAlong(HloComputation* comp, NameUniquer& names, HloInstruction* v, int64_t d,
+                           int64_t start, int64_t len) {
+  const std::vector<int64_t>& dims = v->shape().dimensions();
+  std::vector<int64_t> kept = dims;
+  kept[d] = len;
+  HloInstruction* s = AddArrayInstruction(comp, names, HloOpcode::kSlice, v->shape().element_type(),
+                                          kept, {v}, v->shape());
+  InstructionAttributes& a = s->mutable_attrs();
+  a.slice_starts.assign(dims.size(), 0);
+  a.slice_limits = dims;
+  a.slice_strides.assign(dims.size(), 1);
+  a.slice_starts[d] = start;
+  a.slice_limits[d] = start + len;
+  return s;
+}
+
+// `v` padded along dimension d with `low` and `high` copies of the scalar `value`.
+HloInstruction* PadAlong(HloComputation* comp, NameUniquer& names, HloInstruction* v,
+                         HloInstruction* value, int64_t d, int64_t low, int64_t high) {
+  std::vector<int64_t> padded = v->shape().dimensions();
+  padded[d] += low + high;
+  HloInstruction* p = AddArrayInstruction(comp, names, HloOpcode::kPad, v->shape().element_type(),
+                                          padded, {v, value}, v->shape());
+  PaddingConfig pads(padded.size());
+  pads[d].edge_padding_low = low;
+  pads[d].edge_padding_high = high;
+  p->mutable_attrs().padding_config = pads;
+  return p;
+}
+
 bool Rewrite(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
   std::optional<Scan> scan = ScanOf(*rw, min_length);
   const HloComputation* reducer = rw->to_apply();
@@ -100,22 +131,9 @@ bool Rewrite(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
   HloInstruction* y = x;
   for (int64_t k = 1; k < n; k *= 2) {
     // s[i] = y[i - k] (forward) or y[i + k] (reverse) where that exists.
-    std::vector<int64_t> kept = dims;
-    kept[d] = n - k;
-    HloInstruction* part = add(HloOpcode::kSlice, t, kept, {y});
-    InstructionAttributes& sa = part->mutable_attrs();
-    sa.slice_starts.assign(dims.size(), 0);
-    sa.slice_limits = dims;
-    sa.slice_strides.assign(dims.size(), 1);
-    if (scan->reverse) {
-      sa.slice_starts[d] = k;
-    } else {
-      sa.slice_limits[d] = n - k;
-    }
-    HloInstruction* s = add(HloOpcode::kPad, t, dims, {part, init});
-    PaddingConfig pads(dims.size());
-    (scan->reverse ? pads[d].edge_padding_high : pads[d].edge_padding_low) = k;
-    s->mutable_attrs().padding_config = pads;
+    HloInstruction* part = SliceAlong(comp, names, y, d, scan->reverse ? k : 0, n - k);
+    HloInstruction* s = scan->reverse ? PadAlong(comp, names, part, init, d, 0, k)
+                                      : PadAlong(comp, names, part, init, d, k, 0);
     // Earlier elements on the left, as the window combines them.
     HloInstruction* both = scan->reverse ? combine(y, s) : combine(s, y);
     HloInstruction* bound = AddScalarConstant(comp, names, PrimitiveType::S32,
@@ -170,46 +188,27 @@ bool RewriteSliding(HloInstruction* rw, int64_t min_length, NameUniquer& names) 
     return AddArrayInstruction(comp, names, o, t, std::move(shape), std::move(operands),
                                x->shape());
   };
-  // Elements [start, start + len) of `v` along d.
-  auto slice = [&](HloInstruction* v, int64_t start, int64_t len) {
-    std::vector<int64_t> shape = v->shape().dimensions();
-    InstructionAttributes a;
-    a.slice_starts.assign(shape.size(), 0);
-    a.slice_limits = shape;
-    a.slice_strides.assign(shape.size(), 1);
-    a.slice_starts[d] = start;
-    a.slice_limits[d] = start + len;
-    shape[d] = len;
-    HloInstruction* s = add(HloOpcode::kSlice, shape, {v});
-    s->mutable_attrs().slice_starts = a.slice_starts;
-    s->mutable_attrs().slice_limits = a.slice_limits;
-    s->mutable_attrs().slice_strides = a.slice_strides;
-    return s;
-  };
   HloInstruction* cur = x;
   int64_t len = dims[d] + win[d].padding_low + win[d].padding_high;
   if (len - size + 1 != out_len) return false;
-  if (win[d].padding_low > 0 || win[d].padding_high > 0) {
-    std::vector<int64_t> padded = dims;
-    padded[d] = len;
-    cur = add(HloOpcode::kPad, padded, {x, init});
-    PaddingConfig pads(dims.size());
-    pads[d].edge_padding_low = win[d].padding_low;
-    pads[d].edge_padding_high = win[d].padding_high;
-    cur->mutable_attrs().padding_config = pads;
-  }
+  if (win[d].padding_low > 0 || win[d].padding_high > 0)
+    cur = PadAlong(comp, names, x, init, d, win[d].padding_low, win[d].padding_high);
   // cur[i] = the reducer over k consecutive elements from i.
   int64_t k = 1;
   for (; 2 * k <= size; k *= 2) {
     std::vector<int64_t> shape = cur->shape().dimensions();
     shape[d] = len - k;
-    cur = add(op, shape, {slice(cur, 0, len - k), slice(cur, k, len - k)});
+    cur = add(
+        op, shape,
+        {SliceAlong(comp, names, cur, d, 0, len - k), SliceAlong(comp, names, cur, d, k, len - k)});
     len -= k;
   }
   std::vector<int64_t> out_dims = rw->shape().dimensions();
   HloInstruction* out = cur;
   if (k < size || len != out_len)
-    out = add(op, out_dims, {slice(cur, 0, out_len), slice(cur, size - k, out_len)});
+    out = add(op, out_dims,
+              {SliceAlong(comp, names, cur, d, 0, out_len),
+               SliceAlong(comp, names, cur, d, size - k, out_len)});
   HloInstruction* init_b = add(HloOpcode::kBroadcast, out_dims, {init});
   init_b->mutable_attrs().has_dimensions = true;
   return ReplaceUsesIfCompatible(rw, add(op, out_dims, {init_b, out}));

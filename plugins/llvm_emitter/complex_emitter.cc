@@ -118,7 +118,6 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitComplexUnary(const HloInstructio
   llvm::Value* re = Re(x);
   llvm::Value* im = Im(x);
   llvm::Type* part = re->getType();
-  const PT pt = ComplexPartType(in);
   switch (h->opcode()) {
     case HloOpcode::kCopy:
       return x;
@@ -144,9 +143,7 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitComplexUnary(const HloInstructio
       llvm::Value* l = !gpu() && part->isFloatTy()
                            ? FastLogF32(b_, m)
                            : CallIntrinsic(llvm::Intrinsic::log, {part}, {m});
-      llvm::Value* angle = !gpu() && part->isFloatTy() ? FastAtan2F32(b_, im, re)
-                                                       : CallMath("atan2f", "atan2", pt, {im, re});
-      return MakeComplex(l, angle);
+      return MakeComplex(l, Atan2(im, re));
     }
     case HloOpcode::kSqrt: {
       // The principal root: t = sqrt((|z| + |re|) / 2); (t, im / 2t) for re >= 0, else

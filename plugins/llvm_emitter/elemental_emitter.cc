@@ -100,9 +100,9 @@ bool CanEmitUnary(HloOpcode op, PT in, PT out) {
     case HloOpcode::kPopulationCount:
     case HloOpcode::kClz:
       return IsInteger(in);
-    case HloOpcode::kReal:
+    case HloOpcode::kReal:  // of a real value (complex operands: CanEmitComplex)
     case HloOpcode::kImag:
-      return IsFloatType(in) || IsComplex(in);
+      return IsFloatType(in);
     case HloOpcode::kConvert:
       return true;
     case HloOpcode::kBitcastConvert:
@@ -127,8 +127,6 @@ bool CanEmitBinary(HloOpcode op, PT t) {
     case HloOpcode::kPower:
     case HloOpcode::kAtan2:
       return IsFloatType(t);
-    case HloOpcode::kComplex:
-      return t == PT::F32 || t == PT::F64;
     case HloOpcode::kAnd:
     case HloOpcode::kOr:
     case HloOpcode::kXor:
@@ -891,6 +889,11 @@ llvm::Value* KernelEmitter::CallIntrinsic(llvm::Intrinsic::ID id, std::vector<ll
   return b_.CreateCall(f, args);
 }
 
+llvm::Value* KernelEmitter::Atan2(llvm::Value* y, llvm::Value* x) {
+  if (!gpu() && y->getType()->isFloatTy()) return FastAtan2F32(b_, y, x);
+  return CallMath("atan2f", "atan2", y->getType()->isDoubleTy() ? PT::F64 : PT::F32, {y, x});
+}
+
 llvm::Value* KernelEmitter::CallMath(const std::string& f32_name, const std::string& f64_name, PT t,
                                      std::vector<llvm::Value*> args) {
   // libm functions, resolved against the host process by the JIT. Marked as touching no
@@ -1307,8 +1310,7 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitBinary(HloOpcode op, const HloIn
       r = CallIntrinsic(llvm::Intrinsic::pow, {ty}, {a, b});
       break;
     case HloOpcode::kAtan2:
-      r = !gpu() && ty->isFloatTy() ? FastAtan2F32(b_, a, b)
-                                    : CallMath("atan2f", "atan2", t, {a, b});
+      r = Atan2(a, b);
       break;
     case HloOpcode::kAnd:
       r = b_.CreateAnd(a, b);

@@ -299,6 +299,8 @@ class KernelEmitter {
   // Applies a scalar computation (a reducer) to already generated argument values.
   absl::StatusOr<llvm::Value*> EmitScalarCall(const HloComputation* comp,
                                               std::vector<llvm::Value*> args);
+  // atan2(y, x): FastAtan2F32 for f32 on the CPU, else libm / libdevice.
+  llvm::Value* Atan2(llvm::Value* y, llvm::Value* x);
   llvm::Value* CallMath(const std::string& f32_name, const std::string& f64_name, PT t,
                         std::vector<llvm::Value*> args);
   llvm::Value* CallIntrinsic(llvm::Intrinsic::ID id, std::vector<llvm::Type*> types,
