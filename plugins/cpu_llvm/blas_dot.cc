@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "plugins/cpu_llvm/int_gemm.h"
+
 #ifdef KILN_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -38,6 +40,8 @@ constexpr int64_t kBlock = 16;
 // out[rows r0..r1, cols c0..c1) of batch entry i, with one single-threaded library call.
 void GemmBlock(const GemmShape& g, const void* a, const void* b, void* out, int64_t i, int64_t r0,
                int64_t r1, int64_t c0, int64_t c1) {
+  if (g.type == GemmType::kI32 || g.type == GemmType::kI64)
+    return IntGemmBlock(g, a, b, out, i, r0, r1, c0, c1);
 #ifdef KILN_HAVE_OPENBLAS
   // Leading dimensions of the stored (row-major) matrices; a block keeps them and moves its
   // pointers: row r of op(A) starts at a + r*lda (or a + r when A is stored transposed),
@@ -68,6 +72,8 @@ void GemmBlock(const GemmShape& g, const void* a, const void* b, void* out, int6
       return;
     }
     case GemmType::kF32:
+    case GemmType::kI32:
+    case GemmType::kI64:
       break;
   }
 #ifdef KILN_HAVE_ONEDNN

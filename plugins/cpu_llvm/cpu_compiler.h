@@ -46,6 +46,7 @@ inline PlanOptions CpuPlanOptions() {
   p.accumulate_columns = true;
   p.merge_sibling_kernels = true;
   p.s8_gemm = HaveS8Gemm();
+  p.integer_gemm = true;
   p.native_sort = true;
   p.complex_kernels = true;
   p.library_call = IsLibraryCall;

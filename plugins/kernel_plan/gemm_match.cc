@@ -21,17 +21,17 @@ bool HaveBlas() {
 #endif
 }
 
-std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk, bool s8,
+std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk, GemmTypes types,
                                       std::string* why) {
   auto no = [&](std::string reason) -> std::optional<GemmShape> {
     if (why) *why = std::move(reason);
     return std::nullopt;
   };
   if (!HaveBlas()) return no("built without a BLAS library");
-  return MatchGemmDot(dot, min_mnk, s8, why);
+  return MatchGemmDot(dot, min_mnk, types, why);
 }
 
-std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk, bool s8,
+std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk, GemmTypes types,
                                       std::string* why) {
   auto no = [&](std::string reason) -> std::optional<GemmShape> {
     if (why) *why = std::move(reason);
@@ -51,11 +51,19 @@ std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk
     type = GemmType::kF32;
   else if (t == PrimitiveType::F64 && lt == t && rt == t)
     type = GemmType::kF64;
-  else if (s8 && t == PrimitiveType::S32 && lt == PrimitiveType::S8 && rt == PrimitiveType::S8)
+  else if (types.s8 && t == PrimitiveType::S32 && lt == PrimitiveType::S8 &&
+           rt == PrimitiveType::S8)
     type = GemmType::kS8S32;
+  else if (types.integer && lt == t && rt == t &&
+           (t == PrimitiveType::S32 || t == PrimitiveType::U32))
+    type = GemmType::kI32;
+  else if (types.integer && lt == t && rt == t &&
+           (t == PrimitiveType::S64 || t == PrimitiveType::U64))
+    type = GemmType::kI64;
   else
-    return no(s8 ? "element types are not f32 or f64 throughout, nor s8 x s8 -> s32"
-                 : "element type is not f32 or f64 throughout");
+    return no(absl::StrCat("element types are not f32 or f64 throughout",
+                           types.s8 ? ", nor s8 x s8 -> s32" : "",
+                           types.integer ? ", nor 32- or 64-bit integers throughout" : ""));
   const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
   const int64_t nb = static_cast<int64_t>(dn.lhs_batch_dimensions.size());
   if (static_cast<int64_t>(dn.rhs_batch_dimensions.size()) != nb) return no("batch dims differ");

@@ -13,8 +13,16 @@
 
 namespace kiln::kernel_plan {
 
-// The element types of a GEMM: f32 or f64 throughout, or s8 operands into an s32 result.
-enum class GemmType { kF32, kF64, kS8S32 };
+// The element types of a GEMM: f32 or f64 throughout, s8 operands into an s32 result, or
+// 32-bit or 64-bit integers throughout (signed or unsigned: wrapping sums of products have the
+// same bits either way).
+enum class GemmType { kF32, kF64, kS8S32, kI32, kI64 };
+
+// Which integer GEMMs the caller computes besides f32 and f64 ones.
+struct GemmTypes {
+  bool s8 = false;       // s8 x s8 -> s32 (a library's int8 GEMM)
+  bool integer = false;  // s32/u32 and s64/u64 throughout (cpu-llvm's own integer GEMM)
+};
 
 // One dot as `batch` independent GEMMs C[m,n] = op(A)[m,k] * op(B)[k,n], all dense row-major.
 struct GemmShape {
@@ -33,15 +41,16 @@ bool HaveBlas();
 // flatten into the depth and the free dimensions into the matrix's rows or columns
 // (x[b,s,d] @ w[d,e] is one [b*s, d] x [d, e] GEMM, as JAX writes a dense layer; its weight
 // gradient, x and g[b,s,e] contracted over {b,s}, one [b*s, d]^T x [b*s, e]);
-// batch*m*n*k >= min_mnk. With `s8`, also s8 x s8 -> s32 dots (a quantized layer) whose depth
-// cannot overflow s32 (k * 128 * 128 <= 2^31 - 1), so a library that accumulates in s32
-// computes HLO's wrapping result exactly. Otherwise nullopt, and `why` (optional) says why.
-std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk, bool s8,
+// batch*m*n*k >= min_mnk. With `types.s8`, also s8 x s8 -> s32 dots (a quantized layer) whose
+// depth cannot overflow s32 (k * 128 * 128 <= 2^31 - 1), so a library that accumulates in s32
+// computes HLO's wrapping result exactly; with `types.integer`, dots of 32-bit or 64-bit
+// integers throughout. Otherwise nullopt, and `why` (optional) says why.
+std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk, GemmTypes types,
                                       std::string* why = nullptr);
 
 // The same match without asking whether this build has a host BLAS (a device GEMM library,
 // e.g. gpu-nvptx's cuBLAS, computes it instead).
-std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk, bool s8,
+std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk, GemmTypes types,
                                       std::string* why = nullptr);
 
 struct ConvGemm {

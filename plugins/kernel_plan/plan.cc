@@ -468,9 +468,10 @@ std::optional<std::vector<int>> PlanCalled(const HloInstruction& h, const PlanOp
 // The GEMM a library computes for `h` (a large enough dot of a plain form), if any.
 std::optional<GemmShape> LibraryGemm(const HloInstruction& h, const PlanOptions& options) {
   if (h.opcode() != HloOpcode::kDot) return std::nullopt;
-  std::optional<GemmShape> g = options.device_gemm_min_mnk > 0
-                                   ? MatchGemmDot(h, options.device_gemm_min_mnk, /*s8=*/false)
-                                   : MatchBlasDot(h, options.blas_min_mnk, options.s8_gemm);
+  std::optional<GemmShape> g =
+      options.device_gemm_min_mnk > 0
+          ? MatchGemmDot(h, options.device_gemm_min_mnk, GemmTypes{})
+          : MatchBlasDot(h, options.blas_min_mnk, {options.s8_gemm, options.integer_gemm});
   // f32 only on the device
   if (g && options.device_gemm_min_mnk > 0 && g->type != GemmType::kF32) g.reset();
   return g;

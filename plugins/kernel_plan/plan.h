@@ -49,6 +49,8 @@ struct PlanOptions {
   // s8 x s8 -> s32 dots of those forms go to the host library too (cpu-llvm sets it when its
   // library has an exact int8 GEMM on this CPU).
   bool s8_gemm = false;
+  // s32/u32 and s64/u64 dots of those forms go to the runner's integer GEMM (cpu-llvm's).
+  bool integer_gemm = false;
   // Large convolutions (blas_min_mnk on the GEMM's work) go to the library's im2col + GEMM;
   // false emits every convolution (an ahead-of-time artifact that calls only a BLAS).
   bool library_convolutions = true;
