@@ -215,4 +215,80 @@ absl::StatusOr<bool> NarrowDotUpcast::Run(HloModule& module) {
   return changed;
 }
 
+absl::StatusOr<bool> IntegerDotWidening::Run(HloModule& module) {
+  auto whole = [](PrimitiveType t) { return IsInteger(t) && !IsSubByteInt(t); };
+  bool changed = false;
+  for (HloComputation* comp : module.computations()) {
+    if (comp->is_fusion_computation()) continue;
+    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
+      if (instr->opcode() != HloOpcode::kDot || instr->operand_count() != 2 ||
+          !instr->shape().IsArray() || !instr->attrs().dot_dimension_numbers)
+        continue;
+      HloInstruction* lhs = instr->operand(0);
+      HloInstruction* rhs = instr->operand(1);
+      const PrimitiveType t = instr->shape().element_type();
+      if (!lhs->shape().IsArray() || !rhs->shape().IsArray()) continue;
+      const PrimitiveType lt = lhs->shape().element_type(), rt = rhs->shape().element_type();
+      if (!whole(t) || !whole(lt) || !whole(rt)) continue;
+      if (BitWidth(t) >= 32 && lt == t && rt == t) continue;  // already one wide type
+      // The wide type keeps the result's signedness, so a 32- or 64-bit result is kept.
+      const PrimitiveType wide = BitWidth(t) == 64  ? t
+                                 : IsUnsignedInt(t) ? PrimitiveType::U32
+                                                    : PrimitiveType::S32;
+      int64_t k = 1;
+      for (int64_t d : instr->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
+        k *= lhs->shape().dimensions(static_cast<int>(d));
+      if (instr->shape().num_elements() * k < min_mnk_) continue;
+      if (keep_ && keep_(*instr)) continue;
+      Builder b{*comp};
+      HloInstruction* dot = b.Dot(Shape(wide, instr->shape().dimensions()), b.Convert(lhs, wide),
+                                  b.Convert(rhs, wide), *instr->attrs().dot_dimension_numbers);
+      Replace(*comp, instr, b.Convert(dot, t));
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+absl::StatusOr<bool> ComplexDotExpander::Run(HloModule& module) {
+  bool changed = false;
+  for (HloComputation* comp : module.computations()) {
+    if (comp->is_fusion_computation()) continue;
+    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
+      if (instr->opcode() != HloOpcode::kDot || instr->operand_count() != 2 ||
+          !instr->shape().IsArray() || !instr->attrs().dot_dimension_numbers)
+        continue;
+      HloInstruction* lhs = instr->operand(0);
+      HloInstruction* rhs = instr->operand(1);
+      const PrimitiveType t = instr->shape().element_type();
+      if (!IsComplex(t) || !lhs->shape().IsArray() || !rhs->shape().IsArray() ||
+          lhs->shape().element_type() != t || rhs->shape().element_type() != t)
+        continue;
+      int64_t k = 1;
+      for (int64_t d : instr->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
+        k *= lhs->shape().dimensions(static_cast<int>(d));
+      if (instr->shape().num_elements() * k < min_mnk_) continue;
+      const PrimitiveType part = t == PrimitiveType::C128 ? PrimitiveType::F64 : PrimitiveType::F32;
+      Builder b{*comp};
+      auto take = [&](HloOpcode op, HloInstruction* x) {
+        return b.Add(HloInstruction::CreateUnary(op, Shape(part, x->shape().dimensions()), x));
+      };
+      HloInstruction* ar = take(HloOpcode::kReal, lhs);
+      HloInstruction* ai = take(HloOpcode::kImag, lhs);
+      HloInstruction* br = take(HloOpcode::kReal, rhs);
+      HloInstruction* bi = take(HloOpcode::kImag, rhs);
+      const Shape out(part, instr->shape().dimensions());
+      const DotDimensionNumbers& dn = *instr->attrs().dot_dimension_numbers;
+      HloInstruction* re =
+          b.Binary(HloOpcode::kSubtract, b.Dot(out, ar, br, dn), b.Dot(out, ai, bi, dn));
+      HloInstruction* im =
+          b.Binary(HloOpcode::kAdd, b.Dot(out, ar, bi, dn), b.Dot(out, ai, br, dn));
+      Replace(*comp, instr,
+              b.Add(HloInstruction::CreateBinary(HloOpcode::kComplex, instr->shape(), re, im)));
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 }  // namespace kiln

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "hlo/passes/pass.h"
 
@@ -34,6 +35,40 @@ class NarrowDotUpcast : public HloPass {
  public:
   explicit NarrowDotUpcast(int64_t min_mnk = 0) : min_mnk_(min_mnk) {}
   std::string_view name() const override { return "narrow-dot-upcast"; }
+  absl::StatusOr<bool> Run(HloModule& module) override;
+
+ private:
+  int64_t min_mnk_;
+};
+
+// An integer dot whose operand types differ from its result type (u8 x u8 -> s32, s16 x s16
+// -> s32, s8 x s8 -> s32), or whose result is narrower than 32 bits, with at least `min_mnk`
+// multiply-adds, becomes a dot of operands converted to the 32-bit integer type (64-bit for a
+// 64-bit result) followed by a truncating conversion of the result: exact, since products
+// and sums wrap modulo 2^n the same in either width, and it reaches an integer GEMM that
+// takes one type throughout. `keep` (optional) names dots to leave alone: ones a library
+// takes in their own types (an s8 GEMM).
+class IntegerDotWidening : public HloPass {
+ public:
+  explicit IntegerDotWidening(int64_t min_mnk = 0,
+                              std::function<bool(const HloInstruction&)> keep = nullptr)
+      : min_mnk_(min_mnk), keep_(std::move(keep)) {}
+  std::string_view name() const override { return "integer-dot-widening"; }
+  absl::StatusOr<bool> Run(HloModule& module) override;
+
+ private:
+  int64_t min_mnk_;
+  std::function<bool(const HloInstruction&)> keep_;
+};
+
+// A c64 (c128) dot with at least `min_mnk` multiply-adds becomes four f32 (f64) dots of the
+// operands' real and imaginary parts, re = ar.br - ai.bi and im = ar.bi + ai.br, joined by
+// `complex`: a backend with a real GEMM runs complex products there instead of in a loop of
+// complex arithmetic. Rounding differs from a complex accumulation only in order.
+class ComplexDotExpander : public HloPass {
+ public:
+  explicit ComplexDotExpander(int64_t min_mnk = 0) : min_mnk_(min_mnk) {}
+  std::string_view name() const override { return "complex-dot-expander"; }
   absl::StatusOr<bool> Run(HloModule& module) override;
 
  private:

@@ -51,6 +51,8 @@ const std::vector<PassFactory>& Factories() {
       Factory<ScaledDotExpander>(),
       Factory<RaggedDotExpander>(),
       Factory<NarrowDotUpcast>(),
+      Factory<IntegerDotWidening>(),
+      Factory<ComplexDotExpander>(),
       Factory<TupleSimplifier>(),
       Factory<WhileLoopInvariantCodeMotion>(),
       Factory<CallInliner>(),

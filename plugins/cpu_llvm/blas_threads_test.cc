@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -217,8 +218,9 @@ TEST_P(BlasDotTest, MatchesReferenceAndEvaluator) {
 INSTANTIATE_TEST_SUITE_P(Types, BlasDotTest, ::testing::Values(PT::F32, PT::F64));
 
 // s8 x s8 -> s32 dots (a quantized layer): through oneDNN's int8 GEMM where HaveS8Gemm(),
-// emitted otherwise; exact either way, against the double-precision reference (exact for
-// these sums) and the evaluator. Operands hold the extremes -128 and 127 as well.
+// widened to s32 for the integer GEMM otherwise; exact either way, against the double-precision
+// reference (exact for these sums) and the evaluator. Operands hold the extremes -128 and 127 as
+// well.
 TEST(CpuLlvmBlas, S8DotsAreExactWithOrWithoutTheLibrary) {
   for (const DotCase& c : DotCases()) {
     SCOPED_TRACE(c.name);
@@ -227,7 +229,7 @@ TEST(CpuLlvmBlas, S8DotsAreExactWithOrWithoutTheLibrary) {
     std::shared_ptr<HloModule> module = DotModule(ls, rs, os, dn);
     std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
     ASSERT_NE(exe, nullptr);
-    EXPECT_EQ(HasLibraryStep(*exe), HaveS8Gemm());
+    EXPECT_TRUE(HasLibraryStep(*exe));
 
     std::mt19937 rng(5);
     auto int8s = [&](const Shape& s) {
@@ -250,8 +252,9 @@ TEST(CpuLlvmBlas, S8DotsAreExactWithOrWithoutTheLibrary) {
   }
 }
 
-// A depth at which s8 sums can leave s32 stays emitted, where HLO's sum wraps: 131072
-// products of -128 * -128 are 2^31, which wraps to -2^31.
+// A depth at which s8 sums can leave s32 is kept from the int8 library (which may saturate)
+// and widened to the integer GEMM, which wraps as HLO's sum does: 131072 products of
+// -128 * -128 are 2^31, which wraps to -2^31.
 TEST(CpuLlvmBlas, S8DotThatCouldOverflowWrapsAsHloSays) {
   constexpr int64_t k = 131072;
   DotDimensionNumbers dn;
@@ -260,7 +263,7 @@ TEST(CpuLlvmBlas, S8DotThatCouldOverflowWrapsAsHloSays) {
   std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(
       DotModule(Shape(PT::S8, {1, k}), Shape(PT::S8, {k, 2}), Shape(PT::S32, {1, 2}), dn));
   ASSERT_NE(exe, nullptr);
-  EXPECT_FALSE(HasLibraryStep(*exe));
+  EXPECT_TRUE(HasLibraryStep(*exe));
   std::vector<double> rhs(2 * k);
   for (int64_t i = 0; i < k; ++i) rhs[2 * i] = -128, rhs[2 * i + 1] = i == 0 ? 0 : -128;
   std::vector<Literal> args = {
@@ -270,6 +273,95 @@ TEST(CpuLlvmBlas, S8DotThatCouldOverflowWrapsAsHloSays) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->GetAsDouble(0), -2147483648.0);
   EXPECT_EQ(got->GetAsDouble(1), 2147483648.0 - 16384);  // (k - 1) * 16384 fits
+}
+
+// Integer dots of mixed or narrow types (u8 images, s16 audio, an s16 result, s32 operands
+// of an s64 result) are widened to one 32- or 64-bit type for the integer GEMM: a library step,
+// bit for bit the evaluator's answer. Operands span each type's whole range, so products and
+// sums wrap.
+TEST(CpuLlvmBlas, MixedIntegerDotsRunOnTheIntegerGemmExactly) {
+  struct Types {
+    PT lhs, rhs, out;
+  };
+  const Types types[] = {{PT::U8, PT::U8, PT::S32},   {PT::S16, PT::S16, PT::S32},
+                         {PT::S8, PT::S8, PT::S16},   {PT::U16, PT::S8, PT::S32},
+                         {PT::S32, PT::S32, PT::S64}, {PT::U8, PT::U8, PT::U8}};
+  std::mt19937_64 rng(9);
+  auto fill = [&](const Shape& s) {
+    Literal l(s);
+    for (uint8_t* p = l.untyped_data(); p != l.untyped_data() + l.size_bytes(); ++p)
+      *p = static_cast<uint8_t>(rng());
+    return l;
+  };
+  for (const Types& t : types) {
+    for (const DotCase& c : DotCases()) {
+      SCOPED_TRACE(::testing::Message()
+                   << c.name << " " << PrimitiveTypeName(t.lhs) << " x " << PrimitiveTypeName(t.rhs)
+                   << " -> " << PrimitiveTypeName(t.out));
+      Shape ls(t.lhs, c.lhs), rs(t.rhs, c.rhs), os(t.out, c.out);
+      std::shared_ptr<HloModule> module = DotModule(ls, rs, os, Numbers(c));
+      std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
+      ASSERT_NE(exe, nullptr);
+      EXPECT_TRUE(HasLibraryStep(*exe));
+      std::vector<Literal> args;
+      args.push_back(fill(ls));
+      args.push_back(fill(rs));
+      auto got = exe->Run(args);
+      ASSERT_TRUE(got.ok()) << got.status();
+      HloEvaluator evaluator;
+      auto ev = evaluator.Evaluate(*module, args);
+      ASSERT_TRUE(ev.ok()) << ev.status();
+      for (int64_t i = 0; i < got->element_count(); ++i)
+        ASSERT_EQ(got->GetAsInt64(i), ev->GetAsInt64(i)) << "element " << i;
+    }
+  }
+}
+
+// c64 and c128 dots become four real GEMMs of the parts: library steps, and the evaluator's
+// complex accumulation within rounding.
+TEST(CpuLlvmBlas, ComplexDotsRunAsRealGemms) {
+  auto fill = [](const Shape& s, uint32_t seed, auto zero) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> dist(-1, 1);
+    Literal l(s);
+    using C = decltype(zero);
+    for (C& x : l.data<C>()) x = C(dist(rng), dist(rng));
+    return l;
+  };
+  for (PT t : {PT::C64, PT::C128}) {
+    for (const DotCase& c : DotCases()) {
+      SCOPED_TRACE(::testing::Message() << c.name << " " << PrimitiveTypeName(t));
+      Shape ls(t, c.lhs), rs(t, c.rhs), os(t, c.out);
+      std::shared_ptr<HloModule> module = DotModule(ls, rs, os, Numbers(c));
+      std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
+      ASSERT_NE(exe, nullptr);
+      EXPECT_EQ(HasLibraryStep(*exe), HaveBlas());
+      std::vector<Literal> args;
+      if (t == PT::C64) {
+        args.push_back(fill(ls, 1, std::complex<float>()));
+        args.push_back(fill(rs, 2, std::complex<float>()));
+      } else {
+        args.push_back(fill(ls, 1, std::complex<double>()));
+        args.push_back(fill(rs, 2, std::complex<double>()));
+      }
+      auto got = exe->Run(args);
+      ASSERT_TRUE(got.ok()) << got.status();
+      HloEvaluator evaluator;
+      auto ev = evaluator.Evaluate(*module, args);
+      ASSERT_TRUE(ev.ok()) << ev.status();
+      const double tol = t == PT::C64 ? 1e-4 : 1e-12;
+      for (int64_t i = 0; i < got->element_count(); ++i) {
+        std::complex<double> g, e;
+        if (t == PT::C64) {
+          g = got->data<std::complex<float>>()[i], e = ev->data<std::complex<float>>()[i];
+        } else {
+          g = got->data<std::complex<double>>()[i], e = ev->data<std::complex<double>>()[i];
+        }
+        ASSERT_NEAR(g.real(), e.real(), tol * 10) << "element " << i;
+        ASSERT_NEAR(g.imag(), e.imag(), tol * 10) << "element " << i;
+      }
+    }
+  }
 }
 
 // RunBlasDot on a pool cuts a GEMM into row blocks, column blocks or batch entries, one

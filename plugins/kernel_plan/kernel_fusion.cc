@@ -88,6 +88,21 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
     // Dots of 16- and 8-bit floats run on the f32 GEMM: converted operands, one rounding.
     absl::StatusOr<bool> upcast = NarrowDotUpcast(gemm_min_mnk).Run(**copy);
     if (!upcast.ok()) return upcast.status();
+    if (options.integer_gemm) {
+      // Mixed and narrow integer dots run on the integer GEMM in 32 or 64 bits, except the
+      // s8 x s8 -> s32 ones the host library's int8 GEMM takes as they are.
+      auto library_s8 = [&](const HloInstruction& dot) {
+        return options.s8_gemm &&
+               MatchBlasDot(dot, gemm_min_mnk, GemmTypes{true, false}).has_value();
+      };
+      absl::StatusOr<bool> widened = IntegerDotWidening(gemm_min_mnk, library_s8).Run(**copy);
+      if (!widened.ok()) return widened.status();
+    }
+    if (options.complex_kernels) {
+      // Complex dots become real GEMMs of the parts (the parts and the join are kernels).
+      absl::StatusOr<bool> split = ComplexDotExpander(gemm_min_mnk).Run(**copy);
+      if (!split.ok()) return split.status();
+    }
     absl::StatusOr<bool> sorted = DotCanonicalization(gemm_min_mnk).Run(**copy);
     if (!sorted.ok()) return sorted.status();
   }

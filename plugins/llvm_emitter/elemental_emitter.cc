@@ -1769,45 +1769,86 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
   llvm::AllocaInst* acc = EntryAlloca(ct, h->name() + ".acc");
   b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0),
                  acc);
-  KILN_EMIT_RETURN_IF_ERROR(
-      EmitLoopNest(window_dims, h->name() + ".win", [&](const Index& k) -> absl::Status {
-        Index li, ri;
-        li.multi.resize(ls.rank());
-        ri.multi.resize(rs.rank());
-        li.multi[dn.input_batch_dimension] = in_b;
-        ri.multi[dn.kernel_output_feature_dimension] = o;
-        llvm::Value* inside = b_.getTrue();
-        for (size_t s = 0; s < nsp; ++s) {
-          li.multi[dn.input_spatial_dimensions[s]] =
-              WindowInputIndex(win[s], idx.multi[dn.output_spatial_dimensions[s]], k.multi[s],
-                               ls.dimensions(dn.input_spatial_dimensions[s]), &inside);
-          ri.multi[dn.kernel_spatial_dimensions[s]] =
-              win[s].window_reversal ? b_.CreateSub(C64(window_dims[s] - 1), k.multi[s])
-                                     : k.multi[s];
+  Index li, ri;
+  li.multi.resize(ls.rank());
+  ri.multi.resize(rs.rank());
+  li.multi[dn.input_batch_dimension] = in_b;
+  ri.multi[dn.kernel_output_feature_dimension] = o;
+  // The sum over the input features at one window position (inside the input).
+  auto features = [&]() -> absl::Status {
+    return EmitLoop(ci, h->name() + ".c", [&](llvm::Value* c) -> absl::Status {
+      Index lc = li, rc = ri;
+      lc.multi[dn.input_feature_dimension] = b_.CreateAdd(feature0, c);
+      rc.multi[dn.kernel_input_feature_dimension] = c;
+      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * a, Element(lhs, lc));
+      KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, rc));
+      a = ConvertValue(a, ls.element_type(), AccumulationType(t));
+      bv = ConvertValue(bv, rs.element_type(), AccumulationType(t));
+      llvm::Value* cur = b_.CreateLoad(ct, acc);
+      llvm::Value* next;
+      if (IsFloatType(t)) {
+        llvm::Value* prod = b_.CreateFMul(a, bv);
+        next = b_.CreateFAdd(cur, prod);
+        // As in a dot: an f32/f64 window sum may be reassociated, so that the innermost
+        // loop (taps or features) vectorizes as a reduction.
+        if (t == PT::F32 || t == PT::F64) {
+          if (auto* inst = llvm::dyn_cast<llvm::Instruction>(prod)) inst->setHasAllowContract(true);
+          if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) {
+            inst->setHasAllowContract(true);
+            inst->setHasAllowReassoc(true);
+          }
         }
-        absl::StatusOr<llvm::Value*> done = EmitIfElse(
-            inside,
-            [&]() -> absl::StatusOr<llvm::Value*> {
-              KILN_EMIT_RETURN_IF_ERROR(
-                  EmitLoop(ci, h->name() + ".c", [&](llvm::Value* c) -> absl::Status {
-                    Index lc = li, rc = ri;
-                    lc.multi[dn.input_feature_dimension] = b_.CreateAdd(feature0, c);
-                    rc.multi[dn.kernel_input_feature_dimension] = c;
-                    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * a, Element(lhs, lc));
-                    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, rc));
-                    a = ConvertValue(a, ls.element_type(), AccumulationType(t));
-                    bv = ConvertValue(bv, rs.element_type(), AccumulationType(t));
-                    llvm::Value* cur = b_.CreateLoad(ct, acc);
-                    b_.CreateStore(IsFloatType(t) ? b_.CreateFAdd(cur, b_.CreateFMul(a, bv))
-                                                  : b_.CreateAdd(cur, b_.CreateMul(a, bv)),
-                                   acc);
-                    return absl::OkStatus();
-                  }));
-              return b_.getTrue();
-            },
-            [&]() -> absl::StatusOr<llvm::Value*> { return b_.getFalse(); });
-        return done.status();
-      }));
+      } else {
+        next = b_.CreateAdd(cur, b_.CreateMul(a, bv));
+      }
+      b_.CreateStore(next, acc);
+      return absl::OkStatus();
+    });
+  };
+  // One loop per spatial dimension. Without dilation the taps that fall inside the input
+  // form one range, computed per output position, so the loop needs no test per tap (and its
+  // addresses stay affine); dilated dimensions test each tap.
+  std::function<absl::Status(size_t, llvm::Value*)> window =
+      [&](size_t s, llvm::Value* inside) -> absl::Status {
+    if (s == nsp) {
+      if (inside == nullptr) return features();
+      return EmitIfElse(
+                 inside,
+                 [&]() -> absl::StatusOr<llvm::Value*> {
+                   KILN_EMIT_RETURN_IF_ERROR(features());
+                   return b_.getTrue();
+                 },
+                 [&]() -> absl::StatusOr<llvm::Value*> { return b_.getFalse(); })
+          .status();
+    }
+    const WindowDimension& w = win[s];
+    const int64_t in_size = ls.dimensions(dn.input_spatial_dimensions[s]);
+    const int64_t size = window_dims[s];
+    llvm::Value* out_pos = idx.multi[dn.output_spatial_dimensions[s]];
+    auto tap = [&](llvm::Value* k) {
+      ri.multi[dn.kernel_spatial_dimensions[s]] =
+          w.window_reversal ? b_.CreateSub(C64(size - 1), k) : k;
+    };
+    if (w.window_dilation == 1 && w.base_dilation == 1) {
+      // Input position base + k lies in [0, in_size) for k in [max(0, -base), in_size - base).
+      llvm::Value* base = b_.CreateSub(b_.CreateMul(out_pos, C64(w.stride)), C64(w.padding_low));
+      llvm::Value* lo = CallIntrinsic(llvm::Intrinsic::smax, {I64()}, {b_.CreateNeg(base), C64(0)});
+      llvm::Value* hi = CallIntrinsic(llvm::Intrinsic::smin, {I64()},
+                                      {b_.CreateSub(C64(in_size), base), C64(size)});
+      return EmitLoop(lo, hi, absl::StrCat(h->name(), ".win", s), [&](llvm::Value* k) {
+        li.multi[dn.input_spatial_dimensions[s]] = b_.CreateAdd(base, k);
+        tap(k);
+        return window(s + 1, inside);
+      });
+    }
+    return EmitLoop(size, absl::StrCat(h->name(), ".win", s), [&](llvm::Value* k) {
+      llvm::Value* in = inside == nullptr ? b_.getTrue() : inside;
+      li.multi[dn.input_spatial_dimensions[s]] = WindowInputIndex(w, out_pos, k, in_size, &in);
+      tap(k);
+      return window(s + 1, in);
+    });
+  };
+  KILN_EMIT_RETURN_IF_ERROR(window(0, nullptr));
   return RoundToType(b_.CreateLoad(ct, acc), t);
 }
 
