@@ -187,9 +187,10 @@ absl::StatusOr<bool> NarrowDotUpcast::Run(HloModule& module) {
   for (HloComputation* comp : module.computations()) {
     if (comp->is_fusion_computation()) continue;
     for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
-      if (instr->opcode() != HloOpcode::kDot || instr->operand_count() != 2 ||
-          !instr->shape().IsArray() || !instr->attrs().dot_dimension_numbers)
-        continue;
+      const bool dot = instr->opcode() == HloOpcode::kDot && instr->attrs().dot_dimension_numbers;
+      const bool conv = instr->opcode() == HloOpcode::kConvolution &&
+                        instr->attrs().convolution_dimension_numbers;
+      if ((!dot && !conv) || instr->operand_count() != 2 || !instr->shape().IsArray()) continue;
       HloInstruction* lhs = instr->operand(0);
       HloInstruction* rhs = instr->operand(1);
       const PrimitiveType t = instr->shape().element_type();
@@ -199,16 +200,33 @@ absl::StatusOr<bool> NarrowDotUpcast::Run(HloModule& module) {
                           (IsNarrowFloat(lt) || lt == PrimitiveType::F32) &&
                           (IsNarrowFloat(rt) || rt == PrimitiveType::F32);
       if (!floats || (!IsNarrowFloat(lt) && !IsNarrowFloat(rt) && !IsNarrowFloat(t))) continue;
+      // Multiply-adds per output element: the contracted size of a dot, a convolution's
+      // kernel over its output features.
       int64_t k = 1;
-      for (int64_t d : instr->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
-        k *= lhs->shape().dimensions(static_cast<int>(d));
+      if (dot) {
+        for (int64_t d : instr->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
+          k *= lhs->shape().dimensions(static_cast<int>(d));
+      } else {
+        const int64_t out_features = rhs->shape().dimensions(static_cast<int>(
+            instr->attrs().convolution_dimension_numbers->kernel_output_feature_dimension));
+        k = out_features == 0 ? 0 : rhs->shape().num_elements() / out_features;
+      }
       if (instr->shape().num_elements() * k < min_mnk_) continue;
       Builder b{*comp};
       const Shape wide(PrimitiveType::F32, instr->shape().dimensions());
-      HloInstruction* dot =
-          b.Dot(wide, b.Convert(lhs, PrimitiveType::F32), b.Convert(rhs, PrimitiveType::F32),
-                *instr->attrs().dot_dimension_numbers);
-      Replace(*comp, instr, b.Convert(dot, t));
+      HloInstruction* lw = b.Convert(lhs, PrimitiveType::F32);
+      HloInstruction* rw = b.Convert(rhs, PrimitiveType::F32);
+      HloInstruction* product;
+      if (dot) {
+        product = b.Dot(wide, lw, rw, *instr->attrs().dot_dimension_numbers);
+      } else {
+        // The same convolution (window, dimension numbers, groups) on f32 operands.
+        std::unique_ptr<HloInstruction> c =
+            HloInstruction::CreateBinary(HloOpcode::kConvolution, wide, lw, rw);
+        c->mutable_attrs() = instr->attrs();
+        product = b.Add(std::move(c));
+      }
+      Replace(*comp, instr, b.Convert(product, t));
       changed = true;
     }
   }

@@ -28,9 +28,10 @@ class RaggedDotExpander : public HloPass {
   absl::StatusOr<bool> Run(HloModule& module) override;
 };
 
-// A dot of f16, bf16 or minifloat operands with at least `min_mnk` multiply-adds becomes an
-// f32 dot of converted operands (exact), followed by one conversion of the result: the
-// arithmetic the evaluator and XLA define (f32 accumulation, one rounding), on the f32 GEMM.
+// A dot or convolution of f16, bf16 or minifloat operands with at least `min_mnk`
+// multiply-adds becomes an f32 one of converted operands (exact), followed by one conversion
+// of the result: the arithmetic the evaluator and XLA define (f32 accumulation, one
+// rounding), on the f32 GEMM or convolution library.
 class NarrowDotUpcast : public HloPass {
  public:
   explicit NarrowDotUpcast(int64_t min_mnk = 0) : min_mnk_(min_mnk) {}

@@ -70,6 +70,11 @@ std::vector<ConvCase> Cases() {
        "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=4"},
       {"grouped_nchw", "f32[2,16,6,6]", "f32[16,8,3,3]", "f32[2,16,4,4]",
        "window={size=3x3}, dim_labels=bf01_oi01->bf01, feature_group_count=2"},
+      // bf16 and f16 operands: an f32 convolution of converted operands (narrow-dot-upcast).
+      {"bf16_operands", "bf16[2,8,8,16]", "bf16[3,3,16,8]", "f32[2,8,8,8]",
+       "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"},
+      {"f16_operands", "f16[2,8,8,16]", "f16[3,3,16,8]", "f32[2,4,4,8]",
+       "window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"},
   };
 }
 
