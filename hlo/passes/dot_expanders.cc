@@ -68,6 +68,21 @@ HloInstruction* Scaled(Builder& b, HloInstruction* x, HloInstruction* scale, Pri
   return b.Binary(HloOpcode::kMultiply, xf, spread);
 }
 
+// A dot of two array operands with dimension numbers: what the rewrites below take.
+bool IsArrayDot(const HloInstruction& i) {
+  return i.opcode() == HloOpcode::kDot && i.operand_count() == 2 && i.shape().IsArray() &&
+         i.attrs().dot_dimension_numbers && i.operand(0)->shape().IsArray() &&
+         i.operand(1)->shape().IsArray();
+}
+
+// A dot's multiply-adds: its result's elements times its contracted size.
+int64_t DotMultiplyAdds(const HloInstruction& dot) {
+  int64_t k = 1;
+  for (int64_t d : dot.attrs().dot_dimension_numbers->lhs_contracting_dimensions)
+    k *= dot.operand(0)->shape().dimensions(static_cast<int>(d));
+  return dot.shape().num_elements() * k;
+}
+
 bool In(const std::vector<int64_t>& v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -200,18 +215,18 @@ absl::StatusOr<bool> NarrowDotUpcast::Run(HloModule& module) {
                           (IsNarrowFloat(lt) || lt == PrimitiveType::F32) &&
                           (IsNarrowFloat(rt) || rt == PrimitiveType::F32);
       if (!floats || (!IsNarrowFloat(lt) && !IsNarrowFloat(rt) && !IsNarrowFloat(t))) continue;
-      // Multiply-adds per output element: the contracted size of a dot, a convolution's
-      // kernel over its output features.
-      int64_t k = 1;
+      // Multiply-adds: per output element, a convolution's kernel over its output features.
+      int64_t work;
       if (dot) {
-        for (int64_t d : instr->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
-          k *= lhs->shape().dimensions(static_cast<int>(d));
+        work = DotMultiplyAdds(*instr);
       } else {
         const int64_t out_features = rhs->shape().dimensions(static_cast<int>(
             instr->attrs().convolution_dimension_numbers->kernel_output_feature_dimension));
-        k = out_features == 0 ? 0 : rhs->shape().num_elements() / out_features;
+        work = out_features == 0
+                   ? 0
+                   : instr->shape().num_elements() * (rhs->shape().num_elements() / out_features);
       }
-      if (instr->shape().num_elements() * k < min_mnk_) continue;
+      if (work < min_mnk_) continue;
       Builder b{*comp};
       const Shape wide(PrimitiveType::F32, instr->shape().dimensions());
       HloInstruction* lw = b.Convert(lhs, PrimitiveType::F32);
@@ -239,13 +254,10 @@ absl::StatusOr<bool> IntegerDotWidening::Run(HloModule& module) {
   for (HloComputation* comp : module.computations()) {
     if (comp->is_fusion_computation()) continue;
     for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
-      if (instr->opcode() != HloOpcode::kDot || instr->operand_count() != 2 ||
-          !instr->shape().IsArray() || !instr->attrs().dot_dimension_numbers)
-        continue;
+      if (!IsArrayDot(*instr)) continue;
       HloInstruction* lhs = instr->operand(0);
       HloInstruction* rhs = instr->operand(1);
       const PrimitiveType t = instr->shape().element_type();
-      if (!lhs->shape().IsArray() || !rhs->shape().IsArray()) continue;
       const PrimitiveType lt = lhs->shape().element_type(), rt = rhs->shape().element_type();
       if (!whole(t) || !whole(lt) || !whole(rt)) continue;
       if (BitWidth(t) >= 32 && lt == t && rt == t) continue;  // already one wide type
@@ -253,11 +265,7 @@ absl::StatusOr<bool> IntegerDotWidening::Run(HloModule& module) {
       const PrimitiveType wide = BitWidth(t) == 64  ? t
                                  : IsUnsignedInt(t) ? PrimitiveType::U32
                                                     : PrimitiveType::S32;
-      int64_t k = 1;
-      for (int64_t d : instr->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
-        k *= lhs->shape().dimensions(static_cast<int>(d));
-      if (instr->shape().num_elements() * k < min_mnk_) continue;
-      if (keep_ && keep_(*instr)) continue;
+      if (DotMultiplyAdds(*instr) < min_mnk_ || (keep_ && keep_(*instr))) continue;
       Builder b{*comp};
       HloInstruction* dot = b.Dot(Shape(wide, instr->shape().dimensions()), b.Convert(lhs, wide),
                                   b.Convert(rhs, wide), *instr->attrs().dot_dimension_numbers);
@@ -273,19 +281,13 @@ absl::StatusOr<bool> ComplexDotExpander::Run(HloModule& module) {
   for (HloComputation* comp : module.computations()) {
     if (comp->is_fusion_computation()) continue;
     for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
-      if (instr->opcode() != HloOpcode::kDot || instr->operand_count() != 2 ||
-          !instr->shape().IsArray() || !instr->attrs().dot_dimension_numbers)
-        continue;
+      if (!IsArrayDot(*instr)) continue;
       HloInstruction* lhs = instr->operand(0);
       HloInstruction* rhs = instr->operand(1);
       const PrimitiveType t = instr->shape().element_type();
-      if (!IsComplex(t) || !lhs->shape().IsArray() || !rhs->shape().IsArray() ||
-          lhs->shape().element_type() != t || rhs->shape().element_type() != t)
+      if (!IsComplex(t) || lhs->shape().element_type() != t || rhs->shape().element_type() != t ||
+          DotMultiplyAdds(*instr) < min_mnk_)
         continue;
-      int64_t k = 1;
-      for (int64_t d : instr->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
-        k *= lhs->shape().dimensions(static_cast<int>(d));
-      if (instr->shape().num_elements() * k < min_mnk_) continue;
       const PrimitiveType part = t == PrimitiveType::C128 ? PrimitiveType::F64 : PrimitiveType::F32;
       Builder b{*comp};
       auto take = [&](HloOpcode op, HloInstruction* x) {

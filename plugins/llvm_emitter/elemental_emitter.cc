@@ -1713,27 +1713,26 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, con
     // and XLA do), not the result type: an f32 x f32 -> bf16 dot must not round its inputs.
     a = ConvertValue(a, lhs->shape().element_type(), AccumulationType(t));
     bv = ConvertValue(bv, rhs->shape().element_type(), AccumulationType(t));
-    llvm::Value* cur = b_.CreateLoad(ct, acc);
-    llvm::Value* next;
-    if (IsFloatType(t)) {
-      llvm::Value* prod = b_.CreateFMul(a, bv);
-      next = b_.CreateFAdd(cur, prod);
-      if (t == PT::F32 || t == PT::F64) {
-        // IRBuilder folds constant operands (a dot of broadcast constants): a folded product
-        // is a Constant and takes no flags.
-        if (auto* inst = llvm::dyn_cast<llvm::Instruction>(prod)) inst->setHasAllowContract(true);
-        if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) {
-          inst->setHasAllowContract(true);
-          inst->setHasAllowReassoc(true);
-        }
-      }
-    } else {
-      next = b_.CreateAdd(cur, b_.CreateMul(a, bv));
-    }
-    b_.CreateStore(next, acc);
+    b_.CreateStore(MultiplyAdd(b_.CreateLoad(ct, acc), a, bv, t), acc);
     return absl::OkStatus();
   }));
   return RoundToType(b_.CreateLoad(ct, acc), t);
+}
+
+llvm::Value* KernelEmitter::MultiplyAdd(llvm::Value* acc, llvm::Value* a, llvm::Value* b, PT t) {
+  if (!IsFloatType(t)) return b_.CreateAdd(acc, b_.CreateMul(a, b));
+  llvm::Value* prod = b_.CreateFMul(a, b);
+  llvm::Value* next = b_.CreateFAdd(acc, prod);
+  if (t == PT::F32 || t == PT::F64) {
+    // IRBuilder folds constant operands (a dot of broadcast constants): a folded product is a
+    // Constant and takes no flags.
+    if (auto* inst = llvm::dyn_cast<llvm::Instruction>(prod)) inst->setHasAllowContract(true);
+    if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) {
+      inst->setHasAllowContract(true);
+      inst->setHasAllowReassoc(true);
+    }
+  }
+  return next;
 }
 
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction* h,
@@ -1784,24 +1783,8 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
       KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, rc));
       a = ConvertValue(a, ls.element_type(), AccumulationType(t));
       bv = ConvertValue(bv, rs.element_type(), AccumulationType(t));
-      llvm::Value* cur = b_.CreateLoad(ct, acc);
-      llvm::Value* next;
-      if (IsFloatType(t)) {
-        llvm::Value* prod = b_.CreateFMul(a, bv);
-        next = b_.CreateFAdd(cur, prod);
-        // As in a dot: an f32/f64 window sum may be reassociated, so that the innermost
-        // loop (taps or features) vectorizes as a reduction.
-        if (t == PT::F32 || t == PT::F64) {
-          if (auto* inst = llvm::dyn_cast<llvm::Instruction>(prod)) inst->setHasAllowContract(true);
-          if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) {
-            inst->setHasAllowContract(true);
-            inst->setHasAllowReassoc(true);
-          }
-        }
-      } else {
-        next = b_.CreateAdd(cur, b_.CreateMul(a, bv));
-      }
-      b_.CreateStore(next, acc);
+      // As in a dot, the innermost loop (taps or features) vectorizes as a reduction.
+      b_.CreateStore(MultiplyAdd(b_.CreateLoad(ct, acc), a, bv, t), acc);
       return absl::OkStatus();
     });
   };

@@ -289,6 +289,9 @@ class KernelEmitter {
   // into its window of `out`, over [begin, end) of the update's dimension 0 when given.
   absl::Status EmitUpdateInPlace(llvm::Value* out, llvm::Value* begin, llvm::Value* end);
   absl::StatusOr<llvm::Value*> EmitDot(const HloInstruction* h, const Index& idx);
+  // acc + a * b in the compute type of a `t` result: an f32/f64 sum may be contracted to an
+  // FMA and reassociated, so the loop around it vectorizes as a reduction.
+  llvm::Value* MultiplyAdd(llvm::Value* acc, llvm::Value* a, llvm::Value* b, PT t);
   absl::StatusOr<llvm::Value*> EmitConvolution(const HloInstruction* h, const Index& idx);
   absl::StatusOr<llvm::Value*> EmitReduceWindow(const HloInstruction* h, const Index& idx);
   // The input index that window position `k` of output position `o` reads along one
