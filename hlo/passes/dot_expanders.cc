@@ -2,6 +2,7 @@
 #include "hlo/passes/dot_expanders.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -68,11 +69,20 @@ HloInstruction* Scaled(Builder& b, HloInstruction* x, HloInstruction* scale, Pri
   return b.Binary(HloOpcode::kMultiply, xf, spread);
 }
 
-// A dot of two array operands with dimension numbers: what the rewrites below take.
-bool IsArrayDot(const HloInstruction& i) {
-  return i.opcode() == HloOpcode::kDot && i.operand_count() == 2 && i.shape().IsArray() &&
-         i.attrs().dot_dimension_numbers && i.operand(0)->shape().IsArray() &&
-         i.operand(1)->shape().IsArray();
+// Offers `rewrite` each dot of two array operands with dimension numbers outside fusion
+// computations, in post-order; true when it rewrote any (returned true).
+bool RewriteArrayDots(HloModule& module,
+                      const std::function<bool(HloComputation&, HloInstruction*)>& rewrite) {
+  bool changed = false;
+  for (HloComputation* comp : module.computations()) {
+    if (comp->is_fusion_computation()) continue;
+    for (HloInstruction* i : comp->MakeInstructionPostOrder())
+      if (i->opcode() == HloOpcode::kDot && i->operand_count() == 2 && i->shape().IsArray() &&
+          i->attrs().dot_dimension_numbers && i->operand(0)->shape().IsArray() &&
+          i->operand(1)->shape().IsArray())
+        changed |= rewrite(*comp, i);
+  }
+  return changed;
 }
 
 // A dot's multiply-adds: its result's elements times its contracted size.
@@ -250,65 +260,52 @@ absl::StatusOr<bool> NarrowDotUpcast::Run(HloModule& module) {
 
 absl::StatusOr<bool> IntegerDotWidening::Run(HloModule& module) {
   auto whole = [](PrimitiveType t) { return IsInteger(t) && !IsSubByteInt(t); };
-  bool changed = false;
-  for (HloComputation* comp : module.computations()) {
-    if (comp->is_fusion_computation()) continue;
-    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
-      if (!IsArrayDot(*instr)) continue;
-      HloInstruction* lhs = instr->operand(0);
-      HloInstruction* rhs = instr->operand(1);
-      const PrimitiveType t = instr->shape().element_type();
-      const PrimitiveType lt = lhs->shape().element_type(), rt = rhs->shape().element_type();
-      if (!whole(t) || !whole(lt) || !whole(rt)) continue;
-      if (BitWidth(t) >= 32 && lt == t && rt == t) continue;  // already one wide type
-      // The wide type keeps the result's signedness, so a 32- or 64-bit result is kept.
-      const PrimitiveType wide = BitWidth(t) == 64  ? t
-                                 : IsUnsignedInt(t) ? PrimitiveType::U32
-                                                    : PrimitiveType::S32;
-      if (DotMultiplyAdds(*instr) < min_mnk_ || (keep_ && keep_(*instr))) continue;
-      Builder b{*comp};
-      HloInstruction* dot = b.Dot(Shape(wide, instr->shape().dimensions()), b.Convert(lhs, wide),
-                                  b.Convert(rhs, wide), *instr->attrs().dot_dimension_numbers);
-      Replace(*comp, instr, b.Convert(dot, t));
-      changed = true;
-    }
-  }
-  return changed;
+  return RewriteArrayDots(module, [&](HloComputation& comp, HloInstruction* instr) {
+    HloInstruction* lhs = instr->operand(0);
+    HloInstruction* rhs = instr->operand(1);
+    const PrimitiveType t = instr->shape().element_type();
+    const PrimitiveType lt = lhs->shape().element_type(), rt = rhs->shape().element_type();
+    if (!whole(t) || !whole(lt) || !whole(rt)) return false;
+    if (BitWidth(t) >= 32 && lt == t && rt == t) return false;  // already one wide type
+    // The wide type keeps the result's signedness, so a 32- or 64-bit result is kept.
+    const PrimitiveType wide = BitWidth(t) == 64  ? t
+                               : IsUnsignedInt(t) ? PrimitiveType::U32
+                                                  : PrimitiveType::S32;
+    if (DotMultiplyAdds(*instr) < min_mnk_ || (keep_ && keep_(*instr))) return false;
+    Builder b{comp};
+    HloInstruction* dot = b.Dot(Shape(wide, instr->shape().dimensions()), b.Convert(lhs, wide),
+                                b.Convert(rhs, wide), *instr->attrs().dot_dimension_numbers);
+    Replace(comp, instr, b.Convert(dot, t));
+    return true;
+  });
 }
 
 absl::StatusOr<bool> ComplexDotExpander::Run(HloModule& module) {
-  bool changed = false;
-  for (HloComputation* comp : module.computations()) {
-    if (comp->is_fusion_computation()) continue;
-    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
-      if (!IsArrayDot(*instr)) continue;
-      HloInstruction* lhs = instr->operand(0);
-      HloInstruction* rhs = instr->operand(1);
-      const PrimitiveType t = instr->shape().element_type();
-      if (!IsComplex(t) || lhs->shape().element_type() != t || rhs->shape().element_type() != t ||
-          DotMultiplyAdds(*instr) < min_mnk_)
-        continue;
-      const PrimitiveType part = t == PrimitiveType::C128 ? PrimitiveType::F64 : PrimitiveType::F32;
-      Builder b{*comp};
-      auto take = [&](HloOpcode op, HloInstruction* x) {
-        return b.Add(HloInstruction::CreateUnary(op, Shape(part, x->shape().dimensions()), x));
-      };
-      HloInstruction* ar = take(HloOpcode::kReal, lhs);
-      HloInstruction* ai = take(HloOpcode::kImag, lhs);
-      HloInstruction* br = take(HloOpcode::kReal, rhs);
-      HloInstruction* bi = take(HloOpcode::kImag, rhs);
-      const Shape out(part, instr->shape().dimensions());
-      const DotDimensionNumbers& dn = *instr->attrs().dot_dimension_numbers;
-      HloInstruction* re =
-          b.Binary(HloOpcode::kSubtract, b.Dot(out, ar, br, dn), b.Dot(out, ai, bi, dn));
-      HloInstruction* im =
-          b.Binary(HloOpcode::kAdd, b.Dot(out, ar, bi, dn), b.Dot(out, ai, br, dn));
-      Replace(*comp, instr,
-              b.Add(HloInstruction::CreateBinary(HloOpcode::kComplex, instr->shape(), re, im)));
-      changed = true;
-    }
-  }
-  return changed;
+  return RewriteArrayDots(module, [&](HloComputation& comp, HloInstruction* instr) {
+    HloInstruction* lhs = instr->operand(0);
+    HloInstruction* rhs = instr->operand(1);
+    const PrimitiveType t = instr->shape().element_type();
+    if (!IsComplex(t) || lhs->shape().element_type() != t || rhs->shape().element_type() != t ||
+        DotMultiplyAdds(*instr) < min_mnk_)
+      return false;
+    const PrimitiveType part = t == PrimitiveType::C128 ? PrimitiveType::F64 : PrimitiveType::F32;
+    Builder b{comp};
+    auto take = [&](HloOpcode op, HloInstruction* x) {
+      return b.Add(HloInstruction::CreateUnary(op, Shape(part, x->shape().dimensions()), x));
+    };
+    HloInstruction* ar = take(HloOpcode::kReal, lhs);
+    HloInstruction* ai = take(HloOpcode::kImag, lhs);
+    HloInstruction* br = take(HloOpcode::kReal, rhs);
+    HloInstruction* bi = take(HloOpcode::kImag, rhs);
+    const Shape out(part, instr->shape().dimensions());
+    const DotDimensionNumbers& dn = *instr->attrs().dot_dimension_numbers;
+    HloInstruction* re =
+        b.Binary(HloOpcode::kSubtract, b.Dot(out, ar, br, dn), b.Dot(out, ai, bi, dn));
+    HloInstruction* im = b.Binary(HloOpcode::kAdd, b.Dot(out, ar, bi, dn), b.Dot(out, ai, br, dn));
+    Replace(comp, instr,
+            b.Add(HloInstruction::CreateBinary(HloOpcode::kComplex, instr->shape(), re, im)));
+    return true;
+  });
 }
 
 }  // namespace kiln
