@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 
 namespace kiln::cpu {
 
@@ -18,19 +17,45 @@ using kernel_plan::Value;
 
 // Owned buffers are held by pointer: an iteration hands them between the state and the
 // temporaries by swapping pointers (moving Literals, each with its Shape, was a fifth of a
-// small loop's time).
+// small loop's time). Slots are the state's elements, then the temporaries.
 struct FlatLoop::Buffers {
   std::vector<Value> initial;                   // the operand's elements, read-only
-  std::vector<std::unique_ptr<Literal>> owned;  // state elements this run owns
-  std::vector<const Literal*> view;             // the state: an owned element or an initial one
-  std::vector<std::unique_ptr<Literal>> temps;  // kept across iterations
+  std::vector<std::unique_ptr<Literal>> slots;  // null for a state element this run borrows
+  std::vector<void*> data;                      // each slot's buffer (a borrowed one's initial)
+  std::vector<void*> tables;                    // every kernel's table, back to back
+  // Per kernel (by ordinal): its entry point when one call on this thread runs it whole (no
+  // pool, no parts), else null (CallKernel decides).
+  std::vector<KernelFn> serial;
+
+  void Point(int slot, void* to, const std::vector<std::vector<int>>& sites) {
+    data[slot] = to;
+    for (int entry : sites[slot]) tables[entry] = to;
+  }
+  // Hands slot `b`'s buffer to slot `a` and `a`'s to `b`. A borrowed `a` (null) takes `b`'s
+  // and `b` gets a new one of `shape`: the borrowed value stays the caller's.
+  void Exchange(int a, int b, const Shape& shape, const std::vector<std::vector<int>>& sites) {
+    if (slots[a] == nullptr) {
+      slots[a] = std::move(slots[b]);
+      slots[b] = std::make_unique<Literal>(Literal::Uninitialized(shape));
+    } else {
+      std::swap(slots[a], slots[b]);
+    }
+    Point(a, slots[a]->untyped_data(), sites);
+    Point(b, slots[b]->untyped_data(), sites);
+  }
 };
+
+// Whether CallKernel splits the step's outer loop (or its parts) across the pool.
+static bool Parallel(const KernelContext& context, const Step& step) {
+  const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
+  return extent >= 2 && context.pool != nullptr && context.pool->size() > 1 &&
+         step.work >= context.parallel_min_work;
+}
 
 void CallKernel(const KernelContext& context, const Step& step, void** table) {
   const KernelFn fn = (*context.kernels)[step.kernel];
   const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
-  if (extent >= 2 && context.pool != nullptr && context.pool->size() > 1 &&
-      step.work >= context.parallel_min_work) {
+  if (Parallel(context, step)) {
     context.pool->ParallelFor(extent,
                               [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
   } else {
@@ -50,7 +75,58 @@ std::unique_ptr<FlatLoop> FlatLoop::Make(const Step& step, const Plan& plan) {
   if (!flat->Add(plan.called[step.called[0]], plan, /*is_body=*/false, flat->cond_) ||
       !flat->Add(plan.called[step.called[1]], plan, /*is_body=*/true, flat->body_))
     return nullptr;
+  flat->AliasInPlaceUpdates();
+  flat->LayOutTables();
   return flat;
+}
+
+void FlatLoop::AliasInPlaceUpdates() {
+  temp_slot_.resize(temp_shapes_.size());
+  for (size_t t = 0; t < temp_shapes_.size(); ++t) temp_slot_[t] = state_size_ + t;
+  // A copy this small costs less than rewriting the table entries an exchange touches.
+  constexpr int64_t kCopyBytes = 256;
+  next_.assign(state_size_, Next::kKeep);
+  for (int i = 0; i < state_size_; ++i) {
+    if (next_state_[i].kind != Ref::kTemp) continue;
+    const int t = next_state_[i].index;
+    for (const Kernel& k : body_.kernels) {
+      if (!k.take || k.outputs[0] != t) continue;
+      const Ref& from = k.sources[k.in_place];
+      if (from.kind == Ref::kState && from.index == i) temp_slot_[t] = i;
+    }
+    next_[i] = temp_slot_[t] == i                          ? Next::kInPlace
+               : temp_shapes_[t].byte_size() <= kCopyBytes ? Next::kCopy
+                                                           : Next::kExchange;
+  }
+}
+
+void FlatLoop::LayOutTables() {
+  sites_.assign(state_size_ + temp_shapes_.size(), {});
+  constant_entries_.clear();
+  kernel_count_ = 0;
+  auto entry = [this](int slot, const void* constant) {
+    if (slot >= 0) sites_[slot].push_back(static_cast<int>(constant_entries_.size()));
+    constant_entries_.push_back(constant);
+  };
+  for (Program* p : {&cond_, &body_}) {
+    for (Kernel& k : p->kernels) {
+      k.table = static_cast<int>(constant_entries_.size());
+      k.ordinal = kernel_count_++;
+      for (size_t i = 0; i < k.sources.size(); ++i) {
+        const Ref& r = k.sources[i];
+        // An operand updated in place is read from the output, which starts as it.
+        if (static_cast<int>(i) == k.in_place)
+          entry(temp_slot_[k.outputs[0]], nullptr);
+        else if (r.kind == Ref::kConstant)
+          entry(-1, r.constant->untyped_data());
+        else
+          entry(Slot(r), nullptr);
+      }
+      for (int t : k.outputs) entry(temp_slot_[t], nullptr);
+      if (k.partials >= 0) entry(temp_slot_[k.partials], nullptr);
+    }
+  }
+  table_size_ = static_cast<int>(constant_entries_.size());
 }
 
 bool FlatLoop::Add(const ComputationPlan& p, const Plan& plan, bool is_body, Program& out) {
@@ -164,47 +240,26 @@ bool FlatLoop::Add(const ComputationPlan& p, const Plan& plan, bool is_body, Pro
 }
 
 void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) const {
-  auto pointer = [&b](const Ref& r) -> void* {
-    switch (r.kind) {
-      case Ref::kState:
-        return const_cast<uint8_t*>(b.view[r.index]->untyped_data());
-      case Ref::kTemp:
-        return b.temps[r.index]->untyped_data();
-      case Ref::kConstant:
-        break;
-    }
-    return const_cast<uint8_t*>(r.constant->untyped_data());
-  };
   for (const Kernel& k : p.kernels) {
     const Step& s = *k.step;
     const auto start =
         c.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    for (int t : k.outputs)
-      if (!b.temps[t])
-        b.temps[t] = std::make_unique<Literal>(Literal::Uninitialized(temp_shapes_[t]));
-    if (k.partials >= 0 && !b.temps[k.partials])
-      b.temps[k.partials] =
-          std::make_unique<Literal>(Literal::Uninitialized(temp_shapes_[k.partials]));
-    if (k.in_place >= 0) {
-      // The output starts as the operand: its buffer when the kernel may take it, else a copy.
-      const Ref& r = k.sources[k.in_place];
-      std::unique_ptr<Literal>* from = r.kind == Ref::kState  ? &b.owned[r.index]
-                                       : r.kind == Ref::kTemp ? &b.temps[r.index]
-                                                              : nullptr;
-      if (k.take && from != nullptr && *from != nullptr) {
-        std::swap(b.temps[k.outputs[0]], *from);  // the operand's value is dead after this
-      } else {
-        Literal& o = *b.temps[k.outputs[0]];
-        std::memcpy(o.untyped_data(), pointer(r), o.size_bytes());
-      }
+    const int out = k.in_place >= 0 ? temp_slot_[k.outputs[0]] : -1;
+    const Ref* r = k.in_place >= 0 ? &k.sources[k.in_place] : nullptr;
+    if (r != nullptr && (r->kind == Ref::kConstant || Slot(*r) != out)) {
+      // The output starts as the operand: its buffer when the kernel may take it (the
+      // operand's value is dead after this), else a copy. Nothing to do when they share a slot.
+      if (k.take && b.slots[Slot(*r)] != nullptr)
+        b.Exchange(out, Slot(*r), temp_shapes_[k.outputs[0]], sites_);
+      else
+        std::memcpy(b.data[out],
+                    r->kind == Ref::kConstant ? r->constant->untyped_data() : b.data[Slot(*r)],
+                    temp_shapes_[k.outputs[0]].byte_size());
     }
-    absl::InlinedVector<void*, 16> table;
-    for (size_t i = 0; i < k.sources.size(); ++i)
-      table.push_back(static_cast<int>(i) == k.in_place ? b.temps[k.outputs[0]]->untyped_data()
-                                                        : pointer(k.sources[i]));
-    for (int t : k.outputs) table.push_back(b.temps[t]->untyped_data());
-    if (k.partials >= 0) table.push_back(b.temps[k.partials]->untyped_data());
-    CallKernel(c, s, table.data());
+    if (const KernelFn fn = b.serial[k.ordinal])
+      fn(&b.tables[k.table], 0, s.outer_extent);
+    else
+      CallKernel(c, s, &b.tables[k.table]);
     if (c.profile)
       c.profile->Add(s.instr, kernel_plan::DispositionName(Disposition::kKernel),
                      std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -215,35 +270,55 @@ void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) 
 
 Value FlatLoop::Run(Value state, const KernelContext& context) const {
   Buffers b;
-  b.owned.resize(state_size_);
-  b.view.resize(state_size_);
-  b.temps.resize(temp_shapes_.size());
+  const int slots = state_size_ + static_cast<int>(temp_shapes_.size());
+  b.slots.resize(slots);
+  b.data.resize(slots);
   for (int i = 0; i < state_size_; ++i) b.initial.push_back(state.Element(i));
   state = Value();
   for (int i = 0; i < state_size_; ++i) {
     const std::shared_ptr<const Literal>& l = b.initial[i].literal;
     // An element the loop alone holds (use_count 1: no other value, not borrowed) is its own.
-    if (l.use_count() == 1)
-      b.owned[i] = std::make_unique<Literal>(std::move(const_cast<Literal&>(*l)));
-    b.view[i] = b.owned[i] ? b.owned[i].get() : l.get();
+    if (l.use_count() == 1) {
+      b.slots[i] = std::make_unique<Literal>(std::move(const_cast<Literal&>(*l)));
+    } else if (next_[i] == Next::kCopy || next_[i] == Next::kInPlace) {
+      // Updated where it lies: a borrowed element is copied once.
+      b.slots[i] = std::make_unique<Literal>(Literal::Uninitialized(l->shape()));
+      std::memcpy(b.slots[i]->untyped_data(), l->untyped_data(), l->size_bytes());
+    }
+    b.data[i] = b.slots[i] ? b.slots[i]->untyped_data() : const_cast<uint8_t*>(l->untyped_data());
   }
+  for (size_t t = 0; t < temp_shapes_.size(); ++t) {
+    if (temp_slot_[t] != state_size_ + static_cast<int>(t)) continue;  // aliases a state's
+    b.slots[state_size_ + t] = std::make_unique<Literal>(Literal::Uninitialized(temp_shapes_[t]));
+    b.data[state_size_ + t] = b.slots[state_size_ + t]->untyped_data();
+  }
+  b.tables.resize(table_size_);
+  for (int e = 0; e < table_size_; ++e) b.tables[e] = const_cast<void*>(constant_entries_[e]);
+  for (int slot = 0; slot < slots; ++slot) b.Point(slot, b.data[slot], sites_);
+  b.serial.assign(kernel_count_, nullptr);
+  for (const Program* p : {&cond_, &body_})
+    for (const Kernel& k : p->kernels)
+      if (k.step->reduce_parts == 0 && !Parallel(context, *k.step))
+        b.serial[k.ordinal] = (*context.kernels)[k.step->kernel];
+  const int go = Slot(cond_result_);
   for (;;) {
     RunProgram(cond_, b, context);
-    const Literal* go = cond_result_.kind == Ref::kTemp ? b.temps[cond_result_.index].get()
-                                                        : b.view[cond_result_.index];
-    if (!go->data<bool>()[0]) break;
+    if (!*static_cast<const bool*>(b.data[go])) break;
     RunProgram(body_, b, context);
     for (int i = 0; i < state_size_; ++i) {
-      const Ref& r = next_state_[i];
-      if (r.kind != Ref::kTemp) continue;
-      // The buffer the result replaces (if this run owned it) serves the temporary next time.
-      std::swap(b.owned[i], b.temps[r.index]);
-      b.view[i] = b.owned[i].get();
+      const int t = next_state_[i].index;
+      if (next_[i] == Next::kCopy) {
+        std::memcpy(b.data[i], b.data[temp_slot_[t]], b.slots[i]->size_bytes());
+      } else if (next_[i] == Next::kExchange) {
+        // The buffer the result replaces (if this run owned it) serves the temporary next
+        // time.
+        b.Exchange(i, temp_slot_[t], temp_shapes_[t], sites_);
+      }
     }
   }
   Value out;
   for (int i = 0; i < state_size_; ++i)
-    out.elements.push_back(b.owned[i] ? Value::Owned(std::move(*b.owned[i]))
+    out.elements.push_back(b.slots[i] ? Value::Owned(std::move(*b.slots[i]))
                                       : std::move(b.initial[i]));
   return out;
 }

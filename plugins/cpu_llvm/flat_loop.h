@@ -3,12 +3,14 @@
 // results are resolved once, when the executable is made, to a state element, a constant or
 // a temporary; a run keeps one buffer per temporary across iterations, and a body result
 // becomes the next state by a move, the buffer it replaces becoming that temporary's buffer
-// for the next iteration. So an iteration allocates nothing and hashes nothing: for a
-// `fori_loop` over a small state, that bookkeeping was most of the time (about 0.4 us a
-// kernel). A kernel that updates its operand in place takes the state element's buffer when
-// nothing after it reads that element, as the general runner does. Loops with anything else
-// in them (evaluator or library steps, nested control flow, a state element that moves to
-// another position) run on the general runner (CpuExecutable::RunControlFlow).
+// for the next iteration. Every kernel's table of buffer pointers is built once per run and
+// only the entries of the two buffers a move exchanges are rewritten. So an iteration
+// allocates nothing, hashes nothing and resolves nothing: for a scalar `lax.scan`, building
+// each kernel's table from its operands was most of the time (about 30 ns a kernel). A
+// kernel that updates its operand in place takes the state element's buffer when nothing
+// after it reads that element, as the general runner does. Loops with anything else in them
+// (evaluator or library steps, nested control flow, a state element that moves to another
+// position) run on the general runner (CpuExecutable::RunControlFlow).
 #pragma once
 
 #include <cstdint>
@@ -52,7 +54,8 @@ class FlatLoop {
   kernel_plan::Value Run(kernel_plan::Value state, const KernelContext& context) const;
 
  private:
-  // Where a kernel's operand lives.
+  // Where a kernel's operand lives: a slot (the state's elements, then the temporaries) or a
+  // constant.
   struct Ref {
     enum Kind { kState, kTemp, kConstant } kind = kState;
     int index = 0;                      // state element or temporary
@@ -67,14 +70,23 @@ class FlatLoop {
     // after it reads the value) instead of copying it into its output.
     int in_place = -1;
     bool take = false;
+    int table = 0;    // where its buffer table starts in Buffers::tables
+    int ordinal = 0;  // its place among the condition's, then the body's kernels
   };
   struct Program {
     std::vector<Kernel> kernels;
   };
-  struct Buffers;  // one run's state and temporaries
+  struct Buffers;  // one run's state, temporaries and kernel tables
 
   bool Add(const kernel_plan::ComputationPlan& p, const kernel_plan::Plan& plan, bool is_body,
            Program& out);
+  // Gives a temporary the state element's slot when it is that element's next value made in
+  // place from it, so the state is updated where it lies; chooses how the other replaced
+  // elements become their next values.
+  void AliasInPlaceUpdates();
+  // Lays out every kernel's buffer table: which table entries hold each slot's pointer.
+  void LayOutTables();
+  int Slot(const Ref& r) const { return r.kind == Ref::kState ? r.index : temp_slot_[r.index]; }
   void RunProgram(const Program& p, Buffers& b, const KernelContext& context) const;
 
   int state_size_ = 0;
@@ -82,6 +94,16 @@ class FlatLoop {
   Program cond_, body_;
   Ref cond_result_;
   std::vector<Ref> next_state_;  // the body's root: per element, a temporary or itself
+  // How each state element becomes its next value after the body: unchanged, updated where
+  // it lies (its temporary aliases its slot), copied from its temporary (small elements:
+  // cheaper than an exchange, which rewrites table entries) or exchanged with it.
+  enum class Next { kKeep, kInPlace, kCopy, kExchange };
+  std::vector<Next> next_;
+  std::vector<int> temp_slot_;  // per temporary: its slot (its own, or an aliased state's)
+  int table_size_ = 0;          // entries of all kernels' tables
+  int kernel_count_ = 0;
+  std::vector<const void*> constant_entries_;  // per table entry: its constant, else null
+  std::vector<std::vector<int>> sites_;        // per slot: the table entries that hold it
 };
 
 }  // namespace kiln::cpu

@@ -1,5 +1,6 @@
 // While loops run flat (flat_loop.h) against the HLO evaluator: a small state, a state
-// element updated in place, pass-through elements and a multi-output kernel; arguments the
+// element updated in place, pass-through elements, a multi-output kernel and every way an
+// element becomes its next value (updated where it lies, traded buffers, copies); arguments the
 // loop only borrows stay unchanged, a donated one is updated where it is; and the loops that
 // must stay on the general runner.
 #include "plugins/cpu_llvm/flat_loop.h"
@@ -215,6 +216,72 @@ TEST(FlatLoop, MultiOutputKernelsAndAConditionOnTheState) {
   ASSERT_NE(c.loop, nullptr);
   EXPECT_TRUE(c.exe->RunsFlat(c.loop));
   ExpectMatchesEvaluator(c, Args(*c.module, 5), "two outputs");
+}
+
+// How state elements become their next values: `a` updated in place but moved to `b`'s
+// place (the update takes a's buffer, then the buffers trade), `b` doubled into `a`'s place
+// and `c` rewritten by two updates (both too large to copy back: exchanged), the counter and
+// the total copied back. All arguments are borrowed.
+constexpr char kNextValues[] = R"(
+HloModule next_values
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT z = f32[] add(x, y)
+}
+cond {
+  p = (s32[], f32[16,8], f32[16,8], f32[32,8], f32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(12)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[16,8], f32[16,8], f32[32,8], f32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  a = f32[16,8] get-tuple-element(p), index=1
+  b = f32[16,8] get-tuple-element(p), index=2
+  c = f32[32,8] get-tuple-element(p), index=3
+  total = f32[] get-tuple-element(p), index=4
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  zero = s32[] constant(0)
+  row = f32[1,8] dynamic-slice(b, i, zero), dynamic_slice_sizes={1,8}
+  a2 = f32[16,8] dynamic-update-slice(a, row, i, zero)
+  two = f32[] constant(2)
+  twos = f32[16,8] broadcast(two), dimensions={}
+  b2 = f32[16,8] multiply(b, twos)
+  c1 = f32[32,8] dynamic-update-slice(c, row, i, zero)
+  fzero = f32[] constant(0)
+  c1sum = f32[] reduce(c1, fzero), dimensions={0,1}, to_apply=sum
+  total2 = f32[] add(total, c1sum)
+  sixteen = s32[] constant(16)
+  j = s32[] add(i, sixteen)
+  negated = f32[1,8] negate(row)
+  c2 = f32[32,8] dynamic-update-slice(c1, negated, j, zero)
+  ROOT t = (s32[], f32[16,8], f32[16,8], f32[32,8], f32[]) tuple(next, b2, a2, c2, total2)
+}
+ENTRY main {
+  a = f32[16,8] parameter(0)
+  b = f32[16,8] parameter(1)
+  c = f32[32,8] parameter(2)
+  zero = s32[] constant(0)
+  fzero = f32[] constant(0)
+  init = (s32[], f32[16,8], f32[16,8], f32[32,8], f32[]) tuple(zero, a, b, c, fzero)
+  ROOT w = (s32[], f32[16,8], f32[16,8], f32[32,8], f32[]) while(init), condition=cond, body=body
+}
+)";
+
+TEST(FlatLoop, InPlaceChainsTradedAndCopiedElements) {
+  Compiled c = Compile(kNextValues);
+  ASSERT_NE(c.exe, nullptr);
+  ASSERT_NE(c.loop, nullptr);
+  EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+  std::vector<Literal> args = Args(*c.module, 6);
+  const std::vector<Literal> before = args;
+  ExpectMatchesEvaluator(c, args, "first run");
+  for (size_t i = 0; i < args.size(); ++i)
+    ExpectClose(args[i], before[i], "argument after the run", "flat", 0);
+  ExpectMatchesEvaluator(c, args, "second run");
 }
 
 // A sort in the body runs on the evaluator: the loop stays on the general runner, and so
