@@ -556,7 +556,12 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::CompileOrLoad(
   // Debugging aid: every computation's dispositions (kernel, control-flow, evaluator, ...).
   if (const char* dump = std::getenv("KILN_CPU_DUMP_PLAN"); dump != nullptr && *dump != '\0')
     std::fprintf(stderr, "cpu-llvm plan of %s:\n%s", module->name().c_str(),
-                 PlanToString(plan).c_str());
+                 PlanToString(plan, [](const HloInstruction& h, Disposition d) {
+                   // The runner takes these evaluator steps natively (as the profile says).
+                   return d == Disposition::kEvaluator && IsRowScatter(h)
+                              ? std::string("row-scatter")
+                              : std::string(DispositionName(d));
+                 }).c_str());
   std::string ir;
   JitRequest request;
   request.ir_out = options_.keep_ir ? &ir : nullptr;

@@ -18,9 +18,10 @@ using eval::CombinerKind;
 
 // The elements per table row, and the update count, when `h` is a row scatter's shape.
 struct RowScatterShape {
-  int64_t rows = 0;     // table rows
-  int64_t row = 0;      // elements per row
-  int64_t updates = 0;  // one row number each
+  int64_t rows = 0;        // table rows: the product of the dimensions an index addresses
+  int64_t row = 0;         // elements per row
+  int64_t updates = 0;     // one row number each
+  int64_t index_size = 1;  // the components of each index (leading table dimensions)
 };
 
 std::optional<RowScatterShape> ShapeOf(const HloInstruction& h) {
@@ -38,27 +39,34 @@ std::optional<RowScatterShape> ShapeOf(const HloInstruction& h) {
   if (it != PrimitiveType::S32 && it != PrimitiveType::S64 && it != PrimitiveType::U32)
     return std::nullopt;
   const ScatterDimensionNumbers& dn = *h.attrs().scatter_dimension_numbers;
-  if (dn.inserted_window_dims != std::vector<int64_t>{0} ||
-      dn.scatter_dims_to_operand_dims != std::vector<int64_t>{0} ||
+  // The index vector is implicit (index_vector_dim == rank: one component) or the trailing
+  // dimension, its k components addressing the table's first k dimensions in order.
+  const int64_t ivd = dn.index_vector_dim;
+  if (ivd != ids.rank() && ivd != ids.rank() - 1) return std::nullopt;
+  const int64_t k = ivd == ids.rank() ? 1 : ids.dimensions().back();
+  if (k < 1 || k > table.rank()) return std::nullopt;
+  std::vector<int64_t> leading(static_cast<size_t>(k));
+  for (int64_t d = 0; d < k; ++d) leading[d] = d;
+  if (dn.inserted_window_dims != leading || dn.scatter_dims_to_operand_dims != leading ||
       !dn.input_batching_dims.empty() || !dn.scatter_indices_batching_dims.empty())
     return std::nullopt;
-  // The index vector is implicit (index_vector_dim == rank) or a trailing dimension of 1.
-  const int64_t ivd = dn.index_vector_dim;
-  if (ivd == ids.rank() - 1 ? ids.dimensions().back() != 1 : ivd != ids.rank()) return std::nullopt;
-  // The update window is every update dimension after the scatter ones, the table's rows.
-  const int64_t window = table.rank() - 1;
+  // The update window is every update dimension after the scatter ones: the table's other
+  // dimensions in full.
+  const int64_t window = table.rank() - k;
   const int64_t scatter_dims = upd.rank() - window;
   if (scatter_dims != std::min<int64_t>(ivd, ids.rank())) return std::nullopt;
   RowScatterShape s;
-  s.rows = table.dimensions()[0];
+  s.index_size = k;
+  s.rows = 1;
+  for (int64_t d = 0; d < k; ++d) s.rows *= table.dimensions()[d];
   s.row = 1;
   s.updates = 1;
   for (int64_t j = 0; j < window; ++j) {
     if (dn.update_window_dims.size() != static_cast<size_t>(window) ||
         dn.update_window_dims[j] != scatter_dims + j ||
-        upd.dimensions()[scatter_dims + j] != table.dimensions()[j + 1])
+        upd.dimensions()[scatter_dims + j] != table.dimensions()[j + k])
       return std::nullopt;
-    s.row *= table.dimensions()[j + 1];
+    s.row *= table.dimensions()[j + k];
   }
   for (int64_t d = 0; d < scatter_dims; ++d) {
     if (upd.dimensions()[d] != ids.dimensions()[d]) return std::nullopt;
@@ -222,20 +230,28 @@ void RunRowScatter(const HloInstruction& h, Literal& table, const Literal& indic
                    const Literal& updates, ThreadPool* pool) {
   const RowScatterShape s = *ShapeOf(h);
   const CombinerKind kind = eval::ClassifyCombiner(*h.to_apply());
-  // Row numbers as int32: s32 indices as they are, others converted (out-of-table ones as -1).
+  // Row numbers as int32: s32 row numbers as they are, others converted and index vectors
+  // flattened (an index outside the table, in any component, as -1).
   std::vector<int32_t> converted;
   std::span<const int32_t> ids;
-  if (indices.shape().element_type() == PrimitiveType::S32) {
+  if (indices.shape().element_type() == PrimitiveType::S32 && s.index_size == 1) {
     ids = indices.data<int32_t>();
   } else {
     converted.resize(static_cast<size_t>(s.updates));
+    const std::vector<int64_t>& dims = table.shape().dimensions();
     PrimitiveTypeSwitch(indices.shape().element_type(), [&](auto tag) {
       using I = decltype(tag);
       if constexpr (std::is_integral_v<I>) {
         const I* p = indices.data<I>().data();
-        for (size_t u = 0; u < converted.size(); ++u) {
-          const auto r = static_cast<int64_t>(p[u]);
-          converted[u] = r >= 0 && r < s.rows ? static_cast<int32_t>(r) : -1;
+        for (size_t u = 0; u < converted.size(); ++u, p += s.index_size) {
+          int64_t row = 0;
+          bool inside = true;
+          for (int64_t d = 0; d < s.index_size; ++d) {
+            const auto c = static_cast<int64_t>(p[d]);
+            inside = inside && c >= 0 && c < dims[d];
+            row = row * dims[d] + c;
+          }
+          converted[u] = inside ? static_cast<int32_t>(row) : -1;
         }
       }
     });

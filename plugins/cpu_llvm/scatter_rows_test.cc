@@ -1,9 +1,10 @@
 // cpu-llvm's native row scatter (scatter_rows.h) against the HLO evaluator, bit for bit
 // except a float sum over private tables: the combiners JAX emits (add, max, min, multiply,
 // set), f32/f64/bf16/s32/u8, row numbers that repeat and that fall outside the table, ids of
-// rank 1, 2 and 3, tables of rank 1, 2 and 3, one and two threads (wide rows split into bands,
-// small tables into private copies), a table that must be copied because it is read again;
-// and the scatters that are not row scatters, still right on the evaluator.
+// rank 1, 2 and 3, index vectors of two and three components (x.at[i, j]), tables of rank 1, 2 and
+// 3, one and two threads (wide rows split into bands, small tables into private copies), a table
+// that must be copied because it is read again; and the scatters that are not row scatters, still
+// right on the evaluator.
 #include "plugins/cpu_llvm/scatter_rows.h"
 
 #include <cmath>
@@ -138,6 +139,24 @@ TEST(RowScatter, MatchesTheEvaluatorBitForBit) {
     EXPECT_TRUE(Check(
         ScatterModule("bf16[30,512]", "s32[400,1]", "bf16[400,512]", kRowDims, "bf16", "add(a, b)"),
         threads));
+    // x.at[i, j].add(v): a 2-D point per update (either component may fall outside: ids are
+    // drawn from [-3, 63) against 60 rows and 50 columns), and a point of a rank-4 table
+    // whose trailing dimensions are the window, with u32 and s64 components.
+    EXPECT_TRUE(Check(ScatterModule("f32[60,50]", "s32[3000,2]", "f32[3000]",
+                                    "update_window_dims={}, inserted_window_dims={0,1}, "
+                                    "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1",
+                                    "f32", "add(a, b)"),
+                      threads));
+    EXPECT_TRUE(Check(ScatterModule("s32[10,12,8,16]", "u32[500,2]", "s32[500,8,16]",
+                                    "update_window_dims={1,2}, inserted_window_dims={0,1}, "
+                                    "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1",
+                                    "s32", "maximum(a, b)"),
+                      threads));
+    EXPECT_TRUE(Check(ScatterModule("f64[10,12,8]", "s64[40,20,3]", "f64[40,20]",
+                                    "update_window_dims={}, inserted_window_dims={0,1,2}, "
+                                    "scatter_dims_to_operand_dims={0,1,2}, index_vector_dim=2",
+                                    "f64", "set"),
+                      threads));
   }
 }
 
@@ -157,10 +176,10 @@ TEST(RowScatter, OtherScattersStayOnTheEvaluator) {
   EXPECT_FALSE(Check(
       ScatterModule("f32[50,64]", "s32[300,1]", "f32[300,64]", kRowDims, "f32", "subtract(a, b)"),
       2));
-  // Two index components (a 2-D point per update).
-  EXPECT_FALSE(Check(ScatterModule("f32[50,64]", "s32[300,2]", "f32[300]",
+  // Two index components addressing the table's dimensions in the other order.
+  EXPECT_FALSE(Check(ScatterModule("f32[60,50]", "s32[300,2]", "f32[300]",
                                    "update_window_dims={}, inserted_window_dims={0,1}, "
-                                   "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1",
+                                   "scatter_dims_to_operand_dims={1,0}, index_vector_dim=1",
                                    "f32", "add(a, b)"),
                      2));
 }

@@ -859,12 +859,14 @@ Plan MakePlan(const HloModule& module, const PlanOptions& options) {
   return plan;
 }
 
-std::string PlanToString(const Plan& plan) {
+std::string PlanToString(
+    const Plan& plan, const std::function<std::string(const HloInstruction&, Disposition)>& name) {
   std::string out;
   auto print = [&](const ComputationPlan& p) {
     absl::StrAppend(&out, "%", p.computation ? p.computation->name() : "?", ":\n");
     for (const auto& [h, d] : p.dispositions)
-      absl::StrAppend(&out, "  ", h->name(), " ", std::string(DispositionName(d)), "\n");
+      absl::StrAppend(&out, "  ", h->name(), " ",
+                      name ? name(*h, d) : std::string(DispositionName(d)), "\n");
   };
   print(plan);
   for (const ComputationPlan& p : plan.called) print(p);

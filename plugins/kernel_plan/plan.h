@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -171,8 +172,11 @@ struct KernelGroup {
 };
 std::vector<KernelGroup> KernelGroups(const HloComputation& comp, const PlanOptions& options);
 
-// Every computation's dispositions, one line per instruction (debugging, tests).
-std::string PlanToString(const Plan& plan);
+// Every computation's dispositions, one line per instruction (debugging, tests). `name`, when
+// given, names a step in place of DispositionName (a runner saying how it runs one).
+std::string PlanToString(
+    const Plan& plan,
+    const std::function<std::string(const HloInstruction&, Disposition)>& name = nullptr);
 
 // Number of instructions, in the entry and every sub-plan, that run on the evaluator.
 int EvaluatorStepCount(const Plan& plan);
