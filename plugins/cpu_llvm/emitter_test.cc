@@ -2,6 +2,7 @@
 // (plain C++ loops in double precision, or hand-computed).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 
@@ -413,6 +414,30 @@ TEST(CpuLlvmEmitter, NaiveDotAndReshape) {
   ASSERT_TRUE(r.ok()) << r.status();
   // [[1,2,3],[4,5,6]] @ [[1,0],[0,1],[1,1]] = [[4,5],[10,11]]
   ExpectNear(*r, {4, 5, 10, 11}, 0, 0);
+}
+
+// max(x, -inf) over f32[16,256], one kernel: its loop over the 16 rows stays a loop. Unrolled
+// whole, each copy of the row loop was vectorized and unrolled on its own (1024 compares in
+// one block: seconds of instruction scheduling for a padded attention's softmax).
+TEST(CpuLlvmEmitter, OutputRowLoopsStayLoops) {
+  Fixture f;
+  Shape s(PT::F32, {16, 256});
+  HloInstruction* x = f.b->Param(0, s);
+  HloInstruction* low =
+      f.b->Broadcast(f.b->Const(PT::F32, -std::numeric_limits<double>::infinity()), {16, 256}, {});
+  f.entry->set_root(f.b->Binary(HloOpcode::kMaximum, x, low));
+  Literal lx = Random(s, 3);
+  std::string ir;
+  auto r = f.Run({lx}, {}, &ir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<double> want;
+  for (int i = 0; i < 16 * 256; ++i) want.push_back(lx.GetAsDouble(i));
+  ExpectNear(*r, want, 0, 0);
+  int64_t compares = 0;
+  for (size_t at = ir.find("fcmp"); at != std::string::npos; at = ir.find("fcmp", at + 1))
+    ++compares;
+  EXPECT_GT(compares, 0);
+  EXPECT_LE(compares, 16 * 256 / 32) << "the row loop was unrolled";
 }
 
 TEST(CpuLlvmEmitter, CapabilityNamesEvaluatorFallbacks) {

@@ -536,8 +536,17 @@ llvm::AllocaInst* KernelEmitter::EntryAlloca(llvm::Type* t, const std::string& n
   return eb.CreateAlloca(t, nullptr, name);
 }
 
+void KernelEmitter::DisableUnroll(llvm::BranchInst* latch) {
+  llvm::MDNode* disable =
+      llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
+  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, disable});
+  id->replaceOperandWith(0, id);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+}
+
 absl::Status KernelEmitter::EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
-                                     const std::function<absl::Status(llvm::Value*)>& body) {
+                                     const std::function<absl::Status(llvm::Value*)>& body,
+                                     bool keep) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* header = llvm::BasicBlock::Create(ctx_, name + ".header", fn_);
   auto* body_bb = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
@@ -557,6 +566,7 @@ absl::Status KernelEmitter::EmitLoop(llvm::Value* lo, llvm::Value* hi, const std
   llvm::Value* next = b_.CreateAdd(iv, C64(1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
   iv->addIncoming(next, b_.GetInsertBlock());
   llvm::BranchInst* latch = b_.CreateBr(header);
+  if (keep) DisableUnroll(latch);
   if (latch_sink_ != nullptr) latch_sink_->push_back(latch);
   b_.SetInsertPoint(exit);
   return absl::OkStatus();
@@ -564,23 +574,25 @@ absl::Status KernelEmitter::EmitLoop(llvm::Value* lo, llvm::Value* hi, const std
 
 absl::Status KernelEmitter::EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
                                          const std::function<absl::Status(const Index&)>& body,
-                                         llvm::Value* outer_lo, llvm::Value* outer_hi) {
+                                         llvm::Value* outer_lo, llvm::Value* outer_hi,
+                                         bool keep_outer_loops) {
   // Outermost loop over dimension 0; the linear index is built as the loops nest so the
   // innermost loop walks memory contiguously (what the loop vectorizer wants).
   std::function<absl::Status(size_t, Index)> nest = [&](size_t d, Index idx) -> absl::Status {
     if (d == dims.size()) return body(idx);
     bool ranged = d == 0 && outer_lo != nullptr;
-    return EmitLoop(ranged ? outer_lo : C64(0), ranged ? outer_hi : C64(dims[d]),
-                    absl::StrCat(name, ".d", d), [&](llvm::Value* iv) {
-                      Index inner = idx;
-                      inner.multi.push_back(iv);
-                      inner.linear =
-                          d == 0
-                              ? iv
-                              : b_.CreateAdd(b_.CreateMul(idx.linear, C64(dims[d]), "", true, true),
-                                             iv, "", true, true);
-                      return nest(d + 1, inner);
-                    });
+    return EmitLoop(
+        ranged ? outer_lo : C64(0), ranged ? outer_hi : C64(dims[d]), absl::StrCat(name, ".d", d),
+        [&](llvm::Value* iv) {
+          Index inner = idx;
+          inner.multi.push_back(iv);
+          inner.linear = d == 0
+                             ? iv
+                             : b_.CreateAdd(b_.CreateMul(idx.linear, C64(dims[d]), "", true, true),
+                                            iv, "", true, true);
+          return nest(d + 1, inner);
+        },
+        keep_outer_loops && d + 1 < dims.size());
   };
   Index start;
   start.linear = C64(0);
@@ -2068,6 +2080,9 @@ absl::Status KernelEmitter::Emit() {
       spec_.outputs.size() > 1 && !parts && !spec_.update_in_place && !spec_.accumulate_columns;
   for (const HloInstruction* root : spec_.outputs)
     one_nest = one_nest && root->shape().dimensions() == spec_.outputs[0]->shape().dimensions();
+  // An output's outer loops stay loops: unrolled whole (16 rows of 256), each copy of the
+  // inner loop was vectorized and unrolled on its own, and scheduling the one huge block
+  // that made took seconds of code generation (a padded attention's softmax kernels: 2 s).
   if (one_nest) {
     KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
         spec_.outputs[0]->shape().dimensions(), "out",
@@ -2076,7 +2091,8 @@ absl::Status KernelEmitter::Emit() {
             KILN_EMIT_RETURN_IF_ERROR(store_output(o, idx));
           return absl::OkStatus();
         },
-        ranged ? fn_->getArg(n) : nullptr, ranged ? fn_->getArg(n + 1) : nullptr));
+        ranged ? fn_->getArg(n) : nullptr, ranged ? fn_->getArg(n + 1) : nullptr,
+        /*keep_outer_loops=*/true));
   }
   for (size_t o = 0;
        o < spec_.outputs.size() && (!parts || column_parts) && !spec_.update_in_place && !one_nest;
@@ -2095,7 +2111,7 @@ absl::Status KernelEmitter::Emit() {
                           llvm::Value* hi) {
       if (tiled) return EmitTiledLoopNest(dims, kTransposeTile, name, body, lo, hi);
       if (merged) return EmitMergedMinorLoopNest(dims, name, body, lo, hi);
-      return EmitLoopNest(dims, name, body, lo, hi);
+      return EmitLoopNest(dims, name, body, lo, hi, /*keep_outer_loops=*/true);
     };
     KILN_EMIT_RETURN_IF_ERROR(nest(
         root->shape().dimensions(), absl::StrCat("out", o),
@@ -2259,13 +2275,7 @@ absl::Status KernelEmitter::AccumulateColumns(const HloInstruction* r, const Col
   KILN_EMIT_RETURN_IF_ERROR(rows);
   // The innermost loop (the first to close) stays a loop: unrolled whole when short (a group
   // norm's 32 channels), it left the vectorizer the loop around it, read with gathers.
-  if (!latches.empty()) {
-    llvm::MDNode* disable =
-        llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
-    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, disable});
-    id->replaceOperandWith(0, id);
-    latches.front()->setMetadata(llvm::LLVMContext::MD_loop, id);
-  }
+  if (!latches.empty()) DisableUnroll(latches.front());
   return absl::OkStatus();
 }
 

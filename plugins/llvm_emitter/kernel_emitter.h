@@ -162,9 +162,11 @@ class KernelEmitter {
                         const std::function<absl::Status(llvm::Value*)>& body) {
     return EmitLoop(C64(0), C64(trip_count), name, body);
   }
-  // A loop over [lo, hi) with bounds known at run time (the partitioned outer loop).
+  // A loop over [lo, hi) with bounds known at run time (the partitioned outer loop). With
+  // `keep`, LLVM may not unroll it (llvm.loop.unroll.disable on its latch).
   absl::Status EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
-                        const std::function<absl::Status(llvm::Value*)>& body);
+                        const std::function<absl::Status(llvm::Value*)>& body, bool keep = false);
+  void DisableUnroll(llvm::BranchInst* latch);
   // A float sum over `dims` in blocks of about kSumBlock elements: each block is summed from
   // -0 by `add` (vectorized into lanes) and then added to `acc`. One f32 accumulator stops
   // growing at 2^24 ones; blocks bound the error by one block's plus the chain of block sums.
@@ -175,9 +177,11 @@ class KernelEmitter {
       llvm::Value* outer_lo, llvm::Value* outer_hi);
   static constexpr int64_t kSumBlock = 4096;
   // With `outer_lo`/`outer_hi`, dimension 0 runs over that range instead of [0, dims[0]).
+  // With `keep_outer_loops`, every loop but the innermost stays a loop (EmitLoop's `keep`).
   absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
                             const std::function<absl::Status(const Index&)>& body,
-                            llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr);
+                            llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr,
+                            bool keep_outer_loops = false);
   // Loops over the dimensions of `dims` (rank >= 2) before its last two, calling `matrix`
   // with their index and the rows of the trailing [rows, cols] matrix to cover: with
   // `outer_lo`/`outer_hi`, dimension 0 runs over that range, rows included for rank 2.
