@@ -3,9 +3,16 @@
 #include "plugins/cpu_llvm/sort_library.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
+#include <functional>
 #include <numeric>
+#include <optional>
+#include <type_traits>
 #include <vector>
+
+#include "hlo/computation.h"
+#include "hlo/native_type.h"
 
 namespace kiln::cpu {
 namespace {
@@ -48,6 +55,78 @@ class Less {
   int64_t base_, stride_;
 };
 
+// Whether the comparator is one compare of operand 0's two elements (its parameters 0 and
+// 1), LT or GT, on an integer type compared as that type: then the stable order is the order
+// of (key, position) pairs, sorted without a call per comparison. Other operands ride along.
+std::optional<bool> IntegerKeyDescending(const HloInstruction& sort) {
+  const HloComputation* c = sort.to_apply();
+  if (c == nullptr || c->num_parameters() < 2) return std::nullopt;
+  const HloInstruction* root = c->root();
+  if (root->opcode() != HloOpcode::kCompare || root->operand(0) != c->parameter(0) ||
+      root->operand(1) != c->parameter(1) || !root->attrs().comparison_direction)
+    return std::nullopt;
+  const PrimitiveType t = c->parameter(0)->shape().element_type();
+  const ComparisonType ct = root->attrs().comparison_type;
+  const bool is_signed = IsSignedInt(t), is_unsigned = IsUnsignedInt(t);
+  if (!(is_signed && (ct == ComparisonType::kDefault || ct == ComparisonType::kSigned)) &&
+      !(is_unsigned && (ct == ComparisonType::kDefault || ct == ComparisonType::kUnsigned)))
+    return std::nullopt;
+  if (IsSubByteInt(t)) return std::nullopt;
+  const ComparisonDirection d = *root->attrs().comparison_direction;
+  if (d == ComparisonDirection::kLt) return false;
+  if (d == ComparisonDirection::kGt) return true;
+  return std::nullopt;
+}
+
+// Sorts `v` by `less`: on the pool in parts, merged in order, when it is long.
+template <typename T, typename Less>
+void SortMaybeInParts(std::vector<T>& v, Less less, ThreadPool* pool) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  if (pool == nullptr || pool->size() < 2 || n < kSplitRowMinElements) {
+    std::sort(v.begin(), v.end(), less);
+    return;
+  }
+  const int64_t parts = pool->size();
+  auto cut = [&](int64_t p) { return v.begin() + n * p / parts; };
+  pool->ParallelFor(
+      parts,
+      [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) std::sort(cut(p), cut(p + 1), less);
+      },
+      static_cast<int>(parts), /*even=*/true, /*large=*/true);
+  for (int64_t p = 1; p < parts; ++p) std::inplace_merge(v.begin(), cut(p), cut(p + 1), less);
+}
+
+// One row of integer keys (`count` of them, `stride` elements apart) in the order `before`
+// (std::less or std::greater): sorted into `sorted` when the keys are the only operand (equal
+// keys are indistinguishable), else its stable order into `order` (as (key, position) pairs:
+// a tie goes by position).
+template <typename K, typename Before>
+void SortKeys(const K* keys, int64_t count, int64_t stride, Before before, bool keys_only,
+              K* sorted, std::vector<int64_t>& order, ThreadPool* pool) {
+  if (keys_only) {
+    std::vector<K> v(static_cast<size_t>(count));
+    for (int64_t j = 0; j < count; ++j) v[j] = keys[j * stride];
+    SortMaybeInParts(v, before, pool);
+    for (int64_t j = 0; j < count; ++j) sorted[j * stride] = v[j];
+    return;
+  }
+  struct Entry {
+    K key;
+    int32_t at;  // rows are shorter than 2^31 (checked by the caller)
+  };
+  std::vector<Entry> e(static_cast<size_t>(count));
+  for (int64_t j = 0; j < count; ++j) e[j] = {keys[j * stride], static_cast<int32_t>(j)};
+  SortMaybeInParts(
+      e,
+      [before](const Entry& x, const Entry& y) {
+        return before(x.key, y.key) || (x.key == y.key && x.at < y.at);
+      },
+      pool);
+  order.resize(static_cast<size_t>(count));
+  for (int64_t j = 0; j < count; ++j) order[j] = e[j].at;
+}
+
 }  // namespace
 
 void RunSort(const HloInstruction& sort, KernelFn less, std::span<const Literal* const> operands,
@@ -84,6 +163,38 @@ void RunSort(const HloInstruction& sort, KernelFn less, std::span<const Literal*
     }
   };
   const bool parallel = pool != nullptr && pool->size() > 1 && total >= kParallelMinElements;
+  const std::optional<bool> descending = IntegerKeyDescending(sort);
+  if (descending && rows.length < INT32_MAX) {
+    const bool keys_only = operands.size() == 1;
+    // Rows in parallel, or a single long row sorted in parts on the pool.
+    const bool split = parallel && rows.count == 1;
+    auto key_rows = [&](int64_t r0, int64_t r1) {
+      std::vector<int64_t> order;
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t base = rows.Base(r);
+        PrimitiveTypeSwitch(operands[0]->shape().element_type(), [&](auto tag) {
+          using K = decltype(tag);
+          if constexpr (std::is_integral_v<K>) {
+            const K* keys = operands[0]->data<K>().data() + base;
+            K* sorted = outs[0]->data<K>().data() + base;
+            ThreadPool* parts = split ? pool : nullptr;
+            if (*descending)
+              SortKeys(keys, rows.length, rows.stride, std::greater<K>(), keys_only, sorted, order,
+                       parts);
+            else
+              SortKeys(keys, rows.length, rows.stride, std::less<K>(), keys_only, sorted, order,
+                       parts);
+          }
+        });
+        if (!keys_only) gather(base, order);
+      }
+    };
+    if (parallel && rows.count > 1)
+      pool->ParallelFor(rows.count, key_rows);
+    else
+      key_rows(0, rows.count);
+    return;
+  }
   if (parallel && rows.count == 1 && rows.length >= kSplitRowMinElements) {
     // One long row: parts sorted on the pool, merged in order (stable).
     const int64_t parts = pool->size();

@@ -2,7 +2,8 @@
 // for bit: JAX's total-order comparator over NaN, -0 and infinities; argsort (keys and an
 // iota, a tuple) with ties, which a stable sort keeps in order; a lexicographic two-key sort;
 // sorting along a leading dimension, descending; many rows in parallel; one long row sorted
-// in parts and merged; one and two threads. And the plan: such a sort is a library step.
+// in parts and merged; integer keys sorted as (key, position) pairs; one and two threads. And the
+// plan: such a sort is a library step.
 #include "plugins/cpu_llvm/sort_library.h"
 
 #include <cmath>
@@ -127,6 +128,40 @@ TEST(NativeSort, OneLongRowSortedInPartsKeepsTiesInOrder) {
     SCOPED_TRACE(threads);
     EXPECT_TRUE(Check(ArgSort("s32", "131072", 0), threads));
     EXPECT_TRUE(Check(JaxSort("100003", 0), threads, /*special=*/true));
+  }
+}
+
+// One integer compare of operand 0 (jnp.sort and argsort of integers, sort by an integer
+// key): sorted as (key, position) pairs, without the comparator; ascending and descending,
+// signed and unsigned, one operand or with payloads, ties in their order.
+TEST(NativeSort, IntegerKeysSortedAsPairs) {
+  auto sort = [](const std::string& type, const std::string& shape, int dim,
+                 const std::string& direction, const std::string& payload) {
+    const std::string params = payload.empty() ? ""
+                                               : fmt::format(
+                                                     "  p = {0}[] parameter(2)\n  q = {0}[] "
+                                                     "parameter(3)\n",
+                                                     payload);
+    const std::string operands = payload.empty() ? "x" : "x, y";
+    const std::string result = payload.empty()
+                                   ? fmt::format("{}[{}]", type, shape)
+                                   : fmt::format("({}[{}], {}[{}])", type, shape, payload, shape);
+    const std::string y =
+        payload.empty() ? "" : fmt::format("  y = {}[{}] parameter(1)\n", payload, shape);
+    return fmt::format(
+        "HloModule k\nless {{\n  a = {0}[] parameter(0)\n  b = {0}[] parameter(1)\n{5}  ROOT c "
+        "= pred[] compare(a, b), direction={3}\n}}\nENTRY main {{\n  x = {0}[{1}] "
+        "parameter(0)\n{6}  ROOT s = {7} sort({4}), dimensions={{{2}}}, is_stable=true, "
+        "to_apply=less\n}}\n",
+        type, shape, dim, direction, operands, params, y, result);
+  };
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    EXPECT_TRUE(Check(sort("s32", "70000", 0, "LT", ""), threads));  // a unique count's
+    EXPECT_TRUE(Check(sort("u8", "30,500", 1, "GT", "f32"), threads));
+    EXPECT_TRUE(Check(sort("s64", "400,9", 0, "GT", ""), threads));  // strided rows
+    EXPECT_TRUE(Check(sort("u32", "2000", 0, "LT", "s8"), threads));
+    EXPECT_TRUE(Check(sort("s8", "64,64", 1, "LT", "u16"), threads));
   }
 }
 
