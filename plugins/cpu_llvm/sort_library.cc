@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <type_traits>
@@ -55,27 +57,126 @@ class Less {
   int64_t base_, stride_;
 };
 
-// Whether the comparator is one compare of operand 0's two elements (its parameters 0 and
-// 1), LT or GT, on an integer type compared as that type: then the stable order is the order
-// of (key, position) pairs, sorted without a call per comparison. Other operands ride along.
-std::optional<bool> IntegerKeyDescending(const HloInstruction& sort) {
+// How a comparator orders rows when it is one LT or GT compare of a key computed from operand
+// 0's two elements alone (its parameters 0 and 1; other operands ride along): the stable order
+// is then the order of (key, position) pairs, sorted without a call per comparison.
+struct KeyOrder {
+  bool descending = false;
+  // Floats compared TOTALORDER after a canonicalization: value rules, outermost select first
+  // (the first that holds replaces the element's bits). JAX writes -0 -> 0 and NaN -> NaN.
+  struct Rule {
+    bool nan = false;   // x != x; otherwise x == value
+    double value = 0;   // compared as a float of the key's type
+    uint64_t bits = 0;  // the replacement's bits
+  };
+  std::vector<Rule> rules;
+  bool operator==(const KeyOrder&) const = default;
+};
+bool operator==(const KeyOrder::Rule& a, const KeyOrder::Rule& b) {
+  return a.nan == b.nan && (a.nan || a.value == b.value) && a.bits == b.bits;
+}
+
+bool IsKeyFloat(PrimitiveType t) {
+  return t == PrimitiveType::F32 || t == PrimitiveType::F64 || t == PrimitiveType::F16 ||
+         t == PrimitiveType::BF16;
+}
+
+// A scalar constant's value and bits, when it is a float of type t.
+std::optional<std::pair<double, uint64_t>> FloatConstant(const HloInstruction* h, PrimitiveType t) {
+  if (h->opcode() != HloOpcode::kConstant || h->shape().element_type() != t ||
+      !h->shape().dimensions().empty())
+    return std::nullopt;
+  std::pair<double, uint64_t> out{0, 0};
+  std::memcpy(&out.second, h->literal().untyped_data(), h->literal().size_bytes());
+  PrimitiveTypeSwitch(t, [&](auto tag) {
+    using F = decltype(tag);
+    if constexpr (kIsFloatT<F>)
+      out.first = static_cast<double>(static_cast<float>(h->literal().data<F>()[0]));
+    if constexpr (std::is_same_v<F, double>) out.first = h->literal().data<double>()[0];
+  });
+  return out;
+}
+
+// Matches h as p canonicalized: p itself, or select(compare(p, p, NE), constant, inner) or
+// select(compare(p, c, EQ), constant, inner), inner matched the same way. Float compares only.
+bool MatchCanonical(const HloInstruction* h, const HloInstruction* p,
+                    std::vector<KeyOrder::Rule>& rules) {
+  if (h == p) return true;
+  const PrimitiveType t = p->shape().element_type();
+  if (h->opcode() != HloOpcode::kSelect) return false;
+  const HloInstruction* pred = h->operand(0);
+  const auto replacement = FloatConstant(h->operand(1), t);
+  if (!replacement || pred->opcode() != HloOpcode::kCompare ||
+      !pred->attrs().comparison_direction ||
+      (pred->attrs().comparison_type != ComparisonType::kDefault &&
+       pred->attrs().comparison_type != ComparisonType::kFloat))
+    return false;
+  const ComparisonDirection d = *pred->attrs().comparison_direction;
+  KeyOrder::Rule rule{.bits = replacement->second};
+  if (d == ComparisonDirection::kNe && pred->operand(0) == p && pred->operand(1) == p) {
+    rule.nan = true;
+  } else if (d == ComparisonDirection::kEq && (pred->operand(0) == p || pred->operand(1) == p)) {
+    const auto value = FloatConstant(pred->operand(pred->operand(0) == p ? 1 : 0), t);
+    if (!value || std::isnan(value->first)) return false;
+    rule.value = value->first;
+  } else {
+    return false;
+  }
+  rules.push_back(rule);
+  return MatchCanonical(h->operand(2), p, rules);
+}
+
+std::optional<KeyOrder> KeyOrderOf(const HloInstruction& sort) {
   const HloComputation* c = sort.to_apply();
   if (c == nullptr || c->num_parameters() < 2) return std::nullopt;
   const HloInstruction* root = c->root();
-  if (root->opcode() != HloOpcode::kCompare || root->operand(0) != c->parameter(0) ||
-      root->operand(1) != c->parameter(1) || !root->attrs().comparison_direction)
+  if (root->opcode() != HloOpcode::kCompare || !root->attrs().comparison_direction)
     return std::nullopt;
   const PrimitiveType t = c->parameter(0)->shape().element_type();
   const ComparisonType ct = root->attrs().comparison_type;
+  KeyOrder order;
+  const ComparisonDirection d = *root->attrs().comparison_direction;
+  if (d != ComparisonDirection::kLt && d != ComparisonDirection::kGt) return std::nullopt;
+  order.descending = d == ComparisonDirection::kGt;
+  if (IsKeyFloat(t) && ct == ComparisonType::kFloatTotalOrder) {
+    std::vector<KeyOrder::Rule> other;
+    if (!MatchCanonical(root->operand(0), c->parameter(0), order.rules) ||
+        !MatchCanonical(root->operand(1), c->parameter(1), other) || other != order.rules)
+      return std::nullopt;
+    return order;
+  }
+  if (root->operand(0) != c->parameter(0) || root->operand(1) != c->parameter(1) || IsSubByteInt(t))
+    return std::nullopt;
   const bool is_signed = IsSignedInt(t), is_unsigned = IsUnsignedInt(t);
   if (!(is_signed && (ct == ComparisonType::kDefault || ct == ComparisonType::kSigned)) &&
       !(is_unsigned && (ct == ComparisonType::kDefault || ct == ComparisonType::kUnsigned)))
     return std::nullopt;
-  if (IsSubByteInt(t)) return std::nullopt;
-  const ComparisonDirection d = *root->attrs().comparison_direction;
-  if (d == ComparisonDirection::kLt) return false;
-  if (d == ComparisonDirection::kGt) return true;
-  return std::nullopt;
+  return order;
+}
+
+// The signed integer of a float's width.
+template <typename F>
+using KeyInt = std::conditional_t<sizeof(F) == 8, int64_t,
+                                  std::conditional_t<sizeof(F) == 4, int32_t, int16_t>>;
+
+// x's place in the total order (-NaN < -inf < ... < -0 < 0 < ... < inf < NaN) after the
+// rules, as a signed integer: negative floats' magnitude bits are flipped.
+template <typename F>
+KeyInt<F> TotalOrderKey(F x, const std::vector<KeyOrder::Rule>& rules) {
+  using I = KeyInt<F>;
+  using U = std::make_unsigned_t<I>;
+  U bits;
+  std::memcpy(&bits, &x, sizeof(F));
+  if (!rules.empty()) {
+    const double v = static_cast<double>(x);
+    for (const KeyOrder::Rule& r : rules)
+      if (r.nan ? std::isnan(v) : v == r.value) {
+        bits = static_cast<U>(r.bits);
+        break;
+      }
+  }
+  const I b = static_cast<I>(bits);
+  return b < 0 ? static_cast<I>(b ^ std::numeric_limits<I>::max()) : b;
 }
 
 // Sorts `v` by `less`: on the pool in parts, merged in order, when it is long.
@@ -129,6 +230,8 @@ void SortKeys(const K* keys, int64_t count, int64_t stride, Before before, bool 
 
 }  // namespace
 
+bool SortsByKeys(const HloInstruction& sort) { return KeyOrderOf(sort).has_value(); }
+
 void RunSort(const HloInstruction& sort, KernelFn less, std::span<const Literal* const> operands,
              Literal& out, ThreadPool* pool) {
   const std::vector<int64_t>& dims = operands[0]->shape().dimensions();
@@ -163,27 +266,38 @@ void RunSort(const HloInstruction& sort, KernelFn less, std::span<const Literal*
     }
   };
   const bool parallel = pool != nullptr && pool->size() > 1 && total >= kParallelMinElements;
-  const std::optional<bool> descending = IntegerKeyDescending(sort);
-  if (descending && rows.length < INT32_MAX) {
-    const bool keys_only = operands.size() == 1;
+  const std::optional<KeyOrder> key_order = KeyOrderOf(sort);
+  if (key_order && rows.length < INT32_MAX) {
+    const PrimitiveType t = operands[0]->shape().element_type();
+    // Float keys are sorted as integers; the output is the operand's own elements (-0 and
+    // NaN payloads stay), so it is gathered.
+    const bool keys_only = operands.size() == 1 && !IsKeyFloat(t);
     // Rows in parallel, or a single long row sorted in parts on the pool.
     const bool split = parallel && rows.count == 1;
     auto key_rows = [&](int64_t r0, int64_t r1) {
       std::vector<int64_t> order;
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t base = rows.Base(r);
-        PrimitiveTypeSwitch(operands[0]->shape().element_type(), [&](auto tag) {
+        ThreadPool* parts = split ? pool : nullptr;
+        auto sort_keys = [&](const auto* keys, int64_t stride, auto* sorted) {
+          using K = std::remove_const_t<std::remove_pointer_t<decltype(keys)>>;
+          if (key_order->descending)
+            SortKeys(keys, rows.length, stride, std::greater<K>(), keys_only, sorted, order, parts);
+          else
+            SortKeys(keys, rows.length, stride, std::less<K>(), keys_only, sorted, order, parts);
+        };
+        PrimitiveTypeSwitch(t, [&](auto tag) {
           using K = decltype(tag);
           if constexpr (std::is_integral_v<K>) {
-            const K* keys = operands[0]->data<K>().data() + base;
-            K* sorted = outs[0]->data<K>().data() + base;
-            ThreadPool* parts = split ? pool : nullptr;
-            if (*descending)
-              SortKeys(keys, rows.length, rows.stride, std::greater<K>(), keys_only, sorted, order,
-                       parts);
-            else
-              SortKeys(keys, rows.length, rows.stride, std::less<K>(), keys_only, sorted, order,
-                       parts);
+            sort_keys(operands[0]->data<K>().data() + base, rows.stride,
+                      outs[0]->data<K>().data() + base);
+          } else if constexpr (std::is_same_v<K, float> || std::is_same_v<K, double> ||
+                               std::is_same_v<K, half> || std::is_same_v<K, bfloat16>) {
+            const K* x = operands[0]->data<K>().data() + base;
+            std::vector<KeyInt<K>> keys(static_cast<size_t>(rows.length));
+            for (int64_t j = 0; j < rows.length; ++j)
+              keys[j] = TotalOrderKey(x[j * rows.stride], key_order->rules);
+            sort_keys(keys.data(), int64_t{1}, static_cast<KeyInt<K>*>(nullptr));
           }
         });
         if (!keys_only) gather(base, order);

@@ -19,4 +19,9 @@ namespace kiln::cpu {
 void RunSort(const HloInstruction& sort, KernelFn less, std::span<const Literal* const> operands,
              Literal& out, ThreadPool* pool);
 
+// Whether RunSort orders `sort` by a key computed once per element instead of calling the
+// comparator: one LT or GT compare of operand 0's elements, integers as themselves, floats
+// TOTALORDER after JAX's NaN and -0 canonicalization.
+bool SortsByKeys(const HloInstruction& sort);
+
 }  // namespace kiln::cpu

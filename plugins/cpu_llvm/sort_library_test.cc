@@ -42,7 +42,7 @@ less {
 // Runs `text` on cpu-llvm with `threads` and on the evaluator with the same random
 // arguments (`special` puts NaN, -0 and infinities into a float first argument) and expects
 // identical bytes; returns whether every sort was planned as a library step.
-bool Check(const std::string& text, int threads, bool special = false) {
+bool Check(const std::string& text, int threads, bool special = false, bool more_nans = false) {
   CompileOptions opts;
   opts.threads = threads;
   const testing::CompiledText c = testing::CompileText(text, opts);
@@ -53,6 +53,11 @@ bool Check(const std::string& text, int threads, bool special = false) {
     const double values[] = {std::nan(""), -0.0, 0.0, std::numeric_limits<double>::infinity(),
                              -std::numeric_limits<double>::infinity()};
     for (int64_t i = 0; i < x.element_count(); i += 9) x.SetFromDouble(i, values[i / 9 % 5]);
+    if (more_nans) {
+      const double nans[] = {-std::nan(""), std::nan("0x400000000000"),
+                             -std::nan("0x600000000000")};
+      for (int64_t i = 4; i < x.element_count(); i += 13) x.SetFromDouble(i, nans[i / 13 % 3]);
+    }
   }
   HloEvaluator evaluator;
   auto want = evaluator.Evaluate(*c.module, args.values);
@@ -78,6 +83,12 @@ bool Check(const std::string& text, int threads, bool special = false) {
     library &= s.kind == Disposition::kLibrary && s.comparator >= 0;
   }
   return any && library;
+}
+
+// Check with a float first argument holding, every few elements, NaNs of both signs and
+// another payload, both zeros and both infinities (many ties among them).
+bool CheckWithNans(const std::string& text, int threads) {
+  return Check(text, threads, /*special=*/true, /*more_nans=*/true);
 }
 
 // ENTRY: one f32 parameter of `shape`, sorted along `dim` by kJaxLess.
@@ -163,6 +174,77 @@ TEST(NativeSort, IntegerKeysSortedAsPairs) {
     EXPECT_TRUE(Check(sort("u32", "2000", 0, "LT", "s8"), threads));
     EXPECT_TRUE(Check(sort("s8", "64,64", 1, "LT", "u16"), threads));
   }
+}
+
+// Whether the sort step of `text`, compiled (after the passes, as it runs), sorts by keys.
+bool CompiledSortsByKeys(const std::string& text) {
+  const testing::CompiledText c = testing::CompileText(text);
+  if (c.exe == nullptr) return false;
+  for (const Step& s : c.exe->plan().steps)
+    if (s.instr->opcode() == HloOpcode::kSort) return SortsByKeys(*s.instr);
+  ADD_FAILURE() << "no sort step";
+  return false;
+}
+
+// JAX's float comparators (NaN and -0 canonicalized, TOTALORDER): sorted by integer keys,
+// not by comparator calls, and bit for bit the evaluator's answer with NaNs of either sign
+// and payload, both zeros and infinities among the keys; f32, f64, bf16 and f16, ascending
+// and descending, alone and with an argsort's iota. A comparator that is not of that form
+// keeps calling the comparator.
+TEST(NativeSort, FloatKeysSortedAsTotalOrderIntegers) {
+  auto sort = [](const std::string& type, const std::string& shape, int dim,
+                 const std::string& direction, bool iota, const std::string& canonical) {
+    const std::string result = iota ? fmt::format("({0}[{1}], s32[{1}])", type, shape)
+                                    : fmt::format("{}[{}]", type, shape);
+    return fmt::format(R"(HloModule f
+less {{
+  a = {0}[] parameter(0)
+  b = {0}[] parameter(1)
+  {4}
+  nan = {0}[] constant(nan)
+  zero = {0}[] constant(0)
+  az = pred[] compare(a, zero), direction=EQ
+  bz = pred[] compare(zero, b), direction=EQ
+  a0 = {0}[] select(az, zero, a)
+  b0 = {0}[] select(bz, zero, b)
+  anan = pred[] compare(a, a), direction=NE
+  bnan = pred[] compare(b, b), direction=NE
+  an = {0}[] select(anan, nan, a0)
+  bn = {0}[] select(bnan, nan, b0)
+  ROOT c = pred[] compare({6}), direction={3}, type=TOTALORDER
+}}
+ENTRY main {{
+  x = {0}[{1}] parameter(0)
+  i = s32[{1}] iota(), iota_dimension={2}
+  ROOT s = {5} sort(x{7}), dimensions={{{2}}}, is_stable=true, to_apply=less
+}}
+)",
+                       type, shape, dim, direction,
+                       iota ? "i = s32[] parameter(2)\n  j = s32[] parameter(3)" : "", result,
+                       canonical, iota ? ", i" : "");
+  };
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    for (const char* type : {"f32", "f64", "bf16", "f16"}) {
+      SCOPED_TRACE(type);
+      for (const char* direction : {"LT", "GT"}) {
+        for (bool iota : {false, true}) {
+          const std::string text = sort(type, "16,301", 1, direction, iota, "an, bn");
+          EXPECT_TRUE(CompiledSortsByKeys(text));
+          EXPECT_TRUE(CheckWithNans(text, threads));
+        }
+      }
+      // Bare total order (no canonicalization): -0 before 0, -NaN first, NaN last.
+      EXPECT_TRUE(CompiledSortsByKeys(sort(type, "2000", 0, "LT", true, "a, b")));
+      EXPECT_TRUE(CheckWithNans(sort(type, "2000", 0, "LT", true, "a, b"), threads));
+      EXPECT_TRUE(CheckWithNans(sort(type, "300,7", 0, "GT", false, "a, b"), threads));
+    }
+    EXPECT_TRUE(CheckWithNans(sort("f32", "100003", 0, "LT", true, "an, bn"), threads));
+  }
+  // Canonicalized on one side only: not a key order, the comparator runs (and agrees).
+  const std::string lopsided = sort("f32", "8,100", 1, "LT", true, "an, b");
+  EXPECT_FALSE(CompiledSortsByKeys(lopsided));
+  EXPECT_TRUE(CheckWithNans(lopsided, 2));
 }
 
 TEST(NativeSort, LexicographicDescendingAndMixedTypes) {
