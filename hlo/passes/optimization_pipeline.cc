@@ -8,6 +8,7 @@
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dce.h"
 #include "hlo/passes/library_call_lowering.h"
+#include "hlo/passes/scatter_batching_to_indices.h"
 #include "hlo/passes/scatter_to_update_slice.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
@@ -24,6 +25,8 @@ std::unique_ptr<HloPassPipeline> MakeSimplificationPipeline() {
   p->AddPass<CallInliner>();
   // cuBLAS/cuDNN calls of XLA's GPU dumps become dots and convolutions the passes see.
   p->AddPass<LibraryCallLowering>();
+  // vmap's batched scatters in the one form backends take natively.
+  p->AddPass<ScatterBatchingToIndices>();
   // x.at[i].set(v) in a loop: an update in place, not a copy of the state each step.
   p->AddPass<ScatterToUpdateSlice>();
   p->AddPass<AlgebraicSimplifier>();

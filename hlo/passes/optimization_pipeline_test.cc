@@ -68,8 +68,9 @@ TEST(SimplificationPipelineTest, ReachesAFixedPoint) {
   for (const PassRecord& r : second->records()) names.push_back(r.pass_name);
   EXPECT_EQ(names, (std::vector<std::string>{
                        "async-to-sync", "call-inliner", "library-call-lowering",
-                       "scatter-to-update-slice", "algsimp", "constant-folding", "tuple-simplifier",
-                       "transpose-folding", "cse", "while-loop-invariant-code-motion", "dce"}));
+                       "scatter-batching-to-indices", "scatter-to-update-slice", "algsimp",
+                       "constant-folding", "tuple-simplifier", "transpose-folding", "cse",
+                       "while-loop-invariant-code-motion", "dce"}));
 }
 
 std::string ReadFile(const std::filesystem::path& p) {

@@ -19,6 +19,7 @@
 #include "hlo/passes/multi_output_fusion.h"
 #include "hlo/passes/optimization_pipeline.h"
 #include "hlo/passes/reduce_window_scan.h"
+#include "hlo/passes/scatter_batching_to_indices.h"
 #include "hlo/passes/scatter_to_update_slice.h"
 #include "hlo/passes/spmd_partitioner.h"
 #include "hlo/passes/transpose_folding.h"
@@ -56,6 +57,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<TupleSimplifier>(),
       Factory<WhileLoopInvariantCodeMotion>(),
       Factory<CallInliner>(),
+      Factory<ScatterBatchingToIndices>(),
       Factory<ScatterToUpdateSlice>(),
       Factory<AsyncToSync>(),
       Factory<LibraryCallLowering>(),
