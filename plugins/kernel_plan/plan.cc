@@ -548,9 +548,12 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
     for (const HloInstruction* h : order) {
       if (!emittable.contains(h) || base_materialized(h) || cost[h] < 2 || h->user_count() < 2)
         continue;
+      // Only as the sliced value: a scan's step index feeding a dynamic-slice's start is read
+      // once per kernel call, and in memory it would be a kernel of its own per step.
       for (const HloInstruction* u : h->users())
-        if (u->opcode() == HloOpcode::kSlice || u->opcode() == HloOpcode::kPad ||
-            u->opcode() == HloOpcode::kReverse || u->opcode() == HloOpcode::kDynamicSlice) {
+        if ((u->opcode() == HloOpcode::kSlice || u->opcode() == HloOpcode::kPad ||
+             u->opcode() == HloOpcode::kReverse || u->opcode() == HloOpcode::kDynamicSlice) &&
+            u->operand(0) == h) {
           shared.insert(h);
           break;
         }
