@@ -101,6 +101,11 @@ class CpuExecutable {
   const std::string& llvm_ir() const { return ir_; }
   // True when the while loop `loop` runs flat (flat_loop.h).
   bool RunsFlat(const HloInstruction* loop) const { return flat_loops_.contains(loop); }
+  // Whether it runs flat as a counted loop (FlatLoop::counted).
+  bool RunsCounted(const HloInstruction* loop) const {
+    auto it = flat_loops_.find(loop);
+    return it != flat_loops_.end() && it->second->counted();
+  }
   // Where the entry's temporaries live (one arena per concurrent run, kept for the next).
   const ArenaLayout& arena_layout() const { return arena_; }
 

@@ -1,5 +1,6 @@
 #include "plugins/cpu_llvm/flat_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -77,7 +78,103 @@ std::unique_ptr<FlatLoop> FlatLoop::Make(const Step& step, const Plan& plan) {
     return nullptr;
   flat->AliasInPlaceUpdates();
   flat->LayOutTables();
+  flat->buffers_stay_put_ = flat->BuffersStayPut();
+  flat->FindCounter(plan.called[step.called[0]], plan.called[step.called[1]]);
   return flat;
+}
+
+bool FlatLoop::BuffersStayPut() const {
+  for (Next n : next_)
+    if (n == Next::kExchange) return false;
+  for (const Program* p : {&cond_, &body_})
+    for (const Kernel& k : p->kernels) {
+      if (k.in_place < 0) continue;
+      const Ref& r = k.sources[k.in_place];
+      if (r.kind == Ref::kConstant || Slot(r) != temp_slot_[k.outputs[0]]) return false;
+    }
+  return true;
+}
+
+namespace {
+
+// What a kernel instruction computes: its fused computation's root, or itself.
+const HloInstruction* Computed(const HloInstruction& kernel) {
+  return kernel.opcode() == HloOpcode::kFusion ? kernel.fused_computation()->root() : &kernel;
+}
+
+// `x`, read inside kernel instruction `kernel`, as an instruction of the loop computation
+// (a fusion parameter is the fusion's operand).
+const HloInstruction* Outside(const HloInstruction& kernel, const HloInstruction* x) {
+  if (kernel.opcode() == HloOpcode::kFusion && x->opcode() == HloOpcode::kParameter &&
+      x->parent() == kernel.fused_computation())
+    return kernel.operand(static_cast<int>(x->parameter_number()));
+  return x;
+}
+
+bool IsCounterType(const Shape& s) {
+  return s.IsArray() && s.rank() == 0 &&
+         (s.element_type() == PrimitiveType::S32 || s.element_type() == PrimitiveType::S64);
+}
+
+// The state element `x` reads directly (get-tuple-element of the loop parameter), else -1.
+int StateElement(const HloInstruction* x, const HloInstruction* param) {
+  return x->opcode() == HloOpcode::kGetTupleElement && x->operand(0) == param &&
+                 IsCounterType(x->shape())
+             ? static_cast<int>(x->tuple_index())
+             : -1;
+}
+
+std::optional<int64_t> IntConstant(const HloInstruction* x) {
+  if (x->opcode() != HloOpcode::kConstant || !IsCounterType(x->shape())) return std::nullopt;
+  return x->shape().element_type() == PrimitiveType::S32 ? int64_t{x->literal().data<int32_t>()[0]}
+                                                         : x->literal().data<int64_t>()[0];
+}
+
+}  // namespace
+
+void FlatLoop::FindCounter(const ComputationPlan& cond, const ComputationPlan& body) {
+  if (cond_.kernels.size() != 1 || cond_result_.kind != Ref::kTemp) return;
+  const HloInstruction& test = *cond_.kernels[0].step->instr;
+  const HloInstruction* lt = Computed(test);
+  if (lt->opcode() != HloOpcode::kCompare || !lt->attrs().comparison_direction) return;
+  const HloInstruction* cond_param = cond.computation->parameter(0);
+  int counter = -1;
+  std::optional<int64_t> limit;
+  const HloInstruction* a = Outside(test, lt->operand(0));
+  const HloInstruction* b = Outside(test, lt->operand(1));
+  if (*lt->attrs().comparison_direction == ComparisonDirection::kLt) {
+    counter = StateElement(a, cond_param);
+    limit = IntConstant(b);
+  } else if (*lt->attrs().comparison_direction == ComparisonDirection::kGt) {
+    counter = StateElement(b, cond_param);
+    limit = IntConstant(a);
+  }
+  if (counter < 0 || !limit || next_[counter] != Next::kCopy ||
+      next_state_[counter].kind != Ref::kTemp)
+    return;
+  // The body's next counter: a kernel of its own computing counter + 1.
+  const HloInstruction* body_param = body.computation->parameter(0);
+  const int next = next_state_[counter].index;
+  for (size_t n = 0; n < body_.kernels.size(); ++n) {
+    const Kernel& k = body_.kernels[n];
+    if (k.outputs.size() != 1 || k.outputs[0] != next) continue;
+    const HloInstruction& step = *k.step->instr;
+    const HloInstruction* add = Computed(step);
+    if (add->opcode() != HloOpcode::kAdd) return;
+    for (int side : {0, 1}) {
+      const std::optional<int64_t> one = IntConstant(Outside(step, add->operand(1 - side)));
+      if (StateElement(Outside(step, add->operand(side)), body_param) == counter && one &&
+          *one == 1) {
+        counter_ = counter;
+        limit_ = *limit;
+        counter_kernel_ = static_cast<int>(n);
+      }
+    }
+    break;
+  }
+  for (const Kernel& k : body_.kernels)
+    for (const Ref& r : k.sources)
+      if (r.kind == Ref::kTemp && r.index == next) counter_kernel_ = -1;
 }
 
 void FlatLoop::AliasInPlaceUpdates() {
@@ -300,6 +397,12 @@ Value FlatLoop::Run(Value state, const KernelContext& context) const {
     for (const Kernel& k : p->kernels)
       if (k.step->reduce_parts == 0 && !Parallel(context, *k.step))
         b.serial[k.ordinal] = (*context.kernels)[k.step->kernel];
+  const bool serial =
+      std::all_of(b.serial.begin(), b.serial.end(), [](KernelFn f) { return f != nullptr; });
+  if (buffers_stay_put_ && serial && context.profile == nullptr) {
+    RunFixed(b);
+    return Finish(b);
+  }
   const int go = Slot(cond_result_);
   for (;;) {
     RunProgram(cond_, b, context);
@@ -316,11 +419,69 @@ Value FlatLoop::Run(Value state, const KernelContext& context) const {
       }
     }
   }
+  return Finish(b);
+}
+
+Value FlatLoop::Finish(Buffers& b) const {
   Value out;
   for (int i = 0; i < state_size_; ++i)
     out.elements.push_back(b.slots[i] ? Value::Owned(std::move(*b.slots[i]))
                                       : std::move(b.initial[i]));
   return out;
+}
+
+void FlatLoop::RunFixed(Buffers& b) const {
+  struct Call {
+    KernelFn fn;
+    void** table;
+    int64_t extent;
+  };
+  // A counted run stores the counter itself where it can (counter_kernel_).
+  const bool store_counter = counter_ >= 0 && counter_kernel_ >= 0;
+  auto calls = [&](const Program& p) {
+    std::vector<Call> out;
+    for (const Kernel& k : p.kernels)
+      if (!store_counter || &k != &body_.kernels[counter_kernel_])
+        out.push_back({b.serial[k.ordinal], &b.tables[k.table], k.step->outer_extent});
+    return out;
+  };
+  const std::vector<Call> cond = calls(cond_), body = calls(body_);
+  struct Copy {
+    void* to;
+    const void* from;
+    size_t bytes;
+  };
+  std::vector<Copy> copies;
+  for (int i = 0; i < state_size_; ++i)
+    if (next_[i] == Next::kCopy && !(store_counter && i == counter_))
+      copies.push_back({b.data[i], b.data[temp_slot_[next_state_[i].index]],
+                        static_cast<size_t>(b.slots[i]->size_bytes())});
+  auto iterate = [&] {
+    for (const Call& k : body) k.fn(k.table, 0, k.extent);
+    for (const Copy& c : copies) std::memcpy(c.to, c.from, c.bytes);
+  };
+  if (counter_ >= 0) {
+    void* at = b.data[counter_];
+    const bool s32 = b.slots[counter_]->shape().element_type() == PrimitiveType::S32;
+    const int64_t first =
+        s32 ? int64_t{*static_cast<const int32_t*>(at)} : *static_cast<const int64_t*>(at);
+    for (int64_t i = first; i < limit_; ++i) {
+      iterate();
+      // i + 1 <= limit_ fits the counter's type.
+      if (!store_counter) continue;
+      if (s32)
+        *static_cast<int32_t*>(at) = static_cast<int32_t>(i + 1);
+      else
+        *static_cast<int64_t*>(at) = i + 1;
+    }
+    return;
+  }
+  const bool* go = static_cast<const bool*>(b.data[Slot(cond_result_)]);
+  for (;;) {
+    for (const Call& k : cond) k.fn(k.table, 0, k.extent);
+    if (!*go) return;
+    iterate();
+  }
 }
 
 }  // namespace kiln::cpu

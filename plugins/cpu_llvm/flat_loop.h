@@ -11,6 +11,10 @@
 // after it reads that element, as the general runner does. Loops with anything else in them
 // (evaluator or library steps, nested control flow, a state element that moves to another
 // position) run on the general runner (CpuExecutable::RunControlFlow).
+//
+// When no iteration moves a buffer (elements updated in place or copied) and every kernel
+// runs whole on the calling thread, a run is a fixed list of direct calls; a counted loop
+// (`for i in range(i0, N)`, as fori_loop and scan write it) then skips its condition kernel.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +57,11 @@ class FlatLoop {
   // updated in place) to its final state.
   kernel_plan::Value Run(kernel_plan::Value state, const KernelContext& context) const;
 
+  // Whether it is `for (i = i0; i < N; ++i)` on an integer state element (the condition
+  // counter < N, the body's next counter counter + 1): its runs without a pool or profile
+  // then skip the condition's kernel and run the body N - i0 times.
+  bool counted() const { return counter_ >= 0; }
+
  private:
   // Where a kernel's operand lives: a slot (the state's elements, then the temporaries) or a
   // constant.
@@ -88,6 +97,15 @@ class FlatLoop {
   void LayOutTables();
   int Slot(const Ref& r) const { return r.kind == Ref::kState ? r.index : temp_slot_[r.index]; }
   void RunProgram(const Program& p, Buffers& b, const KernelContext& context) const;
+  // Whether no iteration moves a buffer (every replaced element is updated in place or
+  // copied, every in-place kernel's output is its operand's slot): tables stay as a run
+  // starts them, and a run whose kernels all run serially is a fixed list of calls.
+  bool BuffersStayPut() const;
+  // The loop `for (i = i0; i < N; ++i)` on an integer state element: its element and N.
+  void FindCounter(const kernel_plan::ComputationPlan& cond,
+                   const kernel_plan::ComputationPlan& body);
+  void RunFixed(Buffers& b) const;
+  kernel_plan::Value Finish(Buffers& b) const;  // the final state
 
   int state_size_ = 0;
   std::vector<Shape> temp_shapes_;
@@ -100,7 +118,15 @@ class FlatLoop {
   enum class Next { kKeep, kInPlace, kCopy, kExchange };
   std::vector<Next> next_;
   std::vector<int> temp_slot_;  // per temporary: its slot (its own, or an aliased state's)
-  int table_size_ = 0;          // entries of all kernels' tables
+  bool buffers_stay_put_ = false;
+  // A counted loop: the condition is counter < limit, the body's next counter is counter + 1.
+  // A fixed run then skips the condition and runs the body limit - counter times.
+  int counter_ = -1;  // state element, or -1
+  int64_t limit_ = 0;
+  // The body kernel computing counter + 1 when nothing else reads its result: a counted run
+  // stores the next counter itself instead of calling it. Else -1.
+  int counter_kernel_ = -1;
+  int table_size_ = 0;  // entries of all kernels' tables
   int kernel_count_ = 0;
   std::vector<const void*> constant_entries_;  // per table entry: its constant, else null
   std::vector<std::vector<int>> sites_;        // per slot: the table entries that hold it

@@ -284,6 +284,85 @@ TEST(FlatLoop, InPlaceChainsTradedAndCopiedElements) {
   ExpectMatchesEvaluator(c, args, "second run");
 }
 
+// for (i = i0; i < 17; ++i) x = x * 0.9 + x[i % 8] (a counter the body also reads), with
+// the counter's start an argument: before the limit, at it and past it (no iteration), and
+// negative. Written as i < 17 and as 17 > i, both counted (the runner stores the next
+// counter itself, or runs its kernel when the body reads it); a step of 2 and a limit that is a
+// state element are not, and run the condition each time. All agree with the evaluator.
+std::string CountedLoop(const std::string& test, const std::string& step,
+                        const std::string& index = "i") {
+  return R"(
+HloModule counted
+cond {
+  p = (s32[], f32[8], s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  m = s32[] get-tuple-element(p), index=2
+  n = s32[] constant(17)
+  ROOT go = pred[] compare()" +
+         test + R"(
+}
+body {
+  p = (s32[], f32[8], s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  step = s32[] constant()" +
+         step + R"()
+  next = s32[] add(i, step)
+  x = f32[8] get-tuple-element(p), index=1
+  eight = s32[] constant(8)
+  r = s32[] remainder()" +
+         index + R"(, eight)
+  zero = s32[] constant(0)
+  neg = pred[] compare(r, zero), direction=LT
+  wrapped = s32[] add(r, eight)
+  at = s32[] select(neg, wrapped, r)
+  xi = f32[1] dynamic-slice(x, at), dynamic_slice_sizes={1}
+  xs = f32[] reshape(xi)
+  xb = f32[8] broadcast(xs), dimensions={}
+  k = f32[] constant(0.9)
+  kb = f32[8] broadcast(k), dimensions={}
+  y = f32[8] multiply(x, kb)
+  z = f32[8] add(y, xb)
+  m = s32[] get-tuple-element(p), index=2
+  ROOT t = (s32[], f32[8], s32[]) tuple(next, z, m)
+}
+ENTRY main {
+  i0 = s32[] parameter(0)
+  x = f32[8] parameter(1)
+  m = s32[] constant(17)
+  init = (s32[], f32[8], s32[]) tuple(i0, x, m)
+  w = (s32[], f32[8], s32[]) while(init), condition=cond, body=body
+  i = s32[] get-tuple-element(w), index=0
+  y = f32[8] get-tuple-element(w), index=1
+  ROOT out = (s32[], f32[8]) tuple(i, y)
+}
+)";
+}
+
+TEST(FlatLoop, CountedLoopsSkipTheCondition) {
+  struct Case {
+    std::string test, step;
+    bool counted;
+    std::string index = "i";
+  };
+  for (const Case& k :
+       {Case{"i, n), direction=LT", "1", true}, Case{"n, i), direction=GT", "1", true},
+        Case{"i, n), direction=LT", "2", false}, Case{"i, m), direction=LT", "1", false},
+        // The next counter read by the body too: its kernel still runs.
+        Case{"i, n), direction=LT", "1", true, "next"}}) {
+    SCOPED_TRACE(k.test + " step " + k.step);
+    Compiled c = Compile(CountedLoop(k.test, k.step, k.index));
+    ASSERT_NE(c.exe, nullptr);
+    ASSERT_NE(c.loop, nullptr);
+    EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+    EXPECT_EQ(c.exe->RunsCounted(c.loop), k.counted);
+    std::vector<Literal> args = Args(*c.module, 9);
+    for (int32_t start : {0, 5, 16, 17, 100, -3}) {
+      args[0].data<int32_t>()[0] = start;
+      ExpectMatchesEvaluator(c, args, "start " + std::to_string(start));
+    }
+  }
+}
+
 // A sort in the body runs on the evaluator: the loop stays on the general runner, and so
 // does one whose state elements trade places.
 TEST(FlatLoop, OtherLoopsStayOnTheGeneralRunner) {
