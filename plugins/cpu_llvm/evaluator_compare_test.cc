@@ -527,6 +527,41 @@ ENTRY %main (x: f32[64,3], y: f64[64,3]) -> (f32[64], f32[64], f64[64]) {
                "nan_minmax");
 }
 
+// The same in bf16 and f16 (computed widened to f32, rounded once at the end), over rows of
+// 3 (many hold a NaN) and of 1000 (the vectorized loop), as a bf16 softmax's row max is.
+TEST(CpuLlvmVsEvaluator, NarrowMaxMinReductionsPropagateNaN) {
+  KILN_COMPARE(-1, R"(
+HloModule nan16
+%maxb (a: bf16[], b: bf16[]) -> bf16[] {
+  %a = bf16[] parameter(0)
+  %b = bf16[] parameter(1)
+  ROOT %m = bf16[] maximum(%a, %b)
+}
+%minh (a: f16[], b: f16[]) -> f16[] {
+  %a = f16[] parameter(0)
+  %b = f16[] parameter(1)
+  ROOT %m = f16[] minimum(%a, %b)
+}
+ENTRY %main (x: f32[64,3], y: f32[16,1000]) -> (bf16[64], f16[64], bf16[16], f16[16]) {
+  %x = f32[64,3] parameter(0)
+  %l = f32[64,3] log(%x)
+  %lb = bf16[64,3] convert(%l)
+  %lh = f16[64,3] convert(%l)
+  %ninf = bf16[] constant(-inf)
+  %inf = f16[] constant(inf)
+  %mx = bf16[64] reduce(%lb, %ninf), dimensions={1}, to_apply=%maxb
+  %mn = f16[64] reduce(%lh, %inf), dimensions={1}, to_apply=%minh
+  %y = f32[16,1000] parameter(1)
+  %ly = f32[16,1000] log(%y)
+  %yb = bf16[16,1000] convert(%ly)
+  %yh = f16[16,1000] convert(%ly)
+  %my = bf16[16] reduce(%yb, %ninf), dimensions={1}, to_apply=%maxb
+  %ny = f16[16] reduce(%yh, %inf), dimensions={1}, to_apply=%minh
+  ROOT %t = (bf16[64], f16[64], bf16[16], f16[16]) tuple(%mx, %mn, %my, %ny)
+})",
+               "nan_minmax_16");
+}
+
 // The f32 polynomial math over a wide range (inputs scaled to [-60, 60]; log of |x|); the
 // five results all read %w and are one kernel (sibling elementwise loops merged).
 TEST(CpuLlvmVsEvaluator, FastMathWideRange) {

@@ -90,7 +90,8 @@ inline void ExpectClose(const Literal& got, const Literal& want, const std::stri
   for (int64_t i = 0; i < want.element_count() && bad < 5; ++i) {
     double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
     if (std::isnan(w) && std::isnan(g)) continue;
-    if (std::fabs(g - w) > tol * (1 + std::fabs(w))) {
+    // A NaN on one side only fails too (the distance to a NaN compares false).
+    if (std::isnan(w) || std::isnan(g) || std::fabs(g - w) > tol * (1 + std::fabs(w))) {
       ADD_FAILURE() << where << " element " << i << ": " << got_label << " " << g << " evaluator "
                     << w;
       ++bad;
