@@ -70,7 +70,6 @@ struct KeyOrder {
     uint64_t bits = 0;  // the replacement's bits
   };
   std::vector<Rule> rules;
-  bool operator==(const KeyOrder&) const = default;
 };
 bool operator==(const KeyOrder::Rule& a, const KeyOrder::Rule& b) {
   return a.nan == b.nan && (a.nan || a.value == b.value) && a.bits == b.bits;
@@ -90,9 +89,10 @@ std::optional<std::pair<double, uint64_t>> FloatConstant(const HloInstruction* h
   std::memcpy(&out.second, h->literal().untyped_data(), h->literal().size_bytes());
   PrimitiveTypeSwitch(t, [&](auto tag) {
     using F = decltype(tag);
-    if constexpr (kIsFloatT<F>)
+    if constexpr (std::is_same_v<F, double>)
+      out.first = h->literal().data<double>()[0];
+    else if constexpr (kIsFloatT<F>)
       out.first = static_cast<double>(static_cast<float>(h->literal().data<F>()[0]));
-    if constexpr (std::is_same_v<F, double>) out.first = h->literal().data<double>()[0];
   });
   return out;
 }
