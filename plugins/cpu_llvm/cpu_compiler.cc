@@ -222,7 +222,8 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
     try {
       switch (step.kind) {
         case Disposition::kBookkeeping:
-          if (absl::Status st = values.RunBookkeeping(*h, args); !st.ok()) return st;
+          if (absl::Status st = values.RunBookkeeping(*h, args, step.moves_element); !st.ok())
+            return st;
           break;
         case Disposition::kEvaluator:
           if (row_scatters_.contains(h)) {  // natively, on the pool (scatter_rows.h)

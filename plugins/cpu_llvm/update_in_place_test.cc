@@ -155,6 +155,97 @@ ENTRY %main (a: f32[6,40], u: f32[2,40], i: s32[]) -> (f32[6,40], f32[6,40]) {
 }
 )";
 
+// A loop on the general runner (a dot in the body) stacking two outputs into state elements
+// that start as one buffer (CSE merged their zero initializations): each get-tuple-element
+// of the body's parameter moves its element out (Step::moves_element), so the first update
+// finds its stack with no other owner while the parameter's later elements are still unread
+// (before, it copied its 512 KB stack every iteration). Against the evaluator. In the second
+// module stack 2 is read twice (an update and a sum); neither read moves it.
+std::string TwoStacks(bool read_twice) {
+  return std::string(R"(
+HloModule two_stacks
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+cond {
+  p = (s32[], f32[16,128], f32[64,16,128], f32[128,128], f32[64,16,128]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(24)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[16,128], f32[64,16,128], f32[128,128], f32[64,16,128]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  h = f32[16,128] get-tuple-element(p), index=1
+  w = f32[128,128] get-tuple-element(p), index=3
+  d = f32[16,128] dot(h, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  c = f32[] constant(0.05)
+  cb = f32[16,128] broadcast(c), dimensions={}
+  ds = f32[16,128] multiply(d, cb)
+  t = f32[16,128] tanh(ds)
+  s = f32[64,16,128] get-tuple-element(p), index=2
+  r = f32[1,16,128] reshape(t)
+  z = s32[] constant(0)
+  s2 = f32[64,16,128] dynamic-update-slice(s, r, i, z, z)
+  q = f32[64,16,128] get-tuple-element(p), index=4
+  r2 = f32[1,16,128] reshape(d)
+  q2 = f32[64,16,128] dynamic-update-slice(q, r2, i, z, z)
+)") +
+         (read_twice ? R"(  s_again = f32[64,16,128] get-tuple-element(p), index=2
+  zf = f32[] constant(0)
+  total = f32[16,128] reduce(s_again, zf), dimensions={0}, to_apply=add
+  k = f32[] constant(0.001)
+  kb = f32[16,128] broadcast(k), dimensions={}
+  small = f32[16,128] multiply(total, kb)
+  h2 = f32[16,128] add(t, small)
+)"
+                     : "  h2 = f32[16,128] negate(t)\n") +
+         R"(  ROOT o = (s32[], f32[16,128], f32[64,16,128], f32[128,128], f32[64,16,128]) tuple(next, h2, s2, w, q2)
+}
+ENTRY main {
+  h = f32[16,128] parameter(0)
+  w = f32[128,128] parameter(1)
+  zero = s32[] constant(0)
+  zf = f32[] constant(0)
+  s = f32[64,16,128] broadcast(zf), dimensions={}
+  init = (s32[], f32[16,128], f32[64,16,128], f32[128,128], f32[64,16,128]) tuple(zero, h, s, w, s)
+  wl = (s32[], f32[16,128], f32[64,16,128], f32[128,128], f32[64,16,128]) while(init), condition=cond, body=body
+  a = f32[64,16,128] get-tuple-element(wl), index=2
+  b = f32[64,16,128] get-tuple-element(wl), index=4
+  ROOT out = (f32[64,16,128], f32[64,16,128]) tuple(a, b)
+}
+)";
+}
+
+TEST(UpdateInPlace, LoopStatesElementsMoveOutOfTheParameter) {
+  for (bool read_twice : {false, true}) {
+    SCOPED_TRACE(read_twice);
+    const std::string text = TwoStacks(read_twice);
+    Check(text, 2, -1, {});
+    auto parsed = ParseHloModule(text, "two_stacks");
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    std::shared_ptr<const HloModule> module(std::move(*parsed));
+    auto compiler = CpuCompiler::Create();
+    ASSERT_TRUE(compiler.ok());
+    auto exe = (*compiler)->Compile(module);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    // The body's reads of the parameter's stacks (elements 2 and 4).
+    int moved = 0, kept = 0;
+    for (const ComputationPlan& c : (*exe)->plan().called)
+      for (const Step& st : c.steps)
+        if (st.instr->opcode() == HloOpcode::kGetTupleElement &&
+            st.instr->operand(0)->opcode() == HloOpcode::kParameter &&
+            st.instr->shape().dimensions().size() == 3 && c.computation->name() == "body")
+          (st.moves_element ? moved : kept) += 1;
+    EXPECT_EQ(moved, read_twice ? 1 : 2);
+    EXPECT_EQ(kept, read_twice ? 2 : 0);
+  }
+}
+
 TEST(UpdateInPlace, OperandReadLaterIsCopied) {
   Check(kOperandReadLater, 1, 2, {0, 3, 4, 5, 100, -3});
 }

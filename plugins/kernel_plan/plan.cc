@@ -365,6 +365,23 @@ void MarkLastUses(ComputationPlan& plan) {
   }
 }
 
+// Fills Step::moves_element.
+void MarkMovedElements(ComputationPlan& plan) {
+  for (Step& s : plan.steps) {
+    const HloInstruction* h = s.instr;
+    if (s.kind != Disposition::kBookkeeping || h->opcode() != HloOpcode::kGetTupleElement) continue;
+    const HloInstruction* tuple = h->operand(0);
+    if (tuple == plan.computation->root()) continue;
+    int readers = 0;
+    bool only_elements = true;
+    for (const HloInstruction* u : tuple->users()) {
+      only_elements &= u->opcode() == HloOpcode::kGetTupleElement;
+      readers += u->opcode() == HloOpcode::kGetTupleElement && u->tuple_index() == h->tuple_index();
+    }
+    s.moves_element = only_elements && readers == 1;
+  }
+}
+
 // Control flow nested deeper than this stays on the evaluator, which refuses what is
 // deeper than its own bound (Evaluator::kMaxCallDepth) with a clear error: planning and
 // running sub-plans recurse once per level.
@@ -804,6 +821,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
     plan.steps.push_back(std::move(step));
   }
   MarkLastUses(plan);
+  MarkMovedElements(plan);
 }
 
 }  // namespace

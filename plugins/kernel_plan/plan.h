@@ -128,6 +128,13 @@ struct Step {
   // them once this step has run, and a step that is the last reader of its in-place
   // operand may take that operand's buffer.
   std::vector<const HloInstruction*> last_uses;
+  // For a kBookkeeping get-tuple-element: it is the only reader of its element, and only
+  // get-tuple-elements read the tuple (not the root). A runner may move the element out of
+  // the tuple instead of sharing it, so a later in-place kernel finds the element's buffer
+  // with no other owner: a loop body's tuple parameter otherwise holds every state element
+  // until its last get-tuple-element has run, and an update placed before that copied its
+  // whole state each iteration (a scan stacking several outputs).
+  bool moves_element = false;
   bool IsLastUse(const HloInstruction* h) const {
     return std::find(last_uses.begin(), last_uses.end(), h) != last_uses.end();
   }

@@ -93,13 +93,15 @@ void StepValues::OwnOutputs(const HloInstruction* h, std::span<Literal> outputs)
 }
 
 absl::Status StepValues::RunBookkeeping(const HloInstruction& h,
-                                        std::span<const Literal* const> args) {
-  if (h.opcode() != HloOpcode::kParameter) return RunBookkeeping(h, std::span<Value>());
+                                        std::span<const Literal* const> args, bool move_element) {
+  if (h.opcode() != HloOpcode::kParameter)
+    return RunBookkeeping(h, std::span<Value>(), move_element);
   Set(&h, Value::Borrowed(args[h.parameter_number()]));
   return absl::OkStatus();
 }
 
-absl::Status StepValues::RunBookkeeping(const HloInstruction& h, std::span<Value> args) {
+absl::Status StepValues::RunBookkeeping(const HloInstruction& h, std::span<Value> args,
+                                        bool move_element) {
   if (h.opcode() == HloOpcode::kParameter) {
     if (h.parameter_number() < 0 || h.parameter_number() >= static_cast<int64_t>(args.size()))
       return absl::InvalidArgumentError(absl::StrCat("parameter ", h.name(), " has no argument"));
@@ -109,10 +111,14 @@ absl::Status StepValues::RunBookkeeping(const HloInstruction& h, std::span<Value
     if (!value.ok()) return value.status();
     Set(&h, Value::Borrowed(*value));
   } else if (h.opcode() == HloOpcode::kGetTupleElement) {
-    const Value& t = values_.at(h.operand(0));
+    Value& t = values_.at(h.operand(0));
     if (!t.IsTuple() || h.tuple_index() < 0 || h.tuple_index() >= t.TupleSize())
       return absl::InvalidArgumentError(absl::StrCat("bad get-tuple-element ", h.name()));
-    Set(&h, t.Element(h.tuple_index()));
+    // Moved out when nothing else reads it (Step::moves_element); a tuple literal's
+    // elements are views of it and stay shared.
+    Value e = move_element && t.literal == nullptr ? std::move(t.elements[h.tuple_index()])
+                                                   : t.Element(h.tuple_index());
+    Set(&h, std::move(e));
   } else {  // tuple
     Value t;
     for (const HloInstruction* o : h.operands()) t.elements.push_back(values_.at(o));

@@ -63,8 +63,12 @@ class StepValues {
   // Parameter, constant, get-tuple-element or tuple. The literal form borrows the entry's
   // arguments; the Value form moves a called computation's arguments in (so a value the
   // computation takes over has no other owner left here).
-  absl::Status RunBookkeeping(const HloInstruction& h, std::span<const Literal* const> args);
-  absl::Status RunBookkeeping(const HloInstruction& h, std::span<Value> args);
+  // `move_element`: a get-tuple-element takes its element out of the tuple's value
+  // (Step::moves_element) instead of sharing it.
+  absl::Status RunBookkeeping(const HloInstruction& h, std::span<const Literal* const> args,
+                              bool move_element = false);
+  absl::Status RunBookkeeping(const HloInstruction& h, std::span<Value> args,
+                              bool move_element = false);
   // One instruction on the host evaluator.
   absl::Status RunOnEvaluator(const HloInstruction& h, HloEvaluator& evaluator);
   // The root's value; the run's other values are dropped, so results only the root refers
