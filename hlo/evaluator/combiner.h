@@ -14,6 +14,7 @@
 #include "hlo/computation.h"
 #include "hlo/evaluator/kernel_util.h"
 #include "hlo/native_type.h"
+#include "hlo/total_order.h"
 
 namespace kiln::eval {
 
@@ -129,7 +130,7 @@ void CombineRow(CombinerKind kind, T* dst, const T* src, int64_t n) {
 inline int64_t TotalOrderKey(double v) {
   int64_t bits;
   std::memcpy(&bits, &v, 8);
-  return bits < 0 ? bits ^ INT64_MAX : bits;
+  return TotalOrderKeyOfBits(bits);
 }
 
 // compare(a, b) with `direction`; floats use IEEE partial order or the total order.

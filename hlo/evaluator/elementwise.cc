@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/evaluator/evaluator_internal.h"
 #include "hlo/evaluator/evaluator_util.h"
+#include "hlo/total_order.h"
 
 namespace kiln::eval {
 namespace {
@@ -633,27 +634,18 @@ bool ApplyDirection(ComparisonDirection d, T x, T y) {
   return false;
 }
 
-// Maps float bits to a signed integer whose order is the IEEE total order:
-// -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
-template <typename S>
-S TotalOrderKey(S bits) {
-  using U = std::make_unsigned_t<S>;
-  const U magnitude_mask = static_cast<U>(std::numeric_limits<S>::max());
-  return bits < 0 ? static_cast<S>(static_cast<U>(bits) ^ magnitude_mask) : bits;
-}
-
 template <typename T>
 auto TotalOrderBits(T v) {
   if constexpr (kIsNarrowFloatT<T>) {
-    return TotalOrderKey(static_cast<int16_t>(v.bits));
+    return TotalOrderKeyOfBits(static_cast<int16_t>(v.bits));
   } else if constexpr (std::is_same_v<T, float>) {
     int32_t s;
     std::memcpy(&s, &v, 4);
-    return TotalOrderKey(s);
+    return TotalOrderKeyOfBits(s);
   } else {
     int64_t s;
     std::memcpy(&s, &v, 8);
-    return TotalOrderKey(s);
+    return TotalOrderKeyOfBits(s);
   }
 }
 

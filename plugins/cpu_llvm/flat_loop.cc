@@ -126,8 +126,7 @@ int StateElement(const HloInstruction* x, const HloInstruction* param) {
 
 std::optional<int64_t> IntConstant(const HloInstruction* x) {
   if (x->opcode() != HloOpcode::kConstant || !IsCounterType(x->shape())) return std::nullopt;
-  return x->shape().element_type() == PrimitiveType::S32 ? int64_t{x->literal().data<int32_t>()[0]}
-                                                         : x->literal().data<int64_t>()[0];
+  return x->literal().GetAsInt64(0);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <numeric>
 #include <optional>
 #include <type_traits>
@@ -15,6 +14,7 @@
 
 #include "hlo/computation.h"
 #include "hlo/native_type.h"
+#include "hlo/total_order.h"
 
 namespace kiln::cpu {
 namespace {
@@ -85,15 +85,8 @@ std::optional<std::pair<double, uint64_t>> FloatConstant(const HloInstruction* h
   if (h->opcode() != HloOpcode::kConstant || h->shape().element_type() != t ||
       !h->shape().dimensions().empty())
     return std::nullopt;
-  std::pair<double, uint64_t> out{0, 0};
+  std::pair<double, uint64_t> out{h->literal().GetAsDouble(0), 0};
   std::memcpy(&out.second, h->literal().untyped_data(), h->literal().size_bytes());
-  PrimitiveTypeSwitch(t, [&](auto tag) {
-    using F = decltype(tag);
-    if constexpr (std::is_same_v<F, double>)
-      out.first = h->literal().data<double>()[0];
-    else if constexpr (kIsFloatT<F>)
-      out.first = static_cast<double>(static_cast<float>(h->literal().data<F>()[0]));
-  });
   return out;
 }
 
@@ -175,8 +168,7 @@ KeyInt<F> TotalOrderKey(F x, const std::vector<KeyOrder::Rule>& rules) {
         break;
       }
   }
-  const I b = static_cast<I>(bits);
-  return b < 0 ? static_cast<I>(b ^ std::numeric_limits<I>::max()) : b;
+  return TotalOrderKeyOfBits(static_cast<I>(bits));
 }
 
 // Sorts `v` by `less`: on the pool in parts, merged in order, when it is long.
