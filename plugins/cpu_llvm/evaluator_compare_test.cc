@@ -387,6 +387,41 @@ ENTRY %main (x: f32[2,9,10,3], y: f32[4,11], z: s32[13]) -> (f32[2,5,5,3], f32[4
                "windows");
 }
 
+// Long windows, whose f32/f64 add and multiply reducers are reassociated so the window loop
+// vectorizes: a moving average with padding on both sides (positions outside are skipped
+// lanes of the conditional reduction), a dilated window, and an f64 product.
+TEST(CpuLlvmVsEvaluator, LongReassociatedWindows) {
+  KILN_COMPARE(-1, R"(
+HloModule long_windows
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%mul (a: f64[], b: f64[]) -> f64[] {
+  %a = f64[] parameter(0)
+  %b = f64[] parameter(1)
+  ROOT %p = f64[] multiply(%a, %b)
+}
+ENTRY %main (x: f32[3,300], y: f64[2,200]) -> (f32[3,18], f32[3,5], f64[2,33]) {
+  %x = f32[3,300] parameter(0)
+  %zero = f32[] constant(0)
+  %avg = f32[3,18] reduce-window(%x, %zero), window={size=1x64 stride=1x16 pad=0_0x20_30}, to_apply=%add
+  %half = f32[] constant(0.5)
+  %dil = f32[3,5] reduce-window(%x, %half), window={size=1x33 stride=1x50 rhs_dilate=1x3}, to_apply=%add
+  %y = f64[2,200] parameter(1)
+  %tenth = f64[] constant(0.1)
+  %tb = f64[2,200] broadcast(%tenth), dimensions={}
+  %one = f64[] constant(1)
+  %ob = f64[2,200] broadcast(%one), dimensions={}
+  %small = f64[2,200] multiply(%y, %tb)
+  %near1 = f64[2,200] add(%ob, %small)
+  %prod = f64[2,33] reduce-window(%near1, %one), window={size=1x40 stride=1x5 pad=0_0x0_1}, to_apply=%mul
+  ROOT %r = (f32[3,18], f32[3,5], f64[2,33]) tuple(%avg, %dil, %prod)
+})",
+               "long_windows");
+}
+
 constexpr const char* kMax = R"(
 %max (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)

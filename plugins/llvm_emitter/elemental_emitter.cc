@@ -1574,6 +1574,18 @@ absl::Status KernelEmitter::EmitBlockedSum(
       j == 0 ? nullptr : outer_lo, j == 0 ? nullptr : outer_hi);
 }
 
+// A float add/multiply reducer may be reassociated so the loop vectorizer can split the
+// accumulation into lanes (the order of a reduction or a window's reduction is unspecified in
+// HLO). f32/f64 only: narrower floats accumulate widened (AccumulatesIn32).
+static bool ReassociableReducer(const HloInstruction& h) {
+  PT t = h.shape().element_type();
+  const HloInstruction* root = h.to_apply()->root();
+  return (t == PT::F32 || t == PT::F64) &&
+         (root->opcode() == HloOpcode::kAdd || root->opcode() == HloOpcode::kMultiply) &&
+         root->operand(0)->opcode() == HloOpcode::kParameter &&
+         root->operand(1)->opcode() == HloOpcode::kParameter;
+}
+
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, const Index& idx,
                                                        llvm::Value* outer_lo,
                                                        llvm::Value* outer_hi) {
@@ -1593,13 +1605,7 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
   b_.CreateStore(init, acc);
   PT t = h->shape().element_type();
   const HloInstruction* root = h->to_apply()->root();
-  // A float add/multiply reducer may be reassociated so the loop vectorizer can split the
-  // accumulation into lanes (the order of a reduction is unspecified in HLO).
-  bool reassociate =
-      IsFloatType(t) && (t == PT::F32 || t == PT::F64) &&
-      (root->opcode() == HloOpcode::kAdd || root->opcode() == HloOpcode::kMultiply) &&
-      root->operand(0)->opcode() == HloOpcode::kParameter &&
-      root->operand(1)->opcode() == HloOpcode::kParameter;
+  bool reassociate = ReassociableReducer(*h);
   bool widen16 = AccumulatesIn32(*h);
   // A float max/min reducer: the NaN-propagating select chain is a serial dependency the
   // vectorizer cannot split. Instead accumulate maxnum/minnum (nnan nsz, so it may be split
@@ -1879,6 +1885,7 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduceWindow(const HloInstructio
   KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(h->operand(1), Index{{}, C64(0)}));
   llvm::AllocaInst* acc = EntryAlloca(init->getType(), h->name() + ".acc");
   b_.CreateStore(init, acc);
+  bool reassociate = ReassociableReducer(*h);
   KILN_EMIT_RETURN_IF_ERROR(
       EmitLoopNest(sizes, h->name() + ".win", [&](const Index& k) -> absl::Status {
         Index in;
@@ -1897,6 +1904,10 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduceWindow(const HloInstructio
         KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
         llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
         KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next, EmitScalarCall(h->to_apply(), {cur, v}));
+        // A reassociable window sum vectorizes along the window (a conditional reduction);
+        // without it each output is one serial chain of window-size adds.
+        if (reassociate)
+          if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
         b_.CreateStore(b_.CreateSelect(inside, next, cur), acc);
         return absl::OkStatus();
       }));
