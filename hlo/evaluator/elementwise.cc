@@ -636,7 +636,11 @@ bool ApplyDirection(ComparisonDirection d, T x, T y) {
 
 template <typename T>
 auto TotalOrderBits(T v) {
-  if constexpr (kIsNarrowFloatT<T>) {
+  if constexpr (IsMiniFloatT<T>::value) {
+    // One-byte floats are ordered by their float value, as cpu-llvm computes them widened
+    // (their NaNs decode to one +NaN); their own bits have no common sign position.
+    return TotalOrderBits(static_cast<float>(v));
+  } else if constexpr (kIsNarrowFloatT<T>) {
     return TotalOrderKeyOfBits(static_cast<int16_t>(v.bits));
   } else if constexpr (std::is_same_v<T, float>) {
     int32_t s;

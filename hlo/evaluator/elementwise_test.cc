@@ -229,6 +229,36 @@ TEST_F(ElementwiseTest, CompareFloatIeeeAndTotalOrder) {
             (std::vector<bool>{false, false, true, false}));
 }
 
+// One-byte floats in total order by value: the bits of -1 (f8e4m3fn 0xB8, f4e2m1fn 0x0A)
+// read as a positive integer must not order it above 0.5.
+TEST_F(ElementwiseTest, CompareMiniFloatsInTotalOrder) {
+  auto lt = [](InstructionAttributes& at) {
+    at.comparison_direction = ComparisonDirection::kLt;
+    at.comparison_type = ComparisonType::kFloatTotalOrder;
+  };
+  auto f8 = [](std::vector<uint8_t> bits) {
+    std::vector<f8e4m3fn> v;
+    for (uint8_t b : bits) v.push_back(f8e4m3fn::FromBits(b));
+    return Lit<f8e4m3fn>(P::F8E4M3FN, {static_cast<int64_t>(v.size())}, v);
+  };
+  // -1 < 0.5, -0 < +0, 0.5 < NaN, -2 < -1; and the reverse pairs are not.
+  auto a = f8({0xB8, 0x80, 0x30, 0xC0});
+  auto b = f8({0x30, 0x00, 0x7F, 0xB8});
+  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {4}), Args(a, b), lt)),
+            (std::vector<bool>{true, true, true, true}));
+  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {4}), Args(b, a), lt)),
+            (std::vector<bool>{false, false, false, false}));
+  // f4e2m1fn: -1 is 0b1010, 0.5 is 0b0001, -6 is 0b1111.
+  auto f4 = [](std::vector<uint8_t> bits) {
+    std::vector<f4e2m1fn> v;
+    for (uint8_t b : bits) v.push_back(f4e2m1fn::FromBits(b));
+    return Lit<f4e2m1fn>(P::F4E2M1FN, {static_cast<int64_t>(v.size())}, v);
+  };
+  EXPECT_EQ(As<bool>(MustRun(HloOpcode::kCompare, Shape(P::PRED, {2}),
+                             Args(f4({0x0A, 0x0F}), f4({0x01, 0x0A})), lt)),
+            (std::vector<bool>{true, true}));
+}
+
 TEST_F(ElementwiseTest, CompareIntegersSignedAndUnsigned) {
   auto d = [](InstructionAttributes& at) { at.comparison_direction = ComparisonDirection::kGt; };
   EXPECT_EQ(As<bool>(MustRun(
