@@ -236,7 +236,7 @@ absl::StatusOr<bool> NarrowDotUpcast::Run(HloModule& module) {
                    ? 0
                    : instr->shape().num_elements() * (rhs->shape().num_elements() / out_features);
       }
-      if (work < min_mnk_) continue;
+      if (work < min_mnk_ || (keep_ && keep_(*instr))) continue;
       Builder b{*comp};
       const Shape wide(PrimitiveType::F32, instr->shape().dimensions());
       HloInstruction* lw = b.Convert(lhs, PrimitiveType::F32);

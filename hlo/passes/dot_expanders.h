@@ -31,15 +31,19 @@ class RaggedDotExpander : public HloPass {
 // A dot or convolution of f16, bf16 or minifloat operands with at least `min_mnk`
 // multiply-adds becomes an f32 one of converted operands (exact), followed by one conversion
 // of the result: the arithmetic the evaluator and XLA define (f32 accumulation, one
-// rounding), on the f32 GEMM or convolution library.
+// rounding), on the f32 GEMM or convolution library. `keep` (optional) names dots and
+// convolutions to leave alone: ones a library takes in their own types (a bf16 GEMM).
 class NarrowDotUpcast : public HloPass {
  public:
-  explicit NarrowDotUpcast(int64_t min_mnk = 0) : min_mnk_(min_mnk) {}
+  explicit NarrowDotUpcast(int64_t min_mnk = 0,
+                           std::function<bool(const HloInstruction&)> keep = nullptr)
+      : min_mnk_(min_mnk), keep_(std::move(keep)) {}
   std::string_view name() const override { return "narrow-dot-upcast"; }
   absl::StatusOr<bool> Run(HloModule& module) override;
 
  private:
   int64_t min_mnk_;
+  std::function<bool(const HloInstruction&)> keep_;
 };
 
 // An integer dot whose operand types differ from its result type (u8 x u8 -> s32, s16 x s16

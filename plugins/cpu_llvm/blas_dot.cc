@@ -1,6 +1,7 @@
 // The GEMM calls (which dots qualify: gemm_match.cc): f32 through oneDNN's dnnl_sgemm when the
 // build has it, else OpenBLAS's cblas_sgemm; f64 through cblas_dgemm; s8 x s8 -> s32 through
-// oneDNN's dnnl_gemm_s8s8s32 where it is exact (HaveS8Gemm). oneDNN because on this
+// oneDNN's dnnl_gemm_s8s8s32 where it is exact (HaveS8Gemm); bf16 x bf16 through oneDNN's
+// matmul primitive where it has native bf16 kernels (onednn_matmul.h). oneDNN because on this
 // project's AVX-512 machines it measured 1.8-2x OpenBLAS's sgemm GFLOP/s at every workload
 // shape (benchmarks/gemm_libraries.cc; Debian's OpenBLAS 0.3.21 runs Zen 4 on AVX2 kernels).
 //
@@ -14,8 +15,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
+#include "hlo/float16.h"
 #include "plugins/cpu_llvm/int_gemm.h"
+#include "plugins/cpu_llvm/onednn_matmul.h"
 
 #ifdef KILN_HAVE_OPENBLAS
 #include <cblas.h>
@@ -37,11 +41,46 @@ constexpr double kLargeFlops = 1e8;
 // Blocks are cut at multiples of this many rows or columns, the library's register tiles.
 constexpr int64_t kBlock = 16;
 
+void GemmBlock(const GemmShape& g, const void* a, const void* b, void* out, int64_t i, int64_t r0,
+               int64_t r1, int64_t c0, int64_t c1);
+
+// A bf16 block oneDNN did not compute: its operands widened (exactly) to f32, the f32 GEMM,
+// and the result rounded once, as the upcast dot would be.
+void Bf16BlockThroughF32(const GemmShape& g, const void* a, const void* b, void* out, int64_t i,
+                         int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  const int64_t m = r1 - r0, n = c1 - c0, k = g.k;
+  const auto* a16 = static_cast<const bfloat16*>(a) + i * g.m * k;
+  const auto* b16 = static_cast<const bfloat16*>(b) + i * k * g.n;
+  std::vector<float> wa(m * k), wb(k * n), wc(m * n);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t d = 0; d < k; ++d)
+      wa[r * k + d] = g.trans_a ? a16[d * g.m + r0 + r] : a16[(r0 + r) * k + d];
+  for (int64_t d = 0; d < k; ++d)
+    for (int64_t c = 0; c < n; ++c)
+      wb[d * n + c] = g.trans_b ? b16[(c0 + c) * k + d] : b16[d * g.n + c0 + c];
+  GemmShape f;
+  f.m = m, f.n = n, f.k = k;
+  GemmBlock(f, wa.data(), wb.data(), wc.data(), 0, 0, m, 0, n);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      const int64_t at = i * g.m * g.n + (r0 + r) * g.n + c0 + c;
+      if (g.type == GemmType::kBF16BF16)
+        static_cast<bfloat16*>(out)[at] = bfloat16(wc[r * n + c]);
+      else
+        static_cast<float*>(out)[at] = wc[r * n + c];
+    }
+}
+
 // out[rows r0..r1, cols c0..c1) of batch entry i, with one single-threaded library call.
 void GemmBlock(const GemmShape& g, const void* a, const void* b, void* out, int64_t i, int64_t r0,
                int64_t r1, int64_t c0, int64_t c1) {
   if (g.type == GemmType::kI32 || g.type == GemmType::kI64)
     return IntGemmBlock(g, a, b, out, i, r0, r1, c0, c1);
+  if (g.type == GemmType::kBF16F32 || g.type == GemmType::kBF16BF16) {
+    if (!OneDnnBf16GemmBlock(g, a, b, out, i, r0, r1, c0, c1))
+      Bf16BlockThroughF32(g, a, b, out, i, r0, r1, c0, c1);
+    return;
+  }
 #ifdef KILN_HAVE_OPENBLAS
   // Leading dimensions of the stored (row-major) matrices; a block keeps them and moves its
   // pointers: row r of op(A) starts at a + r*lda (or a + r when A is stored transposed),
@@ -74,6 +113,8 @@ void GemmBlock(const GemmShape& g, const void* a, const void* b, void* out, int6
     case GemmType::kF32:
     case GemmType::kI32:
     case GemmType::kI64:
+    case GemmType::kBF16F32:
+    case GemmType::kBF16BF16:
       break;
   }
 #ifdef KILN_HAVE_ONEDNN

@@ -1,6 +1,7 @@
 // Large f32/f64 dots handed to a GEMM library (oneDNN dnnl_sgemm for f32 when built with it,
 // else OpenBLAS cblas_sgemm; cblas_dgemm for f64; oneDNN's s8 GEMM for s8 x s8 -> s32; 32- and
-// 64-bit integer dots to int_gemm.h's own GEMM): the call itself (which dots qualify:
+// 64-bit integer dots to int_gemm.h's own GEMM; bf16 x bf16 to oneDNN's bf16 matmul): the
+// call itself (which dots qualify:
 // gemm_match.h). LLVM-free.
 #pragma once
 

@@ -5,8 +5,11 @@
 #include <cmath>
 #include <complex>
 #include <cstdlib>
+#include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,6 +17,7 @@
 #include "hlo/evaluator/evaluator.h"
 #include "plugins/cpu_llvm/blas_dot.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/cpu_llvm/onednn_matmul.h"
 #include "plugins/cpu_llvm/test_builder.h"
 
 namespace kiln::cpu {
@@ -252,6 +256,82 @@ TEST(CpuLlvmBlas, S8DotsAreExactWithOrWithoutTheLibrary) {
   }
 }
 
+// Restores an environment variable when it goes out of scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// How far a bf16 x bf16 GEMM may be from the exact sum: f32 sums, and for a bf16 result one
+// rounding (half a bf16 ulp, at most 2^-8 of the value).
+double Bf16GemmTolerance(PT out, double exact) {
+  return out == PT::BF16 ? std::abs(exact) / 256 + 1e-4 : 1e-4;
+}
+
+// The library's bf16 GEMM where oneDNN has native bf16 kernels, else (the plan forced, the
+// library turned off with KILN_CPU_BF16_GEMM=0) the f32 GEMM of widened operands: either way
+// the step is a bf16 GEMM (the dot was not upcast), against the double-precision reference and
+// the evaluator, for every layout, into f32 (preferred_element_type) and into bf16.
+TEST(CpuLlvmBlas, Bf16DotsStayBf16GemmsWithOrWithoutTheLibrary) {
+  if (!HaveBlas()) GTEST_SKIP() << "built without a BLAS library";
+  for (bool library : {true, false}) {
+    if (library && !HaveBf16Gemm()) {
+      std::cout << "no native bf16 GEMM on this CPU: only the f32 path is tested\n";
+      continue;
+    }
+    ScopedEnv env("KILN_CPU_BF16_GEMM", library ? nullptr : "0");
+    for (PT out_type : {PT::F32, PT::BF16}) {
+      for (const DotCase& c : DotCases()) {
+        SCOPED_TRACE(::testing::Message()
+                     << c.name << " library=" << library << " out=" << PrimitiveTypeName(out_type));
+        Shape ls(PT::BF16, c.lhs), rs(PT::BF16, c.rhs), os(out_type, c.out);
+        const DotDimensionNumbers dn = Numbers(c);
+        std::shared_ptr<HloModule> module = DotModule(ls, rs, os, dn);
+        CompileOptions opts;
+        opts.plan.blas_min_mnk = 0;
+        opts.plan.bf16_gemm = true;
+        auto compiler = CpuCompiler::Create(opts);
+        ASSERT_TRUE(compiler.ok()) << compiler.status();
+        auto exe = (*compiler)->Compile(module);
+        ASSERT_TRUE(exe.ok()) << exe.status();
+        int bf16_gemms = 0;
+        for (const Step& step : (*exe)->plan().steps)
+          bf16_gemms += step.gemm && (step.gemm->type == GemmType::kBF16F32 ||
+                                      step.gemm->type == GemmType::kBF16BF16);
+        EXPECT_EQ(bf16_gemms, 1);
+        std::vector<Literal> args = {Random(ls, 11), Random(rs, 12)};
+        auto got = (*exe)->Run(args);
+        ASSERT_TRUE(got.ok()) << got.status();
+        std::vector<double> want = ReferenceDot(args[0], args[1], os, dn);
+        HloEvaluator evaluator;
+        auto ev = evaluator.Evaluate(*module, args);
+        ASSERT_TRUE(ev.ok()) << ev.status();
+        for (size_t i = 0; i < want.size(); ++i) {
+          const double tol = Bf16GemmTolerance(out_type, want[i]);
+          ASSERT_NEAR(got->GetAsDouble(i), want[i], tol) << "element " << i;
+          ASSERT_NEAR(got->GetAsDouble(i), ev->GetAsDouble(i), tol) << "element " << i;
+        }
+      }
+    }
+  }
+}
+
 // A depth at which s8 sums can leave s32 is kept from the int8 library (which may saturate)
 // and widened to the integer GEMM, which wraps as HLO's sum does: 131072 products of
 // -128 * -128 are 2^31, which wraps to -2^31.
@@ -375,23 +455,37 @@ TEST(CpuLlvmBlas, GemmSplitAcrossThePoolMatchesReference) {
   // m >= n: row blocks; n > m: column blocks; batch >= threads: whole entries. Sizes are not
   // multiples of the 16-wide blocks, and every case is above the 2 MFLOP split threshold.
   const Case cases[] = {{1, 150, 37, 200}, {1, 37, 150, 200}, {3, 70, 50, 300}, {2, 90, 41, 300}};
-  for (bool f64 : {false, true}) {
+  // bf16 GEMMs both on the library (where it has native kernels) and through f32.
+  struct Types {
+    GemmType gemm;
+    PT in, out;
+    const char* bf16_library;  // KILN_CPU_BF16_GEMM
+  };
+  const Types types[] = {{GemmType::kF32, PT::F32, PT::F32, nullptr},
+                         {GemmType::kF64, PT::F64, PT::F64, nullptr},
+                         {GemmType::kBF16F32, PT::BF16, PT::F32, nullptr},
+                         {GemmType::kBF16BF16, PT::BF16, PT::BF16, nullptr},
+                         {GemmType::kBF16F32, PT::BF16, PT::F32, "0"},
+                         {GemmType::kBF16BF16, PT::BF16, PT::BF16, "0"}};
+  for (const Types& ty : types) {
+    ScopedEnv env("KILN_CPU_BF16_GEMM", ty.bf16_library);
+    const bool f64 = ty.in == PT::F64;
     for (const Case& c : cases) {
       for (int ta = 0; ta < 2; ++ta) {
         for (int tb = 0; tb < 2; ++tb) {
           GemmShape g;
-          g.type = f64 ? GemmType::kF64 : GemmType::kF32, g.batch = c.batch, g.m = c.m, g.n = c.n,
-          g.k = c.k;
+          g.type = ty.gemm, g.batch = c.batch, g.m = c.m, g.n = c.n, g.k = c.k;
           g.trans_a = ta, g.trans_b = tb;
-          PT t = f64 ? PT::F64 : PT::F32;
-          Literal a = Random(Shape(t, {c.batch, c.m * c.k}), 3);
-          Literal b = Random(Shape(t, {c.batch, c.k * c.n}), 4);
+          Literal a = Random(Shape(ty.in, {c.batch, c.m * c.k}), 3);
+          Literal b = Random(Shape(ty.in, {c.batch, c.k * c.n}), 4);
           for (int threads : {2, 3}) {
             SCOPED_TRACE(::testing::Message()
-                         << "f64=" << f64 << " batch=" << c.batch << " m=" << c.m << " n=" << c.n
-                         << " ta=" << ta << " tb=" << tb << " threads=" << threads);
+                         << "types " << PrimitiveTypeName(ty.in) << "->"
+                         << PrimitiveTypeName(ty.out) << " bf16 library "
+                         << (ty.bf16_library ? "off" : "on") << " batch=" << c.batch << " m=" << c.m
+                         << " n=" << c.n << " ta=" << ta << " tb=" << tb << " threads=" << threads);
             ThreadPool pool(threads);
-            Literal out(Shape(t, {c.batch, c.m * c.n}));
+            Literal out(Shape(ty.out, {c.batch, c.m * c.n}));
             RunBlasDot(g, a.untyped_data(), b.untyped_data(), out.untyped_data(), &pool);
             for (int64_t i = 0; i < c.batch; ++i) {
               for (int64_t r = 0; r < c.m; ++r) {
@@ -403,7 +497,9 @@ TEST(CpuLlvmBlas, GemmSplitAcrossThePoolMatchesReference) {
                     want += a.GetAsDouble(ai) * b.GetAsDouble(bi);
                   }
                   ASSERT_NEAR(out.GetAsDouble(i * c.m * c.n + r * c.n + col), want,
-                              f64 ? 1e-10 : 1e-3)
+                              f64                  ? 1e-10
+                              : ty.out == PT::BF16 ? std::abs(want) / 256 + 1e-3
+                                                   : 1e-3)
                       << "at [" << i << "," << r << "," << col << "]";
                 }
               }

@@ -456,7 +456,7 @@ std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
       "\n", jit_->CacheKey(), "\nplan=", p.fuse_unfused, ",", p.blas_min_mnk, ",",
       p.parallel_min_work, ",", p.native_control_flow, ",", p.update_in_place, ",",
       p.accumulate_columns, ",", p.merge_sibling_kernels, ",", p.s8_gemm, ",", p.native_sort, ",",
-      p.complex_kernels, ",", p.integer_gemm, "\n", text);
+      p.complex_kernels, ",", p.integer_gemm, ",", p.bf16_gemm, "\n", text);
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(

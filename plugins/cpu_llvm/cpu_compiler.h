@@ -20,6 +20,7 @@
 #include "plugins/cpu_llvm/flat_loop.h"
 #include "plugins/cpu_llvm/jit.h"
 #include "plugins/cpu_llvm/library_calls.h"
+#include "plugins/cpu_llvm/onednn_matmul.h"
 #include "plugins/cpu_llvm/step_profile.h"
 #include "plugins/cpu_llvm/thread_pool.h"
 #include "plugins/kernel_plan/arena_layout.h"
@@ -46,6 +47,7 @@ inline PlanOptions CpuPlanOptions() {
   p.accumulate_columns = true;
   p.merge_sibling_kernels = true;
   p.s8_gemm = HaveS8Gemm();
+  p.bf16_gemm = HaveBf16Gemm();
   p.integer_gemm = true;
   p.native_sort = true;
   p.complex_kernels = true;

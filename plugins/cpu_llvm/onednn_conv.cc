@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "hlo/shape.h"
+#include "plugins/cpu_llvm/onednn_runtime.h"
 #endif
 
 namespace kiln::cpu {
@@ -34,29 +35,12 @@ std::string OneDnnConvImplementation(const ConvGemm&, int) { return ""; }
 
 namespace {
 
+using onednn::Engine;
+using onednn::Instantiate;
+using onednn::Memories;
+
 // Primitives kept (one per convolution shape and slice size); past this the cache starts over.
 constexpr size_t kMaxCachedPrimitives = 1024;
-
-dnnl_engine_t Engine() {
-  static dnnl_engine_t engine = [] {
-    dnnl_engine_t e = nullptr;
-    return dnnl_engine_create(&e, dnnl_cpu, 0) == dnnl_success ? e : nullptr;
-  }();
-  return engine;
-}
-
-// A stream per thread: oneDNN's streams are not thread-safe.
-dnnl_stream_t ThreadStream() {
-  thread_local struct Holder {
-    dnnl_stream_t stream = nullptr;
-    ~Holder() {
-      if (stream != nullptr) dnnl_stream_destroy(stream);
-    }
-  } holder;
-  if (holder.stream == nullptr)
-    dnnl_stream_create(&holder.stream, Engine(), dnnl_stream_default_flags);
-  return holder.stream;
-}
 
 // A buffer's dimensions and strides (in elements) in the logical order of the oneDNN argument
 // it plays (batch or output feature first, then input feature, then the spatial dimensions):
@@ -201,16 +185,6 @@ struct Primitive {
     if (reorder != nullptr) dnnl_primitive_destroy(reorder);
   }
 };
-
-// Creates a primitive from its descriptor, which is destroyed either way; false when oneDNN
-// refused. Grows *scratch to what it needs.
-bool Instantiate(dnnl_primitive_desc_t pd, dnnl_primitive_t* out, size_t* scratch) {
-  const dnnl_memory_desc_t* s = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-  *scratch = std::max(*scratch, s != nullptr ? dnnl_memory_desc_get_size(s) : 0);
-  const bool ok = dnnl_primitive_create(out, pd) == dnnl_success;
-  dnnl_primitive_desc_destroy(pd);
-  return ok;
-}
 
 // A primitive descriptor for `desc` (with the forward descriptor `hint_desc` for a backward
 // one), or null.
@@ -382,33 +356,6 @@ std::vector<Slice> SlicesFor(const ConvGemm& c, const Roles& r, int threads) {
   return slices;
 }
 
-// The memory objects of one execution, destroyed with it.
-class Memories {
- public:
-  ~Memories() {
-    for (dnnl_memory_t m : owned_) dnnl_memory_destroy(m);
-  }
-  // False when oneDNN could not make the object.
-  bool Add(int arg, const dnnl_memory_desc_t& md, const void* data) {
-    dnnl_memory_t m = nullptr;
-    if (dnnl_memory_create(&m, &md, Engine(), const_cast<void*>(data)) != dnnl_success)
-      return false;
-    owned_.push_back(m);
-    args_.push_back({arg, m});
-    return true;
-  }
-  bool Execute(dnnl_primitive_t p) {
-    dnnl_stream_t s = ThreadStream();
-    return dnnl_primitive_execute(p, s, static_cast<int>(args_.size()), args_.data()) ==
-               dnnl_success &&
-           dnnl_stream_wait(s) == dnnl_success;
-  }
-
- private:
-  std::vector<dnnl_memory_t> owned_;
-  std::vector<dnnl_exec_arg_t> args_;
-};
-
 // Runs one slice on the calling thread (oneDNN single-threaded there); false on an error.
 // `out` is where this slice's result goes: the output, or (a kernel gradient over part of
 // the images) a partial sum the caller adds.
@@ -424,10 +371,6 @@ bool RunSlice(const ConvGemm& c, const Roles& r, const Primitive& p, const Slice
     out += s.b0 * os[r.out[0]] + p.out_offset;
   thread_local std::vector<uint8_t> scratch, kernel;
   scratch.resize(std::max<size_t>(p.scratch_bytes, 1));
-  dnnl_memory_desc_t scratch_md;
-  const dnnl_dims_t scratch_dims = {static_cast<int64_t>(scratch.size())};
-  if (dnnl_memory_desc_init_by_tag(&scratch_md, 1, scratch_dims, dnnl_u8, dnnl_a) != dnnl_success)
-    return false;
   // The kernel-like argument: the HLO buffer itself, or oneDNN's layout of it.
   const bool gradient = r.kind == Kind::kBackwardWeights;
   const void* kernel_data = gradient ? static_cast<const void*>(out) : rhs;
@@ -439,12 +382,12 @@ bool RunSlice(const ConvGemm& c, const Roles& r, const Primitive& p, const Slice
                            const dnnl_memory_desc_t& to, const void* to_data) {
     Memories m;
     return m.Add(DNNL_ARG_FROM, from, from_data) && m.Add(DNNL_ARG_TO, to, to_data) &&
-           m.Add(DNNL_ARG_SCRATCHPAD, scratch_md, scratch.data()) && m.Execute(p.reorder);
+           m.AddScratchpad(scratch.size(), scratch.data()) && m.Execute(p.reorder);
   };
   if (p.reorder != nullptr && !gradient && !reorder(p.rhs, rhs, p.kernel, kernel_data))
     return false;
   Memories conv;
-  bool ok = conv.Add(DNNL_ARG_SCRATCHPAD, scratch_md, scratch.data());
+  bool ok = conv.AddScratchpad(scratch.size(), scratch.data());
   switch (r.kind) {
     case Kind::kForward:
       ok = ok && conv.Add(DNNL_ARG_SRC, p.lhs, lhs) &&

@@ -60,10 +60,14 @@ std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk
   else if (types.integer && lt == t && rt == t &&
            (t == PrimitiveType::S64 || t == PrimitiveType::U64))
     type = GemmType::kI64;
+  else if (types.bf16 && lt == PrimitiveType::BF16 && rt == PrimitiveType::BF16 &&
+           (t == PrimitiveType::F32 || t == PrimitiveType::BF16))
+    type = t == PrimitiveType::F32 ? GemmType::kBF16F32 : GemmType::kBF16BF16;
   else
     return no(absl::StrCat("element types are not f32 or f64 throughout",
                            types.s8 ? ", nor s8 x s8 -> s32" : "",
-                           types.integer ? ", nor 32- or 64-bit integers throughout" : ""));
+                           types.integer ? ", nor 32- or 64-bit integers throughout" : "",
+                           types.bf16 ? ", nor bf16 x bf16 -> f32 or bf16" : ""));
   const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
   const int64_t nb = static_cast<int64_t>(dn.lhs_batch_dimensions.size());
   if (static_cast<int64_t>(dn.rhs_batch_dimensions.size()) != nb) return no("batch dims differ");

@@ -13,15 +13,16 @@
 
 namespace kiln::kernel_plan {
 
-// The element types of a GEMM: f32 or f64 throughout, s8 operands into an s32 result, or
-// 32-bit or 64-bit integers throughout (signed or unsigned: wrapping sums of products have the
-// same bits either way).
-enum class GemmType { kF32, kF64, kS8S32, kI32, kI64 };
+// The element types of a GEMM: f32 or f64 throughout, s8 operands into an s32 result, 32-bit
+// or 64-bit integers throughout (signed or unsigned: wrapping sums of products have the same
+// bits either way), or bf16 operands into an f32 or bf16 result (f32 sums, one rounding).
+enum class GemmType { kF32, kF64, kS8S32, kI32, kI64, kBF16F32, kBF16BF16 };
 
 // Which integer GEMMs the caller computes besides f32 and f64 ones.
 struct GemmTypes {
   bool s8 = false;       // s8 x s8 -> s32 (a library's int8 GEMM)
   bool integer = false;  // s32/u32 and s64/u64 throughout (cpu-llvm's own integer GEMM)
+  bool bf16 = false;     // bf16 x bf16 -> f32 or bf16 (a library's bf16 GEMM)
 };
 
 // One dot as `batch` independent GEMMs C[m,n] = op(A)[m,k] * op(B)[k,n], all dense row-major.
@@ -44,7 +45,8 @@ bool HaveBlas();
 // batch*m*n*k >= min_mnk. With `types.s8`, also s8 x s8 -> s32 dots (a quantized layer) whose
 // depth cannot overflow s32 (k * 128 * 128 <= 2^31 - 1), so a library that accumulates in s32
 // computes HLO's wrapping result exactly; with `types.integer`, dots of 32-bit or 64-bit
-// integers throughout. Otherwise nullopt, and `why` (optional) says why.
+// integers throughout; with `types.bf16`, bf16 x bf16 -> f32 or bf16 dots. Otherwise nullopt,
+// and `why` (optional) says why.
 std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk, GemmTypes types,
                                       std::string* why = nullptr);
 

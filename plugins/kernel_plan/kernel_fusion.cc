@@ -85,8 +85,17 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
                                : HaveBlas()                    ? options.blas_min_mnk
                                                                : -1;
   if (gemm_min_mnk >= 0) {
-    // Dots of 16- and 8-bit floats run on the f32 GEMM: converted operands, one rounding.
-    absl::StatusOr<bool> upcast = NarrowDotUpcast(gemm_min_mnk).Run(**copy);
+    // Dots of 16- and 8-bit floats run on the f32 GEMM: converted operands, one rounding;
+    // bf16 x bf16 ones stay as they are where the library has a bf16 GEMM (the dot
+    // canonicalization below lays out their operands as it does an f32 dot's).
+    auto library_bf16 = [&](const HloInstruction& dot) {
+      const PrimitiveType t = dot.shape().element_type();
+      return options.bf16_gemm && dot.opcode() == HloOpcode::kDot &&
+             dot.operand(0)->shape().element_type() == PrimitiveType::BF16 &&
+             dot.operand(1)->shape().element_type() == PrimitiveType::BF16 &&
+             (t == PrimitiveType::F32 || t == PrimitiveType::BF16);
+    };
+    absl::StatusOr<bool> upcast = NarrowDotUpcast(gemm_min_mnk, library_bf16).Run(**copy);
     if (!upcast.ok()) return upcast.status();
     if (options.integer_gemm) {
       // Mixed and narrow integer dots run on the integer GEMM in 32 or 64 bits, except the

@@ -488,7 +488,8 @@ std::optional<GemmShape> LibraryGemm(const HloInstruction& h, const PlanOptions&
   std::optional<GemmShape> g =
       options.device_gemm_min_mnk > 0
           ? MatchGemmDot(h, options.device_gemm_min_mnk, GemmTypes{})
-          : MatchBlasDot(h, options.blas_min_mnk, {options.s8_gemm, options.integer_gemm});
+          : MatchBlasDot(h, options.blas_min_mnk,
+                         {options.s8_gemm, options.integer_gemm, options.bf16_gemm});
   // f32 only on the device
   if (g && options.device_gemm_min_mnk > 0 && g->type != GemmType::kF32) g.reset();
   return g;

@@ -52,6 +52,9 @@ struct PlanOptions {
   bool s8_gemm = false;
   // s32/u32 and s64/u64 dots of those forms go to the runner's integer GEMM (cpu-llvm's).
   bool integer_gemm = false;
+  // bf16 x bf16 -> f32 or bf16 dots of those forms go to the host library's bf16 GEMM instead
+  // of an f32 one of upcast operands (cpu-llvm sets it where oneDNN has native bf16 kernels).
+  bool bf16_gemm = false;
   // Large convolutions (blas_min_mnk on the GEMM's work) go to the library's im2col + GEMM;
   // false emits every convolution (an ahead-of-time artifact that calls only a BLAS).
   bool library_convolutions = true;
