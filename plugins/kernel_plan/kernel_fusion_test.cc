@@ -119,6 +119,55 @@ TEST(KernelFusion, LibraryGemmStaysOutsideItsFusedEpilogue) {
   EXPECT_EQ(dot_operands, 1) << m->ToString();
 }
 
+// int8 quantization's scale: max |x| over the whole array, broadcast back over it.
+std::string ScaledByItsMaximum(int rows, int cols) {
+  const std::string shape = "f32[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
+  return "HloModule quantize\n"
+         "%max (a: f32[], b: f32[]) -> f32[] {\n"
+         "  %a = f32[] parameter(0)\n"
+         "  %b = f32[] parameter(1)\n"
+         "  ROOT %m = f32[] maximum(f32[] %a, f32[] %b)\n"
+         "}\n"
+         "ENTRY %main (x: " +
+         shape + ") -> " + shape +
+         " {\n"
+         "  %x = " +
+         shape +
+         " parameter(0)\n"
+         "  %ax = " +
+         shape + " abs(" + shape +
+         " %x)\n"
+         "  %ninf = f32[] constant(-inf)\n"
+         "  %mx = f32[] reduce(" +
+         shape +
+         " %ax, f32[] %ninf), dimensions={0,1}, to_apply=%max\n"
+         "  %q = f32[] constant(127)\n"
+         "  %scale = f32[] divide(f32[] %mx, f32[] %q)\n"
+         "  %sb = " +
+         shape +
+         " broadcast(f32[] %scale), dimensions={}\n"
+         "  ROOT %y = " +
+         shape + " divide(" + shape + " %x, " + shape +
+         " %sb)\n"
+         "}\n";
+}
+
+TEST(KernelFusion, LargeReductionToAScalarBroadcastBackIsAKernelOfItsOwn) {
+  // Inlined, it would be hoisted above the kernel's outer loop and recomputed by every part
+  // of the kernel the thread pool runs.
+  const std::string large = ScaledByItsMaximum(256, 512);
+  std::unique_ptr<HloModule> m = FuseAndCheck(large.c_str(), PlanOptions());
+  const HloComputation& entry = *m->entry();
+  ASSERT_EQ(entry.root()->opcode(), HloOpcode::kFusion) << m->ToString();
+  EXPECT_EQ(Count(*entry.root()->fused_computation(), HloOpcode::kReduce), 0) << m->ToString();
+  // A small one runs on one thread: computing it inside the kernel saves a kernel call.
+  const std::string small = ScaledByItsMaximum(16, 128);
+  m = FuseAndCheck(small.c_str(), PlanOptions());
+  EXPECT_EQ(m->entry()->instruction_count(), 2) << m->ToString();  // the parameter, the fusion
+  ASSERT_EQ(m->entry()->root()->opcode(), HloOpcode::kFusion);
+  EXPECT_EQ(Count(*m->entry()->root()->fused_computation(), HloOpcode::kReduce), 1);
+}
+
 TEST(KernelFusion, NothingToFuseIsUnchanged) {
   auto m = ParseHloModule(R"(HloModule one
 ENTRY %main (x: f32[8]) -> f32[8] {

@@ -124,6 +124,21 @@ bool RowLevelUses(const HloInstruction* h, const Materialized& materialized, int
 
 int64_t Elements(const Shape& s) { return s.IsArray() ? s.num_elements() : 0; }
 
+// True when a scalar `h` (through scalar elementwise users) is broadcast into an array. A
+// reduce to a scalar read that way is hoisted above its kernel's outer loop, so each part of a
+// kernel split across threads would compute the whole reduction again (int8 quantization's
+// max |x| feeding x / scale: a 2048x1024 kernel in 8 parts read its input 9 times).
+bool BroadcastIntoArray(const HloInstruction* h, int depth = 0) {
+  if (depth > kMaxRowLevelDepth) return true;
+  for (const HloInstruction* u : h->users()) {
+    if (u->opcode() == HloOpcode::kBroadcast && u->shape().rank() > 0) return true;
+    if (IsElementwiseOpcode(u->opcode()) && u->shape().IsArray() && u->shape().rank() == 0 &&
+        BroadcastIntoArray(u, depth + 1))
+      return true;
+  }
+  return false;
+}
+
 // Element operations a kernel performs: every generated instruction's elements, plus the
 // inner loops of reductions and dots.
 int64_t EstimateWork(const llvm_emit::KernelSpec& spec) {
@@ -513,8 +528,15 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
     for (const HloInstruction* u : h->users())
       if (!emittable.contains(u)) return true;
     if (h->opcode() == HloOpcode::kReduce && options.inline_row_reductions &&
-        (options.row_reduction_filter == nullptr || options.row_reduction_filter(*h)))
+        (options.row_reduction_filter == nullptr || options.row_reduction_filter(*h))) {
+      // A large reduction to a scalar gets a kernel of its own (reduced in parts, in
+      // parallel) rather than being recomputed by each part of a kernel it is broadcast into.
+      if (h->shape().IsArray() && h->shape().rank() == 0 &&
+          4 * Elements(h->operand(0)->shape()) >= options.parallel_min_work &&
+          BroadcastIntoArray(h))
+        return true;
       return !RowLevelUses(h, base_materialized);
+    }
     return IsExpensive(*h);
   };
   // ... and unless it would be generated inside several kernels while costly to generate:
