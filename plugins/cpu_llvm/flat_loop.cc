@@ -148,7 +148,9 @@ void FlatLoop::FindCounter(const ComputationPlan& cond, const ComputationPlan& b
     counter = StateElement(b, cond_param);
     limit = IntConstant(a);
   }
-  if (counter < 0 || !limit || next_[counter] != Next::kCopy ||
+  // Its next value copied, or written over it by its kernel (both a single store).
+  if (counter < 0 || !limit ||
+      (next_[counter] != Next::kCopy && next_[counter] != Next::kInPlace) ||
       next_state_[counter].kind != Ref::kTemp)
     return;
   // The body's next counter: a kernel of its own computing counter + 1.
@@ -185,9 +187,13 @@ void FlatLoop::AliasInPlaceUpdates() {
   for (int i = 0; i < state_size_; ++i) {
     if (next_state_[i].kind != Ref::kTemp) continue;
     const int t = next_state_[i].index;
+    // Its next value is made where it lies: updated in place, or written over it by an
+    // elementwise kernel (a scan's carry c + x[i]) that is its last reader.
     for (const Kernel& k : body_.kernels) {
-      if (!k.take || k.outputs[0] != t) continue;
-      const Ref& from = k.sources[k.in_place];
+      if (k.outputs.empty() || k.outputs[0] != t) continue;
+      const int at = k.take ? k.in_place : k.over;
+      if (at < 0) continue;
+      const Ref& from = k.sources[at];
       if (from.kind == Ref::kState && from.index == i) temp_slot_[t] = i;
     }
     next_[i] = temp_slot_[t] == i                          ? Next::kInPlace
@@ -269,6 +275,15 @@ bool FlatLoop::Add(const ComputationPlan& p, const Plan& plan, bool is_body, Pro
         k.take = r.kind == Ref::kTemp    ? last
                  : r.kind == Ref::kState ? is_body && last && readers[r.index] == 1
                                          : false;
+      }
+      if (is_body && k.in_place < 0 && k.outputs.size() == 1) {
+        for (int i : s.output_over_sources) {
+          const Ref& r = k.sources[i];
+          if (r.kind == Ref::kState && readers[r.index] == 1 && s.IsLastUse(s.sources[i])) {
+            k.over = i;
+            break;
+          }
+        }
       }
       if (h->shape().IsTuple()) {
         tuple_outputs[h] = k.outputs;

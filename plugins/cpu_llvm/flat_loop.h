@@ -79,6 +79,9 @@ class FlatLoop {
     // after it reads the value) instead of copying it into its output.
     int in_place = -1;
     bool take = false;
+    // Else, an index in `sources` of a state element the kernel may write its output over
+    // (Step::output_over_sources; nothing after it reads the element), or -1.
+    int over = -1;
     int table = 0;    // where its buffer table starts in Buffers::tables
     int ordinal = 0;  // its place among the condition's, then the body's kernels
   };
