@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -157,6 +158,43 @@ TEST(RowScatter, MatchesTheEvaluatorBitForBit) {
                                     "scatter_dims_to_operand_dims={0,1,2}, index_vector_dim=2",
                                     "f64", "set"),
                       threads));
+  }
+}
+
+// maximum and minimum propagate NaN from either side, hand-computed: a NaN in the table and
+// one in a single update of 5000 into row 0 (serial, and private tables on two threads);
+// row 1 takes no update.
+TEST(RowScatter, MaximumAndMinimumPropagateNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const char* op : {"maximum(a, b)", "minimum(a, b)"}) {
+    const bool max = std::string(op).starts_with("max");
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(op) + " threads " + std::to_string(threads));
+      CompileOptions opts;
+      opts.threads = threads;
+      const testing::CompiledText c = testing::CompileText(
+          ScatterModule("f32[2,16]", "s32[5000,1]", "f32[5000,16]", kRowDims, "f32", op), opts);
+      ASSERT_NE(c.exe, nullptr);
+      std::vector<Literal> args;
+      for (const HloInstruction* p : c.module->entry()->parameters()) args.emplace_back(p->shape());
+      std::fill_n(args[0].data<float>().begin(), 32, 0.0f);
+      args[0].data<float>()[3] = nan;
+      std::fill_n(args[1].data<int32_t>().begin(), 5000, 0);
+      for (int u = 0; u < 5000; ++u)
+        for (int e = 0; e < 16; ++e) args[2].data<float>()[u * 16 + e] = (u % 7) - 3.0f;
+      args[2].data<float>()[2500 * 16 + 5] = nan;
+      auto got = c.exe->Run(args);
+      ASSERT_TRUE(got.ok()) << got.status();
+      const Literal& out = testing::ArrayLeaves(*got)[0][0];
+      for (int e = 0; e < 16; ++e) {
+        const float v = out.data<float>()[e];
+        if (e == 3 || e == 5)
+          EXPECT_TRUE(std::isnan(v)) << e << ": " << v;
+        else
+          EXPECT_EQ(v, max ? 3.0f : -3.0f) << e;
+        EXPECT_EQ(out.data<float>()[16 + e], 0.0f) << "row 1, " << e;
+      }
+    }
   }
 }
 
