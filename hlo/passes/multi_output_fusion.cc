@@ -67,12 +67,15 @@ bool Compatible(const IterationSpace& a, const IterationSpace& b) {
 
 // A loop fusion that computes each output element from its operands' elements alone (see
 // MultiOutputFusionOptions::elementwise_loops_only).
-bool IsElementwiseLoop(const HloInstruction& fusion) {
-  if (fusion.opcode() != HloOpcode::kFusion || fusion.attrs().fusion_kind != FusionKind::kLoop)
+bool IsElementwiseLoop(const HloInstruction& fusion, bool row_reduction_roots = false) {
+  if (fusion.opcode() != HloOpcode::kFusion ||
+      (fusion.attrs().fusion_kind != FusionKind::kLoop &&
+       !(row_reduction_roots && fusion.attrs().fusion_kind == FusionKind::kInput)))
     return false;
   const HloInstruction* root = fusion.fused_computation()->root();
   for (const HloInstruction* x : fusion.fused_computation()->instructions()) {
     if (x == root && x->opcode() == HloOpcode::kTuple) continue;
+    if (row_reduction_roots && x->opcode() == HloOpcode::kReduce) continue;  // checked below
     switch (x->opcode()) {
       case HloOpcode::kBroadcast:
       case HloOpcode::kIota:
@@ -89,6 +92,36 @@ bool IsElementwiseLoop(const HloInstruction& fusion) {
     return false;
   }
   return true;
+}
+
+// A fusion whose roots are all reduces of the trailing dimensions (at least one kept) of an
+// elementwise cone (see MultiOutputFusionOptions::row_reductions).
+bool IsRowReduction(const HloInstruction& fusion) {
+  if (!IsElementwiseLoop(fusion, /*row_reduction_roots=*/true)) return false;
+  const HloInstruction* root = fusion.fused_computation()->root();
+  std::vector<const HloInstruction*> roots;
+  if (root->opcode() == HloOpcode::kTuple) {
+    for (const HloInstruction* l : root->operands()) roots.push_back(l);
+  } else {
+    roots.push_back(root);
+  }
+  for (const HloInstruction* r : roots) {
+    if (r->opcode() != HloOpcode::kReduce || r->operand_count() != 2 || !r->shape().IsArray() ||
+        r->user_count() != (root == r ? 0 : 1))
+      return false;
+    std::vector<int64_t> reduced = r->dimensions();
+    std::sort(reduced.begin(), reduced.end());
+    const int64_t rank = r->operand(0)->shape().rank();
+    const int64_t kept = rank - static_cast<int64_t>(reduced.size());
+    if (reduced.empty() || kept < 1) return false;
+    for (size_t d = 0; d < reduced.size(); ++d)
+      if (reduced[d] != kept + static_cast<int64_t>(d)) return false;
+  }
+  // No reduce other than the roots.
+  int64_t reduces = 0;
+  for (const HloInstruction* x : fusion.fused_computation()->instructions())
+    reduces += x->opcode() == HloOpcode::kReduce;
+  return reduces == static_cast<int64_t>(roots.size());
 }
 
 int64_t BodySize(const HloInstruction& i) {
@@ -114,7 +147,9 @@ class SiblingMerger {
  private:
   bool IsCandidate(const HloInstruction& i) const {
     if (control_.contains(&i)) return false;
-    if (options_.elementwise_loops_only && !IsElementwiseLoop(i)) return false;
+    if (options_.elementwise_loops_only && !IsElementwiseLoop(i) &&
+        !(options_.row_reductions && IsRowReduction(i)))
+      return false;
     if (i.opcode() == HloOpcode::kReduce) return i.operand_count() == 2 && i.shape().IsArray();
     if (i.opcode() != HloOpcode::kFusion) return false;
     FusionKind k = i.attrs().fusion_kind;
@@ -151,6 +186,11 @@ class SiblingMerger {
 
   bool CanMerge(HloInstruction* a, HloInstruction* b) const {
     if (!Compatible(SpaceOf(*a), SpaceOf(*b))) return false;
+    // Row reductions only with each other (an elementwise loop over the rows' elements has
+    // the reduces' iteration space too, but not one kernel strategy with them).
+    if (options_.elementwise_loops_only && options_.row_reductions &&
+        IsRowReduction(*a) != IsRowReduction(*b))
+      return false;
     if (ReachesInOrder(a, b) || ReachesInOrder(b, a)) return false;
     std::vector<const HloInstruction*> ops;
     for (const HloInstruction* x : {a, b})

@@ -20,6 +20,11 @@ struct MultiOutputFusionOptions {
   // root kind (cpu-llvm: row and column reductions, tiled transposes, updates in place)
   // merges only what one plain loop over the output computes.
   bool elementwise_loops_only = false;
+  // With elementwise_loops_only: also fusions whose every root is a reduce of the trailing
+  // dimensions of such a loop's cone (row reductions), merged only with each other over the
+  // same rows: one kernel then reads each row once for all of them (a standardization's sum
+  // and sum of squares).
+  bool row_reductions = false;
   static constexpr int64_t kSmallElements = 16;
 };
 

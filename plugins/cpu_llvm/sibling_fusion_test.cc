@@ -1,7 +1,10 @@
 // Sibling kernels merged after kernel-fusion (PlanOptions::merge_sibling_kernels): two
 // elementwise loops over one state, as a round of JAX's threefry writes its two halves,
 // become one kernel with two outputs, against hand-computed u32 values; a sibling that is a
-// row reduction stays a kernel of its own (its loop is not the elementwise one).
+// row reduction stays a kernel of its own (its loop is not the elementwise one), but row
+// reductions over the same rows (a standardization's sum and sum of squares) are one kernel,
+// against a double reference.
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -149,6 +152,72 @@ ENTRY main {
 TEST(SiblingFusion, RowReductionSiblingStaysApart) {
   EXPECT_EQ(KernelCount(kReduceSibling, true), KernelCount(kReduceSibling, false));
   EXPECT_EQ(KernelCount(kReduceSibling, true), 2u);
+}
+
+// Each row's sum, sum of squares and maximum |x| of f32[512,1024] (large enough to be split
+// across the pool), and the sum over the columns (not a row reduction: stays apart).
+constexpr char kRowStatistics[] = R"(HloModule stats
+add {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT s = f32[] add(p, q)
+}
+max {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT m = f32[] maximum(p, q)
+}
+ENTRY main {
+  x = f32[512,1024] parameter(0)
+  z = f32[] constant(0)
+  sum = f32[512] reduce(x, z), dimensions={1}, to_apply=add
+  sq = f32[512,1024] multiply(x, x)
+  sumsq = f32[512] reduce(sq, z), dimensions={1}, to_apply=add
+  ax = f32[512,1024] abs(x)
+  ninf = f32[] constant(-inf)
+  amax = f32[512] reduce(ax, ninf), dimensions={1}, to_apply=max
+  cols = f32[1024] reduce(x, z), dimensions={0}, to_apply=add
+  ROOT t = (f32[512], f32[512], f32[512], f32[1024]) tuple(sum, sumsq, amax, cols)
+})";
+
+TEST(SiblingFusion, RowReductionsOverTheSameRowsAreOneKernel) {
+  EXPECT_EQ(KernelCount(kRowStatistics, false), 4u);
+  EXPECT_EQ(KernelCount(kRowStatistics, true), 2u);
+  const testing::CompiledText c = testing::CompileText(kRowStatistics, CompileOptions());
+  ASSERT_NE(c.exe, nullptr);
+  Literal x = Literal::Uninitialized(Shape(PrimitiveType::F32, {512, 1024}));
+  uint32_t v = 7;
+  for (float& e : x.data<float>()) {
+    v = v * 1664525u + 1013904223u;
+    e = static_cast<float>(v >> 8) / static_cast<float>(1 << 24) * 4.0f - 2.0f;
+  }
+  std::vector<Literal> args;
+  args.push_back(std::move(x));
+  auto got = c.exe->Run(args);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const float* in = args[0].data<float>().data();
+  for (int r = 0; r < 512; ++r) {
+    double sum = 0, sumabs = 0, sumsq = 0, amax = 0;
+    for (int k = 0; k < 1024; ++k) {
+      const double e = in[r * 1024 + k];
+      sum += e;
+      sumabs += std::abs(e);
+      sumsq += e * e;
+      amax = std::max(amax, std::abs(e));
+    }
+    // f32 sums in some order: within a few float roundings of the summed magnitudes.
+    ASSERT_NEAR(got->element(0).data<float>()[r], sum, 1e-5 * sumabs) << r;
+    ASSERT_NEAR(got->element(1).data<float>()[r], sumsq, 1e-5 * sumsq) << r;
+    ASSERT_EQ(got->element(2).data<float>()[r], static_cast<float>(amax)) << r;
+  }
+  for (int k = 0; k < 1024; ++k) {
+    double cols = 0, colsabs = 0;
+    for (int r = 0; r < 512; ++r) {
+      cols += in[r * 1024 + k];
+      colsabs += std::abs(in[r * 1024 + k]);
+    }
+    ASSERT_NEAR(got->element(3).data<float>()[k], cols, 1e-5 * colsabs) << k;
+  }
 }
 
 }  // namespace

@@ -86,8 +86,9 @@ struct PlanOptions {
   // MakeFusedPlan only: after kernel-fusion, sibling kernels that are plain elementwise loops
   // over the same shape and read a common operand become one kernel with several outputs
   // (multi-output-fusion, elementwise loops only): the operand is read once and a cone both
-  // had duplicated is computed once (JAX's threefry rounds: two halves of one state). The
-  // CPU runner turns it on (KILN_CPU_SIBLING_FUSION=0 turns it off there).
+  // had duplicated is computed once (JAX's threefry rounds: two halves of one state); so do
+  // row reductions over the same rows (a row's sum and sum of squares: one pass over the
+  // rows). The CPU runner turns it on (KILN_CPU_SIBLING_FUSION=0 turns it off there).
   bool merge_sibling_kernels = false;
   // Sorts whose comparator the emitter generates (llvm_emit::CanEmitSortComparator) are
   // kLibrary steps with a comparator kernel (Step::comparator) that the runner sorts with;
