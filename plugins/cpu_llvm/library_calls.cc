@@ -3,15 +3,22 @@
 #include "absl/strings/str_cat.h"
 #include "plugins/cpu_llvm/fft_library.h"
 #include "plugins/cpu_llvm/lapack_library.h"
+#include "plugins/cpu_llvm/top_k_library.h"
 
 namespace kiln::cpu {
 
 bool IsLibraryCall(const HloInstruction& h) {
-  return IsLapackLibraryCall(h) || IsFftLibraryCall(h);
+  return IsLapackLibraryCall(h) || IsFftLibraryCall(h) || IsTopKLibraryCall(h);
 }
 
 absl::Status RunLibraryCall(const HloInstruction& h, std::span<const Literal* const> operands,
                             Literal& out, ThreadPool* pool) {
+  if (h.opcode() == HloOpcode::kTopK) {
+    if (!IsTopKLibraryCall(h) || operands.size() != 1)
+      return absl::InternalError(absl::StrCat("%", h.name(), " is not a library call"));
+    RunTopK(h, *operands[0], out, pool);
+    return absl::OkStatus();
+  }
   // LAPACK checks its own calls (RunLapackLibrary).
   if (h.opcode() != HloOpcode::kFft) return RunLapackLibrary(h, operands, out);
   if (!IsFftLibraryCall(h) || operands.size() != 1)
