@@ -127,14 +127,19 @@ int64_t Elements(const Shape& s) { return s.IsArray() ? s.num_elements() : 0; }
 // True when a scalar `h` (through scalar elementwise users) is broadcast into an array. A
 // reduce to a scalar read that way is hoisted above its kernel's outer loop, so each part of a
 // kernel split across threads would compute the whole reduction again (int8 quantization's
-// max |x| feeding x / scale: a 2048x1024 kernel in 8 parts read its input 9 times).
-bool BroadcastIntoArray(const HloInstruction* h, int depth = 0) {
-  if (depth > kMaxRowLevelDepth) return true;
-  for (const HloInstruction* u : h->users()) {
-    if (u->opcode() == HloOpcode::kBroadcast && u->shape().rank() > 0) return true;
-    if (IsElementwiseOpcode(u->opcode()) && u->shape().IsArray() && u->shape().rank() == 0 &&
-        BroadcastIntoArray(u, depth + 1))
-      return true;
+// max |x| feeding x / scale: each part of the 2048x1024 kernel read the whole input).
+bool BroadcastIntoArray(const HloInstruction* h) {
+  absl::flat_hash_set<const HloInstruction*> seen;
+  std::vector<const HloInstruction*> stack = {h};
+  while (!stack.empty()) {
+    const HloInstruction* x = stack.back();
+    stack.pop_back();
+    for (const HloInstruction* u : x->users()) {
+      if (u->opcode() == HloOpcode::kBroadcast && u->shape().rank() > 0) return true;
+      if (IsElementwiseOpcode(u->opcode()) && u->shape().IsArray() && u->shape().rank() == 0 &&
+          seen.insert(u).second)
+        stack.push_back(u);
+    }
   }
   return false;
 }
