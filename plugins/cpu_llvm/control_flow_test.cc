@@ -258,24 +258,25 @@ TEST(CpuLlvmControlFlow, PredConditional) {
   CompareRuns(kPredConditional, "pred_cond", sets);
 }
 
-// s32-selected with three branches; out-of-range indices run the last branch.
+// s32-selected with three branches; out-of-range indices run the last branch. Arrays of 100
+// (above ConditionalToSelect::kMaxElements), so it stays a conditional the runner drives.
 constexpr const char* kIndexedConditional = R"(HloModule indexed_cond
-%b0 (a: f32[10]) -> f32[10] {
-  %a = f32[10]{0} parameter(0)
-  ROOT %n = f32[10]{0} negate(%a)
+%b0 (a: f32[100]) -> f32[100] {
+  %a = f32[100]{0} parameter(0)
+  ROOT %n = f32[100]{0} negate(%a)
 }
-%b1 (a: f32[10]) -> f32[10] {
-  %a = f32[10]{0} parameter(0)
-  ROOT %s = f32[10]{0} sine(%a)
+%b1 (a: f32[100]) -> f32[100] {
+  %a = f32[100]{0} parameter(0)
+  ROOT %s = f32[100]{0} sine(%a)
 }
-%b2 (a: f32[10]) -> f32[10] {
-  %a = f32[10]{0} parameter(0)
-  ROOT %m = f32[10]{0} multiply(%a, %a)
+%b2 (a: f32[100]) -> f32[100] {
+  %a = f32[100]{0} parameter(0)
+  ROOT %m = f32[100]{0} multiply(%a, %a)
 }
-ENTRY %main (i: s32[], x: f32[10]) -> f32[10] {
+ENTRY %main (i: s32[], x: f32[100]) -> f32[100] {
   %i = s32[] parameter(0)
-  %x = f32[10]{0} parameter(1)
-  ROOT %c = f32[10]{0} conditional(%i, %x, %x, %x), branch_computations={%b0, %b1, %b2}
+  %x = f32[100]{0} parameter(1)
+  ROOT %c = f32[100]{0} conditional(%i, %x, %x, %x), branch_computations={%b0, %b1, %b2}
 })";
 
 TEST(CpuLlvmControlFlow, IndexedConditional) {

@@ -428,6 +428,70 @@ TEST(FlatLoop, ElementsWrittenOverByTheirLastReader) {
   ExpectMatchesEvaluator(c, args, "second run");
 }
 
+// A lax.cond in the step (an s32 index over two cheap branches, as JAX lowers it) becomes a
+// select before planning (conditional-to-select): the loop runs flat and counted.
+constexpr char kCondInStep[] = R"(
+HloModule cond_in_step
+down {
+  p = (f32[], f32[]) parameter(0)
+  c = f32[] get-tuple-element(p), index=0
+  x = f32[] get-tuple-element(p), index=1
+  h = f32[] constant(0.5)
+  m = f32[] multiply(x, h)
+  ROOT s = f32[] subtract(c, m)
+}
+up {
+  p = (f32[], f32[]) parameter(0)
+  c = f32[] get-tuple-element(p), index=0
+  k = f32[] constant(0.99)
+  m = f32[] multiply(c, k)
+  x = f32[] get-tuple-element(p), index=1
+  ROOT a = f32[] add(m, x)
+}
+cond {
+  p = (s32[], f32[], f32[64], f32[64]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(64)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[], f32[64], f32[64]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  c = f32[] get-tuple-element(p), index=1
+  ys = f32[64] get-tuple-element(p), index=2
+  xs = f32[64] get-tuple-element(p), index=3
+  x1 = f32[1] dynamic-slice(xs, i), dynamic_slice_sizes={1}
+  x = f32[] reshape(x1)
+  z = f32[] constant(0)
+  gt = pred[] compare(x, z), direction=GT
+  b = s32[] convert(gt)
+  a = (f32[], f32[]) tuple(c, x)
+  c2 = f32[] conditional(b, a, a), branch_computations={down, up}
+  c2r = f32[1] reshape(c2)
+  ys2 = f32[64] dynamic-update-slice(ys, c2r, i)
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  ROOT t = (s32[], f32[], f32[64], f32[64]) tuple(j, c2, ys2, xs)
+}
+ENTRY main {
+  c = f32[] parameter(0)
+  ys = f32[64] parameter(1)
+  xs = f32[64] parameter(2)
+  zero = s32[] constant(0)
+  init = (s32[], f32[], f32[64], f32[64]) tuple(zero, c, ys, xs)
+  ROOT w = (s32[], f32[], f32[64], f32[64]) while(init), condition=cond, body=body
+}
+)";
+
+TEST(FlatLoop, ACheapConditionalInTheStepRunsFlat) {
+  Compiled c = Compile(kCondInStep);
+  ASSERT_NE(c.exe, nullptr);
+  ASSERT_NE(c.loop, nullptr);
+  EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+  EXPECT_TRUE(c.exe->RunsCounted(c.loop));
+  for (uint32_t seed : {3u, 4u}) ExpectMatchesEvaluator(c, Args(*c.module, seed), "run");
+}
+
 // A sort in the body runs on the evaluator: the loop stays on the general runner, and so
 // does one whose state elements trade places.
 TEST(FlatLoop, OtherLoopsStayOnTheGeneralRunner) {
