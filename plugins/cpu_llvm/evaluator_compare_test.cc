@@ -322,11 +322,12 @@ ENTRY %main (x: f32[9,12], u: f32[4,5], k: s32[]) -> (f32[3,4], f32[9,12], f32[2
 
 // Convolutions the GEMM library does not take are emitted: f64 with every window feature
 // (strides, padding, lhs and rhs dilation, reversal) in an NCHW layout, feature groups,
-// batch groups, bf16 and a 1-D s32 convolution.
+// batch groups, bf16 and a 1-D s32 convolution, all with few features per group (every tap
+// visited at a clamped position), and an f64 one with 6 (per-position tap ranges).
 TEST(CpuLlvmVsEvaluator, EmittedConvolutions) {
   KILN_COMPARE(-1, R"(
 HloModule convs
-ENTRY %main (a: f64[2,3,7,8], aw: f64[4,3,3,2], g: f32[2,6,6,4], gw: f32[3,3,2,6], bg: f32[4,5,5,3], bgw: f32[3,3,3,2], h: bf16[1,5,5,3], hw: bf16[3,3,3,2], i: s32[2,9,2], iw: s32[3,2,3]) -> (f64[2,4,3,15], f32[2,6,6,6], f32[2,3,3,2], bf16[1,3,3,2], s32[2,4,3]) {
+ENTRY %main (a: f64[2,3,7,8], aw: f64[4,3,3,2], g: f32[2,6,6,4], gw: f32[3,3,2,6], bg: f32[4,5,5,3], bgw: f32[3,3,3,2], h: bf16[1,5,5,3], hw: bf16[3,3,3,2], i: s32[2,9,2], iw: s32[3,2,3], wd: f64[1,7,6,6], wdw: f64[3,3,6,2]) -> (f64[2,4,3,15], f32[2,6,6,6], f32[2,3,3,2], bf16[1,3,3,2], s32[2,4,3], f64[1,4,3,2]) {
   %a = f64[2,3,7,8] parameter(0)
   %aw = f64[4,3,3,2] parameter(1)
   %ca = f64[2,4,3,15] convolution(%a, %aw), window={size=3x2 stride=2x1 pad=1_2x0_1 lhs_dilate=1x2 rhs_dilate=2x1 rhs_reversal=0x1}, dim_labels=bf01_oi01->bf01
@@ -342,7 +343,10 @@ ENTRY %main (a: f64[2,3,7,8], aw: f64[4,3,3,2], g: f32[2,6,6,4], gw: f32[3,3,2,6
   %i = s32[2,9,2] parameter(8)
   %iw = s32[3,2,3] parameter(9)
   %ci = s32[2,4,3] convolution(%i, %iw), window={size=3 stride=2}, dim_labels=b0f_0io->b0f
-  ROOT %r = (f64[2,4,3,15], f32[2,6,6,6], f32[2,3,3,2], bf16[1,3,3,2], s32[2,4,3]) tuple(%ca, %cg, %cb, %ch, %ci)
+  %wd = f64[1,7,6,6] parameter(10)
+  %wdw = f64[3,3,6,2] parameter(11)
+  %cw = f64[1,4,3,2] convolution(%wd, %wdw), window={size=3x3 stride=2x2 pad=1_1x1_0}, dim_labels=b01f_01io->b01f
+  ROOT %r = (f64[2,4,3,15], f32[2,6,6,6], f32[2,3,3,2], bf16[1,3,3,2], s32[2,4,3], f64[1,4,3,2]) tuple(%ca, %cg, %cb, %ch, %ci, %cw)
 })",
                "convs");
 }

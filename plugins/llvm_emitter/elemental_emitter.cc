@@ -314,6 +314,11 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
 }
 
 namespace {
+// Convolutions with at most this many input features per group and taps in the window visit
+// every tap, clamped (EmitConvolution).
+constexpr int64_t kClampedTapsMaxFeatures = 4;
+constexpr int64_t kClampedTapsMaxTaps = 64;
+
 // The element count of the accumulator of a reduce that IsColumnReduction describes, without
 // its size bounds, or -1 for another reduce.
 int64_t ColumnAccumulatorElements(const HloInstruction& h) {
@@ -1793,8 +1798,18 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
   ri.multi.resize(rs.rank());
   li.multi[dn.input_batch_dimension] = in_b;
   ri.multi[dn.kernel_output_feature_dimension] = o;
-  // The sum over the input features at one window position (inside the input).
-  auto features = [&]() -> absl::Status {
+  // With few features per group (a depthwise convolution) every tap is visited, read at a
+  // clamped position and zeroed outside the input: the tap loops have constant trip counts
+  // and unroll away, so the output's innermost loop (its features, contiguous) vectorizes.
+  // Tap ranges per output position left a 3-tap loop innermost, which LLVM vectorized with
+  // masked gathers (b8 56x56x64 3x3: 4.9 ms against 0.6 ms).
+  int64_t taps = 1;
+  for (int64_t d : window_dims) taps *= d;
+  bool clamp_taps = ci <= kClampedTapsMaxFeatures && taps <= kClampedTapsMaxTaps;
+  for (int64_t d : dn.input_spatial_dimensions) clamp_taps &= ls.dimensions(d) > 0;
+  // The sum over the input features at one window position; `inside`, when not null, zeroes
+  // the terms of a tap outside the input.
+  auto features = [&](llvm::Value* inside) -> absl::Status {
     return EmitLoop(ci, h->name() + ".c", [&](llvm::Value* c) -> absl::Status {
       Index lc = li, rc = ri;
       lc.multi[dn.input_feature_dimension] = b_.CreateAdd(feature0, c);
@@ -1803,6 +1818,10 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
       KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, rc));
       a = ConvertValue(a, ls.element_type(), AccumulationType(t));
       bv = ConvertValue(bv, rs.element_type(), AccumulationType(t));
+      if (inside != nullptr) {  // both zeroed: 0 * inf would be a NaN the skipped tap is not
+        a = b_.CreateSelect(inside, a, llvm::Constant::getNullValue(a->getType()));
+        bv = b_.CreateSelect(inside, bv, llvm::Constant::getNullValue(bv->getType()));
+      }
       // As in a dot, the innermost loop (taps or features) vectorizes as a reduction.
       b_.CreateStore(MultiplyAdd(b_.CreateLoad(ct, acc), a, bv, t), acc);
       return absl::OkStatus();
@@ -1814,11 +1833,11 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
   std::function<absl::Status(size_t, llvm::Value*)> window =
       [&](size_t s, llvm::Value* inside) -> absl::Status {
     if (s == nsp) {
-      if (inside == nullptr) return features();
+      if (inside == nullptr || clamp_taps) return features(inside);
       return EmitIfElse(
                  inside,
                  [&]() -> absl::StatusOr<llvm::Value*> {
-                   KILN_EMIT_RETURN_IF_ERROR(features());
+                   KILN_EMIT_RETURN_IF_ERROR(features(nullptr));
                    return b_.getTrue();
                  },
                  [&]() -> absl::StatusOr<llvm::Value*> { return b_.getFalse(); })
@@ -1832,6 +1851,17 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
       ri.multi[dn.kernel_spatial_dimensions[s]] =
           w.window_reversal ? b_.CreateSub(C64(size - 1), k) : k;
     };
+    if (clamp_taps) {
+      return EmitLoop(size, absl::StrCat(h->name(), ".win", s), [&](llvm::Value* k) {
+        llvm::Value* in = inside == nullptr ? b_.getTrue() : inside;
+        llvm::Value* pos = WindowInputIndex(w, out_pos, k, in_size, &in);
+        pos = CallIntrinsic(llvm::Intrinsic::smax, {I64()}, {pos, C64(0)});
+        li.multi[dn.input_spatial_dimensions[s]] =
+            CallIntrinsic(llvm::Intrinsic::smin, {I64()}, {pos, C64(in_size - 1)});
+        tap(k);
+        return window(s + 1, in);
+      });
+    }
     if (w.window_dilation == 1 && w.base_dilation == 1) {
       // Input position base + k lies in [0, in_size) for k in [max(0, -base), in_size - base).
       llvm::Value* base = b_.CreateSub(b_.CreateMul(out_pos, C64(w.stride)), C64(w.padding_low));
