@@ -55,27 +55,6 @@ bool ComputesRule(const HloComputation& reducer, PrimitiveType vt, PrimitiveType
   return true;
 }
 
-// The scalar computation `op`(a, b) of `type`, added to `module` once per (op, type).
-HloComputation* BinaryComputation(HloModule& module, HloOpcode op, PrimitiveType type) {
-  std::string base = std::string(HloOpcodeString(op)) + "." + std::string(PrimitiveTypeName(type));
-  std::string name = base;
-  for (int k = 1; module.FindComputation(name) != nullptr; ++k) {
-    HloComputation* c = module.FindComputation(name);
-    if (c->root() != nullptr && c->root()->opcode() == op && c->num_parameters() == 2 &&
-        c->root()->shape() == Shape::Scalar(type) && c->root()->operand(0) == c->parameter(0) &&
-        c->root()->operand(1) == c->parameter(1))
-      return c;
-    name = base + "." + std::to_string(k);
-  }
-  auto c = std::make_unique<HloComputation>(name);
-  HloInstruction* a =
-      c->AddInstruction(HloInstruction::CreateParameter(0, Shape::Scalar(type), "a"));
-  HloInstruction* b =
-      c->AddInstruction(HloInstruction::CreateParameter(1, Shape::Scalar(type), "b"));
-  c->set_root(c->AddInstruction(HloInstruction::CreateBinary(op, Shape::Scalar(type), a, b)));
-  return module.AddComputation(std::move(c));
-}
-
 class Splitter {
  public:
   Splitter(HloModule& module, HloComputation* comp, NameUniquer& names)

@@ -51,6 +51,10 @@ HloInstruction* AddCompare(HloComputation* comp, NameUniquer& names, HloInstruct
                            HloInstruction* b, ComparisonDirection dir, std::vector<int64_t> dims,
                            const Shape& like);
 
+// The scalar computation `op`(a, b) of `type` (a reduce's to_apply), added to `module` once
+// per (op, type): a computation of that name and form already there is reused.
+HloComputation* BinaryComputation(HloModule& module, HloOpcode op, PrimitiveType type);
+
 // Adds the scalar constant `value` of `type` to `comp` under a fresh name.
 HloInstruction* AddScalarConstant(HloComputation* comp, NameUniquer& names, PrimitiveType type,
                                   double value);

@@ -351,6 +351,20 @@ ENTRY %main (a: f64[2,3,7,8], aw: f64[4,3,3,2], g: f32[2,6,6,4], gw: f32[3,3,2,6
                "convs");
 }
 
+// A depthwise convolution's filter gradient as jax.grad writes it (batch groups, one per
+// input batch slice and kernel output), planned as one reduce kernel per output position
+// (nine) and one that stacks them.
+TEST(CpuLlvmVsEvaluator, DepthwiseFilterGradient) {
+  KILN_COMPARE(10, R"(
+HloModule depthwise_grad
+ENTRY %main (x: f32[2,10,10,16], g: f32[2,5,5,16]) -> f32[3,3,1,16] {
+  %x = f32[2,10,10,16] parameter(0)
+  %g = f32[2,5,5,16] parameter(1)
+  ROOT %c = f32[3,3,1,16] convolution(%x, %g), window={size=5x5 pad=1_0x1_0 rhs_dilate=2x2}, dim_labels=f01b_i01o->01bf, batch_group_count=16
+})",
+               "depthwise_grad");
+}
+
 // Pooling: max and sum windows with padding, strides, lhs/rhs dilation, a non-identity init
 // (positions outside the input are skipped, as the evaluator does), an integer reducer, and
 // a computed input (relu) read at clamped positions.

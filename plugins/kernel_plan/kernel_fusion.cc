@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "hlo/passes/arg_reduce_split.h"
+#include "hlo/passes/batch_group_conv_to_reduce.h"
 #include "hlo/passes/conditional_to_select.h"
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dot_canonicalization.h"
@@ -73,13 +74,15 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
   ArgReduceSplit arg_reduce_split;
   ReduceWindowScan reduce_window_scan;
   ConditionalToSelect conditional_to_select;
+  BatchGroupConvToReduce batch_group_conv_to_reduce;
   // scaled-dot and the common ragged-dot become ordinary dots (and so GEMM calls); arg-max
   // and arg-min reduces become two reduces the emitter does (not the host evaluator);
   // running reductions (cumsum) become log-step scans instead of n^2 / 2 window sums; a
-  // conditional of a few scalar operations becomes a select (a loop holding it stays flat).
+  // conditional of a few scalar operations becomes a select (a loop holding it stays flat);
+  // a depthwise filter gradient becomes vectorized reduces instead of a scalar window loop.
   for (HloPass* expander : std::initializer_list<HloPass*>{
            &scaled_dot_expander, &ragged_dot_expander, &arg_reduce_split, &reduce_window_scan,
-           &conditional_to_select}) {
+           &conditional_to_select, &batch_group_conv_to_reduce}) {
     absl::StatusOr<bool> expanded = expander->Run(**copy);
     if (!expanded.ok()) return expanded.status();
   }
