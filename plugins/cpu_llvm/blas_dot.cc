@@ -35,11 +35,14 @@ namespace {
 // Below this many flops a GEMM runs on the calling thread: waking the pool costs about as
 // much as a single core's ~10 µs of work.
 constexpr double kParallelMinFlops = 2e6;
-// From this many flops (about a millisecond on one core) a GEMM stays on the pool while the
-// pool is contended (ThreadPool::ParallelFor's `large`).
+// From this many flops (about a millisecond on one core) a GEMM may stay on the pool while the
+// pool is contended (ThreadPool::ParallelFor's `large_cost`, its flops).
 constexpr double kLargeFlops = 1e8;
 // Blocks are cut at multiples of this many rows or columns, the library's register tiles.
 constexpr int64_t kBlock = 16;
+
+// ThreadPool::ParallelFor's large_cost of a call of `flops`: 0 below kLargeFlops.
+int64_t LargeCost(double flops) { return flops >= kLargeFlops ? static_cast<int64_t>(flops) : 0; }
 
 void GemmBlock(const GemmShape& g, const void* a, const void* b, void* out, int64_t i, int64_t r0,
                int64_t r1, int64_t c0, int64_t c1);
@@ -147,14 +150,14 @@ void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out, Thr
         [&](int64_t b0, int64_t b1) {
           for (int64_t i = b0; i < b1; ++i) GemmBlock(g, a, b, out, i, 0, g.m, 0, g.n);
         },
-        threads, /*even=*/true, /*large=*/flops >= kLargeFlops);
+        threads, /*even=*/true, LargeCost(flops));
     return;
   }
   // Otherwise split the longer of m and n into one block range per thread.
   const bool split_rows = g.m >= g.n;
   const int64_t extent = split_rows ? g.m : g.n;
   const int64_t blocks = (extent + kBlock - 1) / kBlock;
-  const bool large = flops / g.batch >= kLargeFlops;
+  const int64_t large = LargeCost(flops / g.batch);
   for (int64_t i = 0; i < g.batch; ++i) {
     pool->ParallelFor(
         blocks,

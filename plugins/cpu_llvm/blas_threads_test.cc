@@ -675,7 +675,7 @@ TEST(CpuLlvmThreads, LateWorkerSendsTheNextCallsToTheCaller) {
   });
   EXPECT_EQ(on_caller.load(), 1);  // one inline call over the whole range
   for (int h : hits) ASSERT_EQ(h, 1);
-  // A large call (a GEMM of a millisecond or more) keeps the workers while contended.
+  // The first large call (a GEMM of a millisecond or more) of a cost tries the workers.
   on_caller = 0;
   std::vector<int> large_hits(64, 0);
   pool.ParallelFor(
@@ -684,9 +684,36 @@ TEST(CpuLlvmThreads, LateWorkerSendsTheNextCallsToTheCaller) {
         if (std::this_thread::get_id() == caller) ++on_caller;
         for (int64_t i = b; i < e; ++i) ++large_hits[i];
       },
-      2, /*even=*/true, /*large=*/true);
+      2, /*even=*/true, /*large_cost=*/1);
   EXPECT_EQ(on_caller.load(), 0);
   for (int h : large_hits) ASSERT_EQ(h, 1);
+}
+
+// While contended, large calls of one cost try each way three times, then run the way the
+// earlier ones took less time: where the caller alone is faster, on the caller; where the
+// workers are, on the workers. Each call on the workers has a late chunk, which keeps the
+// pool contended.
+TEST(CpuLlvmThreads, ContendedLargeCallsRunTheFasterWay) {
+  for (bool alone_faster : {true, false}) {
+    SCOPED_TRACE(alone_faster ? "caller alone faster" : "workers faster");
+    ThreadPool pool(2);
+    const std::thread::id caller = std::this_thread::get_id();
+    std::atomic<int> on_caller{0};
+    auto run = [&](int64_t b, int64_t e) {
+      const bool alone = std::this_thread::get_id() == caller;
+      if (alone) ++on_caller;
+      const int ms = alone ? (alone_faster ? 1 : 40) : (b == 0 ? 5 : 15);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    };
+    const int64_t cost = 12345;
+    pool.ParallelFor(2, run, 2, /*even=*/true, cost);  // late: contended from here
+    EXPECT_EQ(on_caller.load(), 0);
+    for (int i = 0; i < 6; ++i) pool.ParallelFor(2, run, 2, /*even=*/true, cost);
+    EXPECT_EQ(on_caller.load(), 3);  // the tries: workers, caller, workers, ...
+    on_caller = 0;
+    for (int i = 0; i < 6; ++i) pool.ParallelFor(2, run, 2, /*even=*/true, cost);
+    EXPECT_EQ(on_caller.load(), alone_faster ? 6 : 0);
+  }
 }
 
 TEST(CpuLlvmThreads, ThreadCountFromEnvironment) {

@@ -186,7 +186,7 @@ void SortMaybeInParts(std::vector<T>& v, Less less, ThreadPool* pool) {
       [&](int64_t p0, int64_t p1) {
         for (int64_t p = p0; p < p1; ++p) std::sort(cut(p), cut(p + 1), less);
       },
-      static_cast<int>(parts), /*even=*/true, /*large=*/true);
+      static_cast<int>(parts), /*even=*/true, /*large_cost=*/n);
   for (int64_t p = 1; p < parts; ++p) std::inplace_merge(v.begin(), cut(p), cut(p + 1), less);
 }
 
@@ -314,7 +314,7 @@ void RunSort(const HloInstruction& sort, KernelFn less, std::span<const Literal*
           for (int64_t p = p0; p < p1; ++p)
             std::stable_sort(cut(p), cut(p + 1), Less(less, slots, rows, 0));
         },
-        static_cast<int>(parts), /*even=*/true, /*large=*/true);
+        static_cast<int>(parts), /*even=*/true, /*large_cost=*/rows.length);
     Slots slots(operands);
     for (int64_t p = 1; p < parts; ++p)
       std::inplace_merge(order.begin(), cut(p), cut(p + 1), Less(less, slots, rows, 0));

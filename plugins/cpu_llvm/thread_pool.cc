@@ -26,6 +26,18 @@ constexpr auto kSpin = std::chrono::microseconds(100);
 constexpr int64_t kLateNs = 500'000;
 // After that, parallel-fors run on the calling thread alone for this long.
 constexpr int64_t kContendedForNs = 200'000'000;
+// While contended, one large call in this many runs the way that has been slower, and each
+// call's time moves the mean of its way by this weight. Costs past kMaxCosts start afresh.
+constexpr int64_t kRetryEvery = 16;
+// The workers are woken only when their calls took at most this share of the caller's:
+// waking them moves the other processes' threads onto the caller's core, which slows the
+// calls that follow (the MLP step beside two busy processes: 2.9 ms when large calls ran on
+// the caller alone, 3-7 ms when they took turns at about the same time per call).
+constexpr double kPooledGain = 0.8;
+// Calls of each way before the faster is chosen.
+constexpr int64_t kFirstTries = 3;
+constexpr double kTimeWeight = 0.25;
+constexpr size_t kMaxCosts = 256;
 
 // True on workers: a nested call runs inline.
 thread_local bool in_pool = false;
@@ -168,17 +180,54 @@ void ThreadPool::WorkerLoop() {
 }
 
 void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
-                             int max_chunks, bool even, bool large) {
+                             int max_chunks, bool even, int64_t large_cost) {
   if (n <= 0) return;
   const int limit = max_chunks > 0 ? max_chunks : threads_ * kChunksPerThread;
   const int chunks = static_cast<int>(std::min<int64_t>(n, limit));
-  // On a machine where other processes preempt the workers, every parallel-for would wait
-  // for a descheduled one (a few ms each); for a while, one thread does the whole range.
-  if (threads_ <= 1 || chunks <= 1 || in_pool ||
-      (!large && Now() < contended_until_ns_.load(std::memory_order_relaxed))) {
+  if (threads_ <= 1 || chunks <= 1 || in_pool) {
     fn(0, n);
     return;
   }
+  // On a machine where other processes preempt the workers, every parallel-for would wait
+  // for a descheduled one (a few ms each); for a while, one thread does the whole range,
+  // and a large call whichever way has been faster.
+  if (Now() >= contended_until_ns_.load(std::memory_order_relaxed)) {
+    RunOnWorkers(n, fn, chunks, even);
+  } else if (large_cost == 0) {
+    fn(0, n);
+  } else {
+    const bool alone = PreferAlone(large_cost);
+    const int64_t start = Now();
+    if (alone)
+      fn(0, n);
+    else
+      RunOnWorkers(n, fn, chunks, even);
+    NoteTime(large_cost, alone, Now() - start);
+  }
+}
+
+bool ThreadPool::PreferAlone(int64_t cost) {
+  std::lock_guard<std::mutex> lock(times_mu_);
+  if (times_.size() > kMaxCosts) times_.clear();
+  CallTimes& t = times_[cost];
+  // Each way a few times first (one time can be one unlucky time slice), then the faster.
+  if (t.pooled_calls < kFirstTries || t.alone_calls < kFirstTries)
+    return t.alone_calls < t.pooled_calls;
+  const bool alone = t.pooled_ns > kPooledGain * t.alone_ns;
+  return ++t.calls % kRetryEvery == 0 ? !alone : alone;
+}
+
+void ThreadPool::NoteTime(int64_t cost, bool alone, int64_t ns) {
+  std::lock_guard<std::mutex> lock(times_mu_);
+  CallTimes& times = times_[cost];
+  ++(alone ? times.alone_calls : times.pooled_calls);
+  double& mean = alone ? times.alone_ns : times.pooled_ns;
+  const double t = static_cast<double>(std::max<int64_t>(ns, 1));
+  mean = mean == 0 ? t : mean + (t - mean) * kTimeWeight;
+}
+
+void ThreadPool::RunOnWorkers(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
+                              int chunks, bool even) {
   std::lock_guard<std::mutex> call(call_mu_);
   caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
   auto job = std::make_shared<Job>();

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace kiln::cpu {
@@ -44,16 +45,30 @@ class ThreadPool {
   //
   // On a busy machine: when a worker of an even call was preempted, parallel-fors run on the
   // calling thread alone for the next 200 ms (then the pool tries again): otherwise each
-  // would wait for a descheduled worker's next time slice. `large` calls (a GEMM of about a
-  // millisecond or more) still run on the workers then: one thread among the competing
-  // processes gets a smaller share of the cores than the pool's, which costs such a call more
-  // than an occasional wait (relu(x@W+b) 256x784x512 beside two busy processes: 6 ms on the
-  // caller alone, 2 ms on the pool).
+  // would wait for a descheduled worker's next time slice. A `large_cost` call (nonzero: a
+  // GEMM of about a millisecond or more, a sort) may still be worth the workers then: one
+  // thread among the competing processes can get a smaller share of the cores than the
+  // pool's (relu(x@W+b) 256x784x512 beside two busy processes: 6 ms on the caller alone, 2 ms
+  // on the pool, on one machine), or the scheduler can give it a core of its own while the
+  // pool waits for its preempted workers (the MLP step: 2.7 ms alone, 3-7 ms on the pool, on
+  // another). So while contended, such calls of one cost (the number identifies them: a
+  // GEMM's flops, a sort's length) try each way a few times, then run on the caller unless
+  // the workers took clearly less time (waking them costs the calls after), and now and then
+  // the other way to see whether that changed.
   void ParallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int max_chunks = 0,
-                   bool even = true, bool large = false);
+                   bool even = true, int64_t large_cost = 0);
 
  private:
   struct Job;
+  // Mean times of the calls of one large cost while contended, on the workers and alone.
+  struct CallTimes {
+    double pooled_ns = 0, alone_ns = 0;
+    int64_t pooled_calls = 0, alone_calls = 0, calls = 0;
+  };
+  void RunOnWorkers(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int chunks,
+                    bool even);
+  bool PreferAlone(int64_t cost);
+  void NoteTime(int64_t cost, bool alone, int64_t ns);
   void WorkerLoop();
 
   int threads_;
@@ -71,6 +86,8 @@ class ThreadPool {
   // was preempted, the sign of other processes competing for the cores.
   std::atomic<int64_t> contended_until_ns_{0};
   std::atomic<int> caller_cpu_{-1};  // the core the last caller ran on
+  std::mutex times_mu_;
+  std::unordered_map<int64_t, CallTimes> times_;  // by large cost
 };
 
 }  // namespace kiln::cpu
