@@ -102,6 +102,20 @@ void CombineRowAs(T* __restrict dst, const T* __restrict src, int64_t n) {
   // Blocks of 8 with a fixed count: -O2's vectorizer (GCC's very-cheap cost model) takes only
   // loops it needs no remainder for; a segment sum's 32-wide rows ran scalar before.
   int64_t e = 0;
+  if constexpr ((K == CombinerKind::kMaximum || K == CombinerKind::kMinimum) &&
+                std::is_same_v<T, float>) {
+    // The NaN-propagating select it leaves scalar even so (scatter-max of 32-float rows):
+    // written with vector types, a NaN in dst wins and one in src fails the compare.
+    using V4 = float __attribute__((vector_size(16)));
+    for (; e + 4 <= n; e += 4) {
+      V4 d, s;
+      std::memcpy(&d, dst + e, sizeof d);
+      std::memcpy(&s, src + e, sizeof s);
+      const auto wins = (K == CombinerKind::kMaximum ? d > s : d < s) | (d != d);
+      const V4 r = wins ? d : s;
+      std::memcpy(dst + e, &r, sizeof r);
+    }
+  }
   for (; e + 8 <= n; e += 8)
     for (int j = 0; j < 8; ++j) dst[e + j] = combine(dst[e + j], src[e + j]);
   for (; e < n; ++e) dst[e] = combine(dst[e], src[e]);

@@ -181,7 +181,7 @@ struct RowCombiner {
       // Not for .set (the order between runs matters), nor for types without exact
       // identities here (bf16, f16, 8-bit floats, complex).
       if constexpr (K != CombinerKind::kAssign && std::is_arithmetic_v<T>) {
-        if (rows * row <= (int64_t{1} << 16) && work >= 4 * rows * row) {
+        if (rows * row <= (int64_t{1} << 18) && work >= 4 * rows * row) {
           Private(table, updates, ids.data(), rows, row, count, threads, *pool);
           return;
         }
