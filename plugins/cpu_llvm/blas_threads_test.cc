@@ -108,7 +108,9 @@ std::vector<DotCase> DotCases() {
       {"lhs_transposed", {47, 33}, {47, 29}, {33, 29}, {}, {}, {0}, {0}, true},
       {"rhs_transposed", {33, 47}, {29, 47}, {33, 29}, {}, {}, {1}, {1}, true},
       {"both_transposed", {47, 33}, {29, 47}, {33, 29}, {}, {}, {0}, {1}, true},
-      {"matrix_vector", {33, 47}, {47}, {33}, {}, {}, {1}, {0}, true},
+      // A float matrix of up to 2^22 elements times a vector in memory is emitted
+      // (gemm_match.cc).
+      {"matrix_vector", {33, 47}, {47}, {33}, {}, {}, {1}, {0}, false},
       {"vector_matrix", {47}, {29, 47}, {29}, {}, {}, {0}, {1}, true},
       {"batched", {3, 17, 21}, {3, 21, 13}, {3, 17, 13}, {0}, {0}, {2}, {1}, true},
       {"batched_transposed",
@@ -220,6 +222,43 @@ TEST_P(BlasDotTest, MatchesReferenceAndEvaluator) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, BlasDotTest, ::testing::Values(PT::F32, PT::F64));
+
+// Past 2^22 elements a float matrix times a vector is a library call again, and so is one of
+// a vector computed in the kernel (tanh(v), which the emitted kernel would recompute per
+// row); every form agrees with the reference.
+TEST(CpuLlvmBlas, MatrixVectorProductsEmittedOrLibrary) {
+  struct Case {
+    int64_t rows;
+    bool computed_vector, library;
+  };
+  for (const Case& c : {Case{2048, false, false}, Case{2049, false, true}, Case{64, true, true}}) {
+    SCOPED_TRACE(::testing::Message() << c.rows << (c.computed_vector ? " tanh(v)" : " v"));
+    Shape ls(PT::F32, {c.rows, 2048}), rs(PT::F32, {2048}), os(PT::F32, {c.rows});
+    DotDimensionNumbers dn;
+    dn.lhs_contracting_dimensions = {1};
+    dn.rhs_contracting_dimensions = {0};
+    auto module = std::make_shared<HloModule>("m");
+    HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
+    Builder b(entry);
+    HloInstruction* v = b.Param(1, rs);
+    if (c.computed_vector) v = b.Op(HloOpcode::kTanh, rs, {v});
+    HloInstruction* d = b.Op(HloOpcode::kDot, os, {b.Param(0, ls), v});
+    d->mutable_attrs().dot_dimension_numbers = dn;
+    entry->set_root(d);
+    std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
+    ASSERT_NE(exe, nullptr);
+    EXPECT_EQ(HasLibraryStep(*exe), c.library && HaveBlas());
+    std::vector<Literal> args = {Random(ls, 1), Random(rs, 2)};
+    auto got = exe->Run(args);
+    ASSERT_TRUE(got.ok()) << got.status();
+    if (c.computed_vector)
+      for (float& x : args[1].data<float>()) x = std::tanh(x);
+    std::vector<double> want = ReferenceDot(args[0], args[1], os, dn);
+    ASSERT_EQ(got->element_count(), static_cast<int64_t>(want.size()));
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got->GetAsDouble(i), want[i], 1e-3) << "element " << i;
+  }
+}
 
 // s8 x s8 -> s32 dots (a quantized layer): through oneDNN's int8 GEMM where HaveS8Gemm(),
 // widened to s32 for the integer GEMM otherwise; exact either way, against the double-precision
@@ -415,6 +454,8 @@ TEST(CpuLlvmBlas, ComplexDotsRunAsRealGemms) {
       std::shared_ptr<HloModule> module = DotModule(ls, rs, os, Numbers(c));
       std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
       ASSERT_NE(exe, nullptr);
+      // (A complex matrix-vector product's real parts read its vector's parts, computed:
+      // library calls too.)
       EXPECT_EQ(HasLibraryStep(*exe), HaveBlas());
       std::vector<Literal> args;
       if (t == PT::C64) {
