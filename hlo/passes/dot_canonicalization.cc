@@ -7,6 +7,7 @@
 
 #include "hlo/computation.h"
 #include "hlo/module.h"
+#include "hlo/passes/pass_util.h"
 
 namespace kiln {
 namespace {
@@ -29,7 +30,7 @@ std::vector<int64_t> CanonicalOrder(int64_t rank, const std::vector<int64_t>& ba
 
 // Makes operand `side` of `dot` canonical with a transpose; returns false when it already
 // was GEMM-readable.
-bool Canonicalize(HloComputation& comp, HloInstruction* dot, int side) {
+bool Canonicalize(HloComputation& comp, HloInstruction* dot, int side, NameUniquer& names) {
   DotDimensionNumbers& dn = *dot->mutable_attrs().dot_dimension_numbers;
   const bool lhs = side == 0;
   std::vector<int64_t>& batch = lhs ? dn.lhs_batch_dimensions : dn.rhs_batch_dimensions;
@@ -45,7 +46,8 @@ bool Canonicalize(HloComputation& comp, HloInstruction* dot, int side) {
                                        Shape(operand->shape().element_type(), dims), operand);
   t->mutable_attrs().dimensions = order;
   t->mutable_attrs().has_dimensions = true;
-  dot->ReplaceOperandWith(side, comp.AddInstruction(std::move(t)));
+  // Named: dumps, plans and profiles list it as a step of its own.
+  dot->ReplaceOperandWith(side, AddWithFreshName(&comp, std::move(t), names, "transpose"));
   const int64_t nb = static_cast<int64_t>(batch.size());
   const int64_t nc = static_cast<int64_t>(contracting.size());
   for (int64_t i = 0; i < nb; ++i) batch[i] = i;
@@ -75,6 +77,7 @@ bool GemmReadableDotOperand(int64_t rank, const std::vector<int64_t>& batch,
 }
 
 absl::StatusOr<bool> DotCanonicalization::Run(HloModule& module) {
+  NameUniquer names(module);
   bool changed = false;
   for (HloComputation* comp : module.computations()) {
     if (comp->is_fusion_computation()) continue;  // fused dots are emitted as loops anyway
@@ -88,8 +91,8 @@ absl::StatusOr<bool> DotCanonicalization::Run(HloModule& module) {
           !instr->operand(0)->shape().IsArray() || !instr->operand(1)->shape().IsArray() ||
           MultiplyAdds(*instr) < min_mnk_)
         continue;
-      changed |= Canonicalize(*comp, instr, 0);
-      changed |= Canonicalize(*comp, instr, 1);
+      changed |= Canonicalize(*comp, instr, 0, names);
+      changed |= Canonicalize(*comp, instr, 1, names);
     }
   }
   return changed;

@@ -732,27 +732,45 @@ TEST(CpuLlvmThreads, LateWorkerSendsTheNextCallsToTheCaller) {
 
 // While contended, large calls of one cost try each way three times, then run the way the
 // earlier ones took less time: where the caller alone is faster, on the caller; where the
-// workers are, on the workers. Each call on the workers has a late chunk, which keeps the
-// pool contended.
+// workers are, on the workers. Before each call an ordinary call with a late chunk makes the
+// pool contended (again, until a small call runs inline: on a busy machine one worker may run
+// both chunks, and nothing looks late).
 TEST(CpuLlvmThreads, ContendedLargeCallsRunTheFasterWay) {
   for (bool alone_faster : {true, false}) {
     SCOPED_TRACE(alone_faster ? "caller alone faster" : "workers faster");
     ThreadPool pool(2);
     const std::thread::id caller = std::this_thread::get_id();
+    auto contend = [&] {
+      for (int attempt = 0; attempt < 50; ++attempt) {
+        pool.ParallelFor(2, [](int64_t b, int64_t) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(b == 0 ? 2 : 8));
+        });
+        std::atomic<bool> inline_run{false};
+        pool.ParallelFor(64, [&](int64_t, int64_t) {
+          if (std::this_thread::get_id() == caller) inline_run = true;
+        });
+        if (inline_run) return true;
+      }
+      return false;
+    };
     std::atomic<int> on_caller{0};
     auto run = [&](int64_t b, int64_t e) {
       const bool alone = std::this_thread::get_id() == caller;
       if (alone) ++on_caller;
-      const int ms = alone ? (alone_faster ? 1 : 40) : (b == 0 ? 5 : 15);
+      const int ms = alone ? (alone_faster ? 1 : 80) : (b == 0 ? 5 : 15);
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     };
     const int64_t cost = 12345;
-    pool.ParallelFor(2, run, 2, /*even=*/true, cost);  // late: contended from here
-    EXPECT_EQ(on_caller.load(), 0);
-    for (int i = 0; i < 6; ++i) pool.ParallelFor(2, run, 2, /*even=*/true, cost);
+    auto calls = [&](int count) {
+      on_caller = 0;
+      for (int i = 0; i < count; ++i) {
+        ASSERT_TRUE(contend());
+        pool.ParallelFor(2, run, 2, /*even=*/true, cost);
+      }
+    };
+    calls(6);
     EXPECT_EQ(on_caller.load(), 3);  // the tries: workers, caller, workers, ...
-    on_caller = 0;
-    for (int i = 0; i < 6; ++i) pool.ParallelFor(2, run, 2, /*even=*/true, cost);
+    calls(6);
     EXPECT_EQ(on_caller.load(), alone_faster ? 6 : 0);
   }
 }
