@@ -81,6 +81,34 @@ ENTRY main {
   EXPECT_TRUE(CompareWithEvaluator(reshaped, 2));
 }
 
+// The tiles span the output dimension filled from the operand's minor one and the last:
+// [e,d,t] -> [t,e,d] (an MoE's expert outputs per token; its second-to-last dimension too
+// narrow for a tile) split across threads by t, and NHWC -> NCHW split by the batch.
+TEST(TiledTranspose, TilesOverTheDimensionFromTheMinorOne) {
+  const std::string tokens_first = R"(
+HloModule e
+ENTRY main {
+  x = f32[8,40,70] parameter(0)
+  t = f32[70,8,40] transpose(x), dimensions={2,0,1}
+  ROOT n = f32[70,8,40] negate(t)
+}
+)";
+  const std::string to_nchw = R"(
+HloModule c
+ENTRY main {
+  x = f32[3,33,35,40] parameter(0)
+  t = f32[3,40,33,35] transpose(x), dimensions={0,3,1,2}
+  y = f32[3,40,33,35] parameter(1)
+  ROOT s = f32[3,40,33,35] add(t, y)
+}
+)";
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(threads);
+    EXPECT_TRUE(CompareWithEvaluator(tokens_first, threads));
+    EXPECT_TRUE(CompareWithEvaluator(to_nchw, threads));
+  }
+}
+
 // Reshapes that split and merge dimensions (elemental_emitter.cc, ReshapeByGroups): a pixel
 // shuffle, and groups whose sizes do not line up one to one.
 TEST(TiledTranspose, ReshapesSplitAndMergeByGroups) {

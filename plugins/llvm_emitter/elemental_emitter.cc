@@ -426,14 +426,14 @@ Shape PartialsShape(const KernelSpec& spec) {
 // of the transposed operand).
 constexpr int64_t kTransposeTile = 32;
 
-// The plain loop nest would touch a new cache line of a transposed operand for every output
-// element.
-bool ReadsTransposed(const KernelSpec& spec) {
+// The transpose whose read would make the plain loop nest touch a new cache line of its
+// operand for every output element (its operand's minor dimension moves), or null.
+const HloInstruction* TransposedReadOf(const KernelSpec& spec) {
   if (spec.target != KernelTarget::kCpu || spec.outputs.size() != 1 || spec.reduce_parts > 0 ||
       spec.update_in_place || spec.accumulate_columns)
-    return false;
+    return nullptr;
   const Shape& shape = spec.outputs[0]->shape();
-  if (!shape.IsArray() || shape.rank() < 2) return false;
+  if (!shape.IsArray() || shape.rank() < 2) return nullptr;
   absl::flat_hash_set<const HloInstruction*> inputs(spec.inputs.begin(), spec.inputs.end());
   absl::flat_hash_set<const HloInstruction*> seen;
   std::vector<const HloInstruction*> stack{spec.outputs[0]};
@@ -445,21 +445,40 @@ bool ReadsTransposed(const KernelSpec& spec) {
       const std::vector<int64_t>& perm = i->attrs().dimensions;
       const int64_t minor = static_cast<int64_t>(perm.size()) - 1;
       if (!perm.empty() && perm.back() != minor && i->operand(0)->shape().dimensions(minor) > 1)
-        return true;
+        return i;
     }
     for (const HloInstruction* o : i->operands()) stack.push_back(o);
   }
-  return false;
+  return nullptr;
 }
 
-// Both trailing dimensions of `shape` (rank >= 2) span a transpose tile.
-bool SpansTransposeTile(const Shape& shape) {
+bool ReadsTransposed(const KernelSpec& spec) { return TransposedReadOf(spec) != nullptr; }
+
+// The output dimension that, with the last, the tiles of a transposed read span: the one the
+// transpose fills from its operand's minor dimension when the transpose has the output's
+// shape ([e,d,t] -> [t,e,d]: t; NHWC -> NCHW: the features), so that a tile reads whole
+// lines of the operand; otherwise the second-to-last.
+int64_t TransposeTileDim(const KernelSpec& spec) {
+  const Shape& shape = spec.outputs[0]->shape();
+  const int64_t minor = shape.rank() - 1;
+  const HloInstruction* t = TransposedReadOf(spec);
+  if (t != nullptr && t->shape().dimensions() == shape.dimensions()) {
+    const std::vector<int64_t>& perm = t->attrs().dimensions;
+    for (int64_t d = 0; d < minor; ++d)
+      if (perm[d] == minor) return d;
+  }
+  return minor - 1;
+}
+
+// Dimension `tile_dim` and the last of `shape` (rank >= 2) both span a transpose tile.
+bool SpansTransposeTile(const Shape& shape, int64_t tile_dim) {
   return shape.dimensions(shape.rank() - 1) >= kTransposeTile &&
-         shape.dimensions(shape.rank() - 2) >= kTransposeTile;
+         shape.dimensions(tile_dim) >= kTransposeTile;
 }
 
 bool TransposedRead(const KernelSpec& spec) {
-  return ReadsTransposed(spec) && SpansTransposeTile(spec.outputs[0]->shape());
+  return ReadsTransposed(spec) &&
+         SpansTransposeTile(spec.outputs[0]->shape(), TransposeTileDim(spec));
 }
 
 const HloInstruction* StashableRowStatistic(const KernelSpec& spec) {
@@ -624,7 +643,11 @@ absl::Status KernelEmitter::EmitOverMinorPair(
 absl::Status KernelEmitter::EmitTiledLoopNest(const std::vector<int64_t>& dims, int64_t tile,
                                               const std::string& name,
                                               const std::function<absl::Status(const Index&)>& body,
-                                              llvm::Value* outer_lo, llvm::Value* outer_hi) {
+                                              llvm::Value* outer_lo, llvm::Value* outer_hi,
+                                              int64_t tile_dim) {
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  if (tile_dim >= 0 && tile_dim != rank - 2)
+    return EmitTiledLoopNestAt(dims, tile, tile_dim, name, body, outer_lo, outer_hi);
   const int64_t rows = dims[dims.size() - 2], cols = dims[dims.size() - 1];
   auto tiles = [&](const Index& prefix, llvm::Value* row_lo, llvm::Value* row_hi) {
     llvm::Value* row_tiles =
@@ -653,6 +676,66 @@ absl::Status KernelEmitter::EmitTiledLoopNest(const std::vector<int64_t>& dims, 
     });
   };
   return EmitOverMinorPair(dims, name, outer_lo, outer_hi, tiles);
+}
+
+absl::Status KernelEmitter::EmitTiledLoopNestAt(
+    const std::vector<int64_t>& dims, int64_t tile, int64_t tile_dim, const std::string& name,
+    const std::function<absl::Status(const Index&)>& body, llvm::Value* outer_lo,
+    llvm::Value* outer_hi) {
+  const int64_t rank = static_cast<int64_t>(dims.size()), last = rank - 1;
+  const int64_t rows = dims[tile_dim], cols = dims[last];
+  std::vector<int64_t> others, other_dims;  // the dimensions outside the tiles, in order
+  for (int64_t d = 0; d < last; ++d)
+    if (d != tile_dim) {
+      others.push_back(d);
+      other_dims.push_back(dims[d]);
+    }
+  std::vector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d) strides[d] = strides[d + 1] * dims[d + 1];
+  auto tiles = [&](const Index& prefix, llvm::Value* row_lo, llvm::Value* row_hi) {
+    llvm::Value* row_tiles =
+        b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(row_hi, row_lo), C64(tile - 1)), C64(tile));
+    llvm::Value* base = C64(0);
+    for (size_t j = 0; j < others.size(); ++j)
+      base =
+          b_.CreateAdd(base, b_.CreateMul(prefix.multi[j], C64(strides[others[j]]), "", true, true),
+                       "", true, true);
+    return EmitLoop(C64(0), row_tiles, name + ".tr", [&](llvm::Value* tr) {
+      return EmitLoop(C64(0), C64((cols + tile - 1) / tile), name + ".tc", [&](llvm::Value* tc) {
+        llvm::Value* r0 = b_.CreateAdd(row_lo, b_.CreateMul(tr, C64(tile)));
+        llvm::Value* r1 = b_.CreateSelect(b_.CreateICmpSLT(b_.CreateAdd(r0, C64(tile)), row_hi),
+                                          b_.CreateAdd(r0, C64(tile)), row_hi);
+        llvm::Value* c0 = b_.CreateMul(tc, C64(tile));
+        llvm::Value* c1 = b_.CreateSelect(b_.CreateICmpSLT(b_.CreateAdd(c0, C64(tile)), C64(cols)),
+                                          b_.CreateAdd(c0, C64(tile)), C64(cols));
+        return EmitLoop(r0, r1, name + ".r", [&](llvm::Value* row) {
+          llvm::Value* row_base = b_.CreateAdd(
+              base, b_.CreateMul(row, C64(strides[tile_dim]), "", true, true), "", true, true);
+          return EmitLoop(c0, c1, name + ".c", [&](llvm::Value* col) {
+            Index idx;
+            idx.multi.resize(rank);
+            for (size_t j = 0; j < others.size(); ++j) idx.multi[others[j]] = prefix.multi[j];
+            idx.multi[tile_dim] = row;
+            idx.multi[last] = col;
+            idx.linear = b_.CreateAdd(row_base, col, "", true, true);
+            return body(idx);
+          });
+        });
+      });
+    });
+  };
+  // The pool's range covers dimension 0: the tiles' rows when it is the tiled dimension,
+  // else the outermost of the others.
+  auto whole = [&](llvm::Value* v, int64_t n) { return v != nullptr ? v : C64(n); };
+  if (tile_dim == 0) {
+    llvm::Value* lo = outer_lo != nullptr ? outer_lo : C64(0);
+    if (others.empty()) return tiles(Index{}, lo, whole(outer_hi, rows));
+    return EmitLoopNest(other_dims, name,
+                        [&](const Index& p) { return tiles(p, lo, whole(outer_hi, rows)); });
+  }
+  return EmitLoopNest(
+      other_dims, name, [&](const Index& p) { return tiles(p, C64(0), C64(rows)); }, outer_lo,
+      outer_hi);
 }
 
 absl::Status KernelEmitter::EmitMergedMinorLoopNest(
@@ -2143,7 +2226,8 @@ absl::Status KernelEmitter::Emit() {
     const HloInstruction* root = spec_.outputs[o];
     stash_ = Stash{StashableRowStatistic(spec_), fn_->getArg(spec_.inputs.size() + o)};
     const bool transposed = stash_.reduce == nullptr && ReadsTransposed(spec_);
-    const bool tiled = transposed && SpansTransposeTile(root->shape());
+    const int64_t tile_dim = transposed ? TransposeTileDim(spec_) : 0;
+    const bool tiled = transposed && SpansTransposeTile(root->shape(), tile_dim);
     // A transposed read under a narrow minor dimension (a pixel shuffle's 16 features): one
     // loop over the two minor dimensions, so that the vectorizer's loop stores contiguously
     // (it took the next loop out instead, with AVX-512 scatters, 3x slower).
@@ -2152,7 +2236,7 @@ absl::Status KernelEmitter::Emit() {
     const auto nest = [&](const std::vector<int64_t>& dims, const std::string& name,
                           const std::function<absl::Status(const Index&)>& body, llvm::Value* lo,
                           llvm::Value* hi) {
-      if (tiled) return EmitTiledLoopNest(dims, kTransposeTile, name, body, lo, hi);
+      if (tiled) return EmitTiledLoopNest(dims, kTransposeTile, name, body, lo, hi, tile_dim);
       if (merged) return EmitMergedMinorLoopNest(dims, name, body, lo, hi);
       return EmitLoopNest(dims, name, body, lo, hi, /*keep_outer_loops=*/true);
     };
