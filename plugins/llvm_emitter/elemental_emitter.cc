@@ -645,44 +645,8 @@ absl::Status KernelEmitter::EmitTiledLoopNest(const std::vector<int64_t>& dims, 
                                               const std::function<absl::Status(const Index&)>& body,
                                               llvm::Value* outer_lo, llvm::Value* outer_hi,
                                               int64_t tile_dim) {
-  const int64_t rank = static_cast<int64_t>(dims.size());
-  if (tile_dim >= 0 && tile_dim != rank - 2)
-    return EmitTiledLoopNestAt(dims, tile, tile_dim, name, body, outer_lo, outer_hi);
-  const int64_t rows = dims[dims.size() - 2], cols = dims[dims.size() - 1];
-  auto tiles = [&](const Index& prefix, llvm::Value* row_lo, llvm::Value* row_hi) {
-    llvm::Value* row_tiles =
-        b_.CreateUDiv(b_.CreateAdd(b_.CreateSub(row_hi, row_lo), C64(tile - 1)), C64(tile));
-    return EmitLoop(C64(0), row_tiles, name + ".tr", [&](llvm::Value* tr) {
-      return EmitLoop(C64(0), C64((cols + tile - 1) / tile), name + ".tc", [&](llvm::Value* tc) {
-        llvm::Value* r0 = b_.CreateAdd(row_lo, b_.CreateMul(tr, C64(tile)));
-        llvm::Value* r1 = b_.CreateSelect(b_.CreateICmpSLT(b_.CreateAdd(r0, C64(tile)), row_hi),
-                                          b_.CreateAdd(r0, C64(tile)), row_hi);
-        llvm::Value* c0 = b_.CreateMul(tc, C64(tile));
-        llvm::Value* c1 = b_.CreateSelect(b_.CreateICmpSLT(b_.CreateAdd(c0, C64(tile)), C64(cols)),
-                                          b_.CreateAdd(c0, C64(tile)), C64(cols));
-        return EmitLoop(r0, r1, name + ".r", [&](llvm::Value* row) {
-          llvm::Value* row_linear = b_.CreateAdd(
-              b_.CreateMul(prefix.linear, C64(rows), "", true, true), row, "", true, true);
-          return EmitLoop(c0, c1, name + ".c", [&](llvm::Value* col) {
-            Index idx = prefix;
-            idx.multi.push_back(row);
-            idx.multi.push_back(col);
-            idx.linear = b_.CreateAdd(b_.CreateMul(row_linear, C64(cols), "", true, true), col, "",
-                                      true, true);
-            return body(idx);
-          });
-        });
-      });
-    });
-  };
-  return EmitOverMinorPair(dims, name, outer_lo, outer_hi, tiles);
-}
-
-absl::Status KernelEmitter::EmitTiledLoopNestAt(
-    const std::vector<int64_t>& dims, int64_t tile, int64_t tile_dim, const std::string& name,
-    const std::function<absl::Status(const Index&)>& body, llvm::Value* outer_lo,
-    llvm::Value* outer_hi) {
   const int64_t rank = static_cast<int64_t>(dims.size()), last = rank - 1;
+  if (tile_dim < 0) tile_dim = rank - 2;
   const int64_t rows = dims[tile_dim], cols = dims[last];
   std::vector<int64_t> others, other_dims;  // the dimensions outside the tiles, in order
   for (int64_t d = 0; d < last; ++d)

@@ -192,18 +192,13 @@ class KernelEmitter {
   // The same loops over `dims` (rank >= 2) with the last two dimensions walked in square
   // tiles of `tile`: a kernel reading an operand transposed then touches a tile's worth of
   // its cache lines instead of one line per output element (TransposedRead).
-  // `tile_dim` (default: the second-to-last) is the dimension tiled with the last.
+  // `tile_dim` (default: the second-to-last) is the dimension tiled with the last; the other
+  // dimensions loop outside the tiles, in order.
   absl::Status EmitTiledLoopNest(const std::vector<int64_t>& dims, int64_t tile,
                                  const std::string& name,
                                  const std::function<absl::Status(const Index&)>& body,
                                  llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr,
                                  int64_t tile_dim = -1);
-  // EmitTiledLoopNest with the tiles over `tile_dim` (not the second-to-last) and the last:
-  // the other dimensions loop outside them, in order.
-  absl::Status EmitTiledLoopNestAt(const std::vector<int64_t>& dims, int64_t tile, int64_t tile_dim,
-                                   const std::string& name,
-                                   const std::function<absl::Status(const Index&)>& body,
-                                   llvm::Value* outer_lo, llvm::Value* outer_hi);
   // The same loops over `dims` (rank >= 2) with the last two dimensions as one loop, their
   // indices divided out of its variable.
   absl::Status EmitMergedMinorLoopNest(const std::vector<int64_t>& dims, const std::string& name,
