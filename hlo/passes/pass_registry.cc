@@ -17,6 +17,7 @@
 #include "hlo/passes/instruction_fusion.h"
 #include "hlo/passes/library_call_lowering.h"
 #include "hlo/passes/multi_output_fusion.h"
+#include "hlo/passes/optimization_barrier_expander.h"
 #include "hlo/passes/optimization_pipeline.h"
 #include "hlo/passes/reduce_window_scan.h"
 #include "hlo/passes/scatter_batching_to_indices.h"
@@ -49,6 +50,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<ConvolutionToGemm>(),
       Factory<ArgReduceSplit>(),
       Factory<ReduceWindowScan>(),
+      Factory<OptimizationBarrierExpander>(),
       Factory<ScaledDotExpander>(),
       Factory<RaggedDotExpander>(),
       Factory<NarrowDotUpcast>(),

@@ -42,9 +42,12 @@ class CpuLlvmBackend : public plugin_support::HostBackend {
       const HloInstruction& h = *step.instr;
       const bool host_call = h.opcode() == HloOpcode::kCustomCall &&
                              HasCustomCallHandler(h.attrs().custom_call_target);
-      const bool claimed =
-          step.kind != Disposition::kEvaluator || ((IsCollectiveOpcode(h.opcode()) || host_call) &&
-                                                   !EvaluatorUnsupportedReason(h).has_value());
+      // An opt-barrier is claimed too: the compile removes it (MakeFusedPlan), and without
+      // fusion the evaluator forwards its operand, no computation either way.
+      const bool barrier = h.opcode() == HloOpcode::kOptimizationBarrier;
+      const bool claimed = step.kind != Disposition::kEvaluator || barrier ||
+                           ((IsCollectiveOpcode(h.opcode()) || host_call) &&
+                            !EvaluatorUnsupportedReason(h).has_value());
       report(*step.instr, claimed ? nullptr : &step.why);
     }
     for (const auto& [instr, d] : plan.dispositions)

@@ -12,6 +12,7 @@
 #include "hlo/passes/dot_expanders.h"
 #include "hlo/passes/fusion_util.h"
 #include "hlo/passes/multi_output_fusion.h"
+#include "hlo/passes/optimization_barrier_expander.h"
 #include "hlo/passes/reduce_window_scan.h"
 #include "hlo/text/parser.h"
 
@@ -69,6 +70,14 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
       module_text.empty() ? ParseHloModule(module.ToString(), module.name())
                           : ParseHloModule(module_text, module.name());
   if (!copy.ok()) return copy.status();
+  // Barriers go first (this backend does not trade memory for recomputation): a value
+  // jax.checkpoint recomputes behind one is then the forward's own, computed once.
+  absl::StatusOr<bool> unbarred = OptimizationBarrierExpander().Run(**copy);
+  if (!unbarred.ok()) return unbarred.status();
+  if (*unbarred) {
+    absl::StatusOr<bool> merged = HloCSE().Run(**copy);
+    if (!merged.ok()) return merged.status();
+  }
   ScaledDotExpander scaled_dot_expander;
   RaggedDotExpander ragged_dot_expander;
   ArgReduceSplit arg_reduce_split;

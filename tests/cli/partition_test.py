@@ -3,7 +3,8 @@
 
 usage: partition_test.py KILN TEST_PLUGIN_DIR SOURCE_ROOT HAVE_CPU_LLVM(0|1)
 `kiln run --device auto` splits a module between test-elementwise and the next plugin,
-sends a reduce-precision cpu-llvm declines to the interpreter, names an instruction no plugin runs;
+sends a reduce-precision cpu-llvm declines to the interpreter, keeps an opt-barrier (what
+jax.checkpoint writes) on cpu-llvm, names an instruction no plugin runs;
 `kiln graph run` places nodes per capability and draws the clusters as SVG/HTML. Every
 value is checked against NumPy.
 """
@@ -63,6 +64,28 @@ ENTRY %main (x: f32[16], y: f32[16]) -> f32[16] {
   %f = f32[16]{0} add(f32[16]{0} %e, f32[16]{0} %x)
   %g = f32[16]{0} exponential(f32[16]{0} %f)
   ROOT %h = f32[16]{0} negate(f32[16]{0} %g)
+}
+'''
+
+# A rematerialized tanh layer as JAX lowers it: the backward's operands behind a barrier.
+REMAT = '''HloModule remat
+
+ENTRY %main (x: f32[8,16], w: f32[16,16], g: f32[8,16]) -> (f32[8,16], f32[16,16]) {
+  %x = f32[8,16]{1,0} parameter(0)
+  %w = f32[16,16]{1,0} parameter(1)
+  %g = f32[8,16]{1,0} parameter(2)
+  %fwd = f32[8,16]{1,0} dot(f32[8,16]{1,0} %x, f32[16,16]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %act = f32[8,16]{1,0} tanh(f32[8,16]{1,0} %fwd)
+  %t = (f32[8,16]{1,0}, f32[16,16]{1,0}, f32[8,16]{1,0}) tuple(%x, %w, %g)
+  %b = (f32[8,16]{1,0}, f32[16,16]{1,0}, f32[8,16]{1,0}) opt-barrier(%t)
+  %bx = f32[8,16]{1,0} get-tuple-element(%b), index=0
+  %bw = f32[16,16]{1,0} get-tuple-element(%b), index=1
+  %bg = f32[8,16]{1,0} get-tuple-element(%b), index=2
+  %re = f32[8,16]{1,0} dot(%bx, %bw), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %th = f32[8,16]{1,0} tanh(%re)
+  %dg = f32[8,16]{1,0} multiply(%bg, %th)
+  %gw = f32[16,16]{1,0} dot(%bx, %dg), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT %r = (f32[8,16]{1,0}, f32[16,16]{1,0}) tuple(%act, %gw)
 }
 '''
 
@@ -153,6 +176,23 @@ if NEXT == 'cpu-llvm':
             expect(line in r.stderr, f'sort: no {line!r} in {r.stderr!r}')
         close('sort', os.path.join(out, 'output_0.npy'), -np.exp(s * s + sx), rtol=1e-5, atol=1e-5)
         print('ok reduce-precision declined by cpu-llvm runs on the interpreter')
+
+# An opt-barrier stays on cpu-llvm (no interpreter cluster around it): its compile drops it.
+if NEXT == 'cpu-llvm':
+    rx = rng.uniform(-1, 1, (8, 16)).astype(f32)
+    rw = rng.uniform(-1, 1, (16, 16)).astype(f32)
+    rg = rng.uniform(-1, 1, (8, 16)).astype(f32)
+    act = np.tanh(rx @ rw)
+    out = os.path.join(TMP, 'remat')
+    r = run(['run', write('remat.hlo', REMAT), '--input', save('rx.npy', rx), '--input',
+             save('rw.npy', rw), '--input', save('rg.npy', rg), '--output-dir', out,
+             '--log-partition'], env=dict(os.environ))
+    if expect(r.returncode == 0, f'remat: exit {r.returncode}: {r.stderr}'):
+        expect('cluster 0: cpu-llvm (' in r.stderr and 'whole module' in r.stderr,
+               f'remat: not one cpu-llvm cluster: {r.stderr!r}')
+        close('remat act', os.path.join(out, 'output_0.npy'), act)
+        close('remat grad', os.path.join(out, 'output_1.npy'), rx.T @ (rg * act), rtol=1e-4)
+        print('ok opt-barrier runs on cpu-llvm')
 
 # (c) a custom-call no plugin runs: one clear line naming it, non-zero exit.
 cc = os.path.join(ROOT, 'tests', 'hlo_corpus', '006_jaxdecomp_pfft3d_f64_customcall.hlo')
