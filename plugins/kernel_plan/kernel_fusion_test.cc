@@ -168,6 +168,70 @@ TEST(KernelFusion, LargeReductionToAScalarBroadcastBackIsAKernelOfItsOwn) {
   EXPECT_EQ(Count(*m->entry()->root()->fused_computation(), HloOpcode::kReduce), 1);
 }
 
+// A Gaussian mixture's log-likelihood: per-component distances (an inner reduce over 16),
+// then a logsumexp over the components (a max and a sum reading them element by element).
+// With `both` false only the sum reads them.
+std::string MixtureLogLikelihood(bool both) {
+  std::string text = R"(HloModule gmm
+%max (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %m = f32[] maximum(f32[] %a, f32[] %b)
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %main (x: f32[64,16], mu: f32[32,16]) -> f32[64] {
+  %x = f32[64,16] parameter(0)
+  %mu = f32[32,16] parameter(1)
+  %xb = f32[64,32,16] broadcast(f32[64,16] %x), dimensions={0,2}
+  %mb = f32[64,32,16] broadcast(f32[32,16] %mu), dimensions={1,2}
+  %d = f32[64,32,16] subtract(f32[64,32,16] %xb, f32[64,32,16] %mb)
+  %d2 = f32[64,32,16] multiply(f32[64,32,16] %d, f32[64,32,16] %d)
+  %zero = f32[] constant(0)
+  %dist = f32[64,32] reduce(f32[64,32,16] %d2, f32[] %zero), dimensions={2}, to_apply=%add
+  %lp = f32[64,32] negate(f32[64,32] %dist)
+)";
+  if (both) {
+    text += R"(  %ninf = f32[] constant(-inf)
+  %m = f32[64] reduce(f32[64,32] %lp, f32[] %ninf), dimensions={1}, to_apply=%max
+  %mb2 = f32[64,32] broadcast(f32[64] %m), dimensions={0}
+  %c = f32[64,32] subtract(f32[64,32] %lp, f32[64,32] %mb2)
+  %e = f32[64,32] exponential(f32[64,32] %c)
+  %s = f32[64] reduce(f32[64,32] %e, f32[] %zero), dimensions={1}, to_apply=%add
+  %l = f32[64] log(f32[64] %s)
+  ROOT %y = f32[64] add(f32[64] %l, f32[64] %m)
+}
+)";
+  } else {
+    text += R"(  %e = f32[64,32] exponential(f32[64,32] %lp)
+  %s = f32[64] reduce(f32[64,32] %e, f32[] %zero), dimensions={1}, to_apply=%add
+  ROOT %y = f32[64] log(f32[64] %s)
+}
+)";
+  }
+  return text;
+}
+
+TEST(KernelFusion, InnerReduceReadByTwoReductionsIsMaterialized) {
+  // Inlined, every distance would be computed once by the max's loop and again by the sum's.
+  const std::string both = MixtureLogLikelihood(true);
+  std::unique_ptr<HloModule> m = FuseAndCheck(both.c_str(), PlanOptions());
+  EXPECT_EQ(Count(*m->entry(), HloOpcode::kFusion), 2) << m->ToString();
+  ASSERT_EQ(m->entry()->root()->opcode(), HloOpcode::kFusion);
+  EXPECT_EQ(Count(*m->entry()->root()->fused_computation(), HloOpcode::kReduce), 2)
+      << m->ToString();
+  // One reader computes each distance once: it stays inside the reader's kernel.
+  const std::string one = MixtureLogLikelihood(false);
+  m = FuseAndCheck(one.c_str(), PlanOptions());
+  EXPECT_EQ(Count(*m->entry(), HloOpcode::kFusion), 1) << m->ToString();
+  ASSERT_EQ(m->entry()->root()->opcode(), HloOpcode::kFusion);
+  EXPECT_EQ(Count(*m->entry()->root()->fused_computation(), HloOpcode::kReduce), 2)
+      << m->ToString();
+}
+
 TEST(KernelFusion, NothingToFuseIsUnchanged) {
   auto m = ParseHloModule(R"(HloModule one
 ENTRY %main (x: f32[8]) -> f32[8] {

@@ -124,6 +124,30 @@ bool RowLevelUses(const HloInstruction* h, const Materialized& materialized, int
 
 int64_t Elements(const Shape& s) { return s.IsArray() ? s.num_elements() : 0; }
 
+// How many reduces read `h` element by element: through elementwise users of its
+// dimensions, up to where a result is materialized. Inlined, `h` is generated inside each
+// one's loop: a logsumexp's max and sum over values an inner reduce computes (a Gaussian
+// mixture's per-component distances) computed every distance twice.
+template <typename Materialized>
+int ElementwiseReduceReaders(const HloInstruction* h, const Materialized& materialized) {
+  absl::flat_hash_set<const HloInstruction*> seen, reduces;
+  std::vector<const HloInstruction*> stack{h};
+  while (!stack.empty()) {
+    const HloInstruction* x = stack.back();
+    stack.pop_back();
+    for (const HloInstruction* u : x->users()) {
+      if (u->opcode() == HloOpcode::kReduce) {
+        reduces.insert(u);
+      } else if (IsElementwiseOpcode(u->opcode()) &&
+                 u->shape().dimensions() == h->shape().dimensions() && !materialized(u) &&
+                 seen.insert(u).second) {
+        stack.push_back(u);
+      }
+    }
+  }
+  return static_cast<int>(reduces.size());
+}
+
 // True when a scalar `h` (through scalar elementwise users) is broadcast into an array. A
 // reduce to a scalar read that way is hoisted above its kernel's outer loop, so each part of a
 // kernel split across threads would compute the whole reduction again (int8 quantization's
@@ -540,7 +564,12 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
           4 * Elements(h->operand(0)->shape()) >= options.parallel_min_work &&
           BroadcastIntoArray(h))
         return true;
-      return !RowLevelUses(h, base_materialized);
+      if (!RowLevelUses(h, base_materialized)) return true;
+      // Reducing more than a few elements per result, it is computed once into memory
+      // rather than once per reduce that reads it.
+      constexpr int64_t kMinRecomputedRun = 4;
+      return Elements(h->operand(0)->shape()) >= kMinRecomputedRun * Elements(h->shape()) &&
+             ElementwiseReduceReaders(h, base_materialized) > 1;
     }
     return IsExpensive(*h);
   };
