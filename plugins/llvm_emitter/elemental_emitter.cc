@@ -1723,9 +1723,23 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
     KILN_EMIT_RETURN_IF_ERROR(
         EmitBlockedSum(reduced_dims, h->name(), acc, accumulate, outer_lo, outer_hi));
   } else {
-    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+    std::vector<llvm::BranchInst*> latches;
+    std::vector<llvm::BranchInst*>* outer_sink = latch_sink_;
+    latch_sink_ = &latches;
+    absl::Status loops = EmitLoopNest(
         reduced_dims, h->name(), [&](const Index& r) { return accumulate(r, acc); }, outer_lo,
-        outer_hi));
+        outer_hi);
+    latch_sink_ = outer_sink;
+    if (outer_sink != nullptr) outer_sink->insert(outer_sink->end(), latches.begin(), latches.end());
+    KILN_EMIT_RETURN_IF_ERROR(loops);
+    // A short contiguous run reduced inside an output loop stays a loop: unrolled whole (a
+    // mixture's 16 distances per component), it left the vectorizer the output's loop, which
+    // read the run's elements with gathers; kept, the run is a vector load and a horizontal sum.
+    // This reduce's loops close last, innermost first (loops of its input's cone close
+    // inside them).
+    if (latches.size() >= reduced_dims.size() && (reassociate || minmax) &&
+        reduced[in_dims.size() - 1] && in_dims.back() >= kMinVectorRun && !loops_.empty())
+      DisableUnroll(latches[latches.size() - reduced_dims.size()]);
   }
   llvm::Value* result = b_.CreateLoad(init->getType(), acc);
   if (minmax)

@@ -176,6 +176,8 @@ class KernelEmitter {
       const std::function<absl::Status(const Index&, llvm::AllocaInst*)>& add,
       llvm::Value* outer_lo, llvm::Value* outer_hi);
   static constexpr int64_t kSumBlock = 4096;
+  // A reduced minor dimension at least this long is vectorized along itself (EmitReduce).
+  static constexpr int64_t kMinVectorRun = 8;
   // With `outer_lo`/`outer_hi`, dimension 0 runs over that range instead of [0, dims[0]).
   // With `keep_outer_loops`, every loop but the innermost stays a loop (EmitLoop's `keep`).
   absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
