@@ -173,6 +173,34 @@ class Simplifier {
       return;
     }
     if (IsBroadcastOfScalar(op)) Replace(instr, MakeBroadcast(op->operand(0), instr->shape(), {}));
+    if (op->opcode() == HloOpcode::kDot && op->user_count() == 1) SwapDotOperands(instr, op);
+  }
+
+  // transpose(dot(a, b)) that puts b's free dimensions before a's (batch dimensions staying
+  // first) is dot(b, a): the product written in the transposed order, with no pass over it
+  // afterwards (a weight gradient JAX asks for in the other layout).
+  void SwapDotOperands(HloInstruction* transpose, HloInstruction* dot) {
+    if (dot->operand_count() != 2 || !dot->attrs().dot_dimension_numbers) return;
+    const DotDimensionNumbers& dn = *dot->attrs().dot_dimension_numbers;
+    if (!dn.lhs_ragged_dimensions.empty() || !dn.rhs_group_dimensions.empty()) return;
+    const int64_t b = static_cast<int64_t>(dn.lhs_batch_dimensions.size());
+    const int64_t nl = dot->operand(0)->shape().rank() - b -
+                       static_cast<int64_t>(dn.lhs_contracting_dimensions.size());
+    const int64_t nr = dot->operand(1)->shape().rank() - b -
+                       static_cast<int64_t>(dn.rhs_contracting_dimensions.size());
+    if (nl < 1 || nr < 1 || b + nl + nr != dot->shape().rank()) return;
+    std::vector<int64_t> swapped = Iota(b);
+    for (int64_t i = 0; i < nr; ++i) swapped.push_back(b + nl + i);
+    for (int64_t i = 0; i < nl; ++i) swapped.push_back(b + i);
+    if (transpose->dimensions() != swapped) return;
+    auto d = std::make_unique<HloInstruction>(
+        HloOpcode::kDot, transpose->shape(),
+        std::vector<HloInstruction*>{dot->operand(1), dot->operand(0)});
+    d->mutable_attrs() = dot->attrs();
+    DotDimensionNumbers& sd = *d->mutable_attrs().dot_dimension_numbers;
+    std::swap(sd.lhs_batch_dimensions, sd.rhs_batch_dimensions);
+    std::swap(sd.lhs_contracting_dimensions, sd.rhs_contracting_dimensions);
+    Replace(transpose, Add(std::move(d)));
   }
 
   static bool IsBroadcastOfScalar(const HloInstruction* instr) {

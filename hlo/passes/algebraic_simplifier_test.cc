@@ -373,6 +373,61 @@ ENTRY main {
 )");
 }
 
+TEST(AlgsimpTest, TransposedDotIsTheSwappedDot) {
+  // A weight gradient JAX asks for in the other layout: transpose(g^T x) = x^T g.
+  Check(R"(
+HloModule m
+ENTRY main {
+  g = f32[6,3] parameter(0)
+  x = f32[6,4] parameter(1)
+  d = f32[3,4] dot(g, x), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT t = f32[4,3]{0,1} transpose(d), dimensions={1,0}
+}
+)",
+        R"(
+    CHECK: ROOT {{.*}} = f32[4,3]{0,1} dot(f32[6,4]{1,0} %x, f32[6,3]{1,0} %g), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+    CHECK-NOT: transpose(
+  )");
+  // Batched, with two free dimensions on one side: the batch stays first.
+  Check(R"(
+HloModule m
+ENTRY main {
+  a = f32[2,3,5,7] parameter(0)
+  b = f32[2,7,4] parameter(1)
+  d = f32[2,3,5,4] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={3}, rhs_contracting_dims={1}
+  ROOT t = f32[2,4,3,5] transpose(d), dimensions={0,3,1,2}
+}
+)",
+        R"(
+    CHECK: ROOT {{.*}} dot(f32[2,7,4]{2,1,0} %b, f32[2,3,5,7]{3,2,1,0} %a), lhs_batch_dims={0}, lhs_contracting_dims={1}, rhs_batch_dims={0}, rhs_contracting_dims={3}
+    CHECK-NOT: transpose(
+  )");
+}
+
+TEST(AlgsimpTest, TransposedDotStaysWhenSharedOrPermutedOtherwise) {
+  // The dot has another reader: swapping would compute it twice.
+  CheckUnchanged(R"(
+HloModule m
+ENTRY main {
+  a = f32[3,2] parameter(0)
+  b = f32[2,4] parameter(1)
+  d = f32[3,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t = f32[4,3] transpose(d), dimensions={1,0}
+  ROOT r = (f32[3,4], f32[4,3]) tuple(d, t)
+}
+)");
+  // Free dimensions of one side reordered among themselves: not a swap.
+  CheckUnchanged(R"(
+HloModule m
+ENTRY main {
+  a = f32[3,5,2] parameter(0)
+  b = f32[2,4] parameter(1)
+  d = f32[3,5,4] dot(a, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}
+  ROOT t = f32[5,3,4] transpose(d), dimensions={1,0,2}
+}
+)");
+}
+
 TEST(AlgsimpTest, SelectWithConstantPredicateOrSameSides) {
   Check(R"(
 HloModule m
