@@ -135,11 +135,97 @@ void GemmBlock(const GemmShape& g, const void* a, const void* b, void* out, int6
 #endif
 }
 
+// A Gram product, C = A A^T (A stored m x k, B the same buffer read transposed) or A^T A (A
+// stored k x m, B the same buffer): C is symmetric, so only the blocks on and below the
+// diagonal are computed, then the part above it is mirrored: 5/8 of the flops (Muon's
+// Newton-Schulz x x^T, a covariance X^T X).
+bool IsGram(const GemmShape& g, const void* a, const void* b) {
+  return a == b && g.m == g.n && g.trans_a != g.trans_b && g.m >= 4 * kBlock &&
+         (g.type == GemmType::kF32 || g.type == GemmType::kF64);
+}
+
+struct Block {
+  int64_t r0, r1, c0, c1;
+  int64_t size() const { return (r1 - r0) * (c1 - c0); }
+};
+
+// The lower triangle of rows and columns [r0, r1) as GEMM blocks: the two diagonal halves
+// (recursively) and the square below them, down to squares of at most `leaf` rows.
+void GramBlocks(int64_t r0, int64_t r1, int64_t leaf, std::vector<Block>& out) {
+  if (r1 - r0 <= leaf) {
+    out.push_back({r0, r1, r0, r1});
+    return;
+  }
+  const int64_t mid = r0 + (r1 - r0 + kBlock) / (2 * kBlock) * kBlock;
+  GramBlocks(r0, mid, leaf, out);
+  out.push_back({mid, r1, r0, mid});
+  GramBlocks(mid, r1, leaf, out);
+}
+
+// Rows [r0, r1) of batch entry i above the diagonal, copied from below it, in tiles.
+template <typename T>
+void MirrorRows(T* c, int64_t m, int64_t r0, int64_t r1) {
+  constexpr int64_t kTile = 32;
+  for (int64_t rt = r0; rt < r1; rt += kTile)
+    for (int64_t ct = rt; ct < m; ct += kTile)
+      for (int64_t r = rt; r < std::min(r1, rt + kTile); ++r)
+        for (int64_t col = std::max(ct, r + 1); col < std::min(m, ct + kTile); ++col)
+          c[r * m + col] = c[col * m + r];
+}
+
+void MirrorBand(const GemmShape& g, void* out, int64_t i, int64_t r0, int64_t r1) {
+  if (g.type == GemmType::kF64)
+    MirrorRows(static_cast<double*>(out) + i * g.m * g.m, g.m, r0, r1);
+  else
+    MirrorRows(static_cast<float*>(out) + i * g.m * g.m, g.m, r0, r1);
+}
+
+void RunGram(const GemmShape& g, const void* a, void* out, ThreadPool* pool, int threads,
+             double flops) {
+  // Two levels of halving: seven blocks, the largest first so that the pool's workers,
+  // claiming them in order, finish together.
+  std::vector<Block> blocks;
+  GramBlocks(0, g.m, std::max<int64_t>(2 * kBlock, g.m / 4), blocks);
+  std::stable_sort(blocks.begin(), blocks.end(),
+                   [](const Block& x, const Block& y) { return x.size() > y.size(); });
+  auto run = [&](int64_t i, int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j)
+      GemmBlock(g, a, a, out, i, blocks[j].r0, blocks[j].r1, blocks[j].c0, blocks[j].c1);
+  };
+  if (threads <= 1 || g.batch >= threads) {
+    auto entry = [&](int64_t i) {
+      run(i, 0, static_cast<int64_t>(blocks.size()));
+      MirrorBand(g, out, i, 0, g.m);
+    };
+    if (threads <= 1) {
+      for (int64_t i = 0; i < g.batch; ++i) entry(i);
+    } else {
+      pool->ParallelFor(
+          g.batch, [&](int64_t b0, int64_t b1) { for (int64_t i = b0; i < b1; ++i) entry(i); },
+          threads, /*even=*/true, LargeCost(flops / 2));
+    }
+    return;
+  }
+  const int64_t large = LargeCost(flops / g.batch / 2);
+  const int64_t rows = (g.m + kBlock - 1) / kBlock;
+  for (int64_t i = 0; i < g.batch; ++i) {
+    pool->ParallelFor(
+        static_cast<int64_t>(blocks.size()), [&](int64_t j0, int64_t j1) { run(i, j0, j1); },
+        static_cast<int>(blocks.size()), /*even=*/false, large);
+    pool->ParallelFor(
+        rows, [&](int64_t k0, int64_t k1) {
+          MirrorBand(g, out, i, k0 * kBlock, std::min(g.m, k1 * kBlock));
+        },
+        threads, /*even=*/false);
+  }
+}
+
 }  // namespace
 
 void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out, ThreadPool* pool) {
   const int threads = pool != nullptr ? pool->size() : 1;
   const double flops = 2.0 * g.batch * g.m * g.n * g.k;
+  if (IsGram(g, a, b)) return RunGram(g, a, out, pool, flops < kParallelMinFlops ? 1 : threads, flops);
   if (threads <= 1 || flops < kParallelMinFlops) {
     for (int64_t i = 0; i < g.batch; ++i) GemmBlock(g, a, b, out, i, 0, g.m, 0, g.n);
     return;

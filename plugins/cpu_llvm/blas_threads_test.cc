@@ -552,6 +552,52 @@ TEST(CpuLlvmBlas, GemmSplitAcrossThePoolMatchesReference) {
   }
 }
 
+TEST(CpuLlvmBlas, GramProductsFromOneBufferMatchReference) {
+  if (!HaveBlas()) GTEST_SKIP() << "built without a BLAS library";
+  // A A^T (A stored m x k, read twice) and A^T A (A stored k x m): the product is computed in
+  // bands on and below the diagonal and mirrored. Sizes not multiples of the 16-row blocks;
+  // one thread, several, and a batch of entries per thread; f32 and f64.
+  struct Case {
+    int64_t batch, m, k;
+  };
+  const Case cases[] = {{1, 200, 150}, {1, 64, 700}, {3, 97, 80}, {1, 1000, 20}};
+  for (PT t : {PT::F32, PT::F64}) {
+    for (const Case& c : cases) {
+      for (int ta = 0; ta < 2; ++ta) {
+        GemmShape g;
+        g.type = t == PT::F64 ? GemmType::kF64 : GemmType::kF32;
+        g.batch = c.batch, g.m = c.m, g.n = c.m, g.k = c.k;
+        g.trans_a = ta, g.trans_b = !ta;
+        Literal a = Random(Shape(t, {c.batch, c.m * c.k}), 5);
+        for (int threads : {1, 2, 3}) {
+          SCOPED_TRACE(::testing::Message() << PrimitiveTypeName(t) << " batch=" << c.batch
+                                            << " m=" << c.m << " k=" << c.k << " ta=" << ta
+                                            << " threads=" << threads);
+          ThreadPool pool(threads);
+          Literal out(Shape(t, {c.batch, c.m * c.m}));
+          for (int64_t e = 0; e < out.element_count(); ++e) out.SetFromDouble(e, 1e30);
+          RunBlasDot(g, a.untyped_data(), a.untyped_data(), out.untyped_data(), &pool);
+          for (int64_t i = 0; i < c.batch; ++i) {
+            for (int64_t r = 0; r < c.m; ++r) {
+              for (int64_t col = 0; col < c.m; ++col) {
+                double want = 0;
+                for (int64_t k = 0; k < c.k; ++k) {
+                  const int64_t base = i * c.m * c.k;
+                  want += ta ? a.GetAsDouble(base + k * c.m + r) * a.GetAsDouble(base + k * c.m + col)
+                             : a.GetAsDouble(base + r * c.k + k) * a.GetAsDouble(base + col * c.k + k);
+                }
+                ASSERT_NEAR(out.GetAsDouble(i * c.m * c.m + r * c.m + col), want,
+                            t == PT::F64 ? 1e-10 : 1e-3)
+                    << "at [" << i << "," << r << "," << col << "]";
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuLlvmBlas, SmallDotStaysEmitted) {
   auto module = std::make_shared<HloModule>("m");
   HloComputation* entry = module->AddComputation(std::make_unique<HloComputation>("main"), true);
