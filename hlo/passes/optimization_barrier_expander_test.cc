@@ -100,7 +100,9 @@ CHECK:     tanh(
 CHECK-NOT: tanh(
 CHECK:     dot(
 CHECK-NOT: dot(
-)").ok()) << merged;
+)")
+                  .ok())
+      << merged;
 }
 
 TEST(OptimizationBarrierExpander, BarrierAtTheRoot) {
@@ -130,7 +132,8 @@ ENTRY main {
   a = f32[4] parameter(0)
   ROOT n = f32[4] negate(a)
 }
-)", &changed);
+)",
+                  &changed);
   EXPECT_FALSE(changed);
 }
 

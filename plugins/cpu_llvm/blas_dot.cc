@@ -201,7 +201,10 @@ void RunGram(const GemmShape& g, const void* a, void* out, ThreadPool* pool, int
       for (int64_t i = 0; i < g.batch; ++i) entry(i);
     } else {
       pool->ParallelFor(
-          g.batch, [&](int64_t b0, int64_t b1) { for (int64_t i = b0; i < b1; ++i) entry(i); },
+          g.batch,
+          [&](int64_t b0, int64_t b1) {
+            for (int64_t i = b0; i < b1; ++i) entry(i);
+          },
           threads, /*even=*/true, LargeCost(flops / 2));
     }
     return;
@@ -213,7 +216,8 @@ void RunGram(const GemmShape& g, const void* a, void* out, ThreadPool* pool, int
         static_cast<int64_t>(blocks.size()), [&](int64_t j0, int64_t j1) { run(i, j0, j1); },
         static_cast<int>(blocks.size()), /*even=*/false, large);
     pool->ParallelFor(
-        rows, [&](int64_t k0, int64_t k1) {
+        rows,
+        [&](int64_t k0, int64_t k1) {
           MirrorBand(g, out, i, k0 * kBlock, std::min(g.m, k1 * kBlock));
         },
         threads, /*even=*/false);
@@ -225,7 +229,8 @@ void RunGram(const GemmShape& g, const void* a, void* out, ThreadPool* pool, int
 void RunBlasDot(const GemmShape& g, const void* a, const void* b, void* out, ThreadPool* pool) {
   const int threads = pool != nullptr ? pool->size() : 1;
   const double flops = 2.0 * g.batch * g.m * g.n * g.k;
-  if (IsGram(g, a, b)) return RunGram(g, a, out, pool, flops < kParallelMinFlops ? 1 : threads, flops);
+  if (IsGram(g, a, b))
+    return RunGram(g, a, out, pool, flops < kParallelMinFlops ? 1 : threads, flops);
   if (threads <= 1 || flops < kParallelMinFlops) {
     for (int64_t i = 0; i < g.batch; ++i) GemmBlock(g, a, b, out, i, 0, g.m, 0, g.n);
     return;

@@ -570,9 +570,9 @@ TEST(CpuLlvmBlas, GramProductsFromOneBufferMatchReference) {
         g.trans_a = ta, g.trans_b = !ta;
         Literal a = Random(Shape(t, {c.batch, c.m * c.k}), 5);
         for (int threads : {1, 2, 3}) {
-          SCOPED_TRACE(::testing::Message() << PrimitiveTypeName(t) << " batch=" << c.batch
-                                            << " m=" << c.m << " k=" << c.k << " ta=" << ta
-                                            << " threads=" << threads);
+          SCOPED_TRACE(::testing::Message()
+                       << PrimitiveTypeName(t) << " batch=" << c.batch << " m=" << c.m
+                       << " k=" << c.k << " ta=" << ta << " threads=" << threads);
           ThreadPool pool(threads);
           Literal out(Shape(t, {c.batch, c.m * c.m}));
           for (int64_t e = 0; e < out.element_count(); ++e) out.SetFromDouble(e, 1e30);
@@ -583,8 +583,9 @@ TEST(CpuLlvmBlas, GramProductsFromOneBufferMatchReference) {
                 double want = 0;
                 for (int64_t k = 0; k < c.k; ++k) {
                   const int64_t base = i * c.m * c.k;
-                  want += ta ? a.GetAsDouble(base + k * c.m + r) * a.GetAsDouble(base + k * c.m + col)
-                             : a.GetAsDouble(base + r * c.k + k) * a.GetAsDouble(base + col * c.k + k);
+                  want +=
+                      ta ? a.GetAsDouble(base + k * c.m + r) * a.GetAsDouble(base + k * c.m + col)
+                         : a.GetAsDouble(base + r * c.k + k) * a.GetAsDouble(base + col * c.k + k);
                 }
                 ASSERT_NEAR(out.GetAsDouble(i * c.m * c.m + r * c.m + col), want,
                             t == PT::F64 ? 1e-10 : 1e-3)

@@ -54,12 +54,13 @@ std::string Distances(int n, int k, int d, const std::string& t = "f32",
     return s + "]";
   };
   const std::string x = sh({n, d}), mu = sh({k, d}), big = sh({n, k, d}), out = sh({n, k});
-  return std::string("HloModule distances\n") + kReducers + "ENTRY %main (x: " + x +
-         ", mu: " + mu + ") -> " + out + " {\n  %x = " + x + " parameter(0)\n  %mu = " + mu +
+  return std::string("HloModule distances\n") + kReducers + "ENTRY %main (x: " + x + ", mu: " + mu +
+         ") -> " + out + " {\n  %x = " + x + " parameter(0)\n  %mu = " + mu +
          " parameter(1)\n  %xb = " + big + " broadcast(%x), dimensions={0,2}\n  %mb = " + big +
-         " broadcast(%mu), dimensions={1,2}\n  %df = " + big + " subtract(%xb, %mb)\n  %d2 = " +
-         big + " multiply(%df, %df)\n  %z = " + t + "[] constant(" + init + ")\n  ROOT %r = " +
-         out + " reduce(%d2, %z), dimensions={2}, to_apply=%" + reducer + "\n}\n";
+         " broadcast(%mu), dimensions={1,2}\n  %df = " + big +
+         " subtract(%xb, %mb)\n  %d2 = " + big + " multiply(%df, %df)\n  %z = " + t +
+         "[] constant(" + init + ")\n  ROOT %r = " + out +
+         " reduce(%d2, %z), dimensions={2}, to_apply=%" + reducer + "\n}\n";
 }
 
 // Compiles `text`, runs it on `args` (random when empty) on 1 and 2 threads against the

@@ -1730,7 +1730,8 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
         reduced_dims, h->name(), [&](const Index& r) { return accumulate(r, acc); }, outer_lo,
         outer_hi);
     latch_sink_ = outer_sink;
-    if (outer_sink != nullptr) outer_sink->insert(outer_sink->end(), latches.begin(), latches.end());
+    if (outer_sink != nullptr)
+      outer_sink->insert(outer_sink->end(), latches.begin(), latches.end());
     KILN_EMIT_RETURN_IF_ERROR(loops);
     // A short contiguous run reduced inside an output loop stays a loop: unrolled whole (a
     // mixture's 16 distances per component), it left the vectorizer the output's loop, which
