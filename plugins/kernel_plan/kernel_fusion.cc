@@ -63,19 +63,13 @@ absl::StatusOr<bool> KernelFusion::Run(HloModule& module) {
   return changed;
 }
 
-absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& options,
-                                   std::string_view module_text) {
-  if (!options.fuse_unfused) return MakePlan(module, options);
-  absl::StatusOr<std::unique_ptr<HloModule>> copy =
-      module_text.empty() ? ParseHloModule(module.ToString(), module.name())
-                          : ParseHloModule(module_text, module.name());
-  if (!copy.ok()) return copy.status();
+absl::Status ExpandForPlanning(HloModule& module) {
   // Barriers go first (this backend does not trade memory for recomputation): a value
   // jax.checkpoint recomputes behind one is then the forward's own, computed once.
-  absl::StatusOr<bool> unbarred = OptimizationBarrierExpander().Run(**copy);
+  absl::StatusOr<bool> unbarred = OptimizationBarrierExpander().Run(module);
   if (!unbarred.ok()) return unbarred.status();
   if (*unbarred) {
-    absl::StatusOr<bool> merged = HloCSE().Run(**copy);
+    absl::StatusOr<bool> merged = HloCSE().Run(module);
     if (!merged.ok()) return merged.status();
   }
   ScaledDotExpander scaled_dot_expander;
@@ -92,9 +86,20 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
   for (HloPass* expander : std::initializer_list<HloPass*>{
            &scaled_dot_expander, &ragged_dot_expander, &arg_reduce_split, &reduce_window_scan,
            &conditional_to_select, &batch_group_conv_to_reduce}) {
-    absl::StatusOr<bool> expanded = expander->Run(**copy);
+    absl::StatusOr<bool> expanded = expander->Run(module);
     if (!expanded.ok()) return expanded.status();
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& options,
+                                   std::string_view module_text) {
+  if (!options.fuse_unfused) return MakePlan(module, options);
+  absl::StatusOr<std::unique_ptr<HloModule>> copy =
+      module_text.empty() ? ParseHloModule(module.ToString(), module.name())
+                          : ParseHloModule(module_text, module.name());
+  if (!copy.ok()) return copy.status();
+  if (absl::Status s = ExpandForPlanning(**copy); !s.ok()) return s;
   // Dots a GEMM library can take once an operand is transposed get that transpose first, so
   // fusion sees them as library calls with materialized operands.
   const int64_t gemm_min_mnk = options.device_gemm_min_mnk > 0 ? options.device_gemm_min_mnk

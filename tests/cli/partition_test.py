@@ -4,7 +4,7 @@
 usage: partition_test.py KILN TEST_PLUGIN_DIR SOURCE_ROOT HAVE_CPU_LLVM(0|1)
 `kiln run --device auto` splits a module between test-elementwise and the next plugin,
 sends a reduce-precision cpu-llvm declines to the interpreter, keeps an opt-barrier (what
-jax.checkpoint writes) on cpu-llvm, names an instruction no plugin runs;
+jax.checkpoint writes) and an arg-max's variadic reduce on cpu-llvm, names an instruction no plugin runs;
 `kiln graph run` places nodes per capability and draws the clusters as SVG/HTML. Every
 value is checked against NumPy.
 """
@@ -86,6 +86,38 @@ ENTRY %main (x: f32[8,16], w: f32[16,16], g: f32[8,16]) -> (f32[8,16], f32[16,16
   %dg = f32[8,16]{1,0} multiply(%bg, %th)
   %gw = f32[16,16]{1,0} dot(%bx, %dg), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   ROOT %r = (f32[8,16]{1,0}, f32[16,16]{1,0}) tuple(%act, %gw)
+}
+'''
+
+# jnp.argmax as JAX lowers it: a variadic (value, index) reduce, which cpu-llvm's compile
+# splits into two emitted reduces; placement must judge it as the compile will run it.
+ARGMAX = '''HloModule argmax
+
+%region (a: f32[], i: s32[], b: f32[], j: s32[]) -> (f32[], s32[]) {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(2)
+  %gt = pred[] compare(%a, %b), direction=GT
+  %ne = pred[] compare(%a, %a), direction=NE
+  %pick = pred[] or(%gt, %ne)
+  %v = f32[] select(%pick, %a, %b)
+  %eq = pred[] compare(%a, %b), direction=EQ
+  %i = s32[] parameter(1)
+  %j = s32[] parameter(3)
+  %lt = pred[] compare(%i, %j), direction=LT
+  %tie = pred[] and(%eq, %lt)
+  %first = pred[] or(%pick, %tie)
+  %k = s32[] select(%first, %i, %j)
+  ROOT %t = (f32[], s32[]) tuple(%v, %k)
+}
+
+ENTRY %main (x: f32[64,100]) -> s32[64] {
+  %x = f32[64,100]{1,0} parameter(0)
+  %io = s32[100]{0} iota(), iota_dimension=0
+  %iota = s32[64,100]{1,0} broadcast(%io), dimensions={1}
+  %ninf = f32[] constant(-inf)
+  %zero = s32[] constant(0)
+  %r = (f32[64]{0}, s32[64]{0}) reduce(%x, %iota, %ninf, %zero), dimensions={1}, to_apply=%region
+  ROOT %idx = s32[64]{0} get-tuple-element(%r), index=1
 }
 '''
 
@@ -193,6 +225,19 @@ if NEXT == 'cpu-llvm':
         close('remat act', os.path.join(out, 'output_0.npy'), act)
         close('remat grad', os.path.join(out, 'output_1.npy'), rx.T @ (rg * act), rtol=1e-4)
         print('ok opt-barrier runs on cpu-llvm')
+
+# An arg-max's variadic reduce stays on cpu-llvm too: its compile splits it into two kernels.
+if NEXT == 'cpu-llvm':
+    ax = rng.uniform(-1, 1, (64, 100)).astype(f32)
+    out = os.path.join(TMP, 'argmax')
+    r = run(['run', write('argmax.hlo', ARGMAX), '--input', save('ax.npy', ax), '--output-dir',
+             out, '--log-partition'], env=dict(os.environ))
+    if expect(r.returncode == 0, f'argmax: exit {r.returncode}: {r.stderr}'):
+        expect('cluster 0: cpu-llvm (' in r.stderr and 'whole module' in r.stderr,
+               f'argmax: not one cpu-llvm cluster: {r.stderr!r}')
+        got = np.load(os.path.join(out, 'output_0.npy'))
+        expect(np.array_equal(got, np.argmax(ax, axis=1)), f'argmax: got {got!r}')
+        print('ok arg-max reduce runs on cpu-llvm')
 
 # (c) a custom-call no plugin runs: one clear line naming it, non-zero exit.
 cc = os.path.join(ROOT, 'tests', 'hlo_corpus', '006_jaxdecomp_pfft3d_f64_customcall.hlo')
