@@ -1,9 +1,10 @@
-// Short contiguous reductions inside an output loop (KernelEmitter::kMinVectorRun): a
-// mixture's per-component distances, each a sum over 16 elements of a row. Unrolled whole,
-// the reduction left LLVM the output's loop to vectorize, reading the runs with gathers; kept
-// a loop, each run is a vector load. Checked against the evaluator on one and two threads:
-// f32 sums over 8, 16 and 17 elements and over the last two dimensions, an f32 maximum with
-// NaN, f64, and an integer sum (not reassociated); and the mixture kernel's IR has no gather.
+// Short contiguous reductions inside an output loop (KernelEmitter::kMinVectorRun to
+// kMaxVectorRun elements): a mixture's per-component distances, each a sum over 16 elements
+// of a row. Unrolled whole, the reduction left LLVM the output's loop to vectorize, reading
+// the runs with gathers; kept a loop, each run is a vector load. Checked against the
+// evaluator on one and two threads: f32 sums over 4, 8, 17, 40 and 100 elements and over the
+// last two dimensions, an f32 maximum with NaN, f64, and an integer sum (not reassociated);
+// and the mixture kernel's IR has no gather.
 #include <cmath>
 #include <limits>
 #include <random>
@@ -105,7 +106,8 @@ TEST(ShortRowReduction, MixtureDistancesReadRunsWithoutGathers) {
 
 TEST(ShortRowReduction, RunLengths) {
   for (int d : {8, 17, 40}) Check(Distances(256, 24, d));
-  Check(Distances(256, 24, 4));  // below kMinVectorRun: unrolled as before
+  Check(Distances(256, 24, 4));   // below kMinVectorRun: unrolled as before
+  Check(Distances(128, 8, 100));  // above kMaxVectorRun: vectorized along the run as before
 }
 
 TEST(ShortRowReduction, DoubleAndInteger) {

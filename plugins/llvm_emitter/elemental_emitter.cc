@@ -1736,10 +1736,12 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
     // A short contiguous run reduced inside an output loop stays a loop: unrolled whole (a
     // mixture's 16 distances per component), it left the vectorizer the output's loop, which
     // read the run's elements with gathers; kept, the run is a vector load and a horizontal sum.
-    // This reduce's loops close last, innermost first (loops of its input's cone close
-    // inside them).
+    // (Only short runs: unroll.disable also stops the vectorizer interleaving a long run's
+    // sum into several accumulators.) This reduce's loops close last, innermost first (loops
+    // of its input's cone close inside them).
     if (latches.size() >= reduced_dims.size() && (reassociate || minmax) &&
-        reduced[in_dims.size() - 1] && in_dims.back() >= kMinVectorRun && !loops_.empty())
+        reduced[in_dims.size() - 1] && in_dims.back() >= kMinVectorRun &&
+        in_dims.back() <= kMaxVectorRun && !loops_.empty())
       DisableUnroll(latches[latches.size() - reduced_dims.size()]);
   }
   llvm::Value* result = b_.CreateLoad(init->getType(), acc);

@@ -167,6 +167,7 @@ class KernelEmitter {
   absl::Status EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
                         const std::function<absl::Status(llvm::Value*)>& body, bool keep = false);
   void DisableUnroll(llvm::BranchInst* latch);
+
   // A float sum over `dims` in blocks of about kSumBlock elements: each block is summed from
   // -0 by `add` (vectorized into lanes) and then added to `acc`. One f32 accumulator stops
   // growing at 2^24 ones; blocks bound the error by one block's plus the chain of block sums.
@@ -176,8 +177,9 @@ class KernelEmitter {
       const std::function<absl::Status(const Index&, llvm::AllocaInst*)>& add,
       llvm::Value* outer_lo, llvm::Value* outer_hi);
   static constexpr int64_t kSumBlock = 4096;
-  // A reduced minor dimension at least this long is vectorized along itself (EmitReduce).
-  static constexpr int64_t kMinVectorRun = 8;
+  // A reduced minor dimension of this many elements is vectorized along itself (EmitReduce).
+  // Longer runs are anyway: LLVM does not unroll them whole before vectorizing.
+  static constexpr int64_t kMinVectorRun = 8, kMaxVectorRun = 64;
   // With `outer_lo`/`outer_hi`, dimension 0 runs over that range instead of [0, dims[0]).
   // With `keep_outer_loops`, every loop but the innermost stays a loop (EmitLoop's `keep`).
   absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
