@@ -5,9 +5,9 @@
 #include "hlo/evaluator/custom_call_handlers.h"
 #include "hlo/evaluator/support.h"
 #include "hlo/opcode.h"
-#include "hlo/text/parser.h"
 #include "plugins/common/host_plugin.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
+#include "plugins/cpu_llvm/scatter_rows.h"
 #include "plugins/kernel_plan/kernel_fusion.h"
 
 namespace kiln::cpu {
@@ -28,49 +28,48 @@ class JitProgram : public plugin_support::HostProgram {
   std::shared_ptr<const CpuExecutable> exe_;
 };
 
-// Whether cpu-llvm runs a step of its plan. Collectives and custom-calls with a host handler
-// (ABI 1.5) are claimed: on the evaluator they only move bytes through the run's transport or
-// call the handler, as they would on the interpreter, without a cluster boundary around them.
-// An opt-barrier is claimed too: the compile removes it (ExpandForPlanning), and without
-// fusion the evaluator forwards its operand, no computation either way.
+// Whether cpu-llvm runs a step of its plan. Row scatters run natively (scatter_rows.h), on
+// an evaluator step. Collectives and custom-calls with a host handler (ABI 1.5) are claimed:
+// on the evaluator they only move bytes through the run's transport or call the handler, as
+// they would on the interpreter, without a cluster boundary around them. An opt-barrier is
+// claimed too: the compile removes it (ExpandForPlanning), and without fusion the evaluator
+// forwards its operand, no computation either way.
 bool Claimed(const Step& step) {
   if (step.kind != Disposition::kEvaluator) return true;
   const HloInstruction& h = *step.instr;
   const bool host_call =
       h.opcode() == HloOpcode::kCustomCall && HasCustomCallHandler(h.attrs().custom_call_target);
-  return h.opcode() == HloOpcode::kOptimizationBarrier ||
+  return h.opcode() == HloOpcode::kOptimizationBarrier || IsRowScatter(h) ||
          ((IsCollectiveOpcode(h.opcode()) || host_call) &&
           !EvaluatorUnsupportedReason(h).has_value());
 }
 
-// The plan of a copy of the module after the compile's expanders, by instruction name: the
-// names it leaves to the evaluator, the names it has, and whether an instruction the
-// expanders added went to the evaluator.
-struct ExpandedVerdicts {
+// The plan the compile makes (MakeFusedPlan: after its expanders and fusion), by instruction
+// name: the names it leaves to the evaluator, the names its module has (inside fusions too),
+// and whether an instruction the compile added went to the evaluator.
+struct CompiledVerdicts {
   bool valid = false;
   absl::flat_hash_set<std::string> names, declined;
   bool added_declined = false;
 
-  // An instruction the expansion kept is judged by its own verdict; one it replaced, by
-  // whether everything it added runs natively.
+  // An instruction the compile kept is judged by its own verdict; one it replaced (an
+  // arg-max's variadic reduce, a complex dot), by whether everything it added runs natively.
   bool Claims(const std::string& name) const {
     if (!valid) return false;
     return names.contains(name) ? !declined.contains(name) : !added_declined;
   }
 };
 
-ExpandedVerdicts JudgeExpanded(const HloModule& module) {
-  ExpandedVerdicts v;
-  absl::StatusOr<std::unique_ptr<HloModule>> copy =
-      ParseHloModule(module.ToString(), module.name());
-  if (!copy.ok() || !ExpandForPlanning(**copy).ok()) return v;
+CompiledVerdicts JudgeCompiled(const HloModule& module) {
+  CompiledVerdicts v;
+  absl::StatusOr<Plan> plan = MakeFusedPlan(module, CpuPlanOptions());
+  if (!plan.ok() || plan->fused_module == nullptr) return v;
   absl::flat_hash_set<std::string> original;
   for (const HloComputation* c : module.computations())
     for (const HloInstruction* h : c->instructions()) original.insert(h->name());
-  Plan plan = MakePlan(**copy, CpuPlanOptions());
-  for (const HloComputation* c : (*copy)->computations())
+  for (const HloComputation* c : plan->fused_module->computations())
     for (const HloInstruction* h : c->instructions()) v.names.insert(h->name());
-  for (const Step& step : plan.steps) {
+  for (const Step& step : plan->steps) {
     if (Claimed(step)) continue;
     v.declined.insert(step.instr->name());
     v.added_declined = v.added_declined || !original.contains(step.instr->name());
@@ -85,18 +84,18 @@ class CpuLlvmBackend : public plugin_support::HostBackend {
 
   // Supported = compiled to native code (or pure bookkeeping, or generated inside a user's
   // kernel); what the executable would hand to its evaluator fallback is unsupported, with why.
-  // An instruction the evaluator would run as given is judged as the compile plans it, after
-  // its expanders (ExpandForPlanning): an arg-max's variadic reduce is two emitted reduces.
+  // An instruction the evaluator would run as given is judged as the compile plans it
+  // (JudgeCompiled): an arg-max's variadic reduce is two emitted reduces there.
   void Capability(
       const HloModule& module,
       const std::function<void(const HloInstruction&, const std::string*)>& report) override {
     Plan plan = MakePlan(module, CpuPlanOptions());
     bool declines = false;
     for (const Step& step : plan.steps) declines = declines || !Claimed(step);
-    ExpandedVerdicts expanded;
-    if (declines) expanded = JudgeExpanded(module);
+    CompiledVerdicts compiled;
+    if (declines) compiled = JudgeCompiled(module);
     for (const Step& step : plan.steps) {
-      const bool claimed = Claimed(step) || expanded.Claims(step.instr->name());
+      const bool claimed = Claimed(step) || compiled.Claims(step.instr->name());
       report(*step.instr, claimed ? nullptr : &step.why);
     }
     for (const auto& [instr, d] : plan.dispositions)

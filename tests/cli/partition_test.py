@@ -4,7 +4,7 @@
 usage: partition_test.py KILN TEST_PLUGIN_DIR SOURCE_ROOT HAVE_CPU_LLVM(0|1)
 `kiln run --device auto` splits a module between test-elementwise and the next plugin,
 sends a reduce-precision cpu-llvm declines to the interpreter, keeps an opt-barrier (what
-jax.checkpoint writes) and an arg-max's variadic reduce on cpu-llvm, names an instruction no plugin runs;
+jax.checkpoint writes), an arg-max's variadic reduce and a row scatter on cpu-llvm, names an instruction no plugin runs;
 `kiln graph run` places nodes per capability and draws the clusters as SVG/HTML. Every
 value is checked against NumPy.
 """
@@ -118,6 +118,26 @@ ENTRY %main (x: f32[64,100]) -> s32[64] {
   %zero = s32[] constant(0)
   %r = (f32[64]{0}, s32[64]{0}) reduce(%x, %iota, %ninf, %zero), dimensions={1}, to_apply=%region
   ROOT %idx = s32[64]{0} get-tuple-element(%r), index=1
+}
+'''
+
+# jax.ops.segment_sum as JAX lowers it: a scatter-add of rows, which cpu-llvm runs natively
+# (scatter_rows.h) on what its plan calls an evaluator step.
+SEGMENT_SUM = '''HloModule segment_sum
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %main (d: f32[300,8], s: s32[300]) -> f32[20,8] {
+  %zero = f32[] constant(0)
+  %table = f32[20,8]{1,0} broadcast(%zero), dimensions={}
+  %s = s32[300]{0} parameter(1)
+  %idx = s32[300,1]{1,0} reshape(%s)
+  %d = f32[300,8]{1,0} parameter(0)
+  ROOT %r = f32[20,8]{1,0} scatter(%table, %idx, %d), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add
 }
 '''
 
@@ -238,6 +258,19 @@ if NEXT == 'cpu-llvm':
         got = np.load(os.path.join(out, 'output_0.npy'))
         expect(np.array_equal(got, np.argmax(ax, axis=1)), f'argmax: got {got!r}')
         print('ok arg-max reduce runs on cpu-llvm')
+    sd = rng.uniform(-1, 1, (300, 8)).astype(f32)
+    ss = rng.integers(0, 20, 300).astype(np.int32)
+    want = np.zeros((20, 8), f32)
+    np.add.at(want, ss, sd)
+    out = os.path.join(TMP, 'segment_sum')
+    r = run(['run', write('segment_sum.hlo', SEGMENT_SUM), '--input', save('sd.npy', sd),
+             '--input', save('ss.npy', ss), '--output-dir', out, '--log-partition'],
+            env=dict(os.environ))
+    if expect(r.returncode == 0, f'segment_sum: exit {r.returncode}: {r.stderr}'):
+        expect('cluster 0: cpu-llvm (' in r.stderr and 'whole module' in r.stderr,
+               f'segment_sum: not one cpu-llvm cluster: {r.stderr!r}')
+        close('segment_sum', os.path.join(out, 'output_0.npy'), want)
+        print('ok row scatter runs on cpu-llvm')
 
 # (c) a custom-call no plugin runs: one clear line naming it, non-zero exit.
 cc = os.path.join(ROOT, 'tests', 'hlo_corpus', '006_jaxdecomp_pfft3d_f64_customcall.hlo')
