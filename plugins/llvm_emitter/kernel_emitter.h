@@ -247,6 +247,7 @@ class KernelEmitter {
   absl::StatusOr<llvm::Value*> EmitBinary(HloOpcode op, const HloInstruction* h, PT t,
                                           llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitMax(PT t, llvm::Value* a, llvm::Value* b, bool is_max);
+  llvm::Value* EmitPow(llvm::Value* a, llvm::Value* b);
   // Complex values (complex_emitter.cc): a {re, im} pair of floats or doubles. The unary and
   // binary ops that take or make one (CanEmitComplex lists them).
   absl::StatusOr<llvm::Value*> EmitComplexUnary(const HloInstruction* h, llvm::Value* x);
