@@ -32,7 +32,7 @@ class JitProgram : public plugin_support::HostProgram {
 // an evaluator step. Collectives and custom-calls with a host handler (ABI 1.5) are claimed:
 // on the evaluator they only move bytes through the run's transport or call the handler, as
 // they would on the interpreter, without a cluster boundary around them. An opt-barrier is
-// claimed too: the compile removes it (ExpandForPlanning), and without fusion the evaluator
+// claimed too: the compile removes it (MakeFusedPlan), and without fusion the evaluator
 // forwards its operand, no computation either way.
 bool Claimed(const Step& step) {
   if (step.kind != Disposition::kEvaluator) return true;

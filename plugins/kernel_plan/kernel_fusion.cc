@@ -63,6 +63,10 @@ absl::StatusOr<bool> KernelFusion::Run(HloModule& module) {
   return changed;
 }
 
+namespace {
+
+// The rewrites MakeFusedPlan runs before fusion: opt-barriers removed (then CSE), and the
+// expanders that turn what the evaluator would run into kernels or GEMMs.
 absl::Status ExpandForPlanning(HloModule& module) {
   // Barriers go first (this backend does not trade memory for recomputation): a value
   // jax.checkpoint recomputes behind one is then the forward's own, computed once.
@@ -91,6 +95,8 @@ absl::Status ExpandForPlanning(HloModule& module) {
   }
   return absl::OkStatus();
 }
+
+}  // namespace
 
 absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& options,
                                    std::string_view module_text) {

@@ -26,13 +26,6 @@ class KernelFusion : public HloPass {
   PlanOptions options_;
 };
 
-// The rewrites MakeFusedPlan runs before fusion: opt-barriers removed (then CSE), and the
-// expanders that turn what the evaluator would run into kernels or GEMMs (an arg-max's
-// variadic reduce, a running sum's reduce-window, a cheap conditional, scaled and ragged dots,
-// a depthwise filter gradient). A capability check runs them too, to judge what the compile
-// will run.
-absl::Status ExpandForPlanning(HloModule& module);
-
 // Plans `module` with its fusion decided as HLO first: kernel-fusion on a copy, which the
 // plan keeps (Plan::fused_module), then MakePlan with fuse_unfused = false. With
 // options.fuse_unfused false it is MakePlan. `module_text`, when given, is

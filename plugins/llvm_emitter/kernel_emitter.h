@@ -167,7 +167,6 @@ class KernelEmitter {
   absl::Status EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
                         const std::function<absl::Status(llvm::Value*)>& body, bool keep = false);
   void DisableUnroll(llvm::BranchInst* latch);
-
   // A float sum over `dims` in blocks of about kSumBlock elements: each block is summed from
   // -0 by `add` (vectorized into lanes) and then added to `acc`. One f32 accumulator stops
   // growing at 2^24 ones; blocks bound the error by one block's plus the chain of block sums.
