@@ -193,6 +193,31 @@ TEST(ColumnReduction, KeptLeadingDimensionSplitsAcrossThreads) {
         1, {}, 1);
 }
 
+TEST(ColumnReduction, SiblingsOverTheSameRowsShareOnePass) {
+  // A Dice loss: p = softmax over 4 classes, sums over the pixels of p * t, p and t into
+  // [B, 4], then one scalar. The three sums (and a maximum beside them) accumulate in one pass
+  // over the pixels, each into its own accumulator from its own init value. The [B, 4]
+  // quotient is computed into memory before its sum, so that the pass splits along B.
+  Check("x: f32[4,64,64,4], t: f32[4,64,64,4]", "f32[]",
+        "  %x = f32[4,64,64,4] parameter(0)\n  %t = f32[4,64,64,4] parameter(1)\n"
+        "  %z = f32[] constant(0)\n  %ninf = f32[] constant(-inf)\n"
+        "  %mx = f32[4,64,64] reduce(%x, %ninf), dimensions={3}, to_apply=%max\n"
+        "  %mb = f32[4,64,64,4] broadcast(%mx), dimensions={0,1,2}\n"
+        "  %d = f32[4,64,64,4] subtract(%x, %mb)\n  %e = f32[4,64,64,4] exponential(%d)\n"
+        "  %se = f32[4,64,64] reduce(%e, %z), dimensions={3}, to_apply=%add\n"
+        "  %sb = f32[4,64,64,4] broadcast(%se), dimensions={0,1,2}\n"
+        "  %p = f32[4,64,64,4] divide(%e, %sb)\n"
+        "  %pt = f32[4,64,64,4] multiply(%p, %t)\n"
+        "  %inter = f32[4,4] reduce(%pt, %z), dimensions={1,2}, to_apply=%add\n"
+        "  %sp = f32[4,4] reduce(%p, %z), dimensions={1,2}, to_apply=%add\n"
+        "  %st = f32[4,4] reduce(%t, %z), dimensions={1,2}, to_apply=%add\n"
+        "  %mt = f32[4,4] reduce(%t, %ninf), dimensions={1,2}, to_apply=%max\n"
+        "  %spt = f32[4,4] add(%sp, %st)\n  %den = f32[4,4] add(%spt, %mt)\n"
+        "  %q = f32[4,4] divide(%inter, %den)\n"
+        "  ROOT %r = f32[] reduce(%q, %z), dimensions={0,1}, to_apply=%add\n",
+        1, {}, 1);
+}
+
 TEST(ColumnReduction, LargeReductionsOfDimensionZeroRunInParts) {
   // x.mean(axis=0) of f32[8192,64]: 16 parts of the rows, each into its own accumulator,
   // folded in order, then the epilogue.

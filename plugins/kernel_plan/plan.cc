@@ -248,6 +248,35 @@ int64_t PartitionedColumnExtent(const llvm_emit::KernelSpec& spec) {
   return large ? first.dimensions(0) : -1;
 }
 
+// True when a reduce over `h`'s dimension 0 reads it while `h`'s cone (what could be generated
+// inline with it) holds a large column reduction of `h`'s dimensions that keeps dimension 0.
+// In one kernel with that reduce, the accumulation would run on one thread (a Dice loss's
+// per-sample sums over pixels, then their mean over the batch); computed into memory, `h`'s
+// kernel splits along dimension 0.
+bool FeedsBatchReduceOfColumns(const HloInstruction* h,
+                               const absl::flat_hash_set<const HloInstruction*>& emittable) {
+  if (!h->shape().IsArray() || h->shape().rank() == 0) return false;
+  bool reduced_over_0 = false;
+  for (const HloInstruction* u : h->users())
+    reduced_over_0 |= u->opcode() == HloOpcode::kReduce && u->operand(0) == h &&
+                      absl::c_linear_search(u->dimensions(), int64_t{0});
+  if (!reduced_over_0) return false;
+  constexpr int kMaxVisited = 256;  // a bounded look: this runs inside the fusion decision
+  absl::flat_hash_set<const HloInstruction*> seen;
+  std::vector<const HloInstruction*> stack = {h};
+  while (!stack.empty() && static_cast<int>(seen.size()) < kMaxVisited) {
+    const HloInstruction* x = stack.back();
+    stack.pop_back();
+    if (!emittable.contains(x) || !seen.insert(x).second) continue;
+    if (x != h && llvm_emit::IsPartitionedColumnReduction(*x) &&
+        Elements(x->operand(0)->shape()) >= kColumnMinInput &&
+        x->shape().dimensions() == h->shape().dimensions())
+      return true;
+    for (const HloInstruction* o : x->operands()) stack.push_back(o);
+  }
+  return false;
+}
+
 // Marks the kernel's outer loop as partitionable when every output has the same leading
 // dimension (of at least 2), and fills the step's extent and work. A large reduction to a
 // scalar is split into parts instead.
@@ -556,6 +585,7 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
     if (!options.fuse_unfused || h == entry->root() || h->user_count() == 0) return true;
     for (const HloInstruction* u : h->users())
       if (!emittable.contains(u)) return true;
+    if (options.accumulate_columns && FeedsBatchReduceOfColumns(h, emittable)) return true;
     if (h->opcode() == HloOpcode::kReduce && options.inline_row_reductions &&
         (options.row_reduction_filter == nullptr || options.row_reduction_filter(*h))) {
       // A large reduction to a scalar gets a kernel of its own (reduced in parts, in

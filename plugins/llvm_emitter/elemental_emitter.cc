@@ -2343,62 +2343,116 @@ absl::Status KernelEmitter::EmitUpdateInPlace(llvm::Value* out, llvm::Value* beg
       begin, end);
 }
 
+namespace {
+// True when `r` and `s` reduce inputs of one shape over the same dimensions: one pass over
+// the rows can accumulate both.
+bool SameColumnRows(const HloInstruction& r, const HloInstruction& s) {
+  return r.operand(0)->shape().dimensions() == s.operand(0)->shape().dimensions() &&
+         r.dimensions() == s.dimensions() && r.shape().element_type() == s.shape().element_type();
+}
+
+// True when `h`'s cone, below the kernel's inputs, contains one of `targets`.
+bool ConeContains(const HloInstruction* h, const std::vector<const HloInstruction*>& targets,
+                  const std::vector<const HloInstruction*>& inputs) {
+  absl::flat_hash_set<const HloInstruction*> seen(inputs.begin(), inputs.end());
+  std::vector<const HloInstruction*> stack = {h};
+  while (!stack.empty()) {
+    const HloInstruction* x = stack.back();
+    stack.pop_back();
+    if (!seen.insert(x).second) continue;
+    if (absl::c_linear_search(targets, x)) return true;
+    for (const HloInstruction* o : x->operands()) stack.push_back(o);
+  }
+  return false;
+}
+}  // namespace
+
 absl::Status KernelEmitter::EmitColumnReductions(llvm::Value* lo, llvm::Value* hi) {
   if (spec_.reduce_parts > 0) return EmitColumnParts();
   // The kernel's column reductions in post-order: one inside another one's input is
-  // accumulated first. A partitioned kernel accumulates the rows of its range of dimension 0,
-  // which its reductions keep, into that range of accumulators.
-  for (const HloInstruction* r : ColumnReductionsOf(
-           spec_, lo != nullptr ? IsPartitionedColumnReduction : IsColumnReduction)) {
-    const ColumnLayout layout = ColumnLayoutOf(*r);
-    llvm::Type* st = StorageType(r->shape().element_type(), ctx_);
-    llvm::AllocaInst* acc = EntryAlloca(
-        llvm::ArrayType::get(st, static_cast<uint64_t>(layout.elements)), r->name() + ".columns");
+  // accumulated first. Consecutive ones over the same rows that do not read each other share
+  // one pass (a Dice loss sums p * t, p and t, each p a softmax, over the same pixels). A
+  // partitioned kernel accumulates the rows of its range of dimension 0, which its
+  // reductions keep, into that range of accumulators.
+  const std::vector<const HloInstruction*> columns =
+      ColumnReductionsOf(spec_, lo != nullptr ? IsPartitionedColumnReduction : IsColumnReduction);
+  for (size_t first = 0; first < columns.size();) {
+    std::vector<const HloInstruction*> members = {columns[first]};
+    size_t next = first + 1;
+    for (; next < columns.size(); ++next) {
+      if (!SameColumnRows(*columns[first], *columns[next]) ||
+          ConeContains(columns[next]->operand(0), members, spec_.inputs))
+        break;
+      members.push_back(columns[next]);
+    }
+    first = next;
     PushScope();
-    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * init, Element(r->operand(1), Index{{}, C64(0)}));
-    absl::Status st_acc = AccumulateColumns(r, layout, acc, init, lo, hi);
-    absl::StatusOr<llvm::Value*> result =
-        st_acc.ok() ? FoldColumns(r, layout, acc, init, lo, hi) : st_acc;
+    std::vector<ColumnAccumulator> group;
+    for (const HloInstruction* r : members) {
+      ColumnAccumulator c{r, ColumnLayoutOf(*r), nullptr, nullptr};
+      c.acc = EntryAlloca(llvm::ArrayType::get(StorageType(r->shape().element_type(), ctx_),
+                                               static_cast<uint64_t>(c.layout.elements)),
+                          r->name() + ".columns");
+      absl::StatusOr<llvm::Value*> init = Element(r->operand(1), Index{{}, C64(0)});
+      if (!init.ok()) {
+        PopScope();
+        return init.status();
+      }
+      c.init = *init;
+      group.push_back(std::move(c));
+    }
+    absl::Status status = AccumulateColumns(group, lo, hi);
+    std::vector<llvm::Value*> results;
+    for (const ColumnAccumulator& c : group) {
+      if (!status.ok()) break;
+      absl::StatusOr<llvm::Value*> result = FoldColumns(c.reduce, c.layout, c.acc, c.init, lo, hi);
+      status = result.status();
+      if (result.ok()) results.push_back(*result);
+    }
     PopScope();
-    if (!result.ok()) return result.status();
-    input_ptrs_[r] = *result;  // the output loop reads it like an input
+    KILN_EMIT_RETURN_IF_ERROR(status);
+    for (size_t k = 0; k < group.size(); ++k)
+      input_ptrs_[group[k].reduce] = results[k];  // the output loop reads it like an input
   }
   return absl::OkStatus();
 }
 
-absl::Status KernelEmitter::AccumulateColumns(const HloInstruction* r, const ColumnLayout& layout,
-                                              llvm::Value* acc, llvm::Value* init, llvm::Value* lo,
-                                              llvm::Value* hi) {
-  const HloInstruction* input = r->operand(0);
-  const std::vector<int64_t>& in = input->shape().dimensions();
-  PT t = r->shape().element_type();
+absl::Status KernelEmitter::AccumulateColumns(const std::vector<ColumnAccumulator>& group,
+                                              llvm::Value* lo, llvm::Value* hi) {
+  const HloInstruction* first = group.front().reduce;
+  const std::vector<int64_t>& in = first->operand(0)->shape().dimensions();
+  PT t = first->shape().element_type();
   llvm::Type* st = StorageType(t, ctx_);
-  // With a range of dimension 0 that the reduction keeps, only that range of accumulators.
-  const bool keeps_0 = !absl::c_linear_search(r->dimensions(), int64_t{0});
-  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
-      layout.acc_dims, r->name() + ".init",
-      [&](const Index& k) -> absl::Status {
-        b_.CreateStore(ToStorage(init, t), b_.CreateInBoundsGEP(st, acc, k.linear));
-        return absl::OkStatus();
-      },
-      keeps_0 ? lo : nullptr, keeps_0 ? hi : nullptr));
+  // With a range of dimension 0 that the reductions keep, only that range of accumulators.
+  const bool keeps_0 = !absl::c_linear_search(first->dimensions(), int64_t{0});
+  for (const ColumnAccumulator& c : group)
+    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+        c.layout.acc_dims, c.reduce->name() + ".init",
+        [&](const Index& k) -> absl::Status {
+          b_.CreateStore(ToStorage(c.init, t), b_.CreateInBoundsGEP(st, c.acc, k.linear));
+          return absl::OkStatus();
+        },
+        keeps_0 ? lo : nullptr, keeps_0 ? hi : nullptr));
   // The input in memory order, each element combined into its accumulator: the inner loop
   // walks memory contiguously and updates a run of accumulators (vectorized across them).
+  const ColumnLayout& layout = group.front().layout;  // the same for every member
   std::vector<llvm::BranchInst*> latches;
   latch_sink_ = &latches;
   absl::Status rows = EmitLoopNest(
-      in, r->name() + ".rows",
+      in, first->name() + ".rows",
       [&](const Index& i) -> absl::Status {
         Index k;
         for (size_t d = 0; d < in.size(); ++d)
           if (layout.in_acc[d]) k.multi.push_back(i.multi[d]);
         k.linear = Linear(k, layout.acc_dims);
-        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, i));
-        llvm::Value* p = b_.CreateInBoundsGEP(st, acc, k.linear);
-        KILN_EMIT_ASSIGN_OR_RETURN(
-            llvm::Value * next,
-            EmitScalarCall(r->to_apply(), {ToCompute(b_.CreateLoad(st, p), t), v}));
-        b_.CreateStore(ToStorage(next, t), p);
+        for (const ColumnAccumulator& c : group) {
+          KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(c.reduce->operand(0), i));
+          llvm::Value* p = b_.CreateInBoundsGEP(st, c.acc, k.linear);
+          KILN_EMIT_ASSIGN_OR_RETURN(
+              llvm::Value * next,
+              EmitScalarCall(c.reduce->to_apply(), {ToCompute(b_.CreateLoad(st, p), t), v}));
+          b_.CreateStore(ToStorage(next, t), p);
+        }
         return absl::OkStatus();
       },
       lo, hi);
@@ -2478,7 +2532,7 @@ absl::Status KernelEmitter::EmitColumnParts() {
     PushScope();
     absl::StatusOr<llvm::Value*> init = Element(r->operand(1), Index{{}, C64(0)});
     absl::Status st_acc =
-        init.ok() ? AccumulateColumns(r, layout, acc, *init, lo, hi) : init.status();
+        init.ok() ? AccumulateColumns({{r, layout, acc, *init}}, lo, hi) : init.status();
     PopScope();
     return st_acc;
   }));

@@ -140,6 +140,14 @@ struct ColumnLayout {
 };
 ColumnLayout ColumnLayoutOf(const HloInstruction& reduce);
 
+// One column reduction being accumulated: its layout, its accumulator and its init value.
+struct ColumnAccumulator {
+  const HloInstruction* reduce;
+  ColumnLayout layout;
+  llvm::Value* acc;
+  llvm::Value* init;
+};
+
 // The reductions of the kernel's cone that `accepts`, operands first.
 std::vector<const HloInstruction*> ColumnReductionsOf(const KernelSpec& spec,
                                                       bool (*accepts)(const HloInstruction&));
@@ -274,11 +282,11 @@ class KernelEmitter {
   // buffer the output loop reads (as an input). With `lo`/`hi` (a partitioned kernel), only
   // the rows and accumulators of that range of dimension 0.
   absl::Status EmitColumnReductions(llvm::Value* lo, llvm::Value* hi);
-  // Combines each element of `r`'s input (rows [lo, hi) of dimension 0 when given) into the
-  // accumulator `acc` (layout's elements), after setting it to `init` (the range of it, when
-  // `r` keeps dimension 0).
-  absl::Status AccumulateColumns(const HloInstruction* r, const ColumnLayout& layout,
-                                 llvm::Value* acc, llvm::Value* init, llvm::Value* lo,
+  // Combines each element of the reductions' input (one shape, reduced over the same
+  // dimensions; rows [lo, hi) of dimension 0 when given) into each one's accumulator, after
+  // setting it to its init value (the range of it, when the reductions keep dimension 0).
+  // One pass over the rows: what their inputs share is generated once per element.
+  absl::Status AccumulateColumns(const std::vector<ColumnAccumulator>& group, llvm::Value* lo,
                                  llvm::Value* hi);
   // `r`'s result from its accumulator: `acc` itself, or a buffer of each result element's
   // run of accumulators folded (result rows [lo, hi) when given).
