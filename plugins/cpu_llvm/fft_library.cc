@@ -247,26 +247,40 @@ void Real(const R* in, std::complex<R>* out, int64_t rows, int64_t n, ThreadPool
   });
 }
 
-// The half spectrum (n/2 + 1 values) extended by Hermitian symmetry, inverted, real parts.
+// The half spectrum X (m + 1 values, m = n/2) inverted through n/2 complex values, Real's
+// steps backwards: with E[k] = (X[k] + conj X[m-k]) / 2 and O[k] = W^-k (X[k] - conj X[m-k]) / 2,
+// W = exp(-2 pi i / n), z = IFFT_m(E + i O) holds z[j] = x[2j] + i x[2j+1]. The imaginary parts
+// of X[0] and X[m] are dropped, as the inverse of the whole Hermitian spectrum drops them.
 template <typename R>
 void InverseReal(const std::complex<R>* in, R* out, int64_t rows, int64_t n, ThreadPool* pool) {
-  const int64_t half = n / 2 + 1;
-  const Radix2<R> t(n, 1);
-  const R scale = static_cast<R>(1.0 / static_cast<double>(n));
-  ForBlocks<R>(pool, rows, n, [&](int64_t first, int lanes, R* re, R* im) {
+  using C = std::complex<R>;
+  const int64_t m = n / 2, half = m + 1;
+  const Radix2<R> t(m, 1);
+  const R scale = static_cast<R>(1.0 / static_cast<double>(m));
+  std::vector<C> w(m);  // W^-k
+  for (int64_t k = 0; k < m; ++k) {
+    const double angle = 2 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(n);
+    w[k] = C(static_cast<R>(std::cos(angle)), static_cast<R>(std::sin(angle)));
+  }
+  ForBlocks<R>(pool, rows, m, [&](int64_t first, int lanes, R* re, R* im) {
     const int count = static_cast<int>(std::min<int64_t>(lanes, rows - first));
     for (int l = 0; l < count; ++l) {
-      const std::complex<R>* x = in + (first + l) * half;
-      for (int64_t k = 0; k < n; ++k) {
-        const std::complex<R> v = k < half ? x[k] : std::conj(x[n - k]);
-        re[t.Slot(k) * lanes + l] = v.real();
-        im[t.Slot(k) * lanes + l] = v.imag();
+      const C* x = in + (first + l) * half;
+      for (int64_t k = 0; k < m; ++k) {
+        const C a = k == 0 ? C(x[0].real(), 0) : x[k];
+        const C b = k == 0 ? C(x[m].real(), 0) : std::conj(x[m - k]);
+        const C e = (a + b) * R(0.5), o = (a - b) * R(0.5) * w[k];
+        re[t.Slot(k) * lanes + l] = e.real() - o.imag();
+        im[t.Slot(k) * lanes + l] = e.imag() + o.real();
       }
     }
     t.Run(re, im, lanes);
     for (int l = 0; l < count; ++l) {
       R* y = out + (first + l) * n;
-      for (int64_t k = 0; k < n; ++k) y[k] = re[k * lanes + l] * scale;
+      for (int64_t j = 0; j < m; ++j) {
+        y[2 * j] = re[j * lanes + l] * scale;
+        y[2 * j + 1] = im[j * lanes + l] * scale;
+      }
     }
   });
 }

@@ -106,6 +106,11 @@ TEST(FftLibrary, MatchesTheEvaluator) {
   }
   // Many rows: split across the pool.
   EXPECT_TRUE(Compare("f32[300,256]", "c64[300,129]", "RFFT", {256}, 2, 1e-6));
+  // One row (transformed alone, not in a block of lanes), and one long enough that a block
+  // would not stay in cache.
+  EXPECT_TRUE(Compare("c64[33]", "f32[64]", "IRFFT", {64}, 1, 1e-6));
+  EXPECT_TRUE(Compare("c128[1,32769]", "f64[1,65536]", "IRFFT", {65536}, 2, 1e-14));
+  EXPECT_TRUE(Compare("c64[2,32769]", "f32[2,65536]", "IRFFT", {65536}, 2, 1e-6));
 }
 
 TEST(FftLibrary, SeveralDimensionsMatchTheEvaluator) {
