@@ -53,12 +53,20 @@ static bool Parallel(const KernelContext& context, const Step& step) {
          step.work >= context.parallel_min_work;
 }
 
+// A kernel of at least this much work (Step::work: about a millisecond on one core) may stay
+// on the pool while other processes contend for the cores (ThreadPool::ParallelFor's
+// large_cost, which tries both ways): on the caller alone it gets one core when lucky and
+// half of one when the scheduler keeps it beside a busy process (layernorm+GELU
+// f32[8192,768] beside two busy processes: about 3 ms or 7 ms a run, by the process).
+constexpr int64_t kLargeKernelWork = int64_t{1} << 23;
+
 void CallKernel(const KernelContext& context, const Step& step, void** table) {
   const KernelFn fn = (*context.kernels)[step.kernel];
   const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
   if (Parallel(context, step)) {
-    context.pool->ParallelFor(extent,
-                              [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); });
+    context.pool->ParallelFor(
+        extent, [fn, table](int64_t begin, int64_t end) { fn(table, begin, end); }, 0,
+        /*even=*/true, step.work >= kLargeKernelWork ? step.work : 0);
   } else {
     fn(table, 0, extent);
   }
