@@ -139,5 +139,31 @@ ENTRY %main (x: f32[128,8,4,16]) -> f32[128,8] {
 )");
 }
 
+// Strided windows over a contiguous run of the minor dimension, inside the input: a moving
+// average of 64 every 16 (jax.lax.reduce_window, VALID) and a maximum of 33 every 8. Unrolled
+// whole, each window left the vectorizer the output's loop, reading with gathers.
+std::string Window(const std::string& reducer, const std::string& init, int size, int stride,
+                   const std::string& pad = "0_0x0_0") {
+  const int in = 1024, out = (in - size) / stride + 1;
+  const std::string o = pad == "0_0x0_0" ? std::to_string(out) : std::to_string(in / stride);
+  return std::string("HloModule window\n") + kReducers +
+         "ENTRY %main (x: f32[32,1024]) -> f32[32," + o +
+         "] {\n  %x = f32[32,1024] parameter(0)\n" + "  %z = f32[] constant(" + init +
+         ")\n  ROOT %r = f32[32," + o + "] reduce-window(%x, %z), window={size=1x" +
+         std::to_string(size) + " stride=1x" + std::to_string(stride) + " pad=" + pad +
+         "}, to_apply=%" + reducer + "\n}\n";
+}
+
+TEST(ShortRowReduction, WindowsAlongTheMinorDimensionReadWithoutGathers) {
+  std::string ir = Check(Window("add", "0", 64, 16));
+  EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+  ir = Check(Window("max", "-inf", 33, 8));
+  EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+  Check(Window("max", "-inf", 33, 1));  // stride 1: vectorized across the outputs, as before
+  // Padded (positions outside the input skipped): the bounds-tested form, as before.
+  Check(Window("add", "0", 16, 1, "0_0x7_8"));
+  Check(Window("add", "0", 4, 2));  // below kMinVectorRun
+}
+
 }  // namespace
 }  // namespace kiln::cpu

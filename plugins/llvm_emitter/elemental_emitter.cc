@@ -2003,31 +2003,63 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduceWindow(const HloInstructio
   llvm::AllocaInst* acc = EntryAlloca(init->getType(), h->name() + ".acc");
   b_.CreateStore(init, acc);
   bool reassociate = ReassociableReducer(*h);
-  KILN_EMIT_RETURN_IF_ERROR(
-      EmitLoopNest(sizes, h->name() + ".win", [&](const Index& k) -> absl::Status {
-        Index in;
-        llvm::Value* inside = b_.getTrue();
-        for (size_t d = 0; d < in_dims.size(); ++d)
-          in.multi.push_back(
-              WindowInputIndex(win[d], idx.multi[d], k.multi[d], in_dims[d], &inside));
-        // Outside the input, read the nearest element inside instead and keep the accumulator.
-        // Clamped with min/max rather than a select, so that the address stays an affine
-        // function of the output's innermost index (a vector load, not a gather).
-        for (size_t d = 0; d < in.multi.size(); ++d)
-          in.multi[d] =
-              CallIntrinsic(llvm::Intrinsic::smin, {I64()},
-                            {CallIntrinsic(llvm::Intrinsic::smax, {I64()}, {in.multi[d], C64(0)}),
-                             C64(in_dims[d] - 1)});
-        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
-        llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
-        KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next, EmitScalarCall(h->to_apply(), {cur, v}));
-        // A reassociable window sum vectorizes along the window (a conditional reduction);
-        // without it each output is one serial chain of window-size adds.
-        if (reassociate)
-          if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
-        b_.CreateStore(b_.CreateSelect(inside, next, cur), acc);
-        return absl::OkStatus();
-      }));
+  // Dimensions whose every window position lies inside the input (no padding, no base
+  // dilation, the last window ending inside: a VALID moving sum) need no bounds test and no
+  // clamp, and a window with none to test is a plain contiguous sum the vectorizer takes along
+  // the window.
+  std::vector<bool> always_inside(in_dims.size());
+  bool all_inside = true;
+  for (size_t d = 0; d < in_dims.size(); ++d) {
+    const WindowDimension& w = win[d];
+    const int64_t last = (h->shape().dimensions(d) - 1) * w.stride - w.padding_low +
+                         (w.size - 1) * w.window_dilation;
+    always_inside[d] = w.base_dilation == 1 && w.padding_low <= 0 && last <= in_dims[d] - 1;
+    all_inside = all_inside && always_inside[d];
+  }
+  std::vector<llvm::BranchInst*> latches;
+  std::vector<llvm::BranchInst*>* outer_sink = latch_sink_;
+  latch_sink_ = &latches;
+  absl::Status loops = EmitLoopNest(sizes, h->name() + ".win", [&](const Index& k) -> absl::Status {
+    Index in;
+    llvm::Value* inside = b_.getTrue();
+    for (size_t d = 0; d < in_dims.size(); ++d) {
+      if (always_inside[d]) {
+        in.multi.push_back(b_.CreateAdd(
+            b_.CreateSub(b_.CreateMul(idx.multi[d], C64(win[d].stride)), C64(win[d].padding_low)),
+            b_.CreateMul(k.multi[d], C64(win[d].window_dilation))));
+        continue;
+      }
+      llvm::Value* pos = WindowInputIndex(win[d], idx.multi[d], k.multi[d], in_dims[d], &inside);
+      // Outside the input, read the nearest element inside instead and keep the
+      // accumulator. Clamped with min/max rather than a select, so that the address stays
+      // an affine function of the output's innermost index (a vector load, not a gather).
+      in.multi.push_back(CallIntrinsic(
+          llvm::Intrinsic::smin, {I64()},
+          {CallIntrinsic(llvm::Intrinsic::smax, {I64()}, {pos, C64(0)}), C64(in_dims[d] - 1)}));
+    }
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(input, in));
+    llvm::Value* cur = b_.CreateLoad(init->getType(), acc);
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * next, EmitScalarCall(h->to_apply(), {cur, v}));
+    // A reassociable window sum vectorizes along the window (a conditional reduction);
+    // without it each output is one serial chain of window-size adds.
+    if (reassociate)
+      if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
+    b_.CreateStore(all_inside ? next : b_.CreateSelect(inside, next, cur), acc);
+    return absl::OkStatus();
+  });
+  latch_sink_ = outer_sink;
+  if (outer_sink != nullptr) outer_sink->insert(outer_sink->end(), latches.begin(), latches.end());
+  KILN_EMIT_RETURN_IF_ERROR(loops);
+  // A strided window whose minor dimension is a short contiguous run inside the input (a
+  // moving sum of 64 every 16) keeps that loop, as EmitReduce keeps a short reduced run:
+  // unrolled whole, it left the vectorizer the output's loop, reading the windows with
+  // gathers (with stride 1 those reads are plain vector loads, and stay). The window's loops
+  // close last, innermost first (loops of the input's cone close inside them).
+  const size_t minor = in_dims.size() - 1;
+  if (reassociate && !in_dims.empty() && always_inside[minor] && win[minor].stride > 1 &&
+      win[minor].window_dilation == 1 && sizes[minor] >= kMinVectorRun &&
+      sizes[minor] <= kMaxVectorRun && !loops_.empty() && latches.size() >= sizes.size())
+    DisableUnroll(latches[latches.size() - sizes.size()]);
   return b_.CreateLoad(init->getType(), acc);
 }
 
