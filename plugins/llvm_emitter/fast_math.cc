@@ -143,6 +143,18 @@ llvm::Value* FastExpm1F32(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateSelect(IsNan(b, x), x, res);
 }
 
+// copysign(m, s) for an f32 m >= 0 (or a NaN), on the bits: LLVM's x86 back end moves a
+// copysign past a following fptrunc to half and then copies the sign one lane at a time (an
+// f16 tanh of 2^20 elements: 0.53 ms, 0.11 ms this way).
+static llvm::Value* WithSignOf(llvm::IRBuilder<>& b, llvm::Value* m, llvm::Value* s) {
+  llvm::Type* bits = b.getInt32Ty();
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(s->getType()))
+    bits = llvm::VectorType::get(bits, v->getElementCount());
+  llvm::Value* sign =
+      b.CreateAnd(b.CreateBitCast(s, bits), llvm::ConstantInt::get(bits, 0x80000000u));
+  return b.CreateBitCast(b.CreateOr(b.CreateBitCast(m, bits), sign), s->getType());
+}
+
 llvm::Value* FastTanhF32(llvm::IRBuilder<>& b, llvm::Value* x) {
   // tanh|x| = expm1(2|x|) / (expm1(2|x|) + 2): no cancellation anywhere. |x| >= 9.5 rounds
   // to 1 in f32, so clamp there. A NaN passes through every step.
@@ -155,7 +167,7 @@ llvm::Value* FastTanhF32(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* s = Pow2(b, ni);
   llvm::Value* em1 = MulAdd(b, s, p, b.CreateFSub(s, F(b, 1)));
   llvm::Value* th = b.CreateFDiv(em1, b.CreateFAdd(em1, F(b, 2)));
-  return Intr(b, llvm::Intrinsic::copysign, {th, x});
+  return WithSignOf(b, th, x);
 }
 
 llvm::Value* FastErfF32(llvm::IRBuilder<>& b, llvm::Value* x) {
@@ -230,7 +242,7 @@ llvm::Value* FastAtan2F32(llvm::IRBuilder<>& b, llvm::Value* y, llvm::Value* x) 
   r = b.CreateSelect(x_negative, b.CreateFAdd(b.CreateFSub(F(b, 4.0 * pi4_hi), r), F(b, pi_lo)), r);
   // A NaN either side (atan2(NaN, 0) met the both-zero case above).
   r = b.CreateSelect(b.CreateFCmpUNO(x, y), b.CreateFAdd(x, y), r);
-  return Intr(b, llvm::Intrinsic::copysign, {r, y});
+  return WithSignOf(b, r, y);
 }
 
 }  // namespace kiln::llvm_emit
