@@ -653,5 +653,24 @@ ENTRY %main (x: f32[300,257], y: f32[5,20000]) -> (f32[], f32[], f32[]) {
                "two_stage");
 }
 
+// A mean of a large reduction to a scalar (a binary cross-entropy's): the reduction is a
+// kernel of its own, run in parts across threads, and the division a second, scalar one. In
+// one kernel with the division, the reduction ran on one thread.
+TEST(CpuLlvmVsEvaluator, MeanOfALargeScalarReductionRunsInParts) {
+  KILN_COMPARE(2, std::string("HloModule mean\n") + kAdd + R"(
+ENTRY %main (x: f32[512,1024]) -> f32[] {
+  %x = f32[512,1024] parameter(0)
+  %a = f32[512,1024] abs(%x)
+  %n = f32[512,1024] negate(%a)
+  %e = f32[512,1024] exponential(%n)
+  %l = f32[512,1024] log-plus-one(%e)
+  %zero = f32[] constant(0)
+  %s = f32[] reduce(%l, %zero), dimensions={0,1}, to_apply=%add
+  %count = f32[] constant(524288)
+  ROOT %m = f32[] divide(%s, %count)
+})",
+               "mean");
+}
+
 }  // namespace
 }  // namespace kiln::cpu

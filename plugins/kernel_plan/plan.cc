@@ -589,10 +589,12 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
     if (h->opcode() == HloOpcode::kReduce && options.inline_row_reductions &&
         (options.row_reduction_filter == nullptr || options.row_reduction_filter(*h))) {
       // A large reduction to a scalar gets a kernel of its own (reduced in parts, in
-      // parallel) rather than being recomputed by each part of a kernel it is broadcast into.
+      // parallel) rather than being recomputed by each part of a kernel it is broadcast into,
+      // or run on one thread inside the scalar kernel of what follows it (a mean's division:
+      // only a kernel whose output is the reduce itself is split into parts).
       if (h->shape().IsArray() && h->shape().rank() == 0 &&
           4 * Elements(h->operand(0)->shape()) >= options.parallel_min_work &&
-          BroadcastIntoArray(h))
+          (BroadcastIntoArray(h) || options.reduce_parts >= 2))
         return true;
       if (!RowLevelUses(h, base_materialized)) return true;
       // Reducing more than a few elements per result, it is computed once into memory
