@@ -13,20 +13,23 @@ namespace {
 
 bool PowerOfTwo(int64_t n) { return n >= 2 && (n & (n - 1)) == 0; }
 
-// One butterfly stage's blocks: (a, b) <- (a + w b, a - w b) for k < half. Restrict
-// pointers and fixed blocks of 8 let -O2's vectorizer take the loop.
+// One butterfly: (a, b) <- (a + w b, a - w b).
+template <typename R>
+[[gnu::always_inline]] inline void TwoPoint(R& ar, R& ai, R& br, R& bi, R wr, R wi) {
+  const R xr = br * wr - bi * wi, xi = br * wi + bi * wr;
+  br = ar - xr;
+  bi = ai - xi;
+  ar += xr;
+  ai += xi;
+}
+
+// One butterfly stage's blocks: TwoPoint for k < half. Restrict pointers and fixed blocks of
+// 8 let -O2's vectorizer take the loop.
 template <typename R>
 [[gnu::always_inline]] inline void Butterflies(R* __restrict ar, R* __restrict ai, R* __restrict br,
                                                R* __restrict bi, const R* __restrict wr,
                                                const R* __restrict wi, int64_t half) {
-  auto one = [&](int64_t k) {
-    const R xr = br[k] * wr[k] - bi[k] * wi[k];
-    const R xi = br[k] * wi[k] + bi[k] * wr[k];
-    br[k] = ar[k] - xr;
-    bi[k] = ai[k] - xi;
-    ar[k] += xr;
-    ai[k] += xi;
-  };
+  auto one = [&](int64_t k) { TwoPoint(ar[k], ai[k], br[k], bi[k], wr[k], wi[k]); };
   int64_t k = 0;
   for (; k + 8 <= half; k += 8)
     for (int j = 0; j < 8; ++j) one(k + j);
@@ -42,14 +45,7 @@ constexpr int kLanes = 8;
 template <typename R>
 [[gnu::always_inline]] inline void LaneButterfly(R* __restrict ar, R* __restrict ai,
                                                  R* __restrict br, R* __restrict bi, R wr, R wi) {
-  for (int l = 0; l < kLanes; ++l) {
-    const R xr = br[l] * wr - bi[l] * wi;
-    const R xi = br[l] * wi + bi[l] * wr;
-    br[l] = ar[l] - xr;
-    bi[l] = ai[l] - xi;
-    ar[l] += xr;
-    ai[l] += xi;
-  }
+  for (int l = 0; l < kLanes; ++l) TwoPoint(ar[l], ai[l], br[l], bi[l], wr, wi);
 }
 
 // Two butterflies of one stage then two of the next on four complex values, in registers:
@@ -58,29 +54,10 @@ template <typename R>
 template <typename R>
 [[gnu::always_inline]] inline void FourPoint(R& ar, R& ai, R& br, R& bi, R& cr, R& ci, R& dr, R& di,
                                              R w1r, R w1i, R w2r, R w2i, R w3r, R w3i) {
-  R xr = br * w1r - bi * w1i, xi = br * w1i + bi * w1r;
-  br = ar - xr;
-  bi = ai - xi;
-  ar += xr;
-  ai += xi;
-  xr = dr * w1r - di * w1i;
-  xi = dr * w1i + di * w1r;
-  dr = cr - xr;
-  di = ci - xi;
-  cr += xr;
-  ci += xi;
-  xr = cr * w2r - ci * w2i;
-  xi = cr * w2i + ci * w2r;
-  cr = ar - xr;
-  ci = ai - xi;
-  ar += xr;
-  ai += xi;
-  xr = dr * w3r - di * w3i;
-  xi = dr * w3i + di * w3r;
-  dr = br - xr;
-  di = bi - xi;
-  br += xr;
-  bi += xi;
+  TwoPoint(ar, ai, br, bi, w1r, w1i);
+  TwoPoint(cr, ci, dr, di, w1r, w1i);
+  TwoPoint(ar, ai, cr, ci, w2r, w2i);
+  TwoPoint(br, bi, dr, di, w3r, w3i);
 }
 
 // The stages of half-lengths h and 2h at once over one block of 4h values of one row: value k
