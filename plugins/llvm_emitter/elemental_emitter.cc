@@ -596,6 +596,20 @@ absl::Status KernelEmitter::EmitLoop(llvm::Value* lo, llvm::Value* hi, const std
   return absl::OkStatus();
 }
 
+absl::Status KernelEmitter::EmitLoopNestCollectingLatches(
+    const std::vector<int64_t>& dims, const std::string& name,
+    const std::function<absl::Status(const Index&)>& body, std::vector<llvm::BranchInst*>& latches,
+    llvm::Value* outer_lo, llvm::Value* outer_hi) {
+  std::vector<llvm::BranchInst*>* outer_sink = latch_sink_;
+  const size_t before = latches.size();
+  latch_sink_ = &latches;
+  absl::Status loops = EmitLoopNest(dims, name, body, outer_lo, outer_hi);
+  latch_sink_ = outer_sink;
+  if (outer_sink != nullptr)
+    outer_sink->insert(outer_sink->end(), latches.begin() + before, latches.end());
+  return loops;
+}
+
 absl::Status KernelEmitter::EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
                                          const std::function<absl::Status(const Index&)>& body,
                                          llvm::Value* outer_lo, llvm::Value* outer_hi,
@@ -1747,15 +1761,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
         EmitBlockedSum(reduced_dims, h->name(), acc, accumulate, outer_lo, outer_hi));
   } else {
     std::vector<llvm::BranchInst*> latches;
-    std::vector<llvm::BranchInst*>* outer_sink = latch_sink_;
-    latch_sink_ = &latches;
-    absl::Status loops = EmitLoopNest(
-        reduced_dims, h->name(), [&](const Index& r) { return accumulate(r, acc); }, outer_lo,
-        outer_hi);
-    latch_sink_ = outer_sink;
-    if (outer_sink != nullptr)
-      outer_sink->insert(outer_sink->end(), latches.begin(), latches.end());
-    KILN_EMIT_RETURN_IF_ERROR(loops);
+    KILN_EMIT_RETURN_IF_ERROR(EmitLoopNestCollectingLatches(
+        reduced_dims, h->name(), [&](const Index& r) { return accumulate(r, acc); }, latches,
+        outer_lo, outer_hi));
     // A short contiguous run reduced inside an output loop stays a loop: unrolled whole (a
     // mixture's 16 distances per component), it left the vectorizer the output's loop, which
     // read the run's elements with gathers; kept, the run is a vector load and a horizontal sum.
@@ -2017,19 +2025,18 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduceWindow(const HloInstructio
     all_inside = all_inside && always_inside[d];
   }
   std::vector<llvm::BranchInst*> latches;
-  std::vector<llvm::BranchInst*>* outer_sink = latch_sink_;
-  latch_sink_ = &latches;
-  absl::Status loops = EmitLoopNest(sizes, h->name() + ".win", [&](const Index& k) -> absl::Status {
+  auto window = [&](const Index& k) -> absl::Status {
     Index in;
     llvm::Value* inside = b_.getTrue();
     for (size_t d = 0; d < in_dims.size(); ++d) {
+      // A dimension always inside leaves its bounds tests unused (LLVM drops them).
+      llvm::Value* unused = b_.getTrue();
+      llvm::Value* pos = WindowInputIndex(win[d], idx.multi[d], k.multi[d], in_dims[d],
+                                          always_inside[d] ? &unused : &inside);
       if (always_inside[d]) {
-        in.multi.push_back(b_.CreateAdd(
-            b_.CreateSub(b_.CreateMul(idx.multi[d], C64(win[d].stride)), C64(win[d].padding_low)),
-            b_.CreateMul(k.multi[d], C64(win[d].window_dilation))));
+        in.multi.push_back(pos);
         continue;
       }
-      llvm::Value* pos = WindowInputIndex(win[d], idx.multi[d], k.multi[d], in_dims[d], &inside);
       // Outside the input, read the nearest element inside instead and keep the
       // accumulator. Clamped with min/max rather than a select, so that the address stays
       // an affine function of the output's innermost index (a vector load, not a gather).
@@ -2046,10 +2053,9 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduceWindow(const HloInstructio
       if (auto* inst = llvm::dyn_cast<llvm::Instruction>(next)) inst->setHasAllowReassoc(true);
     b_.CreateStore(all_inside ? next : b_.CreateSelect(inside, next, cur), acc);
     return absl::OkStatus();
-  });
-  latch_sink_ = outer_sink;
-  if (outer_sink != nullptr) outer_sink->insert(outer_sink->end(), latches.begin(), latches.end());
-  KILN_EMIT_RETURN_IF_ERROR(loops);
+  };
+  KILN_EMIT_RETURN_IF_ERROR(
+      EmitLoopNestCollectingLatches(sizes, h->name() + ".win", window, latches));
   // A strided window whose minor dimension is a short contiguous run inside the input (a
   // moving sum of 64 every 16) keeps that loop, as EmitReduce keeps a short reduced run:
   // unrolled whole, it left the vectorizer the output's loop, reading the windows with
@@ -2469,8 +2475,7 @@ absl::Status KernelEmitter::AccumulateColumns(const std::vector<ColumnAccumulato
   // walks memory contiguously and updates a run of accumulators (vectorized across them).
   const ColumnLayout& layout = group.front().layout;  // the same for every member
   std::vector<llvm::BranchInst*> latches;
-  latch_sink_ = &latches;
-  absl::Status rows = EmitLoopNest(
+  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNestCollectingLatches(
       in, first->name() + ".rows",
       [&](const Index& i) -> absl::Status {
         Index k;
@@ -2487,9 +2492,7 @@ absl::Status KernelEmitter::AccumulateColumns(const std::vector<ColumnAccumulato
         }
         return absl::OkStatus();
       },
-      lo, hi);
-  latch_sink_ = nullptr;
-  KILN_EMIT_RETURN_IF_ERROR(rows);
+      latches, lo, hi));
   // The innermost loop (the first to close) stays a loop: unrolled whole when short (a group
   // norm's 32 channels), it left the vectorizer the loop around it, read with gathers.
   if (!latches.empty()) DisableUnroll(latches.front());

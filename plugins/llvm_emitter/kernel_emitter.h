@@ -200,6 +200,14 @@ class KernelEmitter {
       const std::vector<int64_t>& dims, const std::string& name, llvm::Value* outer_lo,
       llvm::Value* outer_hi,
       const std::function<absl::Status(const Index&, llvm::Value*, llvm::Value*)>& matrix);
+  // EmitLoopNest, appending to `latches` the back edges of its loops and of loops inside them
+  // (innermost first: the nest's own close last), which an enclosing collector gets too.
+  absl::Status EmitLoopNestCollectingLatches(const std::vector<int64_t>& dims,
+                                             const std::string& name,
+                                             const std::function<absl::Status(const Index&)>& body,
+                                             std::vector<llvm::BranchInst*>& latches,
+                                             llvm::Value* outer_lo = nullptr,
+                                             llvm::Value* outer_hi = nullptr);
   // The same loops over `dims` (rank >= 2) with the last two dimensions walked in square
   // tiles of `tile`: a kernel reading an operand transposed then touches a tile's worth of
   // its cache lines instead of one line per output element (TransposedRead).
