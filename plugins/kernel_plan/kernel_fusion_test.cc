@@ -232,6 +232,27 @@ TEST(KernelFusion, InnerReduceReadByTwoReductionsIsMaterialized) {
       << m->ToString();
 }
 
+TEST(KernelFusion, CostlyInputOfAWindowIsComputedOnce) {
+  // Inlined, the GLU's sigmoid would be generated once per tap: 31 times per element.
+  constexpr const char* kGluDepthwise = R"(HloModule glu_depthwise
+ENTRY %main (x: f32[2,64,64], w: f32[31,1,32]) -> f32[2,64,32] {
+  %x = f32[2,64,64] parameter(0)
+  %w = f32[31,1,32] parameter(1)
+  %a = f32[2,64,32] slice(f32[2,64,64] %x), slice={[0:2], [0:64], [0:32]}
+  %g = f32[2,64,32] slice(f32[2,64,64] %x), slice={[0:2], [0:64], [32:64]}
+  %s = f32[2,64,32] logistic(f32[2,64,32] %g)
+  %h = f32[2,64,32] multiply(f32[2,64,32] %a, f32[2,64,32] %s)
+  ROOT %c = f32[2,64,32] convolution(f32[2,64,32] %h, f32[31,1,32] %w), window={size=31 pad=15_15}, dim_labels=b0f_0io->b0f, feature_group_count=32
+}
+)";
+  std::unique_ptr<HloModule> m = FuseAndCheck(kGluDepthwise, PlanOptions());
+  // The convolution is a kernel of its own reading the GLU's kernel (a fusion) from memory.
+  const HloInstruction* root = m->entry()->root();
+  ASSERT_EQ(root->opcode(), HloOpcode::kConvolution) << m->ToString();
+  ASSERT_EQ(root->operand(0)->opcode(), HloOpcode::kFusion) << m->ToString();
+  EXPECT_EQ(Count(*root->operand(0)->fused_computation(), HloOpcode::kLogistic), 1);
+}
+
 TEST(KernelFusion, NothingToFuseIsUnchanged) {
   auto m = ParseHloModule(R"(HloModule one
 ENTRY %main (x: f32[8]) -> f32[8] {

@@ -95,6 +95,21 @@ bool IsExpensive(const HloInstruction& h) {
          h.opcode() == HloOpcode::kConvolution;
 }
 
+// How many times a windowed operation reads each element of its input: the taps of its
+// window (1 for anything else).
+int64_t WindowTaps(const HloInstruction& h) {
+  int64_t taps = 1;
+  if (h.opcode() == HloOpcode::kConvolution && h.attrs().convolution_dimension_numbers) {
+    for (int64_t d : h.attrs().convolution_dimension_numbers->kernel_spatial_dimensions)
+      taps *= h.operand(1)->shape().dimensions(d);
+  } else if ((h.opcode() == HloOpcode::kReduceWindow ||
+              h.opcode() == HloOpcode::kSelectAndScatter) &&
+             h.attrs().window) {
+    for (const WindowDimension& w : h.attrs().window->dimensions) taps *= w.size;
+  }
+  return taps;
+}
+
 // True when every use of `h` reaches it with an index made of the consumer's loop variables
 // and never the innermost one: users are elementwise ops, broadcasts along leading dimensions
 // (a row statistic spread over its rows), or reduces reading `h` as their input (each element
@@ -619,6 +634,8 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
     // rounds of JAX's threefry, shared by the two halves of its state, were three arrays in
     // memory per round; dropout f32[2^20] 14.2 -> 6.9 ms).
     constexpr int64_t kMaxDuplicatedCost = 16, kMaxDuplicatedCheapCost = 32;
+    // Below this, a windowed operation's input is generated per tap (a relu before a pool).
+    constexpr int64_t kMinWindowedInputCost = 4;
     absl::flat_hash_map<const HloInstruction*, int64_t> cost;
     auto op_cost = [](const HloInstruction& h) -> int64_t {
       if (h.opcode() == HloOpcode::kBroadcast && h.operand(0)->shape().rank() == 0) return 0;
@@ -660,6 +677,19 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
         if ((u->opcode() == HloOpcode::kSlice || u->opcode() == HloOpcode::kPad ||
              u->opcode() == HloOpcode::kReverse || u->opcode() == HloOpcode::kDynamicSlice) &&
             u->operand(0) == h) {
+          shared.insert(h);
+          break;
+        }
+    }
+    // A windowed operation (convolution, reduce-window) generates its input once per window
+    // tap: a costly input (a GLU's sigmoid before a 31-tap depthwise convolution) is computed
+    // into memory once instead of 31 times per element.
+    for (const HloInstruction* h : order) {
+      if (!emittable.contains(h) || base_materialized(h) ||
+          (!costly_cone.contains(h) && cost[h] < kMinWindowedInputCost))
+        continue;
+      for (const HloInstruction* u : h->users())
+        if (WindowTaps(*u) > 1) {
           shared.insert(h);
           break;
         }

@@ -560,10 +560,9 @@ llvm::AllocaInst* KernelEmitter::EntryAlloca(llvm::Type* t, const std::string& n
   return eb.CreateAlloca(t, nullptr, name);
 }
 
-void KernelEmitter::DisableUnroll(llvm::BranchInst* latch) {
-  llvm::MDNode* disable =
-      llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")});
-  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, disable});
+void KernelEmitter::SetLoopHint(llvm::BranchInst* latch, const char* hint) {
+  llvm::MDNode* node = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, hint)});
+  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, node});
   id->replaceOperandWith(0, id);
   latch->setMetadata(llvm::LLVMContext::MD_loop, id);
 }
@@ -1976,7 +1975,13 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
       return window(s + 1, in);
     });
   };
-  KILN_EMIT_RETURN_IF_ERROR(window(0, nullptr));
+  std::vector<llvm::BranchInst*> tap_latches;
+  KILN_EMIT_RETURN_IF_ERROR(EmitLoopNestCollectingLatches(
+      {}, h->name(), [&](const Index&) { return window(0, nullptr); }, tap_latches));
+  // LLVM's own unroll threshold stops short of long windows (a 31-tap 1-d depthwise
+  // convolution), and then vectorizes the tap loop with a gather per tap instead.
+  if (clamp_taps)
+    for (llvm::BranchInst* latch : tap_latches) SetLoopHint(latch, "llvm.loop.unroll.full");
   return RoundToType(b_.CreateLoad(ct, acc), t);
 }
 

@@ -174,7 +174,9 @@ class KernelEmitter {
   // `keep`, LLVM may not unroll it (llvm.loop.unroll.disable on its latch).
   absl::Status EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
                         const std::function<absl::Status(llvm::Value*)>& body, bool keep = false);
-  void DisableUnroll(llvm::BranchInst* latch);
+  void DisableUnroll(llvm::BranchInst* latch) { SetLoopHint(latch, "llvm.loop.unroll.disable"); }
+  // Marks the loop closed by `latch` with one llvm.loop hint (llvm.loop.unroll.full, ...).
+  void SetLoopHint(llvm::BranchInst* latch, const char* hint);
   // A float sum over `dims` in blocks of about kSumBlock elements: each block is summed from
   // -0 by `add` (vectorized into lanes) and then added to `acc`. One f32 accumulator stops
   // growing at 2^24 ones; blocks bound the error by one block's plus the chain of block sums.
