@@ -329,24 +329,28 @@ void InverseReal(const std::complex<R>* in, R* out, int64_t rows, int64_t n, Thr
   }
   ForBlocks<R>(pool, rows, m, [&](int64_t first, int lanes, R* re, R* im) {
     const int count = static_cast<int>(std::min<int64_t>(lanes, rows - first));
-    for (int l = 0; l < count; ++l) {
-      const C* x = in + (first + l) * half;
-      for (int64_t k = 0; k < m; ++k) {
-        const C a = k == 0 ? C(x[0].real(), 0) : x[k];
-        const C b = k == 0 ? C(x[m].real(), 0) : std::conj(x[m - k]);
+    // Value k of every row of the block at once, as Real does: row by row, each row's pass
+    // wrote one value per cache line of the whole block (n = 8192: 3.8x the RFFT's time).
+    const C* x = in + first * half;
+    for (int64_t k = 0; k < m; ++k) {
+      R* to_re = re + t.Slot(k) * lanes;
+      R* to_im = im + t.Slot(k) * lanes;
+      for (int l = 0; l < count; ++l) {
+        const C* row = x + l * half;
+        const C a = k == 0 ? C(row[0].real(), 0) : row[k];
+        const C b = k == 0 ? C(row[m].real(), 0) : std::conj(row[m - k]);
         const C e = (a + b) * R(0.5), o = (a - b) * R(0.5) * w[k];
-        re[t.Slot(k) * lanes + l] = e.real() - o.imag();
-        im[t.Slot(k) * lanes + l] = e.imag() + o.real();
+        to_re[l] = e.real() - o.imag();
+        to_im[l] = e.imag() + o.real();
       }
     }
     t.Run(re, im, lanes);
-    for (int l = 0; l < count; ++l) {
-      R* y = out + (first + l) * n;
-      for (int64_t j = 0; j < m; ++j) {
-        y[2 * j] = re[j * lanes + l] * scale;
-        y[2 * j + 1] = im[j * lanes + l] * scale;
+    R* y = out + first * n;
+    for (int64_t j = 0; j < m; ++j)
+      for (int l = 0; l < count; ++l) {
+        y[l * n + 2 * j] = re[j * lanes + l] * scale;
+        y[l * n + 2 * j + 1] = im[j * lanes + l] * scale;
       }
-    }
   });
 }
 

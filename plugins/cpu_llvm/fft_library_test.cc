@@ -111,6 +111,9 @@ TEST(FftLibrary, MatchesTheEvaluator) {
   EXPECT_TRUE(Compare("c64[33]", "f32[64]", "IRFFT", {64}, 1, 1e-6));
   EXPECT_TRUE(Compare("c128[1,32769]", "f64[1,65536]", "IRFFT", {65536}, 2, 1e-14));
   EXPECT_TRUE(Compare("c64[2,32769]", "f32[2,65536]", "IRFFT", {65536}, 2, 1e-6));
+  // Long rows in blocks of lanes, the last block partial.
+  EXPECT_TRUE(Compare("c64[11,4097]", "f32[11,8192]", "IRFFT", {8192}, 2, 1e-6));
+  EXPECT_TRUE(Compare("f32[11,8192]", "c64[11,4097]", "RFFT", {8192}, 1, 1e-6));
 }
 
 TEST(FftLibrary, SeveralDimensionsMatchTheEvaluator) {
