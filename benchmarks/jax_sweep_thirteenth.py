@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): a thirteenth sweep of JAX programs, run exactly as jax_sweep.py runs
+its own (same HLO text and arrays for Kiln's cpu-llvm and XLA:CPU, outputs cross-checked):
+a graph-convolution layer, the heat equation stepped in a fori loop, an n-body step loop,
+AlphaFold's triangle multiplicative update, Swin's shifted-window attention, a Kronecker
+product, complex exp/abs/angle, histogram equalization of u8 images, vmapped dynamic slices,
+integer division and remainder, a Conformer convolution module, BERT's embedding layer, a PPO
+clipped loss with its gradient, farthest-point sampling, word2vec negative sampling with its
+gradient, a ConvNeXt block, a Fourier neural operator layer, a 13x13 depthwise convolution,
+causal linear attention through cumsums, int8 and packed int4 weight matmuls, a per-sample
+normalization, batched triangular solves, ray-sphere shading, quaternion rotations, a top-2
+mixture-of-experts gate, batched traces, a long convolution through the FFT and Mamba's causal
+convolution. Written as held-out programs: none of them is in the other twelve sweeps.
+
+    .venv/bin/python benchmarks/jax_sweep_thirteenth.py [--runs 10] [--only SUBSTRING]"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jax_sweep  # noqa: E402  (parses the same command line)
+
+
+def programs():
+    """name -> (function, inputs[, tolerance]): inputs as NumPy arrays, made from one seed."""
+    import jax
+    import jax.numpy as jnp
+    r = np.random.RandomState(13)
+
+    def f32(*s):
+        return r.randn(*s).astype(np.float32)
+
+    def gcn_layer(x, src, dst, w):
+        # Messages along 2^16 edges, summed at their destination, degree-normalized.
+        msg = jax.ops.segment_sum(x[src], dst, num_segments=x.shape[0])
+        deg = jax.ops.segment_sum(jnp.ones_like(dst, jnp.float32), dst,
+                                  num_segments=x.shape[0])
+        return jax.nn.relu((msg / jnp.maximum(deg, 1.)[:, None]) @ w)
+
+    def heat(u):
+        def step(_, u):
+            lap = (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1)
+                   + jnp.roll(u, -1, 1) - 4 * u)
+            return u + 0.1 * lap
+        return jax.lax.fori_loop(0, 100, step, u)
+
+    def nbody(p, v, m):
+        def step(_, pv):
+            p, v = pv
+            d = p[None, :, :] - p[:, None, :]
+            inv = (jnp.sum(d * d, -1) + 1e-2) ** -1.5
+            a = jnp.einsum('ij,ijk->ik', inv * m[None, :], d)
+            v = v + 0.01 * a
+            return p + 0.01 * v, v
+        return jax.lax.fori_loop(0, 10, step, (p, v))
+
+    def triangle_update(z, wa, wb, wg, wo):
+        zn = (z - z.mean(-1, keepdims=True)) / jnp.sqrt(z.var(-1, keepdims=True) + 1e-5)
+        a = jax.nn.sigmoid(zn @ wg) * (zn @ wa)
+        b = zn @ wb
+        t = jnp.einsum('ikc,jkc->ijc', a, b)
+        tn = (t - t.mean(-1, keepdims=True)) / jnp.sqrt(t.var(-1, keepdims=True) + 1e-5)
+        return z + tn @ wo
+
+    def swin_attention(x, wqkv):
+        b, h, w, c = x.shape
+        ws, heads = 7, 4
+        x = jnp.roll(x, (-3, -3), (1, 2))
+        x = x.reshape(b, h // ws, ws, w // ws, ws, c).transpose(0, 1, 3, 2, 4, 5)
+        x = x.reshape(-1, ws * ws, c)
+        q, k, v = jnp.split(x @ wqkv, 3, -1)
+        split = lambda t: t.reshape(t.shape[0], ws * ws, heads, -1).transpose(0, 2, 1, 3)
+        q, k, v = split(q), split(k), split(v)
+        s = jax.nn.softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(c // heads), -1)
+        o = (s @ v).transpose(0, 2, 1, 3).reshape(b, h // ws, w // ws, ws, ws, c)
+        o = o.transpose(0, 1, 3, 2, 4, 5).reshape(b, h, w, c)
+        return jnp.roll(o, (3, 3), (1, 2))
+
+    def complex_polar(re, im):
+        z = jax.lax.complex(re, im)
+        e = jnp.exp(0.1j * z)
+        return jnp.abs(e), jnp.angle(z)
+
+    def equalize(img):
+        def one(im):
+            hist = jnp.bincount(im.reshape(-1), length=256)
+            cdf = jnp.cumsum(hist).astype(jnp.float32)
+            cdf = (cdf - cdf[0]) / (cdf[-1] - cdf[0]) * 255
+            return cdf.astype(jnp.uint8)[im]
+        return jax.vmap(one)(img)
+
+    def windows(x, starts):
+        return jax.vmap(lambda s: jax.lax.dynamic_slice(x, (s,), (64,)))(starts)
+
+    def int_divmod(x):
+        return (x // 7) % 13 + x % 5 - (x // -3)
+
+    def conformer_conv(x, w1, dw, w2, gamma, beta):
+        h = x @ w1
+        h = h[..., :256] * jax.nn.sigmoid(h[..., 256:])  # GLU
+        h = jax.lax.conv_general_dilated(h, dw, (1,), 'SAME', feature_group_count=256,
+                                         dimension_numbers=('NWC', 'WIO', 'NWC'))
+        mu = h.mean((0, 1))
+        var = h.var((0, 1))
+        h = (h - mu) / jnp.sqrt(var + 1e-5) * gamma + beta
+        return x + jax.nn.silu(h) @ w2
+
+    def bert_embed(ids, types, word, pos, typ, gamma, beta):
+        e = word[ids] + pos[None, :ids.shape[1]] + typ[types]
+        mu = e.mean(-1, keepdims=True)
+        var = ((e - mu) ** 2).mean(-1, keepdims=True)
+        return (e - mu) * jax.lax.rsqrt(var + 1e-12) * gamma + beta
+
+    def ppo(logits, old_logp, actions, adv):
+        def loss(logits):
+            logp = jnp.take_along_axis(jax.nn.log_softmax(logits), actions[:, None], 1)[:, 0]
+            a = (adv - adv.mean()) / (adv.std() + 1e-8)
+            ratio = jnp.exp(logp - old_logp)
+            clipped = jnp.clip(ratio, 0.8, 1.2)
+            ent = -jnp.sum(jax.nn.softmax(logits) * jax.nn.log_softmax(logits), -1)
+            return -jnp.mean(jnp.minimum(ratio * a, clipped * a)) - 0.01 * ent.mean()
+        return jax.value_and_grad(loss)(logits)
+
+    def farthest_points(pts):
+        def step(i, state):
+            idx, dist = state
+            last = pts[idx[i - 1]]
+            dist = jnp.minimum(dist, jnp.sum((pts - last) ** 2, -1))
+            return idx.at[i].set(jnp.argmax(dist).astype(jnp.int32)), dist
+        idx = jnp.zeros(256, jnp.int32)
+        dist = jnp.full(pts.shape[0], jnp.inf, jnp.float32)
+        return jax.lax.fori_loop(1, 256, step, (idx, dist))[0]
+
+    def word2vec(emb_in, emb_out, center, context, negatives):
+        def loss(emb_in, emb_out):
+            c = emb_in[center]
+            pos = jnp.sum(c * emb_out[context], -1)
+            neg = jnp.einsum('bd,bkd->bk', c, emb_out[negatives])
+            return -jnp.mean(jax.nn.log_sigmoid(pos)) - jnp.mean(
+                jnp.sum(jax.nn.log_sigmoid(-neg), -1))
+        return jax.grad(loss, (0, 1))(emb_in, emb_out)
+
+    def convnext_block(x, dw, w1, w2, gamma):
+        h = jax.lax.conv_general_dilated(x, dw, (1, 1), 'SAME', feature_group_count=x.shape[-1],
+                                         dimension_numbers=('NHWC', 'HWIO', 'NHWC'))
+        h = (h - h.mean(-1, keepdims=True)) / jnp.sqrt(h.var(-1, keepdims=True) + 1e-6)
+        return x + gamma * (jax.nn.gelu(h @ w1) @ w2)
+
+    def fno_layer(x, wr, wi, w):
+        # Fourier neural operator: the lowest 16x16 modes mixed across channels.
+        f = jnp.fft.rfft2(x, axes=(1, 2))
+        m = f[:, :16, :16, :]
+        mixed = jnp.einsum('bxyi,xyio->bxyo', m, jax.lax.complex(wr, wi))
+        out = jnp.zeros_like(f).at[:, :16, :16, :].set(mixed)
+        return jax.nn.gelu(jnp.fft.irfft2(out, s=x.shape[1:3], axes=(1, 2)) + x @ w)
+
+    def large_kernel_dw(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), 'SAME', feature_group_count=x.shape[-1],
+                                            dimension_numbers=('NHWC', 'HWIO', 'NHWC'))
+
+    def linear_attention(q, k, v):
+        q, k = jax.nn.elu(q) + 1, jax.nn.elu(k) + 1
+        kv = jnp.cumsum(k[..., :, None] * v[..., None, :], axis=1)
+        z = jnp.cumsum(k, axis=1)
+        return jnp.einsum('bsd,bsde->bse', q, kv) / (jnp.einsum('bsd,bsd->bs', q, z)[..., None])
+
+    def int8_matmul(x, wq, scale):
+        return x @ (wq.astype(jnp.float32) * scale)
+
+    def int4_matmul(x, packed, scale):
+        lo = (packed & 15).astype(jnp.int32) - 8
+        hi = (packed >> 4).astype(jnp.int32) - 8
+        w = jnp.stack([lo, hi], -1).reshape(packed.shape[0], -1).astype(jnp.float32)
+        return x @ (w * scale)
+
+    def sample_norm(x):
+        mu = x.mean((1, 2, 3), keepdims=True)
+        return (x - mu) / jnp.sqrt(x.var((1, 2, 3), keepdims=True) + 1e-5)
+
+    def tri_solves(a, b):
+        return jax.scipy.linalg.solve_triangular(a, b, lower=True)
+
+    def ray_sphere(o, d, c, r):
+        d = d / jnp.linalg.norm(d, axis=-1, keepdims=True)
+        oc = o - c
+        b = jnp.sum(oc * d, -1)
+        disc = b * b - (jnp.sum(oc * oc, -1) - r * r)
+        t = -b - jnp.sqrt(jnp.maximum(disc, 0))
+        hit = (disc > 0) & (t > 0)
+        p = o + t[:, None] * d
+        n = (p - c) / r
+        return jnp.where(hit, jnp.clip(jnp.sum(n * jnp.array([0.3, 0.8, 0.5]), -1), 0, 1), 0.)
+
+    def quat_rotate(q, p):
+        q = q / jnp.linalg.norm(q, axis=-1, keepdims=True)
+        w, xyz = q[:, :1], q[:, 1:]
+        t = 2 * jnp.cross(xyz, p)
+        return p + w * t + jnp.cross(xyz, t)
+
+    def moe_gate(x, wg):
+        logits = x @ wg
+        probs = jax.nn.softmax(logits, -1)
+        top, idx = jax.lax.top_k(probs, 2)
+        aux = jnp.mean(jnp.mean(jax.nn.one_hot(idx[:, 0], 8), 0) * jnp.mean(probs, 0)) * 64
+        return top / top.sum(-1, keepdims=True), idx, aux
+
+    def batched_trace(a):
+        return jnp.trace(a, axis1=1, axis2=2) + jnp.diagonal(a, 1, 1, 2).sum(-1)
+
+    def long_conv_fft(u, k):
+        n = u.shape[1]
+        y = jnp.fft.irfft(jnp.fft.rfft(u, 2 * n, axis=1) * jnp.fft.rfft(k, 2 * n, axis=0),
+                          2 * n, axis=1)[:, :n]
+        return y + u
+
+    def mamba_conv(x, w, b):
+        # Causal depthwise conv1d (4 taps) then SiLU, as in a Mamba block.
+        h = jax.lax.conv_general_dilated(x, w, (1,), [(3, 0)], feature_group_count=x.shape[-1],
+                                         dimension_numbers=('NWC', 'WIO', 'NWC'))
+        return jax.nn.silu(h + b)
+
+    edges = 1 << 16
+    return {
+        'gcn layer 4096 nodes 2^16 edges d64': (
+            gcn_layer, [f32(4096, 64), r.randint(0, 4096, edges).astype(np.int32),
+                        r.randint(0, 4096, edges).astype(np.int32), f32(64, 64) * .1], 1e-3),
+        'heat equation fori 100 512x512': (heat, [f32(512, 512)], 1e-3),
+        'n-body fori 10 1024 bodies': (
+            nbody, [f32(1024, 3), f32(1024, 3) * .1, np.abs(f32(1024)) * 1e-3], 1e-3),
+        'triangle update 128x128 c64': (
+            triangle_update, [f32(128, 128, 64), f32(64, 64) * .1, f32(64, 64) * .1,
+                              f32(64, 64) * .1, f32(64, 64) * .1], 1e-3),
+        'swin shifted window attention b4 56x56 c96': (
+            swin_attention, [f32(4, 56, 56, 96), f32(96, 288) * .1], 1e-3),
+        'kron 64x64 x 64x64': (jnp.kron, [f32(64, 64), f32(64, 64)]),
+        'complex exp/abs/angle 2^20': (complex_polar, [f32(1 << 20), f32(1 << 20)], 1e-4),
+        'histogram equalization b8 256x256 u8': (
+            equalize, [r.randint(0, 256, (8, 256, 256)).astype(np.uint8)]),
+        'vmap dynamic_slice 4096 x 64 of 2^16': (
+            windows, [f32(1 << 16), r.randint(0, (1 << 16) - 64, 4096).astype(np.int32)]),
+        'int32 floordiv/mod 2^22': (
+            int_divmod, [r.randint(-1 << 30, 1 << 30, 1 << 22).astype(np.int32)]),
+        'conformer conv module b8 t512 d256': (
+            conformer_conv, [f32(8, 512, 256), f32(256, 512) * .05, f32(31, 1, 256) * .1,
+                             f32(256, 256) * .05, 1 + f32(256) * .1, f32(256) * .1], 1e-3),
+        'bert embeddings b8 s512 vocab 30522 d768': (
+            bert_embed, [r.randint(0, 30522, (8, 512)).astype(np.int32),
+                         r.randint(0, 2, (8, 512)).astype(np.int32), f32(30522, 768) * .02,
+                         f32(512, 768) * .02, f32(2, 768) * .02, 1 + f32(768) * .1,
+                         f32(768) * .1], 1e-4),
+        'ppo loss grad b4096 x 18 actions': (
+            ppo, [f32(4096, 18), -np.abs(f32(4096)) - 2,
+                  r.randint(0, 18, 4096).astype(np.int32), f32(4096)], 1e-4),
+        'farthest point sampling 256 of 4096': (farthest_points, [f32(4096, 3)]),
+        'word2vec negatives grad b1024 k5 vocab 2^16 d128': (
+            word2vec, [f32(1 << 16, 128) * .1, f32(1 << 16, 128) * .1,
+                       r.randint(0, 1 << 16, 1024).astype(np.int32),
+                       r.randint(0, 1 << 16, 1024).astype(np.int32),
+                       r.randint(0, 1 << 16, (1024, 5)).astype(np.int32)], 1e-4),
+        'convnext block b8 28x28x192': (
+            convnext_block, [f32(8, 28, 28, 192), f32(7, 7, 1, 192) * .1, f32(192, 768) * .05,
+                             f32(768, 192) * .05, f32(192) * .1], 1e-3),
+        'fno spectral layer b8 64x64 c32 modes 16': (
+            fno_layer, [f32(8, 64, 64, 32), f32(16, 16, 32, 32) * .05,
+                        f32(16, 16, 32, 32) * .05, f32(32, 32) * .1], 1e-3),
+        'large-kernel depthwise 13x13 b8 32x32x128': (
+            large_kernel_dw, [f32(8, 32, 32, 128), f32(13, 13, 1, 128) * .1], 1e-3),
+        'linear attention cumsum b4 s512 d32': (
+            linear_attention, [f32(4, 512, 32), f32(4, 512, 32), f32(4, 512, 32)], 1e-3),
+        'int8 weights matmul b16 4096x4096': (
+            int8_matmul, [f32(16, 4096), r.randint(-127, 128, (4096, 4096)).astype(np.int8),
+                          np.abs(f32(4096)) * .01], 1e-3),
+        'int4 packed weights matmul b16 4096x4096': (
+            int4_matmul, [f32(16, 4096), r.randint(0, 256, (4096, 2048)).astype(np.uint8),
+                          np.abs(f32(4096)) * .01], 1e-3),
+        'per-sample norm over hwc b32 32x32x64': (sample_norm, [f32(32, 32, 32, 64)], 1e-4),
+        'triangular solves 256 x 32x32, 32 rhs': (
+            tri_solves, [np.tril(f32(256, 32, 32)) * .1 + 4 * np.eye(32, dtype=np.float32),
+                         f32(256, 32, 32)], 1e-3),
+        'ray-sphere shading 2^20 rays': (
+            ray_sphere, [f32(1 << 20, 3) * .1, f32(1 << 20, 3) + np.array([0, 0, 3], np.float32),
+                         np.array([0, 0, 5], np.float32), np.float32(1.5)], 1e-3),
+        'quaternion rotate 2^20 points': (quat_rotate, [f32(1 << 20, 4), f32(1 << 20, 3)], 1e-4),
+        'moe gate top-2 of 8, 2^16 tokens d256': (moe_gate, [f32(1 << 16, 256), f32(256, 8)],
+                                                 1e-4),
+        'batched trace 256 x 256x256': (batched_trace, [f32(256, 256, 256)], 1e-3),
+        'long conv by fft b4 L4096 d64': (long_conv_fft, [f32(4, 4096, 64), f32(4096, 64) * .01],
+                                          1e-3),
+        'mamba causal conv1d k4 + silu b8 L1024 d512': (
+            mamba_conv, [f32(8, 1024, 512), f32(4, 1, 512), f32(512)], 1e-4),
+    }
+
+
+if __name__ == '__main__':
+    jax_sweep.main(programs)
