@@ -253,6 +253,25 @@ ENTRY %main (x: f32[2,64,64], w: f32[31,1,32]) -> f32[2,64,32] {
   EXPECT_EQ(Count(*root->operand(0)->fused_computation(), HloOpcode::kLogistic), 1);
 }
 
+TEST(KernelFusion, CostlyOperandOfAMinorTransposeIsComputedInItsOwnOrder) {
+  // Inlined, the sigmoid would be generated under the transpose's strided reads (a gather per
+  // vector); computed into memory first, the transposing kernel only moves values.
+  constexpr const char* kGatedTranspose = R"(HloModule gated_transpose
+ENTRY %main (a: f32[32,16,64], b: f32[32,16,64]) -> f32[64,16,32] {
+  %a = f32[32,16,64] parameter(0)
+  %b = f32[32,16,64] parameter(1)
+  %s = f32[32,16,64] logistic(f32[32,16,64] %a)
+  %g = f32[32,16,64] multiply(f32[32,16,64] %s, f32[32,16,64] %b)
+  ROOT %t = f32[64,16,32] transpose(f32[32,16,64] %g), dimensions={2,1,0}
+}
+)";
+  std::unique_ptr<HloModule> m = FuseAndCheck(kGatedTranspose, PlanOptions());
+  const HloInstruction* root = m->entry()->root();
+  ASSERT_EQ(root->opcode(), HloOpcode::kTranspose) << m->ToString();
+  ASSERT_EQ(root->operand(0)->opcode(), HloOpcode::kFusion) << m->ToString();
+  EXPECT_EQ(Count(*root->operand(0)->fused_computation(), HloOpcode::kLogistic), 1);
+}
+
 TEST(KernelFusion, NothingToFuseIsUnchanged) {
   auto m = ParseHloModule(R"(HloModule one
 ENTRY %main (x: f32[8]) -> f32[8] {

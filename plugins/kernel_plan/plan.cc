@@ -110,6 +110,13 @@ int64_t WindowTaps(const HloInstruction& h) {
   return taps;
 }
 
+// A transpose whose operand's minor dimension (longer than 1) goes elsewhere.
+bool MovesMinorDimension(const HloInstruction& h) {
+  if (h.opcode() != HloOpcode::kTranspose || h.attrs().dimensions.empty()) return false;
+  const int64_t minor = static_cast<int64_t>(h.attrs().dimensions.size()) - 1;
+  return h.attrs().dimensions.back() != minor && h.operand(0)->shape().dimensions(minor) > 1;
+}
+
 // True when every use of `h` reaches it with an index made of the consumer's loop variables
 // and never the innermost one: users are elementwise ops, broadcasts along leading dimensions
 // (a row statistic spread over its rows), or reduces reading `h` as their input (each element
@@ -690,6 +697,17 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
         continue;
       for (const HloInstruction* u : h->users())
         if (WindowTaps(*u) > 1) {
+          shared.insert(h);
+          break;
+        }
+    }
+    // A transpose that moves the minor dimension reads its operand across lines, a gather per
+    // vector: a costly operand (sigmoid(a) * b before an einsum's transpose) is computed into
+    // memory in its own order, vectorized, and only moved by the transposing kernel.
+    for (const HloInstruction* h : order) {
+      if (!emittable.contains(h) || base_materialized(h) || !costly_cone.contains(h)) continue;
+      for (const HloInstruction* u : h->users())
+        if (MovesMinorDimension(*u)) {
           shared.insert(h);
           break;
         }
