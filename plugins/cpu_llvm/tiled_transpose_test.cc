@@ -175,5 +175,37 @@ ENTRY main {
   EXPECT_FALSE(CompareWithEvaluator(TransposeAdd(200, 8), 2));
 }
 
+TEST(TiledTranspose, MergedHeadsLoopOverTheTransposesDimensions) {
+  // Attention's heads merged after the transpose: the kernel loops over [b,s,h,d], whose
+  // innermost run is contiguous; over the merged h*d it read with a gather per vector.
+  const std::string heads = R"(
+HloModule k
+ENTRY main {
+  x = f32[4,8,32,16] parameter(0)
+  t = f32[4,32,8,16] transpose(x), dimensions={0,2,1,3}
+  ROOT r = f32[4,32,128] reshape(t)
+}
+)";
+  for (int threads : {1, 2, 3}) {
+    CompileOptions opts;
+    opts.threads = threads;
+    opts.keep_ir = true;
+    const testing::CompiledText c = testing::CompileText(heads, opts);
+    ASSERT_NE(c.exe, nullptr);
+    EXPECT_EQ(c.exe->llvm_ir().find("masked.gather"), std::string::npos) << c.exe->llvm_ir();
+    EXPECT_FALSE(CompareWithEvaluator(heads, threads));
+  }
+  // A reshape that changes dimension 0 (the one the pool splits) keeps the root's loops.
+  const std::string regrouped = R"(
+HloModule k
+ENTRY main {
+  x = f32[4,8,32,16] parameter(0)
+  t = f32[4,32,8,16] transpose(x), dimensions={0,2,1,3}
+  ROOT r = f32[128,128] reshape(t)
+}
+)";
+  for (int threads : {1, 2, 3}) EXPECT_FALSE(CompareWithEvaluator(regrouped, threads));
+}
+
 }  // namespace
 }  // namespace kiln::cpu

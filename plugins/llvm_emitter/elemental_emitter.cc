@@ -2238,10 +2238,13 @@ absl::Status KernelEmitter::Emit() {
   // A column-parts kernel writes its outputs in the combining call only, whole.
   const bool ranged = spec_.partition_outer && !column_parts;
   // Output o's element at idx, generated and stored into its buffer.
-  const auto store_output = [&](size_t o, const Index& idx) -> absl::Status {
+  // Output o's element at idx, computed as `source`'s (the root, or what a root reshape
+  // reads: the same elements in the same order).
+  const auto store_output = [&](size_t o, const Index& idx,
+                                const HloInstruction* source = nullptr) -> absl::Status {
     const HloInstruction* root = spec_.outputs[o];
     const PT t = root->shape().element_type();
-    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(root, idx));
+    KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(source ? source : root, idx));
     b_.CreateStore(ToStorage(v, t),
                    b_.CreateInBoundsGEP(StorageType(t, ctx_), fn_->getArg(spec_.inputs.size() + o),
                                         idx.linear));
@@ -2280,6 +2283,19 @@ absl::Status KernelEmitter::Emit() {
     // (it took the next loop out instead, with AVX-512 scatters, 3x slower).
     const int64_t minor = transposed ? root->shape().dimensions(root->shape().rank() - 1) : 0;
     const bool merged = transposed && !tiled && minor > 1 && minor < kTransposeTile;
+    // A reshape of a transpose (attention's heads merged, [b,s,h,d] -> [b,s,h*d]) loops over
+    // the transpose's dimensions: over the merged one, each index was divided back into h and
+    // d and the vectorizer read with a gather per vector (b32 h16 s128 d64: 3x a copy's time).
+    // The pool's ranges split dimension 0, so it must be the root's.
+    const HloInstruction* source = root;
+    if (const HloInstruction* t = root->operand_count() == 1 ? root->operand(0) : nullptr;
+        !transposed && stash_.reduce == nullptr && root->opcode() == HloOpcode::kReshape &&
+        t->opcode() == HloOpcode::kTranspose && root->shape().rank() > 0 &&
+        t->shape().rank() > root->shape().rank() &&
+        t->shape().dimensions(0) == root->shape().dimensions(0) &&
+        t->shape().dimensions().back() >= kMinVectorRun &&
+        std::find(spec_.inputs.begin(), spec_.inputs.end(), t) == spec_.inputs.end())
+      source = t;
     const auto nest = [&](const std::vector<int64_t>& dims, const std::string& name,
                           const std::function<absl::Status(const Index&)>& body, llvm::Value* lo,
                           llvm::Value* hi) {
@@ -2288,7 +2304,7 @@ absl::Status KernelEmitter::Emit() {
       return EmitLoopNest(dims, name, body, lo, hi, /*keep_outer_loops=*/true);
     };
     KILN_EMIT_RETURN_IF_ERROR(nest(
-        root->shape().dimensions(), absl::StrCat("out", o),
+        source->shape().dimensions(), absl::StrCat("out", o),
         [&](const Index& idx) -> absl::Status {
           if (stash_.reduce != nullptr) {
             // The statistic first (hoisted before the row's loop, storing the row), so that
@@ -2300,7 +2316,7 @@ absl::Status KernelEmitter::Emit() {
                         Index{{idx.multi.begin(), idx.multi.begin() + kept}, nullptr})
                     .status());
           }
-          return store_output(o, idx);
+          return store_output(o, idx, source);
         },
         ranged ? fn_->getArg(n) : nullptr, ranged ? fn_->getArg(n + 1) : nullptr));
     stash_ = Stash{};
