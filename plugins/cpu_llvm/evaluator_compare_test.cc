@@ -672,5 +672,28 @@ ENTRY %main (x: f32[512,1024]) -> f32[] {
                "mean");
 }
 
+// A mean of per-row logsumexps: the scalar reduce reads 512 values, but a million
+// exponentials are generated below it, so it is a kernel of its own, split into parts over the
+// rows, instead of one thread's work inside the division's kernel.
+TEST(CpuLlvmVsEvaluator, MeanOfRowReductionsRunsInParts) {
+  KILN_COMPARE(2, std::string("HloModule mean_lse\n") + kAdd + kMax + R"(
+ENTRY %main (x: f32[512,2048]) -> f32[] {
+  %x = f32[512,2048] parameter(0)
+  %ninf = f32[] constant(-inf)
+  %mx = f32[512] reduce(%x, %ninf), dimensions={1}, to_apply=%max
+  %mxb = f32[512,2048] broadcast(%mx), dimensions={0}
+  %d = f32[512,2048] subtract(%x, %mxb)
+  %e = f32[512,2048] exponential(%d)
+  %zero = f32[] constant(0)
+  %s = f32[512] reduce(%e, %zero), dimensions={1}, to_apply=%add
+  %l = f32[512] log(%s)
+  %lse = f32[512] add(%l, %mx)
+  %t = f32[] reduce(%lse, %zero), dimensions={0}, to_apply=%add
+  %count = f32[] constant(512)
+  ROOT %m = f32[] divide(%t, %count)
+})",
+               "mean_lse");
+}
+
 }  // namespace
 }  // namespace kiln::cpu

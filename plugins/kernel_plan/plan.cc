@@ -190,6 +190,29 @@ bool BroadcastIntoArray(const HloInstruction* h) {
   return false;
 }
 
+// The most elements a reduce in `h`'s cone reads (0 without one), through elementwise and
+// shape operations: a mean of per-row logsumexps reduces 2048 values but generates a million
+// exponentials below them.
+int64_t ReducedBelow(const HloInstruction* h) {
+  constexpr int kMaxVisited = 256;  // a cheap answer, not a whole program's walk
+  absl::flat_hash_set<const HloInstruction*> seen;
+  std::vector<const HloInstruction*> stack = {h};
+  int64_t most = 0;
+  while (!stack.empty() && static_cast<int>(seen.size()) < kMaxVisited) {
+    const HloInstruction* x = stack.back();
+    stack.pop_back();
+    if (!seen.insert(x).second) continue;
+    if (x->opcode() == HloOpcode::kReduce) most = std::max(most, Elements(x->operand(0)->shape()));
+    if (x->opcode() != HloOpcode::kReduce && !IsElementwiseOpcode(x->opcode()) &&
+        x->opcode() != HloOpcode::kBroadcast && x->opcode() != HloOpcode::kReshape &&
+        x->opcode() != HloOpcode::kSlice && x->opcode() != HloOpcode::kGather &&
+        x->opcode() != HloOpcode::kConcatenate)
+      continue;
+    for (const HloInstruction* o : x->operands()) stack.push_back(o);
+  }
+  return most;
+}
+
 // Element operations a kernel performs: every generated instruction's elements, plus the
 // inner loops of reductions and dots.
 int64_t EstimateWork(const llvm_emit::KernelSpec& spec) {
@@ -615,7 +638,8 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
       // or run on one thread inside the scalar kernel of what follows it (a mean's division:
       // only a kernel whose output is the reduce itself is split into parts).
       if (h->shape().IsArray() && h->shape().rank() == 0 &&
-          4 * Elements(h->operand(0)->shape()) >= options.parallel_min_work &&
+          4 * std::max(Elements(h->operand(0)->shape()), ReducedBelow(h->operand(0))) >=
+              options.parallel_min_work &&
           (BroadcastIntoArray(h) || options.reduce_parts >= 2))
         return true;
       if (!RowLevelUses(h, base_materialized)) return true;
