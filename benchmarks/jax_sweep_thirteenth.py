@@ -9,8 +9,10 @@ clipped loss with its gradient, farthest-point sampling, word2vec negative sampl
 gradient, a ConvNeXt block, a Fourier neural operator layer, a 13x13 depthwise convolution,
 causal linear attention through cumsums, int8 and packed int4 weight matmuls, a per-sample
 normalization, batched triangular solves, ray-sphere shading, quaternion rotations, a top-2
-mixture-of-experts gate, batched traces, a long convolution through the FFT and Mamba's causal
-convolution. Written as held-out programs: none of them is in the other twelve sweeps.
+mixture-of-experts gate, batched traces, a long convolution through the FFT, Mamba's causal
+convolution, a VAE's loss gradient, SimCLR's NT-Xent loss, a graph attention layer,
+Lennard-Jones forces, Monte Carlo option pricing, k-nearest-neighbour classification, FiLM from
+a diffusion timestep embedding and an fp8 (e4m3) quantized matmul. Written as held-out programs: none of them is in the other twelve sweeps.
 
     .venv/bin/python benchmarks/jax_sweep_thirteenth.py [--runs 10] [--only SUBSTRING]"""
 import os
@@ -220,6 +222,70 @@ def programs():
                                          dimension_numbers=('NWC', 'WIO', 'NWC'))
         return jax.nn.silu(h + b)
 
+    def vae_grad(x, w1, w2, w3, w4, eps):
+        def loss(params):
+            w1, w2, w3, w4 = params
+            h = jax.nn.relu(x @ w1)
+            mu, logvar = jnp.split(h @ w2, 2, -1)
+            z = mu + jnp.exp(0.5 * logvar) * eps
+            logits = jax.nn.relu(z @ w3) @ w4
+            rec = jnp.sum(optax_sigmoid_bce(logits, x), -1)
+            kl = -0.5 * jnp.sum(1 + logvar - mu ** 2 - jnp.exp(logvar), -1)
+            return jnp.mean(rec + kl)
+        return jax.grad(loss)((w1, w2, w3, w4))
+
+    def optax_sigmoid_bce(logits, labels):
+        return jnp.maximum(logits, 0) - logits * labels + jnp.log1p(jnp.exp(-jnp.abs(logits)))
+
+    def nt_xent(a, b):
+        z = jnp.concatenate([a, b]) / jnp.linalg.norm(jnp.concatenate([a, b]), axis=-1,
+                                                        keepdims=True)
+        sim = z @ z.T / 0.1
+        n = a.shape[0]
+        sim = jnp.where(jnp.eye(2 * n, dtype=bool), -1e9, sim)
+        pos = jnp.concatenate([jnp.arange(n, 2 * n), jnp.arange(n)])
+        return jnp.mean(jax.nn.logsumexp(sim, -1) - sim[jnp.arange(2 * n), pos])
+
+    def gat_layer(x, src, dst, w, a_src, a_dst):
+        h = x @ w
+        e = jax.nn.leaky_relu(h[src] @ a_src + h[dst] @ a_dst, 0.2)
+        e = e - jax.ops.segment_max(e, dst, num_segments=x.shape[0])[dst]
+        p = jnp.exp(e)
+        denom = jax.ops.segment_sum(p, dst, num_segments=x.shape[0])[dst]
+        return jax.ops.segment_sum((p / denom)[:, None] * h[src], dst, num_segments=x.shape[0])
+
+    def lennard_jones(p):
+        d = p[:, None, :] - p[None, :, :]
+        r2 = jnp.sum(d * d, -1) + jnp.eye(p.shape[0])
+        inv6 = (1 / r2) ** 3
+        f = jnp.where(r2 < 6.25, 24 * (2 * inv6 * inv6 - inv6) / r2, 0.)
+        f = f * (1 - jnp.eye(p.shape[0]))
+        return jnp.sum(f[:, :, None] * d, 1)
+
+    def option_price(key):
+        z = jax.random.normal(jax.random.wrap_key_data(key), (1 << 14, 252))
+        paths = 100 * jnp.exp(jnp.cumsum(-0.5 * 0.2 ** 2 / 252 + 0.2 / np.sqrt(252) * z, 1))
+        return jnp.mean(jnp.maximum(paths.mean(1) - 100, 0))
+
+    def knn_classify(train, labels, test):
+        d = jnp.sum(test ** 2, 1)[:, None] - 2 * test @ train.T + jnp.sum(train ** 2, 1)
+        _, idx = jax.lax.top_k(-d, 5)
+        votes = jax.nn.one_hot(labels[idx], 10).sum(1)
+        return jnp.argmax(votes, -1)
+
+    def film_timestep(t, x, w1, w2):
+        freqs = jnp.exp(-np.log(10000) * jnp.arange(64) / 64)
+        emb = jnp.concatenate([jnp.sin(t[:, None] * freqs), jnp.cos(t[:, None] * freqs)], -1)
+        scale, shift = jnp.split(jax.nn.silu(emb @ w1) @ w2, 2, -1)
+        return x * (1 + scale[:, None, None, :]) + shift[:, None, None, :]
+
+    def fp8_matmul(x, w):
+        xs = jnp.max(jnp.abs(x)) / 448
+        ws = jnp.max(jnp.abs(w)) / 448
+        xq = (x / xs).astype(jnp.float8_e4m3fn)
+        wq = (w / ws).astype(jnp.float8_e4m3fn)
+        return jnp.dot(xq, wq, preferred_element_type=jnp.float32) * (xs * ws)
+
     edges = 1 << 16
     return {
         'gcn layer 4096 nodes 2^16 edges d64': (
@@ -289,6 +355,26 @@ def programs():
                                           1e-3),
         'mamba causal conv1d k4 + silu b8 L1024 d512': (
             mamba_conv, [f32(8, 1024, 512), f32(4, 1, 512), f32(512)], 1e-4),
+        'vae loss grad b256 784-400-20': (
+            vae_grad, [(r.rand(256, 784) > .5).astype(np.float32), f32(784, 400) * .05,
+                       f32(400, 40) * .05, f32(20, 400) * .05, f32(400, 784) * .05,
+                       f32(256, 20)], 1e-3),
+        'nt-xent loss 2x512 d128': (nt_xent, [f32(512, 128), f32(512, 128)], 1e-3),
+        'gat layer 4096 nodes 2^16 edges d64': (
+            gat_layer, [f32(4096, 64), r.randint(0, 4096, edges).astype(np.int32),
+                        r.randint(0, 4096, edges).astype(np.int32), f32(64, 64) * .1,
+                        f32(64) * .1, f32(64) * .1], 1e-3),
+        'lennard-jones forces 2048 particles': (
+            lennard_jones, [(r.rand(2048, 3) * 20).astype(np.float32)], 1e-2),
+        'monte carlo option 2^14 paths x 252': (
+            option_price, [np.array([0, 13], np.uint32)], 1e-3),
+        'knn classify 1024 test of 8192 train d32': (
+            knn_classify, [f32(8192, 32), r.randint(0, 10, 8192).astype(np.int32),
+                           f32(1024, 32)]),
+        'film timestep embedding b16 32x32x128': (
+            film_timestep, [(r.rand(16) * 1000).astype(np.float32), f32(16, 32, 32, 128),
+                            f32(128, 512) * .05, f32(512, 256) * .05], 1e-3),
+        'fp8 e4m3 quantized matmul 512^3': (fp8_matmul, [f32(512, 512), f32(512, 512)], 2e-2),
     }
 
 
