@@ -422,6 +422,10 @@ Shape PartialsShape(const KernelSpec& spec) {
   return Shape(spec.outputs[0]->shape().element_type(), {spec.reduce_parts});
 }
 
+// A root concatenation of more operands than this along an outer dimension is written one
+// operand at a time (EmitConcatenateByOperand).
+constexpr int kMaxBranchedConcatOperands = 4;
+
 // The tile of TransposedRead kernels' output loops (32 x 32 f32: 4 KB of output, 32 lines
 // of the transposed operand).
 constexpr int64_t kTransposeTile = 32;
@@ -1498,6 +1502,64 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConcatenate(const HloInstruction
                     [&, k, end]() { return EmitConcatenate(h, idx, k + 1, end); });
 }
 
+absl::Status KernelEmitter::EmitConcatenateByOperand(const HloInstruction* root, llvm::Value* out,
+                                                     llvm::Value* lo, llvm::Value* hi) {
+  // The dimensions before the concatenated one loop once, shared by the parts, so that parts
+  // reading the same row (rope's halves, each made from both halves of x) find it in cache.
+  const int64_t d = root->dimensions()[0];
+  const std::vector<int64_t>& dims = root->shape().dimensions();
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  const PT t = root->shape().element_type();
+  auto linear = [&](const std::vector<llvm::Value*>& multi, const std::vector<int64_t>& shape) {
+    llvm::Value* at = C64(0);
+    for (int64_t i = 0; i < rank; ++i)
+      at = b_.CreateAdd(b_.CreateMul(at, C64(shape[i]), "", true, true), multi[i], "", true, true);
+    return at;
+  };
+  const std::vector<int64_t> outer(dims.begin(), dims.begin() + d);
+  return EmitLoopNest(
+      outer, root->name() + ".rows",
+      [&](const Index& row) -> absl::Status {
+        int64_t offset = 0;
+        for (int k = 0; k < root->operand_count(); ++k) {
+          const HloInstruction* part = root->operand(k);
+          const std::vector<int64_t>& part_dims = part->shape().dimensions();
+          const int64_t rows = part_dims[d], first = offset;
+          offset += rows;
+          if (rows == 0) continue;
+          llvm::Value* part_lo = nullptr;
+          llvm::Value* part_hi = nullptr;
+          if (lo != nullptr && d == 0) {  // the pool's range of output rows, in this part's
+            auto clamp = [&](llvm::Value* v) {
+              v = CallIntrinsic(llvm::Intrinsic::smax, {I64()},
+                                {b_.CreateSub(v, C64(first)), C64(0)});
+              return CallIntrinsic(llvm::Intrinsic::smin, {I64()}, {v, C64(rows)});
+            };
+            part_lo = clamp(lo);
+            part_hi = clamp(hi);
+          }
+          KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(
+              std::vector<int64_t>(part_dims.begin() + d, part_dims.end()),
+              absl::StrCat(root->name(), ".part", k),
+              [&](const Index& inner) -> absl::Status {
+                Index at;
+                at.multi = row.multi;
+                at.multi.insert(at.multi.end(), inner.multi.begin(), inner.multi.end());
+                at.linear = linear(at.multi, part_dims);
+                KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(part, at));
+                std::vector<llvm::Value*> to = at.multi;
+                if (first != 0) to[d] = b_.CreateAdd(to[d], C64(first), "", true, true);
+                b_.CreateStore(ToStorage(v, t),
+                               b_.CreateInBoundsGEP(StorageType(t, ctx_), out, linear(to, dims)));
+                return absl::OkStatus();
+              },
+              part_lo, part_hi, /*keep_outer_loops=*/true));
+        }
+        return absl::OkStatus();
+      },
+      d > 0 ? lo : nullptr, d > 0 ? hi : nullptr, /*keep_outer_loops=*/true);
+}
+
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitPad(const HloInstruction* h, const Index& idx) {
   const HloInstruction* operand = h->operand(0);
   const PaddingConfig& pc = h->attrs().padding_config;
@@ -2296,6 +2358,23 @@ absl::Status KernelEmitter::Emit() {
         t->shape().dimensions().back() >= kMinVectorRun &&
         std::find(spec_.inputs.begin(), spec_.inputs.end(), t) == spec_.inputs.end())
       source = t;
+    // A root concatenation loops per operand when choosing one per element costs: along the
+    // minor dimension (a branch inside the vectorized loop: sin/cos positions 4x slower), or
+    // among many operands (LLVM predicated the chain, a masked load of every operand per
+    // vector). A few operands along an outer dimension (an edge pad's three) stay one nest:
+    // the branch is invariant in the inner loop, and a part's own loops over a few rows cost
+    // more than it.
+    if (!transposed && stash_.reduce == nullptr && !parts &&
+        root->opcode() == HloOpcode::kConcatenate && root->shape().rank() > 0 &&
+        root->dimensions().size() == 1 &&
+        (root->dimensions()[0] == root->shape().rank() - 1 ||
+         root->operand_count() > kMaxBranchedConcatOperands)) {
+      KILN_EMIT_RETURN_IF_ERROR(EmitConcatenateByOperand(root, fn_->getArg(spec_.inputs.size() + o),
+                                                         ranged ? fn_->getArg(n) : nullptr,
+                                                         ranged ? fn_->getArg(n + 1) : nullptr));
+      stash_ = Stash{};
+      continue;
+    }
     const auto nest = [&](const std::vector<int64_t>& dims, const std::string& name,
                           const std::function<absl::Status(const Index&)>& body, llvm::Value* lo,
                           llvm::Value* hi) {
