@@ -7,6 +7,7 @@
 #include "hlo/passes/constant_folding.h"
 #include "hlo/passes/cse.h"
 #include "hlo/passes/dce.h"
+#include "hlo/passes/dot_merger.h"
 #include "hlo/passes/library_call_lowering.h"
 #include "hlo/passes/scatter_batching_to_indices.h"
 #include "hlo/passes/scatter_to_update_slice.h"
@@ -34,6 +35,9 @@ std::unique_ptr<HloPassPipeline> MakeSimplificationPipeline() {
   p->AddPass<TupleSimplifier>();
   p->AddPass<TransposeFolding>();
   p->AddPass<HloCSE>();
+  // Independent small dots sharing an operand (an unrolled RNN's x_t @ W): one GEMM call.
+  // After CSE, which makes one of two equal dots.
+  p->AddPass<DotMerger>();
   // A fori_loop body's work on what it closes over (x.T * lr), once before the loop.
   p->AddPass<WhileLoopInvariantCodeMotion>();
   p->AddPass<HloDCE>();

@@ -70,7 +70,7 @@ TEST(SimplificationPipelineTest, ReachesAFixedPoint) {
                        "async-to-sync", "call-inliner", "library-call-lowering",
                        "scatter-batching-to-indices", "scatter-to-update-slice", "algsimp",
                        "constant-folding", "tuple-simplifier", "transpose-folding", "cse",
-                       "while-loop-invariant-code-motion", "dce"}));
+                       "dot-merger", "while-loop-invariant-code-motion", "dce"}));
 }
 
 std::string ReadFile(const std::filesystem::path& p) {

@@ -13,6 +13,7 @@
 #include "hlo/passes/dce.h"
 #include "hlo/passes/dot_canonicalization.h"
 #include "hlo/passes/dot_expanders.h"
+#include "hlo/passes/dot_merger.h"
 #include "hlo/passes/fusion_pipeline.h"
 #include "hlo/passes/instruction_fusion.h"
 #include "hlo/passes/library_call_lowering.h"
@@ -47,6 +48,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<AlgebraicSimplifier>(),
       Factory<TransposeFolding>(),
       Factory<DotCanonicalization>(),
+      Factory<DotMerger>(),
       Factory<ConvolutionToGemm>(),
       Factory<ArgReduceSplit>(),
       Factory<ReduceWindowScan>(),
