@@ -7,32 +7,12 @@
 
 #include "fmt/format.h"
 #include "gtest/gtest.h"
-#include "hlo/evaluator/evaluator.h"
 #include "plugins/cpu_llvm/text_module_test_util.h"
-#include "plugins/llvm_emitter/codegen_test_util.h"
 
 namespace kiln::cpu {
 namespace {
 
-using codegen_testing::ExpectClose;
-
-// Runs `text` on `threads` threads against the evaluator; returns the optimized IR.
-std::string CompareWithEvaluator(const std::string& text, int threads) {
-  CompileOptions opts;
-  opts.threads = threads;
-  opts.keep_ir = true;
-  const testing::CompiledText c = testing::CompileText(text, opts);
-  if (c.exe == nullptr) return "";
-  const std::vector<Literal> args = codegen_testing::RandomArguments(*c.module, 11).values;
-  HloEvaluator evaluator;
-  auto want = evaluator.Evaluate(*c.module, args);
-  EXPECT_TRUE(want.ok()) << want.status();
-  auto got = c.exe->Run(args);
-  EXPECT_TRUE(got.ok()) << got.status();
-  if (want.ok() && got.ok())
-    ExpectClose(*got, *want, fmt::format("{} threads", threads), "jit", 1e-6);
-  return c.exe->llvm_ir();
-}
+using testing::CompareTextWithEvaluator;
 
 TEST(Concatenate, AlongTheFirstDimensionAcrossThreadRanges) {
   // 1333 rows of 256 (2^18 and more elements: split across the pool), five parts (more than
@@ -50,7 +30,7 @@ ENTRY main {
   ROOT r = f32[1333,256] concatenate(na, e, eb, c, f), dimensions={0}
 }
 )";
-  for (int threads : {1, 2, 3}) CompareWithEvaluator(text, threads);
+  for (int threads : {1, 2, 3}) CompareTextWithEvaluator(text, threads);
 }
 
 TEST(Concatenate, ManyPartsAndALaterDimension) {
@@ -67,7 +47,7 @@ TEST(Concatenate, ManyPartsAndALaterDimension) {
   for (int threads : {1, 2}) {
     // Choosing the operand per element, the vectorized loop read every operand with masked
     // loads (166 of them, and 81 branches).
-    const std::string ir = CompareWithEvaluator(many, threads);
+    const std::string ir = CompareTextWithEvaluator(many, threads);
     EXPECT_EQ(ir.find("masked."), std::string::npos) << ir;
   }
   // Along the minor dimension (the rows before it shared by the parts) and along a middle one
@@ -81,7 +61,7 @@ ENTRY main {
   ROOT r = f32[512,8,128] concatenate(a, t), dimensions={2}
 }
 )";
-  for (int threads : {1, 2, 3}) CompareWithEvaluator(minor, threads);
+  for (int threads : {1, 2, 3}) CompareTextWithEvaluator(minor, threads);
   const std::string middle = R"(
 HloModule k
 ENTRY main {
@@ -91,7 +71,7 @@ ENTRY main {
   ROOT r = f32[512,24,100] concatenate(a, t, a, t, t, a), dimensions={1}
 }
 )";
-  for (int threads : {1, 2, 3}) CompareWithEvaluator(middle, threads);
+  for (int threads : {1, 2, 3}) CompareTextWithEvaluator(middle, threads);
 }
 
 }  // namespace

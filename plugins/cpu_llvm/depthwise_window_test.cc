@@ -3,20 +3,13 @@
 // loop with a gather per tap (b8 t512 c256: 31 ms against 0.7 ms with the taps unrolled and
 // the channels vectorized). Checked against the evaluator on one and two threads, with
 // padding, stride and window reversal; the IR has no gather.
-#include <random>
 #include <string>
 
 #include "gtest/gtest.h"
-#include "hlo/evaluator/evaluator.h"
-#include "hlo/text/parser.h"
-#include "plugins/cpu_llvm/cpu_compiler.h"
-#include "plugins/llvm_emitter/codegen_test_util.h"
+#include "plugins/cpu_llvm/text_module_test_util.h"
 
 namespace kiln::cpu {
 namespace {
-
-using codegen_testing::ExpectClose;
-using codegen_testing::RandomLiteral;
 
 // h = a * sigmoid(g) over f32[2,64,32] halves of x, then a `taps`-tap depthwise convolution
 // giving `out` positions.
@@ -37,37 +30,10 @@ std::string GluDepthwise(int taps, const std::string& window, int out = 64) {
          "}, dim_labels=b0f_0io->b0f, feature_group_count=32\n}\n";
 }
 
-// Compiles `text`, runs it on random arguments on 1 and 2 threads against the evaluator;
-// returns the optimized IR.
+// Runs `text` on 1 and 2 threads against the evaluator; returns the optimized IR.
 std::string Check(const std::string& text) {
-  auto parsed = ParseHloModule(text, "depthwise");
-  EXPECT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
-  if (!parsed.ok()) return "";
-  std::shared_ptr<const HloModule> module(std::move(*parsed));
-  std::mt19937 rng(3);
-  std::vector<Literal> args;
-  for (const HloInstruction* p : module->entry()->parameters())
-    args.push_back(RandomLiteral(p->shape(), rng));
-  HloEvaluator evaluator;
-  auto want = evaluator.Evaluate(*module, args);
-  EXPECT_TRUE(want.ok()) << want.status();
-  if (!want.ok()) return "";
   std::string ir;
-  for (int threads : {1, 2}) {
-    CompileOptions options;
-    options.threads = threads;
-    options.keep_ir = true;
-    auto compiler = CpuCompiler::Create(options);
-    EXPECT_TRUE(compiler.ok()) << compiler.status();
-    if (!compiler.ok()) return "";
-    auto exe = (*compiler)->Compile(module);
-    EXPECT_TRUE(exe.ok()) << exe.status();
-    if (!exe.ok()) return "";
-    auto got = (*exe)->Run(args);
-    EXPECT_TRUE(got.ok()) << got.status();
-    if (got.ok()) ExpectClose(*got, *want, "threads " + std::to_string(threads), "jit", 1e-5);
-    ir = (*exe)->llvm_ir();
-  }
+  for (int threads : {1, 2}) ir = testing::CompareTextWithEvaluator(text, threads, 1e-5, 3);
   return ir;
 }
 
