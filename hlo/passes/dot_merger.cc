@@ -42,10 +42,11 @@ int64_t OnlyFreeDimension(const HloInstruction& dot, int side) {
 }
 
 // What dots must share to be merged over operand `side` (the one concatenated): the other
-// operand itself, the dimension numbers and types, and the concatenated operand's dimensions
-// but the free one. A dot that cannot be merged this way has no key.
+// operand itself (by its position in the post order, so that groups are visited in the same
+// order on every run), the dimension numbers and types, and the concatenated operand's
+// dimensions but the free one. A dot that cannot be merged this way has no key.
 struct MergeKey {
-  const HloInstruction* shared;
+  int64_t shared;
   std::vector<int64_t> batch_l, batch_r, contract_l, contract_r, dims;
   int64_t free;
   PrimitiveType operand_type, result_type;
@@ -56,12 +57,13 @@ struct MergeKey {
   bool operator<(const MergeKey& o) const { return Tie() < o.Tie(); }
 };
 
-std::optional<MergeKey> KeyOf(const HloInstruction& dot, int side) {
+std::optional<MergeKey> KeyOf(const HloInstruction& dot, int side,
+                              const absl::flat_hash_map<const HloInstruction*, int64_t>& pos) {
   const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
   const int64_t free = OnlyFreeDimension(dot, side);
   if (free < 0) return std::nullopt;
   const Shape& s = dot.operand(side)->shape();
-  MergeKey k{dot.operand(1 - side),
+  MergeKey k{pos.at(dot.operand(1 - side)),
              dn.lhs_batch_dimensions,
              dn.rhs_batch_dimensions,
              dn.lhs_contracting_dimensions,
@@ -170,7 +172,7 @@ bool MergeOnce(HloComputation& comp, int64_t max_multiply_adds, NameUniquer& nam
     std::map<MergeKey, std::vector<HloInstruction*>> groups;  // ordered: deterministic
     for (HloInstruction* i : order) {
       if (!Mergeable(*i, max_multiply_adds, control)) continue;
-      if (std::optional<MergeKey> k = KeyOf(*i, side)) groups[*k].push_back(i);
+      if (std::optional<MergeKey> k = KeyOf(*i, side, pos)) groups[*k].push_back(i);
     }
     for (auto& [key, dots] : groups) {
       if (dots.size() < 2) continue;
