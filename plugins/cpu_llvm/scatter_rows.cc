@@ -217,6 +217,9 @@ void CombineRows(CombinerKind kind, T* table, const T* updates, std::span<const 
 
 }  // namespace
 
+// From this many updates, index vectors are flattened into row numbers on the pool.
+constexpr int64_t kParallelConvertMin = int64_t{1} << 16;
+
 bool IsRowScatter(const HloInstruction& h) {
   if (!ShapeOf(h)) return false;
   const PrimitiveType t = h.shape().element_type();
@@ -243,17 +246,25 @@ void RunRowScatter(const HloInstruction& h, Literal& table, const Literal& indic
     PrimitiveTypeSwitch(indices.shape().element_type(), [&](auto tag) {
       using I = decltype(tag);
       if constexpr (std::is_integral_v<I>) {
-        const I* p = indices.data<I>().data();
-        for (size_t u = 0; u < converted.size(); ++u, p += s.index_size) {
-          int64_t row = 0;
-          bool inside = true;
-          for (int64_t d = 0; d < s.index_size; ++d) {
-            const auto c = static_cast<int64_t>(p[d]);
-            inside = inside && c >= 0 && c < dims[d];
-            row = row * dims[d] + c;
+        auto convert = [&](int64_t begin, int64_t end) {
+          const I* p = indices.data<I>().data() + begin * s.index_size;
+          for (int64_t u = begin; u < end; ++u, p += s.index_size) {
+            int64_t row = 0;
+            bool inside = true;
+            for (int64_t d = 0; d < s.index_size; ++d) {
+              const auto c = static_cast<int64_t>(p[d]);
+              inside = inside && c >= 0 && c < dims[d];
+              row = row * dims[d] + c;
+            }
+            converted[u] = inside ? static_cast<int32_t>(row) : -1;
           }
-          converted[u] = inside ? static_cast<int32_t>(row) : -1;
-        }
+        };
+        // On the pool when long: a vmapped bincount's 2^19 (image, bin) pairs took as long
+        // on one thread as the scatter itself.
+        if (pool != nullptr && pool->size() > 1 && s.updates >= kParallelConvertMin)
+          pool->ParallelFor(s.updates, convert);
+        else
+          convert(0, s.updates);
       }
     });
     ids = converted;

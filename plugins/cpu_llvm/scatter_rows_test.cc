@@ -148,6 +148,12 @@ TEST(RowScatter, MatchesTheEvaluatorBitForBit) {
                                     "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1",
                                     "f32", "add(a, b)"),
                       threads));
+    // Enough 2-D points (2^16 and more) that their row numbers are computed on the pool.
+    EXPECT_TRUE(Check(ScatterModule("s32[60,50]", "s32[70000,2]", "s32[70000]",
+                                    "update_window_dims={}, inserted_window_dims={0,1}, "
+                                    "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1",
+                                    "s32", "add(a, b)"),
+                      threads));
     EXPECT_TRUE(Check(ScatterModule("s32[10,12,8,16]", "u32[500,2]", "s32[500,8,16]",
                                     "update_window_dims={1,2}, inserted_window_dims={0,1}, "
                                     "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1",
