@@ -89,26 +89,28 @@ std::vector<int64_t> Unflatten(int64_t k, const std::vector<int64_t>& dims) {
 }
 
 // One strided slice per kernel tap (taps in row-major order), each [batch, output
-// positions..., features], concatenated along the features: [batch, positions..., taps*cin].
+// positions..., features] as a [rows, features] matrix, concatenated along the features:
+// [rows, taps*cin]. The matrices, not the slices, are concatenated so that the patch
+// kernel's output is the concatenation itself, whose parts a backend can write one at a time
+// (cpu-llvm: a root concatenation along the minor dimension).
 HloInstruction* PatchesByTap(Rewriter& r, HloInstruction* xt, int64_t batch, int64_t cin,
                              const std::vector<int64_t>& taps_dims,
                              const std::vector<int64_t>& out_spatial,
                              const std::vector<WindowDimension>& win) {
-  const int64_t taps = Product(taps_dims);
+  const int64_t taps = Product(taps_dims), rows = batch * Product(out_spatial);
   std::vector<int64_t> strides;
   for (const WindowDimension& w : win) strides.push_back(w.stride);
   std::vector<HloInstruction*> slices;
   for (int64_t k = 0; k < taps; ++k) {
     std::vector<int64_t> starts = Unflatten(k, taps_dims);
     for (size_t i = 0; i < starts.size(); ++i) starts[i] *= win[i].window_dilation;
-    slices.push_back(SliceOf(r, xt, batch, cin, starts, out_spatial, strides));
+    slices.push_back(
+        r.Reshape(SliceOf(r, xt, batch, cin, starts, out_spatial, strides), {rows, cin}));
   }
   if (taps == 1) return slices[0];
-  std::vector<int64_t> dims = slices[0]->shape().dimensions();
-  dims.back() = taps * cin;
-  HloInstruction* c =
-      r.Add(HloOpcode::kConcatenate, dims, slices, xt->shape().element_type(), xt->shape());
-  c->mutable_attrs().dimensions = {static_cast<int64_t>(taps_dims.size()) + 1};
+  HloInstruction* c = r.Add(HloOpcode::kConcatenate, {rows, taps * cin}, slices,
+                            xt->shape().element_type(), xt->shape());
+  c->mutable_attrs().dimensions = {1};
   return c;
 }
 
@@ -136,16 +138,25 @@ HloInstruction* PatchesByPosition(Rewriter& r, HloInstruction* xt, int64_t batch
   return c;
 }
 
-bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, NameUniquer& names) {
+// The types a rewrite takes: floating-point convolutions of one type, or (`integer`) integer
+// ones whose operands share a type (an s8 x s8 -> s32 convolution: its dot is the integer
+// GEMM's). A dot converts its operands to the result type as the convolution does.
+bool TypesTaken(const Shape& out, const Shape& x, const Shape& w, bool integer) {
+  const PrimitiveType t = out.element_type(), xt = x.element_type();
+  if (!integer) return IsFloating(t) && xt == t && w.element_type() == t;
+  return IsInteger(t) && IsInteger(xt) && xt == w.element_type() && !IsSubByteInt(xt);
+}
+
+bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, bool integer,
+             NameUniquer& names) {
   const InstructionAttributes& a = conv->attrs();
   if (!a.convolution_dimension_numbers || conv->operand_count() != 2) return false;
   if (a.feature_group_count != 1 || a.batch_group_count != 1) return false;
   const Shape& out_shape = conv->shape();
   HloInstruction* x = conv->operand(0);
   HloInstruction* w = conv->operand(1);
-  if (!out_shape.IsArray() || !IsFloating(out_shape.element_type()) ||
-      x->shape().element_type() != out_shape.element_type() ||
-      w->shape().element_type() != out_shape.element_type())
+  if (!out_shape.IsArray() || !x->shape().IsArray() || !w->shape().IsArray() ||
+      !TypesTaken(out_shape, x->shape(), w->shape(), integer))
     return false;
   const ConvolutionDimensionNumbers& dn = *a.convolution_dimension_numbers;
   const size_t n = dn.input_spatial_dimensions.size();
@@ -156,7 +167,7 @@ bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, Na
     if (a.window->dimensions.size() != n) return false;
     win = a.window->dimensions;
   }
-  const PrimitiveType t = out_shape.element_type();
+  const PrimitiveType t = out_shape.element_type(), in_t = x->shape().element_type();
   const int64_t batch = x->shape().dimensions(dn.input_batch_dimension);
   const int64_t cin = x->shape().dimensions(dn.input_feature_dimension);
   const int64_t cout = w->shape().dimensions(dn.kernel_output_feature_dimension);
@@ -168,7 +179,7 @@ bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, Na
   const int64_t taps = Product(taps_dims), rows = batch * Product(out_spatial);
   if (rows == 0 || taps == 0 || cin == 0 || cout == 0) return false;
   if (rows * taps * cin * cout < min_work) return false;
-  if (rows * taps * cin * ByteSizeOf(t) > max_patch_bytes) return false;
+  if (rows * taps * cin * ByteSizeOf(in_t) > max_patch_bytes) return false;
   // Each slice is an instruction: past this many the module itself becomes the cost.
   if (std::min(taps, Product(out_spatial)) > kMaxPatchSlices) return false;
 
@@ -193,8 +204,8 @@ bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, Na
   }
   if (padded) {
     HloInstruction* zero = AddWithFreshName(
-        conv->parent(), HloInstruction::CreateConstant(Literal(Shape(t, {}))), names, "zero");
-    xt = r.Add(HloOpcode::kPad, padded_dims, {xt, zero}, t, x->shape());
+        conv->parent(), HloInstruction::CreateConstant(Literal(Shape(in_t, {}))), names, "zero");
+    xt = r.Add(HloOpcode::kPad, padded_dims, {xt, zero}, in_t, x->shape());
     xt->mutable_attrs().padding_config = pads;
   }
   // The patch matrix [rows, taps * features] from as few slices as possible: one strided
@@ -211,7 +222,7 @@ bool Rewrite(HloInstruction* conv, int64_t min_work, int64_t max_patch_bytes, Na
   for (size_t i = 0; i < n; ++i)
     if (win[i].window_reversal) reversed.push_back(dn.kernel_spatial_dimensions[i]);
   if (!reversed.empty()) {
-    wk = r.Add(HloOpcode::kReverse, w->shape().dimensions(), {w}, t, w->shape());
+    wk = r.Add(HloOpcode::kReverse, w->shape().dimensions(), {w}, in_t, w->shape());
     wk->mutable_attrs().dimensions = reversed;
   }
   std::vector<int64_t> k_perm(dn.kernel_spatial_dimensions.begin(),
@@ -247,7 +258,7 @@ absl::StatusOr<bool> ConvolutionToGemm::Run(HloModule& module) {
     std::vector<HloInstruction*> dead;
     for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
       if (instr->opcode() != HloOpcode::kConvolution) continue;
-      if (Rewrite(instr, min_work_, max_patch_bytes_, names)) dead.push_back(instr);
+      if (Rewrite(instr, min_work_, max_patch_bytes_, integer_, names)) dead.push_back(instr);
     }
     RemoveDeadFrom(comp, dead);
     changed |= !dead.empty();

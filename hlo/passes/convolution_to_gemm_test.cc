@@ -123,6 +123,34 @@ ENTRY main {
   EXPECT_FALSE(changed);
 }
 
+TEST(ConvolutionToGemmTest, IntegerConvolutionsWhenAskedFor) {
+  // s8 x s8 -> s32 (a quantized CNN's) and u8 -> s32: an integer dot, the operands'
+  // type kept for the patches; the float convolution stays (integer rewrites only).
+  constexpr std::string_view kHlo = R"(
+HloModule m
+ENTRY main {
+  x = s8[2,9,9,3] parameter(0)
+  w = s8[3,3,3,4] parameter(1)
+  c = s32[2,5,5,4] convolution(x, w), window={size=3x3 stride=2x2 pad=1_1x1_1 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f
+  u = u8[2,8,3] parameter(2)
+  uw = u8[3,3,2] parameter(3)
+  cu = s32[2,4,2] convolution(u, uw), window={size=3 stride=2 pad=0_1}, dim_labels=b0f_0io->b0f
+  f = f32[2,9,9,3] parameter(4)
+  fw = f32[3,3,3,4] parameter(5)
+  cf = f32[2,7,7,4] convolution(f, fw), window={size=3x3}, dim_labels=b01f_01io->b01f
+  ROOT t = (s32[2,5,5,4], s32[2,4,2], f32[2,7,7,4]) tuple(c, cu, cf)
+}
+)";
+  ConvolutionToGemm pass(0, int64_t{1} << 30, /*integer=*/true);
+  bool changed = false;
+  std::string out = RunPassAndPrint(pass, kHlo, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_NE(out.find("s32[50,4]{1,0} dot(s8[50,27]"), std::string::npos) << out;
+  EXPECT_NE(out.find("s32[8,2]{1,0} dot(u8[8,9]"), std::string::npos) << out;
+  EXPECT_NE(out.find("f32[2,7,7,4]{3,2,1,0} convolution("), std::string::npos) << out;
+  EXPECT_TRUE(PassPreservesValues(pass, kHlo));
+}
+
 TEST(ConvolutionToGemmTest, SmallConvolutionsStayBelowTheThreshold) {
   ConvolutionToGemm pass(/*min_work=*/int64_t{1} << 20);
   bool changed = true;
