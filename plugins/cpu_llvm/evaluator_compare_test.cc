@@ -695,5 +695,18 @@ ENTRY %main (x: f32[512,2048]) -> f32[] {
                "mean_lse");
 }
 
+// A batch of 2x2 products (an associative scan of matrices): one emitted kernel, not a
+// library call per matrix (kMinBatchedLibraryMnk).
+TEST(CpuLlvmVsEvaluator, BatchOfTinyMatricesIsEmitted) {
+  KILN_COMPARE(1, R"(
+HloModule tiny
+ENTRY %main (a: f32[2048,2,2], b: f32[2048,2,2]) -> f32[2048,2,2] {
+  %a = f32[2048,2,2] parameter(0)
+  %b = f32[2048,2,2] parameter(1)
+  ROOT %d = f32[2048,2,2] dot(%a, %b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+})",
+               "tiny");
+}
+
 }  // namespace
 }  // namespace kiln::cpu

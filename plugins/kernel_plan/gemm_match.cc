@@ -16,6 +16,11 @@ constexpr int64_t kMaxPatchBytes = int64_t{1} << 30;
 // steps 0.93 -> 0.40 ms). Larger ones are memory-bound either way (2048x4096: 0.64 against
 // 0.58 ms), and the library's split over the pool is the safer.
 constexpr int64_t kEmittedMatvecMaxElements = int64_t{1} << 22;
+// A batch of at least kMinEmittedBatch matrices each of fewer multiply-adds than
+// kMinBatchedLibraryMnk is emitted: a library call per matrix costs about 0.2 us (an
+// associative scan's 2048 products of 2x2 matrices: 0.38 ms as calls), the emitted loop a
+// few ns per matrix. A few small matrices keep their calls: the overhead is a microsecond.
+constexpr int64_t kMinBatchedLibraryMnk = 16 * 16 * 16, kMinEmittedBatch = 64;
 
 }  // namespace
 
@@ -41,6 +46,8 @@ std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk
   const HloOpcode v = dot.operand_count() == 2 ? dot.operand(1)->opcode() : HloOpcode::kTuple;
   const bool stored_vector =
       v == HloOpcode::kParameter || v == HloOpcode::kGetTupleElement || v == HloOpcode::kConstant;
+  if (g && g->batch >= kMinEmittedBatch && g->m * g->n * g->k < kMinBatchedLibraryMnk)
+    return no("a batch of matrices small enough for the emitted kernel");
   if (g && (g->type == GemmType::kF32 || g->type == GemmType::kF64) && g->batch == 1 && g->n == 1 &&
       !g->trans_a && g->m * g->k <= kEmittedMatvecMaxElements && stored_vector)
     return no("a matrix-vector product small enough for the emitted kernel");
