@@ -272,6 +272,35 @@ ENTRY %main (a: f32[32,16,64], b: f32[32,16,64]) -> f32[64,16,32] {
   EXPECT_EQ(Count(*root->operand(0)->fused_computation(), HloOpcode::kLogistic), 1);
 }
 
+TEST(KernelFusion, OuterProductOfABroadcastCostlyValueStaysInline) {
+  // Per-example gradients summed over a weight's columns: tanh's gradient is costly but only
+  // broadcast into the outer products, one multiply per element. In memory they were a
+  // [batch, 64, 256] array (23x slower); inline, the reduce reads them as generated.
+  constexpr const char* kOuterSum = R"(HloModule outer_sum
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+ENTRY %main (g: f32[16,8], x: f32[16,32]) -> f32[16,32] {
+  %g = f32[16,8] parameter(0)
+  %x = f32[16,32] parameter(1)
+  %t = f32[16,8] tanh(f32[16,8] %g)
+  %b0 = f32[16,8,32] broadcast(f32[16,8] %t), dimensions={0,1}
+  %b1 = f32[16,8,32] broadcast(f32[16,32] %x), dimensions={0,2}
+  %m = f32[16,8,32] multiply(f32[16,8,32] %b0, f32[16,8,32] %b1)
+  %tr = f32[16,32,8] transpose(f32[16,8,32] %m), dimensions={0,2,1}
+  %zero = f32[] constant(0)
+  ROOT %r = f32[16,32] reduce(f32[16,32,8] %tr, f32[] %zero), dimensions={2}, to_apply=%add
+}
+)";
+  std::unique_ptr<HloModule> m = FuseAndCheck(kOuterSum, PlanOptions());
+  const HloInstruction* root = m->entry()->root();
+  ASSERT_EQ(root->opcode(), HloOpcode::kFusion) << m->ToString();
+  EXPECT_EQ(Count(*root->fused_computation(), HloOpcode::kMultiply), 1) << m->ToString();
+  EXPECT_EQ(Count(*root->fused_computation(), HloOpcode::kReduce), 1) << m->ToString();
+}
+
 TEST(KernelFusion, NothingToFuseIsUnchanged) {
   auto m = ParseHloModule(R"(HloModule one
 ENTRY %main (x: f32[8]) -> f32[8] {
