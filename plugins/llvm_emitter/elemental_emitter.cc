@@ -322,8 +322,12 @@ constexpr int64_t kClampedTapsMaxTaps = 64;
 // The element count of the accumulator of a reduce that IsColumnReduction describes, without
 // its size bounds, or -1 for another reduce.
 int64_t ColumnAccumulatorElements(const HloInstruction& h) {
+  // 32- and 64-bit integers too: their reducers are exact in any order (an arg-min's index
+  // reduce over dimension 0 took 12 ms, 60x its value reduce, as a strided walk per column).
+  const PT t = h.shape().IsArray() ? h.shape().element_type() : PT::PRED;
   if (h.opcode() != HloOpcode::kReduce || h.operand_count() != 2 || !h.shape().IsArray() ||
-      (h.shape().element_type() != PT::F32 && h.shape().element_type() != PT::F64))
+      (t != PT::F32 && t != PT::F64 && t != PT::S32 && t != PT::S64 && t != PT::U32 &&
+       t != PT::U64))
     return -1;
   const std::vector<int64_t>& in = h.operand(0)->shape().dimensions();
   const std::vector<int64_t>& reduced = h.dimensions();
