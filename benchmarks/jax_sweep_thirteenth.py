@@ -12,7 +12,11 @@ normalization, batched triangular solves, ray-sphere shading, quaternion rotatio
 mixture-of-experts gate, batched traces, a long convolution through the FFT, Mamba's causal
 convolution, a VAE's loss gradient, SimCLR's NT-Xent loss, a graph attention layer,
 Lennard-Jones forces, Monte Carlo option pricing, k-nearest-neighbour classification, FiLM from
-a diffusion timestep embedding and an fp8 (e4m3) quantized matmul. Written as held-out programs: none of them is in the other twelve sweeps.
+a diffusion timestep embedding, an fp8 (e4m3) quantized matmul, leaky integrate-and-fire
+neurons in a scan, a Laplacian pyramid, Harris corners, batched 3x3 inverses, unpackbits and
+packbits, an associative scan of 2x2 matrix products, the gradient through a fori RNN, a
+three-operand einsum, an int8 convolution accumulating in int32 and a log-domain matmul.
+Written as held-out programs: none of them is in the other twelve sweeps.
 
     .venv/bin/python benchmarks/jax_sweep_thirteenth.py [--runs 10] [--only SUBSTRING]"""
 import os
@@ -286,6 +290,63 @@ def programs():
         wq = (w / ws).astype(jnp.float8_e4m3fn)
         return jnp.dot(xq, wq, preferred_element_type=jnp.float32) * (xs * ws)
 
+    def lif(inp):
+        def step(carry, x):
+            v, spikes = carry
+            v = 0.9 * v + x
+            s = (v > 1.0).astype(jnp.float32)
+            v = v * (1 - s)
+            return (v, spikes + s), s.sum()
+        (v, total), counts = jax.lax.scan(step, (jnp.zeros(4096), jnp.zeros(4096)), inp)
+        return total, counts
+
+    def laplacian_pyramid(img):
+        levels = []
+        x = img
+        for _ in range(4):
+            down = jax.lax.reduce_window(x, 0., jax.lax.add, (1, 2, 2, 1), (1, 2, 2, 1), 'VALID') / 4
+            up = jnp.repeat(jnp.repeat(down, 2, 1), 2, 2)
+            levels.append((x - up).sum())
+            x = down
+        return jnp.stack(levels), x
+
+    def harris(img):
+        kx = jnp.array([[-1., 0., 1.], [-2., 0., 2.], [-1., 0., 1.]], jnp.float32)
+        conv = lambda a, k: jax.lax.conv_general_dilated(a[..., None], k[:, :, None, None], (1, 1), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'))[..., 0]
+        ix, iy = conv(img, kx), conv(img, kx.T)
+        g = jnp.ones((5, 5), jnp.float32) / 25
+        a, b, c = conv(ix * ix, g), conv(iy * iy, g), conv(ix * iy, g)
+        return a * b - c * c - 0.05 * (a + b) ** 2
+
+    def inv3(m):
+        return jnp.linalg.inv(m)
+
+    def unpack(x):
+        return jnp.unpackbits(x).reshape(-1, 8).sum(0), jnp.packbits(jnp.unpackbits(x)[::-1])
+
+    def mat_scan(a):
+        return jax.lax.associative_scan(lambda x, y: jnp.einsum('...ij,...jk->...ik', x, y), a)
+
+    def rnn_grad(w, x):
+        def loss(w):
+            h = jax.lax.fori_loop(0, 50, lambda i, h: jnp.tanh(h @ w + x[i]), jnp.zeros((32, 128)))
+            return jnp.sum(h ** 2)
+        return jax.grad(loss)(w)
+
+    def einsum3(a, b, c):
+        return jnp.einsum('ij,jk,kl->il', a, b, c)
+
+    def int8_conv(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'), preferred_element_type=jnp.int32)
+
+    def log_matmul(a, b):
+        return jax.nn.logsumexp(a[:, :, None] + b[None, :, :], axis=1)
+
+    def rotations(n):
+        t = r.rand(n) * 2 * np.pi
+        c, sn = np.cos(t), np.sin(t)
+        return np.stack([np.stack([c, -sn], -1), np.stack([sn, c], -1)], -2).astype(np.float32)
+
     edges = 1 << 16
     return {
         'gcn layer 4096 nodes 2^16 edges d64': (
@@ -375,6 +436,18 @@ def programs():
             film_timestep, [(r.rand(16) * 1000).astype(np.float32), f32(16, 32, 32, 128),
                             f32(128, 512) * .05, f32(512, 256) * .05], 1e-3),
         'fp8 e4m3 quantized matmul 512^3': (fp8_matmul, [f32(512, 512), f32(512, 512)], 2e-2),
+        'lif neurons scan 1000 steps x 4096': (lif, [np.abs(f32(1000, 4096)) * .3], 1e-3),
+        'laplacian pyramid 4 levels b8 256x256x3': (laplacian_pyramid, [f32(8, 256, 256, 3)], 1e-2),
+        'harris corners b8 256x256': (harris, [f32(8, 256, 256)], 1e-3),
+        'inv 16384 x 3x3': (inv3, [f32(16384, 3, 3) + 3 * np.eye(3, dtype=np.float32)], 1e-3),
+        'unpackbits/packbits 2^20 bytes': (unpack, [r.randint(0, 256, 1 << 20).astype(np.uint8)]),
+        # Rotations: their products stay rotations (random matrices' products overflow f32,
+        # where evaluation order decides between inf and NaN).
+        'associative_scan 2x2 matmuls 4096': (mat_scan, [rotations(4096)], 1e-3),
+        'grad of fori rnn 50 steps 32x128': (rnn_grad, [f32(128, 128) * .05, f32(50, 32, 128)], 1e-3),
+        'einsum ij,jk,kl 512x1024x64x512': (einsum3, [f32(512, 1024), f32(1024, 64), f32(64, 512)], 1e-3),
+        'int8 conv 3x3 b8 32x32 32->64 s32 acc': (int8_conv, [r.randint(-20, 20, (8, 32, 32, 32)).astype(np.int8), r.randint(-20, 20, (3, 3, 32, 64)).astype(np.int8)]),
+        'log-domain matmul 256^3': (log_matmul, [f32(256, 256), f32(256, 256)], 1e-3),
     }
 
 
