@@ -55,13 +55,6 @@ bool Canonicalize(HloComputation& comp, HloInstruction* dot, int side, NameUniqu
   return true;
 }
 
-int64_t MultiplyAdds(const HloInstruction& dot) {
-  const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
-  int64_t k = 1;
-  for (int64_t d : dn.lhs_contracting_dimensions) k *= dot.operand(0)->shape().dimensions(d);
-  return dot.shape().num_elements() * k;
-}
-
 }  // namespace
 
 bool GemmReadableDotOperand(int64_t rank, const std::vector<int64_t>& batch,
@@ -89,7 +82,7 @@ absl::StatusOr<bool> DotCanonicalization::Run(HloModule& module) {
       if (dn.lhs_contracting_dimensions.empty() ||
           dn.lhs_contracting_dimensions.size() != dn.rhs_contracting_dimensions.size() ||
           !instr->operand(0)->shape().IsArray() || !instr->operand(1)->shape().IsArray() ||
-          MultiplyAdds(*instr) < min_mnk_)
+          DotMultiplyAdds(*instr) < min_mnk_)
         continue;
       changed |= Canonicalize(*comp, instr, 0, names);
       changed |= Canonicalize(*comp, instr, 1, names);

@@ -8,6 +8,7 @@
 
 #include "hlo/computation.h"
 #include "hlo/module.h"
+#include "hlo/passes/pass_util.h"
 
 namespace kiln {
 namespace {
@@ -83,14 +84,6 @@ bool RewriteArrayDots(HloModule& module,
         changed |= rewrite(*comp, i);
   }
   return changed;
-}
-
-// A dot's multiply-adds: its result's elements times its contracted size.
-int64_t DotMultiplyAdds(const HloInstruction& dot) {
-  int64_t k = 1;
-  for (int64_t d : dot.attrs().dot_dimension_numbers->lhs_contracting_dimensions)
-    k *= dot.operand(0)->shape().dimensions(static_cast<int>(d));
-  return dot.shape().num_elements() * k;
 }
 
 bool In(const std::vector<int64_t>& v, int64_t x) {

@@ -17,13 +17,6 @@ namespace {
 // dots depend on which): bounds the pass on a program of many mergeable groups.
 constexpr int kMaxMergesPerComputation = 256;
 
-int64_t MultiplyAdds(const HloInstruction& dot) {
-  const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
-  int64_t k = 1;
-  for (int64_t d : dn.lhs_contracting_dimensions) k *= dot.operand(0)->shape().dimensions(d);
-  return dot.shape().num_elements() * k;
-}
-
 // The one free dimension of operand `side` of `dot`, or -1 when it has none or several.
 int64_t OnlyFreeDimension(const HloInstruction& dot, int side) {
   const DotDimensionNumbers& dn = *dot.attrs().dot_dimension_numbers;
@@ -85,7 +78,7 @@ bool Mergeable(const HloInstruction& i, int64_t max_multiply_adds,
   if (!dn.lhs_ragged_dimensions.empty() || !dn.rhs_group_dimensions.empty() ||
       !i.operand(0)->shape().IsArray() || !i.operand(1)->shape().IsArray())
     return false;
-  return MultiplyAdds(i) <= max_multiply_adds;
+  return DotMultiplyAdds(i) <= max_multiply_adds;
 }
 
 // Whether any of `chosen` (all earlier than `dot` in the post order `pos`) is an ancestor of

@@ -228,4 +228,11 @@ HloComputation* BinaryComputation(HloModule& module, HloOpcode op, PrimitiveType
   return module.AddComputation(std::move(c));
 }
 
+int64_t DotMultiplyAdds(const HloInstruction& dot) {
+  int64_t k = 1;
+  for (int64_t d : dot.attrs().dot_dimension_numbers->lhs_contracting_dimensions)
+    k *= dot.operand(0)->shape().dimensions(static_cast<int>(d));
+  return dot.shape().num_elements() * k;
+}
+
 }  // namespace kiln

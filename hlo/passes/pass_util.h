@@ -59,6 +59,9 @@ HloComputation* BinaryComputation(HloModule& module, HloOpcode op, PrimitiveType
 HloInstruction* AddScalarConstant(HloComputation* comp, NameUniquer& names, PrimitiveType type,
                                   double value);
 
+// A dot's multiply-adds: its result's elements times its contracted size.
+int64_t DotMultiplyAdds(const HloInstruction& dot);
+
 // Makes every user of `old` use `repl`. Refuses (returns false) when there is nothing to
 // replace (no users, not the root), when the shapes differ in
 // element type or dimensions, or when `old` is its computation's root and the layouts
