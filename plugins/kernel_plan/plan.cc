@@ -110,13 +110,6 @@ int64_t WindowTaps(const HloInstruction& h) {
   return taps;
 }
 
-// A transpose whose operand's minor dimension (longer than 1) goes elsewhere.
-bool MovesMinorDimension(const HloInstruction& h) {
-  if (h.opcode() != HloOpcode::kTranspose || h.attrs().dimensions.empty()) return false;
-  const int64_t minor = static_cast<int64_t>(h.attrs().dimensions.size()) - 1;
-  return h.attrs().dimensions.back() != minor && h.operand(0)->shape().dimensions(minor) > 1;
-}
-
 // True when every use of `h` reaches it with an index made of the consumer's loop variables
 // and never the innermost one: users are elementwise ops, broadcasts along leading dimensions
 // (a row statistic spread over its rows), or reduces reading `h` as their input (each element
@@ -712,24 +705,14 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
           break;
         }
     }
-    // A windowed operation (convolution, reduce-window) generates its input once per window
-    // tap: a costly input (a GLU's sigmoid before a 31-tap depthwise convolution) is computed
-    // into memory once instead of 31 times per element.
-    for (const HloInstruction* h : order) {
-      if (!emittable.contains(h) || base_materialized(h) ||
-          (!costly_cone.contains(h) && cost[h] < kMinWindowedInputCost))
-        continue;
-      for (const HloInstruction* u : h->users())
-        if (WindowTaps(*u) > 1) {
-          shared.insert(h);
-          break;
-        }
-    }
-    // A transpose that moves the minor dimension reads its operand across lines, a gather per
-    // vector: an operand costly per element (sigmoid(a) * b before an einsum's transpose) is
-    // computed into memory in its own order, vectorized, and only moved by the transposing
-    // kernel. Not one whose costly part is broadcast into it (per-example gradients' outer
-    // products of a small tanh gradient with x: 64 MiB in memory, 23x slower).
+    // Values a consumer would generate many times, or read across lines, are computed into
+    // memory when costly. A windowed operation (convolution, reduce-window) generates its
+    // input once per window tap: a GLU's sigmoid before a 31-tap depthwise convolution, 31
+    // times per element. A transpose that moves the minor dimension reads its operand with a
+    // gather per vector: an operand costly per element (sigmoid(a) * b before an einsum's
+    // transpose) is better computed in its own order, vectorized, and only moved by the
+    // transposing kernel; not one whose costly part is broadcast into it (per-example
+    // gradients' outer products of a small tanh gradient with x: 64 MiB in memory, 23x slower).
     auto costly_per_element = [&](const HloInstruction* h) {
       absl::flat_hash_set<const HloInstruction*> seen;
       std::vector<const HloInstruction*> stack = {h};
@@ -746,14 +729,17 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
       return false;
     };
     for (const HloInstruction* h : order) {
-      if (!emittable.contains(h) || base_materialized(h) || !costly_cone.contains(h) ||
-          !costly_per_element(h))
-        continue;
-      for (const HloInstruction* u : h->users())
-        if (MovesMinorDimension(*u)) {
-          shared.insert(h);
-          break;
-        }
+      if (!emittable.contains(h) || base_materialized(h)) continue;
+      const auto& users = h->users();
+      const bool windowed = (costly_cone.contains(h) || cost[h] >= kMinWindowedInputCost) &&
+                            std::any_of(users.begin(), users.end(),
+                                        [](const HloInstruction* u) { return WindowTaps(*u) > 1; });
+      const bool transposed =
+          costly_cone.contains(h) &&
+          std::any_of(users.begin(), users.end(),
+                      [](const HloInstruction* u) { return llvm_emit::MovesMinorDimension(*u); }) &&
+          costly_per_element(h);
+      if (windowed || transposed) shared.insert(h);
     }
     // A small value broadcast into a large kernel is generated once per element of the kernel
     // unless it is in memory: a row statistic's arithmetic (layernorm's mean, variance and

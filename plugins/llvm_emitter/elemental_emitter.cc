@@ -449,18 +449,19 @@ const HloInstruction* TransposedReadOf(const KernelSpec& spec) {
     const HloInstruction* i = stack.back();
     stack.pop_back();
     if (inputs.contains(i) || !seen.insert(i).second) continue;
-    if (i->opcode() == HloOpcode::kTranspose) {
-      const std::vector<int64_t>& perm = i->attrs().dimensions;
-      const int64_t minor = static_cast<int64_t>(perm.size()) - 1;
-      if (!perm.empty() && perm.back() != minor && i->operand(0)->shape().dimensions(minor) > 1)
-        return i;
-    }
+    if (MovesMinorDimension(*i)) return i;
     for (const HloInstruction* o : i->operands()) stack.push_back(o);
   }
   return nullptr;
 }
 
 bool ReadsTransposed(const KernelSpec& spec) { return TransposedReadOf(spec) != nullptr; }
+
+bool MovesMinorDimension(const HloInstruction& h) {
+  if (h.opcode() != HloOpcode::kTranspose || h.attrs().dimensions.empty()) return false;
+  const int64_t minor = static_cast<int64_t>(h.attrs().dimensions.size()) - 1;
+  return h.attrs().dimensions.back() != minor && h.operand(0)->shape().dimensions(minor) > 1;
+}
 
 // The output dimension that, with the last, the tiles of a transposed read span: the one the
 // transpose fills from its operand's minor dimension when the transpose has the output's
@@ -1512,14 +1513,7 @@ absl::Status KernelEmitter::EmitConcatenateByOperand(const HloInstruction* root,
   // reading the same row (rope's halves, each made from both halves of x) find it in cache.
   const int64_t d = root->dimensions()[0];
   const std::vector<int64_t>& dims = root->shape().dimensions();
-  const int64_t rank = static_cast<int64_t>(dims.size());
   const PT t = root->shape().element_type();
-  auto linear = [&](const std::vector<llvm::Value*>& multi, const std::vector<int64_t>& shape) {
-    llvm::Value* at = C64(0);
-    for (int64_t i = 0; i < rank; ++i)
-      at = b_.CreateAdd(b_.CreateMul(at, C64(shape[i]), "", true, true), multi[i], "", true, true);
-    return at;
-  };
   const std::vector<int64_t> outer(dims.begin(), dims.begin() + d);
   return EmitLoopNest(
       outer, root->name() + ".rows",
@@ -1549,12 +1543,12 @@ absl::Status KernelEmitter::EmitConcatenateByOperand(const HloInstruction* root,
                 Index at;
                 at.multi = row.multi;
                 at.multi.insert(at.multi.end(), inner.multi.begin(), inner.multi.end());
-                at.linear = linear(at.multi, part_dims);
+                at.linear = Linear(at, part_dims);
                 KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * v, Element(part, at));
                 std::vector<llvm::Value*> to = at.multi;
                 if (first != 0) to[d] = b_.CreateAdd(to[d], C64(first), "", true, true);
-                b_.CreateStore(ToStorage(v, t),
-                               b_.CreateInBoundsGEP(StorageType(t, ctx_), out, linear(to, dims)));
+                b_.CreateStore(ToStorage(v, t), b_.CreateInBoundsGEP(StorageType(t, ctx_), out,
+                                                                     Linear({to, nullptr}, dims)));
                 return absl::OkStatus();
               },
               part_lo, part_hi, /*keep_outer_loops=*/true));
@@ -2303,7 +2297,6 @@ absl::Status KernelEmitter::Emit() {
   }
   // A column-parts kernel writes its outputs in the combining call only, whole.
   const bool ranged = spec_.partition_outer && !column_parts;
-  // Output o's element at idx, generated and stored into its buffer.
   // Output o's element at idx, computed as `source`'s (the root, or what a root reshape
   // reads: the same elements in the same order).
   const auto store_output = [&](size_t o, const Index& idx,

@@ -85,7 +85,8 @@ const HloInstruction* PartedColumnReduction(const KernelSpec& spec);
 // with accumulate_columns an accumulator of PartedColumnReduction's per part.
 Shape PartialsShape(const KernelSpec& spec);
 
-// A single-input f32/f64 reduce over at least one dimension before its last kept one: over
+// A single-input f32, f64 or 32/64-bit integer reduce over at least one dimension before its
+// last kept one: over
 // the leading dimensions (a bias gradient, a per-channel statistic), a middle one
 // (x.mean(axis=1)), or also trailing ones (a group norm's statistics). Its accumulator (the
 // result, times the reduced dimensions after the last kept one) has at most
@@ -115,6 +116,9 @@ bool TransposedRead(const KernelSpec& spec);
 // The first half of that test: a CPU kernel with one array output of rank >= 2 reading an
 // operand through a transpose that moves the operand's minor dimension.
 bool ReadsTransposed(const KernelSpec& spec);
+// A transpose whose operand's minor dimension (longer than 1) goes elsewhere: reading it in
+// the output's order crosses a cache line per element.
+bool MovesMinorDimension(const HloInstruction& h);
 
 // True when the emitter can generate the elements of `instr` from the elements of its
 // operands: elementwise arithmetic, math, compare, select, clamp, convert; broadcast,

@@ -174,9 +174,10 @@ class KernelEmitter {
   // `keep`, LLVM may not unroll it (llvm.loop.unroll.disable on its latch).
   absl::Status EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
                         const std::function<absl::Status(llvm::Value*)>& body, bool keep = false);
-  // A kernel whose output is a concatenation: one loop nest per operand over its own part of
-  // `out` (within [lo, hi) of dimension 0 when not null), so that no element chooses among
-  // the operands (a chain of branches per element kept the loops scalar).
+  // A kernel whose output is a concatenation: within shared loops over the dimensions before
+  // the concatenated one, one loop nest per operand over its own part of `out` (within
+  // [lo, hi) of dimension 0 when not null), so that no element chooses among the operands (a
+  // chain of branches per element kept the loops scalar).
   absl::Status EmitConcatenateByOperand(const HloInstruction* root, llvm::Value* out,
                                         llvm::Value* lo, llvm::Value* hi);
   void DisableUnroll(llvm::BranchInst* latch) { SetLoopHint(latch, "llvm.loop.unroll.disable"); }
