@@ -20,6 +20,7 @@
 #include "hlo/passes/multi_output_fusion.h"
 #include "hlo/passes/optimization_barrier_expander.h"
 #include "hlo/passes/optimization_pipeline.h"
+#include "hlo/passes/reduce_minor_first.h"
 #include "hlo/passes/reduce_window_scan.h"
 #include "hlo/passes/scatter_batching_to_indices.h"
 #include "hlo/passes/scatter_to_update_slice.h"
@@ -51,6 +52,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<DotMerger>(),
       Factory<ConvolutionToGemm>(),
       Factory<ArgReduceSplit>(),
+      Factory<ReduceMinorFirst>(),
       Factory<ReduceWindowScan>(),
       Factory<OptimizationBarrierExpander>(),
       Factory<ScaledDotExpander>(),

@@ -286,6 +286,32 @@ TEST(ColumnReduction, LargeReductionsOfDimensionZeroRunInParts) {
         1, std::move(args), 0, 1);
 }
 
+TEST(ColumnReduction, MinorRunFirstThenTheOuterDimensions) {
+  // jnp.min(x, (0, 3)) of an NHWC batch: reduce-minor-first makes it a row reduction of the
+  // channels inside a column reduction of the batch (whole, each result element walked 32
+  // slices 2 MiB apart: 1.7 ms against 1.0 at 32x64x64x128).
+  const std::string params = "x: f32[64,16,16,128]";
+  const std::string body =
+      "  %x = f32[64,16,16,128] parameter(0)\n  %z = f32[] constant(inf)\n"
+      "  ROOT %r = f32[16,16] reduce(%x, %z), dimensions={0,3}, to_apply=%minf\n";
+  Check(params, "f32[16,16]", body, 1, {}, -1, 1);
+  // Its accumulators are set by one flat loop: a loop nest became 257 scatters, 3.5x the
+  // program's compile time.
+  CompileOptions options;
+  options.keep_ir = true;
+  auto compiler = CpuCompiler::Create(options);
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  auto parsed = ParseHloModule(
+      "HloModule m\n%minf (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+      "  %b = f32[] parameter(1)\n  ROOT %m = f32[] minimum(%a, %b)\n}\n\nENTRY %main (" +
+          params + ") -> f32[16,16] {\n" + body + "}\n",
+      "m");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto exe = (*compiler)->Compile(std::shared_ptr<const HloModule>(std::move(*parsed)));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  EXPECT_EQ((*exe)->llvm_ir().find("masked.scatter"), std::string::npos) << (*exe)->llvm_ir();
+}
+
 TEST(ColumnReduction, OtherShapesStayElemental) {
   // Rows kept (a row reduction), a large result, a small input.
   Check("x: f32[256,512]", "f32[256]",

@@ -1,0 +1,112 @@
+// Reduces over minor and outer dimensions as two reduces (see reduce_minor_first.h).
+#include "hlo/passes/reduce_minor_first.h"
+
+#include "absl/algorithm/container.h"
+#include "hlo/passes/pass_util.h"
+
+namespace kiln {
+namespace {
+
+// Whether the reducer is op(p0, p1) (either order) of an order-free kind whose identity the
+// initial value is.
+bool OrderFreeWithIdentity(const HloInstruction& reduce) {
+  const HloComputation* f = reduce.to_apply();
+  if (f == nullptr || f->num_parameters() != 2 || f->root() == nullptr) return false;
+  const HloInstruction* root = f->root();
+  if (root->operand_count() != 2) return false;
+  const HloInstruction* a = root->operand(0);
+  const HloInstruction* b = root->operand(1);
+  const bool params = a->opcode() == HloOpcode::kParameter &&
+                      b->opcode() == HloOpcode::kParameter &&
+                      a->parameter_number() + b->parameter_number() == 1;
+  if (!params) return false;
+  const HloInstruction* init = reduce.operand(1);
+  const PrimitiveType t = reduce.shape().element_type();
+  bool identity = false;
+  switch (root->opcode()) {
+    case HloOpcode::kAdd:
+      identity = !IsNarrowFloat(t) && !IsComplex(t) && IsAllValue(init, 0);
+      break;
+    case HloOpcode::kMultiply:
+      identity = !IsNarrowFloat(t) && !IsComplex(t) && IsAllValue(init, 1);
+      break;
+    case HloOpcode::kMaximum:
+      identity = !IsComplex(t) && IsAllLowest(init);
+      break;
+    case HloOpcode::kMinimum:
+      identity = !IsComplex(t) && IsAllHighest(init);
+      break;
+    case HloOpcode::kAnd:
+      identity = t == PrimitiveType::PRED && IsAllHighest(init);
+      break;
+    case HloOpcode::kOr:
+      identity = t == PrimitiveType::PRED && IsAllLowest(init);
+      break;
+    default:
+      break;
+  }
+  return identity;
+}
+
+bool Rewrite(HloInstruction* reduce, int64_t min_run, NameUniquer& names) {
+  if (reduce->operand_count() != 2 || !reduce->shape().IsArray() ||
+      !reduce->operand(0)->shape().HasDefaultLayout() || !reduce->shape().HasDefaultLayout())
+    return false;
+  if (!OrderFreeWithIdentity(*reduce)) return false;
+  const std::vector<int64_t>& in = reduce->operand(0)->shape().dimensions();
+  const std::vector<int64_t>& reduced = reduce->dimensions();
+  int64_t last_kept = -1;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
+    if (!absl::c_linear_search(reduced, d)) last_kept = d;
+  std::vector<int64_t> minor, outer;
+  int64_t run = 1;
+  for (int64_t d : reduced) {
+    if (d > last_kept) {
+      minor.push_back(d);
+      run *= in[d];
+    } else {
+      outer.push_back(d);
+    }
+  }
+  if (last_kept < 0 || minor.empty() || outer.empty() || run < min_run) return false;
+  absl::c_sort(minor);
+  absl::c_sort(outer);
+  HloComputation* comp = reduce->parent();
+  const std::vector<int64_t> rows(in.begin(), in.begin() + last_kept + 1);
+  HloInstruction* init = reduce->operand(1);
+  HloInstruction* inner =
+      AddArrayInstruction(comp, names, HloOpcode::kReduce, reduce->shape().element_type(), rows,
+                          {reduce->operand(0), init}, reduce->shape());
+  inner->mutable_attrs().dimensions = minor;
+  inner->mutable_attrs().has_dimensions = true;
+  inner->AppendCalledComputation(reduce->to_apply());
+  HloInstruction* rest =
+      AddArrayInstruction(comp, names, HloOpcode::kReduce, reduce->shape().element_type(),
+                          reduce->shape().dimensions(), {inner, init}, reduce->shape());
+  rest->mutable_attrs().dimensions = outer;
+  rest->mutable_attrs().has_dimensions = true;
+  rest->AppendCalledComputation(reduce->to_apply());
+  if (ReplaceUsesIfCompatible(reduce, rest)) return true;
+  RemoveDeadFrom(comp, {rest});
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> ReduceMinorFirst::Run(HloModule& module) {
+  NameUniquer names(module);
+  bool changed = false;
+  for (HloComputation* comp : NonFusionComputations(module)) {
+    std::vector<HloInstruction*> dead;
+    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
+      if (instr->opcode() != HloOpcode::kReduce || (keep_whole_ && keep_whole_(*instr))) continue;
+      if (Rewrite(instr, min_run_, names)) dead.push_back(instr);
+    }
+    RemoveDeadFrom(comp, dead);
+    if (!dead.empty()) comp->SortInstructionsInPostOrder();
+    changed |= !dead.empty();
+  }
+  return changed;
+}
+
+}  // namespace kiln
