@@ -1491,20 +1491,23 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitScalarCall(const HloComputation*
 }
 
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitConcatenate(const HloInstruction* h,
-                                                            const Index& idx, int k,
-                                                            int64_t offset) {
-  int64_t d = h->dimensions()[0];
-  auto operand_at = [&, k, offset]() -> absl::StatusOr<llvm::Value*> {
+                                                            const Index& idx,
+                                                            const std::vector<int64_t>& offsets,
+                                                            int first, int last) {
+  const int64_t d = h->dimensions()[0];
+  if (last - first == 1) {
     Index oi;
     oi.multi = idx.multi;
-    oi.multi[d] = b_.CreateSub(idx.multi[d], C64(offset));
-    return Element(h->operand(k), oi);
-  };
-  if (k == h->operand_count() - 1) return operand_at();
-  int64_t end = offset + h->operand(k)->shape().dimensions(d);
-  // A branch, not a select: the other operands must not be read out of their bounds.
-  return EmitIfElse(b_.CreateICmpSLT(idx.multi[d], C64(end)), operand_at,
-                    [&, k, end]() { return EmitConcatenate(h, idx, k + 1, end); });
+    oi.multi[d] = b_.CreateSub(idx.multi[d], C64(offsets[first]));
+    return Element(h->operand(first), oi);
+  }
+  // Halves, searched by branches, not selects (the other operands must not be read out of
+  // their bounds): a chain of one test per operand took 7 ns an element for 98 audio frames.
+  const int mid = first + (last - first) / 2;
+  return EmitIfElse(
+      b_.CreateICmpSLT(idx.multi[d], C64(offsets[mid])),
+      [&, first, mid]() { return EmitConcatenate(h, idx, offsets, first, mid); },
+      [&, mid, last]() { return EmitConcatenate(h, idx, offsets, mid, last); });
 }
 
 absl::Status KernelEmitter::EmitConcatenateByOperand(const HloInstruction* root, llvm::Value* out,
@@ -2211,11 +2214,15 @@ absl::StatusOr<llvm::Value*> KernelEmitter::ElementUncached(const HloInstruction
         return absl::InvalidArgumentError(absl::StrCat("iota ", h->name(), ": bad iota_dimension"));
       return ConvertValue(idx.multi[d], PT::S64, t);
     }
-    case HloOpcode::kConcatenate:
+    case HloOpcode::kConcatenate: {
       if (h->dimensions().size() != 1)
         return absl::InvalidArgumentError(
             absl::StrCat("concatenate ", h->name(), ": needs one dimension"));
-      return EmitConcatenate(h, idx, 0, 0);
+      std::vector<int64_t> offsets = {0};
+      for (const HloInstruction* o : h->operands())
+        offsets.push_back(offsets.back() + o->shape().dimensions(h->dimensions()[0]));
+      return EmitConcatenate(h, idx, offsets, 0, h->operand_count());
+    }
     case HloOpcode::kPad:
       return EmitPad(h, idx);
     case HloOpcode::kDynamicSlice:

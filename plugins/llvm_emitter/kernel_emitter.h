@@ -282,8 +282,11 @@ class KernelEmitter {
   llvm::Value* ComplexMagnitude(llvm::Value* z);
   llvm::Value* EmitCompare(ComparisonDirection d, PT t, llvm::Value* a, llvm::Value* b);
   absl::StatusOr<llvm::Value*> EmitConstant(const HloInstruction* h, const Index& idx);
-  absl::StatusOr<llvm::Value*> EmitConcatenate(const HloInstruction* h, const Index& idx, int k,
-                                               int64_t offset);
+  // The element of operands [first, last) of concatenation h, offsets[k] where operand k
+  // starts along its dimension.
+  absl::StatusOr<llvm::Value*> EmitConcatenate(const HloInstruction* h, const Index& idx,
+                                               const std::vector<int64_t>& offsets, int first,
+                                               int last);
   absl::StatusOr<llvm::Value*> EmitPad(const HloInstruction* h, const Index& idx);
   // dynamic-slice and dynamic-update-slice; their start indices, clamped for a window.
   absl::StatusOr<llvm::Value*> EmitDynamicSlice(const HloInstruction* h, const Index& idx);
