@@ -20,6 +20,7 @@
 #include "hlo/passes/multi_output_fusion.h"
 #include "hlo/passes/optimization_barrier_expander.h"
 #include "hlo/passes/optimization_pipeline.h"
+#include "hlo/passes/reduce_kept_dimension_first.h"
 #include "hlo/passes/reduce_minor_first.h"
 #include "hlo/passes/reduce_window_scan.h"
 #include "hlo/passes/scatter_batching_to_indices.h"
@@ -53,6 +54,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<ConvolutionToGemm>(),
       Factory<ArgReduceSplit>(),
       Factory<ReduceMinorFirst>(),
+      Factory<ReduceKeptDimensionFirst>(),
       Factory<ReduceWindowScan>(),
       Factory<OptimizationBarrierExpander>(),
       Factory<ScaledDotExpander>(),

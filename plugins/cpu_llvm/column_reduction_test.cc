@@ -312,6 +312,19 @@ TEST(ColumnReduction, MinorRunFirstThenTheOuterDimensions) {
   EXPECT_EQ((*exe)->llvm_ir().find("masked.scatter"), std::string::npos) << (*exe)->llvm_ir();
 }
 
+TEST(ColumnReduction, TooManyColumnsLeadWithAKeptDimension) {
+  // The mean over 200 steps of a scan's stacked [32,512] outputs: 16384 columns, too many
+  // for one accumulator; reduce-kept-dimension-first reads it as [32,200,512] over {1}, a
+  // column reduction split across threads along the 32 (reduced whole, each result element
+  // walked 200 rows 64 KiB apart: 2.7 ms against 0.1).
+  Check("x: f32[200,32,512]", "f32[32,512]",
+        "  %x = f32[200,32,512] parameter(0)\n  %z = f32[] constant(0)\n"
+        "  %s = f32[32,512] reduce(%x, %z), dimensions={0}, to_apply=%add\n"
+        "  %n = f32[] constant(0.005)\n  %nb = f32[32,512] broadcast(%n), dimensions={}\n"
+        "  ROOT %m = f32[32,512] multiply(%s, %nb)\n",
+        1, {}, 1);
+}
+
 TEST(ColumnReduction, OtherShapesStayElemental) {
   // Rows kept (a row reduction), a large result, a small input.
   Check("x: f32[256,512]", "f32[256]",

@@ -14,6 +14,7 @@
 #include "hlo/passes/fusion_util.h"
 #include "hlo/passes/multi_output_fusion.h"
 #include "hlo/passes/optimization_barrier_expander.h"
+#include "hlo/passes/reduce_kept_dimension_first.h"
 #include "hlo/passes/reduce_minor_first.h"
 #include "hlo/passes/reduce_window_scan.h"
 #include "hlo/text/parser.h"
@@ -88,15 +89,20 @@ absl::Status ExpandForPlanning(HloModule& module) {
   ReduceMinorFirst reduce_minor_first([](const HloInstruction& r) {
     return llvm_emit::IsColumnReduction(r) || llvm_emit::IsPartitionedColumnReduction(r);
   });
+  // One too large for a column accumulator reduces through a transpose that the threads split.
+  ReduceKeptDimensionFirst reduce_kept_dimension_first(llvm_emit::IsPartitionedColumnReduction,
+                                                       llvm_emit::IsColumnReduction);
   // scaled-dot and the common ragged-dot become ordinary dots (and so GEMM calls); arg-max
   // and arg-min reduces become two reduces the emitter does (not the host evaluator);
   // running reductions (cumsum) become log-step scans instead of n^2 / 2 window sums; a
   // conditional of a few scalar operations becomes a select (a loop holding it stays flat);
   // a depthwise filter gradient becomes vectorized reduces instead of a scalar window loop; a
-  // reduce over minor and outer dimensions reduces the contiguous minor run first.
+  // reduce over minor and outer dimensions reduces the contiguous minor run first, and one over
+  // dimension 0 with too many columns for one accumulator leads with a kept dimension.
   for (HloPass* expander : std::initializer_list<HloPass*>{
            &scaled_dot_expander, &ragged_dot_expander, &arg_reduce_split, &reduce_window_scan,
-           &conditional_to_select, &batch_group_conv_to_reduce, &reduce_minor_first}) {
+           &conditional_to_select, &batch_group_conv_to_reduce, &reduce_minor_first,
+           &reduce_kept_dimension_first}) {
     absl::StatusOr<bool> expanded = expander->Run(module);
     if (!expanded.ok()) return expanded.status();
   }

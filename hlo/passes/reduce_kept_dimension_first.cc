@@ -1,0 +1,76 @@
+// Reduces over dimension 0 through a transpose that leads with a kept dimension (see
+// reduce_kept_dimension_first.h).
+#include "hlo/passes/reduce_kept_dimension_first.h"
+
+#include "absl/algorithm/container.h"
+#include "hlo/passes/pass_util.h"
+
+namespace kiln {
+namespace {
+
+// The transposed reduce, or null: not a single-operand reduce over dimension 0 of a row-major
+// array that keeps two dimensions or more.
+HloInstruction* Rewrite(HloInstruction* reduce, NameUniquer& names) {
+  if (reduce->operand_count() != 2 || !reduce->shape().IsArray() ||
+      !reduce->operand(0)->shape().HasDefaultLayout() || !reduce->shape().HasDefaultLayout())
+    return nullptr;
+  const std::vector<int64_t>& reduced = reduce->dimensions();
+  const Shape& in = reduce->operand(0)->shape();
+  const int64_t rank = in.rank();
+  if (!absl::c_linear_search(reduced, int64_t{0})) return nullptr;
+  int64_t first_kept = -1;
+  for (int64_t d = 0; d < rank && first_kept < 0; ++d)
+    if (!absl::c_linear_search(reduced, d)) first_kept = d;
+  // A kept dimension after the first: the new reduce still reduces one between kept ones.
+  bool kept_after = false;
+  for (int64_t d = first_kept + 1; d < rank; ++d) kept_after |= !absl::c_linear_search(reduced, d);
+  if (first_kept < 0 || !kept_after) return nullptr;
+  // The new order: the first kept dimension, then the others as they were.
+  std::vector<int64_t> perm = {first_kept};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != first_kept) perm.push_back(d);
+  std::vector<int64_t> dims, new_reduced;
+  for (int64_t i = 0; i < rank; ++i) {
+    dims.push_back(in.dimensions(perm[i]));
+    if (absl::c_linear_search(reduced, perm[i])) new_reduced.push_back(i);
+  }
+  HloComputation* comp = reduce->parent();
+  const PrimitiveType t = in.element_type();
+  HloInstruction* transpose =
+      AddArrayInstruction(comp, names, HloOpcode::kTranspose, t, dims, {reduce->operand(0)}, in);
+  transpose->mutable_attrs().dimensions = perm;
+  transpose->mutable_attrs().has_dimensions = true;
+  HloInstruction* r = AddArrayInstruction(
+      comp, names, HloOpcode::kReduce, reduce->shape().element_type(), reduce->shape().dimensions(),
+      {transpose, reduce->operand(1)}, reduce->shape());
+  r->mutable_attrs().dimensions = new_reduced;
+  r->mutable_attrs().has_dimensions = true;
+  r->AppendCalledComputation(reduce->to_apply());
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> ReduceKeptDimensionFirst::Run(HloModule& module) {
+  NameUniquer names(module);
+  bool changed = false;
+  for (HloComputation* comp : NonFusionComputations(module)) {
+    std::vector<HloInstruction*> dead;
+    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
+      if (instr->opcode() != HloOpcode::kReduce || (keep_whole_ && keep_whole_(*instr))) continue;
+      HloInstruction* r = Rewrite(instr, names);
+      if (r == nullptr) continue;
+      if ((accepts_ && !accepts_(*r)) || !ReplaceUsesIfCompatible(instr, r)) {
+        RemoveDeadFrom(comp, {r});
+        continue;
+      }
+      dead.push_back(instr);
+    }
+    RemoveDeadFrom(comp, dead);
+    if (!dead.empty()) comp->SortInstructionsInPostOrder();
+    changed |= !dead.empty();
+  }
+  return changed;
+}
+
+}  // namespace kiln
