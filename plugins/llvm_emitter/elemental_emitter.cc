@@ -550,6 +550,28 @@ const HloInstruction* StashableRowStatistic(const KernelSpec& spec) {
   return nullptr;
 }
 
+// True when the kernel gathers runs of 4 to 64 elements along the minor dimension of `dims`
+// (a bilateral grid's 12 coefficients per pixel). Its innermost loop then stays a loop:
+// unrolled whole, LLVM vectorized the loop around it, reading each run's elements with a
+// gather per element and writing them with scatters (1.2 ms against 0.75 at b4 256x256).
+bool GathersMinorRuns(const KernelSpec& spec, const std::vector<int64_t>& dims) {
+  if (dims.empty() || dims.back() < 4 || dims.back() > 64) return false;
+  absl::flat_hash_set<const HloInstruction*> seen(spec.inputs.begin(), spec.inputs.end());
+  std::vector<const HloInstruction*> stack(spec.outputs.begin(), spec.outputs.end());
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    stack.pop_back();
+    if (!seen.insert(h).second) continue;
+    if (h->opcode() == HloOpcode::kGather && h->attrs().gather_dimension_numbers &&
+        h->shape().dimensions() == dims &&
+        absl::c_linear_search(h->attrs().gather_dimension_numbers->offset_dims,
+                              static_cast<int64_t>(dims.size()) - 1))
+      return true;
+    for (const HloInstruction* o : h->operands()) stack.push_back(o);
+  }
+  return false;
+}
+
 namespace detail {
 
 // A 16-bit float add/multiply reducer accumulates in f32 and rounds once at the end, as the
@@ -621,7 +643,7 @@ absl::Status KernelEmitter::EmitLoopNestCollectingLatches(
 absl::Status KernelEmitter::EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
                                          const std::function<absl::Status(const Index&)>& body,
                                          llvm::Value* outer_lo, llvm::Value* outer_hi,
-                                         bool keep_outer_loops) {
+                                         bool keep_outer_loops, bool keep_inner_loop) {
   // Outermost loop over dimension 0; the linear index is built as the loops nest so the
   // innermost loop walks memory contiguously (what the loop vectorizer wants).
   std::function<absl::Status(size_t, Index)> nest = [&](size_t d, Index idx) -> absl::Status {
@@ -638,7 +660,7 @@ absl::Status KernelEmitter::EmitLoopNest(const std::vector<int64_t>& dims, const
                                             iv, "", true, true);
           return nest(d + 1, inner);
         },
-        keep_outer_loops && d + 1 < dims.size());
+        d + 1 < dims.size() ? keep_outer_loops : keep_inner_loop);
   };
   Index start;
   start.linear = C64(0);
@@ -2384,7 +2406,8 @@ absl::Status KernelEmitter::Emit() {
                           llvm::Value* hi) {
       if (tiled) return EmitTiledLoopNest(dims, kTransposeTile, name, body, lo, hi, tile_dim);
       if (merged) return EmitMergedMinorLoopNest(dims, name, body, lo, hi);
-      return EmitLoopNest(dims, name, body, lo, hi, /*keep_outer_loops=*/true);
+      return EmitLoopNest(dims, name, body, lo, hi, /*keep_outer_loops=*/true,
+                          GathersMinorRuns(spec_, dims));
     };
     KILN_EMIT_RETURN_IF_ERROR(nest(
         source->shape().dimensions(), absl::StrCat("out", o),

@@ -200,7 +200,7 @@ class KernelEmitter {
   absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
                             const std::function<absl::Status(const Index&)>& body,
                             llvm::Value* outer_lo = nullptr, llvm::Value* outer_hi = nullptr,
-                            bool keep_outer_loops = false);
+                            bool keep_outer_loops = false, bool keep_inner_loop = false);
   // Loops over the dimensions of `dims` (rank >= 2) before its last two, calling `matrix`
   // with their index and the rows of the trailing [rows, cols] matrix to cover: with
   // `outer_lo`/`outer_hi`, dimension 0 runs over that range, rows included for rank 2.
