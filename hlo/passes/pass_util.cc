@@ -158,6 +158,21 @@ int64_t RemoveDeadFrom(HloComputation* comp, std::vector<HloInstruction*> candid
   return removed;
 }
 
+bool RewriteEach(HloModule& module, HloOpcode op,
+                 const std::function<bool(HloInstruction*)>& rewrite) {
+  bool changed = false;
+  for (HloComputation* comp : NonFusionComputations(module)) {
+    std::vector<HloInstruction*> dead;
+    for (HloInstruction* instr : comp->MakeInstructionPostOrder())
+      if (instr->opcode() == op && rewrite(instr)) dead.push_back(instr);
+    if (dead.empty()) continue;
+    RemoveDeadFrom(comp, dead);
+    comp->SortInstructionsInPostOrder();
+    changed = true;
+  }
+  return changed;
+}
+
 const Literal* UniformConstant(const HloInstruction* instr) {
   if (instr->opcode() == HloOpcode::kBroadcast) instr = instr->operand(0);
   if (instr->opcode() != HloOpcode::kConstant || !instr->attrs().literal) return nullptr;

@@ -2,6 +2,7 @@
 // and removal of the dead instructions a rewrite leaves behind.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,12 @@ bool IsRemovable(const HloInstruction& instr,
 // Removes the candidates that are dead, then the operands they leave dead, and so on.
 // Returns how many instructions were removed.
 int64_t RemoveDeadFrom(HloComputation* comp, std::vector<HloInstruction*> candidates);
+
+// Calls `rewrite` on each `op` instruction of the computations that are not fusion bodies, in
+// post order; one it replaced (it returned true) is removed with what that leaves dead, and
+// its computation is put back in post order. Returns whether any was replaced.
+bool RewriteEach(HloModule& module, HloOpcode op,
+                 const std::function<bool(HloInstruction*)>& rewrite);
 
 // Constant helpers for pattern matching: a constant, or a broadcast of a constant, whose
 // elements all equal `value` (integers and real floats; complex never matches).

@@ -53,24 +53,16 @@ HloInstruction* Rewrite(HloInstruction* reduce, NameUniquer& names) {
 
 absl::StatusOr<bool> ReduceKeptDimensionFirst::Run(HloModule& module) {
   NameUniquer names(module);
-  bool changed = false;
-  for (HloComputation* comp : NonFusionComputations(module)) {
-    std::vector<HloInstruction*> dead;
-    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
-      if (instr->opcode() != HloOpcode::kReduce || (keep_whole_ && keep_whole_(*instr))) continue;
-      HloInstruction* r = Rewrite(instr, names);
-      if (r == nullptr) continue;
-      if ((accepts_ && !accepts_(*r)) || !ReplaceUsesIfCompatible(instr, r)) {
-        RemoveDeadFrom(comp, {r});
-        continue;
-      }
-      dead.push_back(instr);
+  return RewriteEach(module, HloOpcode::kReduce, [&](HloInstruction* reduce) {
+    if (keep_whole_ && keep_whole_(*reduce)) return false;
+    HloInstruction* r = Rewrite(reduce, names);
+    if (r == nullptr) return false;
+    if ((accepts_ && !accepts_(*r)) || !ReplaceUsesIfCompatible(reduce, r)) {
+      RemoveDeadFrom(reduce->parent(), {r});
+      return false;
     }
-    RemoveDeadFrom(comp, dead);
-    if (!dead.empty()) comp->SortInstructionsInPostOrder();
-    changed |= !dead.empty();
-  }
-  return changed;
+    return true;
+  });
 }
 
 }  // namespace kiln

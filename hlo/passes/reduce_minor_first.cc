@@ -95,18 +95,9 @@ bool Rewrite(HloInstruction* reduce, int64_t min_run, NameUniquer& names) {
 
 absl::StatusOr<bool> ReduceMinorFirst::Run(HloModule& module) {
   NameUniquer names(module);
-  bool changed = false;
-  for (HloComputation* comp : NonFusionComputations(module)) {
-    std::vector<HloInstruction*> dead;
-    for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
-      if (instr->opcode() != HloOpcode::kReduce || (keep_whole_ && keep_whole_(*instr))) continue;
-      if (Rewrite(instr, min_run_, names)) dead.push_back(instr);
-    }
-    RemoveDeadFrom(comp, dead);
-    if (!dead.empty()) comp->SortInstructionsInPostOrder();
-    changed |= !dead.empty();
-  }
-  return changed;
+  return RewriteEach(module, HloOpcode::kReduce, [&](HloInstruction* reduce) {
+    return !(keep_whole_ && keep_whole_(*reduce)) && Rewrite(reduce, min_run_, names);
+  });
 }
 
 }  // namespace kiln

@@ -55,16 +55,11 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 
 // Instructions generated for a kernel (what its compile time grows with), to balance groups.
 int64_t KernelSize(const llvm_emit::KernelSpec& spec) {
-  absl::flat_hash_set<const HloInstruction*> seen(spec.inputs.begin(), spec.inputs.end());
-  std::vector<const HloInstruction*> stack(spec.outputs.begin(), spec.outputs.end());
   int64_t n = 0;
-  while (!stack.empty()) {
-    const HloInstruction* h = stack.back();
-    stack.pop_back();
-    if (!seen.insert(h).second) continue;
+  llvm_emit::AnyInCone(spec, [&](const HloInstruction&) {
     ++n;
-    for (const HloInstruction* o : h->operands()) stack.push_back(o);
-  }
+    return false;  // count them all
+  });
   return n;
 }
 

@@ -209,25 +209,19 @@ int64_t ReducedBelow(const HloInstruction* h) {
 // Element operations a kernel performs: every generated instruction's elements, plus the
 // inner loops of reductions and dots.
 int64_t EstimateWork(const llvm_emit::KernelSpec& spec) {
-  absl::flat_hash_set<const HloInstruction*> stop(spec.inputs.begin(), spec.inputs.end());
-  absl::flat_hash_set<const HloInstruction*> seen;
-  std::vector<const HloInstruction*> stack(spec.outputs.begin(), spec.outputs.end());
   int64_t work = 0;
-  while (!stack.empty()) {
-    const HloInstruction* h = stack.back();
-    stack.pop_back();
-    if (stop.contains(h) || !seen.insert(h).second) continue;
-    work += Elements(h->shape());
-    if (h->opcode() == HloOpcode::kReduce && h->operand_count() > 0) {
-      work += Elements(h->operand(0)->shape());
-    } else if (h->opcode() == HloOpcode::kDot && h->attrs().dot_dimension_numbers) {
+  llvm_emit::AnyInCone(spec, [&](const HloInstruction& h) {
+    work += Elements(h.shape());
+    if (h.opcode() == HloOpcode::kReduce && h.operand_count() > 0) {
+      work += Elements(h.operand(0)->shape());
+    } else if (h.opcode() == HloOpcode::kDot && h.attrs().dot_dimension_numbers) {
       int64_t k = 1;
-      for (int64_t d : h->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
-        if (d >= 0 && d < h->operand(0)->shape().rank()) k *= h->operand(0)->shape().dimensions(d);
-      work += Elements(h->shape()) * k;
+      for (int64_t d : h.attrs().dot_dimension_numbers->lhs_contracting_dimensions)
+        if (d >= 0 && d < h.operand(0)->shape().rank()) k *= h.operand(0)->shape().dimensions(d);
+      work += Elements(h.shape()) * k;
     }
-    for (const HloInstruction* o : h->operands()) stack.push_back(o);
-  }
+    return false;  // every instruction
+  });
   return work;
 }
 
@@ -238,17 +232,9 @@ constexpr int64_t kColumnMinInput = int64_t{1} << 14;
 bool ReadsLargeColumnReduction(const llvm_emit::KernelSpec& spec) {
   for (const HloInstruction* o : spec.outputs)
     if (!o->shape().IsArray() || Elements(o->shape()) > llvm_emit::kMaxColumnElements) return false;
-  absl::flat_hash_set<const HloInstruction*> seen(spec.inputs.begin(), spec.inputs.end());
-  std::vector<const HloInstruction*> stack(spec.outputs.begin(), spec.outputs.end());
-  while (!stack.empty()) {
-    const HloInstruction* h = stack.back();
-    stack.pop_back();
-    if (!seen.insert(h).second) continue;
-    if (llvm_emit::IsColumnReduction(*h) && Elements(h->operand(0)->shape()) >= kColumnMinInput)
-      return true;
-    for (const HloInstruction* o : h->operands()) stack.push_back(o);
-  }
-  return false;
+  return llvm_emit::AnyInCone(spec, [](const HloInstruction& h) {
+    return llvm_emit::IsColumnReduction(h) && Elements(h.operand(0)->shape()) >= kColumnMinInput;
+  });
 }
 
 // The extent of dimension 0 along which a kernel that computes a large column reduction can

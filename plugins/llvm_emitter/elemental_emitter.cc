@@ -409,6 +409,19 @@ std::vector<const HloInstruction*> ColumnReductionsOf(const KernelSpec& spec,
 }
 }  // namespace detail
 
+bool AnyInCone(const KernelSpec& spec, const std::function<bool(const HloInstruction&)>& pred) {
+  absl::flat_hash_set<const HloInstruction*> seen(spec.inputs.begin(), spec.inputs.end());
+  std::vector<const HloInstruction*> stack(spec.outputs.begin(), spec.outputs.end());
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    stack.pop_back();
+    if (!seen.insert(h).second) continue;
+    if (pred(*h)) return true;
+    for (const HloInstruction* o : h->operands()) stack.push_back(o);
+  }
+  return false;
+}
+
 const HloInstruction* PartedColumnReduction(const KernelSpec& spec) {
   std::vector<const HloInstruction*> columns = detail::ColumnReductionsOf(spec, IsColumnReduction);
   if (columns.size() != 1 || !absl::c_linear_search(columns[0]->dimensions(), int64_t{0}))
@@ -556,20 +569,12 @@ const HloInstruction* StashableRowStatistic(const KernelSpec& spec) {
 // gather per element and writing them with scatters (1.2 ms against 0.75 at b4 256x256).
 bool GathersMinorRuns(const KernelSpec& spec, const std::vector<int64_t>& dims) {
   if (dims.empty() || dims.back() < 4 || dims.back() > 64) return false;
-  absl::flat_hash_set<const HloInstruction*> seen(spec.inputs.begin(), spec.inputs.end());
-  std::vector<const HloInstruction*> stack(spec.outputs.begin(), spec.outputs.end());
-  while (!stack.empty()) {
-    const HloInstruction* h = stack.back();
-    stack.pop_back();
-    if (!seen.insert(h).second) continue;
-    if (h->opcode() == HloOpcode::kGather && h->attrs().gather_dimension_numbers &&
-        h->shape().dimensions() == dims &&
-        absl::c_linear_search(h->attrs().gather_dimension_numbers->offset_dims,
-                              static_cast<int64_t>(dims.size()) - 1))
-      return true;
-    for (const HloInstruction* o : h->operands()) stack.push_back(o);
-  }
-  return false;
+  const int64_t minor = static_cast<int64_t>(dims.size()) - 1;
+  return AnyInCone(spec, [&](const HloInstruction& h) {
+    return h.opcode() == HloOpcode::kGather && h.attrs().gather_dimension_numbers &&
+           h.shape().dimensions() == dims &&
+           absl::c_linear_search(h.attrs().gather_dimension_numbers->offset_dims, minor);
+  });
 }
 
 namespace detail {

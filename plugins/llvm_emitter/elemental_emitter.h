@@ -9,6 +9,7 @@
 // codegen plugins, never from code the core or hlo/ sees.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,10 @@ struct KernelSpec {
   // ones) and stores 1 when a's go first, else 0. The runner sorts with it.
   const HloInstruction* sort = nullptr;
 };
+
+// Whether `pred` holds for some instruction of the kernel's cone (its outputs and what they
+// read, its inputs left out); each is visited once, and the walk stops at the first.
+bool AnyInCone(const KernelSpec& spec, const std::function<bool(const HloInstruction&)>& pred);
 
 // The column reduction of a kernel that can be reduced in parts along dimension 0: the only
 // reduce of the kernel's cone that IsColumnReduction accepts, when it reduces dimension 0;
