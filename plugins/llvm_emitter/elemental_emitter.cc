@@ -201,6 +201,13 @@ bool CanEmitElementally(const HloInstruction& instr, std::string* why) {
   }
   PT out = instr.shape().element_type();
   HloOpcode op = instr.opcode();
+  if (op == HloOpcode::kReducePrecision) {  // 16-bit floats stay on the evaluator
+    if (out != PT::F32 && out != PT::F64)
+      return no("reduce-precision of a 16-bit float is not supported by the emitter");
+    if (instr.attrs().exponent_bits < 1 || instr.attrs().mantissa_bits < 0)
+      return no("reduce-precision needs exponent_bits >= 1 and mantissa_bits >= 0");
+    return true;
+  }
   if (IsElementwiseOpcode(op)) {
     if (instr.operand_count() == 1) {
       if (CanEmitUnary(op, instr.operand(0)->shape().element_type(), out)) return true;
@@ -1239,7 +1246,40 @@ llvm::Value* KernelEmitter::EmitCompare(ComparisonDirection d, PT t, llvm::Value
   return b_.CreateICmp(p, a, b);
 }
 
+llvm::Value* KernelEmitter::EmitReducePrecision(const HloInstruction* h, llvm::Value* x) {
+  // As the evaluator's ReducePrecisionBits: the mantissa rounded to nearest even at its new
+  // last bit (a carry into the exponent is right), then exponents beyond the new range to
+  // signed infinity and below it to signed zero; a NaN stays NaN while a mantissa bit is left.
+  const bool f64 = x->getType()->isDoubleTy();
+  const int mant = f64 ? 52 : 23, exp = f64 ? 11 : 8, bits = f64 ? 64 : 32;
+  const int64_t e = h->attrs().exponent_bits, m = h->attrs().mantissa_bits;
+  llvm::Type* it = b_.getIntNTy(bits);
+  auto c = [&](uint64_t v) { return llvm::ConstantInt::get(it, v); };
+  llvm::Value* v = b_.CreateBitCast(x, it);
+  if (m < mant) {
+    const uint64_t last_bit_mask = uint64_t{1} << (mant - m);
+    llvm::Value* last_bit = b_.CreateLShr(b_.CreateAnd(v, c(last_bit_mask)), mant - m);
+    v = b_.CreateAdd(b_.CreateAdd(v, last_bit), c((last_bit_mask >> 1) - 1));
+    v = b_.CreateAnd(v, c(~(last_bit_mask - 1)));
+  }
+  if (e < exp) {
+    const uint64_t exp_mask = ((uint64_t{1} << exp) - 1) << mant;
+    const uint64_t bias = (uint64_t{1} << (exp - 1)) - 1;
+    const uint64_t reduced_bias = (uint64_t{1} << (e - 1)) - 1;
+    llvm::Value* x_exp = b_.CreateAnd(v, c(exp_mask));
+    llvm::Value* signed_zero = b_.CreateAnd(v, c(uint64_t{1} << (bits - 1)));
+    llvm::Value* under = b_.CreateICmpULE(x_exp, c((bias - reduced_bias) << mant));
+    llvm::Value* over = b_.CreateICmpUGT(x_exp, c((bias + reduced_bias) << mant));
+    v = b_.CreateSelect(under, signed_zero, v);
+    v = b_.CreateSelect(over, b_.CreateOr(signed_zero, c(exp_mask)), v);
+  }
+  llvm::Value* nan = b_.CreateFCmpUNO(x, x);
+  llvm::Value* nan_out = m > 0 ? x : llvm::ConstantFP::getInfinity(x->getType());
+  return b_.CreateSelect(nan, nan_out, b_.CreateBitCast(v, x->getType()));
+}
+
 absl::StatusOr<llvm::Value*> KernelEmitter::EmitUnary(const HloInstruction* h, llvm::Value* x) {
+  if (h->opcode() == HloOpcode::kReducePrecision) return EmitReducePrecision(h, x);
   PT in = h->operand(0)->shape().element_type();
   PT out = h->shape().element_type();
   if (IsComplex(in) || IsComplex(out) || h->opcode() == HloOpcode::kReal ||

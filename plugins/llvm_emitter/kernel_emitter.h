@@ -267,6 +267,8 @@ class KernelEmitter {
   absl::StatusOr<llvm::Value*> ElementUncached(const HloInstruction* h, const Index& idx);
   absl::StatusOr<llvm::Value*> OperandElement(const HloInstruction* h, int i, const Index& idx);
   absl::StatusOr<llvm::Value*> EmitUnary(const HloInstruction* h, llvm::Value* x);
+  // reduce-precision of an f32 or f64 value, on its bits as XLA defines it.
+  llvm::Value* EmitReducePrecision(const HloInstruction* h, llvm::Value* x);
   absl::StatusOr<llvm::Value*> EmitBinary(HloOpcode op, const HloInstruction* h, PT t,
                                           llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitMax(PT t, llvm::Value* a, llvm::Value* b, bool is_max);
