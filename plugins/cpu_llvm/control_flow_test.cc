@@ -313,8 +313,8 @@ ENTRY %main (x: f32[5,3], y: f32[3]) -> (f32[5,3], f32[3]) {
 
 TEST(CpuLlvmControlFlow, Call) { CompareRuns(kCall, "calls", RandomArgs(kCall, 1)); }
 
-// A loop whose body mixes a conditional (on the counter's parity) with a reduce-precision the
-// emitter cannot do (an evaluator step inside the sub-plan).
+// A loop whose body mixes a conditional (on the counter's parity) with an f16 reduce-precision
+// the emitter cannot do (an evaluator step inside the sub-plan).
 constexpr const char* kMixedBody = R"(HloModule mixed
 %double (v: f32[12]) -> f32[12] {
   %v = f32[12]{0} parameter(0)
@@ -341,7 +341,9 @@ constexpr const char* kMixedBody = R"(HloModule mixed
   %z = s32[] constant(0)
   %even = pred[] compare(%r, %z), direction=EQ
   %c = f32[12]{0} conditional(%even, %v, %v), true_computation=%double, false_computation=%shift
-  %rounded = f32[12]{0} reduce-precision(%c), exponent_bits=5, mantissa_bits=10
+  %h = f16[12]{0} convert(%c)
+  %hr = f16[12]{0} reduce-precision(%h), exponent_bits=5, mantissa_bits=3
+  %rounded = f32[12]{0} convert(%hr)
   %one = s32[] constant(1)
   %i1 = s32[] add(%i, %one)
   ROOT %t = (s32[], f32[12]{0}) tuple(%i1, %rounded)

@@ -3,7 +3,7 @@
 
 usage: partition_test.py KILN TEST_PLUGIN_DIR SOURCE_ROOT HAVE_CPU_LLVM(0|1)
 `kiln run --device auto` splits a module between test-elementwise and the next plugin,
-sends a reduce-precision cpu-llvm declines to the interpreter, keeps an opt-barrier (what
+sends an f16 reduce-precision cpu-llvm declines to the interpreter, keeps an opt-barrier (what
 jax.checkpoint writes), an arg-max's variadic reduce and a row scatter on cpu-llvm, names an instruction no plugin runs;
 `kiln graph run` places nodes per capability and draws the clusters as SVG/HTML. Every
 value is checked against NumPy.
@@ -59,7 +59,9 @@ ENTRY %main (x: f32[16], y: f32[16]) -> f32[16] {
   %b = f32[16]{0} add(f32[16]{0} %a, f32[16]{0} %x)
   %c = f32[16]{0} tanh(f32[16]{0} %b)
   %d = f32[16]{0} subtract(f32[16]{0} %c, f32[16]{0} %y)
-  %s = f32[16]{0} reduce-precision(f32[16]{0} %d), exponent_bits=5, mantissa_bits=10
+  %dh = f16[16]{0} convert(f32[16]{0} %d)
+  %sh = f16[16]{0} reduce-precision(f16[16]{0} %dh), exponent_bits=5, mantissa_bits=10
+  %s = f32[16]{0} convert(f16[16]{0} %sh)
   %e = f32[16]{0} multiply(f32[16]{0} %s, f32[16]{0} %s)
   %f = f32[16]{0} add(f32[16]{0} %e, f32[16]{0} %x)
   %g = f32[16]{0} exponential(f32[16]{0} %f)
@@ -213,7 +215,8 @@ r = run(['run', mixed, '--log-partition'], env=dict(os.environ))
 expect(r.returncode == 0 and f'cluster 0: {NEXT} (' in r.stderr and 'whole module' in r.stderr,
        f'whole module: {r.stderr!r}')
 
-# (c) a reduce-precision cpu-llvm declines runs on the interpreter between two cpu-llvm clusters.
+# (c) an f16 reduce-precision cpu-llvm declines runs on the interpreter between two cpu-llvm
+# clusters (it emits f32 and f64 ones).
 if NEXT == 'cpu-llvm':
     sx = rng.uniform(-1, 1, 16).astype(f32)
     sy = rng.uniform(-1, 1, 16).astype(f32)
@@ -223,8 +226,8 @@ if NEXT == 'cpu-llvm':
     r = run(['run', write('sort.hlo', ROUNDING_BETWEEN), '--input', save('sx.npy', sx), '--input',
              save('sy.npy', sy), '--output-dir', out, '--log-partition'], env=dict(os.environ))
     if expect(r.returncode == 0, f'sort: exit {r.returncode}: {r.stderr}'):
-        for line in ['cluster 0: cpu-llvm (4 instructions', 'cluster 1: interpreter (1 instruction,',
-                     'cluster 2: cpu-llvm (4 instructions']:
+        for line in ['cluster 0: cpu-llvm (5 instructions', 'cluster 1: interpreter (1 instruction,',
+                     'cluster 2: cpu-llvm (5 instructions']:
             expect(line in r.stderr, f'sort: no {line!r} in {r.stderr!r}')
         close('sort', os.path.join(out, 'output_0.npy'), -np.exp(s * s + sx), rtol=1e-5, atol=1e-5)
         print('ok reduce-precision declined by cpu-llvm runs on the interpreter')
