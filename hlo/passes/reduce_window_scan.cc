@@ -8,21 +8,16 @@
 #include "hlo/passes/pass_util.h"
 
 namespace kiln {
-namespace {
 
-// The scanned dimension of `rw` and whether the scan runs backwards, or nullopt when `rw`
-// is no running reduction of at least `min_length` elements.
-struct Scan {
-  int64_t dim;
-  bool reverse;
-};
-std::optional<Scan> ScanOf(const HloInstruction& rw, int64_t min_length) {
-  if (rw.operand_count() != 2 || !rw.shape().IsArray() || !rw.attrs().window) return std::nullopt;
+std::optional<RunningScan> RunningScanOf(const HloInstruction& rw, int64_t min_length) {
+  if (rw.opcode() != HloOpcode::kReduceWindow || rw.operand_count() != 2 || !rw.shape().IsArray() ||
+      !rw.attrs().window)
+    return std::nullopt;
   const Shape& x = rw.operand(0)->shape();
   if (!x.IsArray() || x.dimensions() != rw.shape().dimensions()) return std::nullopt;
   const std::vector<WindowDimension>& win = rw.attrs().window->dimensions;
   if (static_cast<int>(win.size()) != x.rank()) return std::nullopt;
-  std::optional<Scan> scan;
+  std::optional<RunningScan> scan;
   for (int64_t d = 0; d < x.rank(); ++d) {
     const WindowDimension& w = win[d];
     if (w.stride != 1 || w.window_dilation != 1 || w.base_dilation != 1 || w.window_reversal)
@@ -31,15 +26,17 @@ std::optional<Scan> ScanOf(const HloInstruction& rw, int64_t min_length) {
     const int64_t n = x.dimensions(d);
     if (scan || w.size != n || n < min_length) return std::nullopt;
     if (w.padding_low == n - 1 && w.padding_high == 0) {
-      scan = Scan{d, false};
+      scan = RunningScan{d, false};
     } else if (w.padding_low == 0 && w.padding_high == n - 1) {
-      scan = Scan{d, true};
+      scan = RunningScan{d, true};
     } else {
       return std::nullopt;
     }
   }
   return scan;
 }
+
+namespace {
 
 // True when every instruction of `reducer` is a scalar parameter, constant or elementwise op
 // (jax.lax.cumlogsumexp's logaddexp: max, subtract, abs, exp, log1p, select on isnan).
@@ -89,7 +86,7 @@ HloInstruction* PadAlong(HloComputation* comp, NameUniquer& names, HloInstructio
 }
 
 bool Rewrite(HloInstruction* rw, int64_t min_length, NameUniquer& names) {
-  std::optional<Scan> scan = ScanOf(*rw, min_length);
+  std::optional<RunningScan> scan = RunningScanOf(*rw, min_length);
   const HloComputation* reducer = rw->to_apply();
   if (!scan || reducer == nullptr || !IsElementwiseReducer(*reducer)) return false;
   HloInstruction* x = rw->operand(0);
@@ -222,7 +219,7 @@ absl::StatusOr<bool> ReduceWindowScan::Run(HloModule& module) {
   for (HloComputation* comp : NonFusionComputations(module)) {
     std::vector<HloInstruction*> dead;
     for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
-      if (instr->opcode() != HloOpcode::kReduceWindow) continue;
+      if (instr->opcode() != HloOpcode::kReduceWindow || (keep_ && keep_(*instr))) continue;
       if (Rewrite(instr, min_length_, names) || RewriteSliding(instr, min_length_, names))
         dead.push_back(instr);
     }

@@ -11,19 +11,35 @@
 // two overlapping runs, exactly.
 #pragma once
 
+#include <functional>
+#include <optional>
+
 #include "hlo/passes/pass.h"
 
 namespace kiln {
 
+// A reduce-window that is a running reduction along `dim` of its operand (at least
+// `min_length` long): the window spans the whole dimension, padded by its length minus one
+// before it (forward) or after it (`reverse`), stride 1, no dilation.
+struct RunningScan {
+  int64_t dim;
+  bool reverse;
+};
+std::optional<RunningScan> RunningScanOf(const HloInstruction& reduce_window, int64_t min_length);
+
 class ReduceWindowScan : public HloPass {
  public:
-  // Windows shorter than `min_length` stay (a short window is cheap as it is).
-  explicit ReduceWindowScan(int64_t min_length = 16) : min_length_(min_length) {}
+  // Windows shorter than `min_length` stay (a short window is cheap as it is), and so do the
+  // running reductions `keep` accepts (a backend's own scan routine takes them).
+  explicit ReduceWindowScan(int64_t min_length = 16,
+                            std::function<bool(const HloInstruction&)> keep = nullptr)
+      : min_length_(min_length), keep_(std::move(keep)) {}
   std::string_view name() const override { return "reduce-window-scan"; }
   absl::StatusOr<bool> Run(HloModule& module) override;
 
  private:
   int64_t min_length_;
+  std::function<bool(const HloInstruction&)> keep_;
 };
 
 }  // namespace kiln

@@ -3,12 +3,14 @@
 #include "absl/strings/str_cat.h"
 #include "plugins/cpu_llvm/fft_library.h"
 #include "plugins/cpu_llvm/lapack_library.h"
+#include "plugins/cpu_llvm/scan_library.h"
 #include "plugins/cpu_llvm/top_k_library.h"
 
 namespace kiln::cpu {
 
 bool IsLibraryCall(const HloInstruction& h) {
-  return IsLapackLibraryCall(h) || IsFftLibraryCall(h) || IsTopKLibraryCall(h);
+  return IsLapackLibraryCall(h) || IsFftLibraryCall(h) || IsTopKLibraryCall(h) ||
+         IsScanLibraryCall(h);
 }
 
 absl::Status RunLibraryCall(const HloInstruction& h, std::span<const Literal* const> operands,
@@ -17,6 +19,12 @@ absl::Status RunLibraryCall(const HloInstruction& h, std::span<const Literal* co
     if (!IsTopKLibraryCall(h) || operands.size() != 1)
       return absl::InternalError(absl::StrCat("%", h.name(), " is not a library call"));
     RunTopK(h, *operands[0], out, pool);
+    return absl::OkStatus();
+  }
+  if (h.opcode() == HloOpcode::kReduceWindow) {
+    if (!IsScanLibraryCall(h) || operands.size() != 2)
+      return absl::InternalError(absl::StrCat("%", h.name(), " is not a library call"));
+    RunScan(h, *operands[0], out, pool);
     return absl::OkStatus();
   }
   // LAPACK checks its own calls (RunLapackLibrary).

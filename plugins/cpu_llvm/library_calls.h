@@ -1,9 +1,9 @@
 // The instructions cpu-llvm computes by library routines of its own rather than by generated
 // kernels or the evaluator, beside GEMMs and convolutions (which the planner matches
 // itself): LAPACK's factorizations and triangular solves (lapack_library.h), FFTs
-// (fft_library.h) and top-k (top_k_library.h). The planner takes
-// IsLibraryCall as PlanOptions::library_call; the runner calls RunLibraryCall for those kLibrary
-// steps. A new routine is one more case in each.
+// (fft_library.h), top-k (top_k_library.h) and running reductions (scan_library.h). The planner
+// takes IsLibraryCall as PlanOptions::library_call; the runner calls RunLibraryCall for those
+// kLibrary steps. A new routine is one more case in each.
 #pragma once
 
 #include <span>

@@ -70,7 +70,7 @@ namespace {
 
 // The rewrites MakeFusedPlan runs before fusion: opt-barriers removed (then CSE), and the
 // expanders that turn what the evaluator would run into kernels or GEMMs.
-absl::Status ExpandForPlanning(HloModule& module) {
+absl::Status ExpandForPlanning(HloModule& module, const PlanOptions& options) {
   // Barriers go first (this backend does not trade memory for recomputation): a value
   // jax.checkpoint recomputes behind one is then the forward's own, computed once.
   absl::StatusOr<bool> unbarred = OptimizationBarrierExpander().Run(module);
@@ -82,7 +82,8 @@ absl::Status ExpandForPlanning(HloModule& module) {
   ScaledDotExpander scaled_dot_expander;
   RaggedDotExpander ragged_dot_expander;
   ArgReduceSplit arg_reduce_split;
-  ReduceWindowScan reduce_window_scan;
+  // Running reductions the backend's library takes stay reduce-windows.
+  ReduceWindowScan reduce_window_scan(16, options.library_call);
   ConditionalToSelect conditional_to_select;
   BatchGroupConvToReduce batch_group_conv_to_reduce;
   // Whole, a reduce the emitter takes as a column reduction reads its rows in order already.
@@ -121,7 +122,7 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
       module_text.empty() ? ParseHloModule(module.ToString(), module.name())
                           : ParseHloModule(module_text, module.name());
   if (!copy.ok()) return copy.status();
-  if (absl::Status s = ExpandForPlanning(**copy); !s.ok()) return s;
+  if (absl::Status s = ExpandForPlanning(**copy, options); !s.ok()) return s;
   // Dots a GEMM library can take once an operand is transposed get that transpose first, so
   // fusion sees them as library calls with materialized operands.
   const int64_t gemm_min_mnk = options.device_gemm_min_mnk > 0 ? options.device_gemm_min_mnk

@@ -30,6 +30,11 @@ std::string_view DispositionName(Disposition d) {
 }
 
 bool Emittable(const HloInstruction& h, const PlanOptions& options, std::string* why) {
+  // The backend's own routine computes it (a running reduction is emittable too, n^2 / 2).
+  if (options.library_call != nullptr && options.library_call(h)) {
+    if (why) *why = "a library call";
+    return false;
+  }
   if (!options.complex_kernels && llvm_emit::TouchesComplex(h)) {
     if (why) *why = "complex values are emitted by the CPU runner only";
     return false;
