@@ -11,7 +11,10 @@ Welford variance scan, max-unpooling, a 3-D transposed convolution, a grouped GE
 MoE tokens, a TCN block, a segment argmax, a mixture-density loss, Black-Scholes greeks by
 autodiff, a RWKV-style time mix, a cumulative trapezoid, a pairwise ranking loss, a Gaussian
 blur by separable convolutions, Adafactor's factored second moments, a bilateral grid slice,
-GRU with layer norm, a top-k accuracy and a 4-D max over two axes.
+GRU with layer norm, a top-k accuracy and a 4-D max over two axes; and, added later, expert
+choice routing, a max drawdown, a rolling standard deviation, Adam inside a scan, mesh vertex
+normals, voxelization, a weighted bincount, an RNN-T joint network, GShard's capacity
+dispatch, a ragged dot, digitize, reduce_precision, convolve2d and batched SVD values.
 Written as held-out programs: none of them is in the other thirteen sweeps.
 
     .venv/bin/python benchmarks/jax_sweep_fourteenth.py [--runs 10] [--only SUBSTRING]"""
@@ -324,6 +327,73 @@ def programs():
     def max_hw(x):
         return jnp.max(x, (1, 2)), jnp.min(x, (0, 3))
 
+    def expert_choice(x, wg):
+        scores = jax.nn.softmax(x @ wg, -1).T  # [experts, tokens]
+        gate, idx = jax.lax.top_k(scores, 512)
+        # The chosen tokens as a set: scores a rounding apart (softmax computed in another
+        # order) swap places within the top 512 (2 of 4096 indices in one run).
+        return gate, jnp.sort(idx, -1), jnp.einsum('ek,ekd->ed', gate, x[idx])
+
+    def max_drawdown(r):
+        wealth = jnp.cumprod(1 + 0.01 * r)
+        return jnp.max(1 - wealth / jax.lax.cummax(wealth))
+
+    def rolling_std(x):
+        c1 = jnp.cumsum(jnp.pad(x, (1, 0)))
+        c2 = jnp.cumsum(jnp.pad(x * x, (1, 0)))
+        s1, s2 = c1[64:] - c1[:-64], c2[64:] - c2[:-64]
+        return jnp.sqrt(jnp.maximum(s2 / 64 - (s1 / 64) ** 2, 0))
+
+    def adam_scan(p, g):
+        def step(c, gt):
+            p, m, v = c
+            m = 0.9 * m + 0.1 * gt
+            v = 0.999 * v + 0.001 * gt * gt
+            return (p - 1e-3 * m / (jnp.sqrt(v) + 1e-8), m, v), None
+        return jax.lax.scan(step, (p, jnp.zeros_like(p), jnp.zeros_like(p)), g)[0]
+
+    def vertex_normals(v, f):
+        a, b, c = v[f[:, 0]], v[f[:, 1]], v[f[:, 2]]
+        n = jnp.cross(b - a, c - a)
+        acc = jnp.zeros_like(v).at[f[:, 0]].add(n).at[f[:, 1]].add(n).at[f[:, 2]].add(n)
+        return acc / (jnp.linalg.norm(acc, axis=-1, keepdims=True) + 1e-9)
+
+    def voxelize(p, w):
+        ijk = jnp.clip((p * 64).astype(jnp.int32), 0, 63)
+        return jnp.zeros((64, 64, 64)).at[ijk[:, 0], ijk[:, 1], ijk[:, 2]].add(w)
+
+    def weighted_bincount(i, w):
+        return jnp.bincount(i, weights=w, length=1 << 16)
+
+    def rnnt_joint(enc, pred, w):
+        h = jnp.tanh(enc[:, :, None, :] + pred[:, None, :, :])
+        return jax.nn.log_softmax(h @ w, -1)
+
+    def gshard_dispatch(x, wg):
+        probs = jax.nn.softmax(x @ wg, -1)
+        expert = jnp.argmax(probs, -1)
+        mask = jax.nn.one_hot(expert, 8)
+        pos = jnp.cumsum(mask, 0) * mask - 1
+        keep = (pos < 640) & (mask > 0)
+        slot = jax.nn.one_hot(jnp.where(keep, pos, -1).max(-1).astype(jnp.int32), 640)
+        dispatch = mask[:, :, None] * slot[:, None, :]
+        return jnp.einsum('tec,td->ecd', dispatch, x)
+
+    def ragged(x, w, sizes):
+        return jax.lax.ragged_dot(x, w, sizes)
+
+    def digitize(x, bins):
+        return jnp.digitize(x, bins), jnp.bincount(jnp.digitize(x, bins), length=66)
+
+    def round_trip(x):
+        return jax.lax.reduce_precision(x, exponent_bits=8, mantissa_bits=7) - x
+
+    def convolve2d(img, k):
+        return jax.vmap(lambda a: jax.scipy.signal.convolve2d(a, k, mode='same'))(img)
+
+    def batched_svd(a):
+        return jnp.linalg.svd(a, compute_uv=False)
+
     edges = np.zeros((1024, 1024), np.float32)
     iu = np.triu_indices(1024, 1)
     keep = r.rand(iu[0].size) < 0.02
@@ -416,6 +486,31 @@ def programs():
         'top-5 accuracy b8192 x 1000': (
             topk_accuracy, [f32(8192, 1000), r.randint(0, 1000, 8192).astype(np.int32)]),
         'max/min over two axes f32[32,64,64,128]': (max_hw, [f32(32, 64, 64, 128)]),
+        'expert choice top-512 of 4096 tokens 8 experts d256': (
+            expert_choice, [f32(4096, 256), f32(256, 8) * .1], 1e-3),
+        'max drawdown cumprod/cummax 2^20': (max_drawdown, [f32(1 << 20)], 1e-2),
+        'rolling std 64 over 2^20': (rolling_std, [f32(1 << 20)], 1e-2),
+        'adam in scan 100 steps 2^16 params': (adam_scan, [f32(1 << 16), f32(100, 1 << 16)], 1e-3),
+        'mesh vertex normals 2^15 verts 2^16 faces': (
+            vertex_normals, [f32(1 << 15, 3), r.randint(0, 1 << 15, (1 << 16, 3)).astype(np.int32)],
+            1e-3),
+        'voxelize 2^18 points into 64^3': (
+            voxelize, [r.rand(1 << 18, 3).astype(np.float32), f32(1 << 18)], 1e-3),
+        'weighted bincount 2^20 into 2^16': (
+            weighted_bincount, [r.randint(0, 1 << 16, 1 << 20).astype(np.int32), f32(1 << 20)],
+            1e-3),
+        'rnn-t joint b4 T64 U16 d256 vocab 256': (
+            rnnt_joint, [f32(4, 64, 256) * .3, f32(4, 16, 256) * .3, f32(256, 256) * .05], 1e-3),
+        'gshard dispatch 4096 tokens 8 experts cap 640 d128': (
+            gshard_dispatch, [f32(4096, 128), f32(128, 8) * .1], 1e-3),
+        'ragged dot 4096 rows 8 groups 256x256': (
+            ragged, [f32(4096, 256), f32(8, 256, 256) * .05,
+                     np.array([512, 256, 1024, 128, 640, 512, 512, 512], np.int32)], 1e-3),
+        'digitize 2^20 into 64 bins': (
+            digitize, [f32(1 << 20), np.sort(f32(64))]),
+        'reduce_precision bf16 round trip 2^22': (round_trip, [f32(1 << 22)]),
+        'convolve2d same b16 128x128 k5': (convolve2d, [f32(16, 128, 128), f32(5, 5)], 1e-3),
+        'batched svd values 256 x 16x16': (batched_svd, [f32(256, 16, 16)], 1e-3),
     }
 
 
