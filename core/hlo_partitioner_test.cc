@@ -42,8 +42,8 @@ ENTRY %main (x: f32[4,3], w: f32[3,5], y: f32[4,5]) -> (f32[4,5], f32[4]) {
 }
 )";
 
-// A reduce-precision (which cpu-llvm declines: it runs it on its evaluator) between
-// elementwise work.
+// An f16 reduce-precision (which cpu-llvm declines: it runs it on its evaluator; f32 ones it
+// emits) between elementwise work.
 constexpr const char* kRoundingBetween = R"(HloModule rounding_between
 
 ENTRY %main (x: f32[16], y: f32[16]) -> f32[16] {
@@ -53,8 +53,10 @@ ENTRY %main (x: f32[16], y: f32[16]) -> f32[16] {
   %b = f32[16]{0} add(f32[16]{0} %a, f32[16]{0} %x)
   %c = f32[16]{0} tanh(f32[16]{0} %b)
   %d = f32[16]{0} subtract(f32[16]{0} %c, f32[16]{0} %y)
-  %s = f32[16]{0} reduce-precision(f32[16]{0} %d), exponent_bits=5, mantissa_bits=10
-  %e = f32[16]{0} multiply(f32[16]{0} %s, f32[16]{0} %s)
+  %dh = f16[16]{0} convert(f32[16]{0} %d)
+  %s = f16[16]{0} reduce-precision(f16[16]{0} %dh), exponent_bits=5, mantissa_bits=4
+  %sf = f32[16]{0} convert(f16[16]{0} %s)
+  %e = f32[16]{0} multiply(f32[16]{0} %sf, f32[16]{0} %sf)
   %f = f32[16]{0} add(f32[16]{0} %e, f32[16]{0} %x)
   %g = f32[16]{0} exponential(f32[16]{0} %f)
   ROOT %h = f32[16]{0} negate(f32[16]{0} %g)
