@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -191,6 +192,17 @@ const T* Data(const Literal& l) {
   return l.data<T>().data();
 }
 
+// Calls fn(lo, hi) over ranges of a batch's matrices, spread over the pool when there are
+// several of at least 16^3 multiply-adds each: 256 16x16 SVDs 2.3 -> 1.1 ms. Smaller ones stay
+// on the calling thread: OpenBLAS's LAPACK takes a lock per call, and 4096 4x4 solves on two
+// threads took 2.5-2.8 ms against 1.05 on one.
+void OverBatch(ThreadPool* pool, const Batch& b, const std::function<void(int64_t, int64_t)>& fn) {
+  constexpr int64_t kParallelMatrixWork = 16 * 16 * 16;
+  const bool large = b.rows * b.cols * std::min(b.rows, b.cols) >= kParallelMatrixWork;
+  if (pool == nullptr || pool->size() <= 1 || b.count < 2 || !large) return fn(0, b.count);
+  pool->ParallelFor(b.count, fn);
+}
+
 // The workspace size a routine asked for in a query (lwork = -1), at least 1.
 template <typename T>
 int WorkSize(T query) {
@@ -198,86 +210,106 @@ int WorkSize(T query) {
 }
 
 template <typename T>
-void Getrf(const Literal& a, Literal& out) {
+void Getrf(const Literal& a, Literal& out, ThreadPool* pool) {
   const Batch b = BatchOf(a.shape());
   const int64_t k = std::min(b.rows, b.cols), size = b.rows * b.cols;
-  std::vector<T> col(size);
-  for (int64_t i = 0; i < b.count; ++i) {
-    ToColumnMajor(Data<T>(a) + i * size, b.rows, b.cols, col.data());
-    Lapack::getrf(b.rows, b.cols, col.data(), Data<int32_t>(out.elements()[1]) + i * k,
-                  Data<int32_t>(out.elements()[2]) + i);
-    FromColumnMajor(col.data(), b.rows, b.cols, Data<T>(out.elements()[0]) + i * size);
-  }
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size);
+    for (int64_t i = lo; i < hi; ++i) {
+      ToColumnMajor(Data<T>(a) + i * size, b.rows, b.cols, col.data());
+      Lapack::getrf(b.rows, b.cols, col.data(), Data<int32_t>(out.elements()[1]) + i * k,
+                    Data<int32_t>(out.elements()[2]) + i);
+      FromColumnMajor(col.data(), b.rows, b.cols, Data<T>(out.elements()[0]) + i * size);
+    }
+  });
 }
 
 template <typename T>
-void Potrf(const Literal& a, char uplo, Literal& out) {
+void Potrf(const Literal& a, char uplo, Literal& out, ThreadPool* pool) {
   const Batch b = BatchOf(a.shape());
   const int64_t size = b.rows * b.cols;
   T* f = Data<T>(out.elements()[0]);
   std::copy_n(Data<T>(a), b.count * size, f);
-  for (int64_t i = 0; i < b.count; ++i)
-    Lapack::potrf(OtherTriangle(uplo), b.rows, f + i * size, Data<int32_t>(out.elements()[1]) + i);
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      Lapack::potrf(OtherTriangle(uplo), b.rows, f + i * size,
+                    Data<int32_t>(out.elements()[1]) + i);
+  });
 }
 
 template <typename T>
-void Geqrf(const Literal& a, Literal& out) {
+void Geqrf(const Literal& a, Literal& out, ThreadPool* pool) {
   const Batch b = BatchOf(a.shape());
   const int64_t k = std::min(b.rows, b.cols), size = b.rows * b.cols;
-  std::vector<T> col(size);
   T query = 0;
-  int info = 0;
-  Lapack::geqrf(b.rows, b.cols, col.data(), Data<T>(out.elements()[1]), &query, -1, &info);
-  std::vector<T> work(WorkSize(query));
-  for (int64_t i = 0; i < b.count; ++i) {
-    ToColumnMajor(Data<T>(a) + i * size, b.rows, b.cols, col.data());
-    Lapack::geqrf(b.rows, b.cols, col.data(), Data<T>(out.elements()[1]) + i * k, work.data(),
-                  work.size(), &info);
-    FromColumnMajor(col.data(), b.rows, b.cols, Data<T>(out.elements()[0]) + i * size);
+  {
+    std::vector<T> col(size);
+    int info = 0;
+    Lapack::geqrf(b.rows, b.cols, col.data(), Data<T>(out.elements()[1]), &query, -1, &info);
   }
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), work(WorkSize(query));
+    int info = 0;
+    for (int64_t i = lo; i < hi; ++i) {
+      ToColumnMajor(Data<T>(a) + i * size, b.rows, b.cols, col.data());
+      Lapack::geqrf(b.rows, b.cols, col.data(), Data<T>(out.elements()[1]) + i * k, work.data(),
+                    work.size(), &info);
+      FromColumnMajor(col.data(), b.rows, b.cols, Data<T>(out.elements()[0]) + i * size);
+    }
+  });
 }
 
 template <typename T>
-void Orgqr(const Literal& a, const Literal& tau, Literal& out) {
+void Orgqr(const Literal& a, const Literal& tau, Literal& out, ThreadPool* pool) {
   const Batch b = BatchOf(a.shape());
   const int64_t k = tau.shape().dimensions(tau.shape().rank() - 1), size = b.rows * b.cols;
-  std::vector<T> col(size);
   T query = 0;
-  int info = 0;
-  Lapack::orgqr(b.rows, b.cols, k, col.data(), Data<T>(tau), &query, -1, &info);
-  std::vector<T> work(WorkSize(query));
-  for (int64_t i = 0; i < b.count; ++i) {
-    ToColumnMajor(Data<T>(a) + i * size, b.rows, b.cols, col.data());
-    Lapack::orgqr(b.rows, b.cols, k, col.data(), Data<T>(tau) + i * k, work.data(), work.size(),
-                  &info);
-    FromColumnMajor(col.data(), b.rows, b.cols, Data<T>(out) + i * size);
+  {
+    std::vector<T> col(size);
+    int info = 0;
+    Lapack::orgqr(b.rows, b.cols, k, col.data(), Data<T>(tau), &query, -1, &info);
   }
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), work(WorkSize(query));
+    int info = 0;
+    for (int64_t i = lo; i < hi; ++i) {
+      ToColumnMajor(Data<T>(a) + i * size, b.rows, b.cols, col.data());
+      Lapack::orgqr(b.rows, b.cols, k, col.data(), Data<T>(tau) + i * k, work.data(), work.size(),
+                    &info);
+      FromColumnMajor(col.data(), b.rows, b.cols, Data<T>(out) + i * size);
+    }
+  });
 }
 
 template <typename T>
-void Syevd(const Literal& a, char uplo, Literal& out) {
+void Syevd(const Literal& a, char uplo, Literal& out, ThreadPool* pool) {
   const Batch b = BatchOf(a.shape());
   const int64_t n = b.rows, size = n * n;
-  std::vector<T> col(size);
   T query = 0;
-  int iquery = 0, info = 0;
-  Lapack::syevd(OtherTriangle(uplo), n, col.data(), Data<T>(out.elements()[1]), &query, -1, &iquery,
-                -1, &info);
-  std::vector<T> work(WorkSize(query));
-  std::vector<int> iwork(std::max(1, iquery));
-  for (int64_t i = 0; i < b.count; ++i) {
-    std::copy_n(Data<T>(a) + i * size, size, col.data());  // column-major: the transpose
-    Lapack::syevd(OtherTriangle(uplo), n, col.data(), Data<T>(out.elements()[1]) + i * n,
-                  work.data(), work.size(), iwork.data(), iwork.size(),
-                  Data<int32_t>(out.elements()[2]) + i);
-    FromColumnMajor(col.data(), n, n, Data<T>(out.elements()[0]) + i * size);
+  int iquery = 0;
+  {
+    std::vector<T> col(size);
+    int info = 0;
+    Lapack::syevd(OtherTriangle(uplo), n, col.data(), Data<T>(out.elements()[1]), &query, -1,
+                  &iquery, -1, &info);
   }
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), work(WorkSize(query));
+    std::vector<int> iwork(std::max(1, iquery));
+    for (int64_t i = lo; i < hi; ++i) {
+      std::copy_n(Data<T>(a) + i * size, size, col.data());  // column-major: the transpose
+      Lapack::syevd(OtherTriangle(uplo), n, col.data(), Data<T>(out.elements()[1]) + i * n,
+                    work.data(), work.size(), iwork.data(), iwork.size(),
+                    Data<int32_t>(out.elements()[2]) + i);
+      FromColumnMajor(col.data(), n, n, Data<T>(out.elements()[0]) + i * size);
+    }
+  });
 }
 
 // A = U S V^T, so A^T (the row-major A read column-major, n x m) = V S U^T: its U is V
 // (column-major n x n, or n x k) = V^T row-major, and its V^T is U^T = U row-major.
 template <typename T>
-void Gesdd(const Literal& a, char mode, Literal& out) {
+void Gesdd(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
   const Batch b = BatchOf(a.shape());
   const int64_t m = b.rows, n = b.cols, k = std::min(m, n), size = m * n;
   const bool vectors = mode != 'N';
@@ -290,52 +322,58 @@ void Gesdd(const Literal& a, char mode, Literal& out) {
   int info = 0;
   Lapack::gesdd(mode, n, m, col.data(), Data<T>(out.elements()[1]), dummy.data(), ldu, dummy.data(),
                 ldvt, &query, -1, iwork.data(), &info);
-  std::vector<T> work(WorkSize(query));
-  for (int64_t i = 0; i < b.count; ++i) {
-    std::copy_n(Data<T>(a) + i * size, size, col.data());
-    T* u = vectors ? Data<T>(out.elements()[2]) + i * u_size : dummy.data();
-    T* vt = vectors ? Data<T>(out.elements()[3]) + i * vt_size : dummy.data();
-    Lapack::gesdd(mode, n, m, col.data(), Data<T>(out.elements()[1]) + i * k, vt, ldu, u, ldvt,
-                  work.data(), work.size(), iwork.data(), Data<int32_t>(out.elements()[4]) + i);
-  }
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), dummy(1), work(WorkSize(query));
+    std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
+    for (int64_t i = lo; i < hi; ++i) {
+      std::copy_n(Data<T>(a) + i * size, size, col.data());
+      T* u = vectors ? Data<T>(out.elements()[2]) + i * u_size : dummy.data();
+      T* vt = vectors ? Data<T>(out.elements()[3]) + i * vt_size : dummy.data();
+      Lapack::gesdd(mode, n, m, col.data(), Data<T>(out.elements()[1]) + i * k, vt, ldu, u, ldvt,
+                    work.data(), work.size(), iwork.data(), Data<int32_t>(out.elements()[4]) + i);
+    }
+  });
 }
 
 // op(A) X = B (left) or X op(A) = B, A's other triangle unread, into out (a copy of B).
 template <typename T>
 void Trsm(const Literal& a, const Literal& rhs, bool left, bool lower, char trans,
-          bool unit_diagonal, Literal& out) {
+          bool unit_diagonal, Literal& out, ThreadPool* pool) {
   const Batch ab = BatchOf(a.shape()), bb = BatchOf(rhs.shape());
   const int64_t a_size = ab.rows * ab.cols, b_size = bb.rows * bb.cols;
   T* x = Data<T>(out);
   std::copy_n(Data<T>(rhs), bb.count * b_size, x);
-  for (int64_t i = 0; i < bb.count; ++i)
-    Lapack::trsm(left ? CblasLeft : CblasRight, lower ? CblasLower : CblasUpper,
-                 trans == 'N' ? CblasNoTrans : CblasTrans, unit_diagonal ? CblasUnit : CblasNonUnit,
-                 bb.rows, bb.cols, Data<T>(a) + i * a_size, ab.cols, x + i * b_size);
+  OverBatch(pool, bb, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      Lapack::trsm(left ? CblasLeft : CblasRight, lower ? CblasLower : CblasUpper,
+                   trans == 'N' ? CblasNoTrans : CblasTrans,
+                   unit_diagonal ? CblasUnit : CblasNonUnit, bb.rows, bb.cols,
+                   Data<T>(a) + i * a_size, ab.cols, x + i * b_size);
+  });
 }
 
 template <typename T>
 void Run(const HloInstruction& h, std::string_view routine,
-         std::span<const Literal* const> operands, Literal& out) {
+         std::span<const Literal* const> operands, Literal& out, ThreadPool* pool) {
   const Literal& a = *operands[0];
   if (routine == "triangular-solve") {
     const InstructionAttributes& at = h.attrs();
     const char trans = at.transpose_a == TriangularSolveTranspose::kNoTranspose ? 'N' : 'T';
-    Trsm<T>(a, *operands[1], at.left_side, at.lower, trans, at.unit_diagonal, out);
+    Trsm<T>(a, *operands[1], at.left_side, at.lower, trans, at.unit_diagonal, out, pool);
     return;
   }
   const auto flags = eval::LapackAttributes(h);
   const char uplo = eval::LapackFlag(flags, "uplo", 'L');
-  if (routine == "getrf") Getrf<T>(a, out);
-  if (routine == "potrf") Potrf<T>(a, uplo, out);
-  if (routine == "geqrf") Geqrf<T>(a, out);
-  if (routine == "orgqr") Orgqr<T>(a, *operands[1], out);
-  if (routine == "syevd") Syevd<T>(a, uplo, out);
-  if (routine == "gesdd") Gesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out);
+  if (routine == "getrf") Getrf<T>(a, out, pool);
+  if (routine == "potrf") Potrf<T>(a, uplo, out, pool);
+  if (routine == "geqrf") Geqrf<T>(a, out, pool);
+  if (routine == "orgqr") Orgqr<T>(a, *operands[1], out, pool);
+  if (routine == "syevd") Syevd<T>(a, uplo, out, pool);
+  if (routine == "gesdd") Gesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out, pool);
   if (routine == "trsm") {
     Trsm<T>(a, *operands[1], eval::LapackFlag(flags, "side", 'L') == 'L', uplo == 'L',
             eval::LapackFlag(flags, "trans_x", 'N'), eval::LapackFlag(flags, "diag", 'N') == 'U',
-            out);
+            out, pool);
   }
 }
 
@@ -392,18 +430,19 @@ bool IsLapackLibraryCall(const HloInstruction& h) {
 }
 
 absl::Status RunLapackLibrary(const HloInstruction& h, std::span<const Literal* const> operands,
-                              Literal& out) {
+                              Literal& out, ThreadPool* pool) {
 #if KILN_HAVE_OPENBLAS
   if (!IsLapackLibraryCall(h) || operands.size() != static_cast<size_t>(h.operand_count()))
     return absl::InternalError(absl::StrCat("%", h.name(), " is not a LAPACK library call"));
   if (operands[0]->shape().element_type() == PrimitiveType::F32)
-    Run<float>(h, RoutineOf(h), operands, out);
+    Run<float>(h, RoutineOf(h), operands, out, pool);
   else
-    Run<double>(h, RoutineOf(h), operands, out);
+    Run<double>(h, RoutineOf(h), operands, out, pool);
   return absl::OkStatus();
 #else
   (void)operands;
   (void)out;
+  (void)pool;
   return absl::UnimplementedError(absl::StrCat("%", h.name(), ": this build has no LAPACK"));
 #endif
 }

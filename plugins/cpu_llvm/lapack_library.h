@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "hlo/instruction.h"
 #include "hlo/literal.h"
+#include "plugins/cpu_llvm/thread_pool.h"
 
 namespace kiln::cpu {
 
@@ -26,8 +27,9 @@ namespace kiln::cpu {
 bool IsLapackLibraryCall(const HloInstruction& h);
 
 // Computes `h` from `operands` into `out`, which has h's shape (a tuple's elements zeroed;
-// an array's bytes may be uninitialized). Batches of matrices run one after another.
+// an array's bytes may be uninitialized). A batch of matrices is spread over `pool` (may be
+// null), each part with its own workspaces.
 absl::Status RunLapackLibrary(const HloInstruction& h, std::span<const Literal* const> operands,
-                              Literal& out);
+                              Literal& out, ThreadPool* pool = nullptr);
 
 }  // namespace kiln::cpu

@@ -28,7 +28,7 @@ absl::Status RunLibraryCall(const HloInstruction& h, std::span<const Literal* co
     return absl::OkStatus();
   }
   // LAPACK checks its own calls (RunLapackLibrary).
-  if (h.opcode() != HloOpcode::kFft) return RunLapackLibrary(h, operands, out);
+  if (h.opcode() != HloOpcode::kFft) return RunLapackLibrary(h, operands, out, pool);
   if (!IsFftLibraryCall(h) || operands.size() != 1)
     return absl::InternalError(absl::StrCat("%", h.name(), " is not a library call"));
   RunFftLibrary(h, *operands[0], out, pool);
