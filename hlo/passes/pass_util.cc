@@ -173,6 +173,46 @@ bool RewriteEach(HloModule& module, HloOpcode op,
   return changed;
 }
 
+std::optional<HloOpcode> BinaryReducerWithIdentity(const HloInstruction& reduce) {
+  const HloComputation* f = reduce.to_apply();
+  if (f == nullptr || f->num_parameters() != 2 || f->root() == nullptr ||
+      f->root()->operand_count() != 2 || reduce.operand_count() != 2)
+    return std::nullopt;
+  const HloInstruction* root = f->root();
+  const HloInstruction* a = root->operand(0);
+  const HloInstruction* b = root->operand(1);
+  if (a->opcode() != HloOpcode::kParameter || b->opcode() != HloOpcode::kParameter ||
+      a->parameter_number() + b->parameter_number() != 1)
+    return std::nullopt;
+  const HloInstruction* init = reduce.operand(1);
+  const PrimitiveType t = init->shape().element_type();
+  if (IsComplex(t)) return std::nullopt;
+  bool identity = false;
+  switch (root->opcode()) {
+    case HloOpcode::kAdd:
+      identity = IsAllValue(init, 0);
+      break;
+    case HloOpcode::kMultiply:
+      identity = IsAllValue(init, 1);
+      break;
+    case HloOpcode::kMaximum:
+      identity = IsAllLowest(init);
+      break;
+    case HloOpcode::kMinimum:
+      identity = IsAllHighest(init);
+      break;
+    case HloOpcode::kAnd:
+      identity = t == PrimitiveType::PRED && IsAllHighest(init);
+      break;
+    case HloOpcode::kOr:
+      identity = t == PrimitiveType::PRED && IsAllLowest(init);
+      break;
+    default:
+      break;
+  }
+  return identity ? std::optional<HloOpcode>(root->opcode()) : std::nullopt;
+}
+
 const Literal* UniformConstant(const HloInstruction* instr) {
   if (instr->opcode() == HloOpcode::kBroadcast) instr = instr->operand(0);
   if (instr->opcode() != HloOpcode::kConstant || !instr->attrs().literal) return nullptr;

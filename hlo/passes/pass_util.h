@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,6 +88,12 @@ int64_t RemoveDeadFrom(HloComputation* comp, std::vector<HloInstruction*> candid
 // its computation is put back in post order. Returns whether any was replaced.
 bool RewriteEach(HloModule& module, HloOpcode op,
                  const std::function<bool(HloInstruction*)>& rewrite);
+
+// The operation of a reduce's (or reduce-window's) reducer when it is op(p0, p1), either
+// order, of add, multiply, maximum or minimum (and or or of pred) and the initial value is its
+// identity: a reducer whose order only rounding can tell, applied as often as wanted to the
+// initial value. nullopt otherwise, and for complex types.
+std::optional<HloOpcode> BinaryReducerWithIdentity(const HloInstruction& reduce);
 
 // Constant helpers for pattern matching: a constant, or a broadcast of a constant, whose
 // elements all equal `value` (integers and real floats; complex never matches).

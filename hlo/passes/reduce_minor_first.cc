@@ -7,45 +7,12 @@
 namespace kiln {
 namespace {
 
-// Whether the reducer is op(p0, p1) (either order) of an order-free kind whose identity the
-// initial value is.
+// Whether the reducer is order-free with its identity as the initial value, and not a sum or
+// product of 16- or 8-bit floats (whose intermediate would round).
 bool OrderFreeWithIdentity(const HloInstruction& reduce) {
-  const HloComputation* f = reduce.to_apply();
-  if (f == nullptr || f->num_parameters() != 2 || f->root() == nullptr) return false;
-  const HloInstruction* root = f->root();
-  if (root->operand_count() != 2) return false;
-  const HloInstruction* a = root->operand(0);
-  const HloInstruction* b = root->operand(1);
-  const bool params = a->opcode() == HloOpcode::kParameter &&
-                      b->opcode() == HloOpcode::kParameter &&
-                      a->parameter_number() + b->parameter_number() == 1;
-  if (!params) return false;
-  const HloInstruction* init = reduce.operand(1);
-  const PrimitiveType t = reduce.shape().element_type();
-  bool identity = false;
-  switch (root->opcode()) {
-    case HloOpcode::kAdd:
-      identity = !IsNarrowFloat(t) && !IsComplex(t) && IsAllValue(init, 0);
-      break;
-    case HloOpcode::kMultiply:
-      identity = !IsNarrowFloat(t) && !IsComplex(t) && IsAllValue(init, 1);
-      break;
-    case HloOpcode::kMaximum:
-      identity = !IsComplex(t) && IsAllLowest(init);
-      break;
-    case HloOpcode::kMinimum:
-      identity = !IsComplex(t) && IsAllHighest(init);
-      break;
-    case HloOpcode::kAnd:
-      identity = t == PrimitiveType::PRED && IsAllHighest(init);
-      break;
-    case HloOpcode::kOr:
-      identity = t == PrimitiveType::PRED && IsAllLowest(init);
-      break;
-    default:
-      break;
-  }
-  return identity;
+  const std::optional<HloOpcode> op = BinaryReducerWithIdentity(reduce);
+  return op && !((*op == HloOpcode::kAdd || *op == HloOpcode::kMultiply) &&
+                 IsNarrowFloat(reduce.shape().element_type()));
 }
 
 bool Rewrite(HloInstruction* reduce, int64_t min_run, NameUniquer& names) {

@@ -18,31 +18,11 @@ constexpr int64_t kMinLength = 64;
 // Below this many elements a scan runs on the calling thread.
 constexpr int64_t kParallelElements = int64_t{1} << 15;
 
-// The reducer's operation when it is op(p0, p1) of add, multiply, maximum or minimum with
-// the initial value its identity; kParameter otherwise.
+// The reducer's operation when it is an add, multiply, maximum or minimum with the initial
+// value its identity; kParameter otherwise.
 HloOpcode ReducerOp(const HloInstruction& h) {
-  const HloComputation* f = h.to_apply();
-  if (f == nullptr || f->num_parameters() != 2 || f->root() == nullptr ||
-      f->root()->operand_count() != 2)
-    return HloOpcode::kParameter;
-  const HloInstruction* a = f->root()->operand(0);
-  const HloInstruction* b = f->root()->operand(1);
-  if (a->opcode() != HloOpcode::kParameter || b->opcode() != HloOpcode::kParameter ||
-      a->parameter_number() + b->parameter_number() != 1)
-    return HloOpcode::kParameter;
-  const HloInstruction* init = h.operand(1);
-  switch (f->root()->opcode()) {
-    case HloOpcode::kAdd:
-      return IsAllValue(init, 0) ? HloOpcode::kAdd : HloOpcode::kParameter;
-    case HloOpcode::kMultiply:
-      return IsAllValue(init, 1) ? HloOpcode::kMultiply : HloOpcode::kParameter;
-    case HloOpcode::kMaximum:
-      return IsAllLowest(init) ? HloOpcode::kMaximum : HloOpcode::kParameter;
-    case HloOpcode::kMinimum:
-      return IsAllHighest(init) ? HloOpcode::kMinimum : HloOpcode::kParameter;
-    default:
-      return HloOpcode::kParameter;
-  }
+  const std::optional<HloOpcode> op = BinaryReducerWithIdentity(h);
+  return op && *op != HloOpcode::kAnd && *op != HloOpcode::kOr ? *op : HloOpcode::kParameter;
 }
 
 template <typename T>
