@@ -24,6 +24,7 @@
 #include "hlo/passes/reduce_minor_first.h"
 #include "hlo/passes/reduce_window_scan.h"
 #include "hlo/passes/scatter_batching_to_indices.h"
+#include "hlo/passes/scatter_indexed_dimensions_first.h"
 #include "hlo/passes/scatter_to_update_slice.h"
 #include "hlo/passes/spmd_partitioner.h"
 #include "hlo/passes/transpose_folding.h"
@@ -66,6 +67,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<WhileLoopInvariantCodeMotion>(),
       Factory<CallInliner>(),
       Factory<ScatterBatchingToIndices>(),
+      Factory<ScatterIndexedDimensionsFirst>(),
       Factory<ScatterToUpdateSlice>(),
       Factory<AsyncToSync>(),
       Factory<LibraryCallLowering>(),

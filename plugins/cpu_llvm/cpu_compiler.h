@@ -21,6 +21,7 @@
 #include "plugins/cpu_llvm/jit.h"
 #include "plugins/cpu_llvm/library_calls.h"
 #include "plugins/cpu_llvm/onednn_matmul.h"
+#include "plugins/cpu_llvm/scatter_rows.h"
 #include "plugins/cpu_llvm/step_profile.h"
 #include "plugins/cpu_llvm/thread_pool.h"
 #include "plugins/kernel_plan/arena_layout.h"
@@ -52,6 +53,7 @@ inline PlanOptions CpuPlanOptions() {
   p.native_sort = true;
   p.complex_kernels = true;
   p.library_call = IsLibraryCall;
+  p.native_scatter = IsRowScatter;
   return p;
 }
 

@@ -212,6 +212,40 @@ TEST(RowScatter, CopiesATableThatIsReadAgain) {
   EXPECT_TRUE(Check(text, 2));
 }
 
+// Whether every scatter `text`'s plan leaves to an evaluator step is a row scatter (runs
+// natively), with at least one scatter planned.
+bool ScattersRunNatively(const std::string& text) {
+  const testing::CompiledText c = testing::CompileText(text, CompileOptions{});
+  if (c.exe == nullptr) return false;
+  int scatters = 0;
+  for (const Step& step : c.exe->plan().steps) {
+    if (step.instr->opcode() != HloOpcode::kScatter) continue;
+    ++scatters;
+    if (step.kind == Disposition::kEvaluator && !IsRowScatter(*step.instr)) return false;
+  }
+  return scatters > 0;
+}
+
+// x.at[:, idx].add(v) (an overlap-add over a batch's columns) and a scatter indexing dimensions
+// 2 and 0 around a whole window run as row scatters on transposed operands
+// (scatter-indexed-dimensions-first), with the evaluator's bits.
+TEST(RowScatter, TrailingIndexedDimensionsRunAsRows) {
+  const std::string columns = ScatterModule(
+      "f32[4,300]", "s32[900,1]", "f32[4,900]",
+      "update_window_dims={0}, inserted_window_dims={1}, scatter_dims_to_operand_dims={1}, "
+      "index_vector_dim=1",
+      "f32", "add(a, b)");
+  const std::string around = ScatterModule(
+      "s32[30,8,40]", "s32[500,2]", "s32[500,8]",
+      "update_window_dims={1}, inserted_window_dims={0,2}, scatter_dims_to_operand_dims={2,0}, "
+      "index_vector_dim=1",
+      "s32", "maximum(a, b)");
+  for (const std::string& text : {columns, around}) {
+    EXPECT_TRUE(ScattersRunNatively(text));
+    for (int threads : {1, 2}) EXPECT_FALSE(Check(text, threads));  // not row form as written
+  }
+}
+
 TEST(RowScatter, OtherScattersStayOnTheEvaluator) {
   // A window narrower than the row.
   EXPECT_FALSE(Check(

@@ -17,6 +17,7 @@
 #include "hlo/passes/reduce_kept_dimension_first.h"
 #include "hlo/passes/reduce_minor_first.h"
 #include "hlo/passes/reduce_window_scan.h"
+#include "hlo/passes/scatter_indexed_dimensions_first.h"
 #include "hlo/text/parser.h"
 
 namespace kiln::kernel_plan {
@@ -93,6 +94,12 @@ absl::Status ExpandForPlanning(HloModule& module, const PlanOptions& options) {
   // One too large for a column accumulator reduces through a transpose that the threads split.
   ReduceKeptDimensionFirst reduce_kept_dimension_first(llvm_emit::IsPartitionedColumnReduction,
                                                        llvm_emit::IsColumnReduction);
+  if (options.native_scatter != nullptr) {
+    // x.at[:, idx].add(v) through transposes, as the row scatter the backend runs natively.
+    absl::StatusOr<bool> leading =
+        ScatterIndexedDimensionsFirst(options.native_scatter).Run(module);
+    if (!leading.ok()) return leading.status();
+  }
   // scaled-dot and the common ragged-dot become ordinary dots (and so GEMM calls); arg-max
   // and arg-min reduces become two reduces the emitter does (not the host evaluator);
   // running reductions (cumsum) become log-step scans instead of n^2 / 2 window sums; a

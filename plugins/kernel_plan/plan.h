@@ -62,6 +62,10 @@ struct PlanOptions {
   // factorizations and triangular solves), planned as kLibrary steps with neither `gemm` nor
   // `conv`; null leaves them to the evaluator.
   bool (*library_call)(const HloInstruction& h) = nullptr;
+  // Scatters the runner computes natively (cpu-llvm: whole rows, scatter_rows.h); one that
+  // indexes trailing dimensions is rewritten to lead with them where this takes the result.
+  // Null leaves scatters as they are.
+  bool (*native_scatter)(const HloInstruction& h) = nullptr;
   // When > 0: unfused f32 dots of the same forms with batch*m*n*k at least this go to a
   // device GEMM library step (gpu-nvptx's cuBLAS) whether or not the host has a BLAS.
   int64_t device_gemm_min_mnk = 0;
