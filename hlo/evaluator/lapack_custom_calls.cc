@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "hlo/evaluator/lapack_eig.h"
 #include "hlo/evaluator/lapack_svd.h"
 #include "hlo/evaluator/matrix_kernels.h"
 
@@ -322,6 +323,11 @@ absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
     return Gesdd(instr, *ops[0], LapackFlag(flags, "mode", 'A'));
   }
+  if (routine == "geev") {
+    if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
+    return Geev(instr, *ops[0], LapackFlag(flags, "compute_left", 'N'),
+                LapackFlag(flags, "compute_right", 'N'));
+  }
   if (routine == "getrf") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
     return Getrf<C>(instr, *ops[0]);
@@ -390,7 +396,7 @@ bool IsLapackCustomCall(std::string_view target) {
   const bool real = target.size() > kPrefix.size() &&
                     (target[kPrefix.size()] == 's' || target[kPrefix.size()] == 'd');
   return r == "getrf" || r == "potrf" || r == "trsm" || r == "geqrf" || r == "orgqr" ||
-         r == "ungqr" || ((r == "syevd" || r == "gesdd") && real);
+         r == "ungqr" || r == "geev" || ((r == "syevd" || r == "gesdd") && real);
 }
 
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {

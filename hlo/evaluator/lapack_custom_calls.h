@@ -1,7 +1,8 @@
 // The LAPACK custom-calls JAX emits for linear algebra on CPU (jnp.linalg.solve, inv, det,
 // cholesky, qr, jax.scipy.linalg.solve_triangular): `lapack_{s,d,c,z}{getrf,potrf,trsm,
 // geqrf}_ffi`, `lapack_{s,d}orgqr_ffi`/`lapack_{c,z}ungqr_ffi`, `lapack_{s,d}syevd_ffi`
-// (jnp.linalg.eigh) and `lapack_{s,d}gesdd_ffi` (jnp.linalg.svd; lapack_svd.h),
+// (jnp.linalg.eigh), `lapack_{s,d}gesdd_ffi` (jnp.linalg.svd; lapack_svd.h) and
+// `lapack_{s,d,c,z}geev_ffi` (jnp.linalg.eig; lapack_eig.h),
 // with XLA's typed-FFI conventions (matrices in the last two dimensions, batch dimensions
 // before them; LAPACK's column-major order is the operands' layout, so logically the
 // matrices are the arrays as written). Attributes come from backend_config's

@@ -3,6 +3,7 @@
 #include "hlo/evaluator/lapack_custom_calls.h"
 
 #include <cmath>
+#include <complex>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,8 @@ TEST(LapackCustomCallTest, TargetsItRuns) {
   EXPECT_TRUE(IsLapackCustomCall("lapack_ssyevd_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("lapack_cheevd_ffi"));  // complex eigh: not yet
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgesdd_ffi"));
+  EXPECT_TRUE(IsLapackCustomCall("lapack_sgeev_ffi"));
+  EXPECT_TRUE(IsLapackCustomCall("lapack_zgeev_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("lapack_cgesdd_ffi"));  // complex svd: not yet
   EXPECT_FALSE(IsLapackCustomCall("lapack_xgetrf_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("TopK"));
@@ -216,6 +219,127 @@ TEST(LapackCustomCallTest, GesddValuesVectorsAndCompletedBases) {
   r = EvalLapackCustomCall(*values, std::vector<const Literal*>{&w});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_NEAR(r->element(1).GetAsDouble(0), std::sqrt(10.0), 1e-12);
+}
+
+// geev's (w, vl, vr, info) (or (wr, wi, vl, vr, info)) for a `type`[n, n] input, both vectors.
+absl::StatusOr<Literal> Geev(char letter, PrimitiveType type, PrimitiveType complex_type,
+                             const Literal& a, int64_t n) {
+  std::vector<Shape> parts;
+  if (type == complex_type) {
+    parts.push_back(Shape(type, {n}));
+  } else {
+    parts.push_back(Shape(type, {n}));
+    parts.push_back(Shape(type, {n}));
+  }
+  parts.push_back(Shape(complex_type, {n, n}));
+  parts.push_back(Shape(complex_type, {n, n}));
+  parts.push_back(Shape(PrimitiveType::S32, {}));
+  auto cc = CustomCall(std::string("lapack_") + letter + "geev_ffi", Shape::Tuple(parts),
+                       "{compute_left = 86 : ui8, compute_right = 86 : ui8}");
+  return EvalLapackCustomCall(*cc, std::vector<const Literal*>{&a});
+}
+
+using C = std::complex<double>;
+
+C At(const Literal& l, int64_t i) {
+  if (l.shape().element_type() == PrimitiveType::C64) return C(l.data<std::complex<float>>()[i]);
+  return l.data<std::complex<double>>()[i];
+}
+
+// The companion matrix of (x - 1)(x - 2)(x - 3)(x^2 + 1) = x^5 - 6x^4 + 12x^3 - 12x^2 + 11x - 6:
+// eigenvalues 1, 2, 3, i, -i (wi exactly 0 for the real ones, the pair adjacent with +i
+// first); the right eigenvector of lambda is (lambda^4, .., lambda, 1) normalized, its largest
+// component real and positive: (1, -i, -1, i, 1) / sqrt(5) for i. Left vectors: u^H A =
+// lambda u^H.
+TEST(LapackCustomCallTest, GeevCompanionMatrix) {
+  const std::vector<double> companion = {6, -12, 12, -11, 6, 1, 0, 0, 0, 0, 0, 1, 0,
+                                         0, 0,   0,  0,   1, 0, 0, 0, 0, 0, 1, 0};
+  Literal a = F32({5, 5}, companion);
+  auto r = Geev('s', PrimitiveType::F32, PrimitiveType::C64, a, 5);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(r->element(4), {}, {0});
+  std::vector<C> w;
+  for (int j = 0; j < 5; ++j)
+    w.push_back(C(r->element(0).GetAsDouble(j), r->element(1).GetAsDouble(j)));
+  int found = 0;
+  for (int j = 0; j < 5; ++j) {
+    SCOPED_TRACE(j);
+    const C lambda = w[j];
+    if (std::abs(lambda.imag()) < 0.5) {
+      EXPECT_EQ(lambda.imag(), 0.0);  // exactly real
+      EXPECT_NEAR(lambda.real(), std::round(lambda.real()), 1e-5);
+      found |= 1 << static_cast<int>(std::round(lambda.real()));
+    } else {
+      EXPECT_NEAR(std::abs(lambda.imag()), 1, 1e-5);
+      EXPECT_NEAR(lambda.real(), 0, 1e-5);
+      if (lambda.imag() > 0) {
+        ASSERT_LT(j + 1, 5);
+        EXPECT_EQ(w[j + 1], std::conj(lambda));  // the pair, +i first
+        found |= 16;
+      }
+    }
+    // Right: (lambda^4, .., 1) / |.|, phase by the largest (the first of equal ones).
+    std::vector<C> v(5);
+    double norm = 0;
+    for (int i = 0; i < 5; ++i) norm += std::norm(v[i] = std::pow(lambda, 4 - i));
+    int big = 0;
+    for (int i = 1; i < 5; ++i)
+      if (std::abs(v[i]) > std::abs(v[big]) + 1e-6) big = i;
+    const C phase = std::conj(v[big]) / std::abs(v[big]) / std::sqrt(norm);
+    for (int i = 0; i < 5; ++i) {
+      const C got = At(r->element(3), i * 5 + j), want = v[i] * phase;
+      EXPECT_NEAR(got.real(), want.real(), 1e-5) << "vr row " << i;
+      EXPECT_NEAR(got.imag(), want.imag(), 1e-5) << "vr row " << i;
+    }
+    // Left: sum_i conj(u_i) A[i][k] = lambda conj(u_k), unit length.
+    double unorm = 0;
+    for (int k = 0; k < 5; ++k) {
+      C lhs = 0;
+      for (int i = 0; i < 5; ++i)
+        lhs += std::conj(At(r->element(2), i * 5 + j)) * companion[i * 5 + k];
+      const C rhs = lambda * std::conj(At(r->element(2), k * 5 + j));
+      EXPECT_NEAR(std::abs(lhs - rhs), 0, 1e-5) << "vl column " << k;
+      unorm += std::norm(At(r->element(2), k * 5 + j));
+    }
+    EXPECT_NEAR(unorm, 1, 1e-6);
+  }
+  EXPECT_EQ(found, 2 | 4 | 8 | 16);
+}
+
+// A complex triangular [[1+i, 2], [0, 3]]: eigenvalues 1+i and 3, vectors (1, 0) and
+// (2 (2+i) / sqrt(5), sqrt(5)) / 3 (the larger second component made real). The 4x4 f64
+// identity: one repeated eigenvalue, four orthonormal vectors.
+TEST(LapackCustomCallTest, GeevComplexAndRepeated) {
+  Literal a(Shape(PrimitiveType::C64, {2, 2}));
+  a.data<std::complex<float>>()[0] = {1, 1};
+  a.data<std::complex<float>>()[1] = {2, 0};
+  a.data<std::complex<float>>()[2] = {0, 0};
+  a.data<std::complex<float>>()[3] = {3, 0};
+  auto r = Geev('c', PrimitiveType::C64, PrimitiveType::C64, a, 2);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int j = 0; j < 2; ++j) {
+    const C lambda = At(r->element(0), j);
+    const bool first = std::abs(lambda - C(1, 1)) < 1e-5;
+    EXPECT_TRUE(first || std::abs(lambda - C(3, 0)) < 1e-5) << lambda;
+    const C want0 = first ? C(1, 0) : C(2, 1) * (2 / std::sqrt(5.0) / 3);
+    const C want1 = first ? C(0, 0) : C(std::sqrt(5.0) / 3, 0);
+    EXPECT_NEAR(std::abs(At(r->element(2), j) - want0), 0, 1e-6) << j;
+    EXPECT_NEAR(std::abs(At(r->element(2), 2 + j) - want1), 0, 1e-6) << j;
+  }
+
+  Literal eye = Lit(PrimitiveType::F64, {4, 4}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+  r = Geev('d', PrimitiveType::F64, PrimitiveType::C128, eye, 4);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int p = 0; p < 4; ++p) {
+    EXPECT_EQ(r->element(0).GetAsDouble(p), 1.0);
+    EXPECT_EQ(r->element(1).GetAsDouble(p), 0.0);
+    for (int q = 0; q < 4; ++q) {
+      C dot = 0;
+      for (int i = 0; i < 4; ++i)
+        dot += std::conj(At(r->element(3), i * 4 + p)) * At(r->element(3), i * 4 + q);
+      EXPECT_NEAR(std::abs(dot - C(p == q ? 1 : 0)), 0, 1e-12) << p << ", " << q;
+    }
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "plugins/cpu_llvm/lapack_library.h"
 
 #include <algorithm>
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -41,6 +42,12 @@ void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* 
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s,
              double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
              int* iwork, int* info, size_t);
+void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda, float* wr,
+            float* wi, float* vl, const int* ldvl, float* vr, const int* ldvr, float* work,
+            const int* lwork, int* info, size_t, size_t);
+void dgeev_(const char* jobvl, const char* jobvr, const int* n, double* a, const int* lda,
+            double* wr, double* wi, double* vl, const int* ldvl, double* vr, const int* ldvr,
+            double* work, const int* lwork, int* info, size_t, size_t);
 }
 #endif
 
@@ -80,6 +87,11 @@ std::vector<Shape> ExpectedResults(std::string_view routine, char mode,
   if (routine == "potrf" && ops.size() == 1 && m == n) return {a, info};
   if (routine == "geqrf" && ops.size() == 1) return {a, Shape(t, Dims(a, 2, {k}))};
   if (routine == "syevd" && ops.size() == 1 && m == n) return {a, Shape(t, Dims(a, 2, {n})), info};
+  if (routine == "geev" && ops.size() == 1 && m == n) {
+    const Shape vectors(t == PrimitiveType::F64 ? PrimitiveType::C128 : PrimitiveType::C64,
+                        Dims(a, 2, {n, n}));
+    return {Shape(t, Dims(a, 2, {n})), Shape(t, Dims(a, 2, {n})), vectors, vectors, info};
+  }
   if (routine == "orgqr" && ops.size() == 2) {
     const Shape& tau = *ops[1];
     if (tau.element_type() != t || tau.rank() != a.rank() - 1 ||
@@ -158,6 +170,14 @@ struct Lapack {
   static void gesdd(char jobz, int m, int n, double* a, double* s, double* u, int ldu, double* vt,
                     int ldvt, double* work, int lwork, int* iwork, int* info) {
     dgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+  }
+  static void geev(char jobvl, char jobvr, int n, float* a, float* wr, float* wi, float* vl,
+                   int ldvl, float* vr, int ldvr, float* work, int lwork, int* info) {
+    sgeev_(&jobvl, &jobvr, &n, a, &n, wr, wi, vl, &ldvl, vr, &ldvr, work, &lwork, info, 1, 1);
+  }
+  static void geev(char jobvl, char jobvr, int n, double* a, double* wr, double* wi, double* vl,
+                   int ldvl, double* vr, int ldvr, double* work, int lwork, int* info) {
+    dgeev_(&jobvl, &jobvr, &n, a, &n, wr, wi, vl, &ldvl, vr, &ldvr, work, &lwork, info, 1, 1);
   }
   static void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m,
                    int n, const float* a, int lda, float* b) {
@@ -335,6 +355,59 @@ void Gesdd(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
   });
 }
 
+// LAPACK's real eigenvectors (column-major: column j is vector j, and a conjugate pair's
+// first column holds the real part, the next the imaginary part) as complex columns of the
+// row-major n x n `out`, as XLA's FFI unpacks them.
+template <typename T>
+void UnpackEigenvectors(const T* packed, const T* wi, int64_t n, std::complex<T>* out) {
+  for (int64_t j = 0; j < n; ++j) {
+    const T* re = packed + j * n;
+    if (wi[j] == 0 || j + 1 == n) {
+      for (int64_t i = 0; i < n; ++i) out[i * n + j] = std::complex<T>(re[i], 0);
+      continue;
+    }
+    const T* im = re + n;
+    for (int64_t i = 0; i < n; ++i) {
+      out[i * n + j] = std::complex<T>(re[i], im[i]);
+      out[i * n + j + 1] = std::complex<T>(re[i], -im[i]);
+    }
+    ++j;
+  }
+}
+
+// Eigenvalues (wr, wi) and the left and right eigenvectors asked for (complex; zero when
+// not), LAPACK's geev on the column-major copy of each matrix.
+template <typename T>
+void Geev(const Literal& a, char left, char right, Literal& out, ThreadPool* pool) {
+  const Batch b = BatchOf(a.shape());
+  const int64_t n = b.rows, size = n * n;
+  const int ldvl = left == 'V' ? n : 1, ldvr = right == 'V' ? n : 1;
+  T query = 0;
+  {
+    std::vector<T> col(size), wr(n), wi(n), vl(size), vr(size);
+    int info = 0;
+    Lapack::geev(left, right, n, col.data(), wr.data(), wi.data(), vl.data(), ldvl, vr.data(), ldvr,
+                 &query, -1, &info);
+  }
+  auto* vl_out = Data<std::complex<T>>(out.elements()[2]);
+  auto* vr_out = Data<std::complex<T>>(out.elements()[3]);
+  std::fill_n(vl_out, b.count * size, std::complex<T>(0));
+  std::fill_n(vr_out, b.count * size, std::complex<T>(0));
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), vl(left == 'V' ? size : 1), vr(right == 'V' ? size : 1),
+        work(WorkSize(query));
+    for (int64_t i = lo; i < hi; ++i) {
+      ToColumnMajor(Data<T>(a) + i * size, n, n, col.data());
+      T* wr = Data<T>(out.elements()[0]) + i * n;
+      T* wi = Data<T>(out.elements()[1]) + i * n;
+      Lapack::geev(left, right, n, col.data(), wr, wi, vl.data(), ldvl, vr.data(), ldvr,
+                   work.data(), work.size(), Data<int32_t>(out.elements()[4]) + i);
+      if (left == 'V') UnpackEigenvectors(vl.data(), wi, n, vl_out + i * size);
+      if (right == 'V') UnpackEigenvectors(vr.data(), wi, n, vr_out + i * size);
+    }
+  });
+}
+
 // op(A) X = B (left) or X op(A) = B, A's other triangle unread, into out (a copy of B).
 template <typename T>
 void Trsm(const Literal& a, const Literal& rhs, bool left, bool lower, char trans,
@@ -370,6 +443,10 @@ void Run(const HloInstruction& h, std::string_view routine,
   if (routine == "orgqr") Orgqr<T>(a, *operands[1], out, pool);
   if (routine == "syevd") Syevd<T>(a, uplo, out, pool);
   if (routine == "gesdd") Gesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out, pool);
+  if (routine == "geev") {
+    Geev<T>(a, eval::LapackFlag(flags, "compute_left", 'N'),
+            eval::LapackFlag(flags, "compute_right", 'N'), out, pool);
+  }
   if (routine == "trsm") {
     Trsm<T>(a, *operands[1], eval::LapackFlag(flags, "side", 'L') == 'L', uplo == 'L',
             eval::LapackFlag(flags, "trans_x", 'N'), eval::LapackFlag(flags, "diag", 'N') == 'U',

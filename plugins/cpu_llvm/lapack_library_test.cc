@@ -5,6 +5,7 @@
 #include "plugins/cpu_llvm/lapack_library.h"
 
 #include <cmath>
+#include <complex>
 #include <memory>
 #include <random>
 #include <string>
@@ -247,6 +248,74 @@ TEST(LapackLibrary, EigenAndSingularValuesMatchTheEvaluatorVectorsUpToSign) {
                             "V^T");
       }
   }
+}
+
+// Complex element `i` of a c64 or c128 literal.
+std::complex<double> ComplexAt(const Literal& l, int64_t i) {
+  if (l.shape().element_type() == PrimitiveType::C64)
+    return std::complex<double>(l.data<std::complex<float>>()[i]);
+  return l.data<std::complex<double>>()[i];
+}
+
+// geev (jnp.linalg.eig) of random real matrices, one batch of 17x17 on the pool: the
+// eigenvalues the evaluator's as a set (their order is each implementation's own), each
+// eigenvector its eigenvalue's evaluator vector up to a complex phase, and the same with
+// only right or no vectors (the others left zero).
+TEST(LapackLibrary, GeevMatchesTheEvaluatorUpToOrderAndPhase) {
+  for (const Type& t : kTypes)
+    for (int64_t n : {6, 17})
+      for (auto [left, right] : {std::pair<char, char>{'V', 'V'}, {'N', 'V'}, {'N', 'N'}}) {
+        SCOPED_TRACE(fmt::format("{} n {} left {} right {}", t.name, n, left, right));
+        const std::string a = fmt::format("{}[3,{},{}]", t.name, n, n);
+        const std::string c = fmt::format("{}[3,{},{}]", t.name == "f32" ? "c64" : "c128", n, n);
+        std::vector<Literal> args;
+        args.push_back(Random(*ParseShape(a), 23));
+        Ran e =
+            RunBoth({a}, fmt::format("({0}[3,{1}], {0}[3,{1}], {2}, {2}, s32[3])", t.name, n, c),
+                    fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}geev_ffi\", "
+                                "backend_config={{compute_left = {} : ui8, compute_right = {} "
+                                ": ui8}}",
+                                t.letter, int{left}, int{right}),
+                    args);
+        EXPECT_TRUE(e.library);
+        ExpectNear(e.got.element(4), e.want.element(4), 0, "geev info");
+        for (int64_t b = 0; b < 3; ++b) {
+          auto value = [&](const Literal& out, int64_t k) {
+            return std::complex<double>(out.element(0).GetAsDouble(b * n + k),
+                                        out.element(1).GetAsDouble(b * n + k));
+          };
+          std::vector<bool> used(n, false);
+          for (int64_t j = 0; j < n; ++j) {
+            const std::complex<double> w = value(e.got, j);
+            int64_t best = -1;  // the nearest evaluator eigenvalue not matched yet
+            for (int64_t k = 0; k < n; ++k)
+              if (!used[k] &&
+                  (best < 0 || std::abs(value(e.want, k) - w) < std::abs(value(e.want, best) - w)))
+                best = k;
+            used[best] = true;
+            ASSERT_NEAR(std::abs(value(e.want, best) - w), 0, t.tol * 20) << j;
+            for (int which : {2, 3}) {
+              const bool asked = (which == 2 ? left : right) == 'V';
+              std::complex<double> dot = 0;
+              double norm = 0;
+              for (int64_t i = 0; i < n; ++i) {
+                const std::complex<double> g = ComplexAt(e.got.element(which), (b * n + i) * n + j);
+                dot += std::conj(ComplexAt(e.want.element(which), (b * n + i) * n + best)) * g;
+                norm += std::norm(g);
+              }
+              // Unit vectors equal up to a phase: |<want, got>| = 1; zero when not asked for.
+              ASSERT_NEAR(std::abs(dot), asked ? 1 : 0, t.tol * 100) << which << ", " << j;
+              ASSERT_NEAR(norm, asked ? 1 : 0, t.tol * 10) << which << ", " << j;
+            }
+          }
+        }
+      }
+  // Complex matrices stay on the evaluator.
+  EXPECT_FALSE(RunBoth({"c64[4,4]"}, "(c64[4], c64[4,4], c64[4,4], s32[])",
+                       "custom-call(%p0), custom_call_target=\"lapack_cgeev_ffi\", "
+                       "backend_config={compute_left = 78 : ui8, compute_right = 86 : ui8}",
+                       {}, false)
+                   .library);
 }
 
 // What the library does not take stays on the evaluator: pivots that do not fit the matrix,
