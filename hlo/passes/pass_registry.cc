@@ -26,6 +26,7 @@
 #include "hlo/passes/scatter_batching_to_indices.h"
 #include "hlo/passes/scatter_indexed_dimensions_first.h"
 #include "hlo/passes/scatter_to_update_slice.h"
+#include "hlo/passes/sort_complex_as_parts.h"
 #include "hlo/passes/spmd_partitioner.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
@@ -68,6 +69,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<CallInliner>(),
       Factory<ScatterBatchingToIndices>(),
       Factory<ScatterIndexedDimensionsFirst>(),
+      Factory<SortComplexAsParts>(),
       Factory<ScatterToUpdateSlice>(),
       Factory<AsyncToSync>(),
       Factory<LibraryCallLowering>(),

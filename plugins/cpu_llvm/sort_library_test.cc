@@ -133,6 +133,52 @@ TEST(NativeSort, MatchesTheEvaluatorBitForBit) {
   }
 }
 
+// jnp.sort_complex's comparator (real parts, then imaginary parts, TOTALORDER) on c64 rows,
+// and c128 keys compared by their imaginary parts with an argsort iota: a native sort of the
+// parts (sort-complex-as-parts), the evaluator's bits.
+TEST(NativeSort, ComplexKeysSortAsTheirParts) {
+  const std::string sort_complex = R"(HloModule c
+less {
+  a = c64[] parameter(0)
+  b = c64[] parameter(1)
+  ar = f32[] real(a)
+  br = f32[] real(b)
+  lt = pred[] compare(ar, br), direction=LT, type=TOTALORDER
+  eq = pred[] compare(ar, br), direction=EQ, type=TOTALORDER
+  ai = f32[] imag(a)
+  bi = f32[] imag(b)
+  lti = pred[] compare(ai, bi), direction=LT, type=TOTALORDER
+  both = pred[] and(eq, lti)
+  ROOT r = pred[] or(lt, both)
+}
+ENTRY main {
+  x = c64[16,300] parameter(0)
+  ROOT s = c64[16,300] sort(x), dimensions={1}, is_stable=true, to_apply=less
+}
+)";
+  const std::string by_imaginary = R"(HloModule c
+less {
+  a = c128[] parameter(0)
+  b = c128[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ai = f64[] imag(a)
+  bi = f64[] imag(b)
+  ROOT r = pred[] compare(ai, bi), direction=GT, type=TOTALORDER
+}
+ENTRY main {
+  x = c128[500] parameter(0)
+  i = s32[500] iota(), iota_dimension=0
+  ROOT s = (c128[500], s32[500]) sort(x, i), dimensions={0}, is_stable=true, to_apply=less
+}
+)";
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    EXPECT_TRUE(Check(sort_complex, threads));
+    EXPECT_TRUE(Check(by_imaginary, threads));
+  }
+}
+
 TEST(NativeSort, OneLongRowSortedInPartsKeepsTiesInOrder) {
   // 2^17 keys with ties: on two threads, two halves sorted apart and merged stably.
   for (int threads : {1, 2}) {

@@ -18,6 +18,7 @@
 #include "hlo/passes/reduce_minor_first.h"
 #include "hlo/passes/reduce_window_scan.h"
 #include "hlo/passes/scatter_indexed_dimensions_first.h"
+#include "hlo/passes/sort_complex_as_parts.h"
 #include "hlo/text/parser.h"
 
 namespace kiln::kernel_plan {
@@ -94,6 +95,11 @@ absl::Status ExpandForPlanning(HloModule& module, const PlanOptions& options) {
   // One too large for a column accumulator reduces through a transpose that the threads split.
   ReduceKeptDimensionFirst reduce_kept_dimension_first(llvm_emit::IsPartitionedColumnReduction,
                                                        llvm_emit::IsColumnReduction);
+  if (options.native_sort) {
+    // Complex keys (jnp.sort_complex) as float parts the generated comparator takes.
+    absl::StatusOr<bool> parts = SortComplexAsParts().Run(module);
+    if (!parts.ok()) return parts.status();
+  }
   if (options.native_scatter != nullptr) {
     // x.at[:, idx].add(v) through transposes, as the row scatter the backend runs natively.
     absl::StatusOr<bool> leading =
