@@ -311,6 +311,80 @@ absl::StatusOr<Literal> Syevd(const HloInstruction& instr, const Literal& a, boo
   return Literal::MakeTuple(std::move(out));
 }
 
+// gtsv: A X = B for a tridiagonal A given by its diagonals in JAX's convention (dl[i] =
+// A[i, i-1] with dl[0] unused, d[i] = A[i, i], du[i] = A[i, i+1] with du[m-1] unused), B
+// [..., m, nrhs], by LAPACK's Gaussian elimination with partial pivoting (rows i and i+1
+// swapped where |dl| > |d|), which also leaves its factors in dl[1..], d and du as LAPACK does.
+// info is the 1-based row of an exactly zero pivot (B then holds what elimination left).
+template <typename C>
+absl::StatusOr<Literal> Gtsv(const HloInstruction& instr, Operands ops) {
+  const Shape& bs = ops[3]->shape();
+  auto b = Matrices(instr, bs);
+  if (!b.ok()) return b.status();
+  const int64_t m = b->m, nrhs = b->n;
+  for (int k = 0; k < 3; ++k)
+    if (ops[k]->shape().element_type() != bs.element_type() ||
+        ops[k]->shape().num_elements() != b->batches * m)
+      return EvalError(instr, "gtsv's diagonals must be [..., m] of the right-hand side's type");
+  std::vector<C> dl = LoadWide<C>(*ops[0]), d = LoadWide<C>(*ops[1]), du = LoadWide<C>(*ops[2]),
+                 x = LoadWide<C>(*ops[3]);
+  std::vector<int32_t> info(b->batches, 0);
+  for (int64_t bi = 0; bi < b->batches; ++bi) {
+    C* L = dl.data() + bi * m + 1;  // LAPACK's DL(1..m-1)
+    C* D = d.data() + bi * m;
+    C* U = du.data() + bi * m;
+    C* X = x.data() + bi * m * nrhs;
+    auto row = [&](int64_t i) { return X + i * nrhs; };
+    for (int64_t i = 0; i + 1 < m; ++i) {
+      if (std::abs(D[i]) >= std::abs(L[i])) {
+        if (D[i] == C(0)) {  // then L[i] is zero too: a zero pivot
+          info[bi] = static_cast<int32_t>(i + 1);
+          break;
+        }
+        const C fact = L[i] / D[i];
+        D[i + 1] -= fact * U[i];
+        for (int64_t j = 0; j < nrhs; ++j) row(i + 1)[j] -= fact * row(i)[j];
+        if (i + 2 < m) L[i] = 0;
+      } else {  // swap rows i and i + 1
+        const C fact = D[i] / L[i];
+        D[i] = L[i];
+        const C temp = D[i + 1];
+        D[i + 1] = U[i] - fact * temp;
+        if (i + 2 < m) {
+          L[i] = U[i + 1];
+          U[i + 1] = -fact * L[i];
+        }
+        U[i] = temp;
+        for (int64_t j = 0; j < nrhs; ++j) {
+          const C t = row(i)[j];
+          row(i)[j] = row(i + 1)[j];
+          row(i + 1)[j] = t - fact * row(i + 1)[j];
+        }
+      }
+    }
+    if (info[bi] == 0 && m > 0 && D[m - 1] == C(0)) info[bi] = static_cast<int32_t>(m);
+    if (info[bi] != 0) continue;
+    for (int64_t j = 0; j < nrhs; ++j) {
+      for (int64_t i = m - 1; i >= 0; --i) {
+        C v = row(i)[j];
+        if (i + 1 < m) v -= U[i] * row(i + 1)[j];
+        if (i + 2 < m) v -= L[i] * row(i + 2)[j];
+        row(i)[j] = v / D[i];
+      }
+    }
+  }
+  std::vector<Literal> out;
+  for (int k = 0; k < 4; ++k)
+    out.emplace_back(Shape(ops[k]->shape().element_type(), ops[k]->shape().dimensions()));
+  StoreWide(dl, out[0]);
+  StoreWide(d, out[1]);
+  StoreWide(du, out[2]);
+  StoreWide(x, out[3]);
+  std::vector<int64_t> batch(bs.dimensions().begin(), bs.dimensions().end() - 2);
+  out.push_back(Int32s(batch, info));
+  return Literal::MakeTuple(std::move(out));
+}
+
 template <typename C>
 absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
                                  std::string_view routine) {
@@ -327,6 +401,10 @@ absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
     return Geev(instr, *ops[0], LapackFlag(flags, "compute_left", 'N'),
                 LapackFlag(flags, "compute_right", 'N'));
+  }
+  if (routine == "gtsv") {
+    if (auto st = ExpectOperands(instr, ops, 4); !st.ok()) return st;
+    return Gtsv<C>(instr, ops);
   }
   if (routine == "getrf") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
@@ -396,7 +474,7 @@ bool IsLapackCustomCall(std::string_view target) {
   const bool real = target.size() > kPrefix.size() &&
                     (target[kPrefix.size()] == 's' || target[kPrefix.size()] == 'd');
   return r == "getrf" || r == "potrf" || r == "trsm" || r == "geqrf" || r == "orgqr" ||
-         r == "ungqr" || r == "geev" || ((r == "syevd" || r == "gesdd") && real);
+         r == "ungqr" || r == "geev" || r == "gtsv" || ((r == "syevd" || r == "gesdd") && real);
 }
 
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {

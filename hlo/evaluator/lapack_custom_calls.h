@@ -2,7 +2,8 @@
 // cholesky, qr, jax.scipy.linalg.solve_triangular): `lapack_{s,d,c,z}{getrf,potrf,trsm,
 // geqrf}_ffi`, `lapack_{s,d}orgqr_ffi`/`lapack_{c,z}ungqr_ffi`, `lapack_{s,d}syevd_ffi`
 // (jnp.linalg.eigh), `lapack_{s,d}gesdd_ffi` (jnp.linalg.svd; lapack_svd.h) and
-// `lapack_{s,d,c,z}geev_ffi` (jnp.linalg.eig; lapack_eig.h),
+// `lapack_{s,d,c,z}geev_ffi` (jnp.linalg.eig; lapack_eig.h), `lapack_{s,d,c,z}gtsv_ffi`
+// (jax.lax.linalg.tridiagonal_solve),
 // with XLA's typed-FFI conventions (matrices in the last two dimensions, batch dimensions
 // before them; LAPACK's column-major order is the operands' layout, so logically the
 // matrices are the arrays as written). Attributes come from backend_config's
@@ -38,7 +39,8 @@ char LapackFlag(const std::map<std::string, int64_t>& attrs, const std::string& 
 // trsm: op(A) X = B or X op(A) = B per side/uplo/trans_x/diag, alpha 1;
 // geqrf: (R above the diagonal, reflector tails below, tau[..., min(m,n)]) by LAPACK's
 // reflector convention; orgqr/ungqr: Q from geqrf's output and tau; syevd: (eigenvectors as
-// columns, eigenvalues ascending, info) by Jacobi rotations.
+// columns, eigenvalues ascending, info) by Jacobi rotations; gtsv: (dl, d, du as LAPACK leaves
+// them, X, info) for tridiagonal A X = B.
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops);
 
 }  // namespace kiln::eval

@@ -36,6 +36,7 @@ TEST(LapackCustomCallTest, TargetsItRuns) {
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgesdd_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgeev_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_zgeev_ffi"));
+  EXPECT_TRUE(IsLapackCustomCall("lapack_dgtsv_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("lapack_cgesdd_ffi"));  // complex svd: not yet
   EXPECT_FALSE(IsLapackCustomCall("lapack_xgetrf_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("TopK"));
@@ -340,6 +341,32 @@ TEST(LapackCustomCallTest, GeevComplexAndRepeated) {
       EXPECT_NEAR(std::abs(dot - C(p == q ? 1 : 0)), 0, 1e-12) << p << ", " << q;
     }
   }
+}
+
+// A = [[1, 2, 0], [4, 1, 3], [0, 5, 2]] (dl = [-, 4, 5], d = [1, 1, 2], du = [2, 3, -]) and
+// B = A [1, -1, 2]^T = [-1, 9, -1]: the first pivot swaps rows 0 and 1; X = [1, -1, 2]. An
+// all-zero 2x2 reports its first zero pivot.
+TEST(LapackCustomCallTest, GtsvPivotsAndReportsZeroPivots) {
+  Shape v(PrimitiveType::F32, {3});
+  Shape out =
+      Shape::Tuple({v, v, v, Shape(PrimitiveType::F32, {3, 1}), Shape(PrimitiveType::S32, {})});
+  auto gtsv = CustomCall("lapack_sgtsv_ffi", out, "");
+  Literal dl = F32({3}, {0, 4, 5}), d = F32({3}, {1, 1, 2}), du = F32({3}, {2, 3, 0});
+  Literal b = F32({3, 1}, {-1, 9, -1});
+  auto r = EvalLapackCustomCall(*gtsv, std::vector<const Literal*>{&dl, &d, &du, &b});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(r->element(3), {3, 1}, {1, -1, 2});
+  ExpectValues(r->element(4), {}, {0});
+
+  Shape v2(PrimitiveType::F32, {2});
+  auto zero = CustomCall(
+      "lapack_sgtsv_ffi",
+      Shape::Tuple({v2, v2, v2, Shape(PrimitiveType::F32, {2, 1}), Shape(PrimitiveType::S32, {})}),
+      "");
+  Literal z = F32({2}, {0, 0}), zb = F32({2, 1}, {1, 1});
+  r = EvalLapackCustomCall(*zero, std::vector<const Literal*>{&z, &z, &z, &zb});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(r->element(4), {}, {1});
 }
 
 }  // namespace

@@ -42,6 +42,10 @@ void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* 
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s,
              double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
              int* iwork, int* info, size_t);
+void sgtsv_(const int* n, const int* nrhs, float* dl, float* d, float* du, float* b, const int* ldb,
+            int* info);
+void dgtsv_(const int* n, const int* nrhs, double* dl, double* d, double* du, double* b,
+            const int* ldb, int* info);
 void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda, float* wr,
             float* wi, float* vl, const int* ldvl, float* vr, const int* ldvr, float* work,
             const int* lwork, int* info, size_t, size_t);
@@ -113,6 +117,22 @@ std::vector<Shape> ExpectedResults(std::string_view routine, char mode,
   return {};
 }
 
+// gtsv's operands: diagonals [..., m] and B [..., m, nrhs] of one type; its results: the
+// same shapes and info [...].
+bool IsGtsv(const HloInstruction& h, const std::vector<const Shape*>& ops) {
+  if (ops.size() != 4) return false;
+  const Shape& b = *ops[3];
+  if (b.rank() < 2) return false;
+  const std::vector<int64_t> diagonal(b.dimensions().begin(), b.dimensions().end() - 1);
+  for (const Shape* s : ops)
+    if (s->element_type() != b.element_type() || (s != &b && s->dimensions() != diagonal))
+      return false;
+  if (!h.shape().IsTuple() || h.shape().tuple_size() != 5) return false;
+  for (int i = 0; i < 4; ++i)
+    if (!h.shape().tuple_shapes(i).Compatible(*ops[i])) return false;
+  return h.shape().tuple_shapes(4).Compatible(Shape(PrimitiveType::S32, Dims(b, 2, {})));
+}
+
 bool FitsLapackInt(const Shape& s) {
   for (int64_t d : s.dimensions())
     if (d > std::numeric_limits<int>::max() / 4) return false;
@@ -170,6 +190,12 @@ struct Lapack {
   static void gesdd(char jobz, int m, int n, double* a, double* s, double* u, int ldu, double* vt,
                     int ldvt, double* work, int lwork, int* iwork, int* info) {
     dgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+  }
+  static void gtsv(int n, int nrhs, float* dl, float* d, float* du, float* b, int* info) {
+    sgtsv_(&n, &nrhs, dl, d, du, b, &n, info);
+  }
+  static void gtsv(int n, int nrhs, double* dl, double* d, double* du, double* b, int* info) {
+    dgtsv_(&n, &nrhs, dl, d, du, b, &n, info);
   }
   static void geev(char jobvl, char jobvr, int n, float* a, float* wr, float* wi, float* vl,
                    int ldvl, float* vr, int ldvr, float* work, int lwork, int* info) {
@@ -408,6 +434,28 @@ void Geev(const Literal& a, char left, char right, Literal& out, ThreadPool* poo
   });
 }
 
+// Tridiagonal A X = B: JAX's diagonals (dl[0] and du[m-1] unused; LAPACK's DL starts at
+// dl[1]) and B copied into the outputs, which LAPACK overwrites with its factors and X.
+template <typename T>
+void Gtsv(std::span<const Literal* const> operands, Literal& out, ThreadPool* pool) {
+  const Batch b = BatchOf(operands[3]->shape());
+  const int64_t m = b.rows, nrhs = b.cols;
+  T* diagonals[3];
+  for (int k = 0; k < 3; ++k) {
+    diagonals[k] = Data<T>(out.elements()[k]);
+    std::copy_n(Data<T>(*operands[k]), b.count * m, diagonals[k]);
+  }
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(m * nrhs);
+    for (int64_t i = lo; i < hi; ++i) {
+      ToColumnMajor(Data<T>(*operands[3]) + i * m * nrhs, m, nrhs, col.data());
+      Lapack::gtsv(m, nrhs, diagonals[0] + i * m + 1, diagonals[1] + i * m, diagonals[2] + i * m,
+                   col.data(), Data<int32_t>(out.elements()[4]) + i);
+      FromColumnMajor(col.data(), m, nrhs, Data<T>(out.elements()[3]) + i * m * nrhs);
+    }
+  });
+}
+
 // op(A) X = B (left) or X op(A) = B, A's other triangle unread, into out (a copy of B).
 template <typename T>
 void Trsm(const Literal& a, const Literal& rhs, bool left, bool lower, char trans,
@@ -435,6 +483,7 @@ void Run(const HloInstruction& h, std::string_view routine,
     Trsm<T>(a, *operands[1], at.left_side, at.lower, trans, at.unit_diagonal, out, pool);
     return;
   }
+  if (routine == "gtsv") return Gtsv<T>(operands, out, pool);
   const auto flags = eval::LapackAttributes(h);
   const char uplo = eval::LapackFlag(flags, "uplo", 'L');
   if (routine == "getrf") Getrf<T>(a, out, pool);
@@ -476,6 +525,7 @@ bool IsLapackLibraryCall(const HloInstruction& h) {
     const char type = h.attrs().custom_call_target[std::string_view("lapack_").size()];
     if (type != (t == PrimitiveType::F32 ? 's' : 'd')) return false;
   }
+  if (routine == "gtsv") return IsGtsv(h, ops);
   if (a.rank() < 2) return false;
   const auto flags = eval::LapackAttributes(h);
   const char mode = eval::LapackFlag(flags, "mode", 'A');

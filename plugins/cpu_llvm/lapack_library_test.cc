@@ -318,6 +318,35 @@ TEST(LapackLibrary, GeevMatchesTheEvaluatorUpToOrderAndPhase) {
                    .library);
 }
 
+// gtsv (jax.lax.linalg.tridiagonal_solve) of random tridiagonal systems, some rows needing a
+// swap, one batch of 3 and one of 40 (on the pool): X, info and the factors LAPACK leaves in
+// the diagonals all the evaluator's (the same elimination).
+TEST(LapackLibrary, GtsvMatchesTheEvaluator) {
+  for (const Type& t : kTypes)
+    for (int64_t batch : {3, 40}) {
+      SCOPED_TRACE(fmt::format("{} batch {}", t.name, batch));
+      const std::string v = fmt::format("{}[{},20]", t.name, batch);
+      const std::string b = fmt::format("{}[{},20,5]", t.name, batch);
+      std::vector<Literal> args;
+      for (uint32_t seed : {31u, 32u, 33u}) args.push_back(Random(*ParseShape(v), seed));
+      args.push_back(Random(*ParseShape(b), 34));
+      Ran g = RunBoth({v, v, v, b}, fmt::format("({0}, {0}, {0}, {1}, s32[{2}])", v, b, batch),
+                      fmt::format("custom-call(%p0, %p1, %p2, %p3), "
+                                  "custom_call_target=\"lapack_{}gtsv_ffi\"",
+                                  t.letter),
+                      args);
+      EXPECT_TRUE(g.library);
+      for (int i = 0; i < 3; ++i)
+        ExpectNear(g.got.element(i), g.want.element(i), t.tol * 50, fmt::format("factor {}", i));
+      // Random diagonals make some systems ill-conditioned: X relative to its size.
+      for (int64_t i = 0; i < g.want.element(3).element_count(); ++i) {
+        const double want = g.want.element(3).GetAsDouble(i);
+        ASSERT_NEAR(g.got.element(3).GetAsDouble(i), want, t.tol * 50 * (1 + std::abs(want))) << i;
+      }
+      ExpectNear(g.got.element(4), g.want.element(4), 0, "gtsv info");
+    }
+}
+
 // What the library does not take stays on the evaluator: pivots that do not fit the matrix,
 // a routine letter that is not the operand's type, a complex LU, an empty matrix.
 TEST(LapackLibrary, LeavesWhatItDoesNotTakeToTheEvaluator) {
