@@ -433,6 +433,14 @@ class KernelEmitter {
   // broadcast) generated once before the first loop it does not depend on, instead of once
   // per element of the inner loops; nullptr when it cannot be hoisted.
   absl::StatusOr<llvm::Value*> HoistedElement(const HloInstruction* h, const Index& idx);
+  // The innermost open loop (its place in loops_) whose variable index value `v` uses: v
+  // itself, or integer arithmetic and casts of loop variables, constants and arguments (a
+  // merged output loop's index divided back into dimensions); -1 for none, kNotInvariant for
+  // anything else (a load, a value of an inner computation).
+  static constexpr int kNotInvariant = -2;
+  int IndexLoop(llvm::Value* v, int depth = 0) const;
+  // `v` (IndexLoop not kNotInvariant) computed again at the builder's insertion point.
+  llvm::Value* RecomputeIndex(llvm::Value* v);
 
   // A row statistic over a costly value that the output reads again at its own index (the
   // sum of exp(x - max) in a softmax, whose output divides the same exp by it): the
