@@ -223,6 +223,41 @@ TEST_P(BlasDotTest, MatchesReferenceAndEvaluator) {
 
 INSTANTIATE_TEST_SUITE_P(Types, BlasDotTest, ::testing::Values(PT::F32, PT::F64));
 
+// A contraction of at most 4 elements (a 3x3 rotation of points, a 2x2 gate on a state
+// vector) is multiply-adds in the emitted kernel, fused with its neighbours, not a GEMM (even
+// with the GEMM threshold at 0); 5 elements is a GEMM again. Values the reference's and the
+// evaluator's.
+TEST(CpuLlvmBlas, TinyContractionsAreEmittedMultiplyAdds) {
+  const std::vector<DotCase> cases = {
+      {"contract_3", {500, 3}, {3, 3}, {500, 3}, {}, {}, {1}, {0}, false},
+      {"contract_4_wide", {64, 4}, {4, 300}, {64, 300}, {}, {}, {1}, {0}, false},
+      {"contract_2_batched", {6, 50, 2}, {6, 2, 2}, {6, 50, 2}, {0}, {0}, {2}, {1}, false},
+      {"contract_5", {500, 5}, {5, 3}, {500, 3}, {}, {}, {1}, {0}, true}};
+  for (PT t : {PT::F32, PT::F64})
+    for (const DotCase& c : cases) {
+      SCOPED_TRACE(::testing::Message() << c.name << " " << PrimitiveTypeName(t));
+      Shape ls(t, c.lhs), rs(t, c.rhs), os(t, c.out);
+      const DotDimensionNumbers dn = Numbers(c);
+      std::shared_ptr<HloModule> module = DotModule(ls, rs, os, dn);
+      std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
+      ASSERT_NE(exe, nullptr);
+      EXPECT_EQ(HasLibraryStep(*exe), c.blas && HaveBlas());
+      std::vector<Literal> args = {Random(ls, 3), Random(rs, 4)};
+      auto got = exe->Run(args);
+      ASSERT_TRUE(got.ok()) << got.status();
+      std::vector<double> want = ReferenceDot(args[0], args[1], os, dn);
+      HloEvaluator evaluator;
+      auto ev = evaluator.Evaluate(*module, args);
+      ASSERT_TRUE(ev.ok()) << ev.status();
+      const double tol = t == PT::F32 ? 1e-5 : 1e-12;
+      ASSERT_EQ(got->element_count(), static_cast<int64_t>(want.size()));
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(got->GetAsDouble(i), want[i], tol) << "element " << i;
+        ASSERT_NEAR(got->GetAsDouble(i), ev->GetAsDouble(i), tol) << "element " << i;
+      }
+    }
+}
+
 // Past 2^22 elements a float matrix times a vector is a library call again, and so is one of
 // a vector computed in the kernel (tanh(v), which the emitted kernel would recompute per
 // row); every form agrees with the reference.

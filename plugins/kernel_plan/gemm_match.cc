@@ -46,6 +46,8 @@ std::optional<GemmShape> MatchBlasDot(const HloInstruction& dot, int64_t min_mnk
   const HloOpcode v = dot.operand_count() == 2 ? dot.operand(1)->opcode() : HloOpcode::kTuple;
   const bool stored_vector =
       v == HloOpcode::kParameter || v == HloOpcode::kGetTupleElement || v == HloOpcode::kConstant;
+  if (g && g->k <= kMaxEmittedContraction)
+    return no("a contraction of a few elements, multiply-adds the emitted kernel fuses");
   if (g && g->batch >= kMinEmittedBatch && g->m * g->n * g->k < kMinBatchedLibraryMnk)
     return no("a batch of matrices small enough for the emitted kernel");
   if (g && (g->type == GemmType::kF32 || g->type == GemmType::kF64) && g->batch == 1 && g->n == 1 &&

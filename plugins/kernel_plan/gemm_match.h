@@ -36,6 +36,11 @@ struct GemmShape {
 // True when this build calls a BLAS library at all.
 bool HaveBlas();
 
+// A dot contracting at most this many elements is a few multiply-adds per output element,
+// as memory-bound as a GEMM but fused with what produces and reads it: not a GEMM (a 2x2
+// complex gate on a 2^20 state vector was 4 GEMMs of [2^19, 2] x [2, 2] between 8 kernels).
+inline constexpr int64_t kMaxEmittedContraction = 4;
+
 // The GEMM form of `dot` when a BLAS call can compute it: f32 or f64 throughout; batch
 // dimensions leading and in order on both operands; contracting dimensions adjacent, in the
 // order listed, and first or last among each operand's non-batch dimensions, so that they
