@@ -241,7 +241,9 @@ def run_one(name, f, inputs, kiln, threads, folder, tol=2e-3):
         while os.path.exists(os.path.join(folder, f'xla_out{i}.npy')):
             want = np.load(os.path.join(folder, f'xla_out{i}.npy'))
             got = np.load(os.path.join(folder, 'kiln', f'output_{i}.npy'))
-            scale = max(1.0, float(np.max(np.abs(want.astype(np.float64)))) if want.size else 1)
+            # Complex outputs compare as complex (a float cast drops the imaginary part).
+            wide = np.complex128 if np.iscomplexobj(want) else np.float64
+            scale = max(1.0, float(np.max(np.abs(want.astype(wide)))) if want.size else 1)
             if got.shape != want.shape:
                 check = f'DIFFERENT (output {i}: shape {got.shape}, xla {want.shape})'
             elif np.issubdtype(want.dtype, np.integer) and not np.array_equal(got, want):
@@ -250,7 +252,7 @@ def run_one(name, f, inputs, kiln, threads, folder, tol=2e-3):
                 off = np.abs(got.astype(np.int64) - want.astype(np.int64))
                 check = (f'{np.count_nonzero(off)} of {off.size} off by 1 (output {i})'
                          if off.max() <= 1 else f'DIFFERENT (output {i})')
-            elif not np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol,
+            elif not np.allclose(got.astype(wide), want.astype(wide), rtol=tol,
                                  atol=tol * scale):
                 check = f'DIFFERENT (output {i})'
             i += 1
