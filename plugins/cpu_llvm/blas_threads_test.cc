@@ -192,32 +192,38 @@ bool HasLibraryStep(const CpuExecutable& exe) {
   return false;
 }
 
+// Compiles case `c` of element type `t` (every GEMM-shaped dot a library step), expects a
+// library step exactly where `c.blas` says so (and a BLAS exists), and compares the result with
+// the double-precision reference and the evaluator.
+void CheckDotCase(const DotCase& c, PT t) {
+  Shape ls(t, c.lhs), rs(t, c.rhs), os(t, c.out);
+  const DotDimensionNumbers dn = Numbers(c);
+  std::shared_ptr<HloModule> module = DotModule(ls, rs, os, dn);
+  std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
+  ASSERT_NE(exe, nullptr);
+  EXPECT_EQ(HasLibraryStep(*exe), c.blas && HaveBlas());
+
+  std::vector<Literal> args = {Random(ls, 1), Random(rs, 2)};
+  auto got = exe->Run(args);
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::vector<double> want = ReferenceDot(args[0], args[1], os, dn);
+  HloEvaluator evaluator;
+  auto ev = evaluator.Evaluate(*module, args);
+  ASSERT_TRUE(ev.ok()) << ev.status();
+  double tol = t == PT::F32 ? 1e-4 : 1e-12;
+  ASSERT_EQ(got->element_count(), static_cast<int64_t>(want.size()));
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got->GetAsDouble(i), want[i], tol) << "element " << i;
+    ASSERT_NEAR(got->GetAsDouble(i), ev->GetAsDouble(i), tol) << "element " << i;
+  }
+}
+
 class BlasDotTest : public ::testing::TestWithParam<PT> {};
 
 TEST_P(BlasDotTest, MatchesReferenceAndEvaluator) {
-  PT t = GetParam();
   for (const DotCase& c : DotCases()) {
     SCOPED_TRACE(c.name);
-    Shape ls(t, c.lhs), rs(t, c.rhs), os(t, c.out);
-    const DotDimensionNumbers dn = Numbers(c);
-    std::shared_ptr<HloModule> module = DotModule(ls, rs, os, dn);
-    std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
-    ASSERT_NE(exe, nullptr);
-    EXPECT_EQ(HasLibraryStep(*exe), c.blas && HaveBlas());
-
-    std::vector<Literal> args = {Random(ls, 1), Random(rs, 2)};
-    auto got = exe->Run(args);
-    ASSERT_TRUE(got.ok()) << got.status();
-    std::vector<double> want = ReferenceDot(args[0], args[1], os, dn);
-    HloEvaluator evaluator;
-    auto ev = evaluator.Evaluate(*module, args);
-    ASSERT_TRUE(ev.ok()) << ev.status();
-    double tol = t == PT::F32 ? 1e-4 : 1e-12;
-    ASSERT_EQ(got->element_count(), static_cast<int64_t>(want.size()));
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_NEAR(got->GetAsDouble(i), want[i], tol) << "element " << i;
-      ASSERT_NEAR(got->GetAsDouble(i), ev->GetAsDouble(i), tol) << "element " << i;
-    }
+    CheckDotCase(c, GetParam());
   }
 }
 
@@ -236,25 +242,7 @@ TEST(CpuLlvmBlas, TinyContractionsAreEmittedMultiplyAdds) {
   for (PT t : {PT::F32, PT::F64})
     for (const DotCase& c : cases) {
       SCOPED_TRACE(::testing::Message() << c.name << " " << PrimitiveTypeName(t));
-      Shape ls(t, c.lhs), rs(t, c.rhs), os(t, c.out);
-      const DotDimensionNumbers dn = Numbers(c);
-      std::shared_ptr<HloModule> module = DotModule(ls, rs, os, dn);
-      std::shared_ptr<const CpuExecutable> exe = CompileWithSmallDotsToLibrary(module);
-      ASSERT_NE(exe, nullptr);
-      EXPECT_EQ(HasLibraryStep(*exe), c.blas && HaveBlas());
-      std::vector<Literal> args = {Random(ls, 3), Random(rs, 4)};
-      auto got = exe->Run(args);
-      ASSERT_TRUE(got.ok()) << got.status();
-      std::vector<double> want = ReferenceDot(args[0], args[1], os, dn);
-      HloEvaluator evaluator;
-      auto ev = evaluator.Evaluate(*module, args);
-      ASSERT_TRUE(ev.ok()) << ev.status();
-      const double tol = t == PT::F32 ? 1e-5 : 1e-12;
-      ASSERT_EQ(got->element_count(), static_cast<int64_t>(want.size()));
-      for (size_t i = 0; i < want.size(); ++i) {
-        ASSERT_NEAR(got->GetAsDouble(i), want[i], tol) << "element " << i;
-        ASSERT_NEAR(got->GetAsDouble(i), ev->GetAsDouble(i), tol) << "element " << i;
-      }
+      CheckDotCase(c, t);
     }
 }
 
