@@ -402,6 +402,10 @@ absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
     return Geev(instr, *ops[0], LapackFlag(flags, "compute_left", 'N'),
                 LapackFlag(flags, "compute_right", 'N'));
   }
+  if (routine == "gees") {
+    if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
+    return Gees(instr, *ops[0], LapackFlag(flags, "mode", 'V'));
+  }
   if (routine == "gtsv") {
     if (auto st = ExpectOperands(instr, ops, 4); !st.ok()) return st;
     return Gtsv<C>(instr, ops);
@@ -474,7 +478,8 @@ bool IsLapackCustomCall(std::string_view target) {
   const bool real = target.size() > kPrefix.size() &&
                     (target[kPrefix.size()] == 's' || target[kPrefix.size()] == 'd');
   return r == "getrf" || r == "potrf" || r == "trsm" || r == "geqrf" || r == "orgqr" ||
-         r == "ungqr" || r == "geev" || r == "gtsv" || ((r == "syevd" || r == "gesdd") && real);
+         r == "ungqr" || r == "geev" || r == "gtsv" || ((r == "syevd" || r == "gesdd") && real) ||
+         (r == "gees" && !real);
 }
 
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {

@@ -2,7 +2,8 @@
 // cholesky, qr, jax.scipy.linalg.solve_triangular): `lapack_{s,d,c,z}{getrf,potrf,trsm,
 // geqrf}_ffi`, `lapack_{s,d}orgqr_ffi`/`lapack_{c,z}ungqr_ffi`, `lapack_{s,d}syevd_ffi`
 // (jnp.linalg.eigh), `lapack_{s,d}gesdd_ffi` (jnp.linalg.svd; lapack_svd.h) and
-// `lapack_{s,d,c,z}geev_ffi` (jnp.linalg.eig; lapack_eig.h), `lapack_{s,d,c,z}gtsv_ffi`
+// `lapack_{s,d,c,z}geev_ffi` (jnp.linalg.eig) and `lapack_{c,z}gees_ffi` (complex Schur,
+// sqrtm; lapack_eig.h), `lapack_{s,d,c,z}gtsv_ffi`
 // (jax.lax.linalg.tridiagonal_solve),
 // with XLA's typed-FFI conventions (matrices in the last two dimensions, batch dimensions
 // before them; LAPACK's column-major order is the operands' layout, so logically the

@@ -37,6 +37,8 @@ TEST(LapackCustomCallTest, TargetsItRuns) {
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgeev_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_zgeev_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_dgtsv_ffi"));
+  EXPECT_TRUE(IsLapackCustomCall("lapack_cgees_ffi"));
+  EXPECT_FALSE(IsLapackCustomCall("lapack_sgees_ffi"));   // real Schur form: not yet
   EXPECT_FALSE(IsLapackCustomCall("lapack_cgesdd_ffi"));  // complex svd: not yet
   EXPECT_FALSE(IsLapackCustomCall("lapack_xgetrf_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("TopK"));
@@ -367,6 +369,61 @@ TEST(LapackCustomCallTest, GtsvPivotsAndReportsZeroPivots) {
   r = EvalLapackCustomCall(*zero, std::vector<const Literal*>{&z, &z, &z, &zb});
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectValues(r->element(4), {}, {1});
+}
+
+// Complex Schur (sqrtm's first step) of the companion matrix of (x - 1)(x - 2)(x - 3)(x^2 + 1)
+// and of a 9x9 with entries (i * 7 + j * 3) % 11 - 5 + i (j % 4): T upper triangular (exact
+// zeros below), Z unitary, Z T Z^H = A, diag(T) the eigenvalues (1, 2, 3, i, -i for the first)
+// and w = diag(T); with mode 'N', Z is left zero.
+TEST(LapackCustomCallTest, GeesComplexSchurForm) {
+  const std::vector<double> companion = {6, -12, 12, -11, 6, 1, 0, 0, 0, 0, 0, 1, 0,
+                                         0, 0,   0,  0,   1, 0, 0, 0, 0, 0, 1, 0};
+  for (int n : {5, 9}) {
+    SCOPED_TRACE(n);
+    Literal a(Shape(PrimitiveType::C128, {n, n}));
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        a.data<C>()[i * n + j] =
+            n == 5 ? C(companion[i * 5 + j], 0) : C((i * 7 + j * 3) % 11 - 5, j % 4);
+    Shape m(PrimitiveType::C128, {n, n}), v(PrimitiveType::C128, {n}), i32(PrimitiveType::S32, {});
+    for (char mode : {'V', 'N'}) {
+      auto cc = CustomCall("lapack_zgees_ffi", Shape::Tuple({m, m, v, i32, i32}),
+                           mode == 'V' ? "{mode = 86 : ui8, sort = 78 : ui8}"
+                                       : "{mode = 78 : ui8, sort = 78 : ui8}");
+      auto r = EvalLapackCustomCall(*cc, std::vector<const Literal*>{&a});
+      ASSERT_TRUE(r.ok()) << r.status();
+      ExpectValues(r->element(4), {}, {0});
+      const Literal &t = r->element(0), &z = r->element(1);
+      for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(At(r->element(2), i), At(t, i * n + i));
+        for (int j = 0; j < i; ++j) EXPECT_EQ(At(t, i * n + j), C(0)) << i << ", " << j;
+      }
+      if (mode == 'N') {
+        for (int k = 0; k < n * n; ++k) EXPECT_EQ(At(z, k), C(0));
+        continue;
+      }
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+          C zz = 0, ztz = 0;
+          for (int k = 0; k < n; ++k) {
+            zz += std::conj(At(z, k * n + i)) * At(z, k * n + j);
+            for (int l = 0; l < n; ++l)
+              ztz += At(z, i * n + k) * At(t, k * n + l) * std::conj(At(z, j * n + l));
+          }
+          EXPECT_NEAR(std::abs(zz - C(i == j ? 1 : 0)), 0, 1e-12) << i << ", " << j;
+          EXPECT_NEAR(std::abs(ztz - a.data<C>()[i * n + j]), 0, 1e-10) << i << ", " << j;
+        }
+      if (n == 5) {
+        int found = 0;
+        for (int i = 0; i < 5; ++i) {
+          const C w = At(t, i * 5 + i);
+          for (int k = 0; k < 5; ++k)
+            if (std::abs(w - std::vector<C>{1, 2, 3, C(0, 1), C(0, -1)}[k]) < 1e-8) found |= 1 << k;
+        }
+        EXPECT_EQ(found, 31);
+      }
+    }
+  }
 }
 
 }  // namespace

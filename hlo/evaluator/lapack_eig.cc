@@ -258,6 +258,85 @@ void Eigenvectors(const std::vector<Cd>& a, int64_t n, const std::vector<Cd>& w,
   }
 }
 
+// A = Z T Z^H of the complex n x n `h` (row-major, overwritten by T) with `z` (n x n) the
+// unitary Z; false when the QR steps did not converge.
+bool ComplexSchur(std::vector<Cd>& h, std::vector<Cd>& z, int64_t n) {
+  Square<Cd> t{h, n}, q{z, n};
+  z.assign(n * n, Cd(0));
+  for (int64_t i = 0; i < n; ++i) q(i, i) = 1;
+  for (int64_t k = 0; k + 2 < n; ++k) {  // Hessenberg, Z collecting the reflectors
+    std::vector<Cd> v;
+    for (int64_t i = k + 1; i < n; ++i) v.push_back(t(i, k));
+    const double beta = Reflector(v);
+    if (beta == 0) continue;
+    t.FromLeft(v, beta, k + 1, k, n - 1);
+    t.FromRight(v, beta, k + 1, 0, n - 1);
+    q.FromRight(v, beta, k + 1, 0, n - 1);
+    for (int64_t i = k + 2; i < n; ++i) t(i, k) = 0;
+  }
+  int64_t e = n - 1;
+  int its = 0, total = 0;
+  while (e > 0) {
+    int64_t l = e;
+    for (; l > 0; --l) {
+      if (std::abs(t(l, l - 1)) <= kEps * (std::abs(t(l - 1, l - 1)) + std::abs(t(l, l)))) {
+        t(l, l - 1) = 0;
+        break;
+      }
+    }
+    if (l == e) {
+      --e;
+      its = 0;
+      continue;
+    }
+    if (++total > 60 * n) return false;
+    ++its;
+    // The trailing 2x2's eigenvalue nearer its last diagonal element (Wilkinson's shift); an
+    // exceptional one now and then breaks a cycle.
+    const Cd a = t(e - 1, e - 1), b = t(e - 1, e), c = t(e, e - 1), d = t(e, e);
+    const Cd mean = (a + d) / 2.0, root = std::sqrt((a - d) * (a - d) / 4.0 + b * c);
+    Cd mu = std::abs(mean + root - d) < std::abs(mean - root - d) ? mean + root : mean - root;
+    if (its % 10 == 0) mu = d + 0.75 * std::abs(c);
+    Cd x = t(l, l) - mu, y = t(l + 1, l);
+    for (int64_t k = l; k < e; ++k) {
+      // G = [[cs, sn], [-conj(sn), cs]] with G [x; y] = [r; 0], applied as G T G^H, Z G^H.
+      const double norm = std::hypot(std::abs(x), std::abs(y));
+      double cs = 1;
+      Cd sn = 0;
+      if (norm != 0) {
+        if (x == Cd(0)) {
+          cs = 0;
+          sn = std::conj(y) / std::abs(y);
+        } else {
+          cs = std::abs(x) / norm;
+          sn = (x / std::abs(x)) * std::conj(y) / norm;
+        }
+      }
+      for (int64_t j = k > l ? k - 1 : l; j < n; ++j) {
+        const Cd u = t(k, j), w = t(k + 1, j);
+        t(k, j) = cs * u + sn * w;
+        t(k + 1, j) = -std::conj(sn) * u + cs * w;
+      }
+      auto right = [&](Square<Cd>& m, int64_t last) {
+        for (int64_t i = 0; i <= last; ++i) {
+          const Cd u = m(i, k), w = m(i, k + 1);
+          m(i, k) = u * cs + w * std::conj(sn);
+          m(i, k + 1) = -u * sn + w * cs;
+        }
+      };
+      right(t, std::min(k + 2, e));
+      right(q, n - 1);
+      if (k + 1 < e) {
+        x = t(k + 1, k);
+        y = t(k + 2, k);
+      }
+    }
+  }
+  for (int64_t i = 1; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j) t(i, j) = 0;
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<Literal> Geev(const HloInstruction& instr, const Literal& a, char compute_left,
@@ -323,6 +402,43 @@ absl::StatusOr<Literal> Geev(const HloInstruction& instr, const Literal& a, char
   Literal info_literal(Shape(PrimitiveType::S32, batch_dims));
   std::copy(info.begin(), info.end(), info_literal.data<int32_t>().begin());
   out.push_back(std::move(info_literal));
+  return Literal::MakeTuple(std::move(out));
+}
+
+absl::StatusOr<Literal> Gees(const HloInstruction& instr, const Literal& a, char mode) {
+  const Shape& s = a.shape();
+  const PrimitiveType type = s.element_type();
+  if (s.rank() < 2 || s.dimensions(s.rank() - 1) != s.dimensions(s.rank() - 2) || !IsComplex(type))
+    return EvalError(instr,
+                     "gees expects a batch of square complex matrices, got " + s.ToString(false));
+  const int64_t n = s.dimensions(s.rank() - 1);
+  int64_t batches = 1;
+  for (int d = 0; d < s.rank() - 2; ++d) batches *= s.dimensions(d);
+  std::vector<int64_t> batch_dims(s.dimensions().begin(), s.dimensions().end() - 2);
+  std::vector<int64_t> value_dims = batch_dims;
+  value_dims.push_back(n);
+  const std::vector<Cd> all = LoadWide<Cd>(a);
+  std::vector<Cd> schur(all.size()), vectors(all.size(), Cd(0)), values(batches * n);
+  std::vector<int32_t> info(batches, 0);
+  for (int64_t b = 0; b < batches; ++b) {
+    std::vector<Cd> h(all.begin() + b * n * n, all.begin() + (b + 1) * n * n), z;
+    if (!ComplexSchur(h, z, n)) info[b] = 1;
+    std::copy(h.begin(), h.end(), schur.begin() + b * n * n);
+    if (mode == 'V') std::copy(z.begin(), z.end(), vectors.begin() + b * n * n);
+    for (int64_t i = 0; i < n; ++i) values[b * n + i] = h[i * n + i];
+  }
+  std::vector<Literal> out;
+  out.emplace_back(Shape(type, s.dimensions()));
+  StoreWide(schur, out.back());
+  out.emplace_back(Shape(type, s.dimensions()));
+  StoreWide(vectors, out.back());
+  out.emplace_back(Shape(type, value_dims));
+  StoreWide(values, out.back());
+  for (const std::vector<int32_t>& ints : {std::vector<int32_t>(batches, 0), info}) {
+    Literal l(Shape(PrimitiveType::S32, batch_dims));
+    std::copy(ints.begin(), ints.end(), l.data<int32_t>().begin());
+    out.push_back(std::move(l));
+  }
   return Literal::MakeTuple(std::move(out));
 }
 
