@@ -364,6 +364,12 @@ absl::StatusOr<Literal> Geev(const HloInstruction& instr, const Literal& a, char
   std::vector<int32_t> info(batches, 0);
   for (int64_t b = 0; b < batches; ++b) {
     std::vector<Cd> m(all.begin() + b * n * n, all.begin() + (b + 1) * n * n);
+    // A matrix holding NaN or infinity has no answer: info says so (JAX then gives NaNs), as
+    // XLA's FFI checks before calling geev, which can loop forever on one.
+    if (!std::all_of(m.begin(), m.end(), [](const Cd& x) { return std::isfinite(std::abs(x)); })) {
+      info[b] = -4;
+      continue;
+    }
     std::vector<Cd> w;
     bool ok;
     if (real) {

@@ -1,6 +1,7 @@
 #include "plugins/cpu_llvm/lapack_library.h"
 
 #include <algorithm>
+#include <cmath>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
@@ -426,6 +427,14 @@ void Geev(const Literal& a, char left, char right, Literal& out, ThreadPool* poo
       ToColumnMajor(Data<T>(a) + i * size, n, n, col.data());
       T* wr = Data<T>(out.elements()[0]) + i * n;
       T* wi = Data<T>(out.elements()[1]) + i * n;
+      // geev can loop forever on NaN or infinity: such a matrix gets info -4 and no call, as
+      // XLA's FFI does it (JAX then gives NaNs).
+      if (!std::all_of(col.begin(), col.end(), [](T x) { return std::isfinite(x); })) {
+        std::fill_n(wr, n, T(0));
+        std::fill_n(wi, n, T(0));
+        Data<int32_t>(out.elements()[4])[i] = -4;
+        continue;
+      }
       Lapack::geev(left, right, n, col.data(), wr, wi, vl.data(), ldvl, vr.data(), ldvr,
                    work.data(), work.size(), Data<int32_t>(out.elements()[4]) + i);
       if (left == 'V') UnpackEigenvectors(vl.data(), wi, n, vl_out + i * size);

@@ -310,6 +310,19 @@ TEST(LapackLibrary, GeevMatchesTheEvaluatorUpToOrderAndPhase) {
           }
         }
       }
+  // A matrix holding NaN (the second of two) is not handed to geev: info -4 as the
+  // evaluator's, the first matrix solved.
+  std::vector<Literal> nan_args;
+  nan_args.push_back(Random(*ParseShape("f32[2,5,5]"), 29));
+  nan_args[0].data<float>()[25 + 7] = std::nanf("");
+  Ran nan_run = RunBoth({"f32[2,5,5]"}, "(f32[2,5], f32[2,5], c64[2,5,5], c64[2,5,5], s32[2])",
+                        "custom-call(%p0), custom_call_target=\"lapack_sgeev_ffi\", "
+                        "backend_config={compute_left = 78 : ui8, compute_right = 86 : ui8}",
+                        nan_args);
+  EXPECT_TRUE(nan_run.library);
+  EXPECT_EQ(nan_run.got.element(4).GetAsDouble(0), 0);
+  EXPECT_EQ(nan_run.got.element(4).GetAsDouble(1), -4);
+  ExpectNear(nan_run.got.element(4), nan_run.want.element(4), 0, "geev info with a NaN");
   // Complex matrices stay on the evaluator.
   EXPECT_FALSE(RunBoth({"c64[4,4]"}, "(c64[4], c64[4,4], c64[4,4], s32[])",
                        "custom-call(%p0), custom_call_target=\"lapack_cgeev_ffi\", "
