@@ -210,6 +210,58 @@ absl::StatusOr<Literal> Geqrf(const HloInstruction& instr, const Literal& a) {
   return Literal::MakeTuple(std::move(out));
 }
 
+// Hessenberg reduction (xGEHRD) of rows and columns [low-1, high) (1-based `low`, `high` as
+// LAPACK's ilo and ihi): Q^H A Q = H with Q = H_low ... H_high-2, each reflector annihilating
+// a column below its subdiagonal, applied from the right and then (as H^H) from the left; H in
+// and above the subdiagonal, the reflectors' tails below it, tau [..., n-1] (0 outside the
+// range), info 0.
+template <typename C>
+absl::StatusOr<Literal> Gehrd(const HloInstruction& instr, const Literal& a, int64_t low,
+                              int64_t high) {
+  auto b = Matrices(instr, a.shape());
+  if (!b.ok()) return b.status();
+  const int64_t n = b->n;
+  if (b->m != n) return EvalError(instr, "gehrd needs square matrices");
+  if (low < 1 || high > n || low > std::max<int64_t>(high, 1))
+    return EvalError(instr, "gehrd needs 1 <= low <= high <= n");
+  const int64_t k = std::max<int64_t>(n - 1, 0);
+  std::vector<C> values = LoadWide<C>(a), taus(b->batches * k, C(0));
+  for (int64_t bi = 0; bi < b->batches; ++bi) {
+    C* A = values.data() + bi * n * n;
+    for (int64_t j = low - 1; j + 1 < high; ++j) {
+      C* v = A + (j + 1) * n + j;  // v_0 = 1 in place of beta, the tail below
+      const C tau = Reflector(*v, v + n, high - j - 2, n);
+      taus[bi * k + j] = tau;
+      if (tau == C(0)) continue;
+      const C beta = *v;
+      *v = C(1);
+      for (int64_t r = 0; r < high; ++r) {  // A := A H on columns [j+1, high)
+        C dot = 0;
+        for (int64_t i = 0; i + j + 1 < high; ++i) dot += A[r * n + j + 1 + i] * v[i * n];
+        dot *= tau;
+        for (int64_t i = 0; i + j + 1 < high; ++i) A[r * n + j + 1 + i] -= dot * Conj(v[i * n]);
+      }
+      *v = beta;
+      // A := H^H A on rows [j+1, high), columns [j+1, n).
+      std::vector<C> tail(static_cast<size_t>(high - j - 1));
+      tail[0] = C(1);
+      for (int64_t i = 1; i < high - j - 1; ++i) tail[i] = v[i * n];
+      ApplyReflector(tail.data(), 1, Conj(tau), A, high, n, j + 1, j + 1, n);
+    }
+  }
+  Literal out_a(Shape(a.shape().element_type(), a.shape().dimensions()));
+  StoreWide(values, out_a);
+  std::vector<int64_t> tau_dims = BatchDims(a.shape());
+  tau_dims.push_back(k);
+  Literal out_tau(Shape(a.shape().element_type(), tau_dims));
+  StoreWide(taus, out_tau);
+  std::vector<Literal> out;
+  out.push_back(std::move(out_a));
+  out.push_back(std::move(out_tau));
+  out.push_back(Int32s(BatchDims(a.shape()), std::vector<int32_t>(b->batches, 0)));
+  return Literal::MakeTuple(std::move(out));
+}
+
 // The m x n Q = H_1 ... H_k (xORGQR/xUNGQR) from geqrf's reflectors and taus.
 template <typename C>
 absl::StatusOr<Literal> Orgqr(const HloInstruction& instr, const Literal& a, const Literal& tau) {
@@ -402,6 +454,13 @@ absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
     return Geev(instr, *ops[0], LapackFlag(flags, "compute_left", 'N'),
                 LapackFlag(flags, "compute_right", 'N'));
   }
+  if (routine == "gehrd") {
+    if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
+    const int64_t n = ops[0]->shape().rank() > 0 ? ops[0]->shape().dimensions().back() : 0;
+    const auto low = flags.find("low"), high = flags.find("high");
+    return Gehrd<C>(instr, *ops[0], low == flags.end() ? 1 : low->second,
+                    high == flags.end() ? n : high->second);
+  }
   if (routine == "gees") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
     return Gees(instr, *ops[0], LapackFlag(flags, "mode", 'V'));
@@ -478,8 +537,8 @@ bool IsLapackCustomCall(std::string_view target) {
   const bool real = target.size() > kPrefix.size() &&
                     (target[kPrefix.size()] == 's' || target[kPrefix.size()] == 'd');
   return r == "getrf" || r == "potrf" || r == "trsm" || r == "geqrf" || r == "orgqr" ||
-         r == "ungqr" || r == "geev" || r == "gtsv" || ((r == "syevd" || r == "gesdd") && real) ||
-         (r == "gees" && !real);
+         r == "ungqr" || r == "geev" || r == "gtsv" || r == "gehrd" ||
+         ((r == "syevd" || r == "gesdd") && real) || (r == "gees" && !real);
 }
 
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {

@@ -4,7 +4,7 @@
 // (jnp.linalg.eigh), `lapack_{s,d}gesdd_ffi` (jnp.linalg.svd; lapack_svd.h) and
 // `lapack_{s,d,c,z}geev_ffi` (jnp.linalg.eig) and `lapack_{c,z}gees_ffi` (complex Schur,
 // sqrtm; lapack_eig.h), `lapack_{s,d,c,z}gtsv_ffi`
-// (jax.lax.linalg.tridiagonal_solve),
+// (jax.lax.linalg.tridiagonal_solve), `lapack_{s,d,c,z}gehrd_ffi` (jax.scipy.linalg.hessenberg),
 // with XLA's typed-FFI conventions (matrices in the last two dimensions, batch dimensions
 // before them; LAPACK's column-major order is the operands' layout, so logically the
 // matrices are the arrays as written). Attributes come from backend_config's

@@ -38,6 +38,7 @@ TEST(LapackCustomCallTest, TargetsItRuns) {
   EXPECT_TRUE(IsLapackCustomCall("lapack_zgeev_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_dgtsv_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_cgees_ffi"));
+  EXPECT_TRUE(IsLapackCustomCall("lapack_sgehrd_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("lapack_sgees_ffi"));   // real Schur form: not yet
   EXPECT_FALSE(IsLapackCustomCall("lapack_cgesdd_ffi"));  // complex svd: not yet
   EXPECT_FALSE(IsLapackCustomCall("lapack_xgetrf_ffi"));
@@ -430,6 +431,40 @@ TEST(LapackCustomCallTest, GeesComplexSchurForm) {
       }
     }
   }
+}
+
+// Hessenberg reduction of [[1, 2, 3], [4, 5, 6], [7, 8, 10]] by LAPACK's reflector: the
+// first column below the diagonal, (4, 7), becomes beta = -sqrt(65) with tau = 1 + 4 / sqrt(65)
+// and the tail 7 / (4 + sqrt(65)); the last reflector is the identity (tau 0). With Q = H_1 =
+// I - tau v v^T, Q^T A Q is the result's upper Hessenberg part.
+TEST(LapackCustomCallTest, GehrdFollowsLapacksReflectors) {
+  const std::vector<double> values = {1, 2, 3, 4, 5, 6, 7, 8, 10};
+  Literal a = Lit(PrimitiveType::F64, {3, 3}, values);
+  auto cc =
+      CustomCall("lapack_dgehrd_ffi",
+                 Shape::Tuple({Shape(PrimitiveType::F64, {3, 3}), Shape(PrimitiveType::F64, {2}),
+                               Shape(PrimitiveType::S32, {})}),
+                 "{high = 3 : i32, low = 1 : i32}");
+  auto r = EvalLapackCustomCall(*cc, std::vector<const Literal*>{&a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const double root = std::sqrt(65.0), tau = 1 + 4 / root, tail = 7 / (4 + root);
+  const Literal& h = r->element(0);
+  EXPECT_NEAR(h.GetAsDouble(3), -root, 1e-12);
+  EXPECT_NEAR(h.GetAsDouble(6), tail, 1e-12);
+  EXPECT_NEAR(r->element(1).GetAsDouble(0), tau, 1e-12);
+  EXPECT_EQ(r->element(1).GetAsDouble(1), 0.0);
+  ExpectValues(r->element(2), {}, {0});
+  const double v[3] = {0, 1, tail};
+  double q[3][3];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) q[i][j] = (i == j ? 1 : 0) - tau * v[i] * v[j];
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double qaq = 0;
+      for (int k = 0; k < 3; ++k)
+        for (int l = 0; l < 3; ++l) qaq += q[k][i] * values[k * 3 + l] * q[l][j];
+      EXPECT_NEAR(qaq, i > j + 1 ? 0.0 : h.GetAsDouble(i * 3 + j), 1e-12) << i << ", " << j;
+    }
 }
 
 }  // namespace
