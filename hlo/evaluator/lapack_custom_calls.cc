@@ -182,6 +182,21 @@ void ApplyReflector(const C* V, int64_t vstride, C t, C* A, int64_t m, int64_t n
   }
 }
 
+// The matrices of `s` (`values`, reflector tails stored in them) and tau [..., k], as
+// geqrf and gehrd return them.
+template <typename C>
+std::vector<Literal> ReflectorsAndTaus(const Shape& s, const std::vector<C>& values,
+                                       const std::vector<C>& taus, int64_t k) {
+  std::vector<Literal> out;
+  out.emplace_back(Shape(s.element_type(), s.dimensions()));
+  StoreWide(values, out.back());
+  std::vector<int64_t> tau_dims = BatchDims(s);
+  tau_dims.push_back(k);
+  out.emplace_back(Shape(s.element_type(), tau_dims));
+  StoreWide(taus, out.back());
+  return out;
+}
+
 // QR (xGEQRF): R in the upper triangle, the reflectors' tails below it, tau per reflector.
 template <typename C>
 absl::StatusOr<Literal> Geqrf(const HloInstruction& instr, const Literal& a) {
@@ -198,16 +213,7 @@ absl::StatusOr<Literal> Geqrf(const HloInstruction& instr, const Literal& a) {
       ApplyReflector(A + j * n + j, n, Conj(tau), A, m, n, j, j + 1, n);
     }
   }
-  Literal out_a(Shape(a.shape().element_type(), a.shape().dimensions()));
-  StoreWide(values, out_a);
-  std::vector<int64_t> tau_dims = BatchDims(a.shape());
-  tau_dims.push_back(k);
-  Literal out_tau(Shape(a.shape().element_type(), tau_dims));
-  StoreWide(taus, out_tau);
-  std::vector<Literal> out;
-  out.push_back(std::move(out_a));
-  out.push_back(std::move(out_tau));
-  return Literal::MakeTuple(std::move(out));
+  return Literal::MakeTuple(ReflectorsAndTaus(a.shape(), values, taus, k));
 }
 
 // Hessenberg reduction (xGEHRD) of rows and columns [low-1, high) (1-based `low`, `high` as
@@ -249,15 +255,7 @@ absl::StatusOr<Literal> Gehrd(const HloInstruction& instr, const Literal& a, int
       ApplyReflector(tail.data(), 1, Conj(tau), A, high, n, j + 1, j + 1, n);
     }
   }
-  Literal out_a(Shape(a.shape().element_type(), a.shape().dimensions()));
-  StoreWide(values, out_a);
-  std::vector<int64_t> tau_dims = BatchDims(a.shape());
-  tau_dims.push_back(k);
-  Literal out_tau(Shape(a.shape().element_type(), tau_dims));
-  StoreWide(taus, out_tau);
-  std::vector<Literal> out;
-  out.push_back(std::move(out_a));
-  out.push_back(std::move(out_tau));
+  std::vector<Literal> out = ReflectorsAndTaus(a.shape(), values, taus, k);
   out.push_back(Int32s(BatchDims(a.shape()), std::vector<int32_t>(b->batches, 0)));
   return Literal::MakeTuple(std::move(out));
 }

@@ -59,8 +59,9 @@ struct Square {
   }
 };
 
+// h := P^H h P, upper Hessenberg; with `q`, q := q P (the reflectors collected).
 template <typename T>
-void ToHessenberg(Square<T> h) {
+void ToHessenberg(Square<T> h, Square<T>* q = nullptr) {
   const int64_t n = h.n;
   for (int64_t k = 0; k + 2 < n; ++k) {
     std::vector<T> v;
@@ -69,6 +70,7 @@ void ToHessenberg(Square<T> h) {
     if (beta == 0) continue;
     h.FromLeft(v, beta, k + 1, k, n - 1);
     h.FromRight(v, beta, k + 1, 0, n - 1);
+    if (q != nullptr) q->FromRight(v, beta, k + 1, 0, n - 1);
     for (int64_t i = k + 2; i < n; ++i) h(i, k) = 0;
   }
 }
@@ -264,16 +266,7 @@ bool ComplexSchur(std::vector<Cd>& h, std::vector<Cd>& z, int64_t n) {
   Square<Cd> t{h, n}, q{z, n};
   z.assign(n * n, Cd(0));
   for (int64_t i = 0; i < n; ++i) q(i, i) = 1;
-  for (int64_t k = 0; k + 2 < n; ++k) {  // Hessenberg, Z collecting the reflectors
-    std::vector<Cd> v;
-    for (int64_t i = k + 1; i < n; ++i) v.push_back(t(i, k));
-    const double beta = Reflector(v);
-    if (beta == 0) continue;
-    t.FromLeft(v, beta, k + 1, k, n - 1);
-    t.FromRight(v, beta, k + 1, 0, n - 1);
-    q.FromRight(v, beta, k + 1, 0, n - 1);
-    for (int64_t i = k + 2; i < n; ++i) t(i, k) = 0;
-  }
+  ToHessenberg(t, &q);
   int64_t e = n - 1;
   int its = 0, total = 0;
   while (e > 0) {
