@@ -235,24 +235,20 @@ absl::StatusOr<Literal> Gehrd(const HloInstruction& instr, const Literal& a, int
   for (int64_t bi = 0; bi < b->batches; ++bi) {
     C* A = values.data() + bi * n * n;
     for (int64_t j = low - 1; j + 1 < high; ++j) {
-      C* v = A + (j + 1) * n + j;  // v_0 = 1 in place of beta, the tail below
+      C* v = A + (j + 1) * n + j;  // beta here after the reflector; v_0 = 1 is implicit
       const C tau = Reflector(*v, v + n, high - j - 2, n);
       taus[bi * k + j] = tau;
       if (tau == C(0)) continue;
-      const C beta = *v;
-      *v = C(1);
       for (int64_t r = 0; r < high; ++r) {  // A := A H on columns [j+1, high)
-        C dot = 0;
-        for (int64_t i = 0; i + j + 1 < high; ++i) dot += A[r * n + j + 1 + i] * v[i * n];
+        C* row = A + r * n + j + 1;
+        C dot = row[0];
+        for (int64_t i = 1; i + j + 1 < high; ++i) dot += row[i] * v[i * n];
         dot *= tau;
-        for (int64_t i = 0; i + j + 1 < high; ++i) A[r * n + j + 1 + i] -= dot * Conj(v[i * n]);
+        row[0] -= dot;
+        for (int64_t i = 1; i + j + 1 < high; ++i) row[i] -= dot * Conj(v[i * n]);
       }
-      *v = beta;
       // A := H^H A on rows [j+1, high), columns [j+1, n).
-      std::vector<C> tail(static_cast<size_t>(high - j - 1));
-      tail[0] = C(1);
-      for (int64_t i = 1; i < high - j - 1; ++i) tail[i] = v[i * n];
-      ApplyReflector(tail.data(), 1, Conj(tau), A, high, n, j + 1, j + 1, n);
+      ApplyReflector(v, n, Conj(tau), A, high, n, j + 1, j + 1, n);
     }
   }
   std::vector<Literal> out = ReflectorsAndTaus(a.shape(), values, taus, k);
@@ -430,8 +426,7 @@ absl::StatusOr<Literal> Gtsv(const HloInstruction& instr, Operands ops) {
   StoreWide(d, out[1]);
   StoreWide(du, out[2]);
   StoreWide(x, out[3]);
-  std::vector<int64_t> batch(bs.dimensions().begin(), bs.dimensions().end() - 2);
-  out.push_back(Int32s(batch, info));
+  out.push_back(Int32s(BatchDims(bs), info));
   return Literal::MakeTuple(std::move(out));
 }
 
