@@ -29,13 +29,7 @@ class Rewriter {
     return AddArrayInstruction(comp_, names_, op, t, std::move(dims), std::move(operands), like);
   }
   HloInstruction* Transpose(HloInstruction* x, const std::vector<int64_t>& perm) {
-    if (IsIdentity(perm)) return x;
-    std::vector<int64_t> dims;
-    for (int64_t p : perm) dims.push_back(x->shape().dimensions(p));
-    HloInstruction* t =
-        Add(HloOpcode::kTranspose, dims, {x}, x->shape().element_type(), x->shape());
-    t->mutable_attrs().dimensions = perm;
-    return t;
+    return IsIdentity(perm) ? x : AddTranspose(comp_, names_, x, perm);
   }
   HloInstruction* Reshape(HloInstruction* x, std::vector<int64_t> dims) {
     if (x->shape().dimensions() == dims) return x;

@@ -96,6 +96,18 @@ HloInstruction* AddArrayInstruction(HloComputation* comp, NameUniquer& names, Hl
   return AddWithFreshName(comp, std::move(instr), names);
 }
 
+HloInstruction* AddTranspose(HloComputation* comp, NameUniquer& names, HloInstruction* x,
+                             const std::vector<int64_t>& perm) {
+  const Shape& s = x->shape();
+  std::vector<int64_t> dims;
+  for (int64_t p : perm) dims.push_back(s.dimensions(p));
+  HloInstruction* t =
+      AddArrayInstruction(comp, names, HloOpcode::kTranspose, s.element_type(), dims, {x}, s);
+  t->mutable_attrs().dimensions = perm;
+  t->mutable_attrs().has_dimensions = true;
+  return t;
+}
+
 HloInstruction* AddCompare(HloComputation* comp, NameUniquer& names, HloInstruction* a,
                            HloInstruction* b, ComparisonDirection dir, std::vector<int64_t> dims,
                            const Shape& like) {

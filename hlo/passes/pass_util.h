@@ -48,6 +48,11 @@ HloInstruction* AddArrayInstruction(HloComputation* comp, NameUniquer& names, Hl
                                     PrimitiveType type, std::vector<int64_t> dims,
                                     std::vector<HloInstruction*> operands, const Shape& like);
 
+// Adds transpose(x) by `perm` (x's element type and layout convention) to `comp` under a
+// fresh name.
+HloInstruction* AddTranspose(HloComputation* comp, NameUniquer& names, HloInstruction* x,
+                             const std::vector<int64_t>& perm);
+
 // Adds compare(a, b) with `dir`, a pred[`dims`] (`like`'s layout convention), to `comp`.
 HloInstruction* AddCompare(HloComputation* comp, NameUniquer& names, HloInstruction* a,
                            HloInstruction* b, ComparisonDirection dir, std::vector<int64_t> dims,

@@ -29,17 +29,11 @@ HloInstruction* Rewrite(HloInstruction* reduce, NameUniquer& names) {
   std::vector<int64_t> perm = {first_kept};
   for (int64_t d = 0; d < rank; ++d)
     if (d != first_kept) perm.push_back(d);
-  std::vector<int64_t> dims, new_reduced;
-  for (int64_t i = 0; i < rank; ++i) {
-    dims.push_back(in.dimensions(perm[i]));
+  std::vector<int64_t> new_reduced;
+  for (int64_t i = 0; i < rank; ++i)
     if (absl::c_linear_search(reduced, perm[i])) new_reduced.push_back(i);
-  }
   HloComputation* comp = reduce->parent();
-  const PrimitiveType t = in.element_type();
-  HloInstruction* transpose =
-      AddArrayInstruction(comp, names, HloOpcode::kTranspose, t, dims, {reduce->operand(0)}, in);
-  transpose->mutable_attrs().dimensions = perm;
-  transpose->mutable_attrs().has_dimensions = true;
+  HloInstruction* transpose = AddTranspose(comp, names, reduce->operand(0), perm);
   HloInstruction* r = AddArrayInstruction(
       comp, names, HloOpcode::kReduce, reduce->shape().element_type(), reduce->shape().dimensions(),
       {transpose, reduce->operand(1)}, reduce->shape());

@@ -10,18 +10,6 @@
 namespace kiln {
 namespace {
 
-HloInstruction* AddTranspose(HloComputation* comp, NameUniquer& names, HloInstruction* x,
-                             const std::vector<int64_t>& perm) {
-  const Shape& s = x->shape();
-  std::vector<int64_t> dims;
-  for (int64_t p : perm) dims.push_back(s.dimensions(p));
-  HloInstruction* t =
-      AddArrayInstruction(comp, names, HloOpcode::kTranspose, s.element_type(), dims, {x}, s);
-  t->mutable_attrs().dimensions = perm;
-  t->mutable_attrs().has_dimensions = true;
-  return t;
-}
-
 // The transposed scatter's result transposed back, or null: not a one-operand scatter of
 // row-major arrays whose indexed dimensions are all inserted (updated one element wide), whose
 // other dimensions are updated whole, and whose indexed dimensions are not already the leading
