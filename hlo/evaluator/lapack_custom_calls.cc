@@ -278,69 +278,93 @@ absl::StatusOr<Literal> Orgqr(const HloInstruction& instr, const Literal& a, con
   return out;
 }
 
-// Eigenvalues (ascending) and eigenvectors (columns) of real symmetric matrices, read from
-// the `lower` (or upper) triangle, by cyclic Jacobi rotations in double precision until the
-// off-diagonal part is negligible. syevd's (v, w, info); info is 1 when the sweeps run out.
+// An off-diagonal entry's size and phase: a complex one is |g| e^{i phi}; a real one keeps its
+// sign in the size (phase 1), so that real matrices rotate exactly as the real algorithm does.
+inline void SplitPhase(double g, double& size, double& phase) {
+  size = g;
+  phase = 1;
+}
+inline void SplitPhase(std::complex<double> g, double& size, std::complex<double>& phase) {
+  size = std::abs(g);
+  phase = g / size;
+}
+
+// Eigenvalues (ascending) and eigenvectors (columns) of real symmetric (syevd) or complex
+// Hermitian (heevd) matrices, read from the `lower` (or upper) triangle, by cyclic Jacobi
+// rotations in double precision until the off-diagonal part is negligible. A complex pair
+// (p, q) is first turned real by the phase of A[p, q] (column q times e^{-i phi}), then
+// rotated as a real one. (v, w, info); w is real; info is 1 when the sweeps run out.
+template <typename C>
 absl::StatusOr<Literal> Syevd(const HloInstruction& instr, const Literal& a, bool lower) {
   auto b = Matrices(instr, a.shape());
   if (!b.ok()) return b.status();
-  if (b->m != b->n || !IsFloating(a.shape().element_type()))
-    return EvalError(instr, "syevd needs square real matrices");
+  const Shape& rs = instr.shape();
+  if (b->m != b->n || !rs.IsTuple() || rs.tuple_size() != 3)
+    return EvalError(instr, "syevd/heevd needs square matrices and returns (v, w, info)");
   const int64_t n = b->n;
-  const std::vector<double> in = LoadWide<double>(a);
-  std::vector<double> vectors(in.size()), values(b->batches * n);
+  const std::vector<C> in = LoadWide<C>(a);
+  std::vector<C> vectors(in.size());
+  std::vector<double> values(b->batches * n);
   std::vector<int32_t> info(b->batches, 0);
   for (int64_t bi = 0; bi < b->batches; ++bi) {
-    std::vector<double> A(n * n), V(n * n, 0.0);
+    std::vector<C> A(n * n), V(n * n, C(0));
+    const C* M = in.data() + bi * n * n;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j) {
         const bool stored = lower ? j <= i : j >= i;
-        A[i * n + j] = stored ? in[bi * n * n + i * n + j] : in[bi * n * n + j * n + i];
+        A[i * n + j] = i == j   ? C(RealPart(M[i * n + i]))
+                       : stored ? M[i * n + j]
+                                : Conj(M[j * n + i]);
       }
-    for (int64_t i = 0; i < n; ++i) V[i * n + i] = 1;
+    for (int64_t i = 0; i < n; ++i) V[i * n + i] = C(1);
     double norm = 0;
-    for (double x : A) norm += x * x;
+    for (C x : A) norm += std::norm(x);
     bool converged = n < 2;
     for (int sweep = 0; sweep < 64 && !converged; ++sweep) {
       double off = 0;
       for (int64_t p = 0; p < n; ++p)
-        for (int64_t q = p + 1; q < n; ++q) off += A[p * n + q] * A[p * n + q];
+        for (int64_t q = p + 1; q < n; ++q) off += std::norm(A[p * n + q]);
       if (off <= 1e-30 * norm || off == 0) {
         converged = true;
         break;
       }
       for (int64_t p = 0; p < n; ++p)
         for (int64_t q = p + 1; q < n; ++q) {
-          const double apq = A[p * n + q];
-          if (apq == 0) continue;
-          const double theta = (A[q * n + q] - A[p * n + p]) / (2 * apq);
+          if (A[p * n + q] == C(0)) continue;
+          double apq;
+          C phase;
+          SplitPhase(A[p * n + q], apq, phase);
+          const double theta = (RealPart(A[q * n + q]) - RealPart(A[p * n + p])) / (2 * apq);
           const double t =
               (theta >= 0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1));
           const double c = 1 / std::sqrt(t * t + 1), s = t * c;
-          for (int64_t k = 0; k < n; ++k) {  // A <- A J (columns p, q)
-            const double akp = A[k * n + p], akq = A[k * n + q];
-            A[k * n + p] = c * akp - s * akq;
-            A[k * n + q] = s * akp + c * akq;
+          // G = [[c, s], [-s conj(phase), c conj(phase)]] on (p, q): A <- G^H A G, V <- V G.
+          const C gqp = -s * Conj(phase), gqq = c * Conj(phase);
+          for (int64_t k = 0; k < n; ++k) {  // A <- A G (columns p, q)
+            const C akp = A[k * n + p], akq = A[k * n + q];
+            A[k * n + p] = c * akp + gqp * akq;
+            A[k * n + q] = s * akp + gqq * akq;
           }
-          for (int64_t k = 0; k < n; ++k) {  // A <- J^T A (rows p, q)
-            const double apk = A[p * n + k], aqk = A[q * n + k];
-            A[p * n + k] = c * apk - s * aqk;
-            A[q * n + k] = s * apk + c * aqk;
+          for (int64_t k = 0; k < n; ++k) {  // A <- G^H A (rows p, q)
+            const C apk = A[p * n + k], aqk = A[q * n + k];
+            A[p * n + k] = c * apk + Conj(gqp) * aqk;
+            A[q * n + k] = s * apk + Conj(gqq) * aqk;
           }
-          for (int64_t k = 0; k < n; ++k) {  // V <- V J
-            const double vkp = V[k * n + p], vkq = V[k * n + q];
-            V[k * n + p] = c * vkp - s * vkq;
-            V[k * n + q] = s * vkp + c * vkq;
+          for (int64_t k = 0; k < n; ++k) {  // V <- V G
+            const C vkp = V[k * n + p], vkq = V[k * n + q];
+            V[k * n + p] = c * vkp + gqp * vkq;
+            V[k * n + q] = s * vkp + gqq * vkq;
           }
         }
     }
     if (!converged) info[bi] = 1;
     std::vector<int64_t> order(n);
     for (int64_t k = 0; k < n; ++k) order[k] = k;
+    auto diag = [&](int64_t k) { return RealPart(A[k * n + k]); };
     std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t x, int64_t y) { return A[x * n + x] < A[y * n + y]; });
+                     [&](int64_t x, int64_t y) { return diag(x) < diag(y); });
     for (int64_t k = 0; k < n; ++k) {
-      values[bi * n + k] = A[order[k] * n + order[k]];
+      values[bi * n + k] = diag(order[k]);
       for (int64_t i = 0; i < n; ++i) vectors[bi * n * n + i * n + k] = V[i * n + order[k]];
     }
   }
@@ -348,7 +372,7 @@ absl::StatusOr<Literal> Syevd(const HloInstruction& instr, const Literal& a, boo
   StoreWide(vectors, out_v);
   std::vector<int64_t> value_dims = BatchDims(a.shape());
   value_dims.push_back(n);
-  Literal out_w(Shape(a.shape().element_type(), value_dims));
+  Literal out_w(Shape(rs.tuple_shapes(1).element_type(), value_dims));
   StoreWide(values, out_w);
   std::vector<Literal> out;
   out.push_back(std::move(out_v));
@@ -434,9 +458,9 @@ template <typename C>
 absl::StatusOr<Literal> Dispatch(const HloInstruction& instr, Operands ops,
                                  std::string_view routine) {
   const auto flags = LapackAttributes(instr);
-  if (routine == "syevd") {
+  if (routine == "syevd" || routine == "heevd") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
-    return Syevd(instr, *ops[0], LapackFlag(flags, "uplo", 'L') == 'L');
+    return Syevd<C>(instr, *ops[0], LapackFlag(flags, "uplo", 'L') == 'L');
   }
   if (routine == "gesdd") {
     if (auto st = ExpectOperands(instr, ops, 1); !st.ok()) return st;
@@ -530,8 +554,8 @@ bool IsLapackCustomCall(std::string_view target) {
   const bool real = target.size() > kPrefix.size() &&
                     (target[kPrefix.size()] == 's' || target[kPrefix.size()] == 'd');
   return r == "getrf" || r == "potrf" || r == "trsm" || r == "geqrf" || r == "orgqr" ||
-         r == "ungqr" || r == "geev" || r == "gtsv" || r == "gehrd" ||
-         ((r == "syevd" || r == "gesdd") && real) || (r == "gees" && !real);
+         r == "ungqr" || r == "geev" || r == "gtsv" || r == "gehrd" || r == "gesdd" ||
+         (r == "syevd" && real) || ((r == "heevd" || r == "gees") && !real);
 }
 
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {

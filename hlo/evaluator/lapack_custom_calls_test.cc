@@ -32,15 +32,16 @@ TEST(LapackCustomCallTest, TargetsItRuns) {
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgeqrf_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_cungqr_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_ssyevd_ffi"));
-  EXPECT_FALSE(IsLapackCustomCall("lapack_cheevd_ffi"));  // complex eigh: not yet
+  EXPECT_TRUE(IsLapackCustomCall("lapack_cheevd_ffi"));
+  EXPECT_FALSE(IsLapackCustomCall("lapack_dheevd_ffi"));  // heevd is complex only
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgesdd_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgeev_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_zgeev_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_dgtsv_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_cgees_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgehrd_ffi"));
-  EXPECT_FALSE(IsLapackCustomCall("lapack_sgees_ffi"));   // real Schur form: not yet
-  EXPECT_FALSE(IsLapackCustomCall("lapack_cgesdd_ffi"));  // complex svd: not yet
+  EXPECT_FALSE(IsLapackCustomCall("lapack_sgees_ffi"));  // real Schur form: not yet
+  EXPECT_TRUE(IsLapackCustomCall("lapack_zgesdd_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("lapack_xgetrf_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("TopK"));
 }
@@ -465,6 +466,117 @@ TEST(LapackCustomCallTest, GehrdFollowsLapacksReflectors) {
         for (int l = 0; l < 3; ++l) qaq += q[k][i] * values[k * 3 + l] * q[l][j];
       EXPECT_NEAR(qaq, i > j + 1 ? 0.0 : h.GetAsDouble(i * 3 + j), 1e-12) << i << ", " << j;
     }
+}
+
+// A complex[b, m, n] literal of sin/cos values, and its element (bi, i, j).
+Literal ComplexBatch(int64_t b, int64_t m, int64_t n, double seed) {
+  Literal a(Shape(PrimitiveType::C128, {b, m, n}));
+  auto d = a.data<std::complex<double>>();
+  for (int64_t k = 0; k < b * m * n; ++k)
+    d[k] = {std::sin(seed + 1.7 * k), std::cos(seed * 3 + 0.9 * k * k)};
+  return a;
+}
+
+// [[2, i], [-i, 2]] (Hermitian; the upper triangle holds junk, only the lower one is read)
+// has eigenvalues 1 and 3 with eigenvectors (1, i) / sqrt 2 and (1, -i) / sqrt 2 up to a
+// phase; a batch of two random 6x6 Hermitian matrices gives A V = V diag(w), V^H V = I.
+TEST(LapackCustomCallTest, HeevdComplexHermitian) {
+  Shape out = Shape::Tuple({Shape(PrimitiveType::C128, {2, 2}), Shape(PrimitiveType::F64, {2}),
+                            Shape(PrimitiveType::S32, {})});
+  auto eig = CustomCall("lapack_zheevd_ffi", out, "{mode = 86 : ui8, uplo = 76 : ui8}");
+  Literal a(Shape(PrimitiveType::C128, {2, 2}));
+  auto ad = a.data<std::complex<double>>();
+  ad[0] = 2;
+  ad[1] = {99, 99};
+  ad[2] = {0, -1};
+  ad[3] = 2;
+  auto r = EvalLapackCustomCall(*eig, std::vector<const Literal*>{&a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->element(1).shape().element_type(), PrimitiveType::F64);
+  EXPECT_NEAR(r->element(1).GetAsDouble(0), 1, 1e-12);
+  EXPECT_NEAR(r->element(1).GetAsDouble(1), 3, 1e-12);
+  auto v = r->element(0).data<std::complex<double>>();
+  // Column 0 ~ (1, i): v[1][0] / v[0][0] = i; column 1 ~ (1, -i).
+  EXPECT_NEAR(std::abs(v[2] / v[0] - C(0, 1)), 0, 1e-12);
+  EXPECT_NEAR(std::abs(v[3] / v[1] - C(0, -1)), 0, 1e-12);
+  EXPECT_NEAR(std::abs(v[0]), std::sqrt(0.5), 1e-12);
+
+  const int n = 6;
+  Literal m = ComplexBatch(2, n, n, 0.3);
+  auto md = m.data<std::complex<double>>();
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < n; ++i) {
+      md[b * n * n + i * n + i] = md[b * n * n + i * n + i].real();
+      for (int j = 0; j < i; ++j) md[b * n * n + j * n + i] = std::conj(md[b * n * n + i * n + j]);
+    }
+  Shape bout = Shape::Tuple({Shape(PrimitiveType::C128, {2, n, n}),
+                             Shape(PrimitiveType::F64, {2, n}), Shape(PrimitiveType::S32, {2})});
+  auto beig = CustomCall("lapack_zheevd_ffi", bout, "{mode = 86 : ui8, uplo = 85 : ui8}");
+  r = EvalLapackCustomCall(*beig, std::vector<const Literal*>{&m});
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto V = r->element(0).data<std::complex<double>>();
+  for (int b = 0; b < 2; ++b) {
+    auto w = [&](int k) { return r->element(1).GetAsDouble(b * n + k); };
+    for (int k = 0; k + 1 < n; ++k) EXPECT_LE(w(k), w(k + 1));
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < n; ++k) {
+        C av = 0, vhv = 0;
+        for (int j = 0; j < n; ++j) {
+          av += md[b * n * n + i * n + j] * V[b * n * n + j * n + k];
+          vhv += std::conj(V[b * n * n + j * n + i]) * V[b * n * n + j * n + k];
+        }
+        EXPECT_NEAR(std::abs(av - w(k) * V[b * n * n + i * n + k]), 0, 1e-10) << b << i << k;
+        EXPECT_NEAR(std::abs(vhv - C(i == k ? 1 : 0)), 0, 1e-10);
+      }
+  }
+}
+
+// Complex SVDs, tall (5x3, mode S) and wide (3x5, mode A): u diag(s) vt reconstructs A, u and
+// vt^H have orthonormal columns, s descends; [[0, 2i], [0, 0]] has s = (2, 0).
+TEST(LapackCustomCallTest, GesddComplex) {
+  for (auto [m, n, mode] : {std::tuple<int64_t, int64_t, char>{5, 3, 'S'}, {3, 5, 'A'}}) {
+    const int64_t k = std::min(m, n), uc = mode == 'A' ? m : k, vr = mode == 'A' ? n : k;
+    Literal a = ComplexBatch(1, m, n, m + 0.5);
+    Shape out = Shape::Tuple(
+        {a.shape(), Shape(PrimitiveType::F64, {1, k}), Shape(PrimitiveType::C128, {1, m, uc}),
+         Shape(PrimitiveType::C128, {1, vr, n}), Shape(PrimitiveType::S32, {1})});
+    auto svd = CustomCall("lapack_zgesdd_ffi", out, "{mode = " + std::to_string(mode) + " : ui8}");
+    auto r = EvalLapackCustomCall(*svd, std::vector<const Literal*>{&a});
+    ASSERT_TRUE(r.ok()) << r.status();
+    auto A = a.data<std::complex<double>>();
+    auto u = r->element(2).data<std::complex<double>>();
+    auto vt = r->element(3).data<std::complex<double>>();
+    auto s = [&](int64_t i) { return r->element(1).GetAsDouble(i); };
+    for (int64_t i = 0; i + 1 < k; ++i) EXPECT_GE(s(i), s(i + 1));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        C x = 0;
+        for (int64_t q = 0; q < k; ++q) x += u[i * uc + q] * s(q) * vt[q * n + j];
+        EXPECT_NEAR(std::abs(x - A[i * n + j]), 0, 1e-12) << m << "x" << n << " " << i << j;
+      }
+    for (int64_t p = 0; p < uc; ++p)
+      for (int64_t q = 0; q < uc; ++q) {
+        C d = 0;
+        for (int64_t i = 0; i < m; ++i) d += std::conj(u[i * uc + p]) * u[i * uc + q];
+        EXPECT_NEAR(std::abs(d - C(p == q ? 1 : 0)), 0, 1e-12) << "u " << p << q;
+      }
+    for (int64_t p = 0; p < vr; ++p)
+      for (int64_t q = 0; q < vr; ++q) {
+        C d = 0;
+        for (int64_t j = 0; j < n; ++j) d += vt[p * n + j] * std::conj(vt[q * n + j]);
+        EXPECT_NEAR(std::abs(d - C(p == q ? 1 : 0)), 0, 1e-12) << "vt " << p << q;
+      }
+  }
+  Literal b(Shape(PrimitiveType::C128, {2, 2}));
+  b.data<std::complex<double>>()[1] = {0, 2};
+  Shape out =
+      Shape::Tuple({b.shape(), Shape(PrimitiveType::F64, {2}), Shape(PrimitiveType::C128, {2, 2}),
+                    Shape(PrimitiveType::C128, {2, 2}), Shape(PrimitiveType::S32, {})});
+  auto svd = CustomCall("lapack_zgesdd_ffi", out, "{mode = 78 : ui8}");
+  auto r = EvalLapackCustomCall(*svd, std::vector<const Literal*>{&b});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(r->element(1).GetAsDouble(0), 2, 1e-12);
+  EXPECT_NEAR(r->element(1).GetAsDouble(1), 0, 1e-12);
 }
 
 }  // namespace

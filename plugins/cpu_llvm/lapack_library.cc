@@ -43,6 +43,20 @@ void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* 
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s,
              double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
              int* iwork, int* info, size_t);
+void cheevd_(const char* jobz, const char* uplo, const int* n, std::complex<float>* a,
+             const int* lda, float* w, std::complex<float>* work, const int* lwork, float* rwork,
+             const int* lrwork, int* iwork, const int* liwork, int* info, size_t, size_t);
+void zheevd_(const char* jobz, const char* uplo, const int* n, std::complex<double>* a,
+             const int* lda, double* w, std::complex<double>* work, const int* lwork, double* rwork,
+             const int* lrwork, int* iwork, const int* liwork, int* info, size_t, size_t);
+void cgesdd_(const char* jobz, const int* m, const int* n, std::complex<float>* a, const int* lda,
+             float* s, std::complex<float>* u, const int* ldu, std::complex<float>* vt,
+             const int* ldvt, std::complex<float>* work, const int* lwork, float* rwork, int* iwork,
+             int* info, size_t);
+void zgesdd_(const char* jobz, const int* m, const int* n, std::complex<double>* a, const int* lda,
+             double* s, std::complex<double>* u, const int* ldu, std::complex<double>* vt,
+             const int* ldvt, std::complex<double>* work, const int* lwork, double* rwork,
+             int* iwork, int* info, size_t);
 void sgtsv_(const int* n, const int* nrhs, float* dl, float* d, float* du, float* b, const int* ldb,
             int* info);
 void dgtsv_(const int* n, const int* nrhs, double* dl, double* d, double* du, double* b,
@@ -91,7 +105,12 @@ std::vector<Shape> ExpectedResults(std::string_view routine, char mode,
     return {a, Shape(PrimitiveType::S32, Dims(a, 2, {k})), info};
   if (routine == "potrf" && ops.size() == 1 && m == n) return {a, info};
   if (routine == "geqrf" && ops.size() == 1) return {a, Shape(t, Dims(a, 2, {k}))};
-  if (routine == "syevd" && ops.size() == 1 && m == n) return {a, Shape(t, Dims(a, 2, {n})), info};
+  // Eigen- and singular values are real for complex matrices too.
+  const PrimitiveType real = t == PrimitiveType::C64    ? PrimitiveType::F32
+                             : t == PrimitiveType::C128 ? PrimitiveType::F64
+                                                        : t;
+  if ((routine == "syevd" || routine == "heevd") && ops.size() == 1 && m == n)
+    return {a, Shape(real, Dims(a, 2, {n})), info};
   if (routine == "geev" && ops.size() == 1 && m == n) {
     const Shape vectors(t == PrimitiveType::F64 ? PrimitiveType::C128 : PrimitiveType::C64,
                         Dims(a, 2, {n, n}));
@@ -109,7 +128,7 @@ std::vector<Shape> ExpectedResults(std::string_view routine, char mode,
     if (mode != 'A' && mode != 'S' && mode != 'N') return {};
     const int64_t uc = mode == 'A' ? m : k, vr = mode == 'A' ? n : k;
     // 'N' leaves u and vt zero in whatever shape the call declares: only s and info count.
-    return {a, Shape(t, Dims(a, 2, {k})), Shape(t, Dims(a, 2, {m, uc})),
+    return {a, Shape(real, Dims(a, 2, {k})), Shape(t, Dims(a, 2, {m, uc})),
             Shape(t, Dims(a, 2, {vr, n})), info};
   }
   if ((routine == "trsm" || routine == "triangular-solve") && ops.size() == 2) {
@@ -191,6 +210,27 @@ struct Lapack {
   static void gesdd(char jobz, int m, int n, double* a, double* s, double* u, int ldu, double* vt,
                     int ldvt, double* work, int lwork, int* iwork, int* info) {
     dgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
+  }
+  static void heevd(char uplo, int n, std::complex<float>* a, float* w, std::complex<float>* work,
+                    int lwork, float* rwork, int lrwork, int* iwork, int liwork, int* info) {
+    const char jobz = 'V';
+    cheevd_(&jobz, &uplo, &n, a, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, info, 1, 1);
+  }
+  static void heevd(char uplo, int n, std::complex<double>* a, double* w,
+                    std::complex<double>* work, int lwork, double* rwork, int lrwork, int* iwork,
+                    int liwork, int* info) {
+    const char jobz = 'V';
+    zheevd_(&jobz, &uplo, &n, a, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, info, 1, 1);
+  }
+  static void gesdd(char jobz, int m, int n, std::complex<float>* a, float* s,
+                    std::complex<float>* u, int ldu, std::complex<float>* vt, int ldvt,
+                    std::complex<float>* work, int lwork, float* rwork, int* iwork, int* info) {
+    cgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, rwork, iwork, info, 1);
+  }
+  static void gesdd(char jobz, int m, int n, std::complex<double>* a, double* s,
+                    std::complex<double>* u, int ldu, std::complex<double>* vt, int ldvt,
+                    std::complex<double>* work, int lwork, double* rwork, int* iwork, int* info) {
+    zgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, rwork, iwork, info, 1);
   }
   static void gtsv(int n, int nrhs, float* dl, float* d, float* du, float* b, int* info) {
     sgtsv_(&n, &nrhs, dl, d, du, b, &n, info);
@@ -382,6 +422,82 @@ void Gesdd(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
   });
 }
 
+// heevd on each Hermitian matrix: read column-major and conjugated, the row-major A is A^H = A
+// with its stored triangle on the other side; the eigenvectors come back column-major.
+template <typename T>
+void Heevd(const Literal& a, char uplo, Literal& out, ThreadPool* pool) {
+  using R = typename T::value_type;
+  const Batch b = BatchOf(a.shape());
+  const int64_t n = b.rows, size = n * n;
+  T query = 0;
+  R rquery = 0;
+  int iquery = 0;
+  {
+    std::vector<T> col(size);
+    int info = 0;
+    Lapack::heevd(OtherTriangle(uplo), n, col.data(), Data<R>(out.elements()[1]), &query, -1,
+                  &rquery, -1, &iquery, -1, &info);
+  }
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), work(WorkSize(query.real()));
+    std::vector<R> rwork(WorkSize(rquery));
+    std::vector<int> iwork(std::max(1, iquery));
+    for (int64_t i = lo; i < hi; ++i) {
+      const T* m = Data<T>(a) + i * size;
+      for (int64_t e = 0; e < size; ++e) col[e] = std::conj(m[e]);
+      Lapack::heevd(OtherTriangle(uplo), n, col.data(), Data<R>(out.elements()[1]) + i * n,
+                    work.data(), work.size(), rwork.data(), rwork.size(), iwork.data(),
+                    iwork.size(), Data<int32_t>(out.elements()[2]) + i);
+      FromColumnMajor(col.data(), n, n, Data<T>(out.elements()[0]) + i * size);
+    }
+  });
+}
+
+// Complex gesdd, transposed as the real one is (A^T = conj(V) S U^T: its U read row-major is
+// V^H, its V^T read row-major is U), with LAPACK's real workspace for complex SVDs.
+template <typename T>
+void ComplexGesdd(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
+  using R = typename T::value_type;
+  const Batch b = BatchOf(a.shape());
+  const int64_t m = b.rows, n = b.cols, k = std::min(m, n), size = m * n;
+  const bool vectors = mode != 'N';
+  const int ldu = n, ldvt = mode == 'A' ? m : std::max<int64_t>(k, 1);
+  const int64_t u_size = vectors ? out.elements()[2].shape().num_elements() / b.count : 0;
+  const int64_t vt_size = vectors ? out.elements()[3].shape().num_elements() / b.count : 0;
+  const int64_t mx = std::max(m, n);
+  const int64_t rwork_size =
+      vectors ? std::max(5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k) : 7 * k;
+  std::vector<T> col(size), dummy(1);
+  std::vector<R> rwork(std::max<int64_t>(rwork_size, 1));
+  std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
+  T query = 0;
+  int info = 0;
+  Lapack::gesdd(mode, n, m, col.data(), Data<R>(out.elements()[1]), dummy.data(), ldu, dummy.data(),
+                ldvt, &query, -1, rwork.data(), iwork.data(), &info);
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), dummy(1), work(WorkSize(query.real()));
+    std::vector<R> rwork(std::max<int64_t>(rwork_size, 1));
+    std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
+    for (int64_t i = lo; i < hi; ++i) {
+      std::copy_n(Data<T>(a) + i * size, size, col.data());
+      T* u = vectors ? Data<T>(out.elements()[2]) + i * u_size : dummy.data();
+      T* vt = vectors ? Data<T>(out.elements()[3]) + i * vt_size : dummy.data();
+      Lapack::gesdd(mode, n, m, col.data(), Data<R>(out.elements()[1]) + i * k, vt, ldu, u, ldvt,
+                    work.data(), work.size(), rwork.data(), iwork.data(),
+                    Data<int32_t>(out.elements()[4]) + i);
+    }
+  });
+}
+
+// The complex routines cpu-llvm calls LAPACK for (the others stay on the evaluator).
+template <typename T>
+void RunComplex(const HloInstruction& h, std::string_view routine, const Literal& a, Literal& out,
+                ThreadPool* pool) {
+  const auto flags = eval::LapackAttributes(h);
+  if (routine == "heevd") Heevd<T>(a, eval::LapackFlag(flags, "uplo", 'L'), out, pool);
+  if (routine == "gesdd") ComplexGesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out, pool);
+}
+
 // LAPACK's real eigenvectors (column-major: column j is vector j, and a conjugate pair's
 // first column holds the real part, the next the imaginary part) as complex columns of the
 // row-major n x n `out`, as XLA's FFI unpacks them.
@@ -529,10 +645,17 @@ bool IsLapackLibraryCall(const HloInstruction& h) {
   }
   const Shape& a = *ops[0];
   const PrimitiveType t = a.element_type();
-  if (t != PrimitiveType::F32 && t != PrimitiveType::F64) return false;
+  const bool complex = t == PrimitiveType::C64 || t == PrimitiveType::C128;
+  if (complex ? routine != "heevd" && routine != "gesdd"
+              : t != PrimitiveType::F32 && t != PrimitiveType::F64)
+    return false;
   if (h.opcode() == HloOpcode::kCustomCall) {
     const char type = h.attrs().custom_call_target[std::string_view("lapack_").size()];
-    if (type != (t == PrimitiveType::F32 ? 's' : 'd')) return false;
+    const char want = t == PrimitiveType::F32   ? 's'
+                      : t == PrimitiveType::F64 ? 'd'
+                      : t == PrimitiveType::C64 ? 'c'
+                                                : 'z';
+    if (type != want) return false;
   }
   if (routine == "gtsv") return IsGtsv(h, ops);
   if (a.rank() < 2) return false;
@@ -570,10 +693,19 @@ absl::Status RunLapackLibrary(const HloInstruction& h, std::span<const Literal* 
 #if KILN_HAVE_OPENBLAS
   if (!IsLapackLibraryCall(h) || operands.size() != static_cast<size_t>(h.operand_count()))
     return absl::InternalError(absl::StrCat("%", h.name(), " is not a LAPACK library call"));
-  if (operands[0]->shape().element_type() == PrimitiveType::F32)
-    Run<float>(h, RoutineOf(h), operands, out, pool);
-  else
-    Run<double>(h, RoutineOf(h), operands, out, pool);
+  switch (operands[0]->shape().element_type()) {
+    case PrimitiveType::F32:
+      Run<float>(h, RoutineOf(h), operands, out, pool);
+      break;
+    case PrimitiveType::C64:
+      RunComplex<std::complex<float>>(h, RoutineOf(h), *operands[0], out, pool);
+      break;
+    case PrimitiveType::C128:
+      RunComplex<std::complex<double>>(h, RoutineOf(h), *operands[0], out, pool);
+      break;
+    default:
+      Run<double>(h, RoutineOf(h), operands, out, pool);
+  }
   return absl::OkStatus();
 #else
   (void)operands;

@@ -1,13 +1,14 @@
 // Linear algebra through the LAPACK that OpenBLAS ships, where XLA:CPU calls LAPACK too: the
 // real `lapack_{s,d}{getrf,potrf,trsm,geqrf,orgqr,syevd,gesdd}_ffi` custom-calls JAX emits on
 // CPU (jnp.linalg.solve, inv, det, cholesky, qr, eigh, svd) and HLO's triangular-solve, f32
-// and f64, with the results the evaluator defines (hlo/evaluator/lapack_custom_calls.h,
+// and f64, and the complex `lapack_{c,z}{heevd,gesdd}_ffi` (eigh and svd of complex
+// matrices), with the results the evaluator defines (hlo/evaluator/lapack_custom_calls.h,
 // lapack_svd.h; eigenvector and singular vector signs are LAPACK's).
 //
 // Kiln's arrays are row-major, LAPACK's matrices column-major, and a row-major matrix read
 // column-major is its transpose. So the triangular solves call CBLAS's row-major trsm;
-// potrf and syevd factor the transpose of a symmetric matrix by naming the other triangle;
-// gesdd factors the transpose, whose U and V^T, read row-major, are the matrix's V^T and U;
+// potrf and syevd factor the transpose of a symmetric matrix by naming the other triangle
+// (heevd the conjugated transpose of a Hermitian one); gesdd factors the transpose, whose U and V^T, read row-major, are the matrix's V^T and U;
 // getrf, geqrf and orgqr transpose each matrix in and out (O(n^2) beside their O(n^3)).
 // LLVM-free.
 #pragma once

@@ -1,7 +1,8 @@
 // LAPACK custom-calls and triangular-solve through OpenBLAS's LAPACK (lapack_library.h)
 // against the HLO evaluator's own factorizations, f32 and f64, single matrices and batches,
-// every flag of the triangular solves; eigen- and singular vectors up to sign. And what must
-// stay on the evaluator: complex types, result shapes that do not fit the routine.
+// every flag of the triangular solves; eigen- and singular vectors up to sign (complex ones up
+// to phase). And what must stay on the evaluator: complex types other than heevd's and
+// gesdd's, result shapes that do not fit the routine.
 #include "plugins/cpu_llvm/lapack_library.h"
 
 #include <cmath>
@@ -329,6 +330,92 @@ TEST(LapackLibrary, GeevMatchesTheEvaluatorUpToOrderAndPhase) {
                        "backend_config={compute_left = 78 : ui8, compute_right = 86 : ui8}",
                        {}, false)
                    .library);
+}
+
+// Complex heevd (Hermitian eigh) and gesdd, c64 and c128, against the evaluator's Jacobi
+// methods: values equal; each eigenvector and the first k singular vectors equal up to a
+// phase (|<got, want>| = 1, both unit); the Hermitian input keeps junk in its unread triangle.
+TEST(LapackLibrary, ComplexHeevdAndGesddMatchTheEvaluator) {
+  struct C {
+    std::string name;
+    char letter;
+    double tol;
+  };
+  for (const C& t : {C{"c64", 'c', 2e-4}, C{"c128", 'z', 1e-9}}) {
+    SCOPED_TRACE(t.name);
+    const std::string real = t.name == "c64" ? "f32" : "f64";
+    // |<column v of got, column v of want>| (columns) or of rows, for a [b, r, c] pair.
+    auto overlap = [](const Literal& got, const Literal& want, bool columns, int64_t b, int64_t v) {
+      const Shape& s = want.shape();
+      const int64_t r = s.dimensions(s.rank() - 2), c = s.dimensions(s.rank() - 1);
+      std::complex<double> dot = 0;
+      for (int64_t i = 0; i < (columns ? r : c); ++i) {
+        const int64_t at = b * r * c + (columns ? i * c + v : v * c + i);
+        dot += std::conj(ComplexAt(got, at)) * ComplexAt(want, at);
+      }
+      return std::abs(dot);
+    };
+    const int64_t n = 9;
+    const std::string sq = fmt::format("{}[3,{},{}]", t.name, n, n);
+    std::vector<Literal> args;
+    args.emplace_back(*ParseShape(sq));
+    std::mt19937 rng(41);
+    std::uniform_real_distribution<double> dist(-1, 1);
+    for (int64_t e = 0; e < 3 * n * n; ++e) {
+      std::complex<double> x(dist(rng), e % (n + 1) == 0 ? 0.0 : dist(rng));  // real diagonal
+      if (t.letter == 'c')
+        args[0].data<std::complex<float>>()[e] = std::complex<float>(x);
+      else
+        args[0].data<std::complex<double>>()[e] = x;
+    }
+    for (char uplo : {'L', 'U'}) {
+      Ran e = RunBoth({sq}, fmt::format("({}, {}[3,{}], s32[3])", sq, real, n),
+                      fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}heevd_ffi\", "
+                                  "backend_config={{mode = 86 : ui8, uplo = {} : ui8}}",
+                                  t.letter, int{uplo}),
+                      args);
+      EXPECT_TRUE(e.library);
+      ExpectNear(e.got.element(1), e.want.element(1), t.tol * 10, "heevd eigenvalues");
+      ExpectNear(e.got.element(2), e.want.element(2), 0, "heevd info");
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t v = 0; v < n; ++v)
+          EXPECT_NEAR(overlap(e.got.element(0), e.want.element(0), true, b, v), 1, t.tol * 50)
+              << uplo << " matrix " << b << " vector " << v;
+    }
+    for (auto [m, k, mode] :
+         {std::tuple<int64_t, int64_t, char>{7, 4, 'S'}, {4, 7, 'A'}, {6, 6, 'N'}}) {
+      SCOPED_TRACE(fmt::format("gesdd {}x{} mode {}", m, k, mode));
+      const int64_t mn = std::min(m, k), uc = mode == 'S' ? mn : m, vr = mode == 'S' ? mn : k;
+      const std::string a = fmt::format("{}[2,{},{}]", t.name, m, k);
+      std::vector<Literal> svd_args;
+      svd_args.emplace_back(*ParseShape(a));
+      for (int64_t e = 0; e < 2 * m * k; ++e) {
+        std::complex<double> x(dist(rng), dist(rng));
+        if (t.letter == 'c')
+          svd_args[0].data<std::complex<float>>()[e] = std::complex<float>(x);
+        else
+          svd_args[0].data<std::complex<double>>()[e] = x;
+      }
+      Ran s = RunBoth({a},
+                      fmt::format("({0}, {1}[2,{2}], {3}[2,{4},{5}], {3}[2,{6},{7}], s32[2])", a,
+                                  real, mn, t.name, m, uc, vr, k),
+                      fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}gesdd_ffi\", "
+                                  "backend_config={{mode = {} : ui8}}",
+                                  t.letter, int{mode}),
+                      svd_args);
+      EXPECT_TRUE(s.library);
+      ExpectNear(s.got.element(1), s.want.element(1), t.tol * 10, "singular values");
+      ExpectNear(s.got.element(4), s.want.element(4), 0, "gesdd info");
+      if (mode == 'N') continue;
+      for (int64_t b = 0; b < 2; ++b)
+        for (int64_t v = 0; v < mn; ++v) {
+          EXPECT_NEAR(overlap(s.got.element(2), s.want.element(2), true, b, v), 1, t.tol * 50)
+              << "U column " << v;
+          EXPECT_NEAR(overlap(s.got.element(3), s.want.element(3), false, b, v), 1, t.tol * 50)
+              << "V^H row " << v;
+        }
+    }
+  }
 }
 
 // gtsv (jax.lax.linalg.tridiagonal_solve) of random tridiagonal systems, some rows needing a
