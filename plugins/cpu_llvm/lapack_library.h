@@ -8,9 +8,9 @@
 // Kiln's arrays are row-major, LAPACK's matrices column-major, and a row-major matrix read
 // column-major is its transpose. So the triangular solves call CBLAS's row-major trsm;
 // potrf and syevd factor the transpose of a symmetric matrix by naming the other triangle
-// (heevd the conjugated transpose of a Hermitian one); gesdd factors the transpose, whose U and V^T, read row-major, are the matrix's V^T and U;
-// getrf, geqrf and orgqr transpose each matrix in and out (O(n^2) beside their O(n^3)).
-// LLVM-free.
+// (heevd the conjugated transpose of a Hermitian one); gesdd factors the transpose, whose U and
+// V^T, read row-major, are the matrix's V^T and U; getrf, geqrf and orgqr transpose each matrix in
+// and out (O(n^2) beside their O(n^3)). LLVM-free.
 #pragma once
 
 #include <span>
