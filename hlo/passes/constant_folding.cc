@@ -54,6 +54,8 @@ bool MayFold(const HloInstruction& instr, int64_t max_elements) {
     case HloOpcode::kDomain:
     case HloOpcode::kGetDimensionSize:
     case HloOpcode::kSetDimensionSize:
+    // A custom call's implementation lives with its device or host handler.
+    case HloOpcode::kCustomCall:
       return false;
     default:
       break;

@@ -70,8 +70,8 @@ ENTRY main {
   hi = f32[] constant(1)
   r1 = f32[4] rng(lo, hi), distribution=rng_uniform
   r2 = f32[4] rng(lo, hi), distribution=rng_uniform
-  c1 = f32[4] custom-call(r1), custom_call_target="f"
-  c2 = f32[4] custom-call(r1), custom_call_target="f"
+  c1 = f32[4] custom-call(r1), custom_call_target="f", custom_call_has_side_effect=true
+  c2 = f32[4] custom-call(r1), custom_call_target="f", custom_call_has_side_effect=true
   ROOT t = (f32[4], f32[4], f32[4], f32[4]) tuple(r1, r2, c1, c2)
 }
 )";
@@ -83,6 +83,35 @@ ENTRY main {
     CHECK: %c1 = {{.*}} custom-call(
     CHECK: %c2 = {{.*}} custom-call(
   )");
+}
+
+// Custom calls without custom_call_has_side_effect are pure, as XLA reads them: two SVDs of
+// one matrix (jnp.linalg.norm(a, 2) and matrix_rank(a)) become one; another target or
+// another backend_config stays apart.
+TEST(CseTest, MergesPureCustomCalls) {
+  constexpr std::string_view kHlo = R"(
+HloModule m
+ENTRY main {
+  a = f32[4,4] parameter(0)
+  s1 = (f32[4,4], f32[4], f32[4,4], f32[4,4], s32[]) custom-call(a), custom_call_target="lapack_sgesdd_ffi", backend_config={mode = 78 : ui8}
+  s2 = (f32[4,4], f32[4], f32[4,4], f32[4,4], s32[]) custom-call(a), custom_call_target="lapack_sgesdd_ffi", backend_config={mode = 78 : ui8}
+  s3 = (f32[4,4], f32[4], f32[4,4], f32[4,4], s32[]) custom-call(a), custom_call_target="lapack_sgesdd_ffi", backend_config={mode = 65 : ui8}
+  g1 = f32[4] get-tuple-element(s1), index=1
+  g2 = f32[4] get-tuple-element(s2), index=1
+  g3 = f32[4] get-tuple-element(s3), index=1
+  o = f32[4] custom-call(a), custom_call_target="other"
+  ROOT t = (f32[4], f32[4], f32[4], f32[4]) tuple(g1, g2, g3, o)
+}
+)";
+  HloCSE cse;
+  std::string out = RunPassAndPrint(cse, kHlo);
+  size_t svds = 0;
+  for (size_t at = out.find("lapack_sgesdd_ffi"); at != std::string::npos;
+       at = out.find("lapack_sgesdd_ffi", at + 1))
+    ++svds;
+  EXPECT_EQ(svds, 2u) << out;  // s1 (s2 merged into it) and s3
+  EXPECT_NE(out.find("custom_call_target=\"other\""), std::string::npos) << out;
+  EXPECT_NE(out.find("mode = 65"), std::string::npos) << out;
 }
 
 TEST(CseTest, MergesReducesWithEquivalentReducers) {

@@ -43,7 +43,8 @@ HloModule m
 ENTRY main {
   p0 = f32[4] parameter(0)
   unused_param = f32[4] parameter(1)
-  cc = f32[4] custom-call(p0), custom_call_target="foo"
+  cc = f32[4] custom-call(p0), custom_call_target="foo", custom_call_has_side_effect=true
+  pure = f32[4] custom-call(p0), custom_call_target="bar"
   rng_lo = f32[] constant(0)
   rng_hi = f32[] constant(1)
   r = f32[4] rng(rng_lo, rng_hi), distribution=rng_uniform
@@ -59,9 +60,10 @@ add {
 }
 )";
   HloDCE dce;
-  bool changed = true;
+  bool changed = false;
   std::string out = RunPassAndPrint(dce, kHlo, &changed);
-  EXPECT_FALSE(changed) << out;
+  EXPECT_TRUE(changed) << out;  // the unused custom call without side effects goes
+  EXPECT_EQ(out.find("\"bar\""), std::string::npos) << out;
   // The printer lists what the root reaches first, then the rest in text order.
   EXPECT_FILECHECK(out, R"(
     CHECK: ROOT {{.*}} negate(

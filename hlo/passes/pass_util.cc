@@ -10,6 +10,13 @@
 namespace kiln {
 
 bool HasSideEffectNoRecurse(const HloInstruction& instr) {
+  // A custom call has effects only where it says so, as XLA reads it (JAX marks the callbacks
+  // that print or write `custom_call_has_side_effect=true`): two LAPACK calls on one matrix
+  // (jnp.linalg.norm(a, 2) and matrix_rank(a)) merge, and an unused one goes.
+  if (instr.opcode() == HloOpcode::kCustomCall) {
+    const std::string* flag = instr.attrs().FindExtra("custom_call_has_side_effect");
+    return flag != nullptr && *flag == "true";
+  }
   if (IsSideEffectingOpcode(instr.opcode())) return true;
   // A collective with a channel id talks to another program: removing it on one side
   // would deadlock the other.

@@ -15,7 +15,7 @@
 namespace kiln {
 
 // True for instructions whose effect is more than their result: I/O, communication,
-// random state, custom calls (Kiln cannot see inside them), async pairs.
+// random state, async pairs, custom calls marked custom_call_has_side_effect=true.
 bool HasSideEffectNoRecurse(const HloInstruction& instr);
 // Also true when a called computation (loop body, reducer, ...) has a side effect.
 bool HasSideEffect(const HloInstruction& instr);
