@@ -281,6 +281,10 @@ absl::StatusOr<bool> ComplexDotExpander::Run(HloModule& module) {
     if (!IsComplex(t) || lhs->shape().element_type() != t || rhs->shape().element_type() != t ||
         DotMultiplyAdds(*instr) < min_mnk_)
       return false;
+    int64_t contraction = 1;
+    for (int64_t d : instr->attrs().dot_dimension_numbers->lhs_contracting_dimensions)
+      contraction *= lhs->shape().dimensions(d);
+    if (contraction < min_contraction_) return false;
     const PrimitiveType part = t == PrimitiveType::C128 ? PrimitiveType::F64 : PrimitiveType::F32;
     Builder b{comp};
     auto take = [&](HloOpcode op, HloInstruction* x) {

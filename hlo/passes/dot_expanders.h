@@ -69,15 +69,19 @@ class IntegerDotWidening : public HloPass {
 // A c64 (c128) dot with at least `min_mnk` multiply-adds becomes four f32 (f64) dots of the
 // operands' real and imaginary parts, re = ar.br - ai.bi and im = ar.bi + ai.br, joined by
 // `complex`: a backend with a real GEMM runs complex products there instead of in a loop of
-// complex arithmetic. Rounding differs from a complex accumulation only in order.
+// complex arithmetic. Rounding differs from a complex accumulation only in order. Dots that
+// contract fewer than `min_contraction` elements stay complex: a backend that emits such
+// multiply-adds in a loop (a quantum gate's 2x2 matrix on a state vector) reads the operand
+// once there, where four real products read each part twice.
 class ComplexDotExpander : public HloPass {
  public:
-  explicit ComplexDotExpander(int64_t min_mnk = 0) : min_mnk_(min_mnk) {}
+  explicit ComplexDotExpander(int64_t min_mnk = 0, int64_t min_contraction = 0)
+      : min_mnk_(min_mnk), min_contraction_(min_contraction) {}
   std::string_view name() const override { return "complex-dot-expander"; }
   absl::StatusOr<bool> Run(HloModule& module) override;
 
  private:
-  int64_t min_mnk_;
+  int64_t min_mnk_, min_contraction_;
 };
 
 }  // namespace kiln

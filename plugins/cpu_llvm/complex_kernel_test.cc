@@ -256,6 +256,44 @@ ENTRY main {
   }
 }
 
+// A complex dot contracting a few elements (a quantum gate, jnp.einsum('ij,ajb->aib', h, s))
+// is emitted in complex arithmetic, one kernel with what it fuses; split into four real dots
+// (the GEMM form) each read the state's parts again. c64 and c128, a batch dimension too.
+TEST(ComplexKernel, SmallComplexDotsAreOneKernel) {
+  for (const char* t : {"c64", "c128"}) {
+    SCOPED_TRACE(t);
+    const std::string text = fmt::format(R"(HloModule g
+ENTRY main {{
+  s = {0}[64,2,96] parameter(0)
+  h = {0}[2,2] parameter(1)
+  n = {0}[64,2,96] negate(s)
+  ROOT d = {0}[64,96,2] dot(n, h), lhs_contracting_dims={{1}}, rhs_contracting_dims={{1}}
+}}
+)",
+                                         t);
+    const bool wide = std::string(t) == "c128";
+    std::vector<Literal> args;
+    const PrimitiveType type = wide ? PrimitiveType::C128 : PrimitiveType::C64;
+    auto make = [&](int64_t n, int seed, std::vector<int64_t> dims) {
+      Literal l =
+          wide ? Complexes(type, Random<double>(n, seed)) : Complexes(type, Random<float>(n, seed));
+      return l.Reshape(dims);
+    };
+    args.push_back(make(64 * 2 * 96, 5, {64, 2, 96}));
+    args.push_back(make(4, 6, {2, 2}));
+    for (int threads : {1, 2}) {
+      CompileOptions opts;
+      opts.threads = threads;
+      const testing::CompiledText c = testing::CompileText(text, opts);
+      ASSERT_NE(c.exe, nullptr);
+      EXPECT_EQ(c.exe->plan().kernels.size(), 1u);
+      Outcome o = Compare(text, args, threads, 8);
+      EXPECT_FALSE(o.evaluator);
+      EXPECT_EQ(o.mismatches, 0);
+    }
+  }
+}
+
 TEST(ComplexKernel, AbsAfterAnFftAndBeforeAKernel) {
   // |rfft(x)| + 1, as jnp.abs(jnp.fft.rfft(x)) + 1 lowers: the FFT a library step, the rest
   // one kernel.

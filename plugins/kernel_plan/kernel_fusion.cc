@@ -20,6 +20,7 @@
 #include "hlo/passes/scatter_indexed_dimensions_first.h"
 #include "hlo/passes/sort_complex_as_parts.h"
 #include "hlo/text/parser.h"
+#include "plugins/kernel_plan/gemm_match.h"
 
 namespace kiln::kernel_plan {
 
@@ -171,8 +172,10 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
       if (!widened.ok()) return widened.status();
     }
     if (options.complex_kernels) {
-      // Complex dots become real GEMMs of the parts (the parts and the join are kernels).
-      absl::StatusOr<bool> split = ComplexDotExpander(gemm_min_mnk).Run(**copy);
+      // Complex dots become real GEMMs of the parts (the parts and the join are kernels);
+      // those the kernels emit as multiply-adds stay complex.
+      absl::StatusOr<bool> split =
+          ComplexDotExpander(gemm_min_mnk, kMaxEmittedContraction + 1).Run(**copy);
       if (!split.ok()) return split.status();
     }
     absl::StatusOr<bool> sorted = DotCanonicalization(gemm_min_mnk).Run(**copy);

@@ -64,6 +64,12 @@ bool CanEmitComplex(const HloInstruction& instr, std::string* why) {
     }
     case HloOpcode::kConvert:
       return IsComplex(instr.shape().element_type()) || no("a convert to a real type");
+    case HloOpcode::kDot: {  // complex x complex of one type (a quantum gate on a state)
+      const PT t = instr.shape().element_type();
+      return (instr.operand_count() == 2 && instr.operand(0)->shape().element_type() == t &&
+              instr.operand(1)->shape().element_type() == t) ||
+             no("a dot of mixed types");
+    }
     default:
       return no(std::string(HloOpcodeString(instr.opcode())));
   }
@@ -75,6 +81,16 @@ llvm::Value* KernelEmitter::MakeComplex(llvm::Value* re, llvm::Value* im) {
   llvm::Type* part = re->getType();
   llvm::Value* z = llvm::PoisonValue::get(llvm::StructType::get(ctx_, {part, part}));
   return b_.CreateInsertValue(b_.CreateInsertValue(z, re, {0}), im, {1});
+}
+
+llvm::Value* KernelEmitter::ComplexMultiplyAdd(llvm::Value* acc, llvm::Value* a, llvm::Value* b) {
+  llvm::Value* ar = Re(a);
+  llvm::Value* ai = Im(a);
+  llvm::Value* br = Re(b);
+  llvm::Value* bi = Im(b);
+  llvm::Value* re = b_.CreateFSub(b_.CreateFMul(ar, br), b_.CreateFMul(ai, bi));
+  llvm::Value* im = b_.CreateFAdd(b_.CreateFMul(ar, bi), b_.CreateFMul(ai, br));
+  return MakeComplex(b_.CreateFAdd(Re(acc), re), b_.CreateFAdd(Im(acc), im));
 }
 
 llvm::Value* KernelEmitter::ComplexMagnitude(llvm::Value* z) {

@@ -1978,8 +1978,14 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, con
   for (int64_t d : dn.lhs_contracting_dimensions) csizes.push_back(lhs->shape().dimensions(d));
   llvm::Type* ct = ComputeType(t, ctx_);
   llvm::AllocaInst* acc = EntryAlloca(ct, h->name() + ".acc");
-  b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0),
-                 acc);
+  if (IsComplex(t)) {
+    llvm::Type* part = ct->getStructElementType(0);
+    b_.CreateStore(MakeComplex(llvm::ConstantFP::get(part, 0.0), llvm::ConstantFP::get(part, 0.0)),
+                   acc);
+  } else {
+    b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0),
+                   acc);
+  }
   KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(csizes, h->name(), [&](const Index& c) -> absl::Status {
     Index li, ri;
     li.multi.resize(lhs->shape().rank());
@@ -1998,6 +2004,10 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, con
     KILN_EMIT_ASSIGN_OR_RETURN(llvm::Value * bv, Element(rhs, ri));
     // Operands go to the accumulation type (f32 for a narrow float result, as the evaluator
     // and XLA do), not the result type: an f32 x f32 -> bf16 dot must not round its inputs.
+    if (IsComplex(t)) {  // CanEmitComplex: both operands of the result's type
+      b_.CreateStore(ComplexMultiplyAdd(b_.CreateLoad(ct, acc), a, bv), acc);
+      return absl::OkStatus();
+    }
     a = ConvertValue(a, lhs->shape().element_type(), AccumulationType(t));
     bv = ConvertValue(bv, rhs->shape().element_type(), AccumulationType(t));
     b_.CreateStore(MultiplyAdd(b_.CreateLoad(ct, acc), a, bv, t), acc);
@@ -2053,8 +2063,14 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
   for (int64_t d : dn.kernel_spatial_dimensions) window_dims.push_back(rs.dimensions(d));
   llvm::Type* ct = ComputeType(t, ctx_);
   llvm::AllocaInst* acc = EntryAlloca(ct, h->name() + ".acc");
-  b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0),
-                 acc);
+  if (IsComplex(t)) {
+    llvm::Type* part = ct->getStructElementType(0);
+    b_.CreateStore(MakeComplex(llvm::ConstantFP::get(part, 0.0), llvm::ConstantFP::get(part, 0.0)),
+                   acc);
+  } else {
+    b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0),
+                   acc);
+  }
   Index li, ri;
   li.multi.resize(ls.rank());
   ri.multi.resize(rs.rank());

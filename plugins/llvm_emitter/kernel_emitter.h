@@ -279,6 +279,8 @@ class KernelEmitter {
   absl::StatusOr<llvm::Value*> EmitComplexBinary(const HloInstruction* h, PT t, llvm::Value* a,
                                                  llvm::Value* b);
   llvm::Value* MakeComplex(llvm::Value* re, llvm::Value* im);
+  // acc + a * b of complex values (a dot's accumulation).
+  llvm::Value* ComplexMultiplyAdd(llvm::Value* acc, llvm::Value* a, llvm::Value* b);
   llvm::Value* Re(llvm::Value* z) { return b_.CreateExtractValue(z, {0}); }
   llvm::Value* Im(llvm::Value* z) { return b_.CreateExtractValue(z, {1}); }
   llvm::Value* ComplexMagnitude(llvm::Value* z);
