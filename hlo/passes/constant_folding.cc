@@ -12,6 +12,8 @@ namespace {
 // the smaller limit.
 constexpr int64_t kMaxOperandElements = int64_t{1} << 20;
 constexpr int64_t kMaxHeavyOperandElements = int64_t{1} << 16;
+// Results folded from broadcast operands stay at most this large.
+constexpr int64_t kMaxFromBroadcastElements = 1024;
 
 bool IsHeavy(HloOpcode op) {
   switch (op) {
@@ -31,6 +33,16 @@ bool IsHeavy(HloOpcode op) {
     default:
       return false;
   }
+}
+
+// A constant, or a broadcast of one (folding broadcasts alone only makes constants larger,
+// but their users fold from them: a 2x2 gate divided by a broadcast sqrt(2) was divided
+// again for every element of the kernel that read it).
+bool IsConstantValue(const HloInstruction& o) {
+  if (o.opcode() == HloOpcode::kBroadcast)
+    return o.operand_count() == 1 && o.operand(0)->opcode() == HloOpcode::kConstant &&
+           o.operand(0)->attrs().literal;
+  return o.opcode() == HloOpcode::kConstant && o.attrs().literal;
 }
 
 bool MayFold(const HloInstruction& instr, int64_t max_elements) {
@@ -66,7 +78,10 @@ bool MayFold(const HloInstruction& instr, int64_t max_elements) {
   const Shape& s = instr.shape();
   if (!s.IsArray() || s.is_dynamic() || s.num_elements() > max_elements) return false;
   for (const HloInstruction* o : instr.operands()) {
-    if (o->opcode() != HloOpcode::kConstant || !o->attrs().literal) return false;
+    if (!IsConstantValue(*o)) return false;
+    // Where broadcasts are, a large result would be a large constant made of small ones.
+    if (o->opcode() == HloOpcode::kBroadcast && s.num_elements() > kMaxFromBroadcastElements)
+      return false;
     int64_t limit = IsHeavy(instr.opcode()) ? kMaxHeavyOperandElements : kMaxOperandElements;
     if (!o->shape().IsArray() || o->shape().num_elements() > limit) return false;
   }
@@ -84,8 +99,25 @@ absl::StatusOr<bool> HloConstantFolding::Run(HloModule& module) {
     std::vector<HloInstruction*> folded;
     for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
       if (!MayFold(*instr, max_elements_)) continue;
+      std::vector<Literal> broadcasts;  // the values of broadcast operands
+      broadcasts.reserve(instr->operand_count());
       std::vector<const Literal*> operands;
-      for (const HloInstruction* o : instr->operands()) operands.push_back(&o->literal());
+      bool evaluated = true;
+      for (const HloInstruction* o : instr->operands()) {
+        if (o->opcode() != HloOpcode::kBroadcast) {
+          operands.push_back(&o->literal());
+          continue;
+        }
+        absl::StatusOr<Literal> b = evaluator.EvaluateInstruction(
+            *o, std::vector<const Literal*>{&o->operand(0)->literal()});
+        if (!b.ok()) {
+          evaluated = false;
+          break;
+        }
+        broadcasts.push_back(*std::move(b));
+        operands.push_back(&broadcasts.back());
+      }
+      if (!evaluated) continue;
       absl::StatusOr<Literal> value = evaluator.EvaluateInstruction(*instr, operands);
       if (!value.ok() || !value->shape().Compatible(instr->shape())) continue;
       auto constant = HloInstruction::CreateConstant(*std::move(value));

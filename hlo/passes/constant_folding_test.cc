@@ -30,13 +30,11 @@ ENTRY main {
   bool changed = false;
   std::string out = RunPassAndPrint(pass, kHlo, &changed);
   EXPECT_TRUE(changed);
-  // The broadcast of the folded scalar is kept (cheap to compute, costly to store), so the
-  // multiply's operands are not all constants.
+  // The multiply folds from the broadcast of the folded scalar (a small result).
   EXPECT_FILECHECK(out, R"(
-    CHECK: [[S:%constant.[0-9]+]] = f32[] constant(5)
-    CHECK: broadcast(f32[] [[S]])
-    CHECK: [[V:%constant.[0-9]+]] = f32[3]{0} constant({1, 2, 3})
-    CHECK: multiply({{.*}}, f32[3]{0} [[V]])
+    CHECK: [[M:%constant.[0-9]+]] = f32[3]{0} constant({5, 10, 15})
+    CHECK: ROOT {{.*}} add({{.*}}, f32[3]{0} [[M]])
+    CHECK-NOT: multiply
     CHECK-NOT: reshape
   )");
   EXPECT_TRUE(PassPreservesValues(pass, kHlo));
@@ -83,6 +81,33 @@ ENTRY main {
   EXPECT_FALSE(changed) << out;
 }
 
+// A complex 2x2 gate divided by a broadcast sqrt(2) folds (the kernels that read it divided
+// again per element: a 20-qubit circuit 48 -> 14.5 ms); a broadcast alone stays, and so does a
+// large result made from broadcasts (a large constant of small ones).
+TEST(ConstantFoldingTest, FoldsSmallResultsOfBroadcastConstants) {
+  constexpr std::string_view kHlo = R"(
+HloModule m
+ENTRY main {
+  g = c64[2,2] constant({ {(1, 0), (1, 0)}, {(1, 0), (-1, 0)} })
+  r = c64[] constant((2, 0))
+  b = c64[2,2] broadcast(r), dimensions={}
+  h = c64[2,2] divide(g, b)
+  one = f32[] constant(1)
+  wide = f32[2048] broadcast(one), dimensions={}
+  e = f32[2048] exponential(wide)
+  ROOT o = (c64[2,2], f32[2048]) tuple(h, e)
+}
+)";
+  HloConstantFolding pass;
+  std::string out = RunPassAndPrint(pass, kHlo);
+  EXPECT_FILECHECK(out, R"(
+    CHECK: c64[2,2]{1,0} constant({ {(0.5, 0), (0.5, 0)}, {(0.5, 0), (-0.5, 0)} })
+    CHECK-NOT: divide
+    CHECK: exponential(
+  )");
+  EXPECT_TRUE(PassPreservesValues(pass, kHlo));
+}
+
 TEST(ConstantFoldingTest, SizeLimitIsConfigurable) {
   constexpr std::string_view kHlo = R"(
 HloModule m
@@ -102,7 +127,7 @@ ENTRY main {
 }
 
 TEST(ConstantFoldingTest, SkipsWhatTheEvaluatorCannotDo) {
-  // A custom call on constants has side effects as far as Kiln knows: left alone, no error.
+  // A custom call on constants belongs to its device or host handler: left alone, no error.
   constexpr std::string_view kHlo = R"(
 HloModule m
 ENTRY main {
