@@ -555,7 +555,7 @@ bool IsLapackCustomCall(std::string_view target) {
                     (target[kPrefix.size()] == 's' || target[kPrefix.size()] == 'd');
   return r == "getrf" || r == "potrf" || r == "trsm" || r == "geqrf" || r == "orgqr" ||
          r == "ungqr" || r == "geev" || r == "gtsv" || r == "gehrd" || r == "gesdd" ||
-         (r == "syevd" && real) || ((r == "heevd" || r == "gees") && !real);
+         r == "gees" || (r == "syevd" && real) || (r == "heevd" && !real);
 }
 
 absl::StatusOr<Literal> EvalLapackCustomCall(const HloInstruction& instr, Operands ops) {

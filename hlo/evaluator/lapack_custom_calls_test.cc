@@ -40,7 +40,7 @@ TEST(LapackCustomCallTest, TargetsItRuns) {
   EXPECT_TRUE(IsLapackCustomCall("lapack_dgtsv_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_cgees_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_sgehrd_ffi"));
-  EXPECT_FALSE(IsLapackCustomCall("lapack_sgees_ffi"));  // real Schur form: not yet
+  EXPECT_TRUE(IsLapackCustomCall("lapack_sgees_ffi"));
   EXPECT_TRUE(IsLapackCustomCall("lapack_zgesdd_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("lapack_xgetrf_ffi"));
   EXPECT_FALSE(IsLapackCustomCall("TopK"));
@@ -430,6 +430,74 @@ TEST(LapackCustomCallTest, GeesComplexSchurForm) {
         }
         EXPECT_EQ(found, 31);
       }
+    }
+  }
+}
+
+// Real Schur forms (jax.scipy.linalg.schur): the companion matrix of (x - 1)(x - 2)(x - 3)
+// (x^2 + 1), a rotation by 90 degrees (eigenvalues +-i) and a 9x9 with entries
+// (i * 7 + j * 3) % 11 - 5: Z orthogonal, Z T Z^T = A, T zero below the subdiagonal, each
+// nonzero subdiagonal entry a standard 2x2 block [[a, b], [c, a]] with b c < 0 whose (wr, wi)
+// are a +- i sqrt(-b c), positive first; 1x1 blocks give (t_ii, 0). The companion matrix's
+// (wr, wi) are 1, 2, 3, +-i in some order.
+TEST(LapackCustomCallTest, GeesRealSchurForm) {
+  const std::vector<double> companion = {6, -12, 12, -11, 6, 1, 0, 0, 0, 0, 0, 1, 0,
+                                         0, 0,   0,  0,   1, 0, 0, 0, 0, 0, 1, 0};
+  for (int n : {5, 2, 9}) {
+    SCOPED_TRACE(n);
+    std::vector<double> values(n * n);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        values[i * n + j] = n == 5   ? companion[i * 5 + j]
+                            : n == 2 ? std::vector<double>{0, -1, 1, 0}[i * 2 + j]
+                                     : (i * 7 + j * 3) % 11 - 5;
+    Literal a = Lit(PrimitiveType::F64, {n, n}, values);
+    Shape m(PrimitiveType::F64, {n, n}), v(PrimitiveType::F64, {n}), i32(PrimitiveType::S32, {});
+    auto cc = CustomCall("lapack_dgees_ffi", Shape::Tuple({m, m, v, v, i32, i32}),
+                         "{mode = 86 : ui8, sort = 78 : ui8}");
+    auto r = EvalLapackCustomCall(*cc, std::vector<const Literal*>{&a});
+    ASSERT_TRUE(r.ok()) << r.status();
+    ExpectValues(r->element(5), {}, {0});
+    const Literal &t = r->element(0), &z = r->element(1);
+    auto T = [&](int i, int j) { return t.GetAsDouble(i * n + j); };
+    auto Z = [&](int i, int j) { return z.GetAsDouble(i * n + j); };
+    auto wr = [&](int i) { return r->element(2).GetAsDouble(i); };
+    auto wi = [&](int i) { return r->element(3).GetAsDouble(i); };
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j + 1 < i; ++j) EXPECT_EQ(T(i, j), 0) << i << ", " << j;
+    for (int i = 0; i < n; ++i) {
+      if (i + 1 < n && T(i + 1, i) != 0) {
+        EXPECT_EQ(T(i, i), T(i + 1, i + 1)) << i;
+        EXPECT_LT(T(i, i + 1) * T(i + 1, i), 0) << i;
+        EXPECT_TRUE(i + 2 >= n || T(i + 2, i + 1) == 0) << "blocks of two at most, " << i;
+        const double im = std::sqrt(-T(i, i + 1) * T(i + 1, i));
+        EXPECT_NEAR(wr(i), T(i, i), 1e-15);
+        EXPECT_NEAR(wr(i + 1), T(i, i), 1e-15);
+        EXPECT_NEAR(wi(i), im, 1e-12);
+        EXPECT_NEAR(wi(i + 1), -im, 1e-12);
+        ++i;
+      } else {
+        EXPECT_EQ(wr(i), T(i, i));
+        EXPECT_EQ(wi(i), 0);
+      }
+    }
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        double zz = 0, ztz = 0;
+        for (int k = 0; k < n; ++k) {
+          zz += Z(k, i) * Z(k, j);
+          for (int l = 0; l < n; ++l) ztz += Z(i, k) * T(k, l) * Z(j, l);
+        }
+        EXPECT_NEAR(zz, i == j ? 1 : 0, 1e-12) << i << ", " << j;
+        EXPECT_NEAR(ztz, values[i * n + j], 1e-10) << i << ", " << j;
+      }
+    if (n == 5) {
+      int found = 0;
+      for (int i = 0; i < 5; ++i)
+        for (int k = 0; k < 5; ++k)
+          if (std::abs(C(wr(i), wi(i)) - std::vector<C>{1, 2, 3, C(0, 1), C(0, -1)}[k]) < 1e-8)
+            found |= 1 << k;
+      EXPECT_EQ(found, 31);
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -100,40 +101,44 @@ void TwoByTwo(T a, T b, T c, T d, Cd& first, Cd& second) {
 }
 
 // One implicit double-shift QR step on the unreduced block [l, e] (at least 3 x 3) with the
-// shifts whose sum is s and product t; only the block is updated (eigenvalues, no vectors).
+// shifts whose sum is s and product t. Without `z` only the block is updated (eigenvalues);
+// with it the whole of h (rows above the block, columns right of it: a Schur form) and z's
+// columns (the Schur vectors).
 template <typename T>
-void FrancisStep(Square<T> h, int64_t l, int64_t e, T s, T t) {
+void FrancisStep(Square<T> h, int64_t l, int64_t e, T s, T t, Square<T>* z = nullptr) {
+  const int64_t first_row = z != nullptr ? 0 : l, last_col = z != nullptr ? h.n - 1 : e;
   T x = h(l, l) * h(l, l) + h(l, l + 1) * h(l + 1, l) - s * h(l, l) + t;
   T y = h(l + 1, l) * (h(l, l) + h(l + 1, l + 1) - s);
-  T z = h(l + 1, l) * h(l + 2, l + 1);
+  T w = h(l + 1, l) * h(l + 2, l + 1);
   for (int64_t k = l; k + 2 <= e; ++k) {
-    std::vector<T> v = {x, y, z};
+    std::vector<T> v = {x, y, w};
     const double beta = Reflector(v);
     if (beta != 0) {
-      h.FromLeft(v, beta, k, std::max(l, k - 1), e);
-      h.FromRight(v, beta, k, l, std::min(k + 3, e));
+      h.FromLeft(v, beta, k, std::max(l, k - 1), last_col);
+      h.FromRight(v, beta, k, first_row, std::min(k + 3, e));
+      if (z != nullptr) z->FromRight(v, beta, k, 0, h.n - 1);
     }
     x = h(k + 1, k);
     y = h(k + 2, k);
-    if (k + 3 <= e) z = h(k + 3, k);
+    if (k + 3 <= e) w = h(k + 3, k);
   }
   std::vector<T> v = {x, y};
   const double beta = Reflector(v);
   if (beta != 0) {
-    h.FromLeft(v, beta, e - 1, e - 2, e);
-    h.FromRight(v, beta, e - 1, l, e);
+    h.FromLeft(v, beta, e - 1, e - 2, last_col);
+    h.FromRight(v, beta, e - 1, first_row, e);
+    if (z != nullptr) z->FromRight(v, beta, e - 1, 0, h.n - 1);
   }
 }
 
-// The eigenvalues of `a` (n x n, destroyed), in the order the iteration deflates them into
-// place; false when it did not converge.
+// The double-shift QR iteration on the Hessenberg `h` (with `z`, the whole matrix and the
+// Schur vectors updated: FrancisStep), calling deflated(k, size) for each 1x1 or 2x2 diagonal
+// block at (k, k) as it splits off; false when it did not converge.
 template <typename T>
-bool Eigenvalues(std::vector<T>& a, int64_t n, std::vector<Cd>& w) {
-  Square<T> h{a, n};
-  ToHessenberg(h);
+bool DoubleShiftQr(Square<T> h, Square<T>* z, const std::function<void(int64_t, int)>& deflated) {
+  const int64_t n = h.n;
   double norm = 0;
-  for (const T& x : a) norm = std::max(norm, std::abs(x));
-  w.assign(n, Cd(0));
+  for (const T& x : h.a) norm = std::max(norm, std::abs(x));
   int64_t e = n - 1;
   int its = 0, total = 0;
   while (e >= 0) {
@@ -146,15 +151,9 @@ bool Eigenvalues(std::vector<T>& a, int64_t n, std::vector<Cd>& w) {
         break;
       }
     }
-    if (l == e) {
-      w[e] = h(e, e);
-      --e;
-      its = 0;
-      continue;
-    }
-    if (l == e - 1) {
-      TwoByTwo(h(e - 1, e - 1), h(e - 1, e), h(e, e - 1), h(e, e), w[e - 1], w[e]);
-      e -= 2;
+    if (l >= e - 1) {
+      deflated(l, static_cast<int>(e - l + 1));
+      e = l - 1;
       its = 0;
       continue;
     }
@@ -168,9 +167,126 @@ bool Eigenvalues(std::vector<T>& a, int64_t n, std::vector<Cd>& w) {
       s = sigma + sigma;
       t = sigma * sigma;
     }
-    FrancisStep(h, l, e, s, t);
+    FrancisStep(h, l, e, s, t, z);
   }
   return true;
+}
+
+// The eigenvalues of `a` (n x n, destroyed), in the order the iteration deflates them into
+// place; false when it did not converge.
+template <typename T>
+bool Eigenvalues(std::vector<T>& a, int64_t n, std::vector<Cd>& w) {
+  Square<T> h{a, n};
+  ToHessenberg(h);
+  w.assign(n, Cd(0));
+  return DoubleShiftQr<T>(h, nullptr, [&](int64_t k, int size) {
+    if (size == 1)
+      w[k] = h(k, k);
+    else
+      TwoByTwo(h(k, k), h(k, k + 1), h(k + 1, k), h(k + 1, k + 1), w[k], w[k + 1]);
+  });
+}
+
+// The 2x2 diagonal block at (k, k) of a real Schur form made standard, as LAPACK leaves it
+// (its dlanv2): a complex pair as [[a, b], [c, a]] with b c < 0, real eigenvalues as an upper
+// triangle; by a rotation R = [[cs, -sn], [sn, cs]] applied as T := R^T T R to the whole
+// matrix and Z := Z R.
+void Standardize(Square<double> t, Square<double> z, int64_t k) {
+  double a = t(k, k), b = t(k, k + 1), c = t(k + 1, k), d = t(k + 1, k + 1);
+  double cs = 1, sn = 0;
+  auto sign = [](double x) { return x < 0 ? -1.0 : 1.0; };
+  if (c == 0) {
+    // Upper triangular already.
+  } else if (b == 0) {  // lower triangular: swap the two
+    cs = 0;
+    sn = 1;
+    std::swap(a, d);
+    b = -c;
+    c = 0;
+  } else if (a - d == 0 && sign(b) != sign(c)) {
+    // Standard already.
+  } else {
+    const double p = 0.5 * (a - d);
+    const double bc_max = std::max(std::abs(b), std::abs(c));
+    const double bc_min = std::min(std::abs(b), std::abs(c)) * sign(b) * sign(c);
+    const double scale = std::max(std::abs(p), bc_max);
+    const double disc = p / scale * p + bc_max / scale * bc_min;  // (discriminant) / scale
+    if (disc >= 4 * kEps) {  // real eigenvalues: rotate to an upper triangle
+      const double root = p + std::copysign(std::sqrt(scale) * std::sqrt(disc), p);
+      a = d + root;
+      d = d - bc_max / root * bc_min;
+      const double tau = std::hypot(c, root);
+      cs = root / tau;
+      sn = c / tau;
+      b = b - c;
+      c = 0;
+    } else {  // a complex pair, or real ones nearly equal: make the diagonal equal
+      const double sigma = b + c, tau = std::hypot(sigma, a - d);
+      cs = std::sqrt(0.5 * (1 + std::abs(sigma) / tau));
+      sn = -(p / (tau * cs)) * sign(sigma);
+      const double aa = a * cs + b * sn, bb = -a * sn + b * cs;  // M R
+      const double cc = c * cs + d * sn, dd = -c * sn + d * cs;
+      a = aa * cs + cc * sn;  // R^T (M R)
+      b = bb * cs + dd * sn;
+      c = -aa * sn + cc * cs;
+      d = -bb * sn + dd * cs;
+      const double mid = 0.5 * (a + d);
+      a = d = mid;
+      if (c != 0 && b != 0 && sign(b) == sign(c)) {  // real after all: split them
+        const double sb = std::sqrt(std::abs(b)), sc = std::sqrt(std::abs(c));
+        const double q = std::copysign(sb * sc, c), inv = 1 / std::sqrt(std::abs(b + c));
+        a = mid + q;
+        d = mid - q;
+        b = b - c;
+        c = 0;
+        const double cs1 = sb * inv, sn1 = sc * inv;
+        const double next_cs = cs * cs1 - sn * sn1;
+        sn = cs * sn1 + sn * cs1;
+        cs = next_cs;
+      } else if (c != 0 && b == 0) {
+        b = -c;
+        c = 0;
+        const double swap = cs;
+        cs = -sn;
+        sn = swap;
+      }
+    }
+  }
+  const int64_t n = t.n;
+  for (int64_t j = k + 2; j < n; ++j) {  // rows k, k+1 right of the block: R^T
+    const double u = t(k, j), v = t(k + 1, j);
+    t(k, j) = cs * u + sn * v;
+    t(k + 1, j) = -sn * u + cs * v;
+  }
+  auto columns = [&](Square<double>& m, int64_t rows) {  // columns k, k+1: R
+    for (int64_t i = 0; i < rows; ++i) {
+      const double u = m(i, k), v = m(i, k + 1);
+      m(i, k) = cs * u + sn * v;
+      m(i, k + 1) = -sn * u + cs * v;
+    }
+  };
+  columns(t, k);
+  columns(z, n);
+  t(k, k) = a;
+  t(k, k + 1) = b;
+  t(k + 1, k) = c;
+  t(k + 1, k + 1) = d;
+}
+
+// A = Z T Z^T of the real n x n `a` (row-major, overwritten by T: quasi-triangular, 2x2
+// blocks standard) with `z` (n x n) the orthogonal Z; false when the iteration did not
+// converge.
+bool RealSchur(std::vector<double>& a, std::vector<double>& z, int64_t n) {
+  Square<double> t{a, n}, q{z, n};
+  z.assign(n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i) q(i, i) = 1;
+  ToHessenberg(t, &q);
+  const bool ok = DoubleShiftQr<double>(t, &q, [&](int64_t k, int size) {
+    if (size == 2) Standardize(t, q, k);
+  });
+  for (int64_t i = 2; i < n; ++i)  // what the bulges left below the subdiagonal: rounding
+    for (int64_t j = 0; j + 1 < i; ++j) t(i, j) = 0;
+  return ok;
 }
 
 // Solves M x = b in place by LU with partial pivoting; a pivot below `tiny` is replaced by it
@@ -404,16 +520,66 @@ absl::StatusOr<Literal> Geev(const HloInstruction& instr, const Literal& a, char
   return Literal::MakeTuple(std::move(out));
 }
 
+namespace {
+
+// Real gees: (T, Z, wr, wi, sdim, info), a complex pair's eigenvalue with positive imaginary
+// part first.
+Literal RealGees(const Literal& a, char mode, int64_t n, int64_t batches,
+                 const std::vector<int64_t>& batch_dims) {
+  const Shape& s = a.shape();
+  std::vector<int64_t> value_dims = batch_dims;
+  value_dims.push_back(n);
+  const std::vector<double> all = LoadWide<double>(a);
+  std::vector<double> schur(all.size()), vectors(all.size(), 0.0), wr(batches * n), wi(batches * n);
+  std::vector<int32_t> info(batches, 0);
+  for (int64_t b = 0; b < batches; ++b) {
+    std::vector<double> t(all.begin() + b * n * n, all.begin() + (b + 1) * n * n), z;
+    if (!RealSchur(t, z, n)) info[b] = 1;
+    std::copy(t.begin(), t.end(), schur.begin() + b * n * n);
+    if (mode == 'V') std::copy(z.begin(), z.end(), vectors.begin() + b * n * n);
+    for (int64_t i = 0; i < n; ++i) {
+      wr[b * n + i] = t[i * n + i];
+      if (i + 1 < n && t[(i + 1) * n + i] != 0) {  // a standard block [[a, b], [c, a]]
+        const double im =
+            std::sqrt(std::abs(t[i * n + i + 1])) * std::sqrt(std::abs(t[(i + 1) * n + i]));
+        wr[b * n + i + 1] = t[(i + 1) * n + i + 1];
+        wi[b * n + i] = im;
+        wi[b * n + i + 1] = -im;
+        ++i;
+      }
+    }
+  }
+  std::vector<Literal> out;
+  for (const std::vector<double>* part : {&schur, &vectors}) {
+    out.emplace_back(Shape(s.element_type(), s.dimensions()));
+    StoreWide(*part, out.back());
+  }
+  for (const std::vector<double>* part : {&wr, &wi}) {
+    out.emplace_back(Shape(s.element_type(), value_dims));
+    StoreWide(*part, out.back());
+  }
+  for (const std::vector<int32_t>& ints : {std::vector<int32_t>(batches, 0), info}) {
+    Literal l(Shape(PrimitiveType::S32, batch_dims));
+    std::copy(ints.begin(), ints.end(), l.data<int32_t>().begin());
+    out.push_back(std::move(l));
+  }
+  return Literal::MakeTuple(std::move(out));
+}
+
+}  // namespace
+
 absl::StatusOr<Literal> Gees(const HloInstruction& instr, const Literal& a, char mode) {
   const Shape& s = a.shape();
   const PrimitiveType type = s.element_type();
-  if (s.rank() < 2 || s.dimensions(s.rank() - 1) != s.dimensions(s.rank() - 2) || !IsComplex(type))
-    return EvalError(instr,
-                     "gees expects a batch of square complex matrices, got " + s.ToString(false));
+  if (s.rank() < 2 || s.dimensions(s.rank() - 1) != s.dimensions(s.rank() - 2) ||
+      !(IsComplex(type) || IsFloating(type)))
+    return EvalError(instr, "gees expects a batch of square floating or complex matrices, got " +
+                                s.ToString(false));
   const int64_t n = s.dimensions(s.rank() - 1);
   int64_t batches = 1;
   for (int d = 0; d < s.rank() - 2; ++d) batches *= s.dimensions(d);
   std::vector<int64_t> batch_dims(s.dimensions().begin(), s.dimensions().end() - 2);
+  if (!IsComplex(type)) return RealGees(a, mode, n, batches, batch_dims);
   std::vector<int64_t> value_dims = batch_dims;
   value_dims.push_back(n);
   const std::vector<Cd> all = LoadWide<Cd>(a);

@@ -21,11 +21,14 @@ namespace kiln::eval {
 absl::StatusOr<Literal> Geev(const HloInstruction& instr, const Literal& a, char compute_left,
                              char compute_right);
 
-// `lapack_{c,z}gees_ffi` (jax.scipy.linalg.schur of a complex matrix, sqrtm): A = Z T Z^H with
-// T upper triangular and Z unitary, by Householder reduction to Hessenberg form and shifted
-// QR steps of Givens rotations (Wilkinson shifts). Results (T, Z, w = diag(T), sdim, info), Z
-// zero when backend_config's `mode` is 'N'; sorting (`sort` 'S') is not done (sdim 0), as JAX
-// asks for none.
+// `lapack_{s,d,c,z}gees_ffi` (jax.scipy.linalg.schur, sqrtm): A = Z T Z^H with Z unitary.
+// Complex: T upper triangular, by Householder reduction to Hessenberg form and shifted QR
+// steps of Givens rotations (Wilkinson shifts); results (T, Z, w = diag(T), sdim, info). Real:
+// T quasi-triangular with LAPACK's standard 2x2 blocks ([[a, b], [c, a]], b c < 0, for a
+// complex pair), by the Francis double-shift iteration on the whole matrix; results (T, Z, wr,
+// wi, sdim, info). The eigenvalues' order on the diagonal is the iteration's, not necessarily
+// LAPACK's. Z zero when backend_config's `mode` is 'N'; sorting (`sort` 'S') is not done (sdim
+// 0), as JAX asks for none.
 absl::StatusOr<Literal> Gees(const HloInstruction& instr, const Literal& a, char mode);
 
 }  // namespace kiln::eval
