@@ -1,5 +1,6 @@
 // JIT output against the reference HLO evaluator on the example modules and on focused HLO
 // snippets, with random inputs, within the tolerance of each element type.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 #include "hlo/evaluator/evaluator.h"
 #include "hlo/text/parser.h"
@@ -254,6 +256,65 @@ ENTRY %main (a: s32[40], b: s32[40], u: u8[40]) -> (s32[40], u8[40], s64[40]) {
   ROOT %t = (s32[40]{0}, u8[40]{0}, s64[40]{0}) tuple(%x, %uo, %cm)
 })",
                "ints");
+}
+
+// Integer division and remainder by divisors that are not constants (computed through a
+// double quotient for 32 bits and narrower) against the evaluator, over the extremes: the
+// type's minimum and maximum, division by zero (XLA: x / 0 = -1, x % 0 = x), INT_MIN / -1,
+// quotients just below an integer, and random pairs across the whole range; s32, u32, s16, u8,
+// and s64 (still integer division).
+TEST(CpuLlvmVsEvaluator, IntegerDivisionByVectors) {
+  struct Case {
+    const char* type;
+    double lo, hi;
+  };
+  for (const Case& c : {Case{"s32", -2147483648.0, 2147483647.0}, Case{"u32", 0, 4294967295.0},
+                        Case{"s16", -32768, 32767}, Case{"u8", 0, 255},
+                        Case{"s64", -9007199254740992.0, 9007199254740992.0}}) {
+    SCOPED_TRACE(c.type);
+    std::vector<double> a = {c.lo, c.hi, c.lo, c.hi, -7, 7, 0, c.hi - 1, c.hi, c.lo + 1};
+    std::vector<double> b = {-1, -1, 1, 1, 2, -2, 0, c.hi, c.hi - 1, 0};
+    std::mt19937_64 rng(77);
+    std::uniform_real_distribution<double> any(c.lo, c.hi), small(-40, 40);
+    for (int i = 0; i < 4000; ++i) {
+      double x = std::floor(any(rng)), y = std::floor(i % 2 ? any(rng) : small(rng));
+      if (c.lo == 0) y = std::abs(y);
+      a.push_back(x);
+      b.push_back(y);
+    }
+    for (size_t i = 0; i < a.size(); ++i) {  // unsigned and narrow: keep to the range
+      a[i] = std::clamp(a[i], c.lo, c.hi);
+      b[i] = std::clamp(b[i], c.lo, c.hi);
+    }
+    const int64_t n = static_cast<int64_t>(a.size());
+    const std::string text = fmt::format(R"(
+HloModule div
+ENTRY %main (a: {0}[{1}], b: {0}[{1}]) -> ({0}[{1}], {0}[{1}]) {{
+  %a = {0}[{1}] parameter(0)
+  %b = {0}[{1}] parameter(1)
+  %d = {0}[{1}] divide(%a, %b)
+  %r = {0}[{1}] remainder(%a, %b)
+  ROOT %t = ({0}[{1}], {0}[{1}]) tuple(%d, %r)
+}})",
+                                         c.type, n);
+    auto module = ParseHloModule(text, "div");
+    ASSERT_TRUE(module.ok()) << module.status();
+    std::shared_ptr<const HloModule> m = std::move(*module);
+    const Shape shape = m->entry()->parameter(0)->shape();
+    std::vector<Literal> args;
+    args.push_back(Literal::FromDoubles(shape, a));
+    args.push_back(Literal::FromDoubles(shape, b));
+    HloEvaluator evaluator;
+    auto want = evaluator.Evaluate(*m, args);
+    ASSERT_TRUE(want.ok()) << want.status();
+    auto compiler = CpuCompiler::Create(CompileOptions{});
+    ASSERT_TRUE(compiler.ok()) << compiler.status();
+    auto exe = (*compiler)->Compile(m);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    auto got = (*exe)->Run(args);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectClose(*got, *want, "integer division", "jit", 0);
+  }
 }
 
 // Gathers generated element by element: an embedding lookup (jnp.take), starts over two
