@@ -89,6 +89,40 @@ bool MayFold(const HloInstruction& instr, int64_t max_elements) {
   return instr.control_predecessors().empty() && !HasSideEffect(instr);
 }
 
+// An elementwise op whose operands are all broadcasts of scalar constants: its value is the
+// scalar op's, broadcast, whatever its size (jnp.remainder's divisor select(b == 0, 1, b) of
+// broadcasts, hoisted out of a loop, had been a 4 MB array read every iteration).
+bool FoldsToBroadcast(const HloInstruction& instr) {
+  if (!IsElementwiseOpcode(instr.opcode()) || IsRandomOpcode(instr.opcode()) ||
+      !instr.shape().IsArray() || instr.shape().rank() == 0 || instr.operand_count() == 0 ||
+      !instr.control_predecessors().empty() || HasSideEffect(instr))
+    return false;
+  if (instr.user_count() == 0 && instr.parent()->root() != &instr) return false;  // dead
+  for (const HloInstruction* o : instr.operands())
+    if (o->opcode() != HloOpcode::kBroadcast || !IsConstantValue(*o) ||
+        o->operand(0)->shape().rank() != 0)
+      return false;
+  return true;
+}
+
+// The scalar value of `instr` (FoldsToBroadcast) on its operands' scalars.
+absl::StatusOr<Literal> EvaluateScalar(HloEvaluator& evaluator, const HloInstruction& instr) {
+  std::vector<std::unique_ptr<HloInstruction>> params;
+  std::vector<HloInstruction*> operands;
+  std::vector<const Literal*> values;
+  for (int i = 0; i < instr.operand_count(); ++i) {
+    const HloInstruction* c = instr.operand(i)->operand(0);
+    params.push_back(HloInstruction::CreateParameter(i, c->shape(), "scalar"));
+    operands.push_back(params.back().get());
+    values.push_back(&c->literal());
+  }
+  HloInstruction scalar(instr.opcode(), Shape(instr.shape().element_type(), {}), operands);
+  scalar.mutable_attrs() = instr.attrs();
+  absl::StatusOr<Literal> value = evaluator.EvaluateInstruction(scalar, values);
+  scalar.DetachOperands();
+  return value;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> HloConstantFolding::Run(HloModule& module) {
@@ -98,6 +132,22 @@ absl::StatusOr<bool> HloConstantFolding::Run(HloModule& module) {
   for (HloComputation* comp : NonFusionComputations(module)) {
     std::vector<HloInstruction*> folded;
     for (HloInstruction* instr : comp->MakeInstructionPostOrder()) {
+      if (FoldsToBroadcast(*instr)) {
+        absl::StatusOr<Literal> value = EvaluateScalar(evaluator, *instr);
+        if (!value.ok()) continue;
+        HloInstruction* c = AddWithFreshName(
+            comp, HloInstruction::CreateConstant(*std::move(value)), names, "constant");
+        auto b = HloInstruction::CreateUnary(HloOpcode::kBroadcast, instr->shape(), c);
+        b->mutable_attrs().has_dimensions = true;
+        HloInstruction* broadcast = AddWithFreshName(comp, std::move(b), names, "broadcast");
+        if (ReplaceUsesIfCompatible(instr, broadcast)) {
+          folded.push_back(instr);
+        } else {
+          comp->RemoveInstruction(broadcast);
+          comp->RemoveInstruction(c);
+        }
+        continue;
+      }
       if (!MayFold(*instr, max_elements_)) continue;
       std::vector<Literal> broadcasts;  // the values of broadcast operands
       broadcasts.reserve(instr->operand_count());

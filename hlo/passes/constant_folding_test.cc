@@ -70,9 +70,10 @@ ENTRY main {
   b = f32[8] broadcast(z), dimensions={}
   i = s32[8] iota(), iota_dimension=0
   r = f32[8] rng(z, one), distribution=rng_uniform
-  big = f32[70000] broadcast(one), dimensions={}
-  e = f32[70000] exponential(big)
-  ROOT o = (f32[8], s32[8], f32[8], f32[70000]) tuple(b, i, r, e)
+  pair = f32[2] constant({1, 2})
+  big = f32[35000,2] broadcast(pair), dimensions={1}
+  e = f32[35000,2] exponential(big)
+  ROOT o = (f32[8], s32[8], f32[8], f32[35000,2]) tuple(b, i, r, e)
 }
 )";
   HloConstantFolding pass;
@@ -83,7 +84,7 @@ ENTRY main {
 
 // A complex 2x2 gate divided by a broadcast sqrt(2) folds (the kernels that read it divided
 // again per element: a 20-qubit circuit 48 -> 14.5 ms); a broadcast alone stays, and so does a
-// large result made from broadcasts (a large constant of small ones).
+// large result made from broadcasts of arrays (a large constant of small ones).
 TEST(ConstantFoldingTest, FoldsSmallResultsOfBroadcastConstants) {
   constexpr std::string_view kHlo = R"(
 HloModule m
@@ -92,10 +93,10 @@ ENTRY main {
   r = c64[] constant((2, 0))
   b = c64[2,2] broadcast(r), dimensions={}
   h = c64[2,2] divide(g, b)
-  one = f32[] constant(1)
-  wide = f32[2048] broadcast(one), dimensions={}
-  e = f32[2048] exponential(wide)
-  ROOT o = (c64[2,2], f32[2048]) tuple(h, e)
+  pair = f32[2] constant({1, 2})
+  wide = f32[1024,2] broadcast(pair), dimensions={1}
+  e = f32[1024,2] exponential(wide)
+  ROOT o = (c64[2,2], f32[1024,2]) tuple(h, e)
 }
 )";
   HloConstantFolding pass;
@@ -104,6 +105,36 @@ ENTRY main {
     CHECK: c64[2,2]{1,0} constant({ {(0.5, 0), (0.5, 0)}, {(0.5, 0), (-0.5, 0)} })
     CHECK-NOT: divide
     CHECK: exponential(
+  )");
+  EXPECT_TRUE(PassPreservesValues(pass, kHlo));
+}
+
+// Elementwise ops of broadcast scalar constants fold to a broadcast of the scalar result at
+// any size: jnp.remainder's guarded divisor select(b == 0, 1, b) with b a broadcast 2.
+TEST(ConstantFoldingTest, ElementwiseOfScalarBroadcastsStaysABroadcast) {
+  constexpr std::string_view kHlo = R"(
+HloModule m
+ENTRY main {
+  x = s32[1048576] parameter(0)
+  two = s32[] constant(2)
+  zero = s32[] constant(0)
+  one = s32[] constant(1)
+  b = s32[1048576] broadcast(two), dimensions={}
+  z = s32[1048576] broadcast(zero), dimensions={}
+  o = s32[1048576] broadcast(one), dimensions={}
+  eq = pred[1048576] compare(b, z), direction=EQ
+  d = s32[1048576] select(eq, o, b)
+  ROOT r = s32[1048576] remainder(x, d)
+}
+)";
+  HloConstantFolding pass;
+  std::string out = RunPassAndPrint(pass, kHlo);
+  EXPECT_FILECHECK(out, R"(
+    CHECK: [[C:%constant.[0-9]+]] = s32[] constant(2)
+    CHECK: [[B:%broadcast.[0-9]+]] = s32[1048576]{0} broadcast(s32[] [[C]]), dimensions={}
+    CHECK: ROOT {{.*}} remainder({{.*}}, s32[1048576]{0} [[B]])
+    CHECK-NOT: select
+    CHECK-NOT: compare
   )");
   EXPECT_TRUE(PassPreservesValues(pass, kHlo));
 }
