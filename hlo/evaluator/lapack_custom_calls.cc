@@ -278,17 +278,6 @@ absl::StatusOr<Literal> Orgqr(const HloInstruction& instr, const Literal& a, con
   return out;
 }
 
-// An off-diagonal entry's size and phase: a complex one is |g| e^{i phi}; a real one keeps its
-// sign in the size (phase 1), so that real matrices rotate exactly as the real algorithm does.
-inline void SplitPhase(double g, double& size, double& phase) {
-  size = g;
-  phase = 1;
-}
-inline void SplitPhase(std::complex<double> g, double& size, std::complex<double>& phase) {
-  size = std::abs(g);
-  phase = g / size;
-}
-
 // Eigenvalues (ascending) and eigenvectors (columns) of real symmetric (syevd) or complex
 // Hermitian (heevd) matrices, read from the `lower` (or upper) triangle, by cyclic Jacobi
 // rotations in double precision until the off-diagonal part is negligible. A complex pair

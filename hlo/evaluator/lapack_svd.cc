@@ -12,17 +12,6 @@
 namespace kiln::eval {
 namespace {
 
-// g = |g| phase for a complex g; a real one keeps its sign (phase 1), so that real matrices
-// rotate exactly as the real algorithm does.
-inline void SplitPhase(double g, double& size, double& phase) {
-  size = g;
-  phase = 1;
-}
-inline void SplitPhase(std::complex<double> g, double& size, std::complex<double>& phase) {
-  size = std::abs(g);
-  phase = g / size;
-}
-
 // A tall r x c matrix (r >= c), row-major: its SVD as columns u[:, j] (r x c, unit or zero
 // where sigma is 0), sigma (descending) and V (c x c, row-major; A = U S V^H). A complex pair
 // of columns (p, q) with w_p^H w_q = |g| e^{i phi} is rotated as a real one after column q is

@@ -46,6 +46,18 @@ inline std::complex<double> Conj(std::complex<double> v) { return std::conj(v); 
 inline double RealPart(double v) { return v; }
 inline double RealPart(std::complex<double> v) { return v.real(); }
 
+// g = size * phase for the Jacobi rotations (syevd/heevd, gesdd): a complex g is |g| e^{i phi};
+// a real one keeps its sign in the size (phase 1), so that real matrices rotate exactly as
+// the real algorithm does.
+inline void SplitPhase(double g, double& size, double& phase) {
+  size = g;
+  phase = 1;
+}
+inline void SplitPhase(std::complex<double> g, double& size, std::complex<double>& phase) {
+  size = std::abs(g);
+  phase = g / size;
+}
+
 template <typename C>
 void CholeskyBatch(const std::vector<C>& a, std::vector<C>& out, int64_t n, int64_t batches,
                    bool lower) {

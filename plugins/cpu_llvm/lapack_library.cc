@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -203,12 +204,13 @@ struct Lapack {
     const char jobz = 'V';
     dsyevd_(&jobz, &uplo, &n, a, &n, w, work, &lwork, iwork, &liwork, info, 1, 1);
   }
+  // Real gesdd takes no rwork (the complex one's real workspace); it is here for one call.
   static void gesdd(char jobz, int m, int n, float* a, float* s, float* u, int ldu, float* vt,
-                    int ldvt, float* work, int lwork, int* iwork, int* info) {
+                    int ldvt, float* work, int lwork, float* /*rwork*/, int* iwork, int* info) {
     sgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
   }
   static void gesdd(char jobz, int m, int n, double* a, double* s, double* u, int ldu, double* vt,
-                    int ldvt, double* work, int lwork, int* iwork, int* info) {
+                    int ldvt, double* work, int lwork, double* /*rwork*/, int* iwork, int* info) {
     dgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, info, 1);
   }
   static void heevd(char uplo, int n, std::complex<float>* a, float* w, std::complex<float>* work,
@@ -394,30 +396,40 @@ void Syevd(const Literal& a, char uplo, Literal& out, ThreadPool* pool) {
 }
 
 // A = U S V^T, so A^T (the row-major A read column-major, n x m) = V S U^T: its U is V
-// (column-major n x n, or n x k) = V^T row-major, and its V^T is U^T = U row-major.
+// (column-major n x n, or n x k) = V^T row-major, and its V^T is U^T = U row-major. Complex
+// (A^T = conj(V) S U^T): its U read row-major is V^H, its V^T read row-major is U; LAPACK's
+// complex gesdd also takes a real workspace.
 template <typename T>
 void Gesdd(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
+  using R = decltype(std::abs(T()));  // the singular values' type
   const Batch b = BatchOf(a.shape());
   const int64_t m = b.rows, n = b.cols, k = std::min(m, n), size = m * n;
   const bool vectors = mode != 'N';
   const int ldu = n, ldvt = mode == 'A' ? m : std::max<int64_t>(k, 1);
   const int64_t u_size = vectors ? out.elements()[2].shape().num_elements() / b.count : 0;
   const int64_t vt_size = vectors ? out.elements()[3].shape().num_elements() / b.count : 0;
+  const int64_t mx = std::max(m, n);
+  const int64_t rwork_size = std::is_same_v<T, R> ? 1
+                             : vectors ? std::max(5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k)
+                                       : 7 * k;
   std::vector<T> col(size), dummy(1);
+  std::vector<R> rwork(std::max<int64_t>(rwork_size, 1));
   std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
   T query = 0;
   int info = 0;
-  Lapack::gesdd(mode, n, m, col.data(), Data<T>(out.elements()[1]), dummy.data(), ldu, dummy.data(),
-                ldvt, &query, -1, iwork.data(), &info);
+  Lapack::gesdd(mode, n, m, col.data(), Data<R>(out.elements()[1]), dummy.data(), ldu, dummy.data(),
+                ldvt, &query, -1, rwork.data(), iwork.data(), &info);
   OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
-    std::vector<T> col(size), dummy(1), work(WorkSize(query));
+    std::vector<T> col(size), dummy(1), work(WorkSize(std::real(query)));
+    std::vector<R> rwork(std::max<int64_t>(rwork_size, 1));
     std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
     for (int64_t i = lo; i < hi; ++i) {
       std::copy_n(Data<T>(a) + i * size, size, col.data());
       T* u = vectors ? Data<T>(out.elements()[2]) + i * u_size : dummy.data();
       T* vt = vectors ? Data<T>(out.elements()[3]) + i * vt_size : dummy.data();
-      Lapack::gesdd(mode, n, m, col.data(), Data<T>(out.elements()[1]) + i * k, vt, ldu, u, ldvt,
-                    work.data(), work.size(), iwork.data(), Data<int32_t>(out.elements()[4]) + i);
+      Lapack::gesdd(mode, n, m, col.data(), Data<R>(out.elements()[1]) + i * k, vt, ldu, u, ldvt,
+                    work.data(), work.size(), rwork.data(), iwork.data(),
+                    Data<int32_t>(out.elements()[4]) + i);
     }
   });
 }
@@ -453,49 +465,13 @@ void Heevd(const Literal& a, char uplo, Literal& out, ThreadPool* pool) {
   });
 }
 
-// Complex gesdd, transposed as the real one is (A^T = conj(V) S U^T: its U read row-major is
-// V^H, its V^T read row-major is U), with LAPACK's real workspace for complex SVDs.
-template <typename T>
-void ComplexGesdd(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
-  using R = typename T::value_type;
-  const Batch b = BatchOf(a.shape());
-  const int64_t m = b.rows, n = b.cols, k = std::min(m, n), size = m * n;
-  const bool vectors = mode != 'N';
-  const int ldu = n, ldvt = mode == 'A' ? m : std::max<int64_t>(k, 1);
-  const int64_t u_size = vectors ? out.elements()[2].shape().num_elements() / b.count : 0;
-  const int64_t vt_size = vectors ? out.elements()[3].shape().num_elements() / b.count : 0;
-  const int64_t mx = std::max(m, n);
-  const int64_t rwork_size =
-      vectors ? std::max(5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k) : 7 * k;
-  std::vector<T> col(size), dummy(1);
-  std::vector<R> rwork(std::max<int64_t>(rwork_size, 1));
-  std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
-  T query = 0;
-  int info = 0;
-  Lapack::gesdd(mode, n, m, col.data(), Data<R>(out.elements()[1]), dummy.data(), ldu, dummy.data(),
-                ldvt, &query, -1, rwork.data(), iwork.data(), &info);
-  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
-    std::vector<T> col(size), dummy(1), work(WorkSize(query.real()));
-    std::vector<R> rwork(std::max<int64_t>(rwork_size, 1));
-    std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
-    for (int64_t i = lo; i < hi; ++i) {
-      std::copy_n(Data<T>(a) + i * size, size, col.data());
-      T* u = vectors ? Data<T>(out.elements()[2]) + i * u_size : dummy.data();
-      T* vt = vectors ? Data<T>(out.elements()[3]) + i * vt_size : dummy.data();
-      Lapack::gesdd(mode, n, m, col.data(), Data<R>(out.elements()[1]) + i * k, vt, ldu, u, ldvt,
-                    work.data(), work.size(), rwork.data(), iwork.data(),
-                    Data<int32_t>(out.elements()[4]) + i);
-    }
-  });
-}
-
 // The complex routines cpu-llvm calls LAPACK for (the others stay on the evaluator).
 template <typename T>
 void RunComplex(const HloInstruction& h, std::string_view routine, const Literal& a, Literal& out,
                 ThreadPool* pool) {
   const auto flags = eval::LapackAttributes(h);
   if (routine == "heevd") Heevd<T>(a, eval::LapackFlag(flags, "uplo", 'L'), out, pool);
-  if (routine == "gesdd") ComplexGesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out, pool);
+  if (routine == "gesdd") Gesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out, pool);
 }
 
 // LAPACK's real eigenvectors (column-major: column j is vector j, and a conjugate pair's

@@ -1992,14 +1992,7 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, con
   for (int64_t d : dn.lhs_contracting_dimensions) csizes.push_back(lhs->shape().dimensions(d));
   llvm::Type* ct = ComputeType(t, ctx_);
   llvm::AllocaInst* acc = EntryAlloca(ct, h->name() + ".acc");
-  if (IsComplex(t)) {
-    llvm::Type* part = ct->getStructElementType(0);
-    b_.CreateStore(MakeComplex(llvm::ConstantFP::get(part, 0.0), llvm::ConstantFP::get(part, 0.0)),
-                   acc);
-  } else {
-    b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0),
-                   acc);
-  }
+  b_.CreateStore(llvm::Constant::getNullValue(ct), acc);  // 0, 0.0 or a {0, 0} complex
   KILN_EMIT_RETURN_IF_ERROR(EmitLoopNest(csizes, h->name(), [&](const Index& c) -> absl::Status {
     Index li, ri;
     li.multi.resize(lhs->shape().rank());
@@ -2077,14 +2070,7 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitConvolution(const HloInstruction
   for (int64_t d : dn.kernel_spatial_dimensions) window_dims.push_back(rs.dimensions(d));
   llvm::Type* ct = ComputeType(t, ctx_);
   llvm::AllocaInst* acc = EntryAlloca(ct, h->name() + ".acc");
-  if (IsComplex(t)) {
-    llvm::Type* part = ct->getStructElementType(0);
-    b_.CreateStore(MakeComplex(llvm::ConstantFP::get(part, 0.0), llvm::ConstantFP::get(part, 0.0)),
-                   acc);
-  } else {
-    b_.CreateStore(IsFloatType(t) ? llvm::ConstantFP::get(ct, 0.0) : llvm::ConstantInt::get(ct, 0),
-                   acc);
-  }
+  b_.CreateStore(llvm::Constant::getNullValue(ct), acc);  // 0, 0.0 or a {0, 0} complex
   Index li, ri;
   li.multi.resize(ls.rank());
   ri.multi.resize(rs.rank());
