@@ -58,6 +58,12 @@ void zgesdd_(const char* jobz, const int* m, const int* n, std::complex<double>*
              double* s, std::complex<double>* u, const int* ldu, std::complex<double>* vt,
              const int* ldvt, std::complex<double>* work, const int* lwork, double* rwork,
              int* iwork, int* info, size_t);
+void sgees_(const char* jobvs, const char* sort, void* select, const int* n, float* a,
+            const int* lda, int* sdim, float* wr, float* wi, float* vs, const int* ldvs,
+            float* work, const int* lwork, int* bwork, int* info, size_t, size_t);
+void dgees_(const char* jobvs, const char* sort, void* select, const int* n, double* a,
+            const int* lda, int* sdim, double* wr, double* wi, double* vs, const int* ldvs,
+            double* work, const int* lwork, int* bwork, int* info, size_t, size_t);
 void sgtsv_(const int* n, const int* nrhs, float* dl, float* d, float* du, float* b, const int* ldb,
             int* info);
 void dgtsv_(const int* n, const int* nrhs, double* dl, double* d, double* du, double* b,
@@ -112,6 +118,11 @@ std::vector<Shape> ExpectedResults(std::string_view routine, char mode,
                                                         : t;
   if ((routine == "syevd" || routine == "heevd") && ops.size() == 1 && m == n)
     return {a, Shape(real, Dims(a, 2, {n})), info};
+  if (routine == "gees" && ops.size() == 1 && m == n &&
+      (t == PrimitiveType::F32 || t == PrimitiveType::F64)) {
+    const Shape values(t, Dims(a, 2, {n}));
+    return {a, a, values, values, info, info};  // T, Z, wr, wi, sdim, info
+  }
   if (routine == "geev" && ops.size() == 1 && m == n) {
     const Shape vectors(t == PrimitiveType::F64 ? PrimitiveType::C128 : PrimitiveType::C64,
                         Dims(a, 2, {n, n}));
@@ -233,6 +244,18 @@ struct Lapack {
                     std::complex<double>* u, int ldu, std::complex<double>* vt, int ldvt,
                     std::complex<double>* work, int lwork, double* rwork, int* iwork, int* info) {
     zgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, rwork, iwork, info, 1);
+  }
+  static void gees(char jobvs, int n, float* a, float* wr, float* wi, float* vs, int ldvs,
+                   float* work, int lwork, int* sdim, int* info) {
+    const char sort = 'N';
+    sgees_(&jobvs, &sort, nullptr, &n, a, &n, sdim, wr, wi, vs, &ldvs, work, &lwork, nullptr, info,
+           1, 1);
+  }
+  static void gees(char jobvs, int n, double* a, double* wr, double* wi, double* vs, int ldvs,
+                   double* work, int lwork, int* sdim, int* info) {
+    const char sort = 'N';
+    dgees_(&jobvs, &sort, nullptr, &n, a, &n, sdim, wr, wi, vs, &ldvs, work, &lwork, nullptr, info,
+           1, 1);
   }
   static void gtsv(int n, int nrhs, float* dl, float* d, float* du, float* b, int* info) {
     sgtsv_(&n, &nrhs, dl, d, du, b, &n, info);
@@ -535,6 +558,34 @@ void Geev(const Literal& a, char left, char right, Literal& out, ThreadPool* poo
   });
 }
 
+// The real Schur form A = Z T Z^T (jax.scipy.linalg.schur) by LAPACK's gees, unsorted, on the
+// column-major copy of each matrix; Z zero when `mode` is 'N'.
+template <typename T>
+void Gees(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
+  const Batch b = BatchOf(a.shape());
+  const int64_t n = b.rows, size = n * n;
+  const char jobvs = mode == 'V' ? 'V' : 'N';
+  T query = 0;
+  {
+    std::vector<T> col(size), wr(n), wi(n), vs(size);
+    int sdim = 0, info = 0;
+    Lapack::gees(jobvs, n, col.data(), wr.data(), wi.data(), vs.data(), n, &query, -1, &sdim,
+                 &info);
+  }
+  std::fill_n(Data<T>(out.elements()[1]), b.count * size, T(0));
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), vs(size), work(WorkSize(query));
+    for (int64_t i = lo; i < hi; ++i) {
+      ToColumnMajor(Data<T>(a) + i * size, n, n, col.data());
+      Lapack::gees(jobvs, n, col.data(), Data<T>(out.elements()[2]) + i * n,
+                   Data<T>(out.elements()[3]) + i * n, vs.data(), n, work.data(), work.size(),
+                   Data<int32_t>(out.elements()[4]) + i, Data<int32_t>(out.elements()[5]) + i);
+      FromColumnMajor(col.data(), n, n, Data<T>(out.elements()[0]) + i * size);
+      if (jobvs == 'V') FromColumnMajor(vs.data(), n, n, Data<T>(out.elements()[1]) + i * size);
+    }
+  });
+}
+
 // Tridiagonal A X = B: JAX's diagonals (dl[0] and du[m-1] unused; LAPACK's DL starts at
 // dl[1]) and B copied into the outputs, which LAPACK overwrites with its factors and X.
 template <typename T>
@@ -593,6 +644,7 @@ void Run(const HloInstruction& h, std::string_view routine,
   if (routine == "orgqr") Orgqr<T>(a, *operands[1], out, pool);
   if (routine == "syevd") Syevd<T>(a, uplo, out, pool);
   if (routine == "gesdd") Gesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out, pool);
+  if (routine == "gees") Gees<T>(a, eval::LapackFlag(flags, "mode", 'V'), out, pool);
   if (routine == "geev") {
     Geev<T>(a, eval::LapackFlag(flags, "compute_left", 'N'),
             eval::LapackFlag(flags, "compute_right", 'N'), out, pool);

@@ -1,9 +1,10 @@
 // Linear algebra through the LAPACK that OpenBLAS ships, where XLA:CPU calls LAPACK too: the
 // real `lapack_{s,d}{getrf,potrf,trsm,geqrf,orgqr,syevd,gesdd}_ffi` custom-calls JAX emits on
 // CPU (jnp.linalg.solve, inv, det, cholesky, qr, eigh, svd) and HLO's triangular-solve, f32
-// and f64, and the complex `lapack_{c,z}{heevd,gesdd}_ffi` (eigh and svd of complex
-// matrices), with the results the evaluator defines (hlo/evaluator/lapack_custom_calls.h,
-// lapack_svd.h; eigenvector and singular vector signs are LAPACK's).
+// and f64, real `lapack_{s,d}gees_ffi` (schur), and the complex `lapack_{c,z}{heevd,gesdd}_ffi`
+// (eigh and svd of complex matrices), with the results the evaluator defines
+// (hlo/evaluator/lapack_custom_calls.h, lapack_svd.h; eigenvector and singular vector signs are
+// LAPACK's).
 //
 // Kiln's arrays are row-major, LAPACK's matrices column-major, and a row-major matrix read
 // column-major is its transpose. So the triangular solves call CBLAS's row-major trsm;

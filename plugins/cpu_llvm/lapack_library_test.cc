@@ -1,10 +1,12 @@
 // LAPACK custom-calls and triangular-solve through OpenBLAS's LAPACK (lapack_library.h)
 // against the HLO evaluator's own factorizations, f32 and f64, single matrices and batches,
 // every flag of the triangular solves; eigen- and singular vectors up to sign (complex ones up
-// to phase). And what must stay on the evaluator: complex types other than heevd's and
-// gesdd's, result shapes that do not fit the routine.
+// to phase); real gees as a Schur form with the evaluator's eigenvalues. And what must stay
+// on the evaluator: complex types other than heevd's and gesdd's, result shapes that do not
+// fit the routine.
 #include "plugins/cpu_llvm/lapack_library.h"
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <memory>
@@ -414,6 +416,57 @@ TEST(LapackLibrary, ComplexHeevdAndGesddMatchTheEvaluator) {
           EXPECT_NEAR(overlap(s.got.element(3), s.want.element(3), false, b, v), 1, t.tol * 50)
               << "V^H row " << v;
         }
+    }
+  }
+}
+
+// Real gees (jax.scipy.linalg.schur) of random matrices, f32 and f64, a batch of 3: Z T Z^T
+// reconstructs A, T is zero below its subdiagonal, and (wr, wi) are the evaluator's as a set
+// (both Schur forms are valid; the order of eigenvalues on the diagonal may differ).
+TEST(LapackLibrary, RealGeesIsASchurFormWithTheEvaluatorsEigenvalues) {
+  for (const Type& t : kTypes) {
+    SCOPED_TRACE(t.name);
+    const int64_t n = 9;
+    const std::string a = fmt::format("{}[3,{},{}]", t.name, n, n);
+    const std::string v = fmt::format("{}[3,{}]", t.name, n);
+    std::vector<Literal> args;
+    args.push_back(Random(*ParseShape(a), 43));
+    Ran g = RunBoth({a}, fmt::format("({0}, {0}, {1}, {1}, s32[3], s32[3])", a, v),
+                    fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}gees_ffi\", "
+                                "backend_config={{mode = 86 : ui8, sort = 78 : ui8}}",
+                                t.letter),
+                    args);
+    EXPECT_TRUE(g.library);
+    ExpectNear(g.got.element(5), g.want.element(5), 0, "gees info");
+    for (int64_t b = 0; b < 3; ++b) {
+      auto T = [&](int64_t i, int64_t j) {
+        return g.got.element(0).GetAsDouble(b * n * n + i * n + j);
+      };
+      auto Z = [&](int64_t i, int64_t j) {
+        return g.got.element(1).GetAsDouble(b * n * n + i * n + j);
+      };
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          if (i > j + 1) {
+            EXPECT_EQ(T(i, j), 0) << i << ", " << j;
+          }
+          double ztz = 0;
+          for (int64_t k = 0; k < n; ++k)
+            for (int64_t l = 0; l < n; ++l) ztz += Z(i, k) * T(k, l) * Z(j, l);
+          EXPECT_NEAR(ztz, args[0].GetAsDouble(b * n * n + i * n + j), t.tol * 20);
+        }
+      auto values = [&](const Literal& r) {
+        std::vector<std::pair<double, double>> w;
+        for (int64_t i = 0; i < n; ++i)
+          w.emplace_back(r.element(2).GetAsDouble(b * n + i), r.element(3).GetAsDouble(b * n + i));
+        std::sort(w.begin(), w.end());
+        return w;
+      };
+      const auto got = values(g.got), want = values(g.want);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_NEAR(got[i].first, want[i].first, t.tol * 50) << "wr " << i;
+        EXPECT_NEAR(got[i].second, want[i].second, t.tol * 50) << "wi " << i;
+      }
     }
   }
 }
