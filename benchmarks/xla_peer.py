@@ -67,6 +67,9 @@ def run(exe, args):
 def main():
     folder, runs = sys.argv[1], int(sys.argv[2])
     import jax
+    # The module's types are in its text; 64-bit inputs must reach it as they are (with x64
+    # off, device_put would narrow f64 and s64 arrays to 32 bits).
+    jax.config.update('jax_enable_x64', True)
     with open(os.path.join(folder, 'module.hlo')) as f:
         text = f.read()
     if 'lapack_' in text:

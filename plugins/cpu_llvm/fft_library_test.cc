@@ -116,6 +116,37 @@ TEST(FftLibrary, MatchesTheEvaluator) {
   EXPECT_TRUE(Compare("f32[11,8192]", "c64[11,4097]", "RFFT", {8192}, 1, 1e-6));
 }
 
+// A real transform's DC and Nyquist values are real: their imaginary parts are +0 exactly, as
+// XLA's and NumPy's are (a twiddle of cos(pi) in floating point once left 1e-16 times the
+// value there, of either sign, and jnp.angle gave -pi for XLA's pi).
+TEST(FftLibrary, RealTransformKeepsDcAndNyquistReal) {
+  for (const char* t : {"f32", "f64"})
+    for (int64_t rows : {1, 19})
+      for (int64_t n : {8, 1024, 65536}) {
+        SCOPED_TRACE(fmt::format("{}[{},{}]", t, rows, n));
+        const std::string c = std::string(t) == "f32" ? "c64" : "c128";
+        const testing::CompiledText p = testing::CompileText(
+            fmt::format("HloModule f\nENTRY main {{\n  x = {0}[{1},{2}] parameter(0)\n  ROOT f = "
+                        "{3}[{1},{4}] fft(x), fft_type=RFFT, fft_length={{{2}}}\n}}\n",
+                        t, rows, n, c, n / 2 + 1),
+            CompileOptions{});
+        ASSERT_NE(p.exe, nullptr);
+        std::mt19937 rng(5);
+        std::vector<Literal> args;
+        args.push_back(
+            codegen_testing::RandomLiteral(p.module->entry()->parameter(0)->shape(), rng));
+        auto got = p.exe->Run(args);
+        ASSERT_TRUE(got.ok()) << got.status();
+        const auto v = Values(*got);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t k : {int64_t{0}, n / 2}) {
+            const std::complex<double> x = v[r * (n / 2 + 1) + k];
+            EXPECT_TRUE(x.imag() == 0 && !std::signbit(x.imag()))
+                << "row " << r << " bin " << k << ": " << x;
+          }
+      }
+}
+
 TEST(FftLibrary, SeveralDimensionsMatchTheEvaluator) {
   // jnp.fft.fft2 / ifft2 / rfft2 / irfft2 / fftn over two and three trailing dimensions; the
   // earlier axes are strided columns (one of 3 elements: a block of lanes crossing rows).
