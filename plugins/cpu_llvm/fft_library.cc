@@ -24,7 +24,8 @@ std::pair<R, R> UnitRoot(int64_t k, int64_t n, int sign) {
     const int64_t q = (4 * k / n) % 4;
     return {kCos[q], sign * kSin[q]};
   }
-  const double angle = sign * 2 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(n);
+  const double angle =
+      sign * 2 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(n);
   return {static_cast<R>(std::cos(angle)), static_cast<R>(std::sin(angle))};
 }
 
