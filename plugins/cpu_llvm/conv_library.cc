@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "hlo/shape.h"
 #include "plugins/cpu_llvm/blas_dot.h"
@@ -23,11 +24,8 @@ bool Next(std::vector<int64_t>& idx, const std::vector<int64_t>& sizes) {
 // Patch matrices smaller than this are filled on the calling thread.
 constexpr int64_t kParallelMinPatchElements = 1 << 16;
 
-}  // namespace
-
-void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, float* out,
-                    ThreadPool* pool) {
-  if (RunOneDnnConv(c, input, kernel, out, pool)) return;
+template <typename T>
+void Im2colConv(const ConvGemm& c, const T* input, const T* kernel, T* out, ThreadPool* pool) {
   const ConvolutionDimensionNumbers& dn = c.dnums;
   const size_t ns = dn.input_spatial_dimensions.size();
   const std::vector<int64_t> is = RowMajorStrides(c.in_dims), ks = RowMajorStrides(c.kernel_dims),
@@ -49,13 +47,13 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
                             return false;
                         return true;
                       }();
-  std::vector<float> patches(static_cast<size_t>(c.rows * c.depth));
-  std::vector<float> weights(static_cast<size_t>(c.depth * cout));
-  std::vector<float> product(direct ? 0 : static_cast<size_t>(c.rows * cout));
+  std::vector<T> patches(static_cast<size_t>(c.rows * c.depth));
+  std::vector<T> weights(static_cast<size_t>(c.depth * cout));
+  std::vector<T> product(direct ? 0 : static_cast<size_t>(c.rows * cout));
   // Group `group` reads input features [group * cin, (group + 1) * cin) and writes output
   // features [group * cout, (group + 1) * cout): one GEMM each.
   for (int64_t group = 0; group < c.groups; ++group) {
-    const float* group_input = input + group * cin * in_fstride;
+    const T* group_input = input + group * cin * in_fstride;
     // Patches [rows, depth]: row (batch, output position), column (kernel position,
     // feature). Rows are independent: they are filled in parallel on the pool.
     auto fill_rows = [&](int64_t first, int64_t last) {
@@ -66,7 +64,7 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
         rest /= out_sizes[d];
       }
       for (int64_t row = first; row < last; ++row, Next(o, out_sizes)) {
-        float* prow = patches.data() + row * c.depth;
+        T* prow = patches.data() + row * c.depth;
         std::vector<int64_t> w(win_sizes.size(), 0);
         do {
           int64_t base = o[0] * is[dn.input_batch_dimension];
@@ -83,11 +81,11 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
           }
           if (inside) {
             if (in_fstride == 1)
-              std::memcpy(prow, group_input + base, cin * sizeof(float));
+              std::memcpy(prow, group_input + base, cin * sizeof(T));
             else
               for (int64_t f = 0; f < cin; ++f) prow[f] = group_input[base + f * in_fstride];
           } else {
-            std::memset(prow, 0, cin * sizeof(float));
+            std::memset(prow, 0, cin * sizeof(T));
           }
           prow += cin;
         } while (Next(w, win_sizes));
@@ -114,6 +112,7 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
     }
 
     GemmShape g;
+    g.type = std::is_same_v<T, double> ? GemmType::kF64 : GemmType::kF32;
     g.m = c.rows, g.k = c.depth, g.n = cout;
     if (direct) {
       RunBlasDot(g, patches.data(), weights.data(), out, pool);
@@ -130,6 +129,19 @@ void RunLibraryConv(const ConvGemm& c, const float* input, const float* kernel, 
       ++row;
     } while (Next(o, out_sizes));
   }
+}
+
+}  // namespace
+
+void RunLibraryConv(const ConvGemm& c, const void* input, const void* kernel, void* out,
+                    ThreadPool* pool) {
+  if (c.type == PrimitiveType::F64)
+    return Im2colConv(c, static_cast<const double*>(input), static_cast<const double*>(kernel),
+                      static_cast<double*>(out), pool);
+  const auto* in = static_cast<const float*>(input);
+  const auto* k = static_cast<const float*>(kernel);
+  auto* o = static_cast<float*>(out);
+  if (!RunOneDnnConv(c, in, k, o, pool)) Im2colConv(c, in, k, o, pool);
 }
 
 }  // namespace kiln::cpu

@@ -76,6 +76,13 @@ std::vector<ConvCase> Cases() {
        "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"},
       {"f16_operands", "f16[2,8,8,16]", "f16[3,3,16,8]", "f32[2,4,4,8]",
        "window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"},
+      // f64 (JAX with x64): im2col and dgemm, none of oneDNN's kernels.
+      {"f64_nhwc_same", "f64[2,9,9,3]", "f64[3,3,3,5]", "f64[2,9,9,5]",
+       "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"},
+      {"f64_nchw_grouped", "f64[2,16,6,6]", "f64[16,8,3,3]", "f64[2,16,4,4]",
+       "window={size=3x3}, dim_labels=bf01_oi01->bf01, feature_group_count=2"},
+      {"f64_kernel_gradient", "f64[5,8,8,3]", "f64[5,4,4,6]", "f64[3,3,3,6]",
+       "window={size=4x4 pad=0_1x0_1 rhs_dilate=2x2}, dim_labels=f01b_i01o->01bf"},
   };
 }
 
@@ -118,8 +125,9 @@ TEST(ConvLibrary, MatchesEvaluator) {
       auto want = evaluator.Evaluate(*module, args);
       ASSERT_TRUE(want.ok()) << want.status();
       ASSERT_EQ(got->element_count(), want->element_count());
+      const double tol = c.out.starts_with("f64") ? 1e-12 : 1e-4;
       for (int64_t i = 0; i < want->element_count(); ++i)
-        ASSERT_NEAR(got->GetAsDouble(i), want->GetAsDouble(i), 1e-4) << "element " << i;
+        ASSERT_NEAR(got->GetAsDouble(i), want->GetAsDouble(i), tol) << "element " << i;
     }
 }
 

@@ -265,9 +265,9 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           }
           Literal out = ResultBuffer(h, arena);  // the call writes all of it
           if (step.conv) {
-            RunLibraryConv(*step.conv, values.at(step.sources[0])->data<float>().data(),
-                           values.at(step.sources[1])->data<float>().data(),
-                           out.data<float>().data(), pool_.get());
+            RunLibraryConv(*step.conv, values.at(step.sources[0])->untyped_data(),
+                           values.at(step.sources[1])->untyped_data(), out.untyped_data(),
+                           pool_.get());
           } else {
             RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
                        values.at(step.sources[1])->untyped_data(), out.untyped_data(), pool_.get());

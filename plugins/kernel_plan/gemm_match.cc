@@ -158,9 +158,11 @@ std::optional<ConvGemm> MatchLibraryConv(const HloInstruction& conv, int64_t min
   const Shape& k = conv.operand(1)->shape();
   const Shape& out = conv.shape();
   if (!in.IsArray() || !k.IsArray() || !out.IsArray()) return no("not an array convolution");
-  for (const Shape* s : {&in, &k, &out})
-    if (s->element_type() != PrimitiveType::F32) return no("not f32");
+  const PrimitiveType type = out.element_type();
+  if (type != PrimitiveType::F32 && type != PrimitiveType::F64) return no("not f32 or f64");
+  if (in.element_type() != type || k.element_type() != type) return no("mixed element types");
   ConvGemm c;
+  c.type = type;
   c.in_dims = in.dimensions();
   c.kernel_dims = k.dimensions();
   c.out_dims = out.dimensions();
@@ -193,7 +195,8 @@ std::optional<ConvGemm> MatchLibraryConv(const HloInstruction& conv, int64_t min
     return no("grouped convolution with few features per group");
   if (group_in == 1 && c.out_features == 1) return no("one-channel filter");
   if (c.rows * c.depth * c.out_features < min_work) return no("too small for a library call");
-  if (c.rows * c.depth * 4 > kMaxPatchBytes) return no("patch matrix too large");
+  if (c.rows * c.depth * ByteSizeOf(type) > kMaxPatchBytes)
+    return no("patch matrix too large");
   return c;
 }
 

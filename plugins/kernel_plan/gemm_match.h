@@ -61,6 +61,7 @@ std::optional<GemmShape> MatchGemmDot(const HloInstruction& dot, int64_t min_mnk
                                       std::string* why = nullptr);
 
 struct ConvGemm {
+  PrimitiveType type = PrimitiveType::F32;  // F32 or F64, all three arrays
   std::vector<int64_t> in_dims, kernel_dims, out_dims;
   ConvolutionDimensionNumbers dnums;
   Window window;
