@@ -1,9 +1,9 @@
 // Large f32 and f64 convolutions computed as one GEMM (im2col): the input windows are gathered
 // into a [batch*output positions, kernel positions*input features] patch matrix, the kernel
 // into a [kernel positions*input features, output features] matrix, and the GEMM library
-// (blas_dot.h: oneDNN or OpenBLAS; f64 OpenBLAS's dgemm) multiplies them; the product is written back in the
-// output's dimension order; where oneDNN has a native kernel for the convolution it runs that
-// instead (onednn_conv.h). Any dimension numbers, strides, padding, lhs/rhs dilation and
+// (blas_dot.h: oneDNN or OpenBLAS; f64 OpenBLAS's dgemm) multiplies them; the product is written
+// back in the output's dimension order; where oneDNN has a native kernel for the convolution it
+// runs that instead (onednn_conv.h). Any dimension numbers, strides, padding, lhs/rhs dilation and
 // window reversal; feature groups (one GEMM per group, im2col only); batch_group_count must
 // be 1. LLVM-free.
 #pragma once

@@ -195,8 +195,7 @@ std::optional<ConvGemm> MatchLibraryConv(const HloInstruction& conv, int64_t min
     return no("grouped convolution with few features per group");
   if (group_in == 1 && c.out_features == 1) return no("one-channel filter");
   if (c.rows * c.depth * c.out_features < min_work) return no("too small for a library call");
-  if (c.rows * c.depth * ByteSizeOf(type) > kMaxPatchBytes)
-    return no("patch matrix too large");
+  if (c.rows * c.depth * ByteSizeOf(type) > kMaxPatchBytes) return no("patch matrix too large");
   return c;
 }
 
