@@ -39,12 +39,6 @@ std::vector<int64_t> BatchDims(const Shape& s) {
   return std::vector<int64_t>(s.dimensions().begin(), s.dimensions().end() - 2);
 }
 
-Literal Int32s(std::vector<int64_t> dims, const std::vector<int32_t>& values) {
-  Literal l(Shape(PrimitiveType::S32, std::move(dims)));
-  std::copy(values.begin(), values.end(), l.data<int32_t>().begin());
-  return l;
-}
-
 // LU with partial pivoting (LAPACK getrf): rows are swapped whole; ipiv is 1-based; info is
 // the 1-based column of the first exactly zero pivot (that column is left unscaled).
 template <typename C>

@@ -514,9 +514,7 @@ absl::StatusOr<Literal> Geev(const HloInstruction& instr, const Literal& a, char
   StoreWide(left, out.back());
   out.emplace_back(Shape(complex_type, vector_dims));
   StoreWide(right, out.back());
-  Literal info_literal(Shape(PrimitiveType::S32, batch_dims));
-  std::copy(info.begin(), info.end(), info_literal.data<int32_t>().begin());
-  out.push_back(std::move(info_literal));
+  out.push_back(Int32s(batch_dims, info));
   return Literal::MakeTuple(std::move(out));
 }
 
@@ -558,11 +556,8 @@ Literal RealGees(const Literal& a, char mode, int64_t n, int64_t batches,
     out.emplace_back(Shape(s.element_type(), value_dims));
     StoreWide(*part, out.back());
   }
-  for (const std::vector<int32_t>& ints : {std::vector<int32_t>(batches, 0), info}) {
-    Literal l(Shape(PrimitiveType::S32, batch_dims));
-    std::copy(ints.begin(), ints.end(), l.data<int32_t>().begin());
-    out.push_back(std::move(l));
-  }
+  out.push_back(Int32s(batch_dims, std::vector<int32_t>(batches, 0)));  // sdim
+  out.push_back(Int32s(batch_dims, info));
   return Literal::MakeTuple(std::move(out));
 }
 
@@ -599,11 +594,8 @@ absl::StatusOr<Literal> Gees(const HloInstruction& instr, const Literal& a, char
   StoreWide(vectors, out.back());
   out.emplace_back(Shape(type, value_dims));
   StoreWide(values, out.back());
-  for (const std::vector<int32_t>& ints : {std::vector<int32_t>(batches, 0), info}) {
-    Literal l(Shape(PrimitiveType::S32, batch_dims));
-    std::copy(ints.begin(), ints.end(), l.data<int32_t>().begin());
-    out.push_back(std::move(l));
-  }
+  out.push_back(Int32s(batch_dims, std::vector<int32_t>(batches, 0)));  // sdim
+  out.push_back(Int32s(batch_dims, info));
   return Literal::MakeTuple(std::move(out));
 }
 

@@ -191,9 +191,7 @@ absl::StatusOr<Literal> GesddOf(const HloInstruction& instr, const Literal& a, c
   if (mode != 'N') StoreWide(uv, out.back());
   out.emplace_back(Shape(vs.element_type(), vs.dimensions()));
   if (mode != 'N') StoreWide(vtv, out.back());
-  Literal info_lit(Shape(PrimitiveType::S32, batch));
-  std::copy(info.begin(), info.end(), info_lit.data<int32_t>().begin());
-  out.push_back(std::move(info_lit));
+  out.push_back(Int32s(batch, info));
   return Literal::MakeTuple(std::move(out));
 }
 

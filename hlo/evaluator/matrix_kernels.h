@@ -3,6 +3,7 @@
 // Matrices are row-major, batch after batch.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -39,6 +40,13 @@ void StoreWide(const std::vector<C>& src, Literal& lit) {
     auto d = lit.data<T>();
     for (size_t i = 0; i < src.size(); ++i) d[i] = CastTo<T>(src[i]);
   });
+}
+
+// An s32 array of `dims` holding `values` (a LAPACK call's info, pivots or sdim).
+inline Literal Int32s(std::vector<int64_t> dims, const std::vector<int32_t>& values) {
+  Literal l(Shape(PrimitiveType::S32, std::move(dims)));
+  std::copy(values.begin(), values.end(), l.data<int32_t>().begin());
+  return l;
 }
 
 inline double Conj(double v) { return v; }
