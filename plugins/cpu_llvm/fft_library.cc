@@ -4,30 +4,21 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <memory>
 #include <numbers>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "plugins/cpu_llvm/fft_mixed_radix.h"
 
 namespace kiln::cpu {
 namespace {
 
 bool PowerOfTwo(int64_t n) { return n >= 2 && (n & (n - 1)) == 0; }
 
-// exp(sign 2 pi i k / n) as (cos, sin), exact at multiples of a quarter turn: cos(pi) in
-// double leaves sin at 1.2e-16, and a real transform's Nyquist value, exactly real, came out
-// with an imaginary part of either sign (jnp.angle then gave -pi where XLA gives pi).
-template <typename R>
-std::pair<R, R> UnitRoot(int64_t k, int64_t n, int sign) {
-  if ((4 * k) % n == 0) {
-    static constexpr R kCos[4] = {1, 0, -1, 0}, kSin[4] = {0, 1, 0, -1};
-    const int64_t q = (4 * k / n) % 4;
-    return {kCos[q], sign * kSin[q]};
-  }
-  const double angle =
-      sign * 2 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(n);
-  return {static_cast<R>(std::cos(angle)), static_cast<R>(std::sin(angle))};
-}
+using fft_detail::MixedRadix;
+using fft_detail::UnitRoot;
 
 // One butterfly: (a, b) <- (a + w b, a - w b).
 template <typename R>
@@ -194,6 +185,110 @@ class Radix2 {
   std::vector<R> wr_, wi_;
 };
 
+// Bluestein's algorithm for a length with a large prime factor: with c[k] = exp(sign pi i
+// k^2 / n), X[k] = c[k] sum_j (x[j] c[j]) conj(c[k - j]), a convolution computed by
+// power-of-two transforms of length m >= 2n - 1 (the kernel's transform made once, scaled
+// by 1/m).
+template <typename R>
+class Bluestein {
+ public:
+  Bluestein(int64_t n, int sign) : n_(n), m_(Pow2AtLeast(2 * n - 1)), fwd_(m_, -1), inv_(m_, 1) {
+    for (int64_t j = 0; j < n; ++j) {
+      // exp is 2n-periodic in j^2: the angle stays exact.
+      const auto [c, s] = UnitRoot<R>((j * j) % (2 * n), 2 * n, sign);
+      chirp_re_.push_back(c);
+      chirp_im_.push_back(s);
+    }
+    std::vector<R> kr(m_, 0), ki(m_, 0);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t at[2] = {j, (m_ - j) % m_};
+      for (int64_t a : at) {
+        kr[fwd_.Slot(a)] = chirp_re_[j];
+        ki[fwd_.Slot(a)] = -chirp_im_[j];
+      }
+    }
+    fwd_.Run(kr.data(), ki.data(), 1);
+    const R scale = static_cast<R>(1.0 / static_cast<double>(m_));
+    for (int64_t j = 0; j < m_; ++j) {
+      kr[j] *= scale;
+      ki[j] *= scale;
+    }
+    kernel_re_ = std::move(kr);
+    kernel_im_ = std::move(ki);
+  }
+  int64_t Slot(int64_t k) const { return k; }
+
+  void Run(R* re, R* im, int lanes) const {
+    thread_local std::vector<R> ar, ai, br, bi;
+    const size_t size = static_cast<size_t>(m_ * lanes);
+    for (std::vector<R>* v : {&ar, &ai, &br, &bi}) v->assign(size, R(0));
+    for (int64_t k = 0; k < n_; ++k) {
+      const R cr = chirp_re_[k], ci = chirp_im_[k];
+      const int64_t to = fwd_.Slot(k) * lanes;
+      for (int l = 0; l < lanes; ++l) {
+        const R xr = re[k * lanes + l], xi = im[k * lanes + l];
+        ar[to + l] = xr * cr - xi * ci;
+        ai[to + l] = xr * ci + xi * cr;
+      }
+    }
+    fwd_.Run(ar.data(), ai.data(), lanes);
+    for (int64_t j = 0; j < m_; ++j) {
+      const R kr = kernel_re_[j], ki = kernel_im_[j];
+      const int64_t to = inv_.Slot(j) * lanes;
+      for (int l = 0; l < lanes; ++l) {
+        const R vr = ar[j * lanes + l], vi = ai[j * lanes + l];
+        br[to + l] = vr * kr - vi * ki;
+        bi[to + l] = vr * ki + vi * kr;
+      }
+    }
+    inv_.Run(br.data(), bi.data(), lanes);
+    for (int64_t k = 0; k < n_; ++k) {
+      const R cr = chirp_re_[k], ci = chirp_im_[k];
+      for (int l = 0; l < lanes; ++l) {
+        const R vr = br[k * lanes + l], vi = bi[k * lanes + l];
+        re[k * lanes + l] = vr * cr - vi * ci;
+        im[k * lanes + l] = vr * ci + vi * cr;
+      }
+    }
+  }
+
+ private:
+  static int64_t Pow2AtLeast(int64_t v) {
+    int64_t p = 1;
+    while (p < v) p <<= 1;
+    return p;
+  }
+  int64_t n_, m_;
+  Radix2<R> fwd_, inv_;
+  std::vector<R> chirp_re_, chirp_im_, kernel_re_, kernel_im_;
+};
+
+// A complex transform of any length: radix 2 for powers of two, mixed radix where every
+// prime factor is small, Bluestein's otherwise. Same interface as Radix2 (Slot, Run).
+template <typename R>
+class Transform {
+ public:
+  Transform(int64_t n, int sign) {
+    if (n == 1 || PowerOfTwo(n))
+      radix2_ = std::make_unique<Radix2<R>>(n, sign);
+    else if (MixedRadix<R>::Handles(n))
+      mixed_ = std::make_unique<MixedRadix<R>>(n, sign);
+    else
+      bluestein_ = std::make_unique<Bluestein<R>>(n, sign);
+  }
+  int64_t Slot(int64_t k) const { return radix2_ ? radix2_->Slot(k) : k; }
+  void Run(R* re, R* im, int lanes) const {
+    if (radix2_) return radix2_->Run(re, im, lanes);
+    if (mixed_) return mixed_->Run(re, im, lanes);
+    bluestein_->Run(re, im, lanes);
+  }
+
+ private:
+  std::unique_ptr<Radix2<R>> radix2_;
+  std::unique_ptr<MixedRadix<R>> mixed_;
+  std::unique_ptr<Bluestein<R>> bluestein_;
+};
+
 // Runs fn(first_row, lanes, re, im) over `rows` in blocks of kLanes rows (of one row when
 // there is one row or a block of the transform's length n would not stay in cache) across
 // `pool`, re and im holding n * lanes values, zeroed beyond the last row.
@@ -233,7 +328,7 @@ template <typename R>
 void Complex(const std::complex<R>* in, std::complex<R>* out, Axis axis, bool inverse,
              ThreadPool* pool) {
   const int64_t rows = axis.rows(), n = axis.n, stride = axis.inner;
-  const Radix2<R> t(n, inverse ? 1 : -1);
+  const Transform<R> t(n, inverse ? 1 : -1);
   const R scale = inverse ? static_cast<R>(1.0 / static_cast<double>(n)) : R(1);
   ForBlocks<R>(pool, rows, n, [&](int64_t first, int lanes, R* re, R* im) {
     const int count = static_cast<int>(std::min<int64_t>(lanes, rows - first));
@@ -265,7 +360,7 @@ void Complex(const std::complex<R>* in, std::complex<R>* out, Axis axis, bool in
 template <typename R>
 void Real(const R* in, std::complex<R>* out, int64_t rows, int64_t n, ThreadPool* pool) {
   const int64_t m = n / 2;
-  const Radix2<R> t(m, -1);
+  const Transform<R> t(m, -1);
   std::vector<R> wr(m + 1), wi(m + 1);
   for (int64_t k = 0; k <= m; ++k) std::tie(wr[k], wi[k]) = UnitRoot<R>(k, n, -1);
   ForBlocks<R>(pool, rows, m, [&](int64_t first, int lanes, R* re, R* im) {
@@ -291,7 +386,7 @@ void Real(const R* in, std::complex<R>* out, int64_t rows, int64_t n, ThreadPool
       }
     }
     t.Run(re, im, lanes);
-    // Element k of the half spectrum from elements k and m - k (mod m, a power of two).
+    // Element k of the half spectrum from elements k and m - k (mod m).
     auto unpack = [&](int64_t a, int64_t b, int64_t k, R& yr, R& yi) {
       const R er = (re[a] + re[b]) / 2, ei = (im[a] - im[b]) / 2;
       const R orr = (im[a] + im[b]) / 2, oi = -(re[a] - re[b]) / 2;
@@ -301,7 +396,7 @@ void Real(const R* in, std::complex<R>* out, int64_t rows, int64_t n, ThreadPool
     if (lanes == kLanes) {
       // All lanes of one k at once (a vector across the rows), then stored row by row.
       for (int64_t k = 0; k <= m; ++k) {
-        const int64_t a = (k & (m - 1)) * kLanes, b = ((m - k) & (m - 1)) * kLanes;
+        const int64_t a = (k % m) * kLanes, b = ((m - k) % m) * kLanes;
         R yr[kLanes], yi[kLanes];
         for (int l = 0; l < kLanes; ++l) unpack(a + l, b + l, k, yr[l], yi[l]);
         for (int l = 0; l < count; ++l)
@@ -313,7 +408,7 @@ void Real(const R* in, std::complex<R>* out, int64_t rows, int64_t n, ThreadPool
       std::complex<R>* y = out + (first + l) * (m + 1);
       for (int64_t k = 0; k <= m; ++k) {
         R yr, yi;
-        unpack((k & (m - 1)) * lanes + l, ((m - k) & (m - 1)) * lanes + l, k, yr, yi);
+        unpack((k % m) * lanes + l, ((m - k) % m) * lanes + l, k, yr, yi);
         y[k] = std::complex<R>(yr, yi);
       }
     }
@@ -328,7 +423,7 @@ template <typename R>
 void InverseReal(const std::complex<R>* in, R* out, int64_t rows, int64_t n, ThreadPool* pool) {
   using C = std::complex<R>;
   const int64_t m = n / 2, half = m + 1;
-  const Radix2<R> t(m, 1);
+  const Transform<R> t(m, 1);
   const R scale = static_cast<R>(1.0 / static_cast<double>(m));
   std::vector<C> w(m);  // W^-k
   for (int64_t k = 0; k < m; ++k) {
@@ -362,6 +457,31 @@ void InverseReal(const std::complex<R>* in, R* out, int64_t rows, int64_t n, Thr
   });
 }
 
+// An odd length's real transforms, through the complex one: the RFFT transforms (x, 0) and
+// keeps the first n/2 + 1 values; the IRFFT extends the half spectrum by symmetry (X[n-k] =
+// conj X[k]) and keeps the real part, which drops X[0]'s imaginary part as the packed even
+// case does.
+template <typename R>
+void RealByComplex(const R* in, std::complex<R>* out, int64_t rows, int64_t n, ThreadPool* pool) {
+  std::vector<std::complex<R>> full(in, in + rows * n);
+  Complex<R>(full.data(), full.data(), Axis{rows, n, 1}, false, pool);
+  const int64_t half = n / 2 + 1;
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(full.begin() + r * n, full.begin() + r * n + half, out + r * half);
+}
+
+template <typename R>
+void InverseRealByComplex(const std::complex<R>* in, R* out, int64_t rows, int64_t n,
+                          ThreadPool* pool) {
+  const int64_t half = n / 2 + 1;
+  std::vector<std::complex<R>> full(rows * n);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < n; ++k)
+      full[r * n + k] = k < half ? in[r * half + k] : std::conj(in[r * half + n - k]);
+  Complex<R>(full.data(), full.data(), Axis{rows, n, 1}, true, pool);
+  for (int64_t i = 0; i < rows * n; ++i) out[i] = full[i].real();
+}
+
 // The transform over the last lengths.size() dimensions: separable, one axis after another.
 // `dims` are the complex side's (the result's, an IRFFT's operand's); a real transform runs
 // along the last axis, an RFFT's first and an IRFFT's last.
@@ -389,18 +509,21 @@ void Run(FftType type, const Literal& in, Literal& out, const std::vector<int64_
     }
     case FftType::kRfft: {
       C* y = out.data<C>().data();
-      Real<R>(in.data<R>().data(), y, axis(rank - 1).rows(), n, pool);
+      if (n % 2 == 0)
+        Real<R>(in.data<R>().data(), y, axis(rank - 1).rows(), n, pool);
+      else
+        RealByComplex<R>(in.data<R>().data(), y, axis(rank - 1).rows(), n, pool);
       for (int d = rank - 2; d >= first; --d) Complex<R>(y, y, axis(d), false, pool);
       return;
     }
     case FftType::kIrfft: {
+      const auto last = n % 2 == 0 ? InverseReal<R> : InverseRealByComplex<R>;
       if (first == rank - 1)
-        return InverseReal<R>(in.data<C>().data(), out.data<R>().data(), axis(rank - 1).rows(), n,
-                              pool);
+        return last(in.data<C>().data(), out.data<R>().data(), axis(rank - 1).rows(), n, pool);
       std::vector<C> half(in.data<C>().begin(), in.data<C>().end());
       for (int d = first; d < rank - 1; ++d)
         Complex<R>(half.data(), half.data(), axis(d), true, pool);
-      return InverseReal<R>(half.data(), out.data<R>().data(), axis(rank - 1).rows(), n, pool);
+      return last(half.data(), out.data<R>().data(), axis(rank - 1).rows(), n, pool);
     }
   }
 }
@@ -419,7 +542,7 @@ bool IsFftLibraryCall(const HloInstruction& h) {
       in.num_elements() == 0 || in.is_dynamic())
     return false;
   for (int64_t n : lengths)
-    if (!PowerOfTwo(n) || n > (int64_t{1} << 26)) return false;
+    if (n < 1 || n > (int64_t{1} << 26)) return false;
   const PrimitiveType ti = in.element_type(), to = out.element_type();
   const bool single = ti == PrimitiveType::F32 || ti == PrimitiveType::C64;
   const PrimitiveType real = single ? PrimitiveType::F32 : PrimitiveType::F64;

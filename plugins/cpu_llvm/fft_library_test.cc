@@ -1,6 +1,7 @@
 // FFTs on cpu-llvm's library path (fft_library.h) against the HLO evaluator's double-precision
 // transform: FFT, IFFT, RFFT and IRFFT, f32 and f64, lengths 2 to 1024, batches spread over
-// threads, over one, two and three dimensions; and the transforms that stay on the evaluator.
+// threads, over one, two and three dimensions, lengths of any size; and the transforms that
+// stay on the evaluator.
 #include "plugins/cpu_llvm/fft_library.h"
 
 #include <cmath>
@@ -153,8 +154,12 @@ TEST(FftLibrary, SeveralDimensionsMatchTheEvaluator) {
   for (int threads : {1, 2}) {
     SCOPED_TRACE(threads);
     EXPECT_TRUE(Compare("c64[4,8]", "c64[4,8]", "FFT", {4, 8}, threads, 1e-6));
-    // 3 is not a power of two: the evaluator's.
-    EXPECT_FALSE(Compare("c64[2,16,3,32]", "c64[2,16,3,32]", "FFT", {3, 32}, threads, 1e-6));
+    EXPECT_TRUE(Compare("c64[2,16,3,32]", "c64[2,16,3,32]", "FFT", {3, 32}, threads, 1e-6));
+    // Images of 224 (4*4*2*7) and an odd real axis.
+    EXPECT_TRUE(Compare("f32[2,224,224]", "c64[2,224,113]", "RFFT", {224, 224}, threads, 1e-6));
+    EXPECT_TRUE(Compare("c64[2,224,113]", "f32[2,224,224]", "IRFFT", {224, 224}, threads, 1e-6));
+    EXPECT_TRUE(Compare("f64[3,10,15]", "c128[3,10,8]", "RFFT", {10, 15}, threads, 1e-14));
+    EXPECT_TRUE(Compare("c128[3,10,8]", "f64[3,10,15]", "IRFFT", {10, 15}, threads, 1e-14));
     EXPECT_TRUE(Compare("c64[2,16,4,32]", "c64[2,16,4,32]", "IFFT", {16, 4, 32}, threads, 1e-6));
     EXPECT_TRUE(Compare("f32[3,64,64]", "c64[3,64,33]", "RFFT", {64, 64}, threads, 1e-6));
     EXPECT_TRUE(Compare("c64[3,64,33]", "f32[3,64,64]", "IRFFT", {64, 64}, threads, 1e-6));
@@ -164,10 +169,39 @@ TEST(FftLibrary, SeveralDimensionsMatchTheEvaluator) {
   }
 }
 
+// Lengths that are not powers of two: mixed radix where the prime factors are at most 31
+// (12, 1000, 48000, 29, ...), Bluestein's algorithm above (37, 97, 1009 prime, 3 * 37); real
+// transforms of even lengths packed into n/2 complex values, of odd ones through the complex
+// transform. One row, blocks of 8 rows, a partial block.
+TEST(FftLibrary, AnyLengthMatchesTheEvaluator) {
+  std::vector<int64_t> lengths;
+  for (int64_t n = 1; n <= 40; ++n) lengths.push_back(n);
+  for (int64_t n : {97, 100, 111, 224, 1000, 1009, 4096 + 6}) lengths.push_back(n);
+  for (int threads : {1, 2})
+    for (int64_t n : lengths) {
+      SCOPED_TRACE(fmt::format("n = {}, {} threads", n, threads));
+      const int64_t half = n / 2 + 1;
+      for (int rows : {1, 11}) {
+        EXPECT_TRUE(Compare(fmt::format("c64[{},{}]", rows, n), fmt::format("c64[{},{}]", rows, n),
+                            "FFT", {n}, threads, 1e-6));
+        EXPECT_TRUE(Compare(fmt::format("c64[{},{}]", rows, n), fmt::format("c64[{},{}]", rows, n),
+                            "IFFT", {n}, threads, 1e-6));
+        EXPECT_TRUE(Compare(fmt::format("f32[{},{}]", rows, n),
+                            fmt::format("c64[{},{}]", rows, half), "RFFT", {n}, threads, 1e-6));
+        EXPECT_TRUE(Compare(fmt::format("c64[{},{}]", rows, half),
+                            fmt::format("f32[{},{}]", rows, n), "IRFFT", {n}, threads, 1e-6));
+        EXPECT_TRUE(Compare(fmt::format("f64[{},{}]", rows, n),
+                            fmt::format("c128[{},{}]", rows, half), "RFFT", {n}, threads, 1e-14));
+        EXPECT_TRUE(Compare(fmt::format("c128[{},{}]", rows, n),
+                            fmt::format("c128[{},{}]", rows, n), "FFT", {n}, threads, 1e-14));
+      }
+    }
+  // Long rows: 48000 (2^7 * 3 * 5^3) and a prime.
+  EXPECT_TRUE(Compare("f32[3,48000]", "c64[3,24001]", "RFFT", {48000}, 2, 1e-6));
+  EXPECT_TRUE(Compare("c128[2,8191]", "c128[2,8191]", "IFFT", {8191}, 2, 1e-14));
+}
+
 TEST(FftLibrary, OtherTransformsStayOnTheEvaluator) {
-  // Not a power of two: the evaluator's transform, still correct.
-  EXPECT_FALSE(Compare("c64[3,12]", "c64[3,12]", "FFT", {12}, 2, 1e-6));
-  EXPECT_FALSE(Compare("c64[6,8]", "c64[6,8]", "FFT", {6, 8}, 2, 1e-6));
   // Lengths that do not match the operand's dimensions are not the library's.
   const std::string bad =
       "HloModule f\nENTRY main {\n  x = c64[4,8] parameter(0)\n  ROOT f = c64[4,8] fft(x), "
