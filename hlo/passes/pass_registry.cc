@@ -27,6 +27,7 @@
 #include "hlo/passes/scatter_indexed_dimensions_first.h"
 #include "hlo/passes/scatter_to_update_slice.h"
 #include "hlo/passes/sort_complex_as_parts.h"
+#include "hlo/passes/sort_to_top_k.h"
 #include "hlo/passes/spmd_partitioner.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
@@ -70,6 +71,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<ScatterBatchingToIndices>(),
       Factory<ScatterIndexedDimensionsFirst>(),
       Factory<SortComplexAsParts>(),
+      Factory<SortToTopK>(),
       Factory<ScatterToUpdateSlice>(),
       Factory<AsyncToSync>(),
       Factory<LibraryCallLowering>(),

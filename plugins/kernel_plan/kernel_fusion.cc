@@ -19,6 +19,7 @@
 #include "hlo/passes/reduce_window_scan.h"
 #include "hlo/passes/scatter_indexed_dimensions_first.h"
 #include "hlo/passes/sort_complex_as_parts.h"
+#include "hlo/passes/sort_to_top_k.h"
 #include "hlo/text/parser.h"
 #include "plugins/kernel_plan/gemm_match.h"
 
@@ -100,6 +101,11 @@ absl::Status ExpandForPlanning(HloModule& module, const PlanOptions& options) {
     // Complex keys (jnp.sort_complex) as float parts the generated comparator takes.
     absl::StatusOr<bool> parts = SortComplexAsParts().Run(module);
     if (!parts.ok()) return parts.status();
+  }
+  if (options.library_call != nullptr) {
+    // A sort sliced to its first k (approx_max_k's lowering) as the topk the library runs.
+    absl::StatusOr<bool> top_k = SortToTopK(options.library_call).Run(module);
+    if (!top_k.ok()) return top_k.status();
   }
   if (options.native_scatter != nullptr) {
     // x.at[:, idx].add(v) through transposes, as the row scatter the backend runs natively.
