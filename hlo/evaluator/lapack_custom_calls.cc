@@ -52,7 +52,7 @@ void LuBatch(std::vector<C>& a, const MatrixBatch& b, std::vector<int32_t>& ipiv
     for (int64_t j = 0; j < k; ++j) {
       int64_t p = j;
       for (int64_t i = j + 1; i < b.m; ++i)
-        if (std::abs(A[i * b.n + j]) > std::abs(A[p * b.n + j])) p = i;
+        if (PivotSize(A[i * b.n + j]) > PivotSize(A[p * b.n + j])) p = i;
       ipiv[bi * k + j] = static_cast<int32_t>(p + 1);
       if (A[p * b.n + j] == C(0)) {
         if (info[bi] == 0) info[bi] = static_cast<int32_t>(j + 1);
@@ -389,7 +389,7 @@ absl::StatusOr<Literal> Gtsv(const HloInstruction& instr, Operands ops) {
     C* X = x.data() + bi * m * nrhs;
     auto row = [&](int64_t i) { return X + i * nrhs; };
     for (int64_t i = 0; i + 1 < m; ++i) {
-      if (std::abs(D[i]) >= std::abs(L[i])) {
+      if (PivotSize(D[i]) >= PivotSize(L[i])) {
         if (D[i] == C(0)) {  // then L[i] is zero too: a zero pivot
           info[bi] = static_cast<int32_t>(i + 1);
           break;

@@ -66,6 +66,25 @@ TEST(LapackCustomCallTest, GetrfPivotsAndReportsZeroPivots) {
   ExpectValues(r->element(2), {}, {2});
 }
 
+// A complex pivot is chosen by |re| + |im|, as LAPACK's icamax does: in [[3, 1], [2+2i, 1]]
+// the second row's 4 beats the first's 3 (by modulus, 2.83 would lose), so ipiv = [2, 2].
+TEST(LapackCustomCallTest, ComplexGetrfPivotsByLapacksSize) {
+  Shape out = Shape::Tuple({Shape(PrimitiveType::C64, {2, 2}), Shape(PrimitiveType::S32, {2}),
+                            Shape(PrimitiveType::S32, {})});
+  auto lu = CustomCall("lapack_cgetrf_ffi", out, "{}");
+  Literal a(Shape(PrimitiveType::C64, {2, 2}));
+  auto* v = a.data<std::complex<float>>().data();
+  v[0] = {3, 0};
+  v[1] = {1, 0};
+  v[2] = {2, 2};
+  v[3] = {1, 0};
+  auto r = EvalLapackCustomCall(*lu, std::vector<const Literal*>{&a});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectValues(r->element(1), {2}, {2, 2});
+  const std::complex<float> u00 = r->element(0).data<std::complex<float>>()[0];
+  EXPECT_EQ(u00, std::complex<float>(2, 2));
+}
+
 // [[2, 1], [1, 2]] (only the lower triangle read: the upper holds junk) has eigenvalues 1 and
 // 3 with eigenvectors (1, -1) and (1, 1) / sqrt 2; a random symmetric 7x7 batch of two gives
 // A V = V diag(w) with V orthonormal and w ascending.

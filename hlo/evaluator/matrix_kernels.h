@@ -49,6 +49,12 @@ inline Literal Int32s(std::vector<int64_t> dims, const std::vector<int32_t>& val
   return l;
 }
 
+// The size LAPACK compares to choose a pivot: |x| of a real, |re| + |im| of a complex
+// (icamax/izamax and ?gtsv use that, not the modulus: with the modulus, a complex LU picked
+// other rows than XLA:CPU's LAPACK, and jax.scipy.linalg.lu's factors differed).
+inline double PivotSize(double v) { return std::abs(v); }
+inline double PivotSize(std::complex<double> v) { return std::abs(v.real()) + std::abs(v.imag()); }
+
 inline double Conj(double v) { return v; }
 inline std::complex<double> Conj(std::complex<double> v) { return std::conj(v); }
 inline double RealPart(double v) { return v; }
