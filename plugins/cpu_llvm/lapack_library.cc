@@ -44,6 +44,20 @@ void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* 
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s,
              double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
              int* iwork, int* info, size_t);
+using C64 = std::complex<float>;
+using C128 = std::complex<double>;
+void cgetrf_(const int* m, const int* n, C64* a, const int* lda, int* ipiv, int* info);
+void zgetrf_(const int* m, const int* n, C128* a, const int* lda, int* ipiv, int* info);
+void cpotrf_(const char* uplo, const int* n, C64* a, const int* lda, int* info, size_t);
+void zpotrf_(const char* uplo, const int* n, C128* a, const int* lda, int* info, size_t);
+void cgeqrf_(const int* m, const int* n, C64* a, const int* lda, C64* tau, C64* work,
+             const int* lwork, int* info);
+void zgeqrf_(const int* m, const int* n, C128* a, const int* lda, C128* tau, C128* work,
+             const int* lwork, int* info);
+void cungqr_(const int* m, const int* n, const int* k, C64* a, const int* lda, const C64* tau,
+             C64* work, const int* lwork, int* info);
+void zungqr_(const int* m, const int* n, const int* k, C128* a, const int* lda, const C128* tau,
+             C128* work, const int* lwork, int* info);
 void cheevd_(const char* jobz, const char* uplo, const int* n, std::complex<float>* a,
              const int* lda, float* w, std::complex<float>* work, const int* lwork, float* rwork,
              const int* lrwork, int* iwork, const int* liwork, int* info, size_t, size_t);
@@ -176,7 +190,7 @@ std::string_view RoutineOf(const HloInstruction& h) {
   if (h.opcode() == HloOpcode::kTriangularSolve) return "triangular-solve";
   if (h.opcode() != HloOpcode::kCustomCall) return "";
   std::string_view r = eval::LapackRoutine(h.attrs().custom_call_target);
-  return r == "ungqr" ? "" : r;
+  return r == "ungqr" ? "orgqr" : r;  // the complex orgqr
 }
 
 #if KILN_HAVE_OPENBLAS
@@ -189,7 +203,29 @@ struct Lapack {
   static void getrf(int m, int n, double* a, int* ipiv, int* info) {
     dgetrf_(&m, &n, a, &m, ipiv, info);
   }
+  static void getrf(int m, int n, C64* a, int* ipiv, int* info) {
+    cgetrf_(&m, &n, a, &m, ipiv, info);
+  }
+  static void getrf(int m, int n, C128* a, int* ipiv, int* info) {
+    zgetrf_(&m, &n, a, &m, ipiv, info);
+  }
   static void potrf(char uplo, int n, float* a, int* info) { spotrf_(&uplo, &n, a, &n, info, 1); }
+  static void potrf(char uplo, int n, C64* a, int* info) { cpotrf_(&uplo, &n, a, &n, info, 1); }
+  static void potrf(char uplo, int n, C128* a, int* info) { zpotrf_(&uplo, &n, a, &n, info, 1); }
+  static void geqrf(int m, int n, C64* a, C64* tau, C64* work, int lwork, int* info) {
+    cgeqrf_(&m, &n, a, &m, tau, work, &lwork, info);
+  }
+  static void geqrf(int m, int n, C128* a, C128* tau, C128* work, int lwork, int* info) {
+    zgeqrf_(&m, &n, a, &m, tau, work, &lwork, info);
+  }
+  // The complex orgqr is ungqr (Q unitary).
+  static void orgqr(int m, int n, int k, C64* a, const C64* tau, C64* work, int lwork, int* info) {
+    cungqr_(&m, &n, &k, a, &m, tau, work, &lwork, info);
+  }
+  static void orgqr(int m, int n, int k, C128* a, const C128* tau, C128* work, int lwork,
+                    int* info) {
+    zungqr_(&m, &n, &k, a, &m, tau, work, &lwork, info);
+  }
   static void potrf(char uplo, int n, double* a, int* info) { dpotrf_(&uplo, &n, a, &n, info, 1); }
   static void geqrf(int m, int n, float* a, float* tau, float* work, int lwork, int* info) {
     sgeqrf_(&m, &n, a, &m, tau, work, &lwork, info);
@@ -279,6 +315,16 @@ struct Lapack {
                    int n, const double* a, int lda, double* b) {
     cblas_dtrsm(CblasRowMajor, side, uplo, trans, diag, m, n, 1.0, a, lda, b, n);
   }
+  static void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m,
+                   int n, const C64* a, int lda, C64* b) {
+    const C64 one = 1;
+    cblas_ctrsm(CblasRowMajor, side, uplo, trans, diag, m, n, &one, a, lda, b, n);
+  }
+  static void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m,
+                   int n, const C128* a, int lda, C128* b) {
+    const C128 one = 1;
+    cblas_ztrsm(CblasRowMajor, side, uplo, trans, diag, m, n, &one, a, lda, b, n);
+  }
 };
 
 // Row-major rows x cols <-> column-major (the same matrix, transposed storage).
@@ -318,7 +364,7 @@ void OverBatch(ThreadPool* pool, const Batch& b, const std::function<void(int64_
 // The workspace size a routine asked for in a query (lwork = -1), at least 1.
 template <typename T>
 int WorkSize(T query) {
-  return std::max(1, static_cast<int>(query));
+  return std::max(1, static_cast<int>(std::real(query)));
 }
 
 template <typename T>
@@ -489,13 +535,6 @@ void Heevd(const Literal& a, char uplo, Literal& out, ThreadPool* pool) {
 }
 
 // The complex routines cpu-llvm calls LAPACK for (the others stay on the evaluator).
-template <typename T>
-void RunComplex(const HloInstruction& h, std::string_view routine, const Literal& a, Literal& out,
-                ThreadPool* pool) {
-  const auto flags = eval::LapackAttributes(h);
-  if (routine == "heevd") Heevd<T>(a, eval::LapackFlag(flags, "uplo", 'L'), out, pool);
-  if (routine == "gesdd") Gesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out, pool);
-}
 
 // LAPACK's real eigenvectors (column-major: column j is vector j, and a conjugate pair's
 // first column holds the real part, the next the imaginary part) as complex columns of the
@@ -619,7 +658,9 @@ void Trsm(const Literal& a, const Literal& rhs, bool left, bool lower, char tran
   OverBatch(pool, bb, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i)
       Lapack::trsm(left ? CblasLeft : CblasRight, lower ? CblasLower : CblasUpper,
-                   trans == 'N' ? CblasNoTrans : CblasTrans,
+                   trans == 'N'   ? CblasNoTrans
+                   : trans == 'C' ? CblasConjTrans
+                                  : CblasTrans,
                    unit_diagonal ? CblasUnit : CblasNonUnit, bb.rows, bb.cols,
                    Data<T>(a) + i * a_size, ab.cols, x + i * b_size);
   });
@@ -628,31 +669,38 @@ void Trsm(const Literal& a, const Literal& rhs, bool left, bool lower, char tran
 template <typename T>
 void Run(const HloInstruction& h, std::string_view routine,
          std::span<const Literal* const> operands, Literal& out, ThreadPool* pool) {
+  constexpr bool kComplex = !std::is_floating_point_v<T>;
   const Literal& a = *operands[0];
   if (routine == "triangular-solve") {
     const InstructionAttributes& at = h.attrs();
-    const char trans = at.transpose_a == TriangularSolveTranspose::kNoTranspose ? 'N' : 'T';
+    const char trans = at.transpose_a == TriangularSolveTranspose::kNoTranspose ? 'N'
+                       : at.transpose_a == TriangularSolveTranspose::kAdjoint   ? 'C'
+                                                                                : 'T';
     Trsm<T>(a, *operands[1], at.left_side, at.lower, trans, at.unit_diagonal, out, pool);
     return;
   }
-  if (routine == "gtsv") return Gtsv<T>(operands, out, pool);
   const auto flags = eval::LapackAttributes(h);
   const char uplo = eval::LapackFlag(flags, "uplo", 'L');
   if (routine == "getrf") Getrf<T>(a, out, pool);
   if (routine == "potrf") Potrf<T>(a, uplo, out, pool);
   if (routine == "geqrf") Geqrf<T>(a, out, pool);
   if (routine == "orgqr") Orgqr<T>(a, *operands[1], out, pool);
-  if (routine == "syevd") Syevd<T>(a, uplo, out, pool);
   if (routine == "gesdd") Gesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out, pool);
-  if (routine == "gees") Gees<T>(a, eval::LapackFlag(flags, "mode", 'V'), out, pool);
-  if (routine == "geev") {
-    Geev<T>(a, eval::LapackFlag(flags, "compute_left", 'N'),
-            eval::LapackFlag(flags, "compute_right", 'N'), out, pool);
-  }
   if (routine == "trsm") {
     Trsm<T>(a, *operands[1], eval::LapackFlag(flags, "side", 'L') == 'L', uplo == 'L',
             eval::LapackFlag(flags, "trans_x", 'N'), eval::LapackFlag(flags, "diag", 'N') == 'U',
             out, pool);
+  }
+  if constexpr (kComplex) {
+    if (routine == "heevd") Heevd<T>(a, uplo, out, pool);
+  } else {
+    if (routine == "gtsv") Gtsv<T>(operands, out, pool);
+    if (routine == "syevd") Syevd<T>(a, uplo, out, pool);
+    if (routine == "gees") Gees<T>(a, eval::LapackFlag(flags, "mode", 'V'), out, pool);
+    if (routine == "geev") {
+      Geev<T>(a, eval::LapackFlag(flags, "compute_left", 'N'),
+              eval::LapackFlag(flags, "compute_right", 'N'), out, pool);
+    }
   }
 }
 
@@ -674,9 +722,12 @@ bool IsLapackLibraryCall(const HloInstruction& h) {
   const Shape& a = *ops[0];
   const PrimitiveType t = a.element_type();
   const bool complex = t == PrimitiveType::C64 || t == PrimitiveType::C128;
-  if (complex ? routine != "heevd" && routine != "gesdd"
-              : t != PrimitiveType::F32 && t != PrimitiveType::F64)
-    return false;
+  // Complex: the routines with a complex LAPACK call here (JAX's complex solve, inv, qr,
+  // cholesky, slogdet, eigh, svd); gees, geev, gehrd and gtsv stay on the evaluator.
+  const bool complex_routine = routine == "heevd" || routine == "gesdd" || routine == "getrf" ||
+                               routine == "potrf" || routine == "geqrf" || routine == "orgqr" ||
+                               routine == "trsm" || routine == "triangular-solve";
+  if (complex ? !complex_routine : t != PrimitiveType::F32 && t != PrimitiveType::F64) return false;
   if (h.opcode() == HloOpcode::kCustomCall) {
     const char type = h.attrs().custom_call_target[std::string_view("lapack_").size()];
     const char want = t == PrimitiveType::F32   ? 's'
@@ -726,10 +777,10 @@ absl::Status RunLapackLibrary(const HloInstruction& h, std::span<const Literal* 
       Run<float>(h, RoutineOf(h), operands, out, pool);
       break;
     case PrimitiveType::C64:
-      RunComplex<std::complex<float>>(h, RoutineOf(h), *operands[0], out, pool);
+      Run<std::complex<float>>(h, RoutineOf(h), operands, out, pool);
       break;
     case PrimitiveType::C128:
-      RunComplex<std::complex<double>>(h, RoutineOf(h), *operands[0], out, pool);
+      Run<std::complex<double>>(h, RoutineOf(h), operands, out, pool);
       break;
     default:
       Run<double>(h, RoutineOf(h), operands, out, pool);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fmt/format.h"
@@ -420,6 +421,131 @@ TEST(LapackLibrary, ComplexHeevdAndGesddMatchTheEvaluator) {
   }
 }
 
+// Random complex values, re and im in [-1, 1]; with `hermitian`, each trailing square
+// matrix made Hermitian with `diagonal` added (positive definite for a large enough one).
+Literal RandomComplex(const Shape& s, uint32_t seed, double diagonal = 0, bool hermitian = false) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<std::complex<double>> v(s.num_elements());
+  for (auto& x : v) x = {dist(rng), dist(rng)};
+  const int64_t r = s.dimensions(s.rank() - 2), c = s.dimensions(s.rank() - 1);
+  for (int64_t b = 0; b < s.num_elements() / (r * c); ++b) {
+    std::complex<double>* m = v.data() + b * r * c;
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        if (hermitian && j < i) m[i * c + j] = std::conj(m[j * c + i]);
+        if (hermitian && i == j) m[i * c + j] = m[i * c + j].real();
+        if (i == j) m[i * c + j] += diagonal;
+      }
+  }
+  Literal l(s);
+  for (int64_t i = 0; i < s.num_elements(); ++i) {
+    if (s.element_type() == PrimitiveType::C64)
+      l.data<std::complex<float>>()[i] = std::complex<float>(v[i]);
+    else
+      l.data<std::complex<double>>()[i] = v[i];
+  }
+  return l;
+}
+
+void ExpectComplexNear(const Literal& got, const Literal& want, double tol,
+                       const std::string& what) {
+  ASSERT_EQ(got.shape().dimensions(), want.shape().dimensions()) << what;
+  for (int64_t i = 0; i < want.element_count(); ++i)
+    ASSERT_LE(std::abs(ComplexAt(got, i) - ComplexAt(want, i)), tol)
+        << what << ", element " << i << ": " << ComplexAt(got, i) << " vs " << ComplexAt(want, i);
+}
+
+// Complex solve, inv, qr and cholesky (jnp.linalg on complex matrices) call LAPACK's c/z
+// getrf, geqrf, ungqr, potrf and trsm; the pivots are LAPACK's (|re| + |im|, which the
+// evaluator uses too), so LU, pivots, QR factors and Cholesky factors all match.
+TEST(LapackLibrary, ComplexGetrfGeqrfUngqrPotrfTrsmMatchTheEvaluator) {
+  for (const auto& [name, letter, tol] :
+       std::vector<std::tuple<std::string, char, double>>{{"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}})
+    for (const char* dims : {"6,6", "3,9,6", "4,17,17"}) {
+      SCOPED_TRACE(name + "[" + dims + "]");
+      const std::string a = fmt::format("{}[{}]", name, dims);
+      const Shape shape = *ParseShape(a);
+      const int64_t m = shape.dimensions(shape.rank() - 2), n = shape.dimensions(shape.rank() - 1);
+      const int64_t k = std::min(m, n);
+      std::string batch;
+      for (int d = 0; d < shape.rank() - 2; ++d) batch += fmt::format("{},", shape.dimensions(d));
+      const std::string info =
+          fmt::format("s32[{}]", batch.empty() ? "" : batch.substr(0, batch.size() - 1));
+      std::vector<Literal> args;
+      args.push_back(RandomComplex(shape, 7, 0.5));
+
+      Ran lu = RunBoth({a}, fmt::format("({}, s32[{}{}], {})", a, batch, k, info),
+                       fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}getrf_ffi\", "
+                                   "backend_config={{}}",
+                                   letter),
+                       args);
+      EXPECT_TRUE(lu.library);
+      ExpectComplexNear(lu.got.element(0), lu.want.element(0), tol * 10, "getrf LU");
+      ExpectNear(lu.got.element(1), lu.want.element(1), 0, "getrf pivots");
+
+      Ran qr = RunBoth(
+          {a}, fmt::format("({}, {}[{}{}])", a, name, batch, k),
+          fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}geqrf_ffi\"", letter), args);
+      EXPECT_TRUE(qr.library);
+      ExpectComplexNear(qr.got.element(0), qr.want.element(0), tol * 10, "geqrf");
+      ExpectComplexNear(qr.got.element(1), qr.want.element(1), tol * 10, "geqrf tau");
+      if (m >= n) {
+        std::vector<Literal> q_args;
+        q_args.push_back(qr.want.element(0));
+        q_args.push_back(qr.want.element(1));
+        Ran q = RunBoth(
+            {a, fmt::format("{}[{}{}]", name, batch, k)}, a,
+            fmt::format("custom-call(%p0, %p1), custom_call_target=\"lapack_{}ungqr_ffi\"", letter),
+            q_args);
+        EXPECT_TRUE(q.library);
+        ExpectComplexNear(q.got, q.want, tol * 10, "ungqr Q");
+      }
+      if (m != n) continue;
+      for (char uplo : {'L', 'U'}) {
+        std::vector<Literal> hpd;
+        hpd.push_back(RandomComplex(shape, 11, 2.0 * n, /*hermitian=*/true));
+        Ran c = RunBoth({a}, fmt::format("({}, {})", a, info),
+                        fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}potrf_ffi\", "
+                                    "backend_config={{uplo = {} : ui8}}",
+                                    letter, static_cast<int>(uplo)),
+                        hpd);
+        EXPECT_TRUE(c.library);
+        ExpectComplexNear(c.got.element(0), c.want.element(0), tol * 10,
+                          std::string("potrf ") + uplo);
+      }
+      for (char trans : {'N', 'T', 'C'})
+        for (char side : {'L', 'R'}) {
+          SCOPED_TRACE(fmt::format("trsm side {} trans {}", side, trans));
+          const std::string b =
+              fmt::format("{}[{}{}]", name, batch,
+                          side == 'L' ? fmt::format("{},3", n) : fmt::format("3,{}", n));
+          std::vector<Literal> targs;
+          targs.push_back(RandomComplex(shape, 3, 4.0));
+          targs.push_back(RandomComplex(*ParseShape(b), 5));
+          Ran ffi = RunBoth({a, b}, b,
+                            fmt::format("custom-call(%p0, %p1), custom_call_target="
+                                        "\"lapack_{}trsm_ffi\", backend_config={{diag = {} : "
+                                        "ui8, side = {} : ui8, trans_x = {} : ui8, uplo = {} : "
+                                        "ui8}}",
+                                        letter, int{'N'}, int{side}, int{trans}, int{'L'}),
+                            targs);
+          EXPECT_TRUE(ffi.library);
+          ExpectComplexNear(ffi.got, ffi.want, tol * 10, "lapack trsm");
+          Ran hlo = RunBoth({a, b}, b,
+                            fmt::format("triangular-solve(%p0, %p1), left_side={}, lower=true, "
+                                        "unit_diagonal=false, transpose_a={}",
+                                        side == 'L',
+                                        trans == 'N'   ? "NO_TRANSPOSE"
+                                        : trans == 'T' ? "TRANSPOSE"
+                                                       : "ADJOINT"),
+                            targs);
+          EXPECT_TRUE(hlo.library);
+          ExpectComplexNear(hlo.got, hlo.want, tol * 10, "triangular-solve");
+        }
+    }
+}
+
 // Real gees (jax.scipy.linalg.schur) of random matrices, f32 and f64, a batch of 3: Z T Z^T
 // reconstructs A, T is zero below its subdiagonal, and (wr, wi) are the evaluator's as a set
 // (both Schur forms are valid; the order of eigenvalues on the diagonal may differ).
@@ -501,7 +627,8 @@ TEST(LapackLibrary, GtsvMatchesTheEvaluator) {
 }
 
 // What the library does not take stays on the evaluator: pivots that do not fit the matrix,
-// a routine letter that is not the operand's type, a complex LU, an empty matrix.
+// a routine letter that is not the operand's type, a complex tridiagonal solve (a complex LU
+// is the library's), an empty matrix.
 TEST(LapackLibrary, LeavesWhatItDoesNotTakeToTheEvaluator) {
   const std::string lu = "custom-call(%p0), custom_call_target=";
   EXPECT_TRUE(
@@ -513,9 +640,14 @@ TEST(LapackLibrary, LeavesWhatItDoesNotTakeToTheEvaluator) {
   EXPECT_FALSE(
       RunBoth({"f32[4,4]"}, "(f32[4,4], s32[4], s32[])", lu + "\"lapack_dgetrf_ffi\"", {}, false)
           .library);
-  EXPECT_FALSE(
+  EXPECT_TRUE(
       RunBoth({"c64[4,4]"}, "(c64[4,4], s32[4], s32[])", lu + "\"lapack_cgetrf_ffi\"", {}, false)
           .library);
+  EXPECT_FALSE(RunBoth({"c64[4]", "c64[4]", "c64[4]", "c64[4,1]"},
+                       "(c64[4], c64[4], c64[4], c64[4,1], s32[])",
+                       "custom-call(%p0, %p1, %p2, %p3), custom_call_target=\"lapack_cgtsv_ffi\"",
+                       {}, false)
+                   .library);
   EXPECT_FALSE(
       RunBoth({"f32[0,4]"}, "(f32[0,4], s32[0], s32[])", lu + "\"lapack_sgetrf_ffi\"", {}, false)
           .library);
