@@ -58,6 +58,26 @@ void cungqr_(const int* m, const int* n, const int* k, C64* a, const int* lda, c
              C64* work, const int* lwork, int* info);
 void zungqr_(const int* m, const int* n, const int* k, C128* a, const int* lda, const C128* tau,
              C128* work, const int* lwork, int* info);
+void sgehrd_(const int* n, const int* ilo, const int* ihi, float* a, const int* lda, float* tau,
+             float* work, const int* lwork, int* info);
+void dgehrd_(const int* n, const int* ilo, const int* ihi, double* a, const int* lda, double* tau,
+             double* work, const int* lwork, int* info);
+void cgehrd_(const int* n, const int* ilo, const int* ihi, C64* a, const int* lda, C64* tau,
+             C64* work, const int* lwork, int* info);
+void zgehrd_(const int* n, const int* ilo, const int* ihi, C128* a, const int* lda, C128* tau,
+             C128* work, const int* lwork, int* info);
+void cgeev_(const char* jobvl, const char* jobvr, const int* n, C64* a, const int* lda, C64* w,
+            C64* vl, const int* ldvl, C64* vr, const int* ldvr, C64* work, const int* lwork,
+            float* rwork, int* info, size_t, size_t);
+void zgeev_(const char* jobvl, const char* jobvr, const int* n, C128* a, const int* lda, C128* w,
+            C128* vl, const int* ldvl, C128* vr, const int* ldvr, C128* work, const int* lwork,
+            double* rwork, int* info, size_t, size_t);
+void cgees_(const char* jobvs, const char* sort, void* select, const int* n, C64* a, const int* lda,
+            int* sdim, C64* w, C64* vs, const int* ldvs, C64* work, const int* lwork, float* rwork,
+            int* bwork, int* info, size_t, size_t);
+void zgees_(const char* jobvs, const char* sort, void* select, const int* n, C128* a,
+            const int* lda, int* sdim, C128* w, C128* vs, const int* ldvs, C128* work,
+            const int* lwork, double* rwork, int* bwork, int* info, size_t, size_t);
 void cheevd_(const char* jobz, const char* uplo, const int* n, std::complex<float>* a,
              const int* lda, float* w, std::complex<float>* work, const int* lwork, float* rwork,
              const int* lrwork, int* iwork, const int* liwork, int* info, size_t, size_t);
@@ -132,10 +152,17 @@ std::vector<Shape> ExpectedResults(std::string_view routine, char mode,
                                                         : t;
   if ((routine == "syevd" || routine == "heevd") && ops.size() == 1 && m == n)
     return {a, Shape(real, Dims(a, 2, {n})), info};
-  if (routine == "gees" && ops.size() == 1 && m == n &&
-      (t == PrimitiveType::F32 || t == PrimitiveType::F64)) {
+  const bool complex = t == PrimitiveType::C64 || t == PrimitiveType::C128;
+  if (routine == "gees" && ops.size() == 1 && m == n) {
     const Shape values(t, Dims(a, 2, {n}));
-    return {a, a, values, values, info, info};  // T, Z, wr, wi, sdim, info
+    if (complex) return {a, a, values, info, info};  // T, Z, w, sdim, info
+    return {a, a, values, values, info, info};       // T, Z, wr, wi, sdim, info
+  }
+  if (routine == "gehrd" && ops.size() == 1 && m == n)
+    return {a, Shape(t, Dims(a, 2, {std::max<int64_t>(n - 1, 0)})), info};
+  if (routine == "geev" && ops.size() == 1 && m == n && complex) {
+    const Shape vectors(t, Dims(a, 2, {n, n}));
+    return {Shape(t, Dims(a, 2, {n})), vectors, vectors, info};  // w, vl, vr, info
   }
   if (routine == "geev" && ops.size() == 1 && m == n) {
     const Shape vectors(t == PrimitiveType::F64 ? PrimitiveType::C128 : PrimitiveType::C64,
@@ -306,6 +333,41 @@ struct Lapack {
   static void geev(char jobvl, char jobvr, int n, double* a, double* wr, double* wi, double* vl,
                    int ldvl, double* vr, int ldvr, double* work, int lwork, int* info) {
     dgeev_(&jobvl, &jobvr, &n, a, &n, wr, wi, vl, &ldvl, vr, &ldvr, work, &lwork, info, 1, 1);
+  }
+  static void gehrd(int n, int ilo, int ihi, float* a, float* tau, float* work, int lwork,
+                    int* info) {
+    sgehrd_(&n, &ilo, &ihi, a, &n, tau, work, &lwork, info);
+  }
+  static void gehrd(int n, int ilo, int ihi, double* a, double* tau, double* work, int lwork,
+                    int* info) {
+    dgehrd_(&n, &ilo, &ihi, a, &n, tau, work, &lwork, info);
+  }
+  static void gehrd(int n, int ilo, int ihi, C64* a, C64* tau, C64* work, int lwork, int* info) {
+    cgehrd_(&n, &ilo, &ihi, a, &n, tau, work, &lwork, info);
+  }
+  static void gehrd(int n, int ilo, int ihi, C128* a, C128* tau, C128* work, int lwork, int* info) {
+    zgehrd_(&n, &ilo, &ihi, a, &n, tau, work, &lwork, info);
+  }
+  // Complex geev and gees: one eigenvalue array w, a real workspace rwork (2n and n).
+  static void geev(char jobvl, char jobvr, int n, C64* a, C64* w, C64* vl, int ldvl, C64* vr,
+                   int ldvr, C64* work, int lwork, float* rwork, int* info) {
+    cgeev_(&jobvl, &jobvr, &n, a, &n, w, vl, &ldvl, vr, &ldvr, work, &lwork, rwork, info, 1, 1);
+  }
+  static void geev(char jobvl, char jobvr, int n, C128* a, C128* w, C128* vl, int ldvl, C128* vr,
+                   int ldvr, C128* work, int lwork, double* rwork, int* info) {
+    zgeev_(&jobvl, &jobvr, &n, a, &n, w, vl, &ldvl, vr, &ldvr, work, &lwork, rwork, info, 1, 1);
+  }
+  static void gees(char jobvs, int n, C64* a, C64* w, C64* vs, int ldvs, C64* work, int lwork,
+                   float* rwork, int* sdim, int* info) {
+    const char sort = 'N';
+    cgees_(&jobvs, &sort, nullptr, &n, a, &n, sdim, w, vs, &ldvs, work, &lwork, rwork, nullptr,
+           info, 1, 1);
+  }
+  static void gees(char jobvs, int n, C128* a, C128* w, C128* vs, int ldvs, C128* work, int lwork,
+                   double* rwork, int* sdim, int* info) {
+    const char sort = 'N';
+    zgees_(&jobvs, &sort, nullptr, &n, a, &n, sdim, w, vs, &ldvs, work, &lwork, rwork, nullptr,
+           info, 1, 1);
   }
   static void trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m,
                    int n, const float* a, int lda, float* b) {
@@ -625,6 +687,102 @@ void Gees(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
   });
 }
 
+// The Hessenberg form (jax.scipy.linalg.hessenberg): LAPACK's gehrd over rows and columns
+// [low, high] (1-based) of the column-major copy; its reflectors below the subdiagonal.
+template <typename T>
+void Gehrd(const Literal& a, int low, int high, Literal& out, ThreadPool* pool) {
+  const Batch b = BatchOf(a.shape());
+  const int64_t n = b.rows, size = n * n, k = std::max<int64_t>(n - 1, 0);
+  T query = 0;
+  {
+    std::vector<T> col(size), tau(std::max<int64_t>(k, 1));
+    int info = 0;
+    Lapack::gehrd(n, low, high, col.data(), tau.data(), &query, -1, &info);
+  }
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), tau(std::max<int64_t>(k, 1)), work(WorkSize(query));
+    for (int64_t i = lo; i < hi; ++i) {
+      ToColumnMajor(Data<T>(a) + i * size, n, n, col.data());
+      Lapack::gehrd(n, low, high, col.data(), tau.data(), work.data(), work.size(),
+                    Data<int32_t>(out.elements()[2]) + i);
+      FromColumnMajor(col.data(), n, n, Data<T>(out.elements()[0]) + i * size);
+      std::copy_n(tau.data(), k, Data<T>(out.elements()[1]) + i * k);
+    }
+  });
+}
+
+// Complex eigenvalues and the left and right eigenvectors asked for (jnp.linalg.eig of a
+// complex matrix), LAPACK's geev on the column-major copy; zero vectors when not asked for.
+template <typename T>
+void ComplexGeev(const Literal& a, char left, char right, Literal& out, ThreadPool* pool) {
+  using R = decltype(std::abs(T()));
+  const Batch b = BatchOf(a.shape());
+  const int64_t n = b.rows, size = n * n;
+  const int ldvl = left == 'V' ? n : 1, ldvr = right == 'V' ? n : 1;
+  T query = 0;
+  {
+    std::vector<T> col(size), w(n), vl(size), vr(size);
+    std::vector<R> rwork(2 * n);
+    int info = 0;
+    Lapack::geev(left, right, n, col.data(), w.data(), vl.data(), ldvl, vr.data(), ldvr, &query, -1,
+                 rwork.data(), &info);
+  }
+  T* vl_out = Data<T>(out.elements()[1]);
+  T* vr_out = Data<T>(out.elements()[2]);
+  std::fill_n(vl_out, b.count * size, T(0));
+  std::fill_n(vr_out, b.count * size, T(0));
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), vl(left == 'V' ? size : 1), vr(right == 'V' ? size : 1),
+        work(WorkSize(query));
+    std::vector<R> rwork(2 * n);
+    for (int64_t i = lo; i < hi; ++i) {
+      ToColumnMajor(Data<T>(a) + i * size, n, n, col.data());
+      T* w = Data<T>(out.elements()[0]) + i * n;
+      // As the real geev: no call on NaN or infinity (it can loop forever), info -4.
+      if (!std::all_of(col.begin(), col.end(), [](T x) { return std::isfinite(std::abs(x)); })) {
+        std::fill_n(w, n, T(0));
+        Data<int32_t>(out.elements()[3])[i] = -4;
+        continue;
+      }
+      Lapack::geev(left, right, n, col.data(), w, vl.data(), ldvl, vr.data(), ldvr, work.data(),
+                   work.size(), rwork.data(), Data<int32_t>(out.elements()[3]) + i);
+      if (left == 'V') FromColumnMajor(vl.data(), n, n, vl_out + i * size);
+      if (right == 'V') FromColumnMajor(vr.data(), n, n, vr_out + i * size);
+    }
+  });
+}
+
+// The complex Schur form A = Z T Z^H (jax.scipy.linalg.schur of a complex matrix, and sqrtm),
+// LAPACK's gees, unsorted, on the column-major copy; Z zero when `mode` is 'N'.
+template <typename T>
+void ComplexGees(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
+  using R = decltype(std::abs(T()));
+  const Batch b = BatchOf(a.shape());
+  const int64_t n = b.rows, size = n * n;
+  const char jobvs = mode == 'V' ? 'V' : 'N';
+  T query = 0;
+  {
+    std::vector<T> col(size), w(n), vs(size);
+    std::vector<R> rwork(n);
+    int sdim = 0, info = 0;
+    Lapack::gees(jobvs, n, col.data(), w.data(), vs.data(), n, &query, -1, rwork.data(), &sdim,
+                 &info);
+  }
+  std::fill_n(Data<T>(out.elements()[1]), b.count * size, T(0));
+  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
+    std::vector<T> col(size), vs(size), work(WorkSize(query));
+    std::vector<R> rwork(n);
+    for (int64_t i = lo; i < hi; ++i) {
+      ToColumnMajor(Data<T>(a) + i * size, n, n, col.data());
+      Lapack::gees(jobvs, n, col.data(), Data<T>(out.elements()[2]) + i * n, vs.data(), n,
+                   work.data(), work.size(), rwork.data(), Data<int32_t>(out.elements()[3]) + i,
+                   Data<int32_t>(out.elements()[4]) + i);
+      FromColumnMajor(col.data(), n, n, Data<T>(out.elements()[0]) + i * size);
+      if (jobvs == 'V') FromColumnMajor(vs.data(), n, n, Data<T>(out.elements()[1]) + i * size);
+    }
+  });
+}
+
 // Tridiagonal A X = B: JAX's diagonals (dl[0] and du[m-1] unused; LAPACK's DL starts at
 // dl[1]) and B copied into the outputs, which LAPACK overwrites with its factors and X.
 template <typename T>
@@ -691,8 +849,20 @@ void Run(const HloInstruction& h, std::string_view routine,
             eval::LapackFlag(flags, "trans_x", 'N'), eval::LapackFlag(flags, "diag", 'N') == 'U',
             out, pool);
   }
+  if (routine == "gehrd") {
+    const auto low = flags.find("low"), high = flags.find("high");
+    Gehrd<T>(a, low == flags.end() ? 1 : static_cast<int>(low->second),
+             high == flags.end() ? static_cast<int>(BatchOf(a.shape()).rows)
+                                 : static_cast<int>(high->second),
+             out, pool);
+  }
   if constexpr (kComplex) {
     if (routine == "heevd") Heevd<T>(a, uplo, out, pool);
+    if (routine == "gees") ComplexGees<T>(a, eval::LapackFlag(flags, "mode", 'V'), out, pool);
+    if (routine == "geev") {
+      ComplexGeev<T>(a, eval::LapackFlag(flags, "compute_left", 'N'),
+                     eval::LapackFlag(flags, "compute_right", 'N'), out, pool);
+    }
   } else {
     if (routine == "gtsv") Gtsv<T>(operands, out, pool);
     if (routine == "syevd") Syevd<T>(a, uplo, out, pool);
@@ -723,10 +893,11 @@ bool IsLapackLibraryCall(const HloInstruction& h) {
   const PrimitiveType t = a.element_type();
   const bool complex = t == PrimitiveType::C64 || t == PrimitiveType::C128;
   // Complex: the routines with a complex LAPACK call here (JAX's complex solve, inv, qr,
-  // cholesky, slogdet, eigh, svd); gees, geev, gehrd and gtsv stay on the evaluator.
+  // cholesky, slogdet, eigh, svd, eig, schur, hessenberg); gtsv stays on the evaluator.
   const bool complex_routine = routine == "heevd" || routine == "gesdd" || routine == "getrf" ||
                                routine == "potrf" || routine == "geqrf" || routine == "orgqr" ||
-                               routine == "trsm" || routine == "triangular-solve";
+                               routine == "trsm" || routine == "triangular-solve" ||
+                               routine == "gees" || routine == "geev" || routine == "gehrd";
   if (complex ? !complex_routine : t != PrimitiveType::F32 && t != PrimitiveType::F64) return false;
   if (h.opcode() == HloOpcode::kCustomCall) {
     const char type = h.attrs().custom_call_target[std::string_view("lapack_").size()];
@@ -749,6 +920,13 @@ bool IsLapackLibraryCall(const HloInstruction& h) {
         !std::equal(a.dimensions().begin(), a.dimensions().end() - 2, b.dimensions().begin()) ||
         b.dimensions(b.rank() - (left ? 2 : 1)) != order)
       return false;
+  }
+  if (routine == "gehrd") {  // LAPACK wants 1 <= low <= high <= n (the evaluator says why not)
+    const auto low = flags.find("low"), high = flags.find("high");
+    const int64_t n = a.dimensions(a.rank() - 1);
+    const int64_t lo = low == flags.end() ? 1 : low->second;
+    const int64_t hi = high == flags.end() ? n : high->second;
+    if (lo < 1 || hi > n || lo > std::max<int64_t>(hi, 1)) return false;
   }
   const std::vector<Shape> expected = ExpectedResults(routine, mode, ops);
   if (expected.empty()) return false;

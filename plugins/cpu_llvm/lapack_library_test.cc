@@ -254,11 +254,47 @@ TEST(LapackLibrary, EigenAndSingularValuesMatchTheEvaluatorVectorsUpToSign) {
   }
 }
 
-// Complex element `i` of a c64 or c128 literal.
+// Element `i` of a c64 or c128 literal (of a real one, as a complex number).
 std::complex<double> ComplexAt(const Literal& l, int64_t i) {
   if (l.shape().element_type() == PrimitiveType::C64)
     return std::complex<double>(l.data<std::complex<float>>()[i]);
-  return l.data<std::complex<double>>()[i];
+  if (l.shape().element_type() == PrimitiveType::C128) return l.data<std::complex<double>>()[i];
+  return l.GetAsDouble(i);
+}
+
+// Random complex values, re and im in [-1, 1]; with `hermitian`, each trailing square
+// matrix made Hermitian with `diagonal` added (positive definite for a large enough one).
+Literal RandomComplex(const Shape& s, uint32_t seed, double diagonal = 0, bool hermitian = false) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<std::complex<double>> v(s.num_elements());
+  for (auto& x : v) x = {dist(rng), dist(rng)};
+  const int64_t r = s.dimensions(s.rank() - 2), c = s.dimensions(s.rank() - 1);
+  for (int64_t b = 0; b < s.num_elements() / (r * c); ++b) {
+    std::complex<double>* m = v.data() + b * r * c;
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        if (hermitian && j < i) m[i * c + j] = std::conj(m[j * c + i]);
+        if (hermitian && i == j) m[i * c + j] = m[i * c + j].real();
+        if (i == j) m[i * c + j] += diagonal;
+      }
+  }
+  Literal l(s);
+  for (int64_t i = 0; i < s.num_elements(); ++i) {
+    if (s.element_type() == PrimitiveType::C64)
+      l.data<std::complex<float>>()[i] = std::complex<float>(v[i]);
+    else
+      l.data<std::complex<double>>()[i] = v[i];
+  }
+  return l;
+}
+
+void ExpectComplexNear(const Literal& got, const Literal& want, double tol,
+                       const std::string& what) {
+  ASSERT_EQ(got.shape().dimensions(), want.shape().dimensions()) << what;
+  for (int64_t i = 0; i < want.element_count(); ++i)
+    ASSERT_LE(std::abs(ComplexAt(got, i) - ComplexAt(want, i)), tol)
+        << what << ", element " << i << ": " << ComplexAt(got, i) << " vs " << ComplexAt(want, i);
 }
 
 // geev (jnp.linalg.eig) of random real matrices, one batch of 17x17 on the pool: the
@@ -327,12 +363,133 @@ TEST(LapackLibrary, GeevMatchesTheEvaluatorUpToOrderAndPhase) {
   EXPECT_EQ(nan_run.got.element(4).GetAsDouble(0), 0);
   EXPECT_EQ(nan_run.got.element(4).GetAsDouble(1), -4);
   ExpectNear(nan_run.got.element(4), nan_run.want.element(4), 0, "geev info with a NaN");
-  // Complex matrices stay on the evaluator.
-  EXPECT_FALSE(RunBoth({"c64[4,4]"}, "(c64[4], c64[4,4], c64[4,4], s32[])",
-                       "custom-call(%p0), custom_call_target=\"lapack_cgeev_ffi\", "
-                       "backend_config={compute_left = 78 : ui8, compute_right = 86 : ui8}",
-                       {}, false)
-                   .library);
+}
+
+// Complex geev (jnp.linalg.eig of a complex matrix): eigenvalues the evaluator's as a set,
+// each right and left eigenvector of unit norm and its eigenvalue's evaluator vector up to a
+// phase; vectors not asked for zero.
+TEST(LapackLibrary, ComplexGeevMatchesTheEvaluatorUpToOrderAndPhase) {
+  for (const auto& [name, letter, tol] :
+       std::vector<std::tuple<std::string, char, double>>{{"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}})
+    for (int64_t n : {5, 17})
+      for (auto [left, right] : {std::pair<char, char>{'V', 'V'}, {'N', 'V'}, {'N', 'N'}}) {
+        SCOPED_TRACE(fmt::format("{} n {} left {} right {}", name, n, left, right));
+        const std::string a = fmt::format("{}[3,{},{}]", name, n, n);
+        std::vector<Literal> args;
+        args.push_back(RandomComplex(*ParseShape(a), 31));
+        Ran e = RunBoth({a}, fmt::format("({0}[3,{1}], {2}, {2}, s32[3])", name, n, a),
+                        fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}geev_ffi\", "
+                                    "backend_config={{compute_left = {} : ui8, compute_right = {} "
+                                    ": ui8}}",
+                                    letter, int{left}, int{right}),
+                        args);
+        EXPECT_TRUE(e.library);
+        ExpectNear(e.got.element(3), e.want.element(3), 0, "geev info");
+        for (int64_t b = 0; b < 3; ++b) {
+          std::vector<bool> used(n, false);
+          for (int64_t j = 0; j < n; ++j) {
+            const std::complex<double> w = ComplexAt(e.got.element(0), b * n + j);
+            int64_t best = -1;
+            for (int64_t k = 0; k < n; ++k) {
+              const std::complex<double> v = ComplexAt(e.want.element(0), b * n + k);
+              if (!used[k] &&
+                  (best < 0 ||
+                   std::abs(v - w) < std::abs(ComplexAt(e.want.element(0), b * n + best) - w)))
+                best = k;
+            }
+            used[best] = true;
+            ASSERT_NEAR(std::abs(ComplexAt(e.want.element(0), b * n + best) - w), 0, tol * 20);
+            for (int which : {1, 2}) {
+              const bool asked = (which == 1 ? left : right) == 'V';
+              std::complex<double> dot = 0;
+              double norm = 0;
+              for (int64_t i = 0; i < n; ++i) {
+                const std::complex<double> g = ComplexAt(e.got.element(which), (b * n + i) * n + j);
+                dot += std::conj(ComplexAt(e.want.element(which), (b * n + i) * n + best)) * g;
+                norm += std::norm(g);
+              }
+              ASSERT_NEAR(std::abs(dot), asked ? 1 : 0, tol * 100) << which << ", " << j;
+              ASSERT_NEAR(norm, asked ? 1 : 0, tol * 10) << which << ", " << j;
+            }
+          }
+        }
+      }
+}
+
+// Complex gees (jax.scipy.linalg.schur, sqrtm): T upper triangular, Z unitary, Z T Z^H = A, the
+// diagonal w and T's diagonal the evaluator's eigenvalues as a set.
+TEST(LapackLibrary, ComplexGeesIsASchurForm) {
+  for (const auto& [name, letter, tol] : std::vector<std::tuple<std::string, char, double>>{
+           {"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}}) {
+    SCOPED_TRACE(name);
+    const int64_t n = 9;
+    const std::string a = fmt::format("{}[2,{},{}]", name, n, n);
+    std::vector<Literal> args;
+    args.push_back(RandomComplex(*ParseShape(a), 37));
+    Ran e = RunBoth({a}, fmt::format("({0}, {0}, {1}[2,{2}], s32[2], s32[2])", a, name, n),
+                    fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}gees_ffi\", "
+                                "backend_config={{mode = 86 : ui8, sort = 78 : ui8}}",
+                                letter),
+                    args);
+    EXPECT_TRUE(e.library);
+    for (int64_t b = 0; b < 2; ++b) {
+      auto at = [&](const Literal& l, int64_t i, int64_t j) {
+        return ComplexAt(l, (b * n + i) * n + j);
+      };
+      const Literal &t = e.got.element(0), &z = e.got.element(1);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          if (i > j) {
+            ASSERT_EQ(std::abs(at(t, i, j)), 0) << i << "," << j;
+          }
+          std::complex<double> ztzh = 0, zhz = 0;
+          for (int64_t p = 0; p < n; ++p) {
+            zhz += std::conj(at(z, p, i)) * at(z, p, j);
+            for (int64_t q = 0; q < n; ++q)
+              ztzh += at(z, i, p) * at(t, p, q) * std::conj(at(z, j, q));
+          }
+          ASSERT_NEAR(std::abs(ztzh - at(args[0], i, j)), 0, tol * 50)
+              << "Z T Z^H at " << i << "," << j;
+          ASSERT_NEAR(std::abs(zhz - (i == j ? 1.0 : 0.0)), 0, tol * 10)
+              << "Z^H Z at " << i << "," << j;
+        }
+      std::vector<bool> used(n, false);
+      for (int64_t j = 0; j < n; ++j) {
+        const std::complex<double> w = ComplexAt(e.got.element(2), b * n + j);
+        ASSERT_NEAR(std::abs(w - at(t, j, j)), 0, tol) << "w is T's diagonal";
+        int64_t best = -1;
+        for (int64_t k = 0; k < n; ++k)
+          if (!used[k] &&
+              (best < 0 || std::abs(ComplexAt(e.want.element(2), b * n + k) - w) <
+                               std::abs(ComplexAt(e.want.element(2), b * n + best) - w)))
+            best = k;
+        used[best] = true;
+        ASSERT_NEAR(std::abs(ComplexAt(e.want.element(2), b * n + best) - w), 0, tol * 50);
+      }
+    }
+  }
+}
+
+// gehrd (jax.scipy.linalg.hessenberg), real and complex: the reduced matrix with its
+// reflectors and the taus are the evaluator's, which follows LAPACK's reflectors.
+TEST(LapackLibrary, GehrdMatchesTheEvaluator) {
+  for (const auto& [name, letter, tol] : std::vector<std::tuple<std::string, char, double>>{
+           {"f32", 's', 2e-4}, {"f64", 'd', 1e-9}, {"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}}) {
+    SCOPED_TRACE(name);
+    const std::string a = fmt::format("{}[3,8,8]", name);
+    const Shape shape = *ParseShape(a);
+    std::vector<Literal> args;
+    args.push_back(name[0] == 'c' ? RandomComplex(shape, 41) : Random(shape, 41));
+    Ran e = RunBoth({a}, fmt::format("({0}, {1}[3,7], s32[3])", a, name),
+                    fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}gehrd_ffi\", "
+                                "backend_config={{high = 8 : i32, low = 1 : i32}}",
+                                letter),
+                    args);
+    EXPECT_TRUE(e.library);
+    ExpectComplexNear(e.got.element(0), e.want.element(0), tol * 20, "gehrd H and reflectors");
+    ExpectComplexNear(e.got.element(1), e.want.element(1), tol * 20, "gehrd tau");
+    ExpectNear(e.got.element(2), e.want.element(2), 0, "gehrd info");
+  }
 }
 
 // Complex heevd (Hermitian eigh) and gesdd, c64 and c128, against the evaluator's Jacobi
@@ -419,41 +576,6 @@ TEST(LapackLibrary, ComplexHeevdAndGesddMatchTheEvaluator) {
         }
     }
   }
-}
-
-// Random complex values, re and im in [-1, 1]; with `hermitian`, each trailing square
-// matrix made Hermitian with `diagonal` added (positive definite for a large enough one).
-Literal RandomComplex(const Shape& s, uint32_t seed, double diagonal = 0, bool hermitian = false) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<std::complex<double>> v(s.num_elements());
-  for (auto& x : v) x = {dist(rng), dist(rng)};
-  const int64_t r = s.dimensions(s.rank() - 2), c = s.dimensions(s.rank() - 1);
-  for (int64_t b = 0; b < s.num_elements() / (r * c); ++b) {
-    std::complex<double>* m = v.data() + b * r * c;
-    for (int64_t i = 0; i < r; ++i)
-      for (int64_t j = 0; j < c; ++j) {
-        if (hermitian && j < i) m[i * c + j] = std::conj(m[j * c + i]);
-        if (hermitian && i == j) m[i * c + j] = m[i * c + j].real();
-        if (i == j) m[i * c + j] += diagonal;
-      }
-  }
-  Literal l(s);
-  for (int64_t i = 0; i < s.num_elements(); ++i) {
-    if (s.element_type() == PrimitiveType::C64)
-      l.data<std::complex<float>>()[i] = std::complex<float>(v[i]);
-    else
-      l.data<std::complex<double>>()[i] = v[i];
-  }
-  return l;
-}
-
-void ExpectComplexNear(const Literal& got, const Literal& want, double tol,
-                       const std::string& what) {
-  ASSERT_EQ(got.shape().dimensions(), want.shape().dimensions()) << what;
-  for (int64_t i = 0; i < want.element_count(); ++i)
-    ASSERT_LE(std::abs(ComplexAt(got, i) - ComplexAt(want, i)), tol)
-        << what << ", element " << i << ": " << ComplexAt(got, i) << " vs " << ComplexAt(want, i);
 }
 
 // Complex solve, inv, qr and cholesky (jnp.linalg on complex matrices) call LAPACK's c/z
