@@ -223,37 +223,28 @@ class Bluestein {
     thread_local std::vector<R> ar, ai, br, bi;
     const size_t size = static_cast<size_t>(m_ * lanes);
     for (std::vector<R>* v : {&ar, &ai, &br, &bi}) v->assign(size, R(0));
-    for (int64_t k = 0; k < n_; ++k) {
-      const R cr = chirp_re_[k], ci = chirp_im_[k];
-      const int64_t to = fwd_.Slot(k) * lanes;
-      for (int l = 0; l < lanes; ++l) {
-        const R xr = re[k * lanes + l], xi = im[k * lanes + l];
-        ar[to + l] = xr * cr - xi * ci;
-        ai[to + l] = xr * ci + xi * cr;
-      }
-    }
+    for (int64_t k = 0; k < n_; ++k)  // x c, into the forward transform's slots
+      Times(re, im, k * lanes, chirp_re_[k], chirp_im_[k], ar.data(), ai.data(),
+            fwd_.Slot(k) * lanes, lanes);
     fwd_.Run(ar.data(), ai.data(), lanes);
-    for (int64_t j = 0; j < m_; ++j) {
-      const R kr = kernel_re_[j], ki = kernel_im_[j];
-      const int64_t to = inv_.Slot(j) * lanes;
-      for (int l = 0; l < lanes; ++l) {
-        const R vr = ar[j * lanes + l], vi = ai[j * lanes + l];
-        br[to + l] = vr * kr - vi * ki;
-        bi[to + l] = vr * ki + vi * kr;
-      }
-    }
+    for (int64_t j = 0; j < m_; ++j)  // times the kernel's transform, into the inverse's slots
+      Times(ar.data(), ai.data(), j * lanes, kernel_re_[j], kernel_im_[j], br.data(), bi.data(),
+            inv_.Slot(j) * lanes, lanes);
     inv_.Run(br.data(), bi.data(), lanes);
-    for (int64_t k = 0; k < n_; ++k) {
-      const R cr = chirp_re_[k], ci = chirp_im_[k];
-      for (int l = 0; l < lanes; ++l) {
-        const R vr = br[k * lanes + l], vi = bi[k * lanes + l];
-        re[k * lanes + l] = vr * cr - vi * ci;
-        im[k * lanes + l] = vr * ci + vi * cr;
-      }
-    }
+    for (int64_t k = 0; k < n_; ++k)  // times c again
+      Times(br.data(), bi.data(), k * lanes, chirp_re_[k], chirp_im_[k], re, im, k * lanes, lanes);
   }
 
  private:
+  // to[at + l] = from[from_at + l] (wr + i wi) for l < lanes, on split parts.
+  static void Times(const R* from_re, const R* from_im, int64_t from_at, R wr, R wi, R* to_re,
+                    R* to_im, int64_t at, int lanes) {
+    for (int l = 0; l < lanes; ++l) {
+      const R xr = from_re[from_at + l], xi = from_im[from_at + l];
+      to_re[at + l] = xr * wr - xi * wi;
+      to_im[at + l] = xr * wi + xi * wr;
+    }
+  }
   static int64_t Pow2AtLeast(int64_t v) {
     int64_t p = 1;
     while (p < v) p <<= 1;

@@ -103,6 +103,14 @@ void ExpectEqualUpToSign(const Literal& got, const Literal& want, bool columns, 
     }
 }
 
+// For a [..., m, n] shape: its batch dimensions as a prefix "b0,b1," of a shape's dimensions,
+// and LAPACK's s32 info shape over them.
+std::pair<std::string, std::string> BatchAndInfo(const Shape& shape) {
+  std::string batch;
+  for (int d = 0; d < shape.rank() - 2; ++d) batch += fmt::format("{},", shape.dimensions(d));
+  return {batch, fmt::format("s32[{}]", batch.empty() ? "" : batch.substr(0, batch.size() - 1))};
+}
+
 struct Type {
   std::string name;  // f32 / f64
   char letter;       // s / d
@@ -118,10 +126,7 @@ TEST(LapackLibrary, GetrfPotrfGeqrfOrgqrMatchTheEvaluator) {
       const Shape shape = *ParseShape(a);
       const int64_t m = shape.dimensions(shape.rank() - 2), n = shape.dimensions(shape.rank() - 1);
       const int64_t k = std::min(m, n);
-      std::string batch;
-      for (int d = 0; d < shape.rank() - 2; ++d) batch += fmt::format("{},", shape.dimensions(d));
-      const std::string info =
-          fmt::format("s32[{}]", batch.empty() ? "" : batch.substr(0, batch.size() - 1));
+      const auto [batch, info] = BatchAndInfo(shape);
       std::vector<Literal> args;
       args.push_back(Random(shape, 7, 0.5));
 
@@ -590,10 +595,7 @@ TEST(LapackLibrary, ComplexGetrfGeqrfUngqrPotrfTrsmMatchTheEvaluator) {
       const Shape shape = *ParseShape(a);
       const int64_t m = shape.dimensions(shape.rank() - 2), n = shape.dimensions(shape.rank() - 1);
       const int64_t k = std::min(m, n);
-      std::string batch;
-      for (int d = 0; d < shape.rank() - 2; ++d) batch += fmt::format("{},", shape.dimensions(d));
-      const std::string info =
-          fmt::format("s32[{}]", batch.empty() ? "" : batch.substr(0, batch.size() - 1));
+      const auto [batch, info] = BatchAndInfo(shape);
       std::vector<Literal> args;
       args.push_back(RandomComplex(shape, 7, 0.5));
 
