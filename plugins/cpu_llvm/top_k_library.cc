@@ -23,7 +23,8 @@ namespace {
 // order of their bits), bitwise inverted for the smallest (~ reverses a signed order).
 template <typename T>
 struct Keys {
-  using K = std::conditional_t<sizeof(T) == 8, int64_t, int32_t>;
+  // 64-bit keys for 64-bit types and u32 (whose order an s32 key would break).
+  using K = std::conditional_t<sizeof(T) == 8 || std::is_same_v<T, uint32_t>, int64_t, int32_t>;
   static K Key(T v) {
     if constexpr (std::is_same_v<T, float>) {
       int32_t b;
@@ -33,7 +34,8 @@ struct Keys {
       int64_t b;
       std::memcpy(&b, &v, 8);
       return TotalOrderKeyOfBits(b);
-    } else if constexpr (std::is_same_v<T, bfloat16>) {
+    } else if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, half>) {
+      // Sign, exponent and fraction in the top 16 bits: the float total order carries over.
       return TotalOrderKeyOfBits(static_cast<int32_t>(static_cast<uint32_t>(v.bits) << 16));
     } else {
       return static_cast<K>(v);
@@ -160,9 +162,11 @@ bool IsTopKLibraryCall(const HloInstruction& h) {
   std::vector<int64_t> dims = s.dimensions();
   dims.back() = k;
   const PrimitiveType t = s.element_type();
-  return (t == PrimitiveType::F32 || t == PrimitiveType::BF16 || t == PrimitiveType::F64 ||
-          t == PrimitiveType::S32) &&
-         r.tuple_shapes(0).element_type() == t && r.tuple_shapes(0).dimensions() == dims &&
+  const bool typed = t == PrimitiveType::F32 || t == PrimitiveType::BF16 ||
+                     t == PrimitiveType::F16 || t == PrimitiveType::F64 || t == PrimitiveType::S8 ||
+                     t == PrimitiveType::U8 || t == PrimitiveType::S16 || t == PrimitiveType::U16 ||
+                     t == PrimitiveType::S32 || t == PrimitiveType::U32 || t == PrimitiveType::S64;
+  return typed && r.tuple_shapes(0).element_type() == t && r.tuple_shapes(0).dimensions() == dims &&
          r.tuple_shapes(1).element_type() == PrimitiveType::S32 &&
          r.tuple_shapes(1).dimensions() == dims;
 }
@@ -175,8 +179,22 @@ void RunTopK(const HloInstruction& h, const Literal& in, Literal& out, ThreadPoo
       return Run<bfloat16>(h, in, out, pool);
     case PrimitiveType::F64:
       return Run<double>(h, in, out, pool);
+    case PrimitiveType::F16:
+      return Run<half>(h, in, out, pool);
+    case PrimitiveType::S8:
+      return Run<int8_t>(h, in, out, pool);
+    case PrimitiveType::U8:
+      return Run<uint8_t>(h, in, out, pool);
+    case PrimitiveType::S16:
+      return Run<int16_t>(h, in, out, pool);
+    case PrimitiveType::U16:
+      return Run<uint16_t>(h, in, out, pool);
     case PrimitiveType::S32:
       return Run<int32_t>(h, in, out, pool);
+    case PrimitiveType::U32:
+      return Run<uint32_t>(h, in, out, pool);
+    case PrimitiveType::S64:
+      return Run<int64_t>(h, in, out, pool);
     default:
       return;  // IsTopKLibraryCall admits no other type
   }

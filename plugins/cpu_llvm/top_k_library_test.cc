@@ -37,11 +37,12 @@ void Fill(Literal& x, bool ties, uint32_t seed) {
                             -std::numeric_limits<float>::infinity(),
                             0.0f,
                             -0.0f};
-  const bool is_float = x.shape().element_type() != PrimitiveType::S32;
+  const bool is_float = IsFloating(x.shape().element_type());
   for (int64_t e = 0; e < x.element_count(); ++e) {
     double v = ties ? few(rng) : many(rng);
     const int s = special(rng);
     if (is_float && s < 6) v = specials[s];
+    if (IsUnsignedInt(x.shape().element_type())) v = std::abs(std::round(v));
     x.SetFromDouble(e, v);
   }
 }
@@ -88,6 +89,10 @@ TEST(TopKLibrary, MatchesTheEvaluatorBitForBit) {
         Check(TopKModule("bf16", "128,777", "128,5", 5, largest), threads, ties, 6);
         Check(TopKModule("f64", "100,300", "100,10", 10, largest), threads, ties, 7);
         Check(TopKModule("s32", "200,1000", "200,16", 16, largest), threads, ties, 8);
+        // f16, and integers of other widths (Fill keeps unsigned values non-negative).
+        Check(TopKModule("f16", "64,500", "64,8", 8, largest), threads, ties, 9);
+        for (const char* t : {"s8", "u8", "s16", "u16", "u32", "s64"})
+          Check(TopKModule(t, "64,700", "64,12", 12, largest), threads, ties, 10);
       }
     }
   }
