@@ -526,19 +526,19 @@ void Syevd(const Literal& a, char uplo, Literal& out, ThreadPool* pool) {
   });
 }
 
-// A = U S V^T, so A^T (the row-major A read column-major, n x m) = V S U^T: its U is V
-// (column-major n x n, or n x k) = V^T row-major, and its V^T is U^T = U row-major. Complex
-// (A^T = conj(V) S U^T): its U read row-major is V^H, its V^T read row-major is U; LAPACK's
-// complex gesdd also takes a real workspace.
+// gesdd on the column-major copy of each matrix, as XLA's FFI calls it (LAPACK factors a tall
+// matrix by QR first; the row-major A read column-major as it stands is the transpose, wide,
+// and took 1.5x as long for a complex 256x64); U and V^T come back column-major. Complex
+// gesdd also takes a real workspace.
 template <typename T>
 void Gesdd(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
   using R = decltype(std::abs(T()));  // the singular values' type
   const Batch b = BatchOf(a.shape());
   const int64_t m = b.rows, n = b.cols, k = std::min(m, n), size = m * n;
   const bool vectors = mode != 'N';
-  const int ldu = n, ldvt = mode == 'A' ? m : std::max<int64_t>(k, 1);
-  const int64_t u_size = vectors ? out.elements()[2].shape().num_elements() / b.count : 0;
-  const int64_t vt_size = vectors ? out.elements()[3].shape().num_elements() / b.count : 0;
+  const int64_t u_cols = mode == 'A' ? m : k, vt_rows = mode == 'A' ? n : k;
+  const int ldu = m, ldvt = std::max<int64_t>(vt_rows, 1);
+  const int64_t u_size = vectors ? m * u_cols : 1, vt_size = vectors ? vt_rows * n : 1;
   const int64_t mx = std::max(m, n);
   const int64_t rwork_size = std::is_same_v<T, R> ? 1
                              : vectors ? std::max(5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k)
@@ -548,19 +548,20 @@ void Gesdd(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
   std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
   T query = 0;
   int info = 0;
-  Lapack::gesdd(mode, n, m, col.data(), Data<R>(out.elements()[1]), dummy.data(), ldu, dummy.data(),
+  Lapack::gesdd(mode, m, n, col.data(), Data<R>(out.elements()[1]), dummy.data(), ldu, dummy.data(),
                 ldvt, &query, -1, rwork.data(), iwork.data(), &info);
   OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
-    std::vector<T> col(size), dummy(1), work(WorkSize(std::real(query)));
+    std::vector<T> col(size), u(u_size), vt(vt_size), work(WorkSize(std::real(query)));
     std::vector<R> rwork(std::max<int64_t>(rwork_size, 1));
     std::vector<int> iwork(8 * std::max<int64_t>(k, 1));
     for (int64_t i = lo; i < hi; ++i) {
-      std::copy_n(Data<T>(a) + i * size, size, col.data());
-      T* u = vectors ? Data<T>(out.elements()[2]) + i * u_size : dummy.data();
-      T* vt = vectors ? Data<T>(out.elements()[3]) + i * vt_size : dummy.data();
-      Lapack::gesdd(mode, n, m, col.data(), Data<R>(out.elements()[1]) + i * k, vt, ldu, u, ldvt,
-                    work.data(), work.size(), rwork.data(), iwork.data(),
+      ToColumnMajor(Data<T>(a) + i * size, m, n, col.data());
+      Lapack::gesdd(mode, m, n, col.data(), Data<R>(out.elements()[1]) + i * k, u.data(), ldu,
+                    vt.data(), ldvt, work.data(), work.size(), rwork.data(), iwork.data(),
                     Data<int32_t>(out.elements()[4]) + i);
+      if (!vectors) continue;
+      FromColumnMajor(u.data(), m, u_cols, Data<T>(out.elements()[2]) + i * u_size);
+      FromColumnMajor(vt.data(), vt_rows, n, Data<T>(out.elements()[3]) + i * vt_size);
     }
   });
 }
