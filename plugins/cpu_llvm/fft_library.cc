@@ -220,9 +220,12 @@ class Bluestein {
   }
 
   void Run(R* re, R* im, int lanes) const {
-    thread_local std::vector<R> ar, ai, br, bi;
+    thread_local std::vector<R> kept[4];  // as MixedRadix's workspace: large ones not kept
+    std::vector<R> own[4];
     const size_t size = static_cast<size_t>(m_ * lanes);
-    for (std::vector<R>* v : {&ar, &ai, &br, &bi}) v->assign(size, R(0));
+    std::vector<R>* work = size <= fft_detail::kKeptWorkspace ? kept : own;
+    for (int i = 0; i < 4; ++i) work[i].assign(size, R(0));
+    std::vector<R>&ar = work[0], &ai = work[1], &br = work[2], &bi = work[3];
     for (int64_t k = 0; k < n_; ++k)  // x c, into the forward transform's slots
       Times(re, im, k * lanes, chirp_re_[k], chirp_im_[k], ar.data(), ai.data(),
             fwd_.Slot(k) * lanes, lanes);
@@ -297,6 +300,9 @@ struct RealTwiddles {
 // of 4096: 0.19 ms, 0.12 without making two plans per call).
 template <typename Plan>
 std::shared_ptr<const Plan> Cached(int64_t n, int sign) {
+  // A long transform's plan (a few values per point) is not kept: 32 of them could hold
+  // gigabytes, and its transform costs far more than making it.
+  if (n > (int64_t{1} << 20)) return std::make_shared<const Plan>(n, sign);
   static std::mutex mu;
   static std::map<std::pair<int64_t, int>, std::shared_ptr<const Plan>> plans;
   std::lock_guard<std::mutex> lock(mu);

@@ -33,6 +33,10 @@ std::pair<R, R> UnitRoot(int64_t k, int64_t n, int sign) {
   return {static_cast<R>(std::cos(angle)), static_cast<R>(std::sin(angle))};
 }
 
+// Workspaces of up to this many values (1 MB of f32 parts) stay with their thread between
+// calls; larger ones are allocated per call.
+inline constexpr size_t kKeptWorkspace = size_t{1} << 17;
+
 // Radices above this are not worth a stage of r^2 multiply-adds per r outputs: such lengths
 // (a large prime factor) take Bluestein's algorithm instead.
 inline constexpr int64_t kMaxRadix = 31;
@@ -136,8 +140,13 @@ class MixedRadix {
 #endif
 
   [[gnu::always_inline]] inline void Body(R* re, R* im, int lanes) const {
-    thread_local std::vector<R> work_re, work_im;
+    // The workspace: kept by the thread for the next call up to kKeptWorkspace values (a
+    // large transform's would stay allocated in every pool thread), made afresh above.
+    thread_local std::vector<R> kept_re, kept_im;
+    std::vector<R> own_re, own_im;
     const size_t size = static_cast<size_t>(n_ * lanes);
+    std::vector<R>& work_re = size <= kKeptWorkspace ? kept_re : own_re;
+    std::vector<R>& work_im = size <= kKeptWorkspace ? kept_im : own_im;
     if (work_re.size() < size) {
       work_re.resize(size);
       work_im.resize(size);
