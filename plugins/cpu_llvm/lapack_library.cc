@@ -102,6 +102,10 @@ void sgtsv_(const int* n, const int* nrhs, float* dl, float* d, float* du, float
             int* info);
 void dgtsv_(const int* n, const int* nrhs, double* dl, double* d, double* du, double* b,
             const int* ldb, int* info);
+void cgtsv_(const int* n, const int* nrhs, std::complex<float>* dl, std::complex<float>* d,
+            std::complex<float>* du, std::complex<float>* b, const int* ldb, int* info);
+void zgtsv_(const int* n, const int* nrhs, std::complex<double>* dl, std::complex<double>* d,
+            std::complex<double>* du, std::complex<double>* b, const int* ldb, int* info);
 void sgeev_(const char* jobvl, const char* jobvr, const int* n, float* a, const int* lda, float* wr,
             float* wi, float* vl, const int* ldvl, float* vr, const int* ldvr, float* work,
             const int* lwork, int* info, size_t, size_t);
@@ -325,6 +329,12 @@ struct Lapack {
   }
   static void gtsv(int n, int nrhs, double* dl, double* d, double* du, double* b, int* info) {
     dgtsv_(&n, &nrhs, dl, d, du, b, &n, info);
+  }
+  static void gtsv(int n, int nrhs, C64* dl, C64* d, C64* du, C64* b, int* info) {
+    cgtsv_(&n, &nrhs, dl, d, du, b, &n, info);
+  }
+  static void gtsv(int n, int nrhs, C128* dl, C128* d, C128* du, C128* b, int* info) {
+    zgtsv_(&n, &nrhs, dl, d, du, b, &n, info);
   }
   static void geev(char jobvl, char jobvr, int n, float* a, float* wr, float* wi, float* vl,
                    int ldvl, float* vr, int ldvr, float* work, int lwork, int* info) {
@@ -857,6 +867,7 @@ void Run(const HloInstruction& h, std::string_view routine,
                                  : static_cast<int>(high->second),
              out, pool);
   }
+  if (routine == "gtsv") Gtsv<T>(operands, out, pool);
   if constexpr (kComplex) {
     if (routine == "heevd") Heevd<T>(a, uplo, out, pool);
     if (routine == "gees") ComplexGees<T>(a, eval::LapackFlag(flags, "mode", 'V'), out, pool);
@@ -865,7 +876,6 @@ void Run(const HloInstruction& h, std::string_view routine,
                      eval::LapackFlag(flags, "compute_right", 'N'), out, pool);
     }
   } else {
-    if (routine == "gtsv") Gtsv<T>(operands, out, pool);
     if (routine == "syevd") Syevd<T>(a, uplo, out, pool);
     if (routine == "gees") Gees<T>(a, eval::LapackFlag(flags, "mode", 'V'), out, pool);
     if (routine == "geev") {
@@ -894,11 +904,12 @@ bool IsLapackLibraryCall(const HloInstruction& h) {
   const PrimitiveType t = a.element_type();
   const bool complex = t == PrimitiveType::C64 || t == PrimitiveType::C128;
   // Complex: the routines with a complex LAPACK call here (JAX's complex solve, inv, qr,
-  // cholesky, slogdet, eigh, svd, eig, schur, hessenberg); gtsv stays on the evaluator.
+  // cholesky, slogdet, eigh, svd, eig, schur, hessenberg, tridiagonal_solve): all of them.
   const bool complex_routine = routine == "heevd" || routine == "gesdd" || routine == "getrf" ||
                                routine == "potrf" || routine == "geqrf" || routine == "orgqr" ||
                                routine == "trsm" || routine == "triangular-solve" ||
-                               routine == "gees" || routine == "geev" || routine == "gehrd";
+                               routine == "gees" || routine == "geev" || routine == "gehrd" ||
+                               routine == "gtsv";
   if (complex ? !complex_routine : t != PrimitiveType::F32 && t != PrimitiveType::F64) return false;
   if (h.opcode() == HloOpcode::kCustomCall) {
     const char type = h.attrs().custom_call_target[std::string_view("lapack_").size()];

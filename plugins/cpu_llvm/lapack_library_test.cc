@@ -748,11 +748,35 @@ TEST(LapackLibrary, GtsvMatchesTheEvaluator) {
       }
       ExpectNear(g.got.element(4), g.want.element(4), 0, "gtsv info");
     }
+  // Complex (lax.linalg.tridiagonal_solve of complex diagonals): c/z gtsv, pivoting as the
+  // evaluator does (|re| + |im|).
+  for (const auto& [name, letter, tol] : std::vector<std::tuple<std::string, char, double>>{
+           {"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}}) {
+    SCOPED_TRACE(name);
+    const std::string v = fmt::format("{}[6,20]", name), b = fmt::format("{}[6,20,3]", name);
+    std::vector<Literal> args;
+    for (uint32_t seed : {41u, 42u, 43u}) args.push_back(RandomComplex(*ParseShape(v), seed));
+    args.push_back(RandomComplex(*ParseShape(b), 44));
+    Ran g = RunBoth({v, v, v, b}, fmt::format("({0}, {0}, {0}, {1}, s32[6])", v, b),
+                    fmt::format("custom-call(%p0, %p1, %p2, %p3), "
+                                "custom_call_target=\"lapack_{}gtsv_ffi\"",
+                                letter),
+                    args);
+    EXPECT_TRUE(g.library);
+    for (int i = 0; i < 3; ++i)
+      ExpectComplexNear(g.got.element(i), g.want.element(i), tol * 50, "complex gtsv factor");
+    for (int64_t i = 0; i < g.want.element(3).element_count(); ++i) {
+      const std::complex<double> want = ComplexAt(g.want.element(3), i);
+      ASSERT_LE(std::abs(ComplexAt(g.got.element(3), i) - want), tol * 50 * (1 + std::abs(want)))
+          << i;
+    }
+    ExpectNear(g.got.element(4), g.want.element(4), 0, "complex gtsv info");
+  }
 }
 
 // What the library does not take stays on the evaluator: pivots that do not fit the matrix,
-// a routine letter that is not the operand's type, a complex tridiagonal solve (a complex LU
-// is the library's), an empty matrix.
+// a routine letter that is not the operand's type, diagonals that do not fit the right-hand
+// side, an empty matrix.
 TEST(LapackLibrary, LeavesWhatItDoesNotTakeToTheEvaluator) {
   const std::string lu = "custom-call(%p0), custom_call_target=";
   EXPECT_TRUE(
@@ -767,8 +791,8 @@ TEST(LapackLibrary, LeavesWhatItDoesNotTakeToTheEvaluator) {
   EXPECT_TRUE(
       RunBoth({"c64[4,4]"}, "(c64[4,4], s32[4], s32[])", lu + "\"lapack_cgetrf_ffi\"", {}, false)
           .library);
-  EXPECT_FALSE(RunBoth({"c64[4]", "c64[4]", "c64[4]", "c64[4,1]"},
-                       "(c64[4], c64[4], c64[4], c64[4,1], s32[])",
+  EXPECT_FALSE(RunBoth({"c64[3]", "c64[4]", "c64[4]", "c64[4,1]"},
+                       "(c64[3], c64[4], c64[4], c64[4,1], s32[])",
                        "custom-call(%p0, %p1, %p2, %p3), custom_call_target=\"lapack_cgtsv_ffi\"",
                        {}, false)
                    .library);
