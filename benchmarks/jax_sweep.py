@@ -243,7 +243,9 @@ def run_one(name, f, inputs, kiln, threads, folder, tol=2e-3):
             got = np.load(os.path.join(folder, 'kiln', f'output_{i}.npy'))
             # Complex outputs compare as complex (a float cast drops the imaginary part).
             wide = np.complex128 if np.iscomplexobj(want) else np.float64
-            scale = max(1.0, float(np.max(np.abs(want.astype(wide)))) if want.size else 1)
+            # NaN where XLA has NaN agrees (a NaN in `want` made the scale, and the check, NaN).
+            finite = np.abs(want.astype(wide))[np.isfinite(want.astype(wide))]
+            scale = max(1.0, float(np.max(finite)) if finite.size else 1)
             if got.shape != want.shape:
                 check = f'DIFFERENT (output {i}: shape {got.shape}, xla {want.shape})'
             elif np.issubdtype(want.dtype, np.integer) and not np.array_equal(got, want):
@@ -253,7 +255,7 @@ def run_one(name, f, inputs, kiln, threads, folder, tol=2e-3):
                 check = (f'{np.count_nonzero(off)} of {off.size} off by 1 (output {i})'
                          if off.max() <= 1 else f'DIFFERENT (output {i})')
             elif not np.allclose(got.astype(wide), want.astype(wide), rtol=tol,
-                                 atol=tol * scale):
+                                 atol=tol * scale, equal_nan=True):
                 check = f'DIFFERENT (output {i})'
             i += 1
     return k, x, check

@@ -71,7 +71,7 @@ class Splitter {
     if (!x->shape().IsArray() || !idx->shape().IsArray() ||
         x->shape().dimensions() != idx->shape().dimensions())
       return false;
-    if (!(IsFloating(vt) || IsInteger(vt)) || vt == PrimitiveType::PRED) return false;
+    if (!(IsFloating(vt) || IsInteger(vt) || vt == PrimitiveType::PRED)) return false;
     if (it != PrimitiveType::S32 && it != PrimitiveType::S64 && it != PrimitiveType::U32 &&
         it != PrimitiveType::U64)
       return false;
@@ -91,7 +91,11 @@ class Splitter {
       }
     const Shape& like = x->shape();
     const std::vector<int64_t>& full = x->shape().dimensions();
-    const HloOpcode extreme = *kind == ArgKind::kMax ? HloOpcode::kMaximum : HloOpcode::kMinimum;
+    // Of booleans (jnp.argmax of a mask: the first true), the extreme is an or (an and).
+    const bool boolean = vt == PrimitiveType::PRED;
+    const HloOpcode extreme = *kind == ArgKind::kMax
+                                  ? (boolean ? HloOpcode::kOr : HloOpcode::kMaximum)
+                                  : (boolean ? HloOpcode::kAnd : HloOpcode::kMinimum);
     HloInstruction* m = Reduce(x, init_v, extreme, kept_dims, r->dimensions());
     HloInstruction* mb = Broadcast(m, full, kept);
     // Where the value is the extreme (or is NaN when the extreme is).

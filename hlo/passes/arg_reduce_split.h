@@ -4,7 +4,9 @@
 // emitter handles: the maximum (or minimum, NaN-propagating) of the values, then the
 // smallest index whose value is it (or is NaN, when the extreme is NaN). The reducer is
 // recognized by what it computes, probed with the evaluator on values around ties, NaN and
-// infinities, not by how it is written. Other variadic reduces are left alone.
+// infinities, not by how it is written. Booleans too (jnp.select's argmax over its stacked
+// conditions: the first true), their extreme an or (an and). Other variadic reduces are left
+// alone.
 #pragma once
 
 #include "hlo/passes/pass.h"

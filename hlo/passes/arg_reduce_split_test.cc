@@ -102,6 +102,49 @@ TEST(ArgReduceSplitTest, TiesNanInfinityAndInit) {
   for (int r = 0; r < 6; ++r) EXPECT_EQ(want.GetAsDouble(r), by_hand[r]) << "row " << r;
 }
 
+// jnp.select's argmax over its stacked boolean conditions (the first true; none true gives
+// the init's index), as JAX 0.10 writes the reducer: a GT of the booleans, ties to the
+// smaller index. Split into an or-reduce and the first matching index, the evaluator's
+// values on random masks (including all-false columns).
+constexpr char kBoolArgmax[] = R"(
+HloModule select
+region_0.1 {
+  a = pred[] parameter(0)
+  b = pred[] parameter(2)
+  gt = pred[] compare(a, b), direction=GT
+  v = pred[] select(gt, a, b)
+  eq = pred[] compare(a, b), direction=EQ
+  i = s32[] parameter(1)
+  j = s32[] parameter(3)
+  lt = pred[] compare(i, j), direction=LT
+  and = pred[] and(eq, lt)
+  or = pred[] or(gt, and)
+  k = s32[] select(or, i, j)
+  ROOT t = (pred[], s32[]) tuple(v, k)
+}
+ENTRY main {
+  x = pred[5,300] parameter(0)
+  iota = s32[5] iota(), iota_dimension=0
+  ib = s32[5,300] broadcast(iota), dimensions={0}
+  f = pred[] constant(false)
+  zero = s32[] constant(0)
+  r = (pred[300], s32[300]) reduce(x, ib, f, zero), dimensions={0}, to_apply=region_0.1
+  ROOT idx = s32[300] get-tuple-element(r), index=1
+}
+)";
+
+TEST(ArgReduceSplitTest, BooleanArgmaxIsTheFirstTrue) {
+  ArgReduceSplit pass;
+  bool changed = false;
+  const std::string out = RunPassAndPrint(pass, kBoolArgmax, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(out.find("(pred[300]{0}, s32[300]{0}) reduce("), std::string::npos) << out;
+  EXPECT_NE(out.find("or("), std::string::npos) << out;
+  EXPECT_TRUE(PassPreservesValues(pass, kBoolArgmax, 5));
+  // argmin: the first false.
+  EXPECT_TRUE(PassPreservesValues(pass, Replace(kBoolArgmax, "direction=GT", "direction=LT"), 5));
+}
+
 // A reducer that keeps the larger index among ties, one that returns the value's index
 // from the other operand, and a three-operand reduce are not arg reduces: left alone.
 TEST(ArgReduceSplitTest, LookAlikesStay) {
