@@ -312,14 +312,16 @@ struct Lapack {
                     std::complex<double>* work, int lwork, double* rwork, int* iwork, int* info) {
     zgesdd_(&jobz, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, rwork, iwork, info, 1);
   }
+  // Real gees takes no rwork (the complex one's real workspace), complex gees no wi (its
+  // eigenvalues are one complex array): each is here for one call in Gees.
   static void gees(char jobvs, int n, float* a, float* wr, float* wi, float* vs, int ldvs,
-                   float* work, int lwork, int* sdim, int* info) {
+                   float* work, int lwork, float* /*rwork*/, int* sdim, int* info) {
     const char sort = 'N';
     sgees_(&jobvs, &sort, nullptr, &n, a, &n, sdim, wr, wi, vs, &ldvs, work, &lwork, nullptr, info,
            1, 1);
   }
   static void gees(char jobvs, int n, double* a, double* wr, double* wi, double* vs, int ldvs,
-                   double* work, int lwork, int* sdim, int* info) {
+                   double* work, int lwork, double* /*rwork*/, int* sdim, int* info) {
     const char sort = 'N';
     dgees_(&jobvs, &sort, nullptr, &n, a, &n, sdim, wr, wi, vs, &ldvs, work, &lwork, nullptr, info,
            1, 1);
@@ -367,14 +369,14 @@ struct Lapack {
                    int ldvr, C128* work, int lwork, double* rwork, int* info) {
     zgeev_(&jobvl, &jobvr, &n, a, &n, w, vl, &ldvl, vr, &ldvr, work, &lwork, rwork, info, 1, 1);
   }
-  static void gees(char jobvs, int n, C64* a, C64* w, C64* vs, int ldvs, C64* work, int lwork,
-                   float* rwork, int* sdim, int* info) {
+  static void gees(char jobvs, int n, C64* a, C64* w, C64* /*wi*/, C64* vs, int ldvs, C64* work,
+                   int lwork, float* rwork, int* sdim, int* info) {
     const char sort = 'N';
     cgees_(&jobvs, &sort, nullptr, &n, a, &n, sdim, w, vs, &ldvs, work, &lwork, rwork, nullptr,
            info, 1, 1);
   }
-  static void gees(char jobvs, int n, C128* a, C128* w, C128* vs, int ldvs, C128* work, int lwork,
-                   double* rwork, int* sdim, int* info) {
+  static void gees(char jobvs, int n, C128* a, C128* w, C128* /*wi*/, C128* vs, int ldvs,
+                   C128* work, int lwork, double* rwork, int* sdim, int* info) {
     const char sort = 'N';
     zgees_(&jobvs, &sort, nullptr, &n, a, &n, sdim, w, vs, &ldvs, work, &lwork, rwork, nullptr,
            info, 1, 1);
@@ -670,28 +672,36 @@ void Geev(const Literal& a, char left, char right, Literal& out, ThreadPool* poo
   });
 }
 
-// The real Schur form A = Z T Z^T (jax.scipy.linalg.schur) by LAPACK's gees, unsorted, on the
-// column-major copy of each matrix; Z zero when `mode` is 'N'.
+// The Schur form A = Z T Z^H (jax.scipy.linalg.schur, sqrtm's complex one) by LAPACK's gees,
+// unsorted, on the column-major copy of each matrix, so T and Z are XLA's; Z zero when `mode`
+// is 'N'. Real eigenvalues come as two outputs (wr, wi), complex ones as one (w): sdim and
+// info follow them.
 template <typename T>
 void Gees(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
+  using R = decltype(std::abs(T()));
+  constexpr int kValues = std::is_same_v<T, R> ? 2 : 1;
   const Batch b = BatchOf(a.shape());
   const int64_t n = b.rows, size = n * n;
   const char jobvs = mode == 'V' ? 'V' : 'N';
   T query = 0;
   {
-    std::vector<T> col(size), wr(n), wi(n), vs(size);
+    std::vector<T> col(size), w(n), wi(n), vs(size);
+    std::vector<R> rwork(n);
     int sdim = 0, info = 0;
-    Lapack::gees(jobvs, n, col.data(), wr.data(), wi.data(), vs.data(), n, &query, -1, &sdim,
-                 &info);
+    Lapack::gees(jobvs, n, col.data(), w.data(), wi.data(), vs.data(), n, &query, -1, rwork.data(),
+                 &sdim, &info);
   }
   std::fill_n(Data<T>(out.elements()[1]), b.count * size, T(0));
   OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
     std::vector<T> col(size), vs(size), work(WorkSize(query));
+    std::vector<R> rwork(n);
     for (int64_t i = lo; i < hi; ++i) {
       ToColumnMajor(Data<T>(a) + i * size, n, n, col.data());
-      Lapack::gees(jobvs, n, col.data(), Data<T>(out.elements()[2]) + i * n,
-                   Data<T>(out.elements()[3]) + i * n, vs.data(), n, work.data(), work.size(),
-                   Data<int32_t>(out.elements()[4]) + i, Data<int32_t>(out.elements()[5]) + i);
+      T* wi = kValues == 2 ? Data<T>(out.elements()[3]) + i * n : nullptr;
+      Lapack::gees(jobvs, n, col.data(), Data<T>(out.elements()[2]) + i * n, wi, vs.data(), n,
+                   work.data(), work.size(), rwork.data(),
+                   Data<int32_t>(out.elements()[2 + kValues]) + i,
+                   Data<int32_t>(out.elements()[3 + kValues]) + i);
       FromColumnMajor(col.data(), n, n, Data<T>(out.elements()[0]) + i * size);
       if (jobvs == 'V') FromColumnMajor(vs.data(), n, n, Data<T>(out.elements()[1]) + i * size);
     }
@@ -759,37 +769,6 @@ void ComplexGeev(const Literal& a, char left, char right, Literal& out, ThreadPo
                    work.size(), rwork.data(), Data<int32_t>(out.elements()[3]) + i);
       if (left == 'V') FromColumnMajor(vl.data(), n, n, vl_out + i * size);
       if (right == 'V') FromColumnMajor(vr.data(), n, n, vr_out + i * size);
-    }
-  });
-}
-
-// The complex Schur form A = Z T Z^H (jax.scipy.linalg.schur of a complex matrix, and sqrtm),
-// LAPACK's gees, unsorted, on the column-major copy; Z zero when `mode` is 'N'.
-template <typename T>
-void ComplexGees(const Literal& a, char mode, Literal& out, ThreadPool* pool) {
-  using R = decltype(std::abs(T()));
-  const Batch b = BatchOf(a.shape());
-  const int64_t n = b.rows, size = n * n;
-  const char jobvs = mode == 'V' ? 'V' : 'N';
-  T query = 0;
-  {
-    std::vector<T> col(size), w(n), vs(size);
-    std::vector<R> rwork(n);
-    int sdim = 0, info = 0;
-    Lapack::gees(jobvs, n, col.data(), w.data(), vs.data(), n, &query, -1, rwork.data(), &sdim,
-                 &info);
-  }
-  std::fill_n(Data<T>(out.elements()[1]), b.count * size, T(0));
-  OverBatch(pool, b, [&](int64_t lo, int64_t hi) {
-    std::vector<T> col(size), vs(size), work(WorkSize(query));
-    std::vector<R> rwork(n);
-    for (int64_t i = lo; i < hi; ++i) {
-      ToColumnMajor(Data<T>(a) + i * size, n, n, col.data());
-      Lapack::gees(jobvs, n, col.data(), Data<T>(out.elements()[2]) + i * n, vs.data(), n,
-                   work.data(), work.size(), rwork.data(), Data<int32_t>(out.elements()[3]) + i,
-                   Data<int32_t>(out.elements()[4]) + i);
-      FromColumnMajor(col.data(), n, n, Data<T>(out.elements()[0]) + i * size);
-      if (jobvs == 'V') FromColumnMajor(vs.data(), n, n, Data<T>(out.elements()[1]) + i * size);
     }
   });
 }
@@ -868,16 +847,15 @@ void Run(const HloInstruction& h, std::string_view routine,
              out, pool);
   }
   if (routine == "gtsv") Gtsv<T>(operands, out, pool);
+  if (routine == "gees") Gees<T>(a, eval::LapackFlag(flags, "mode", 'V'), out, pool);
   if constexpr (kComplex) {
     if (routine == "heevd") Heevd<T>(a, uplo, out, pool);
-    if (routine == "gees") ComplexGees<T>(a, eval::LapackFlag(flags, "mode", 'V'), out, pool);
     if (routine == "geev") {
       ComplexGeev<T>(a, eval::LapackFlag(flags, "compute_left", 'N'),
                      eval::LapackFlag(flags, "compute_right", 'N'), out, pool);
     }
   } else {
     if (routine == "syevd") Syevd<T>(a, uplo, out, pool);
-    if (routine == "gees") Gees<T>(a, eval::LapackFlag(flags, "mode", 'V'), out, pool);
     if (routine == "geev") {
       Geev<T>(a, eval::LapackFlag(flags, "compute_left", 'N'),
               eval::LapackFlag(flags, "compute_right", 'N'), out, pool);

@@ -43,6 +43,56 @@ Literal Random(const Shape& s, uint32_t seed, double diagonal = 0, bool symmetri
   return Literal::FromDoubles(s, v);
 }
 
+// Element `i` of a c64 or c128 literal (of a real one, as a complex number).
+std::complex<double> ComplexAt(const Literal& l, int64_t i) {
+  if (l.shape().element_type() == PrimitiveType::C64)
+    return std::complex<double>(l.data<std::complex<float>>()[i]);
+  if (l.shape().element_type() == PrimitiveType::C128) return l.data<std::complex<double>>()[i];
+  return l.GetAsDouble(i);
+}
+
+// Random complex values, re and im in [-1, 1]; with `hermitian`, each trailing square
+// matrix made Hermitian with `diagonal` added (positive definite for a large enough one).
+Literal RandomComplex(const Shape& s, uint32_t seed, double diagonal = 0, bool hermitian = false) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<std::complex<double>> v(s.num_elements());
+  for (auto& x : v) x = {dist(rng), dist(rng)};
+  const int64_t r = s.dimensions(s.rank() - 2), c = s.dimensions(s.rank() - 1);
+  for (int64_t b = 0; b < s.num_elements() / (r * c); ++b) {
+    std::complex<double>* m = v.data() + b * r * c;
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        if (hermitian && j < i) m[i * c + j] = std::conj(m[j * c + i]);
+        if (hermitian && i == j) m[i * c + j] = m[i * c + j].real();
+        if (i == j) m[i * c + j] += diagonal;
+      }
+  }
+  Literal l(s);
+  for (int64_t i = 0; i < s.num_elements(); ++i) {
+    if (s.element_type() == PrimitiveType::C64)
+      l.data<std::complex<float>>()[i] = std::complex<float>(v[i]);
+    else
+      l.data<std::complex<double>>()[i] = v[i];
+  }
+  return l;
+}
+
+void ExpectComplexNear(const Literal& got, const Literal& want, double tol,
+                       const std::string& what) {
+  ASSERT_EQ(got.shape().dimensions(), want.shape().dimensions()) << what;
+  for (int64_t i = 0; i < want.element_count(); ++i)
+    ASSERT_LE(std::abs(ComplexAt(got, i) - ComplexAt(want, i)), tol)
+        << what << ", element " << i << ": " << ComplexAt(got, i) << " vs " << ComplexAt(want, i);
+}
+
+// Random(...) for a real shape, RandomComplex(...) (Hermitian where `symmetric`) for a complex
+// one.
+Literal RandomOf(const Shape& s, uint32_t seed, double diagonal = 0, bool symmetric = false) {
+  return IsComplex(s.element_type()) ? RandomComplex(s, seed, diagonal, symmetric)
+                                     : Random(s, seed, diagonal, symmetric);
+}
+
 struct Ran {
   Literal got, want;
   bool library = false;
@@ -112,14 +162,19 @@ std::pair<std::string, std::string> BatchAndInfo(const Shape& shape) {
 }
 
 struct Type {
-  std::string name;  // f32 / f64
-  char letter;       // s / d
+  std::string name;  // f32 / f64 / c64 / c128
+  char letter;       // s / d / c / z
   double tol;
 };
 const std::vector<Type> kTypes = {{"f32", 's', 2e-4}, {"f64", 'd', 1e-9}};
+const std::vector<Type> kComplexTypes = {{"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}};
+const std::vector<Type> kAllTypes = {kTypes[0], kTypes[1], kComplexTypes[0], kComplexTypes[1]};
 
+// getrf, geqrf, orgqr (ungqr) and potrf of real and complex batches against the evaluator:
+// the pivots are LAPACK's (a complex one by |re| + |im|, as the evaluator picks it too), so LU,
+// pivots, QR factors and Cholesky factors all match.
 TEST(LapackLibrary, GetrfPotrfGeqrfOrgqrMatchTheEvaluator) {
-  for (const Type& t : kTypes)
+  for (const Type& t : kAllTypes)
     for (const char* dims : {"7,7", "3,9,6", "2,5,8", "4,17,17"}) {  // the last on the pool
       SCOPED_TRACE(t.name + "[" + dims + "]");
       const std::string a = fmt::format("{}[{}]", t.name, dims);
@@ -128,7 +183,8 @@ TEST(LapackLibrary, GetrfPotrfGeqrfOrgqrMatchTheEvaluator) {
       const int64_t k = std::min(m, n);
       const auto [batch, info] = BatchAndInfo(shape);
       std::vector<Literal> args;
-      args.push_back(Random(shape, 7, 0.5));
+      args.push_back(RandomOf(shape, 7, 0.5));
+      const bool complex = IsComplex(shape.element_type());
 
       Ran lu = RunBoth({a}, fmt::format("({}, s32[{}{}], {})", a, batch, k, info),
                        fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}getrf_ffi\", "
@@ -136,7 +192,7 @@ TEST(LapackLibrary, GetrfPotrfGeqrfOrgqrMatchTheEvaluator) {
                                    t.letter),
                        args);
       EXPECT_TRUE(lu.library);
-      ExpectNear(lu.got.element(0), lu.want.element(0), t.tol * 10, "getrf LU");
+      ExpectComplexNear(lu.got.element(0), lu.want.element(0), t.tol * 10, "getrf LU");
       ExpectNear(lu.got.element(1), lu.want.element(1), 0, "getrf pivots");
       ExpectNear(lu.got.element(2), lu.want.element(2), 0, "getrf info");
 
@@ -145,26 +201,28 @@ TEST(LapackLibrary, GetrfPotrfGeqrfOrgqrMatchTheEvaluator) {
           fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}geqrf_ffi\"", t.letter),
           args);
       EXPECT_TRUE(qr.library);
-      ExpectNear(qr.got.element(0), qr.want.element(0), t.tol * 10, "geqrf R and reflectors");
-      ExpectNear(qr.got.element(1), qr.want.element(1), t.tol * 10, "geqrf tau");
+      ExpectComplexNear(qr.got.element(0), qr.want.element(0), t.tol * 10,
+                        "geqrf R and reflectors");
+      ExpectComplexNear(qr.got.element(1), qr.want.element(1), t.tol * 10, "geqrf tau");
 
-      if (m >= n) {  // orgqr: Q's n columns from geqrf's reflectors
+      if (m >= n) {  // orgqr (ungqr, complex): Q's n columns from geqrf's reflectors
         std::vector<Literal> q_args;
         q_args.push_back(qr.want.element(0));
         q_args.push_back(qr.want.element(1));
         Ran q = RunBoth({a, fmt::format("{}[{}{}]", t.name, batch, k)}, a,
                         fmt::format("custom-call(%p0, %p1), custom_call_target="
-                                    "\"lapack_{}orgqr_ffi\"",
-                                    t.letter),
+                                    "\"lapack_{}{}_ffi\"",
+                                    t.letter, complex ? "ungqr" : "orgqr"),
                         q_args);
         EXPECT_TRUE(q.library);
-        ExpectNear(q.got, q.want, t.tol * 10, "orgqr Q");
+        ExpectComplexNear(q.got, q.want, t.tol * 10, "orgqr Q");
       }
 
       if (m == n)
         for (char uplo : {'L', 'U'}) {
           std::vector<Literal> spd;
-          spd.push_back(Random(shape, 11, static_cast<double>(n), /*symmetric=*/true));
+          // Hermitian with a diagonal that makes it positive definite (complex: 2n).
+          spd.push_back(RandomOf(shape, 11, (complex ? 2.0 : 1.0) * n, /*symmetric=*/true));
           Ran c =
               RunBoth({a}, fmt::format("({}, {})", a, info),
                       fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}potrf_ffi\", "
@@ -172,7 +230,8 @@ TEST(LapackLibrary, GetrfPotrfGeqrfOrgqrMatchTheEvaluator) {
                                   t.letter, static_cast<int>(uplo)),
                       spd);
           EXPECT_TRUE(c.library);
-          ExpectNear(c.got.element(0), c.want.element(0), t.tol * 10, std::string("potrf ") + uplo);
+          ExpectComplexNear(c.got.element(0), c.want.element(0), t.tol * 10,
+                            std::string("potrf ") + uplo);
           ExpectNear(c.got.element(1), c.want.element(1), 0, "potrf info");
         }
     }
@@ -259,49 +318,6 @@ TEST(LapackLibrary, EigenAndSingularValuesMatchTheEvaluatorVectorsUpToSign) {
   }
 }
 
-// Element `i` of a c64 or c128 literal (of a real one, as a complex number).
-std::complex<double> ComplexAt(const Literal& l, int64_t i) {
-  if (l.shape().element_type() == PrimitiveType::C64)
-    return std::complex<double>(l.data<std::complex<float>>()[i]);
-  if (l.shape().element_type() == PrimitiveType::C128) return l.data<std::complex<double>>()[i];
-  return l.GetAsDouble(i);
-}
-
-// Random complex values, re and im in [-1, 1]; with `hermitian`, each trailing square
-// matrix made Hermitian with `diagonal` added (positive definite for a large enough one).
-Literal RandomComplex(const Shape& s, uint32_t seed, double diagonal = 0, bool hermitian = false) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(-1, 1);
-  std::vector<std::complex<double>> v(s.num_elements());
-  for (auto& x : v) x = {dist(rng), dist(rng)};
-  const int64_t r = s.dimensions(s.rank() - 2), c = s.dimensions(s.rank() - 1);
-  for (int64_t b = 0; b < s.num_elements() / (r * c); ++b) {
-    std::complex<double>* m = v.data() + b * r * c;
-    for (int64_t i = 0; i < r; ++i)
-      for (int64_t j = 0; j < c; ++j) {
-        if (hermitian && j < i) m[i * c + j] = std::conj(m[j * c + i]);
-        if (hermitian && i == j) m[i * c + j] = m[i * c + j].real();
-        if (i == j) m[i * c + j] += diagonal;
-      }
-  }
-  Literal l(s);
-  for (int64_t i = 0; i < s.num_elements(); ++i) {
-    if (s.element_type() == PrimitiveType::C64)
-      l.data<std::complex<float>>()[i] = std::complex<float>(v[i]);
-    else
-      l.data<std::complex<double>>()[i] = v[i];
-  }
-  return l;
-}
-
-void ExpectComplexNear(const Literal& got, const Literal& want, double tol,
-                       const std::string& what) {
-  ASSERT_EQ(got.shape().dimensions(), want.shape().dimensions()) << what;
-  for (int64_t i = 0; i < want.element_count(); ++i)
-    ASSERT_LE(std::abs(ComplexAt(got, i) - ComplexAt(want, i)), tol)
-        << what << ", element " << i << ": " << ComplexAt(got, i) << " vs " << ComplexAt(want, i);
-}
-
 // geev (jnp.linalg.eig) of random real matrices, one batch of 17x17 on the pool: the
 // eigenvalues the evaluator's as a set (their order is each implementation's own), each
 // eigenvector its eigenvalue's evaluator vector up to a complex phase, and the same with
@@ -374,8 +390,7 @@ TEST(LapackLibrary, GeevMatchesTheEvaluatorUpToOrderAndPhase) {
 // each right and left eigenvector of unit norm and its eigenvalue's evaluator vector up to a
 // phase; vectors not asked for zero.
 TEST(LapackLibrary, ComplexGeevMatchesTheEvaluatorUpToOrderAndPhase) {
-  for (const auto& [name, letter, tol] :
-       std::vector<std::tuple<std::string, char, double>>{{"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}})
+  for (const auto& [name, letter, tol] : kComplexTypes)
     for (int64_t n : {5, 17})
       for (auto [left, right] : {std::pair<char, char>{'V', 'V'}, {'N', 'V'}, {'N', 'N'}}) {
         SCOPED_TRACE(fmt::format("{} n {} left {} right {}", name, n, left, right));
@@ -424,8 +439,7 @@ TEST(LapackLibrary, ComplexGeevMatchesTheEvaluatorUpToOrderAndPhase) {
 // Complex gees (jax.scipy.linalg.schur, sqrtm): T upper triangular, Z unitary, Z T Z^H = A, the
 // diagonal w and T's diagonal the evaluator's eigenvalues as a set.
 TEST(LapackLibrary, ComplexGeesIsASchurForm) {
-  for (const auto& [name, letter, tol] : std::vector<std::tuple<std::string, char, double>>{
-           {"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}}) {
+  for (const auto& [name, letter, tol] : kComplexTypes) {
     SCOPED_TRACE(name);
     const int64_t n = 9;
     const std::string a = fmt::format("{}[2,{},{}]", name, n, n);
@@ -478,13 +492,12 @@ TEST(LapackLibrary, ComplexGeesIsASchurForm) {
 // gehrd (jax.scipy.linalg.hessenberg), real and complex: the reduced matrix with its
 // reflectors and the taus are the evaluator's, which follows LAPACK's reflectors.
 TEST(LapackLibrary, GehrdMatchesTheEvaluator) {
-  for (const auto& [name, letter, tol] : std::vector<std::tuple<std::string, char, double>>{
-           {"f32", 's', 2e-4}, {"f64", 'd', 1e-9}, {"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}}) {
+  for (const auto& [name, letter, tol] : kAllTypes) {
     SCOPED_TRACE(name);
     const std::string a = fmt::format("{}[3,8,8]", name);
     const Shape shape = *ParseShape(a);
     std::vector<Literal> args;
-    args.push_back(name[0] == 'c' ? RandomComplex(shape, 41) : Random(shape, 41));
+    args.push_back(RandomOf(shape, 41));
     Ran e = RunBoth({a}, fmt::format("({0}, {1}[3,7], s32[3])", a, name),
                     fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}gehrd_ffi\", "
                                 "backend_config={{high = 8 : i32, low = 1 : i32}}",
@@ -583,61 +596,16 @@ TEST(LapackLibrary, ComplexHeevdAndGesddMatchTheEvaluator) {
   }
 }
 
-// Complex solve, inv, qr and cholesky (jnp.linalg on complex matrices) call LAPACK's c/z
-// getrf, geqrf, ungqr, potrf and trsm; the pivots are LAPACK's (|re| + |im|, which the
-// evaluator uses too), so LU, pivots, QR factors and Cholesky factors all match.
-TEST(LapackLibrary, ComplexGetrfGeqrfUngqrPotrfTrsmMatchTheEvaluator) {
-  for (const auto& [name, letter, tol] :
-       std::vector<std::tuple<std::string, char, double>>{{"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}})
-    for (const char* dims : {"6,6", "3,9,6", "4,17,17"}) {
+// Complex triangular solves (after a complex solve's LU or a cholesky) call LAPACK's c/z trsm:
+// no transpose, transpose and the conjugate transpose (HLO's ADJOINT), left and right.
+TEST(LapackLibrary, ComplexTriangularSolvesMatchTheEvaluator) {
+  for (const auto& [name, letter, tol] : kComplexTypes)
+    for (const char* dims : {"6,6", "4,17,17"}) {
       SCOPED_TRACE(name + "[" + dims + "]");
       const std::string a = fmt::format("{}[{}]", name, dims);
       const Shape shape = *ParseShape(a);
-      const int64_t m = shape.dimensions(shape.rank() - 2), n = shape.dimensions(shape.rank() - 1);
-      const int64_t k = std::min(m, n);
+      const int64_t n = shape.dimensions(shape.rank() - 1);
       const auto [batch, info] = BatchAndInfo(shape);
-      std::vector<Literal> args;
-      args.push_back(RandomComplex(shape, 7, 0.5));
-
-      Ran lu = RunBoth({a}, fmt::format("({}, s32[{}{}], {})", a, batch, k, info),
-                       fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}getrf_ffi\", "
-                                   "backend_config={{}}",
-                                   letter),
-                       args);
-      EXPECT_TRUE(lu.library);
-      ExpectComplexNear(lu.got.element(0), lu.want.element(0), tol * 10, "getrf LU");
-      ExpectNear(lu.got.element(1), lu.want.element(1), 0, "getrf pivots");
-
-      Ran qr = RunBoth(
-          {a}, fmt::format("({}, {}[{}{}])", a, name, batch, k),
-          fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}geqrf_ffi\"", letter), args);
-      EXPECT_TRUE(qr.library);
-      ExpectComplexNear(qr.got.element(0), qr.want.element(0), tol * 10, "geqrf");
-      ExpectComplexNear(qr.got.element(1), qr.want.element(1), tol * 10, "geqrf tau");
-      if (m >= n) {
-        std::vector<Literal> q_args;
-        q_args.push_back(qr.want.element(0));
-        q_args.push_back(qr.want.element(1));
-        Ran q = RunBoth(
-            {a, fmt::format("{}[{}{}]", name, batch, k)}, a,
-            fmt::format("custom-call(%p0, %p1), custom_call_target=\"lapack_{}ungqr_ffi\"", letter),
-            q_args);
-        EXPECT_TRUE(q.library);
-        ExpectComplexNear(q.got, q.want, tol * 10, "ungqr Q");
-      }
-      if (m != n) continue;
-      for (char uplo : {'L', 'U'}) {
-        std::vector<Literal> hpd;
-        hpd.push_back(RandomComplex(shape, 11, 2.0 * n, /*hermitian=*/true));
-        Ran c = RunBoth({a}, fmt::format("({}, {})", a, info),
-                        fmt::format("custom-call(%p0), custom_call_target=\"lapack_{}potrf_ffi\", "
-                                    "backend_config={{uplo = {} : ui8}}",
-                                    letter, static_cast<int>(uplo)),
-                        hpd);
-        EXPECT_TRUE(c.library);
-        ExpectComplexNear(c.got.element(0), c.want.element(0), tol * 10,
-                          std::string("potrf ") + uplo);
-      }
       for (char trans : {'N', 'T', 'C'})
         for (char side : {'L', 'R'}) {
           SCOPED_TRACE(fmt::format("trsm side {} trans {}", side, trans));
@@ -750,8 +718,7 @@ TEST(LapackLibrary, GtsvMatchesTheEvaluator) {
     }
   // Complex (lax.linalg.tridiagonal_solve of complex diagonals): c/z gtsv, pivoting as the
   // evaluator does (|re| + |im|).
-  for (const auto& [name, letter, tol] : std::vector<std::tuple<std::string, char, double>>{
-           {"c64", 'c', 2e-4}, {"c128", 'z', 1e-9}}) {
+  for (const auto& [name, letter, tol] : kComplexTypes) {
     SCOPED_TRACE(name);
     const std::string v = fmt::format("{}[6,20]", name), b = fmt::format("{}[6,20,3]", name);
     std::vector<Literal> args;
