@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 
@@ -74,32 +75,39 @@ void CallKernel(const KernelContext& context, const Step& step, void** table) {
 }
 
 std::unique_ptr<FlatLoop> FlatLoop::Make(const Step& step, const Plan& plan) {
-  const HloInstruction& loop = *step.instr;
-  if (loop.opcode() != HloOpcode::kWhile || step.called.size() != 2 || !loop.shape().IsTuple())
-    return nullptr;
-  for (const Shape& s : loop.shape().tuple_shapes())
-    if (!s.IsArray()) return nullptr;
   std::unique_ptr<FlatLoop> flat(new FlatLoop);
-  flat->state_size_ = loop.shape().tuple_size();
-  if (!flat->Add(plan.called[step.called[0]], plan, /*is_body=*/false, flat->cond_) ||
-      !flat->Add(plan.called[step.called[1]], plan, /*is_body=*/true, flat->body_))
-    return nullptr;
-  flat->AliasInPlaceUpdates();
+  flat->loops_.emplace_back();
+  if (!flat->AddLoop(0, step, plan)) return nullptr;
+  const int state_size = flat->loops_[0].state_size;
+  flat->temp_slot_.resize(flat->temp_shapes_.size());
+  for (size_t t = 0; t < flat->temp_shapes_.size(); ++t)
+    flat->temp_slot_[t] = state_size + static_cast<int>(t);
+  // Enclosing loops come first, so the slot a nested loop takes is settled.
+  for (size_t l = 1; l < flat->loops_.size(); ++l) {
+    const Loop& loop = flat->loops_[l];
+    for (int i = 0; i < loop.state_size; ++i)
+      if (loop.takes[i]) flat->temp_slot_[loop.state_temps[i]] = flat->Slot(loop.init[i]);
+  }
+  for (size_t l = 0; l < flat->loops_.size(); ++l) {
+    flat->AliasInPlaceUpdates(static_cast<int>(l));
+    flat->FindCounter(static_cast<int>(l), plan);
+  }
   flat->LayOutTables();
   flat->buffers_stay_put_ = flat->BuffersStayPut();
-  flat->FindCounter(plan.called[step.called[0]], plan.called[step.called[1]]);
   return flat;
 }
 
 bool FlatLoop::BuffersStayPut() const {
-  for (Next n : next_)
-    if (n == Next::kExchange) return false;
-  for (const Program* p : {&cond_, &body_})
-    for (const Kernel& k : p->kernels) {
-      if (k.in_place < 0) continue;
-      const Ref& r = k.sources[k.in_place];
-      if (r.kind == Ref::kConstant || Slot(r) != temp_slot_[k.outputs[0]]) return false;
-    }
+  for (const Loop& l : loops_) {
+    for (Next n : l.next)
+      if (n == Next::kExchange) return false;
+    for (const Program* p : {&l.cond, &l.body})
+      for (const Kernel& k : p->kernels) {
+        if (k.nested >= 0 || k.in_place < 0) continue;
+        const Ref& r = k.sources[k.in_place];
+        if (r.kind == Ref::kConstant || Slot(r) != temp_slot_[k.outputs[0]]) return false;
+      }
+  }
   return true;
 }
 
@@ -139,34 +147,46 @@ std::optional<int64_t> IntConstant(const HloInstruction* x) {
 
 }  // namespace
 
-void FlatLoop::FindCounter(const ComputationPlan& cond, const ComputationPlan& body) {
-  if (cond_.kernels.size() != 1 || cond_result_.kind != Ref::kTemp) return;
-  const HloInstruction& test = *cond_.kernels[0].step->instr;
+void FlatLoop::FindCounter(int l, const Plan& plan) {
+  Loop& loop = loops_[l];
+  if (loop.cond.kernels.size() != 1 || loop.cond.kernels[0].nested >= 0 ||
+      loop.cond_result.kind != Ref::kTemp)
+    return;
+  const HloInstruction& test = *loop.cond.kernels[0].step->instr;
   const HloInstruction* lt = Computed(test);
   if (lt->opcode() != HloOpcode::kCompare || !lt->attrs().comparison_direction) return;
-  const HloInstruction* cond_param = cond.computation->parameter(0);
+  const HloInstruction* cond_param = plan.called[loop.step->called[0]].computation->parameter(0);
   int counter = -1;
-  std::optional<int64_t> limit;
+  const HloInstruction* bound = nullptr;
   const HloInstruction* a = Outside(test, lt->operand(0));
   const HloInstruction* b = Outside(test, lt->operand(1));
   if (*lt->attrs().comparison_direction == ComparisonDirection::kLt) {
     counter = StateElement(a, cond_param);
-    limit = IntConstant(b);
+    bound = b;
   } else if (*lt->attrs().comparison_direction == ComparisonDirection::kGt) {
     counter = StateElement(b, cond_param);
-    limit = IntConstant(a);
+    bound = a;
   }
   // Its next value copied, or written over it by its kernel (both a single store).
-  if (counter < 0 || !limit ||
-      (next_[counter] != Next::kCopy && next_[counter] != Next::kInPlace) ||
-      next_state_[counter].kind != Ref::kTemp)
+  if (counter < 0 || (loop.next[counter] != Next::kCopy && loop.next[counter] != Next::kInPlace) ||
+      loop.next_state[counter].kind != Ref::kTemp)
     return;
+  // The limit: a constant, or a state element the body passes on unchanged.
+  Ref limit;
+  if (IntConstant(bound)) {
+    limit = Ref{Ref::kConstant, 0, &bound->literal()};
+  } else if (const int j = StateElement(bound, cond_param);
+             j >= 0 && j != counter && loop.next[j] == Next::kKeep) {
+    limit = loop.keep.empty() || !loop.keep[j] ? Ref{Ref::kState, j, nullptr, l} : loop.init[j];
+  } else {
+    return;
+  }
   // The body's next counter: a kernel of its own computing counter + 1.
-  const HloInstruction* body_param = body.computation->parameter(0);
-  const int next = next_state_[counter].index;
-  for (size_t n = 0; n < body_.kernels.size(); ++n) {
-    const Kernel& k = body_.kernels[n];
-    if (k.outputs.size() != 1 || k.outputs[0] != next) continue;
+  const HloInstruction* body_param = plan.called[loop.step->called[1]].computation->parameter(0);
+  const int next = loop.next_state[counter].index;
+  for (size_t n = 0; n < loop.body.kernels.size(); ++n) {
+    const Kernel& k = loop.body.kernels[n];
+    if (k.nested >= 0 || k.outputs.size() != 1 || k.outputs[0] != next) continue;
     const HloInstruction& step = *k.step->instr;
     const HloInstruction* add = Computed(step);
     if (add->opcode() != HloOpcode::kAdd) return;
@@ -174,92 +194,164 @@ void FlatLoop::FindCounter(const ComputationPlan& cond, const ComputationPlan& b
       const std::optional<int64_t> one = IntConstant(Outside(step, add->operand(1 - side)));
       if (StateElement(Outside(step, add->operand(side)), body_param) == counter && one &&
           *one == 1) {
-        counter_ = counter;
-        limit_ = *limit;
-        counter_kernel_ = static_cast<int>(n);
+        loop.counter = counter;
+        loop.limit = limit;
+        loop.counter_kernel = static_cast<int>(n);
       }
     }
     break;
   }
-  for (const Kernel& k : body_.kernels)
-    for (const Ref& r : k.sources)
-      if (r.kind == Ref::kTemp && r.index == next) counter_kernel_ = -1;
+  // Anything else reading the next counter needs its kernel (a nested loop reads its
+  // enclosing values through its `init`).
+  const Ref next_ref{Ref::kTemp, next, nullptr};
+  for (const Loop& other : loops_) {
+    for (const Ref& r : other.init)
+      if (r == next_ref) loop.counter_kernel = -1;
+    for (const Program* p : {&other.cond, &other.body})
+      for (const Kernel& k : p->kernels)
+        for (const Ref& r : k.sources)
+          if (r == next_ref) loop.counter_kernel = -1;
+  }
 }
 
-void FlatLoop::AliasInPlaceUpdates() {
-  temp_slot_.resize(temp_shapes_.size());
-  for (size_t t = 0; t < temp_shapes_.size(); ++t) temp_slot_[t] = state_size_ + t;
+void FlatLoop::AliasInPlaceUpdates(int l) {
+  Loop& loop = loops_[l];
   // A copy this small costs less than rewriting the table entries an exchange touches.
   constexpr int64_t kCopyBytes = 256;
-  next_.assign(state_size_, Next::kKeep);
-  for (int i = 0; i < state_size_; ++i) {
-    if (next_state_[i].kind != Ref::kTemp) continue;
-    const int t = next_state_[i].index;
+  loop.next.assign(loop.state_size, Next::kKeep);
+  for (int i = 0; i < loop.state_size; ++i) {
+    if (loop.next_state[i].kind != Ref::kTemp) continue;
+    const int t = loop.next_state[i].index;
     // Its next value is made where it lies: updated in place, or written over it by an
     // elementwise kernel (a scan's carry c + x[i]) that is its last reader.
-    for (const Kernel& k : body_.kernels) {
-      if (k.outputs.empty() || k.outputs[0] != t) continue;
+    for (const Kernel& k : loop.body.kernels) {
+      if (k.nested >= 0 || k.outputs.empty() || k.outputs[0] != t) continue;
       const int at = k.take ? k.in_place : k.over;
       if (at < 0) continue;
-      const Ref& from = k.sources[at];
-      if (from.kind == Ref::kState && from.index == i) temp_slot_[t] = i;
+      if (k.sources[at] == Ref{Ref::kState, i, nullptr, l}) temp_slot_[t] = StateSlot(l, i);
     }
-    next_[i] = temp_slot_[t] == i                          ? Next::kInPlace
-               : temp_shapes_[t].byte_size() <= kCopyBytes ? Next::kCopy
-                                                           : Next::kExchange;
+    loop.next[i] = temp_slot_[t] == StateSlot(l, i)            ? Next::kInPlace
+                   : temp_shapes_[t].byte_size() <= kCopyBytes ? Next::kCopy
+                                                               : Next::kExchange;
   }
 }
 
 void FlatLoop::LayOutTables() {
-  sites_.assign(state_size_ + temp_shapes_.size(), {});
+  sites_.assign(loops_[0].state_size + temp_shapes_.size(), {});
   constant_entries_.clear();
   kernel_count_ = 0;
   auto entry = [this](int slot, const void* constant) {
     if (slot >= 0) sites_[slot].push_back(static_cast<int>(constant_entries_.size()));
     constant_entries_.push_back(constant);
   };
-  for (Program* p : {&cond_, &body_}) {
-    for (Kernel& k : p->kernels) {
-      k.table = static_cast<int>(constant_entries_.size());
-      k.ordinal = kernel_count_++;
-      for (size_t i = 0; i < k.sources.size(); ++i) {
-        const Ref& r = k.sources[i];
-        // An operand updated in place is read from the output, which starts as it.
-        if (static_cast<int>(i) == k.in_place)
-          entry(temp_slot_[k.outputs[0]], nullptr);
-        else if (r.kind == Ref::kConstant)
-          entry(-1, r.constant->untyped_data());
-        else
-          entry(Slot(r), nullptr);
+  for (Loop& l : loops_) {
+    for (Program* p : {&l.cond, &l.body}) {
+      for (Kernel& k : p->kernels) {
+        if (k.nested >= 0) continue;
+        k.table = static_cast<int>(constant_entries_.size());
+        k.ordinal = kernel_count_++;
+        for (size_t i = 0; i < k.sources.size(); ++i) {
+          const Ref& r = k.sources[i];
+          // An operand updated in place is read from the output, which starts as it.
+          if (static_cast<int>(i) == k.in_place)
+            entry(temp_slot_[k.outputs[0]], nullptr);
+          else if (r.kind == Ref::kConstant)
+            entry(-1, r.constant->untyped_data());
+          else
+            entry(Slot(r), nullptr);
+        }
+        for (int t : k.outputs) entry(temp_slot_[t], nullptr);
+        if (k.partials >= 0) entry(temp_slot_[k.partials], nullptr);
       }
-      for (int t : k.outputs) entry(temp_slot_[t], nullptr);
-      if (k.partials >= 0) entry(temp_slot_[k.partials], nullptr);
     }
   }
   table_size_ = static_cast<int>(constant_entries_.size());
 }
 
-bool FlatLoop::Add(const ComputationPlan& p, const Plan& plan, bool is_body, Program& out) {
+int FlatLoop::NewTemp(const Shape& shape) {
+  temp_shapes_.push_back(shape);
+  return static_cast<int>(temp_shapes_.size()) - 1;
+}
+
+bool FlatLoop::AddLoop(int l, const Step& step, const Plan& plan) {
+  const HloInstruction& w = *step.instr;
+  if (w.opcode() != HloOpcode::kWhile || step.called.size() != 2 || !w.shape().IsTuple())
+    return false;
+  for (const Shape& s : w.shape().tuple_shapes())
+    if (!s.IsArray()) return false;
+  Loop& loop = loops_[l];  // a deque's elements stay where they are as nested loops are added
+  loop.step = &step;
+  loop.state_size = static_cast<int>(w.shape().tuple_size());
+  loop.state_shapes = w.shape().tuple_shapes();
+  return Add(l, plan.called[step.called[0]], plan, /*is_body=*/false, loop.cond) &&
+         Add(l, plan.called[step.called[1]], plan, /*is_body=*/true, loop.body);
+}
+
+bool FlatLoop::AddNested(const Step& step, const Plan& plan, const std::vector<Ref>& operands,
+                         const std::function<bool(int)>& may_take, std::vector<Ref>& results,
+                         Program& out) {
+  const HloInstruction& w = *step.instr;
+  if (step.called.size() != 2 || !w.shape().IsTuple() ||
+      w.shape().tuple_size() != static_cast<int64_t>(operands.size()))
+    return false;
+  for (const Shape& s : w.shape().tuple_shapes())
+    if (!s.IsArray()) return false;
+  const HloComputation& body = *plan.called[step.called[1]].computation;
+  if (body.num_parameters() != 1) return false;
+  const HloInstruction* root = body.root();
+  const bool tuple_root =
+      root->opcode() == HloOpcode::kTuple && root->operand_count() == w.shape().tuple_size();
+  const int n = static_cast<int>(loops_.size());
+  Loop& inner = loops_.emplace_back();
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const HloInstruction* passed = tuple_root ? root->operand(static_cast<int>(i)) : nullptr;
+    const bool keep = passed != nullptr && passed->opcode() == HloOpcode::kGetTupleElement &&
+                      passed->operand(0) == body.parameter(0) &&
+                      passed->tuple_index() == static_cast<int64_t>(i);
+    Ref init = operands[i];
+    init.read_only = keep;
+    inner.keep.push_back(keep);
+    inner.takes.push_back(!keep && may_take(static_cast<int>(i)));
+    inner.init.push_back(init);
+    inner.state_temps.push_back(keep ? -1 : NewTemp(w.shape().tuple_shapes(i)));
+  }
+  if (!AddLoop(n, step, plan)) return false;
+  results.clear();
+  for (size_t i = 0; i < operands.size(); ++i)
+    results.push_back(inner.keep[i] ? inner.init[i] : Ref{Ref::kTemp, inner.state_temps[i]});
+  Kernel k;
+  k.step = &step;
+  k.nested = n;
+  out.kernels.push_back(std::move(k));
+  return true;
+}
+
+bool FlatLoop::Add(int l, const ComputationPlan& p, const Plan& plan, bool is_body, Program& out) {
+  Loop& loop = loops_[l];
   absl::flat_hash_map<const HloInstruction*, Ref> refs;
-  absl::flat_hash_map<const HloInstruction*, std::vector<int>> tuple_outputs;
+  // Tuple values: a multi-output kernel's outputs, a tuple, a nested loop's final state.
+  absl::flat_hash_map<const HloInstruction*, std::vector<Ref>> tuples;
+  // Values a nested loop's result reads where they lie, so nothing may take them after it.
+  std::vector<Ref> pinned;
+  auto may_take = [&pinned](const Ref& r) {
+    return !r.read_only && std::find(pinned.begin(), pinned.end(), r) == pinned.end();
+  };
   const HloInstruction* param =
       p.computation->num_parameters() == 1 ? p.computation->parameter(0) : nullptr;
   if (param == nullptr) return false;
   // How many get-tuple-elements read each state element: a kernel may take an element's
   // buffer only when it reads the one that is the element's only reader.
-  std::vector<int> readers(state_size_, 0);
+  std::vector<int> readers(loop.state_size, 0);
   for (const HloInstruction* u : param->users()) {
     if (u->opcode() != HloOpcode::kGetTupleElement) return false;
-    if (u->tuple_index() < 0 || u->tuple_index() >= state_size_) return false;
+    if (u->tuple_index() < 0 || u->tuple_index() >= loop.state_size) return false;
     ++readers[u->tuple_index()];
   }
-  auto new_temp = [this](const Shape& s) {
-    temp_shapes_.push_back(s);
-    return static_cast<int>(temp_shapes_.size()) - 1;
-  };
+  const Step* previous = nullptr;  // the step before, inlined ones aside
   for (const Step& s : p.steps) {
     const HloInstruction* h = s.instr;
     if (s.kind == Disposition::kInlined) continue;
+    const Step* before_step = std::exchange(previous, &s);
     if (s.kind == Disposition::kKernel) {
       const llvm_emit::KernelSpec& spec = plan.kernels[s.kernel];
       Kernel k;
@@ -271,13 +363,13 @@ bool FlatLoop::Add(const ComputationPlan& p, const Plan& plan, bool is_body, Pro
       }
       for (const HloInstruction* o : spec.outputs) {
         if (!o->shape().IsArray()) return false;
-        k.outputs.push_back(new_temp(o->shape()));
+        k.outputs.push_back(NewTemp(o->shape()));
       }
-      if (s.reduce_parts > 0) k.partials = new_temp(llvm_emit::PartialsShape(spec));
+      if (s.reduce_parts > 0) k.partials = NewTemp(llvm_emit::PartialsShape(spec));
       if (s.in_place_source >= 0) {
         k.in_place = s.in_place_source;
         const Ref& r = k.sources[k.in_place];
-        const bool last = s.IsLastUse(s.sources[k.in_place]);
+        const bool last = s.IsLastUse(s.sources[k.in_place]) && may_take(r);
         // The condition leaves the state to the body; the body may take an element when
         // its one reader dies here (the root does not pass it on).
         k.take = r.kind == Ref::kTemp    ? last
@@ -287,19 +379,48 @@ bool FlatLoop::Add(const ComputationPlan& p, const Plan& plan, bool is_body, Pro
       if (is_body && k.in_place < 0 && k.outputs.size() == 1) {
         for (int i : s.output_over_sources) {
           const Ref& r = k.sources[i];
-          if (r.kind == Ref::kState && readers[r.index] == 1 && s.IsLastUse(s.sources[i])) {
+          if (r.kind == Ref::kState && may_take(r) && readers[r.index] == 1 &&
+              s.IsLastUse(s.sources[i])) {
             k.over = i;
             break;
           }
         }
       }
       if (h->shape().IsTuple()) {
-        tuple_outputs[h] = k.outputs;
+        for (int t : k.outputs) tuples[h].push_back(Ref{Ref::kTemp, t, nullptr});
       } else {
         if (k.outputs.size() != 1) return false;
         refs[h] = Ref{Ref::kTemp, k.outputs[0], nullptr};
       }
       out.kernels.push_back(std::move(k));
+      continue;
+    }
+    if (s.kind == Disposition::kControlFlow && h->opcode() == HloOpcode::kWhile) {
+      // Its operand is the tuple made just before it, so nothing between could have taken an
+      // element the nested loop reads where it lies.
+      auto in = tuples.find(h->operand(0));
+      if (in == tuples.end() || before_step == nullptr || before_step->instr != h->operand(0))
+        return false;
+      // The loop may update an element of this loop's state where it lies when its result
+      // is that element's next value and the operand was the element's last reader.
+      const HloInstruction* root = p.computation->root();
+      auto may_take_state = [&](int i) {
+        const Ref& r = in->second[i];
+        const HloInstruction* source = h->operand(0)->operand(i);
+        if (!is_body || r.kind != Ref::kState || r.loop != l || !may_take(r) ||
+            readers[r.index] != 1 || !before_step->IsLastUse(source) ||
+            root->opcode() != HloOpcode::kTuple || root->operand_count() != loop.state_size)
+          return false;
+        const HloInstruction* next = root->operand(r.index);
+        return next->opcode() == HloOpcode::kGetTupleElement && next->operand(0) == h &&
+               next->tuple_index() == i;
+      };
+      std::vector<Ref> results;
+      if (!AddNested(s, plan, in->second, may_take_state, results, out)) return false;
+      for (const HloInstruction* u : h->users())
+        if (u->opcode() == HloOpcode::kGetTupleElement && results[u->tuple_index()].read_only)
+          pinned.push_back(results[u->tuple_index()]);
+      tuples[h] = std::move(results);
       continue;
     }
     if (s.kind != Disposition::kBookkeeping) return false;
@@ -317,30 +438,45 @@ bool FlatLoop::Add(const ComputationPlan& p, const Plan& plan, bool is_body, Pro
         if (!h->shape().IsArray()) return false;
         const int i = static_cast<int>(h->tuple_index());
         if (h->operand(0) == param) {
-          refs[h] = Ref{Ref::kState, i, nullptr};
+          // A nested loop reads an element its body passes on where its operand's lies.
+          refs[h] =
+              loop.keep.empty() || !loop.keep[i] ? Ref{Ref::kState, i, nullptr, l} : loop.init[i];
           break;
         }
-        auto it = tuple_outputs.find(h->operand(0));
-        if (it == tuple_outputs.end() || i < 0 || i >= static_cast<int>(it->second.size()))
-          return false;
-        refs[h] = Ref{Ref::kTemp, it->second[i], nullptr};
+        auto it = tuples.find(h->operand(0));
+        if (it == tuples.end() || i < 0 || i >= static_cast<int>(it->second.size())) return false;
+        refs[h] = it->second[i];
         break;
       }
       case HloOpcode::kTuple: {
-        if (!is_body || h != p.computation->root() || h->operand_count() != state_size_)
-          return false;
+        if (!is_body || h != p.computation->root()) {
+          std::vector<Ref>& elements = tuples[h];
+          for (const HloInstruction* o : h->operands()) {
+            auto it = refs.find(o);
+            if (it == refs.end()) return false;
+            elements.push_back(it->second);
+          }
+          break;
+        }
+        if (h->operand_count() != loop.state_size) return false;
         std::vector<bool> seen(temp_shapes_.size(), false);
-        for (int i = 0; i < state_size_; ++i) {
+        for (int i = 0; i < loop.state_size; ++i) {
+          const Ref unchanged{Ref::kState, i, nullptr, l};
+          if (!loop.keep.empty() && loop.keep[i]) {
+            loop.next_state.push_back(unchanged);
+            continue;
+          }
           auto it = refs.find(h->operand(i));
           if (it == refs.end()) return false;
           const Ref& r = it->second;
           // A state element stays in place or is replaced by a temporary of its own.
-          if (r.kind == Ref::kConstant || (r.kind == Ref::kState && r.index != i)) return false;
-          if (r.kind == Ref::kTemp) {
-            if (seen[r.index]) return false;
-            seen[r.index] = true;
+          if (r == unchanged) {
+            loop.next_state.push_back(unchanged);
+            continue;
           }
-          next_state_.push_back(r);
+          if (r.kind != Ref::kTemp || r.read_only || seen[r.index]) return false;
+          seen[r.index] = true;
+          loop.next_state.push_back(r);
         }
         break;
       }
@@ -348,14 +484,18 @@ bool FlatLoop::Add(const ComputationPlan& p, const Plan& plan, bool is_body, Pro
         return false;
     }
   }
-  if (is_body) return static_cast<int>(next_state_.size()) == state_size_;
+  if (is_body) return static_cast<int>(loop.next_state.size()) == loop.state_size;
   auto it = refs.find(p.computation->root());
   if (it == refs.end() || it->second.kind == Ref::kConstant ||
       p.computation->root()->shape().element_type() != PrimitiveType::PRED ||
       p.computation->root()->shape().rank() != 0)
     return false;
-  cond_result_ = it->second;
+  loop.cond_result = it->second;
   return true;
+}
+
+const void* FlatLoop::Data(const Buffers& b, const Ref& r) const {
+  return r.kind == Ref::kConstant ? r.constant->untyped_data() : b.data[Slot(r)];
 }
 
 void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) const {
@@ -363,6 +503,18 @@ void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) 
     const Step& s = *k.step;
     const auto start =
         c.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    auto profile = [&](Disposition d) {
+      if (c.profile)
+        c.profile->Add(s.instr, kernel_plan::DispositionName(d),
+                       std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count());
+    };
+    if (k.nested >= 0) {
+      RunLoop(k.nested, b, c);
+      profile(Disposition::kControlFlow);
+      continue;
+    }
     const int out = k.in_place >= 0 ? temp_slot_[k.outputs[0]] : -1;
     const Ref* r = k.in_place >= 0 ? &k.sources[k.in_place] : nullptr;
     if (r != nullptr && (r->kind == Ref::kConstant || Slot(*r) != out)) {
@@ -371,35 +523,55 @@ void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) 
       if (k.take && b.slots[Slot(*r)] != nullptr)
         b.Exchange(out, Slot(*r), temp_shapes_[k.outputs[0]], sites_);
       else
-        std::memcpy(b.data[out],
-                    r->kind == Ref::kConstant ? r->constant->untyped_data() : b.data[Slot(*r)],
-                    temp_shapes_[k.outputs[0]].byte_size());
+        std::memcpy(b.data[out], Data(b, *r), temp_shapes_[k.outputs[0]].byte_size());
     }
     if (const KernelFn fn = b.serial[k.ordinal])
       fn(&b.tables[k.table], 0, s.outer_extent);
     else
       CallKernel(c, s, &b.tables[k.table]);
-    if (c.profile)
-      c.profile->Add(s.instr, kernel_plan::DispositionName(Disposition::kKernel),
-                     std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::steady_clock::now() - start)
-                         .count());
+    profile(Disposition::kKernel);
+  }
+}
+
+void FlatLoop::RunLoop(int l, Buffers& b, const KernelContext& context) const {
+  const Loop& loop = loops_[l];
+  // A nested loop's state starts as its operand (already there for an element it takes).
+  for (size_t i = 0; i < loop.init.size(); ++i)
+    if (!loop.keep[i] && !loop.takes[i])
+      std::memcpy(b.data[StateSlot(l, static_cast<int>(i))], Data(b, loop.init[i]),
+                  loop.state_shapes[i].byte_size());
+  for (;;) {
+    RunProgram(loop.cond, b, context);
+    if (!*static_cast<const bool*>(b.data[Slot(loop.cond_result)])) break;
+    RunProgram(loop.body, b, context);
+    for (int i = 0; i < loop.state_size; ++i) {
+      const int t = loop.next_state[i].index;
+      if (loop.next[i] == Next::kCopy) {
+        std::memcpy(b.data[StateSlot(l, i)], b.data[temp_slot_[t]],
+                    loop.state_shapes[i].byte_size());
+      } else if (loop.next[i] == Next::kExchange) {
+        // The buffer the result replaces (if this run owned it) serves the temporary next
+        // time.
+        b.Exchange(StateSlot(l, i), temp_slot_[t], temp_shapes_[t], sites_);
+      }
+    }
   }
 }
 
 Value FlatLoop::Run(Value state, const KernelContext& context) const {
+  const Loop& top = loops_[0];
   Buffers b;
-  const int slots = state_size_ + static_cast<int>(temp_shapes_.size());
+  const int slots = top.state_size + static_cast<int>(temp_shapes_.size());
   b.slots.resize(slots);
   b.data.resize(slots);
-  for (int i = 0; i < state_size_; ++i) b.initial.push_back(state.Element(i));
+  for (int i = 0; i < top.state_size; ++i) b.initial.push_back(state.Element(i));
   state = Value();
-  for (int i = 0; i < state_size_; ++i) {
+  for (int i = 0; i < top.state_size; ++i) {
     const std::shared_ptr<const Literal>& l = b.initial[i].literal;
     // An element the loop alone holds (use_count 1: no other value, not borrowed) is its own.
     if (l.use_count() == 1) {
       b.slots[i] = std::make_unique<Literal>(std::move(const_cast<Literal&>(*l)));
-    } else if (next_[i] == Next::kCopy || next_[i] == Next::kInPlace) {
+    } else if (top.next[i] == Next::kCopy || top.next[i] == Next::kInPlace) {
       // Updated where it lies: a borrowed element is copied once.
       b.slots[i] = std::make_unique<Literal>(Literal::Uninitialized(l->shape()));
       std::memcpy(b.slots[i]->untyped_data(), l->untyped_data(), l->size_bytes());
@@ -407,101 +579,136 @@ Value FlatLoop::Run(Value state, const KernelContext& context) const {
     b.data[i] = b.slots[i] ? b.slots[i]->untyped_data() : const_cast<uint8_t*>(l->untyped_data());
   }
   for (size_t t = 0; t < temp_shapes_.size(); ++t) {
-    if (temp_slot_[t] != state_size_ + static_cast<int>(t)) continue;  // aliases a state's
-    b.slots[state_size_ + t] = std::make_unique<Literal>(Literal::Uninitialized(temp_shapes_[t]));
-    b.data[state_size_ + t] = b.slots[state_size_ + t]->untyped_data();
+    const int own = top.state_size + static_cast<int>(t);
+    if (temp_slot_[t] != own) continue;  // aliases a state's
+    b.slots[own] = std::make_unique<Literal>(Literal::Uninitialized(temp_shapes_[t]));
+    b.data[own] = b.slots[own]->untyped_data();
   }
   b.tables.resize(table_size_);
   for (int e = 0; e < table_size_; ++e) b.tables[e] = const_cast<void*>(constant_entries_[e]);
   for (int slot = 0; slot < slots; ++slot) b.Point(slot, b.data[slot], sites_);
   b.serial.assign(kernel_count_, nullptr);
-  for (const Program* p : {&cond_, &body_})
-    for (const Kernel& k : p->kernels)
-      if (k.step->reduce_parts == 0 && !Parallel(context, *k.step))
-        b.serial[k.ordinal] = (*context.kernels)[k.step->kernel];
-  const bool serial =
-      std::all_of(b.serial.begin(), b.serial.end(), [](KernelFn f) { return f != nullptr; });
-  if (buffers_stay_put_ && serial && context.profile == nullptr) {
-    RunFixed(b);
-    return Finish(b);
-  }
-  const int go = Slot(cond_result_);
-  for (;;) {
-    RunProgram(cond_, b, context);
-    if (!*static_cast<const bool*>(b.data[go])) break;
-    RunProgram(body_, b, context);
-    for (int i = 0; i < state_size_; ++i) {
-      const int t = next_state_[i].index;
-      if (next_[i] == Next::kCopy) {
-        std::memcpy(b.data[i], b.data[temp_slot_[t]], b.slots[i]->size_bytes());
-      } else if (next_[i] == Next::kExchange) {
-        // The buffer the result replaces (if this run owned it) serves the temporary next
-        // time.
-        b.Exchange(i, temp_slot_[t], temp_shapes_[t], sites_);
+  bool serial = true;
+  for (const Loop& l : loops_)
+    for (const Program* p : {&l.cond, &l.body})
+      for (const Kernel& k : p->kernels) {
+        if (k.nested >= 0) continue;
+        if (k.step->reduce_parts == 0 && !Parallel(context, *k.step))
+          b.serial[k.ordinal] = (*context.kernels)[k.step->kernel];
+        else
+          serial = false;
       }
-    }
-  }
+  if (buffers_stay_put_ && serial && context.profile == nullptr)
+    RunFixed(MakeFixed(b), 0);
+  else
+    RunLoop(0, b, context);
   return Finish(b);
 }
 
 Value FlatLoop::Finish(Buffers& b) const {
   Value out;
-  for (int i = 0; i < state_size_; ++i)
+  for (int i = 0; i < loops_[0].state_size; ++i)
     out.elements.push_back(b.slots[i] ? Value::Owned(std::move(*b.slots[i]))
                                       : std::move(b.initial[i]));
   return out;
 }
 
-void FlatLoop::RunFixed(Buffers& b) const {
+// One loop's run as direct calls, its pointers fixed for the run (BuffersStayPut).
+struct FlatLoop::Fixed {
   struct Call {
     KernelFn fn;
     void** table;
     int64_t extent;
+    int nested;  // a nested loop's index in loops_ instead of a kernel, else -1
   };
-  // A counted run stores the counter itself where it can (counter_kernel_).
-  const bool store_counter = counter_ >= 0 && counter_kernel_ >= 0;
-  auto calls = [&](const Program& p) {
-    std::vector<Call> out;
-    for (const Kernel& k : p.kernels)
-      if (!store_counter || &k != &body_.kernels[counter_kernel_])
-        out.push_back({b.serial[k.ordinal], &b.tables[k.table], k.step->outer_extent});
-    return out;
-  };
-  const std::vector<Call> cond = calls(cond_), body = calls(body_);
   struct Copy {
     void* to;
     const void* from;
     size_t bytes;
   };
-  std::vector<Copy> copies;
-  for (int i = 0; i < state_size_; ++i)
-    if (next_[i] == Next::kCopy && !(store_counter && i == counter_))
-      copies.push_back({b.data[i], b.data[temp_slot_[next_state_[i].index]],
-                        static_cast<size_t>(b.slots[i]->size_bytes())});
-  auto iterate = [&] {
-    for (const Call& k : body) k.fn(k.table, 0, k.extent);
-    for (const Copy& c : copies) std::memcpy(c.to, c.from, c.bytes);
-  };
-  if (counter_ >= 0) {
-    void* at = b.data[counter_];
-    const bool s32 = b.slots[counter_]->shape().element_type() == PrimitiveType::S32;
-    const int64_t first =
-        s32 ? int64_t{*static_cast<const int32_t*>(at)} : *static_cast<const int64_t*>(at);
-    for (int64_t i = first; i < limit_; ++i) {
-      iterate();
-      // i + 1 <= limit_ fits the counter's type.
-      if (!store_counter) continue;
-      if (s32)
-        *static_cast<int32_t*>(at) = static_cast<int32_t>(i + 1);
+  std::vector<Call> cond, body;
+  std::vector<Copy> entry;   // a nested loop's state from its operand
+  std::vector<Copy> copies;  // next state elements copied after the body
+  const bool* go = nullptr;
+  // A counted loop: its counter, its limit and their type, whether the run stores the next
+  // counter itself (Loop::counter_kernel).
+  void* counter = nullptr;
+  const void* limit = nullptr;
+  bool s32 = false;
+  bool store_counter = false;
+};
+
+std::vector<FlatLoop::Fixed> FlatLoop::MakeFixed(Buffers& b) const {
+  std::vector<Fixed> fixed(loops_.size());
+  for (size_t l = 0; l < loops_.size(); ++l) {
+    const Loop& loop = loops_[l];
+    const int li = static_cast<int>(l);
+    Fixed& f = fixed[l];
+    f.store_counter = loop.counter >= 0 && loop.counter_kernel >= 0;
+    auto calls = [&](const Program& p) {
+      std::vector<Fixed::Call> out;
+      for (const Kernel& k : p.kernels) {
+        if (k.nested >= 0)
+          out.push_back({nullptr, nullptr, 0, k.nested});
+        else if (!f.store_counter || &k != &loop.body.kernels[loop.counter_kernel])
+          out.push_back({b.serial[k.ordinal], &b.tables[k.table], k.step->outer_extent, -1});
+      }
+      return out;
+    };
+    f.cond = calls(loop.cond);
+    f.body = calls(loop.body);
+    for (size_t i = 0; i < loop.init.size(); ++i)
+      if (!loop.keep[i] && !loop.takes[i])
+        f.entry.push_back({b.data[StateSlot(li, static_cast<int>(i))], Data(b, loop.init[i]),
+                           static_cast<size_t>(loop.state_shapes[i].byte_size())});
+    for (int i = 0; i < loop.state_size; ++i)
+      if (loop.next[i] == Next::kCopy && !(f.store_counter && i == loop.counter))
+        f.copies.push_back({b.data[StateSlot(li, i)], b.data[temp_slot_[loop.next_state[i].index]],
+                            static_cast<size_t>(loop.state_shapes[i].byte_size())});
+    f.go = static_cast<const bool*>(b.data[Slot(loop.cond_result)]);
+    if (loop.counter >= 0) {
+      f.counter = b.data[StateSlot(li, loop.counter)];
+      f.limit = Data(b, loop.limit);
+      f.s32 = loop.state_shapes[loop.counter].element_type() == PrimitiveType::S32;
+    }
+  }
+  return fixed;
+}
+
+void FlatLoop::RunFixed(const std::vector<Fixed>& fixed, int l) const {
+  const Fixed& f = fixed[l];
+  for (const Fixed::Copy& c : f.entry) std::memcpy(c.to, c.from, c.bytes);
+  auto run = [&](const std::vector<Fixed::Call>& calls) {
+    for (const Fixed::Call& k : calls) {
+      if (k.nested >= 0)
+        RunFixed(fixed, k.nested);
       else
-        *static_cast<int64_t*>(at) = i + 1;
+        k.fn(k.table, 0, k.extent);
+    }
+  };
+  auto iterate = [&] {
+    run(f.body);
+    for (const Fixed::Copy& c : f.copies) std::memcpy(c.to, c.from, c.bytes);
+  };
+  if (f.counter != nullptr) {
+    auto read = [&f](const void* at) {
+      return f.s32 ? int64_t{*static_cast<const int32_t*>(at)} : *static_cast<const int64_t*>(at);
+    };
+    const int64_t first = read(f.counter), limit = read(f.limit);
+    for (int64_t i = first; i < limit; ++i) {
+      iterate();
+      // i + 1 <= limit fits the counter's type.
+      if (!f.store_counter) continue;
+      if (f.s32)
+        *static_cast<int32_t*>(f.counter) = static_cast<int32_t>(i + 1);
+      else
+        *static_cast<int64_t*>(f.counter) = i + 1;
     }
     return;
   }
-  const bool* go = static_cast<const bool*>(b.data[Slot(cond_result_)]);
   for (;;) {
-    for (const Call& k : cond) k.fn(k.table, 0, k.extent);
-    if (!*go) return;
+    run(f.cond);
+    if (!*f.go) return;
     iterate();
   }
 }

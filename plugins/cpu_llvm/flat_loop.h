@@ -1,23 +1,29 @@
 // A while loop whose condition and body are only kernels over the loop state (a tuple of
-// arrays), run without the general runner's per-step bookkeeping. Each kernel's operands and
-// results are resolved once, when the executable is made, to a state element, a constant or
-// a temporary; a run keeps one buffer per temporary across iterations, and a body result
-// becomes the next state by a move, the buffer it replaces becoming that temporary's buffer
-// for the next iteration. Every kernel's table of buffer pointers is built once per run and
-// only the entries of the two buffers a move exchanges are rewritten. So an iteration
-// allocates nothing, hashes nothing and resolves nothing: for a scalar `lax.scan`, building
-// each kernel's table from its operands was most of the time (about 30 ns a kernel). A
-// kernel that updates its operand in place takes the state element's buffer when nothing
-// after it reads that element, as the general runner does. Loops with anything else in them
-// (evaluator or library steps, nested control flow, a state element that moves to another
+// arrays), and while loops of that kind nested in its body, run without the general runner's
+// per-step bookkeeping. Each kernel's operands and results are resolved once, when the
+// executable is made, to a state element, a constant or a temporary; a run keeps one buffer
+// per temporary across iterations, and a body result becomes the next state by a move, the
+// buffer it replaces becoming that temporary's buffer for the next iteration. Every kernel's
+// table of buffer pointers is built once per run and only the entries of the two buffers a
+// move exchanges are rewritten. So an iteration allocates nothing, hashes nothing and
+// resolves nothing: for a scalar `lax.scan`, building each kernel's table from its operands
+// was most of the time (about 30 ns a kernel). A kernel that updates its operand in place
+// takes the state element's buffer when nothing after it reads that element, as the general
+// runner does. A nested loop's state lives in temporaries of the run, set from its operand on
+// entry; an element its body passes on unchanged is read where it lies, not copied (in
+// `jax.scipy.linalg.sqrtm`'s triple loop the matrices). Loops with anything else in them
+// (evaluator or library steps, other control flow, a state element that moves to another
 // position) run on the general runner (CpuExecutable::RunControlFlow).
 //
 // When no iteration moves a buffer (elements updated in place or copied) and every kernel
 // runs whole on the calling thread, a run is a fixed list of direct calls; a counted loop
-// (`for i in range(i0, N)`, as fori_loop and scan write it) then skips its condition kernel.
+// (`for i in range(i0, N)`, as fori_loop and scan write it, N a constant or a value the loop
+// does not change) then skips its condition kernel.
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -60,18 +66,31 @@ class FlatLoop {
   // Whether it is `for (i = i0; i < N; ++i)` on an integer state element (the condition
   // counter < N, the body's next counter counter + 1): its runs without a pool or profile
   // then skip the condition's kernel and run the body N - i0 times.
-  bool counted() const { return counter_ >= 0; }
+  bool counted() const { return loops_[0].counter >= 0; }
+  // How many while loops of its body (at any depth) run inside it.
+  int nested_loops() const { return static_cast<int>(loops_.size()) - 1; }
 
  private:
-  // Where a kernel's operand lives: a slot (the state's elements, then the temporaries) or a
-  // constant.
+  // Where a kernel's operand lives: a slot (the outermost loop's state elements, then the
+  // temporaries) or a constant.
   struct Ref {
     enum Kind { kState, kTemp, kConstant } kind = kState;
-    int index = 0;                      // state element or temporary
+    int index = 0;                      // state element (of `loop`) or temporary
     const Literal* constant = nullptr;  // kConstant
+    int loop = 0;                       // kState: whose state, an index in loops_
+    // A value of an enclosing computation that a nested loop reads where it lies (or the
+    // loop's result that aliases it): never taken or written over through this reference.
+    bool read_only = false;
+    bool operator==(const Ref& o) const {
+      return kind == o.kind && index == o.index && constant == o.constant &&
+             (kind != kState || loop == o.loop);
+    }
   };
   struct Kernel {
     const kernel_plan::Step* step = nullptr;
+    // When >= 0 the entry runs loops_[nested] (a while step of the computation), and the
+    // fields below are unused.
+    int nested = -1;
     std::vector<Ref> sources;
     std::vector<int> outputs;  // temporaries, in KernelSpec::outputs order
     int partials = -1;         // temporary of a two-stage reduction's parts, else -1
@@ -83,52 +102,89 @@ class FlatLoop {
     // (Step::output_over_sources; nothing after it reads the element), or -1.
     int over = -1;
     int table = 0;    // where its buffer table starts in Buffers::tables
-    int ordinal = 0;  // its place among the condition's, then the body's kernels
+    int ordinal = 0;  // its place among all loops' kernels
   };
   struct Program {
     std::vector<Kernel> kernels;
   };
+  // How each state element becomes its next value after the body: unchanged, updated where
+  // it lies (its temporary aliases its slot), copied from its temporary (small elements:
+  // cheaper than an exchange, which rewrites table entries) or exchanged with it.
+  enum class Next { kKeep, kInPlace, kCopy, kExchange };
+  struct Loop {
+    const kernel_plan::Step* step = nullptr;  // the while
+    int state_size = 0;
+    std::vector<Shape> state_shapes;
+    // A nested loop's state elements are temporaries (-1 for one kept), set on entry from
+    // `init` (the while operand's elements in the enclosing computation); an element its body
+    // passes on unchanged (`keep`) is read where `init` lies instead. The outermost loop's
+    // state is the first slots, and `init` and `keep` are empty.
+    std::vector<int> state_temps;
+    std::vector<Ref> init;
+    std::vector<bool> keep;
+    // Elements whose temporary takes `init`'s slot: the enclosing loop's state element that
+    // the nested loop's result replaces, read by nothing else (a matrix a middle loop of
+    // three updates), updated where it lies instead of copied in and out.
+    std::vector<bool> takes;
+    Program cond, body;
+    Ref cond_result;
+    std::vector<Ref> next_state;  // the body's root: per element, a temporary or itself
+    std::vector<Next> next;
+    // A counted loop: the condition is counter < limit (a constant or a value the loop does
+    // not change), the body's next counter is counter + 1. A fixed run then skips the
+    // condition and runs the body limit - counter times.
+    int counter = -1;  // state element, or -1
+    Ref limit;
+    // The body kernel computing counter + 1 when nothing else reads its result: a counted run
+    // stores the next counter itself instead of calling it. Else -1.
+    int counter_kernel = -1;
+  };
   struct Buffers;  // one run's state, temporaries and kernel tables
+  struct Fixed;    // one loop's direct calls in a fixed run
 
-  bool Add(const kernel_plan::ComputationPlan& p, const kernel_plan::Plan& plan, bool is_body,
-           Program& out);
+  int NewTemp(const Shape& shape);
+  bool AddLoop(int loop, const kernel_plan::Step& step, const kernel_plan::Plan& plan);
+  bool Add(int loop, const kernel_plan::ComputationPlan& p, const kernel_plan::Plan& plan,
+           bool is_body, Program& out);
+  // A while step of a loop's computation as a nested loop reading `operands`; its result's
+  // elements in `results`.
+  // `may_take(i)`: whether operand i is an element of the enclosing loop's state that only
+  // the operand reads and that the result's element i replaces.
+  bool AddNested(const kernel_plan::Step& step, const kernel_plan::Plan& plan,
+                 const std::vector<Ref>& operands, const std::function<bool(int)>& may_take,
+                 std::vector<Ref>& results, Program& out);
   // Gives a temporary the state element's slot when it is that element's next value made in
   // place from it, so the state is updated where it lies; chooses how the other replaced
   // elements become their next values.
-  void AliasInPlaceUpdates();
+  void AliasInPlaceUpdates(int loop);
   // Lays out every kernel's buffer table: which table entries hold each slot's pointer.
   void LayOutTables();
-  int Slot(const Ref& r) const { return r.kind == Ref::kState ? r.index : temp_slot_[r.index]; }
+  int StateSlot(int loop, int i) const {
+    const Loop& l = loops_[loop];
+    return l.state_temps.empty() ? i : temp_slot_[l.state_temps[i]];
+  }
+  int Slot(const Ref& r) const {
+    return r.kind == Ref::kState ? StateSlot(r.loop, r.index) : temp_slot_[r.index];
+  }
+  const void* Data(const Buffers& b, const Ref& r) const;  // where `r` lies in a run
+  void RunLoop(int loop, Buffers& b, const KernelContext& context) const;
   void RunProgram(const Program& p, Buffers& b, const KernelContext& context) const;
   // Whether no iteration moves a buffer (every replaced element is updated in place or
   // copied, every in-place kernel's output is its operand's slot): tables stay as a run
   // starts them, and a run whose kernels all run serially is a fixed list of calls.
   bool BuffersStayPut() const;
   // The loop `for (i = i0; i < N; ++i)` on an integer state element: its element and N.
-  void FindCounter(const kernel_plan::ComputationPlan& cond,
-                   const kernel_plan::ComputationPlan& body);
-  void RunFixed(Buffers& b) const;
+  void FindCounter(int loop, const kernel_plan::Plan& plan);
+  void RunFixed(const std::vector<Fixed>& fixed, int loop) const;
+  std::vector<Fixed> MakeFixed(Buffers& b) const;
   kernel_plan::Value Finish(Buffers& b) const;  // the final state
 
-  int state_size_ = 0;
+  // loops_[0] is the loop itself, then the loops nested in it (a deque: adding one keeps
+  // references to the others).
+  std::deque<Loop> loops_;
   std::vector<Shape> temp_shapes_;
-  Program cond_, body_;
-  Ref cond_result_;
-  std::vector<Ref> next_state_;  // the body's root: per element, a temporary or itself
-  // How each state element becomes its next value after the body: unchanged, updated where
-  // it lies (its temporary aliases its slot), copied from its temporary (small elements:
-  // cheaper than an exchange, which rewrites table entries) or exchanged with it.
-  enum class Next { kKeep, kInPlace, kCopy, kExchange };
-  std::vector<Next> next_;
   std::vector<int> temp_slot_;  // per temporary: its slot (its own, or an aliased state's)
   bool buffers_stay_put_ = false;
-  // A counted loop: the condition is counter < limit, the body's next counter is counter + 1.
-  // A fixed run then skips the condition and runs the body limit - counter times.
-  int counter_ = -1;  // state element, or -1
-  int64_t limit_ = 0;
-  // The body kernel computing counter + 1 when nothing else reads its result: a counted run
-  // stores the next counter itself instead of calling it. Else -1.
-  int counter_kernel_ = -1;
   int table_size_ = 0;  // entries of all kernels' tables
   int kernel_count_ = 0;
   std::vector<const void*> constant_entries_;  // per table entry: its constant, else null

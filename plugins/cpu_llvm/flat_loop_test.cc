@@ -287,8 +287,9 @@ TEST(FlatLoop, InPlaceChainsTradedAndCopiedElements) {
 // for (i = i0; i < 17; ++i) x = x * 0.9 + x[i % 8] (a counter the body also reads), with
 // the counter's start an argument: before the limit, at it and past it (no iteration), and
 // negative. Written as i < 17 and as 17 > i, both counted (the runner stores the next
-// counter itself, or runs its kernel when the body reads it); a step of 2 and a limit that is a
-// state element are not, and run the condition each time. All agree with the evaluator.
+// counter itself, or runs its kernel when the body reads it), and so is one whose limit is a
+// state element the body passes on; a step of 2 is not, and runs the condition each time. All
+// agree with the evaluator.
 std::string CountedLoop(const std::string& test, const std::string& step,
                         const std::string& index = "i") {
   return R"(
@@ -346,7 +347,7 @@ TEST(FlatLoop, CountedLoopsSkipTheCondition) {
   };
   for (const Case& k :
        {Case{"i, n), direction=LT", "1", true}, Case{"n, i), direction=GT", "1", true},
-        Case{"i, n), direction=LT", "2", false}, Case{"i, m), direction=LT", "1", false},
+        Case{"i, n), direction=LT", "2", false}, Case{"i, m), direction=LT", "1", true},
         // The next counter read by the body too: its kernel still runs.
         Case{"i, n), direction=LT", "1", true, "next"}}) {
     SCOPED_TRACE(k.test + " step " + k.step);
@@ -490,6 +491,219 @@ TEST(FlatLoop, ACheapConditionalInTheStepRunsFlat) {
   EXPECT_TRUE(c.exe->RunsFlat(c.loop));
   EXPECT_TRUE(c.exe->RunsCounted(c.loop));
   for (uint32_t seed : {3u, 4u}) ExpectMatchesEvaluator(c, Args(*c.module, seed), "run");
+}
+
+// A scan over the rows of x whose step is a scan along the row: out[i] = the decayed sum of
+// row i's first 2i + 1 values. The inner loop's limit is its state element (set by the outer
+// step), the row passes through it unchanged (read where it lies, not copied).
+constexpr char kNested[] = R"(
+HloModule nested
+inner_cond {
+  p = (s32[], f32[16], f32[], s32[]) parameter(0)
+  j = s32[] get-tuple-element(p), index=0
+  n = s32[] get-tuple-element(p), index=3
+  ROOT lt = pred[] compare(j, n), direction=LT
+}
+inner_body {
+  p = (s32[], f32[16], f32[], s32[]) parameter(0)
+  j = s32[] get-tuple-element(p), index=0
+  row = f32[16] get-tuple-element(p), index=1
+  acc = f32[] get-tuple-element(p), index=2
+  n = s32[] get-tuple-element(p), index=3
+  one = s32[] constant(1)
+  next = s32[] add(j, one)
+  v = f32[1] dynamic-slice(row, j), dynamic_slice_sizes={1}
+  vs = f32[] reshape(v)
+  k = f32[] constant(0.9)
+  decayed = f32[] multiply(acc, k)
+  acc2 = f32[] add(decayed, vs)
+  ROOT t = (s32[], f32[16], f32[], s32[]) tuple(next, row, acc2, n)
+}
+outer_cond {
+  p = (s32[], f32[8,16], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(8)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+outer_body {
+  p = (s32[], f32[8,16], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[8,16] get-tuple-element(p), index=1
+  out = f32[8] get-tuple-element(p), index=2
+  zero = s32[] constant(0)
+  r = f32[1,16] dynamic-slice(x, i, zero), dynamic_slice_sizes={1,16}
+  row = f32[16] reshape(r)
+  c0 = f32[] constant(0)
+  one = s32[] constant(1)
+  twice = s32[] add(i, i)
+  len = s32[] add(twice, one)
+  init = (s32[], f32[16], f32[], s32[]) tuple(zero, row, c0, len)
+  w = (s32[], f32[16], f32[], s32[]) while(init), condition=inner_cond, body=inner_body
+  acc = f32[] get-tuple-element(w), index=2
+  a1 = f32[1] reshape(acc)
+  out2 = f32[8] dynamic-update-slice(out, a1, i)
+  next = s32[] add(i, one)
+  ROOT t = (s32[], f32[8,16], f32[8]) tuple(next, x, out2)
+}
+ENTRY main {
+  x = f32[8,16] parameter(0)
+  zero = s32[] constant(0)
+  z = f32[] constant(0)
+  out = f32[8] broadcast(z), dimensions={}
+  init = (s32[], f32[8,16], f32[8]) tuple(zero, x, out)
+  w = (s32[], f32[8,16], f32[8]) while(init), condition=outer_cond, body=outer_body
+  ROOT o = f32[8] get-tuple-element(w), index=2
+}
+)";
+
+TEST(FlatLoop, NestedLoopsRunInside) {
+  Compiled c = Compile(kNested);
+  ASSERT_NE(c.exe, nullptr);
+  ASSERT_NE(c.loop, nullptr);
+  EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+  EXPECT_TRUE(c.exe->RunsCounted(c.loop));
+  for (uint32_t seed : {10u, 11u}) ExpectMatchesEvaluator(c, Args(*c.module, seed), "nested");
+}
+
+// The inner loop reads `a` where it lies, and the outer step reads the loop's pass-through
+// of it (r) after updating `a` in place (upd is a's last reader, and comes first): the update
+// must not take a's buffer while r still refers to it.
+constexpr char kPassThroughReadAfterUpdate[] = R"(
+HloModule pinned
+inner_cond {
+  p = (s32[], f32[16], f32[]) parameter(0)
+  j = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(16)
+  ROOT lt = pred[] compare(j, n), direction=LT
+}
+inner_body {
+  p = (s32[], f32[16], f32[]) parameter(0)
+  j = s32[] get-tuple-element(p), index=0
+  v = f32[16] get-tuple-element(p), index=1
+  acc = f32[] get-tuple-element(p), index=2
+  one = s32[] constant(1)
+  next = s32[] add(j, one)
+  x = f32[1] dynamic-slice(v, j), dynamic_slice_sizes={1}
+  xs = f32[] reshape(x)
+  acc2 = f32[] add(acc, xs)
+  ROOT t = (s32[], f32[16], f32[]) tuple(next, v, acc2)
+}
+outer_cond {
+  p = (s32[], f32[16], f32[16]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(4)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+outer_body {
+  p = (s32[], f32[16], f32[16]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  a = f32[16] get-tuple-element(p), index=1
+  b = f32[16] get-tuple-element(p), index=2
+  zero = s32[] constant(0)
+  c0 = f32[] constant(0)
+  init = (s32[], f32[16], f32[]) tuple(zero, a, c0)
+  w = (s32[], f32[16], f32[]) while(init), condition=inner_cond, body=inner_body
+  s = f32[] get-tuple-element(w), index=2
+  s1 = f32[1] reshape(s)
+  upd = f32[16] dynamic-update-slice(a, s1, i)
+  r = f32[16] get-tuple-element(w), index=1
+  half = f32[] constant(0.5)
+  halves = f32[16] broadcast(half), dimensions={}
+  rh = f32[16] multiply(r, halves)
+  b2 = f32[16] add(b, rh)
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT t = (s32[], f32[16], f32[16]) tuple(next, upd, b2)
+}
+ENTRY main {
+  a = f32[16] parameter(0)
+  b = f32[16] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[16], f32[16]) tuple(zero, a, b)
+  ROOT w = (s32[], f32[16], f32[16]) while(init), condition=outer_cond, body=outer_body
+}
+)";
+
+TEST(FlatLoop, APassThroughOfANestedLoopKeepsItsValue) {
+  Compiled c = Compile(kPassThroughReadAfterUpdate);
+  ASSERT_NE(c.exe, nullptr);
+  ASSERT_NE(c.loop, nullptr);
+  EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+  for (uint32_t seed : {12u, 13u}) ExpectMatchesEvaluator(c, Args(*c.module, seed), "pinned");
+}
+
+// Row i of the outer state's matrix doubled (plus its column) by an inner loop over the
+// columns whose result is the next matrix: the inner loop updates the matrix where it lies.
+// With `later` reading the matrix the step started from after the inner loop, it must not
+// (it reads m, not m2).
+std::string NestedUpdate(const std::string& later) {
+  return R"(
+HloModule nested_update
+inner_cond {
+  p = (s32[], f32[8,16], s32[]) parameter(0)
+  j = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(16)
+  ROOT lt = pred[] compare(j, n), direction=LT
+}
+inner_body {
+  p = (s32[], f32[8,16], s32[]) parameter(0)
+  j = s32[] get-tuple-element(p), index=0
+  m = f32[8,16] get-tuple-element(p), index=1
+  i = s32[] get-tuple-element(p), index=2
+  one = s32[] constant(1)
+  next = s32[] add(j, one)
+  v = f32[1,1] dynamic-slice(m, i, j), dynamic_slice_sizes={1,1}
+  two = f32[] constant(2)
+  twos = f32[1,1] broadcast(two), dimensions={}
+  fj = f32[] convert(j)
+  fjs = f32[1,1] broadcast(fj), dimensions={}
+  d = f32[1,1] multiply(v, twos)
+  v2 = f32[1,1] add(d, fjs)
+  m2 = f32[8,16] dynamic-update-slice(m, v2, i, j)
+  ROOT t = (s32[], f32[8,16], s32[]) tuple(next, m2, i)
+}
+outer_cond {
+  p = (s32[], f32[8,16], f32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(8)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+outer_body {
+  p = (s32[], f32[8,16], f32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  m = f32[8,16] get-tuple-element(p), index=1
+  s = f32[] get-tuple-element(p), index=2
+  zero = s32[] constant(0)
+  init = (s32[], f32[8,16], s32[]) tuple(zero, m, i)
+  w = (s32[], f32[8,16], s32[]) while(init), condition=inner_cond, body=inner_body
+  m2 = f32[8,16] get-tuple-element(w), index=1
+  corner = f32[1,1] dynamic-slice()" +
+         later + R"(, i, i), dynamic_slice_sizes={1,1}
+  c = f32[] reshape(corner)
+  s2 = f32[] add(s, c)
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT t = (s32[], f32[8,16], f32[]) tuple(next, m2, s2)
+}
+ENTRY main {
+  m = f32[8,16] parameter(0)
+  s = f32[] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[8,16], f32[]) tuple(zero, m, s)
+  ROOT w = (s32[], f32[8,16], f32[]) while(init), condition=outer_cond, body=outer_body
+}
+)";
+}
+
+TEST(FlatLoop, ANestedLoopUpdatesTheStateWhereItLies) {
+  for (const std::string later : {"m2", "m"}) {
+    SCOPED_TRACE(later);
+    Compiled c = Compile(NestedUpdate(later));
+    ASSERT_NE(c.exe, nullptr);
+    ASSERT_NE(c.loop, nullptr);
+    EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+    for (uint32_t seed : {14u, 15u}) ExpectMatchesEvaluator(c, Args(*c.module, seed), later);
+  }
 }
 
 // A sort in the body runs on the evaluator: the loop stays on the general runner, and so
