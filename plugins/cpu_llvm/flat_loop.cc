@@ -402,13 +402,15 @@ bool FlatLoop::Add(int l, const ComputationPlan& p, const Plan& plan, bool is_bo
       if (in == tuples.end() || before_step == nullptr || before_step->instr != h->operand(0))
         return false;
       // The loop may update an element of this loop's state where it lies when its result
-      // is that element's next value and the operand was the element's last reader.
+      // is that element's next value and the operand (once, not also as another element)
+      // was the element's last reader.
       const HloInstruction* root = p.computation->root();
       auto may_take_state = [&](int i) {
         const Ref& r = in->second[i];
         const HloInstruction* source = h->operand(0)->operand(i);
         if (!is_body || r.kind != Ref::kState || r.loop != l || !may_take(r) ||
             readers[r.index] != 1 || !before_step->IsLastUse(source) ||
+            std::count(in->second.begin(), in->second.end(), r) != 1 ||
             root->opcode() != HloOpcode::kTuple || root->operand_count() != loop.state_size)
           return false;
         const HloInstruction* next = root->operand(r.index);

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -634,25 +635,29 @@ TEST(FlatLoop, APassThroughOfANestedLoopKeepsItsValue) {
 
 // Row i of the outer state's matrix doubled (plus its column) by an inner loop over the
 // columns whose result is the next matrix: the inner loop updates the matrix where it lies.
-// With `later` reading the matrix the step started from after the inner loop, it must not
-// (it reads m, not m2).
-std::string NestedUpdate(const std::string& later) {
+// It must not when `later` reads the matrix the step started from after the inner loop (m,
+// not m2), nor when `read` is from the inner loop's pass-through of that matrix (orig, whose
+// row i column 0 the first iteration writes in m).
+std::string NestedUpdate(const std::string& later, const std::string& read) {
   return R"(
 HloModule nested_update
 inner_cond {
-  p = (s32[], f32[8,16], s32[]) parameter(0)
+  p = (s32[], f32[8,16], s32[], f32[8,16]) parameter(0)
   j = s32[] get-tuple-element(p), index=0
   n = s32[] constant(16)
   ROOT lt = pred[] compare(j, n), direction=LT
 }
 inner_body {
-  p = (s32[], f32[8,16], s32[]) parameter(0)
+  p = (s32[], f32[8,16], s32[], f32[8,16]) parameter(0)
   j = s32[] get-tuple-element(p), index=0
   m = f32[8,16] get-tuple-element(p), index=1
   i = s32[] get-tuple-element(p), index=2
+  orig = f32[8,16] get-tuple-element(p), index=3
   one = s32[] constant(1)
   next = s32[] add(j, one)
-  v = f32[1,1] dynamic-slice(m, i, j), dynamic_slice_sizes={1,1}
+  zero = s32[] constant(0)
+  v = f32[1,1] dynamic-slice()" +
+         read + R"(), dynamic_slice_sizes={1,1}
   two = f32[] constant(2)
   twos = f32[1,1] broadcast(two), dimensions={}
   fj = f32[] convert(j)
@@ -660,7 +665,7 @@ inner_body {
   d = f32[1,1] multiply(v, twos)
   v2 = f32[1,1] add(d, fjs)
   m2 = f32[8,16] dynamic-update-slice(m, v2, i, j)
-  ROOT t = (s32[], f32[8,16], s32[]) tuple(next, m2, i)
+  ROOT t = (s32[], f32[8,16], s32[], f32[8,16]) tuple(next, m2, i, orig)
 }
 outer_cond {
   p = (s32[], f32[8,16], f32[]) parameter(0)
@@ -674,8 +679,8 @@ outer_body {
   m = f32[8,16] get-tuple-element(p), index=1
   s = f32[] get-tuple-element(p), index=2
   zero = s32[] constant(0)
-  init = (s32[], f32[8,16], s32[]) tuple(zero, m, i)
-  w = (s32[], f32[8,16], s32[]) while(init), condition=inner_cond, body=inner_body
+  init = (s32[], f32[8,16], s32[], f32[8,16]) tuple(zero, m, i, m)
+  w = (s32[], f32[8,16], s32[], f32[8,16]) while(init), condition=inner_cond, body=inner_body
   m2 = f32[8,16] get-tuple-element(w), index=1
   corner = f32[1,1] dynamic-slice()" +
          later + R"(, i, i), dynamic_slice_sizes={1,1}
@@ -696,9 +701,10 @@ ENTRY main {
 }
 
 TEST(FlatLoop, ANestedLoopUpdatesTheStateWhereItLies) {
-  for (const std::string later : {"m2", "m"}) {
-    SCOPED_TRACE(later);
-    Compiled c = Compile(NestedUpdate(later));
+  for (const auto& [later, read] : std::vector<std::pair<std::string, std::string>>{
+           {"m2", "m, i, j"}, {"m", "m, i, j"}, {"m2", "orig, i, zero"}}) {
+    SCOPED_TRACE(later + " " + read);
+    Compiled c = Compile(NestedUpdate(later, read));
     ASSERT_NE(c.exe, nullptr);
     ASSERT_NE(c.loop, nullptr);
     EXPECT_TRUE(c.exe->RunsFlat(c.loop));
