@@ -47,6 +47,46 @@ struct FlatLoop::Buffers {
   }
 };
 
+// A run as direct calls, its pointers fixed for the run (BuffersStayPut).
+struct FlatLoop::FixedCall {
+  KernelFn fn;
+  void** table;
+  int64_t extent;
+  int nested;       // a nested loop's index in loops_ instead of a kernel, else -1
+  int conditional;  // a conditional's index in conditionals_ instead, else -1
+};
+
+struct FlatLoop::Fixed {
+  struct Copy {
+    void* to;
+    const void* from;
+    size_t bytes;
+  };
+  struct Loop {
+    std::vector<FixedCall> cond, body;
+    std::vector<Copy> entry;   // a nested loop's state from its operand
+    std::vector<Copy> copies;  // next state elements copied after the body
+    const bool* go = nullptr;
+    // A counted loop: its counter, its limit and their type, whether the run stores the
+    // next counter itself (Loop::counter_kernel).
+    void* counter = nullptr;
+    const void* limit = nullptr;
+    bool s32 = false;
+    bool store_counter = false;
+  };
+  struct Branch {
+    std::vector<FixedCall> calls;
+    std::vector<Copy> results;
+  };
+  struct Conditional {
+    const void* selector = nullptr;
+    bool pred = false;
+    std::vector<Branch> branches;
+  };
+  std::vector<Loop> loops;
+  std::vector<Conditional> conditionals;
+};
+
 // Whether CallKernel splits the step's outer loop (or its parts) across the pool.
 static bool Parallel(const KernelContext& context, const Step& step) {
   const int64_t extent = step.reduce_parts > 0 ? step.reduce_parts : step.outer_extent;
@@ -97,17 +137,32 @@ std::unique_ptr<FlatLoop> FlatLoop::Make(const Step& step, const Plan& plan) {
   return flat;
 }
 
+std::vector<FlatLoop::Program*> FlatLoop::MutablePrograms() {
+  std::vector<Program*> out;
+  for (Loop& l : loops_) {
+    out.push_back(&l.cond);
+    out.push_back(&l.body);
+  }
+  for (Conditional& c : conditionals_)
+    for (Branch& b : c.branches) out.push_back(&b.program);
+  return out;
+}
+
+std::vector<const FlatLoop::Program*> FlatLoop::Programs() const {
+  std::vector<Program*> all = const_cast<FlatLoop*>(this)->MutablePrograms();
+  return {all.begin(), all.end()};
+}
+
 bool FlatLoop::BuffersStayPut() const {
-  for (const Loop& l : loops_) {
+  for (const Loop& l : loops_)
     for (Next n : l.next)
       if (n == Next::kExchange) return false;
-    for (const Program* p : {&l.cond, &l.body})
-      for (const Kernel& k : p->kernels) {
-        if (k.nested >= 0 || k.in_place < 0) continue;
-        const Ref& r = k.sources[k.in_place];
-        if (r.kind == Ref::kConstant || Slot(r) != temp_slot_[k.outputs[0]]) return false;
-      }
-  }
+  for (const Program* p : Programs())
+    for (const Kernel& k : p->kernels) {
+      if (!k.runs_kernel() || k.in_place < 0) continue;
+      const Ref& r = k.sources[k.in_place];
+      if (r.kind == Ref::kConstant || Slot(r) != temp_slot_[k.outputs[0]]) return false;
+    }
   return true;
 }
 
@@ -149,7 +204,7 @@ std::optional<int64_t> IntConstant(const HloInstruction* x) {
 
 void FlatLoop::FindCounter(int l, const Plan& plan) {
   Loop& loop = loops_[l];
-  if (loop.cond.kernels.size() != 1 || loop.cond.kernels[0].nested >= 0 ||
+  if (loop.cond.kernels.size() != 1 || !loop.cond.kernels[0].runs_kernel() ||
       loop.cond_result.kind != Ref::kTemp)
     return;
   const HloInstruction& test = *loop.cond.kernels[0].step->instr;
@@ -186,7 +241,7 @@ void FlatLoop::FindCounter(int l, const Plan& plan) {
   const int next = loop.next_state[counter].index;
   for (size_t n = 0; n < loop.body.kernels.size(); ++n) {
     const Kernel& k = loop.body.kernels[n];
-    if (k.nested >= 0 || k.outputs.size() != 1 || k.outputs[0] != next) continue;
+    if (!k.runs_kernel() || k.outputs.size() != 1 || k.outputs[0] != next) continue;
     const HloInstruction& step = *k.step->instr;
     const HloInstruction* add = Computed(step);
     if (add->opcode() != HloOpcode::kAdd) return;
@@ -202,16 +257,18 @@ void FlatLoop::FindCounter(int l, const Plan& plan) {
     break;
   }
   // Anything else reading the next counter needs its kernel (a nested loop reads its
-  // enclosing values through its `init`).
+  // enclosing values through its `init`, a conditional its selector and its branches'
+  // results).
   const Ref next_ref{Ref::kTemp, next, nullptr};
-  for (const Loop& other : loops_) {
-    for (const Ref& r : other.init)
-      if (r == next_ref) loop.counter_kernel = -1;
-    for (const Program* p : {&other.cond, &other.body})
-      for (const Kernel& k : p->kernels)
-        for (const Ref& r : k.sources)
-          if (r == next_ref) loop.counter_kernel = -1;
+  std::vector<Ref> read;
+  for (const Loop& other : loops_) read.insert(read.end(), other.init.begin(), other.init.end());
+  for (const Conditional& c : conditionals_) {
+    read.push_back(c.selector);
+    for (const Branch& b : c.branches) read.insert(read.end(), b.result.begin(), b.result.end());
   }
+  for (const Program* p : Programs())
+    for (const Kernel& k : p->kernels) read.insert(read.end(), k.sources.begin(), k.sources.end());
+  if (std::find(read.begin(), read.end(), next_ref) != read.end()) loop.counter_kernel = -1;
 }
 
 void FlatLoop::AliasInPlaceUpdates(int l) {
@@ -225,7 +282,7 @@ void FlatLoop::AliasInPlaceUpdates(int l) {
     // Its next value is made where it lies: updated in place, or written over it by an
     // elementwise kernel (a scan's carry c + x[i]) that is its last reader.
     for (const Kernel& k : loop.body.kernels) {
-      if (k.nested >= 0 || k.outputs.empty() || k.outputs[0] != t) continue;
+      if (!k.runs_kernel() || k.outputs.empty() || k.outputs[0] != t) continue;
       const int at = k.take ? k.in_place : k.over;
       if (at < 0) continue;
       if (k.sources[at] == Ref{Ref::kState, i, nullptr, l}) temp_slot_[t] = StateSlot(l, i);
@@ -244,10 +301,10 @@ void FlatLoop::LayOutTables() {
     if (slot >= 0) sites_[slot].push_back(static_cast<int>(constant_entries_.size()));
     constant_entries_.push_back(constant);
   };
-  for (Loop& l : loops_) {
-    for (Program* p : {&l.cond, &l.body}) {
-      for (Kernel& k : p->kernels) {
-        if (k.nested >= 0) continue;
+  for (Program* program : MutablePrograms()) {
+    {
+      for (Kernel& k : program->kernels) {
+        if (!k.runs_kernel()) continue;
         k.table = static_cast<int>(constant_entries_.size());
         k.ordinal = kernel_count_++;
         for (size_t i = 0; i < k.sources.size(); ++i) {
@@ -283,8 +340,30 @@ bool FlatLoop::AddLoop(int l, const Step& step, const Plan& plan) {
   loop.step = &step;
   loop.state_size = static_cast<int>(w.shape().tuple_size());
   loop.state_shapes = w.shape().tuple_shapes();
-  return Add(l, plan.called[step.called[0]], plan, /*is_body=*/false, loop.cond) &&
-         Add(l, plan.called[step.called[1]], plan, /*is_body=*/true, loop.body);
+  std::vector<Ref> go, next;
+  if (!Add(Scope{l, false, {}}, plan.called[step.called[0]], plan, loop.cond, go) ||
+      !Add(Scope{l, true, {}}, plan.called[step.called[1]], plan, loop.body, next))
+    return false;
+  const Shape& go_shape = plan.called[step.called[0]].computation->root()->shape();
+  if (go.size() != 1 || go[0].kind == Ref::kConstant || !go_shape.IsArray() ||
+      go_shape.element_type() != PrimitiveType::PRED || go_shape.rank() != 0 ||
+      static_cast<int>(next.size()) != loop.state_size)
+    return false;
+  loop.cond_result = go[0];
+  std::vector<bool> seen(temp_shapes_.size(), false);
+  for (int i = 0; i < loop.state_size; ++i) {
+    // A state element stays in place or is replaced by a temporary of its own.
+    const Ref unchanged{Ref::kState, i, nullptr, l};
+    const Ref& r = next[i];
+    if ((!loop.keep.empty() && loop.keep[i]) || r == unchanged) {
+      loop.next_state.push_back(unchanged);
+      continue;
+    }
+    if (r.kind != Ref::kTemp || r.read_only || seen[r.index]) return false;
+    seen[r.index] = true;
+    loop.next_state.push_back(r);
+  }
+  return true;
 }
 
 bool FlatLoop::AddNested(const Step& step, const Plan& plan, const std::vector<Ref>& operands,
@@ -326,10 +405,51 @@ bool FlatLoop::AddNested(const Step& step, const Plan& plan, const std::vector<R
   return true;
 }
 
-bool FlatLoop::Add(int l, const ComputationPlan& p, const Plan& plan, bool is_body, Program& out) {
-  Loop& loop = loops_[l];
+bool FlatLoop::AddConditional(const Step& step, const Plan& plan, const Ref& selector,
+                              const std::vector<std::vector<Ref>>& operands,
+                              std::vector<Ref>& results, Program& out) {
+  const HloInstruction& h = *step.instr;
+  const Shape& which = h.operand(0)->shape();
+  if (step.called.size() != operands.size() || operands.empty() || !which.IsArray() ||
+      which.rank() != 0 ||
+      (which.element_type() != PrimitiveType::PRED && which.element_type() != PrimitiveType::S32))
+    return false;
+  const std::vector<Shape> shapes =
+      h.shape().IsTuple() ? h.shape().tuple_shapes() : std::vector<Shape>{h.shape()};
+  for (const Shape& s : shapes)
+    if (!s.IsArray()) return false;
+  const int c = static_cast<int>(conditionals_.size());
+  Conditional& cond = conditionals_.emplace_back();
+  cond.selector = selector;
+  cond.pred = which.element_type() == PrimitiveType::PRED;
+  for (const Shape& s : shapes) cond.result_temps.push_back(NewTemp(s));
+  cond.branches.resize(operands.size());
+  for (size_t b = 0; b < operands.size(); ++b) {
+    Scope scope;
+    scope.param = operands[b];
+    for (Ref& r : scope.param) r.read_only = true;
+    Branch& branch = cond.branches[b];
+    if (!Add(scope, plan.called[step.called[b]], plan, branch.program, branch.result) ||
+        branch.result.size() != shapes.size())
+      return false;
+  }
+  results.clear();
+  for (int t : cond.result_temps) results.push_back(Ref{Ref::kTemp, t});
+  Kernel k;
+  k.step = &step;
+  k.conditional = c;
+  out.kernels.push_back(std::move(k));
+  return true;
+}
+
+bool FlatLoop::Add(const Scope& scope, const ComputationPlan& p, const Plan& plan, Program& out,
+                   std::vector<Ref>& root) {
+  const int l = scope.loop;
+  const bool is_body = scope.is_body;
+  const Loop* loop = l >= 0 ? &loops_[l] : nullptr;
   absl::flat_hash_map<const HloInstruction*, Ref> refs;
-  // Tuple values: a multi-output kernel's outputs, a tuple, a nested loop's final state.
+  // Tuple values: a multi-output kernel's outputs, a tuple, a nested loop's final state, a
+  // conditional's result.
   absl::flat_hash_map<const HloInstruction*, std::vector<Ref>> tuples;
   // Values a nested loop's result reads where they lie, so nothing may take them after it.
   std::vector<Ref> pinned;
@@ -341,18 +461,31 @@ bool FlatLoop::Add(int l, const ComputationPlan& p, const Plan& plan, bool is_bo
   if (param == nullptr) return false;
   // How many get-tuple-elements read each state element: a kernel may take an element's
   // buffer only when it reads the one that is the element's only reader.
-  std::vector<int> readers(loop.state_size, 0);
-  for (const HloInstruction* u : param->users()) {
-    if (u->opcode() != HloOpcode::kGetTupleElement) return false;
-    if (u->tuple_index() < 0 || u->tuple_index() >= loop.state_size) return false;
-    ++readers[u->tuple_index()];
+  std::vector<int> readers(loop != nullptr ? loop->state_size : 0, 0);
+  if (loop != nullptr || param->shape().IsTuple()) {
+    const int64_t size =
+        loop != nullptr ? loop->state_size : static_cast<int64_t>(scope.param.size());
+    if (loop == nullptr && param->shape().tuple_size() != size) return false;
+    for (const HloInstruction* u : param->users()) {
+      if (u->opcode() != HloOpcode::kGetTupleElement) return false;
+      if (u->tuple_index() < 0 || u->tuple_index() >= size) return false;
+      if (loop != nullptr) ++readers[u->tuple_index()];
+    }
+  } else {
+    if (scope.param.size() != 1) return false;
+    refs[param] = scope.param[0];
   }
+  // A conditional reads its operand tuples' elements where they lie: no step that computes
+  // may run between a tuple and it (one could take an element the branch reads).
+  int computed = 0;
+  absl::flat_hash_map<const HloInstruction*, int> made_at;
   const Step* previous = nullptr;  // the step before, inlined ones aside
   for (const Step& s : p.steps) {
     const HloInstruction* h = s.instr;
     if (s.kind == Disposition::kInlined) continue;
     const Step* before_step = std::exchange(previous, &s);
     if (s.kind == Disposition::kKernel) {
+      ++computed;
       const llvm_emit::KernelSpec& spec = plan.kernels[s.kernel];
       Kernel k;
       k.step = &s;
@@ -396,6 +529,7 @@ bool FlatLoop::Add(int l, const ComputationPlan& p, const Plan& plan, bool is_bo
       continue;
     }
     if (s.kind == Disposition::kControlFlow && h->opcode() == HloOpcode::kWhile) {
+      ++computed;
       // Its operand is the tuple made just before it, so nothing between could have taken an
       // element the nested loop reads where it lies.
       auto in = tuples.find(h->operand(0));
@@ -404,16 +538,17 @@ bool FlatLoop::Add(int l, const ComputationPlan& p, const Plan& plan, bool is_bo
       // The loop may update an element of this loop's state where it lies when its result
       // is that element's next value and the operand (once, not also as another element)
       // was the element's last reader.
-      const HloInstruction* root = p.computation->root();
+      const HloInstruction* body_root = p.computation->root();
       auto may_take_state = [&](int i) {
         const Ref& r = in->second[i];
         const HloInstruction* source = h->operand(0)->operand(i);
         if (!is_body || r.kind != Ref::kState || r.loop != l || !may_take(r) ||
             readers[r.index] != 1 || !before_step->IsLastUse(source) ||
             std::count(in->second.begin(), in->second.end(), r) != 1 ||
-            root->opcode() != HloOpcode::kTuple || root->operand_count() != loop.state_size)
+            body_root->opcode() != HloOpcode::kTuple ||
+            body_root->operand_count() != loop->state_size)
           return false;
-        const HloInstruction* next = root->operand(r.index);
+        const HloInstruction* next = body_root->operand(r.index);
         return next->opcode() == HloOpcode::kGetTupleElement && next->operand(0) == h &&
                next->tuple_index() == i;
       };
@@ -423,6 +558,30 @@ bool FlatLoop::Add(int l, const ComputationPlan& p, const Plan& plan, bool is_bo
         if (u->opcode() == HloOpcode::kGetTupleElement && results[u->tuple_index()].read_only)
           pinned.push_back(results[u->tuple_index()]);
       tuples[h] = std::move(results);
+      continue;
+    }
+    if (s.kind == Disposition::kControlFlow && h->opcode() == HloOpcode::kConditional) {
+      auto selector = refs.find(h->operand(0));
+      if (selector == refs.end()) return false;
+      std::vector<std::vector<Ref>> operands;
+      for (int b = 1; b < h->operand_count(); ++b) {
+        const HloInstruction* o = h->operand(b);
+        if (auto t = tuples.find(o); t != tuples.end()) {
+          if (!made_at.contains(o) || made_at[o] != computed) return false;
+          operands.push_back(t->second);
+        } else if (auto r = refs.find(o); r != refs.end()) {
+          operands.push_back({r->second});
+        } else {
+          return false;
+        }
+      }
+      ++computed;
+      std::vector<Ref> results;
+      if (!AddConditional(s, plan, selector->second, operands, results, out)) return false;
+      if (h->shape().IsTuple())
+        tuples[h] = std::move(results);
+      else
+        refs[h] = results[0];
       continue;
     }
     if (s.kind != Disposition::kBookkeeping) return false;
@@ -440,9 +599,11 @@ bool FlatLoop::Add(int l, const ComputationPlan& p, const Plan& plan, bool is_bo
         if (!h->shape().IsArray()) return false;
         const int i = static_cast<int>(h->tuple_index());
         if (h->operand(0) == param) {
-          // A nested loop reads an element its body passes on where its operand's lies.
-          refs[h] =
-              loop.keep.empty() || !loop.keep[i] ? Ref{Ref::kState, i, nullptr, l} : loop.init[i];
+          // A nested loop reads an element its body passes on where its operand's lies; a
+          // branch reads its operand's elements where they lie.
+          refs[h] = loop == nullptr                        ? scope.param[i]
+                    : loop->keep.empty() || !loop->keep[i] ? Ref{Ref::kState, i, nullptr, l}
+                                                           : loop->init[i];
           break;
         }
         auto it = tuples.find(h->operand(0));
@@ -451,48 +612,29 @@ bool FlatLoop::Add(int l, const ComputationPlan& p, const Plan& plan, bool is_bo
         break;
       }
       case HloOpcode::kTuple: {
-        if (!is_body || h != p.computation->root()) {
-          std::vector<Ref>& elements = tuples[h];
-          for (const HloInstruction* o : h->operands()) {
-            auto it = refs.find(o);
-            if (it == refs.end()) return false;
-            elements.push_back(it->second);
-          }
-          break;
-        }
-        if (h->operand_count() != loop.state_size) return false;
-        std::vector<bool> seen(temp_shapes_.size(), false);
-        for (int i = 0; i < loop.state_size; ++i) {
-          const Ref unchanged{Ref::kState, i, nullptr, l};
-          if (!loop.keep.empty() && loop.keep[i]) {
-            loop.next_state.push_back(unchanged);
-            continue;
-          }
-          auto it = refs.find(h->operand(i));
+        std::vector<Ref>& elements = tuples[h];
+        for (const HloInstruction* o : h->operands()) {
+          auto it = refs.find(o);
           if (it == refs.end()) return false;
-          const Ref& r = it->second;
-          // A state element stays in place or is replaced by a temporary of its own.
-          if (r == unchanged) {
-            loop.next_state.push_back(unchanged);
-            continue;
-          }
-          if (r.kind != Ref::kTemp || r.read_only || seen[r.index]) return false;
-          seen[r.index] = true;
-          loop.next_state.push_back(r);
+          elements.push_back(it->second);
         }
+        made_at[h] = computed;
         break;
       }
       default:
         return false;
     }
   }
-  if (is_body) return static_cast<int>(loop.next_state.size()) == loop.state_size;
-  auto it = refs.find(p.computation->root());
-  if (it == refs.end() || it->second.kind == Ref::kConstant ||
-      p.computation->root()->shape().element_type() != PrimitiveType::PRED ||
-      p.computation->root()->shape().rank() != 0)
+  const HloInstruction* r = p.computation->root();
+  if (auto t = tuples.find(r); t != tuples.end()) {
+    root = t->second;
+  } else if (auto a = refs.find(r); a != refs.end()) {
+    root = {a->second};
+  } else if (r == param && loop == nullptr) {
+    root = scope.param;  // a branch that returns its operand
+  } else {
     return false;
-  loop.cond_result = it->second;
+  }
   return true;
 }
 
@@ -517,6 +659,17 @@ void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) 
       profile(Disposition::kControlFlow);
       continue;
     }
+    if (k.conditional >= 0) {
+      const Conditional& cond = conditionals_[k.conditional];
+      const Branch& branch = Taken(cond, b);
+      RunProgram(branch.program, b, c);
+      for (size_t i = 0; i < cond.result_temps.size(); ++i) {
+        const int t = cond.result_temps[i];
+        std::memcpy(b.data[temp_slot_[t]], Data(b, branch.result[i]), temp_shapes_[t].byte_size());
+      }
+      profile(Disposition::kControlFlow);
+      continue;
+    }
     const int out = k.in_place >= 0 ? temp_slot_[k.outputs[0]] : -1;
     const Ref* r = k.in_place >= 0 ? &k.sources[k.in_place] : nullptr;
     if (r != nullptr && (r->kind == Ref::kConstant || Slot(*r) != out)) {
@@ -533,6 +686,14 @@ void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) 
       CallKernel(c, s, &b.tables[k.table]);
     profile(Disposition::kKernel);
   }
+}
+
+const FlatLoop::Branch& FlatLoop::Taken(const Conditional& c, const Buffers& b) const {
+  const void* at = Data(b, c.selector);
+  const int64_t n = static_cast<int64_t>(c.branches.size());
+  if (c.pred) return c.branches[*static_cast<const bool*>(at) ? 0 : 1];
+  const int64_t i = *static_cast<const int32_t*>(at);
+  return c.branches[i < 0 || i >= n ? n - 1 : i];  // out of range: the last, as XLA does
 }
 
 void FlatLoop::RunLoop(int l, Buffers& b, const KernelContext& context) const {
@@ -591,15 +752,14 @@ Value FlatLoop::Run(Value state, const KernelContext& context) const {
   for (int slot = 0; slot < slots; ++slot) b.Point(slot, b.data[slot], sites_);
   b.serial.assign(kernel_count_, nullptr);
   bool serial = true;
-  for (const Loop& l : loops_)
-    for (const Program* p : {&l.cond, &l.body})
-      for (const Kernel& k : p->kernels) {
-        if (k.nested >= 0) continue;
-        if (k.step->reduce_parts == 0 && !Parallel(context, *k.step))
-          b.serial[k.ordinal] = (*context.kernels)[k.step->kernel];
-        else
-          serial = false;
-      }
+  for (const Program* p : Programs())
+    for (const Kernel& k : p->kernels) {
+      if (!k.runs_kernel()) continue;
+      if (k.step->reduce_parts == 0 && !Parallel(context, *k.step))
+        b.serial[k.ordinal] = (*context.kernels)[k.step->kernel];
+      else
+        serial = false;
+    }
   if (buffers_stay_put_ && serial && context.profile == nullptr)
     RunFixed(MakeFixed(b), 0);
   else
@@ -615,50 +775,26 @@ Value FlatLoop::Finish(Buffers& b) const {
   return out;
 }
 
-// One loop's run as direct calls, its pointers fixed for the run (BuffersStayPut).
-struct FlatLoop::Fixed {
-  struct Call {
-    KernelFn fn;
-    void** table;
-    int64_t extent;
-    int nested;  // a nested loop's index in loops_ instead of a kernel, else -1
+FlatLoop::Fixed FlatLoop::MakeFixed(Buffers& b) const {
+  auto calls = [&](const Program& p, const Kernel* skip) {
+    std::vector<FixedCall> out;
+    for (const Kernel& k : p.kernels) {
+      if (k.runs_kernel() && &k == skip) continue;
+      if (k.runs_kernel())
+        out.push_back({b.serial[k.ordinal], &b.tables[k.table], k.step->outer_extent, -1, -1});
+      else
+        out.push_back({nullptr, nullptr, 0, k.nested, k.conditional});
+    }
+    return out;
   };
-  struct Copy {
-    void* to;
-    const void* from;
-    size_t bytes;
-  };
-  std::vector<Call> cond, body;
-  std::vector<Copy> entry;   // a nested loop's state from its operand
-  std::vector<Copy> copies;  // next state elements copied after the body
-  const bool* go = nullptr;
-  // A counted loop: its counter, its limit and their type, whether the run stores the next
-  // counter itself (Loop::counter_kernel).
-  void* counter = nullptr;
-  const void* limit = nullptr;
-  bool s32 = false;
-  bool store_counter = false;
-};
-
-std::vector<FlatLoop::Fixed> FlatLoop::MakeFixed(Buffers& b) const {
-  std::vector<Fixed> fixed(loops_.size());
+  Fixed fixed;
   for (size_t l = 0; l < loops_.size(); ++l) {
     const Loop& loop = loops_[l];
     const int li = static_cast<int>(l);
-    Fixed& f = fixed[l];
+    Fixed::Loop& f = fixed.loops.emplace_back();
     f.store_counter = loop.counter >= 0 && loop.counter_kernel >= 0;
-    auto calls = [&](const Program& p) {
-      std::vector<Fixed::Call> out;
-      for (const Kernel& k : p.kernels) {
-        if (k.nested >= 0)
-          out.push_back({nullptr, nullptr, 0, k.nested});
-        else if (!f.store_counter || &k != &loop.body.kernels[loop.counter_kernel])
-          out.push_back({b.serial[k.ordinal], &b.tables[k.table], k.step->outer_extent, -1});
-      }
-      return out;
-    };
-    f.cond = calls(loop.cond);
-    f.body = calls(loop.body);
+    f.cond = calls(loop.cond, nullptr);
+    f.body = calls(loop.body, f.store_counter ? &loop.body.kernels[loop.counter_kernel] : nullptr);
     for (size_t i = 0; i < loop.init.size(); ++i)
       if (!loop.keep[i] && !loop.takes[i])
         f.entry.push_back({b.data[StateSlot(li, static_cast<int>(i))], Data(b, loop.init[i]),
@@ -674,22 +810,47 @@ std::vector<FlatLoop::Fixed> FlatLoop::MakeFixed(Buffers& b) const {
       f.s32 = loop.state_shapes[loop.counter].element_type() == PrimitiveType::S32;
     }
   }
+  for (const Conditional& c : conditionals_) {
+    Fixed::Conditional& f = fixed.conditionals.emplace_back();
+    f.selector = Data(b, c.selector);
+    f.pred = c.pred;
+    for (const Branch& branch : c.branches) {
+      Fixed::Branch& fb = f.branches.emplace_back();
+      fb.calls = calls(branch.program, nullptr);
+      for (size_t i = 0; i < c.result_temps.size(); ++i) {
+        const int t = c.result_temps[i];
+        fb.results.push_back({b.data[temp_slot_[t]], Data(b, branch.result[i]),
+                              static_cast<size_t>(temp_shapes_[t].byte_size())});
+      }
+    }
+  }
   return fixed;
 }
 
-void FlatLoop::RunFixed(const std::vector<Fixed>& fixed, int l) const {
-  const Fixed& f = fixed[l];
-  for (const Fixed::Copy& c : f.entry) std::memcpy(c.to, c.from, c.bytes);
-  auto run = [&](const std::vector<Fixed::Call>& calls) {
-    for (const Fixed::Call& k : calls) {
-      if (k.nested >= 0)
-        RunFixed(fixed, k.nested);
-      else
-        k.fn(k.table, 0, k.extent);
+void FlatLoop::RunCalls(const Fixed& fixed, const std::vector<FixedCall>& calls) const {
+  for (const FixedCall& k : calls) {
+    if (k.nested >= 0) {
+      RunFixed(fixed, k.nested);
+    } else if (k.conditional >= 0) {
+      const Fixed::Conditional& c = fixed.conditionals[k.conditional];
+      const int64_t n = static_cast<int64_t>(c.branches.size());
+      int64_t i = c.pred ? (*static_cast<const bool*>(c.selector) ? 0 : 1)
+                         : *static_cast<const int32_t*>(c.selector);
+      if (i < 0 || i >= n) i = n - 1;
+      const Fixed::Branch& branch = c.branches[i];
+      RunCalls(fixed, branch.calls);
+      for (const Fixed::Copy& r : branch.results) std::memcpy(r.to, r.from, r.bytes);
+    } else {
+      k.fn(k.table, 0, k.extent);
     }
-  };
+  }
+}
+
+void FlatLoop::RunFixed(const Fixed& fixed, int l) const {
+  const Fixed::Loop& f = fixed.loops[l];
+  for (const Fixed::Copy& c : f.entry) std::memcpy(c.to, c.from, c.bytes);
   auto iterate = [&] {
-    run(f.body);
+    RunCalls(fixed, f.body);
     for (const Fixed::Copy& c : f.copies) std::memcpy(c.to, c.from, c.bytes);
   };
   if (f.counter != nullptr) {
@@ -709,7 +870,7 @@ void FlatLoop::RunFixed(const std::vector<Fixed>& fixed, int l) const {
     return;
   }
   for (;;) {
-    run(f.cond);
+    RunCalls(fixed, f.cond);
     if (!*f.go) return;
     iterate();
   }

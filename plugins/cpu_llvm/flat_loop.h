@@ -1,19 +1,21 @@
 // A while loop whose condition and body are only kernels over the loop state (a tuple of
-// arrays), and while loops of that kind nested in its body, run without the general runner's
-// per-step bookkeeping. Each kernel's operands and results are resolved once, when the
-// executable is made, to a state element, a constant or a temporary; a run keeps one buffer
-// per temporary across iterations, and a body result becomes the next state by a move, the
-// buffer it replaces becoming that temporary's buffer for the next iteration. Every kernel's
-// table of buffer pointers is built once per run and only the entries of the two buffers a
-// move exchanges are rewritten. So an iteration allocates nothing, hashes nothing and
-// resolves nothing: for a scalar `lax.scan`, building each kernel's table from its operands
-// was most of the time (about 30 ns a kernel). A kernel that updates its operand in place
-// takes the state element's buffer when nothing after it reads that element, as the general
-// runner does. A nested loop's state lives in temporaries of the run, set from its operand on
-// entry; an element its body passes on unchanged is read where it lies, not copied (in
-// `jax.scipy.linalg.sqrtm`'s triple loop the matrices). Loops with anything else in them
-// (evaluator or library steps, other control flow, a state element that moves to another
-// position) run on the general runner (CpuExecutable::RunControlFlow).
+// arrays), while loops of that kind nested in its body and conditionals whose branches are
+// of that kind, run without the general runner's per-step bookkeeping. Each kernel's operands and
+// results are resolved once, when the executable is made, to a state element, a constant or a
+// temporary; a run keeps one buffer per temporary across iterations, and a body result becomes the
+// next state by a move, the buffer it replaces becoming that temporary's buffer for the next
+// iteration. Every kernel's table of buffer pointers is built once per run and only the entries of
+// the two buffers a move exchanges are rewritten. So an iteration allocates nothing, hashes nothing
+// and resolves nothing: for a scalar `lax.scan`, building each kernel's table from its operands was
+// most of the time (about 30 ns a kernel). A kernel that updates its operand in place takes the
+// state element's buffer when nothing after it reads that element, as the general runner does. A
+// nested loop's state lives in temporaries of the run, set from its operand on entry; an element
+// its body passes on unchanged is read where it lies, not copied (in `jax.scipy.linalg.sqrtm`'s
+// triple loop the matrices). A conditional's branches read its operands where they lie, and the
+// branch taken copies its result into the conditional's temporaries (a `lax.cond` in a scan's step
+// whose branch holds a loop). Loops with anything else in them (evaluator or library steps, calls,
+// a state element that moves to another position) run on the general runner
+// (CpuExecutable::RunControlFlow).
 //
 // When no iteration moves a buffer (elements updated in place or copied) and every kernel
 // runs whole on the calling thread, a run is a fixed list of direct calls; a counted loop
@@ -88,9 +90,11 @@ class FlatLoop {
   };
   struct Kernel {
     const kernel_plan::Step* step = nullptr;
-    // When >= 0 the entry runs loops_[nested] (a while step of the computation), and the
-    // fields below are unused.
+    // When either is >= 0 the entry runs loops_[nested] (a while step of the computation) or
+    // conditionals_[conditional], and the fields below are unused.
     int nested = -1;
+    int conditional = -1;
+    bool runs_kernel() const { return nested < 0 && conditional < 0; }
     std::vector<Ref> sources;
     std::vector<int> outputs;  // temporaries, in KernelSpec::outputs order
     int partials = -1;         // temporary of a two-stage reduction's parts, else -1
@@ -139,13 +143,38 @@ class FlatLoop {
     // stores the next counter itself instead of calling it. Else -1.
     int counter_kernel = -1;
   };
-  struct Buffers;  // one run's state, temporaries and kernel tables
-  struct Fixed;    // one loop's direct calls in a fixed run
+  // A conditional of a loop's computation: each branch reads the conditional's operands
+  // where they lie, and its result is copied into the conditional's temporaries.
+  struct Branch {
+    Program program;
+    std::vector<Ref> result;  // the branch root's elements
+  };
+  struct Conditional {
+    Ref selector;  // a pred (true: branch 0) or s32 (out of range: the last branch) scalar
+    bool pred = false;
+    std::vector<Branch> branches;
+    std::vector<int> result_temps;
+  };
+  struct Buffers;    // one run's state, temporaries and kernel tables
+  struct Fixed;      // a fixed run's direct calls
+  struct FixedCall;  // one of them
 
   int NewTemp(const Shape& shape);
   bool AddLoop(int loop, const kernel_plan::Step& step, const kernel_plan::Plan& plan);
-  bool Add(int loop, const kernel_plan::ComputationPlan& p, const kernel_plan::Plan& plan,
-           bool is_body, Program& out);
+  // How a computation's parameter is read, and whether its steps may take its state.
+  struct Scope {
+    int loop = -1;  // the loop whose condition or body it is; -1: a conditional's branch
+    bool is_body = false;
+    std::vector<Ref> param;  // a branch: its operand's elements (one for an array)
+  };
+  // The steps of `p` appended to `out`; its root's elements (one for an array) in `root`.
+  bool Add(const Scope& scope, const kernel_plan::ComputationPlan& p, const kernel_plan::Plan& plan,
+           Program& out, std::vector<Ref>& root);
+  // A conditional step reading `selector` and, per branch, `operands`; its result's elements
+  // (temporaries) in `results`.
+  bool AddConditional(const kernel_plan::Step& step, const kernel_plan::Plan& plan,
+                      const Ref& selector, const std::vector<std::vector<Ref>>& operands,
+                      std::vector<Ref>& results, Program& out);
   // A while step of a loop's computation as a nested loop reading `operands`; its result's
   // elements in `results`.
   // `may_take(i)`: whether operand i is an element of the enclosing loop's state that only
@@ -169,19 +198,26 @@ class FlatLoop {
   const void* Data(const Buffers& b, const Ref& r) const;  // where `r` lies in a run
   void RunLoop(int loop, Buffers& b, const KernelContext& context) const;
   void RunProgram(const Program& p, Buffers& b, const KernelContext& context) const;
+  // The branch a conditional takes in this run.
+  const Branch& Taken(const Conditional& c, const Buffers& b) const;
   // Whether no iteration moves a buffer (every replaced element is updated in place or
   // copied, every in-place kernel's output is its operand's slot): tables stay as a run
   // starts them, and a run whose kernels all run serially is a fixed list of calls.
   bool BuffersStayPut() const;
   // The loop `for (i = i0; i < N; ++i)` on an integer state element: its element and N.
   void FindCounter(int loop, const kernel_plan::Plan& plan);
-  void RunFixed(const std::vector<Fixed>& fixed, int loop) const;
-  std::vector<Fixed> MakeFixed(Buffers& b) const;
+  void RunFixed(const Fixed& fixed, int loop) const;
+  void RunCalls(const Fixed& fixed, const std::vector<FixedCall>& calls) const;
+  Fixed MakeFixed(Buffers& b) const;
   kernel_plan::Value Finish(Buffers& b) const;  // the final state
 
   // loops_[0] is the loop itself, then the loops nested in it (a deque: adding one keeps
   // references to the others).
   std::deque<Loop> loops_;
+  std::deque<Conditional> conditionals_;
+  // Every program: each loop's condition and body, each conditional's branches.
+  std::vector<const Program*> Programs() const;
+  std::vector<Program*> MutablePrograms();
   std::vector<Shape> temp_shapes_;
   std::vector<int> temp_slot_;  // per temporary: its slot (its own, or an aliased state's)
   bool buffers_stay_put_ = false;

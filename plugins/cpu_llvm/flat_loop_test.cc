@@ -712,6 +712,118 @@ TEST(FlatLoop, ANestedLoopUpdatesTheStateWhereItLies) {
   }
 }
 
+// A switch in the step of a loop, its index from an argument (0, 1, 2, and -1 and 5: out of
+// range, the last branch): branch 0 holds a loop, branch 1 computes on both operands,
+// branch 2 returns one of them unchanged. Then a conditional on i % 2 whose result is a
+// tuple, its false branch returning its whole operand.
+constexpr char kConditionals[] = R"(
+HloModule conditionals
+heavy_cond {
+  p = (s32[], f32[256]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(5)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+heavy_body {
+  p = (s32[], f32[256]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  v = f32[256] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  k = f32[] constant(1.1)
+  ks = f32[256] broadcast(k), dimensions={}
+  m = f32[256] multiply(v, ks)
+  t = f32[256] tanh(m)
+  ROOT r = (s32[], f32[256]) tuple(next, t)
+}
+branch0 {
+  p = (f32[256], f32[256]) parameter(0)
+  x = f32[256] get-tuple-element(p), index=0
+  zero = s32[] constant(0)
+  init = (s32[], f32[256]) tuple(zero, x)
+  w = (s32[], f32[256]) while(init), condition=heavy_cond, body=heavy_body
+  ROOT r = f32[256] get-tuple-element(w), index=1
+}
+branch1 {
+  p = (f32[256], f32[256]) parameter(0)
+  x = f32[256] get-tuple-element(p), index=0
+  y = f32[256] get-tuple-element(p), index=1
+  ROOT s = f32[256] subtract(x, y)
+}
+branch2 {
+  p = (f32[256], f32[256]) parameter(0)
+  ROOT y = f32[256] get-tuple-element(p), index=1
+}
+on_true {
+  p = (f32[256], f32[256]) parameter(0)
+  x = f32[256] get-tuple-element(p), index=0
+  y = f32[256] get-tuple-element(p), index=1
+  a = f32[256] add(x, y)
+  ta = f32[256] tanh(a)
+  m = f32[256] multiply(x, y)
+  tm = f32[256] tanh(m)
+  ROOT t = (f32[256], f32[256]) tuple(ta, tm)
+}
+on_false {
+  ROOT p = (f32[256], f32[256]) parameter(0)
+}
+cond {
+  p = (s32[], f32[256], f32[256], s32[8]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(8)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[256], f32[256], s32[8]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[256] get-tuple-element(p), index=1
+  y = f32[256] get-tuple-element(p), index=2
+  sel = s32[8] get-tuple-element(p), index=3
+  k = s32[1] dynamic-slice(sel, i), dynamic_slice_sizes={1}
+  ks = s32[] reshape(k)
+  ops = (f32[256], f32[256]) tuple(x, y)
+  c = f32[256] conditional(ks, ops, ops, ops), branch_computations={branch0, branch1, branch2}
+  two = s32[] constant(2)
+  r = s32[] remainder(i, two)
+  zero = s32[] constant(0)
+  even = pred[] compare(r, zero), direction=EQ
+  ops2 = (f32[256], f32[256]) tuple(c, y)
+  d = (f32[256], f32[256]) conditional(even, ops2, ops2), true_computation=on_true, false_computation=on_false
+  x2 = f32[256] get-tuple-element(d), index=0
+  y2 = f32[256] get-tuple-element(d), index=1
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ROOT t = (s32[], f32[256], f32[256], s32[8]) tuple(next, x2, y2, sel)
+}
+ENTRY main {
+  x = f32[256] parameter(0)
+  y = f32[256] parameter(1)
+  sel = s32[8] parameter(2)
+  zero = s32[] constant(0)
+  init = (s32[], f32[256], f32[256], s32[8]) tuple(zero, x, y, sel)
+  ROOT w = (s32[], f32[256], f32[256], s32[8]) while(init), condition=cond, body=body
+}
+)";
+
+// Of f32[256], and of f32[32]: a state small enough to be copied, so a run is a fixed list
+// of calls (BuffersStayPut).
+TEST(FlatLoop, ConditionalsInTheStepRunFlat) {
+  for (const std::string size : {"256", "32"}) {
+    SCOPED_TRACE(size);
+    std::string text = kConditionals;
+    for (size_t at = text.find("[256]"); at != std::string::npos; at = text.find("[256]", at + 1))
+      text.replace(at + 1, 3, size);
+    Compiled c = Compile(text);
+    ASSERT_NE(c.exe, nullptr);
+    ASSERT_NE(c.loop, nullptr);
+    EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+    std::vector<Literal> args = Args(*c.module, 16);
+    const int32_t branches[8] = {0, 1, 2, -1, 5, 0, 1, 0};
+    std::copy(branches, branches + 8, args[2].data<int32_t>().begin());
+    ExpectMatchesEvaluator(c, args, "switch");
+  }
+}
+
 // A sort in the body runs on the evaluator: the loop stays on the general runner, and so
 // does one whose state elements trade places.
 TEST(FlatLoop, OtherLoopsStayOnTheGeneralRunner) {
