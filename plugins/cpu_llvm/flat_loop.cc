@@ -462,14 +462,31 @@ bool FlatLoop::Add(const Scope& scope, const ComputationPlan& p, const Plan& pla
   // How many get-tuple-elements read each state element: a kernel may take an element's
   // buffer only when it reads the one that is the element's only reader.
   std::vector<int> readers(loop != nullptr ? loop->state_size : 0, 0);
+  // The parameter's elements, for a conditional that takes the whole parameter as its
+  // operand (the tuple simplifier makes tuple(gte 0, gte 1, ...) the parameter itself).
+  std::vector<Ref> elements = scope.param;
   if (loop != nullptr || param->shape().IsTuple()) {
     const int64_t size =
         loop != nullptr ? loop->state_size : static_cast<int64_t>(scope.param.size());
     if (loop == nullptr && param->shape().tuple_size() != size) return false;
+    bool whole = false;
     for (const HloInstruction* u : param->users()) {
+      if (u->opcode() == HloOpcode::kConditional) {
+        whole = true;
+        continue;
+      }
       if (u->opcode() != HloOpcode::kGetTupleElement) return false;
       if (u->tuple_index() < 0 || u->tuple_index() >= size) return false;
       if (loop != nullptr) ++readers[u->tuple_index()];
+    }
+    if (loop != nullptr) {
+      elements.clear();
+      for (int i = 0; i < loop->state_size; ++i) {
+        elements.push_back(loop->keep.empty() || !loop->keep[i] ? Ref{Ref::kState, i, nullptr, l}
+                                                                : loop->init[i]);
+        // Read by the conditional as well: no kernel takes it.
+        if (whole) ++readers[i];
+      }
     }
   } else {
     if (scope.param.size() != 1) return false;
@@ -566,7 +583,9 @@ bool FlatLoop::Add(const Scope& scope, const ComputationPlan& p, const Plan& pla
       std::vector<std::vector<Ref>> operands;
       for (int b = 1; b < h->operand_count(); ++b) {
         const HloInstruction* o = h->operand(b);
-        if (auto t = tuples.find(o); t != tuples.end()) {
+        if (o == param && param->shape().IsTuple()) {
+          operands.push_back(elements);
+        } else if (auto t = tuples.find(o); t != tuples.end()) {
           if (!made_at.contains(o) || made_at[o] != computed) return false;
           operands.push_back(t->second);
         } else if (auto r = refs.find(o); r != refs.end()) {
@@ -601,9 +620,7 @@ bool FlatLoop::Add(const Scope& scope, const ComputationPlan& p, const Plan& pla
         if (h->operand(0) == param) {
           // A nested loop reads an element its body passes on where its operand's lies; a
           // branch reads its operand's elements where they lie.
-          refs[h] = loop == nullptr                        ? scope.param[i]
-                    : loop->keep.empty() || !loop->keep[i] ? Ref{Ref::kState, i, nullptr, l}
-                                                           : loop->init[i];
+          refs[h] = elements[i];
           break;
         }
         auto it = tuples.find(h->operand(0));

@@ -824,6 +824,64 @@ TEST(FlatLoop, ConditionalsInTheStepRunFlat) {
   }
 }
 
+// A conditional whose operand is the loop's whole state (what the tuple simplifier leaves of
+// tuple(gte 0, gte 1, gte 2)), after a kernel that updates x in place as x's last
+// get-tuple-element reader: the update must not take x, which the branches read through the
+// state.
+constexpr char kWholeStateOperand[] = R"(
+HloModule whole_state
+t_branch {
+  p = (s32[], f32[128], f32[128]) parameter(0)
+  x = f32[128] get-tuple-element(p), index=1
+  ROOT s = f32[128] sine(x)
+}
+f_branch {
+  p = (s32[], f32[128], f32[128]) parameter(0)
+  x = f32[128] get-tuple-element(p), index=1
+  h = f32[] constant(0.5)
+  hs = f32[128] broadcast(h), dimensions={}
+  ROOT m = f32[128] multiply(x, hs)
+}
+cond {
+  p = (s32[], f32[128], f32[128]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(10)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[128], f32[128]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[128] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  fi = f32[] convert(i)
+  v = f32[1] reshape(fi)
+  xu = f32[128] dynamic-update-slice(x, v, i)
+  acc = f32[128] get-tuple-element(p), index=2
+  two = s32[] constant(2)
+  r = s32[] remainder(i, two)
+  zero = s32[] constant(0)
+  even = pred[] compare(r, zero), direction=EQ
+  z = f32[128] conditional(even, p, p), true_computation=t_branch, false_computation=f_branch
+  y = f32[128] add(acc, z)
+  ROOT t = (s32[], f32[128], f32[128]) tuple(next, xu, y)
+}
+ENTRY main {
+  x = f32[128] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[128], f32[128]) tuple(zero, x, x)
+  ROOT w = (s32[], f32[128], f32[128]) while(init), condition=cond, body=body
+}
+)";
+
+TEST(FlatLoop, AConditionalReadingTheWholeStateRunsFlat) {
+  Compiled c = Compile(kWholeStateOperand);
+  ASSERT_NE(c.exe, nullptr);
+  ASSERT_NE(c.loop, nullptr);
+  EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+  for (uint32_t seed : {17u, 18u}) ExpectMatchesEvaluator(c, Args(*c.module, seed), "state");
+}
+
 // A sort in the body runs on the evaluator: the loop stays on the general runner, and so
 // does one whose state elements trade places.
 TEST(FlatLoop, OtherLoopsStayOnTheGeneralRunner) {
