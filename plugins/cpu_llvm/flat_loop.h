@@ -56,8 +56,8 @@ void CallKernel(const KernelContext& context, const kernel_plan::Step& step, voi
 class FlatLoop {
  public:
   // The loop `step` (a while of `plan`, whose condition and body are plan.called entries)
-  // prepared for flat runs, or null when a step of its condition or body is not a kernel or
-  // bookkeeping over the state.
+  // prepared for flat runs, or null when a step of its condition or body (or of a loop or a
+  // conditional's branch in it) is not a kernel, bookkeeping, a while or a conditional.
   static std::unique_ptr<FlatLoop> Make(const kernel_plan::Step& step,
                                         const kernel_plan::Plan& plan);
 
@@ -69,8 +69,6 @@ class FlatLoop {
   // counter < N, the body's next counter counter + 1): its runs without a pool or profile
   // then skip the condition's kernel and run the body N - i0 times.
   bool counted() const { return loops_[0].counter >= 0; }
-  // How many while loops of its body (at any depth) run inside it.
-  int nested_loops() const { return static_cast<int>(loops_.size()) - 1; }
 
  private:
   // Where a kernel's operand lives: a slot (the outermost loop's state elements, then the
@@ -80,8 +78,9 @@ class FlatLoop {
     int index = 0;                      // state element (of `loop`) or temporary
     const Literal* constant = nullptr;  // kConstant
     int loop = 0;                       // kState: whose state, an index in loops_
-    // A value of an enclosing computation that a nested loop reads where it lies (or the
-    // loop's result that aliases it): never taken or written over through this reference.
+    // A value of an enclosing computation that a nested loop or a conditional's branch reads
+    // where it lies (or a nested loop's result that aliases it): never taken or written over
+    // through this reference.
     bool read_only = false;
     bool operator==(const Ref& o) const {
       return kind == o.kind && index == o.index && constant == o.constant &&
