@@ -302,24 +302,22 @@ void FlatLoop::LayOutTables() {
     constant_entries_.push_back(constant);
   };
   for (Program* program : MutablePrograms()) {
-    {
-      for (Kernel& k : program->kernels) {
-        if (!k.runs_kernel()) continue;
-        k.table = static_cast<int>(constant_entries_.size());
-        k.ordinal = kernel_count_++;
-        for (size_t i = 0; i < k.sources.size(); ++i) {
-          const Ref& r = k.sources[i];
-          // An operand updated in place is read from the output, which starts as it.
-          if (static_cast<int>(i) == k.in_place)
-            entry(temp_slot_[k.outputs[0]], nullptr);
-          else if (r.kind == Ref::kConstant)
-            entry(-1, r.constant->untyped_data());
-          else
-            entry(Slot(r), nullptr);
-        }
-        for (int t : k.outputs) entry(temp_slot_[t], nullptr);
-        if (k.partials >= 0) entry(temp_slot_[k.partials], nullptr);
+    for (Kernel& k : program->kernels) {
+      if (!k.runs_kernel()) continue;
+      k.table = static_cast<int>(constant_entries_.size());
+      k.ordinal = kernel_count_++;
+      for (size_t i = 0; i < k.sources.size(); ++i) {
+        const Ref& r = k.sources[i];
+        // An operand updated in place is read from the output, which starts as it.
+        if (static_cast<int>(i) == k.in_place)
+          entry(temp_slot_[k.outputs[0]], nullptr);
+        else if (r.kind == Ref::kConstant)
+          entry(-1, r.constant->untyped_data());
+        else
+          entry(Slot(r), nullptr);
       }
+      for (int t : k.outputs) entry(temp_slot_[t], nullptr);
+      if (k.partials >= 0) entry(temp_slot_[k.partials], nullptr);
     }
   }
   table_size_ = static_cast<int>(constant_entries_.size());
@@ -678,7 +676,8 @@ void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) 
     }
     if (k.conditional >= 0) {
       const Conditional& cond = conditionals_[k.conditional];
-      const Branch& branch = Taken(cond, b);
+      const Branch& branch = cond.branches[kernel_plan::ConditionalBranch(
+          Data(b, cond.selector), cond.pred, static_cast<int64_t>(cond.branches.size()))];
       RunProgram(branch.program, b, c);
       for (size_t i = 0; i < cond.result_temps.size(); ++i) {
         const int t = cond.result_temps[i];
@@ -703,14 +702,6 @@ void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) 
       CallKernel(c, s, &b.tables[k.table]);
     profile(Disposition::kKernel);
   }
-}
-
-const FlatLoop::Branch& FlatLoop::Taken(const Conditional& c, const Buffers& b) const {
-  const void* at = Data(b, c.selector);
-  const int64_t n = static_cast<int64_t>(c.branches.size());
-  if (c.pred) return c.branches[*static_cast<const bool*>(at) ? 0 : 1];
-  const int64_t i = *static_cast<const int32_t*>(at);
-  return c.branches[i < 0 || i >= n ? n - 1 : i];  // out of range: the last, as XLA does
 }
 
 void FlatLoop::RunLoop(int l, Buffers& b, const KernelContext& context) const {
@@ -850,11 +841,8 @@ void FlatLoop::RunCalls(const Fixed& fixed, const std::vector<FixedCall>& calls)
       RunFixed(fixed, k.nested);
     } else if (k.conditional >= 0) {
       const Fixed::Conditional& c = fixed.conditionals[k.conditional];
-      const int64_t n = static_cast<int64_t>(c.branches.size());
-      int64_t i = c.pred ? (*static_cast<const bool*>(c.selector) ? 0 : 1)
-                         : *static_cast<const int32_t*>(c.selector);
-      if (i < 0 || i >= n) i = n - 1;
-      const Fixed::Branch& branch = c.branches[i];
+      const Fixed::Branch& branch = c.branches[kernel_plan::ConditionalBranch(
+          c.selector, c.pred, static_cast<int64_t>(c.branches.size()))];
       RunCalls(fixed, branch.calls);
       for (const Fixed::Copy& r : branch.results) std::memcpy(r.to, r.from, r.bytes);
     } else {

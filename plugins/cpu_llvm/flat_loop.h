@@ -197,8 +197,6 @@ class FlatLoop {
   const void* Data(const Buffers& b, const Ref& r) const;  // where `r` lies in a run
   void RunLoop(int loop, Buffers& b, const KernelContext& context) const;
   void RunProgram(const Program& p, Buffers& b, const KernelContext& context) const;
-  // The branch a conditional takes in this run.
-  const Branch& Taken(const Conditional& c, const Buffers& b) const;
   // Whether no iteration moves a buffer (every replaced element is updated in place or
   // copied, every in-place kernel's output is its operand's slot): tables stay as a run
   // starts them, and a run whose kernels all run serially is a fixed list of calls.

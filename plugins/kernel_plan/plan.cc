@@ -1062,9 +1062,13 @@ int EvaluatorStepCount(const Plan& plan) {
 }
 
 int64_t ConditionalBranch(const Literal& selector, int64_t branches) {
-  if (selector.shape().element_type() == PrimitiveType::PRED)
-    return selector.data<bool>()[0] ? 0 : 1;
-  const int64_t branch = selector.data<int32_t>()[0];
+  return ConditionalBranch(selector.untyped_data(),
+                           selector.shape().element_type() == PrimitiveType::PRED, branches);
+}
+
+int64_t ConditionalBranch(const void* selector, bool pred, int64_t branches) {
+  if (pred) return *static_cast<const bool*>(selector) ? 0 : 1;
+  const int64_t branch = *static_cast<const int32_t*>(selector);
   return branch < 0 || branch >= branches ? branches - 1 : branch;
 }
 

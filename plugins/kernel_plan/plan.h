@@ -199,6 +199,8 @@ int EvaluatorStepCount(const Plan& plan);
 // The branch a conditional takes for its selector: pred true -> 0, false -> 1; an s32 index
 // out of [0, branches) -> the last branch, as XLA does.
 int64_t ConditionalBranch(const Literal& selector, int64_t branches);
+// The same for a selector's raw value: a bool when `pred`, else an int32.
+int64_t ConditionalBranch(const void* selector, bool pred, int64_t branches);
 
 // The value of a constant, or an error when the dump elided it (`constant({...})`).
 absl::StatusOr<const Literal*> ConstantValue(const HloInstruction& constant);
