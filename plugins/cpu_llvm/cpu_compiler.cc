@@ -84,7 +84,7 @@ uint64_t StructuralHash(const HloModule& module) {
 CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
                              std::vector<KernelFn> kernels, std::shared_ptr<CpuJit> jit,
                              std::string ir, std::shared_ptr<ThreadPool> pool,
-                             int64_t parallel_min_work, ArenaLayout arena)
+                             int64_t parallel_min_work, ArenaLayout arena, FlatLoops flat_loops)
     : module_(std::move(module)),
       plan_(std::move(plan)),
       kernels_(std::move(kernels)),
@@ -93,7 +93,8 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
       pool_(std::move(pool)),
       parallel_min_work_(parallel_min_work),
       profile_(StepProfile::FromEnv(module_->name())),
-      arena_(std::move(arena)) {
+      arena_(std::move(arena)),
+      flat_loops_(std::move(flat_loops)) {
   auto find_row_scatters = [this](const ComputationPlan& p) {
     for (const Step& step : p.steps)
       if (step.kind == Disposition::kEvaluator && IsRowScatter(*step.instr))
@@ -101,16 +102,6 @@ CpuExecutable::CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan,
   };
   find_row_scatters(plan_);
   for (const ComputationPlan& p : plan_.called) find_row_scatters(p);
-  const char* flat = std::getenv("KILN_CPU_FLAT_LOOPS");
-  if (flat != nullptr && std::string_view(flat) == "0") return;
-  auto add = [this](const ComputationPlan& p) {
-    for (const Step& step : p.steps)
-      if (step.kind == Disposition::kControlFlow && step.instr->opcode() == HloOpcode::kWhile)
-        if (std::unique_ptr<FlatLoop> loop = FlatLoop::Make(step, plan_))
-          flat_loops_[step.instr] = std::move(loop);
-  };
-  add(plan_);
-  for (const ComputationPlan& p : plan_.called) add(p);
 }
 
 std::shared_ptr<uint8_t> CpuExecutable::AcquireArena() const {
@@ -468,6 +459,28 @@ namespace {
 
 constexpr std::string_view kSerializedMagic = "cpu-llvm executable 1\n";
 
+bool EnvOff(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string_view(v) == "0";
+}
+
+// The plan's while loops that run flat, in plan order (drivers are named in this order, so a
+// loaded executable finds the same names); none with KILN_CPU_FLAT_LOOPS=0.
+std::vector<std::pair<const HloInstruction*, std::unique_ptr<FlatLoop>>> MakeFlatLoops(
+    const Plan& plan) {
+  std::vector<std::pair<const HloInstruction*, std::unique_ptr<FlatLoop>>> out;
+  if (EnvOff("KILN_CPU_FLAT_LOOPS")) return out;
+  auto add = [&](const ComputationPlan& p) {
+    for (const Step& step : p.steps)
+      if (step.kind == Disposition::kControlFlow && step.instr->opcode() == HloOpcode::kWhile)
+        if (std::unique_ptr<FlatLoop> loop = FlatLoop::Make(step, plan))
+          out.emplace_back(step.instr, std::move(loop));
+  };
+  add(plan);
+  for (const ComputationPlan& p : plan.called) add(p);
+  return out;
+}
+
 // Why two object keys (ObjectCacheKey) differ, from their first differing line: the build,
 // the target and options, the plan options, or the module.
 std::string KeyMismatch(std::string_view saved, std::string_view ours) {
@@ -581,6 +594,28 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::CompileOrLoad(
     request.cache = &*object_cache_;
     request.cache_key = objects_key;
   }
+  // Flat loops whose runs are a fixed program get it compiled into one function with their
+  // kernels (a loop driver); KILN_CPU_LOOP_DRIVERS=0 interprets it instead.
+  auto flat_loops = MakeFlatLoops(plan);
+  std::vector<LoopDriverSpec> drivers;
+  std::vector<FlatLoop*> driven;
+  KernelContext serial_check;
+  serial_check.pool = pool_.get();
+  serial_check.parallel_min_work = options_.plan.parallel_min_work;
+  // A loop nested in a flat loop runs inside that loop's runs (and driver), not on its own.
+  absl::flat_hash_set<const HloInstruction*> nested;
+  for (auto& [instr, loop] : flat_loops)
+    for (const HloInstruction* w : loop->NestedLoops()) nested.insert(w);
+  if (!EnvOff("KILN_CPU_LOOP_DRIVERS"))
+    for (auto& [instr, loop] : flat_loops)
+      if (loop->schedule() != nullptr && !nested.contains(instr) &&
+          loop->RunsSerially(serial_check)) {
+        drivers.push_back({absl::StrCat("kiln_loop_driver_", drivers.size()), loop->schedule()});
+        driven.push_back(loop.get());
+      }
+  std::vector<LoopDriverFn> driver_fns;
+  request.drivers = &drivers;
+  request.drivers_out = &driver_fns;
   absl::StatusOr<std::vector<KernelFn>> fns = jit_->Compile(plan.kernels, request);
 #ifdef __GLIBC__
   // LLVM's freed heap goes back to the system before the program's buffers are allocated:
@@ -589,6 +624,10 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::CompileOrLoad(
   malloc_trim(0);
 #endif
   if (!fns.ok()) return fns.status();
+  for (size_t i = 0; i < driven.size() && i < driver_fns.size(); ++i)
+    driven[i]->set_driver(driver_fns[i]);
+  FlatLoops flat_by_instr;
+  for (auto& [instr, loop] : flat_loops) flat_by_instr[instr] = std::move(loop);
   // Temporaries from the buffer assignment, unless KILN_CPU_ARENA=0 (for comparisons).
   ArenaLayout arena;
   if (const char* env = std::getenv("KILN_CPU_ARENA");
@@ -601,9 +640,9 @@ absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::CompileOrLoad(
       if (!s.ok()) return s;
     }
   }
-  auto exe = std::make_shared<CpuExecutable>(std::move(planned), std::move(plan), std::move(*fns),
-                                             jit_, std::move(ir), pool_,
-                                             options_.plan.parallel_min_work, std::move(arena));
+  auto exe = std::make_shared<CpuExecutable>(
+      std::move(planned), std::move(plan), std::move(*fns), jit_, std::move(ir), pool_,
+      options_.plan.parallel_min_work, std::move(arena), std::move(flat_by_instr));
   exe->objects_ = std::move(compiled_objects);
   exe->objects_key_ = std::move(objects_key);
   cache_[key].emplace_back(std::move(text), exe);

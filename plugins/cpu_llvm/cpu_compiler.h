@@ -80,11 +80,14 @@ struct CompileStats {
   JitStats jit;
 };
 
+// The while loops that run flat (flat_loop.h), by instruction.
+using FlatLoops = absl::flat_hash_map<const HloInstruction*, std::unique_ptr<FlatLoop>>;
+
 class CpuExecutable {
  public:
   CpuExecutable(std::shared_ptr<const HloModule> module, Plan plan, std::vector<KernelFn> kernels,
                 std::shared_ptr<CpuJit> jit, std::string ir, std::shared_ptr<ThreadPool> pool,
-                int64_t parallel_min_work, ArenaLayout arena);
+                int64_t parallel_min_work, ArenaLayout arena, FlatLoops flat_loops);
 
   // The kernels' object code and what it was compiled for, as bytes CpuCompiler::Load takes
   // back without compiling (kiln run --save-executable).
@@ -105,6 +108,11 @@ class CpuExecutable {
   const std::string& llvm_ir() const { return ir_; }
   // True when the while loop `loop` runs flat (flat_loop.h).
   bool RunsFlat(const HloInstruction* loop) const { return flat_loops_.contains(loop); }
+  // Whether it runs flat through a compiled loop driver (loop_schedule.h).
+  bool RunsDriven(const HloInstruction* loop) const {
+    auto it = flat_loops_.find(loop);
+    return it != flat_loops_.end() && it->second->has_driver();
+  }
   // Whether it runs flat as a counted loop (FlatLoop::counted).
   bool RunsCounted(const HloInstruction* loop) const {
     auto it = flat_loops_.find(loop);
@@ -123,8 +131,8 @@ class CpuExecutable {
   int64_t parallel_min_work_;
   std::unique_ptr<StepProfile> profile_;  // KILN_CPU_PROFILE; null when off
   ArenaLayout arena_;
-  // The while loops run flat (flat_loop.h), by instruction; KILN_CPU_FLAT_LOOPS=0 empties it.
-  absl::flat_hash_map<const HloInstruction*, std::unique_ptr<FlatLoop>> flat_loops_;
+  // KILN_CPU_FLAT_LOOPS=0 empties it.
+  FlatLoops flat_loops_;
   // Evaluator steps that run as RunRowScatter instead (scatter_rows.h).
   absl::flat_hash_set<const HloInstruction*> row_scatters_;
   std::vector<std::string> objects_;  // the kernels' object code (Serialize)

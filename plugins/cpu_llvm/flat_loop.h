@@ -18,9 +18,11 @@
 // (CpuExecutable::RunControlFlow).
 //
 // When no iteration moves a buffer (elements updated in place or copied) and every kernel
-// runs whole on the calling thread, a run is a fixed list of direct calls; a counted loop
+// runs whole on the calling thread, a run is a fixed program (loop_schedule.h); a counted loop
 // (`for i in range(i0, N)`, as fori_loop and scan write it, N a constant or a value the loop
-// does not change) then skips its condition kernel.
+// does not change) then skips its condition kernel. The JIT compiles that program with the
+// kernels into one function (a loop driver), so a loop of scalar kernels runs as native code;
+// without one (KILN_CPU_LOOP_DRIVERS=0) it is interpreted as a list of direct calls.
 #pragma once
 
 #include <cstdint>
@@ -69,6 +71,22 @@ class FlatLoop {
   // counter < N, the body's next counter counter + 1): its runs without a pool or profile
   // then skip the condition's kernel and run the body N - i0 times.
   bool counted() const { return loops_[0].counter >= 0; }
+
+  // The loop as a fixed program (loop_schedule.h) when no iteration moves a buffer, else
+  // null. Runs whose kernels all run serially follow it: through the compiled driver when
+  // one is set (the JIT's, compiled with the kernels), else interpreted.
+  const LoopSchedule* schedule() const { return schedule_ ? &*schedule_ : nullptr; }
+  void set_driver(LoopDriverFn driver) { driver_ = driver; }
+  bool has_driver() const { return driver_ != nullptr; }
+  // The while instructions of the loops nested in it (run inside its runs).
+  std::vector<const HloInstruction*> NestedLoops() const {
+    std::vector<const HloInstruction*> out;
+    for (size_t l = 1; l < loops_.size(); ++l) out.push_back(loops_[l].step->instr);
+    return out;
+  }
+  // Whether every kernel runs whole on the calling thread under `context` (no pool split,
+  // no parts): the runs the schedule serves.
+  bool RunsSerially(const KernelContext& context) const;
 
  private:
   // Where a kernel's operand lives: a slot (the outermost loop's state elements, then the
@@ -205,7 +223,10 @@ class FlatLoop {
   void FindCounter(int loop, const kernel_plan::Plan& plan);
   void RunFixed(const Fixed& fixed, int loop) const;
   void RunCalls(const Fixed& fixed, const std::vector<FixedCall>& calls) const;
-  Fixed MakeFixed(Buffers& b) const;
+  // The schedule: made once; resolved against a run's buffers for the interpreter.
+  void MakeSchedule();
+  LoopSchedule::Place PlaceOf(const Ref& r);  // a constant gets an index in constants_
+  Fixed MakeFixed(const Buffers& b, const KernelContext& context) const;
   kernel_plan::Value Finish(Buffers& b) const;  // the final state
 
   // loops_[0] is the loop itself, then the loops nested in it (a deque: adding one keeps
@@ -215,9 +236,14 @@ class FlatLoop {
   // Every program: each loop's condition and body, each conditional's branches.
   std::vector<const Program*> Programs() const;
   std::vector<Program*> MutablePrograms();
+  // Per state element of the loop itself: whether a run writes it where it lies (a borrowed
+  // one is then copied first).
+  std::vector<bool> written_;
   std::vector<Shape> temp_shapes_;
   std::vector<int> temp_slot_;  // per temporary: its slot (its own, or an aliased state's)
-  bool buffers_stay_put_ = false;
+  std::optional<LoopSchedule> schedule_;
+  std::vector<const void*> constants_;  // the constants schedule_ reads
+  LoopDriverFn driver_ = nullptr;
   int table_size_ = 0;  // entries of all kernels' tables
   int kernel_count_ = 0;
   std::vector<const void*> constant_entries_;  // per table entry: its constant, else null

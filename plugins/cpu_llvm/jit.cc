@@ -28,6 +28,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "plugins/cpu_llvm/kernel_signature.h"
 #include "plugins/cpu_llvm/llvm_pipeline.h"
+#include "plugins/cpu_llvm/loop_driver_emitter.h"
 
 namespace kiln::cpu {
 
@@ -127,12 +128,17 @@ struct CpuJit::Impl {
   int64_t next_module = 0;
   JitStats stats;
 
+  // The kernels `specs` and the loop drivers `drivers` (which call kernels by `names`).
   GroupResult CompileGroup(const std::vector<const llvm_emit::KernelSpec*>& specs,
-                           llvm::TargetMachine& tm, bool want_ir);
+                           const std::vector<const LoopDriverSpec*>& drivers,
+                           const std::vector<std::string>& names, llvm::TargetMachine& tm,
+                           bool want_ir);
   // Objects (from the cache or compiled) loaded into a fresh JITDylib; the entry points of
   // the functions named `names`.
   absl::StatusOr<std::vector<KernelFn>> Load(const std::vector<std::string>& objects,
-                                             const std::vector<std::string>& names);
+                                             const std::vector<std::string>& names,
+                                             const std::vector<std::string>& drivers = {},
+                                             std::vector<LoopDriverFn>* drivers_out = nullptr);
 };
 
 CpuJit::CpuJit(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -204,6 +210,8 @@ JitStats CpuJit::stats() const {
 }
 
 GroupResult CpuJit::Impl::CompileGroup(const std::vector<const llvm_emit::KernelSpec*>& specs,
+                                       const std::vector<const LoopDriverSpec*>& drivers,
+                                       const std::vector<std::string>& names,
                                        llvm::TargetMachine& tm, bool want_ir) {
   GroupResult r;
   Clock::time_point t0 = Clock::now();
@@ -213,6 +221,10 @@ GroupResult CpuJit::Impl::CompileGroup(const std::vector<const llvm_emit::Kernel
   module->setTargetTriple(tm.getTargetTriple().str());
   for (const llvm_emit::KernelSpec* spec : specs) {
     r.status = llvm_emit::EmitKernel(*spec, *module);
+    if (!r.status.ok()) return r;
+  }
+  for (const LoopDriverSpec* driver : drivers) {
+    r.status = EmitLoopDriver(*driver, names, *module);
     if (!r.status.ok()) return r;
   }
   // Function attributes the backend reads for the host CPU (the vectorizers use TTI).
@@ -238,7 +250,9 @@ GroupResult CpuJit::Impl::CompileGroup(const std::vector<const llvm_emit::Kernel
 }
 
 absl::StatusOr<std::vector<KernelFn>> CpuJit::Impl::Load(const std::vector<std::string>& objects,
-                                                         const std::vector<std::string>& names) {
+                                                         const std::vector<std::string>& names,
+                                                         const std::vector<std::string>& drivers,
+                                                         std::vector<LoopDriverFn>* drivers_out) {
   Clock::time_point t0 = Clock::now();
   // A JITDylib per compile: kernel names only need to be unique within one module.
   std::string dylib = absl::StrCat("kiln_m", next_module++);
@@ -261,6 +275,18 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Impl::Load(const std::vector<std::
           absl::StrCat("cpu-llvm: cannot load kernel ", name, ": ", ToString(sym.takeError())));
     fns.push_back(sym->toPtr<KernelFn>());
   }
+  // A driver the objects lack (compiled where that loop's kernels ran on the pool) is null:
+  // its loop is interpreted.
+  if (drivers_out != nullptr) drivers_out->clear();
+  for (const std::string& name : drivers) {
+    auto sym = jit->lookup(*jd, name);
+    LoopDriverFn fn = nullptr;
+    if (sym)
+      fn = sym->toPtr<LoopDriverFn>();
+    else
+      llvm::consumeError(sym.takeError());
+    if (drivers_out != nullptr) drivers_out->push_back(fn);
+  }
   stats.load_ms += Ms(Clock::now() - t0);
   return fns;
 }
@@ -277,19 +303,29 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
   // served by the function of the first spec with its signature.
   std::vector<const llvm_emit::KernelSpec*> unique;
   std::vector<std::string> names;
+  std::vector<size_t> served;  // per spec: the index in `unique` of the kernel serving it
   {
-    absl::flat_hash_map<std::string, const llvm_emit::KernelSpec*> first;
+    absl::flat_hash_map<std::string, size_t> first;
     for (const llvm_emit::KernelSpec& spec : specs) {
-      auto [it, inserted] = first.emplace(KernelSignature(spec), &spec);
+      auto [it, inserted] = first.emplace(KernelSignature(spec), unique.size());
       if (inserted)
         unique.push_back(&spec);
       else
         ++im.stats.shared_kernels;
-      names.push_back(it->second->name);
+      names.push_back(unique[it->second]->name);
+      served.push_back(it->second);
     }
   }
+  std::vector<const LoopDriverSpec*> drivers;
+  if (request.drivers != nullptr)
+    for (const LoopDriverSpec& d : *request.drivers) drivers.push_back(&d);
+  std::vector<std::string> driver_names;
+  for (const LoopDriverSpec* d : drivers) driver_names.push_back(d->name);
+  auto load_all = [&](const std::vector<std::string>& objects) {
+    return im.Load(objects, names, driver_names, request.drivers_out);
+  };
   if (request.objects != nullptr) {
-    absl::StatusOr<std::vector<KernelFn>> fns = im.Load(*request.objects, names);
+    absl::StatusOr<std::vector<KernelFn>> fns = load_all(*request.objects);
     if (fns.ok() && request.objects_out != nullptr) *request.objects_out = *request.objects;
     return fns;
   }
@@ -297,7 +333,7 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
     if (std::optional<std::string> entry = request.cache->Load(request.cache_key)) {
       std::optional<std::vector<std::string>> objects = UnpackObjectList(*entry);
       absl::StatusOr<std::vector<KernelFn>> fns =
-          objects ? im.Load(*objects, names)
+          objects ? load_all(*objects)
                   : absl::DataLossError("the entry does not hold kernel objects");
       if (fns.ok()) {
         ++im.stats.cache_loads;
@@ -323,7 +359,17 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return size[a] > size[b]; });
+  // The kernels drivers call go in the first group, with the drivers.
+  std::vector<bool> placed(unique.size(), false);
+  for (const LoopDriverSpec* d : drivers)
+    for (int k : d->schedule->Kernels()) {
+      if (placed[served[k]]) continue;
+      placed[served[k]] = true;
+      members[0].push_back(unique[served[k]]);
+      load[0] += size[served[k]];
+    }
   for (size_t i : order) {
+    if (placed[i]) continue;
     int g = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     members[g].push_back(unique[i]);
     load[g] += size[i];
@@ -338,7 +384,9 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
   std::vector<GroupResult> results(groups);
   auto compile = [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g)
-      results[g] = im.CompileGroup(members[g], *im.tms[g], request.ir_out != nullptr);
+      results[g] =
+          im.CompileGroup(members[g], g == 0 ? drivers : std::vector<const LoopDriverSpec*>(),
+                          names, *im.tms[g], request.ir_out != nullptr);
   };
   if (groups > 1)
     request.pool->ParallelFor(groups, compile, 0, /*even=*/false);
@@ -360,7 +408,7 @@ absl::StatusOr<std::vector<KernelFn>> CpuJit::Compile(
         !st.ok())
       fmt::print(stderr, "kiln: warning: cpu-llvm: {}\n", std::string(st.message()));
   }
-  absl::StatusOr<std::vector<KernelFn>> fns = im.Load(objects, names);
+  absl::StatusOr<std::vector<KernelFn>> fns = load_all(objects);
   if (fns.ok() && request.objects_out != nullptr) *request.objects_out = std::move(objects);
   return fns;
 }

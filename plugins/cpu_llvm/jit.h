@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "plugins/common/disk_cache.h"
+#include "plugins/cpu_llvm/loop_schedule.h"
 #include "plugins/cpu_llvm/thread_pool.h"
 #include "plugins/llvm_emitter/elemental_emitter.h"
 
@@ -51,6 +52,11 @@ struct JitRequest {
   const std::vector<std::string>* objects = nullptr;
   // Receives the objects the entry points come from (compiled, cached or given).
   std::vector<std::string>* objects_out = nullptr;
+  // Loop drivers compiled with the kernels, in the module of the kernels they call so that
+  // those are inlined; their entry points go to `drivers_out`, in order (null for one that
+  // objects given or cached lack: they were compiled where its loop did not qualify).
+  const std::vector<LoopDriverSpec>* drivers = nullptr;
+  std::vector<LoopDriverFn>* drivers_out = nullptr;
 };
 
 // The objects of one Compile as one byte string, and back (nullopt when malformed).
