@@ -381,7 +381,12 @@ bool FlatLoop::AddLoop(int l, const Step& step, const Plan& plan) {
       loop.next_state.push_back(unchanged);
       continue;
     }
-    if (r.kind != Ref::kTemp || r.read_only || seen[r.index]) return false;
+    if (r.kind != Ref::kTemp || r.read_only || seen[r.index]) {
+      const int t = NewTemp(loop.state_shapes[i]);
+      loop.moves.emplace_back(r, t);
+      loop.next_state.push_back(Ref{Ref::kTemp, t, nullptr});
+      continue;
+    }
     seen[r.index] = true;
     loop.next_state.push_back(r);
   }
@@ -733,6 +738,8 @@ void FlatLoop::RunLoop(int l, Buffers& b, const KernelContext& context) const {
     RunProgram(loop.cond, b, context);
     if (!*static_cast<const bool*>(b.data[Slot(loop.cond_result)])) break;
     RunProgram(loop.body, b, context);
+    for (const auto& [from, t] : loop.moves)
+      std::memcpy(b.data[temp_slot_[t]], Data(b, from), temp_shapes_[t].byte_size());
     for (int i = 0; i < loop.state_size; ++i) {
       const int t = loop.next_state[i].index;
       if (loop.next[i] == Next::kCopy) {
@@ -844,6 +851,8 @@ void FlatLoop::MakeSchedule() {
       if (!loop.keep[i] && !loop.takes[i])
         f.entry.push_back({StateSlot(li, static_cast<int>(i)), PlaceOf(loop.init[i]),
                            loop.state_shapes[i].byte_size()});
+    for (const auto& [from, t] : loop.moves)
+      f.copies.push_back({temp_slot_[t], PlaceOf(from), temp_shapes_[t].byte_size()});
     for (int i = 0; i < loop.state_size; ++i)
       if (loop.next[i] == Next::kCopy && !(f.store_counter && i == loop.counter))
         f.copies.push_back({StateSlot(li, i),

@@ -13,9 +13,8 @@
 // its body passes on unchanged is read where it lies, not copied (in `jax.scipy.linalg.sqrtm`'s
 // triple loop the matrices). A conditional's branches read its operands where they lie, and the
 // branch taken copies its result into the conditional's temporaries (a `lax.cond` in a scan's step
-// whose branch holds a loop). Loops with anything else in them (evaluator or library steps, calls,
-// a state element that moves to another position) run on the general runner
-// (CpuExecutable::RunControlFlow).
+// whose branch holds a loop). Loops with anything else in them (evaluator or library steps,
+// calls) run on the general runner (CpuExecutable::RunControlFlow).
 //
 // When no iteration moves a buffer (elements updated in place or copied) and every kernel
 // runs whole on the calling thread, a run is a fixed program (loop_schedule.h); a counted loop
@@ -150,6 +149,11 @@ class FlatLoop {
     Program cond, body;
     Ref cond_result;
     std::vector<Ref> next_state;  // the body's root: per element, a temporary or itself
+    // Next values that are not a temporary of their own (another state element, as in
+    // `(a, b) -> (b, a + b)`, a constant, a value read where it lies, a temporary that is two
+    // elements' next value): copied after the body into a temporary of the element, before
+    // any element takes its next value.
+    std::vector<std::pair<Ref, int>> moves;  // (the value, the temporary)
     std::vector<Next> next;
     // A counted loop: the condition is counter < limit (a constant or a value the loop does
     // not change), the body's next counter is counter + 1. A fixed run then skips the

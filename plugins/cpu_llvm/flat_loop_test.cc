@@ -921,39 +921,59 @@ ENTRY main {
   ASSERT_NE(c.loop, nullptr);
   EXPECT_FALSE(c.exe->RunsFlat(c.loop));
   ExpectMatchesEvaluator(c, Args(*c.module, 6), "sort in the body");
+}
 
-  const std::string swapped = R"(
-HloModule swapped
+// Next values that are not a temporary of their own: an element moved to another position
+// (`(a, b) -> (b, a + b)`, Fibonacci's and Euclid's loops), a constant, and one kernel's
+// result that is two elements' next value. They are copied out after the body, before any
+// element takes its next value, and the loop runs flat (driven: its buffers stay put).
+constexpr char kMovedElements[] = R"(
+HloModule moved
 cond {
-  p = (s32[], f32[8], f32[8]) parameter(0)
+  p = (s32[], f32[8], f32[8], f32[8], f32[8]) parameter(0)
   i = s32[] get-tuple-element(p), index=0
   n = s32[] constant(5)
   ROOT lt = pred[] compare(i, n), direction=LT
 }
 body {
-  p = (s32[], f32[8], f32[8]) parameter(0)
+  p = (s32[], f32[8], f32[8], f32[8], f32[8]) parameter(0)
   i = s32[] get-tuple-element(p), index=0
   one = s32[] constant(1)
   next = s32[] add(i, one)
   a = f32[8] get-tuple-element(p), index=1
   b = f32[8] get-tuple-element(p), index=2
   c = f32[8] add(a, b)
-  ROOT t = (s32[], f32[8], f32[8]) tuple(next, b, c)
+  d = f32[8] get-tuple-element(p), index=3
+  e = f32[8] get-tuple-element(p), index=4
+  h = f32[8] constant({0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4})
+  m = f32[8] multiply(d, e)
+  ROOT t = (s32[], f32[8], f32[8], f32[8], f32[8]) tuple(next, b, c, m, m)
 }
 ENTRY main {
   a = f32[8] parameter(0)
   b = f32[8] parameter(1)
+  d = f32[8] parameter(2)
   zero = s32[] constant(0)
-  init = (s32[], f32[8], f32[8]) tuple(zero, a, b)
-  w = (s32[], f32[8], f32[8]) while(init), condition=cond, body=body
-  ROOT out = f32[8] get-tuple-element(w), index=2
+  init = (s32[], f32[8], f32[8], f32[8], f32[8]) tuple(zero, a, b, d, a)
+  ROOT w = (s32[], f32[8], f32[8], f32[8], f32[8]) while(init), condition=cond, body=body
 }
 )";
-  Compiled d = Compile(swapped);
-  ASSERT_NE(d.exe, nullptr);
-  ASSERT_NE(d.loop, nullptr);
-  EXPECT_FALSE(d.exe->RunsFlat(d.loop));
-  ExpectMatchesEvaluator(d, Args(*d.module, 7), "swapped elements");
+
+TEST(FlatLoop, ElementsMovingToAnotherPositionRunFlat) {
+  std::string constant_next = kMovedElements;
+  const std::string from = "tuple(next, b, c, m, m)";
+  constant_next.replace(constant_next.find(from), from.size(), "tuple(next, b, c, m, h)");
+  for (const std::string& text : {std::string(kMovedElements), constant_next}) {
+    Compiled c = Compile(text);
+    ASSERT_NE(c.exe, nullptr);
+    ASSERT_NE(c.loop, nullptr);
+    EXPECT_TRUE(c.exe->RunsFlat(c.loop));
+    EXPECT_TRUE(c.exe->RunsDriven(c.loop));
+    std::vector<Literal> args = Args(*c.module, 7);
+    const Literal before = args[0];
+    ExpectMatchesEvaluator(c, args, "moved elements");
+    ExpectClose(args[0], before, "argument after the run", "flat", 0);
+  }
 }
 
 // Insertion sort of the first 40 of 1100 values, as JAX writes it: an inner while moves the
