@@ -814,14 +814,23 @@ Value FlatLoop::Finish(Buffers& b) const {
 
 LoopSchedule::Place FlatLoop::PlaceOf(const Ref& r) {
   if (r.kind != Ref::kConstant) return {Slot(r), -1};
-  const void* data = r.constant->untyped_data();
+  return {-1, ConstantIndex(r.constant->untyped_data())};
+}
+
+int FlatLoop::ConstantIndex(const void* data) {
   auto it = std::find(constants_.begin(), constants_.end(), data);
   if (it == constants_.end()) it = constants_.insert(it, data);
-  return {-1, static_cast<int>(it - constants_.begin())};
+  return static_cast<int>(it - constants_.begin());
 }
 
 void FlatLoop::MakeSchedule() {
   LoopSchedule& s = schedule_.emplace();
+  s.table.resize(table_size_);
+  for (size_t slot = 0; slot < sites_.size(); ++slot)
+    for (int e : sites_[slot]) s.table[e].slot = static_cast<int>(slot);
+  for (int e = 0; e < table_size_; ++e)
+    if (constant_entries_[e] != nullptr) s.table[e].constant = ConstantIndex(constant_entries_[e]);
+  s.slots = static_cast<int>(sites_.size());
   auto calls = [&](const Program& p, const Kernel* skip) {
     std::vector<LoopSchedule::Call> out;
     for (const Kernel& k : p.kernels) {
@@ -879,6 +888,7 @@ void FlatLoop::MakeSchedule() {
       }
     }
   }
+  s.constants = static_cast<int>(constants_.size());
 }
 
 bool FlatLoop::RunsSerially(const KernelContext& context) const {

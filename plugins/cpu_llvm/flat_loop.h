@@ -230,6 +230,7 @@ class FlatLoop {
   // The schedule: made once; resolved against a run's buffers for the interpreter.
   void MakeSchedule();
   LoopSchedule::Place PlaceOf(const Ref& r);  // a constant gets an index in constants_
+  int ConstantIndex(const void* data);        // its index in constants_ (added if new)
   Fixed MakeFixed(const Buffers& b, const KernelContext& context) const;
   kernel_plan::Value Finish(Buffers& b) const;  // the final state
 

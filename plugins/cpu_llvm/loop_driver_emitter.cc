@@ -1,6 +1,7 @@
 #include "plugins/cpu_llvm/loop_driver_emitter.h"
 
-#include "absl/container/flat_hash_map.h"
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Verifier.h"
@@ -16,27 +17,50 @@ class DriverEmitter {
       : s_(s), names_(names), m_(m), ctx_(m.getContext()), b_(ctx_) {}
 
   absl::Status Emit(const std::string& name) {
-    // Its three arrays are only read, and no buffer lies in them: the optimizer may load a
-    // buffer's pointer once, before the loops.
-    fn_ = llvm::Function::Create(
+    // The entry point loads every slot's and constant's pointer and hands them to the run as
+    // noalias arguments (distinct slots are distinct buffers wherever the run writes), so
+    // once the kernels are inlined the optimizer may keep a scalar state in registers.
+    llvm::Function* entry = llvm::Function::Create(
         llvm::FunctionType::get(b_.getVoidTy(), {Ptr(), Ptr(), Ptr()}, false),
         llvm::GlobalValue::ExternalLinkage, name, m_);
-    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    entry->addFnAttr(llvm::Attribute::NoUnwind);
     for (unsigned i = 0; i < 3; ++i) {
-      fn_->addParamAttr(i, llvm::Attribute::NoAlias);
-      fn_->addParamAttr(i, llvm::Attribute::NoCapture);
-      fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
+      entry->addParamAttr(i, llvm::Attribute::NoCapture);
+      entry->addParamAttr(i, llvm::Attribute::ReadOnly);
     }
-    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
-    llvm::BasicBlock* start = llvm::BasicBlock::Create(ctx_, "start", fn_);
-    b_.SetInsertPoint(entry_);
-    b_.CreateBr(start);
-    b_.SetInsertPoint(start);
+    const int n = s_.slots + s_.constants;
+    fn_ = llvm::Function::Create(
+        llvm::FunctionType::get(b_.getVoidTy(), std::vector<llvm::Type*>(n, Ptr()), false),
+        llvm::GlobalValue::InternalLinkage, name + ".run", m_);
+    fn_->addFnAttr(llvm::Attribute::AlwaysInline);
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    for (int i = 0; i < n; ++i) {
+      fn_->addParamAttr(i, llvm::Attribute::NoAlias);
+      if (i >= s_.slots) fn_->addParamAttr(i, llvm::Attribute::ReadOnly);
+    }
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", entry));
+    std::vector<llvm::Value*> args;
+    for (int i = 0; i < n; ++i) {
+      const bool slot = i < s_.slots;
+      llvm::Value* array = entry->getArg(slot ? 1 : 2);
+      args.push_back(b_.CreateLoad(
+          Ptr(), b_.CreateConstInBoundsGEP1_64(Ptr(), array, slot ? i : i - s_.slots)));
+    }
+    b_.CreateCall(fn_, args);
+    b_.CreateRetVoid();
+
+    // The kernels' tables, filled once from the arguments: inlined, a kernel's buffer is the
+    // argument itself.
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", fn_));
+    const int entries = static_cast<int>(s_.table.size());
+    table_ = b_.CreateAlloca(llvm::ArrayType::get(Ptr(), std::max(entries, 1)), nullptr, "table");
+    for (int e = 0; e < entries; ++e)
+      b_.CreateStore(At(s_.table[e]), b_.CreateConstInBoundsGEP1_64(Ptr(), table_, e));
     EmitLoop(0);
     b_.CreateRetVoid();
     std::string err;
     llvm::raw_string_ostream os(err);
-    if (llvm::verifyFunction(*fn_, &os))
+    if (llvm::verifyFunction(*fn_, &os) || llvm::verifyFunction(*entry, &os))
       return absl::InternalError(absl::StrCat("loop driver ", name, " is invalid IR: ", os.str()));
     return absl::OkStatus();
   }
@@ -44,19 +68,9 @@ class DriverEmitter {
  private:
   llvm::Type* Ptr() { return llvm::PointerType::get(ctx_, 0); }
 
-  // Element `i` of the driver's argument `arg`, loaded once in the entry block.
-  llvm::Value* Entry(unsigned arg, int i) {
-    llvm::Value*& v = loaded_[{arg, i}];
-    if (v == nullptr) {
-      llvm::IRBuilder<> eb(entry_->getTerminator());
-      v = eb.CreateLoad(Ptr(), eb.CreateConstInBoundsGEP1_64(Ptr(), fn_->getArg(arg), i),
-                        absl::StrCat(arg == 1 ? "slot" : "constant", i));
-    }
-    return v;
-  }
-  llvm::Value* Slot(int slot) { return Entry(1, slot); }
+  llvm::Value* Slot(int slot) { return fn_->getArg(slot); }
   llvm::Value* At(const LoopSchedule::Place& p) {
-    return p.slot >= 0 ? Slot(p.slot) : Entry(2, p.constant);
+    return p.slot >= 0 ? Slot(p.slot) : fn_->getArg(s_.slots + p.constant);
   }
 
   void Copy(const LoopSchedule::Copy& c) {
@@ -75,8 +89,8 @@ class DriverEmitter {
       } else {
         if (c.operand.bytes > 0) Copy(c.operand);
         llvm::FunctionCallee f = m_.getOrInsertFunction(names_[c.kernel], kernel_ty);
-        b_.CreateCall(f, {b_.CreateConstInBoundsGEP1_64(Ptr(), fn_->getArg(0), c.table),
-                          b_.getInt64(0), b_.getInt64(c.extent)});
+        b_.CreateCall(f, {b_.CreateConstInBoundsGEP1_64(Ptr(), table_, c.table), b_.getInt64(0),
+                          b_.getInt64(c.extent)});
       }
     }
   }
@@ -151,9 +165,8 @@ class DriverEmitter {
   llvm::Module& m_;
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
-  llvm::Function* fn_ = nullptr;
-  llvm::BasicBlock* entry_ = nullptr;
-  absl::flat_hash_map<std::pair<unsigned, int>, llvm::Value*> loaded_;
+  llvm::Function* fn_ = nullptr;  // the run, its arguments the slots, then the constants
+  llvm::Value* table_ = nullptr;
 };
 
 }  // namespace

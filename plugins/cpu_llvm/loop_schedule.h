@@ -61,6 +61,12 @@ struct LoopSchedule {
   };
   std::vector<Loop> loops;  // loops[0] is the loop itself
   std::vector<Conditional> conditionals;
+  // What each entry of the kernels' tables holds (`tables` in a run holds these pointers), and
+  // how many slots and constants a run has. Distinct slots are distinct buffers wherever a
+  // run writes (a buffer two slots share, an argument passed twice, is only read).
+  std::vector<Place> table;
+  int slots = 0;
+  int constants = 0;
 
   // Every kernel it calls (indices in the executable's kernels, repeats included).
   std::vector<int> Kernels() const {
