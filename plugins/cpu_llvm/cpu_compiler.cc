@@ -379,7 +379,9 @@ absl::Status CpuExecutable::RunControlFlow(const Step& step, StepValues& values,
     Value state =
         step.IsLastUse(h->operand(0)) ? values.Take(h->operand(0)) : values.value(h->operand(0));
     if (auto flat = flat_loops_.find(h); flat != flat_loops_.end()) {
-      values.Set(h, flat->second->Run(std::move(state), KernelContextOf()));
+      absl::StatusOr<Value> out = flat->second->Run(std::move(state), KernelContextOf());
+      if (!out.ok()) return annotate(out.status());
+      values.Set(h, *std::move(out));
       return absl::OkStatus();
     }
     StepValues cond_values, body_values;  // kept from one iteration to the next

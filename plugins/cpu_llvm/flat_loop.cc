@@ -8,6 +8,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "plugins/cpu_llvm/blas_dot.h"
+#include "plugins/cpu_llvm/conv_library.h"
+#include "plugins/cpu_llvm/library_calls.h"
+#include "plugins/cpu_llvm/sort_library.h"
 
 namespace kiln::cpu {
 
@@ -180,6 +184,7 @@ bool FlatLoop::BuffersStayPut() const {
       if (n == Next::kExchange) return false;
   for (const Program* p : Programs())
     for (const Kernel& k : p->kernels) {
+      if (k.library) return false;  // run as the general runner runs them
       // A kernel that takes its operand's buffer moves it, unless it writes where it lies.
       if (!k.runs_kernel() || k.in_place < 0 || !k.take) continue;
       const Ref& r = k.sources[k.in_place];
@@ -572,6 +577,31 @@ bool FlatLoop::Add(const Scope& scope, const ComputationPlan& p, const Plan& pla
       out.kernels.push_back(std::move(k));
       continue;
     }
+    if (s.kind == Disposition::kLibrary) {
+      ++computed;
+      Kernel k;
+      k.step = &s;
+      k.library = true;
+      for (const HloInstruction* source : s.sources) {
+        auto it = refs.find(source);
+        if (it == refs.end()) return false;
+        k.sources.push_back(it->second);
+      }
+      if ((s.gemm || s.conv) && k.sources.size() != 2) return false;
+      const std::vector<Shape> shapes =
+          h->shape().IsTuple() ? h->shape().tuple_shapes() : std::vector<Shape>{h->shape()};
+      for (const Shape& shape : shapes) {
+        if (!shape.IsArray()) return false;
+        k.outputs.push_back(NewTemp(shape));
+      }
+      if (h->shape().IsTuple()) {
+        for (int t : k.outputs) tuples[h].push_back(Ref{Ref::kTemp, t, nullptr});
+      } else {
+        refs[h] = Ref{Ref::kTemp, k.outputs[0], nullptr};
+      }
+      out.kernels.push_back(std::move(k));
+      continue;
+    }
     if (s.kind == Disposition::kControlFlow && h->opcode() == HloOpcode::kWhile) {
       ++computed;
       // Its operand is the tuple made just before it, so nothing between could have taken an
@@ -680,7 +710,7 @@ const void* FlatLoop::Data(const Buffers& b, const Ref& r) const {
   return r.kind == Ref::kConstant ? r.constant->untyped_data() : b.data[Slot(r)];
 }
 
-void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) const {
+absl::Status FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) const {
   for (const Kernel& k : p.kernels) {
     const Step& s = *k.step;
     const auto start =
@@ -693,15 +723,20 @@ void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) 
                            .count());
     };
     if (k.nested >= 0) {
-      RunLoop(k.nested, b, c);
+      if (absl::Status st = RunLoop(k.nested, b, c); !st.ok()) return st;
       profile(Disposition::kControlFlow);
+      continue;
+    }
+    if (k.library) {
+      if (absl::Status st = RunLibrary(k, b, c); !st.ok()) return st;
+      profile(Disposition::kLibrary);
       continue;
     }
     if (k.conditional >= 0) {
       const Conditional& cond = conditionals_[k.conditional];
       const Branch& branch = cond.branches[kernel_plan::ConditionalBranch(
           Data(b, cond.selector), cond.pred, static_cast<int64_t>(cond.branches.size()))];
-      RunProgram(branch.program, b, c);
+      if (absl::Status st = RunProgram(branch.program, b, c); !st.ok()) return st;
       for (size_t i = 0; i < cond.result_temps.size(); ++i) {
         const int t = cond.result_temps[i];
         std::memcpy(b.data[temp_slot_[t]], Data(b, branch.result[i]), temp_shapes_[t].byte_size());
@@ -725,9 +760,47 @@ void FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelContext& c) 
       CallKernel(c, s, &b.tables[k.table]);
     profile(Disposition::kKernel);
   }
+  return absl::OkStatus();
 }
 
-void FlatLoop::RunLoop(int l, Buffers& b, const KernelContext& context) const {
+const Literal& FlatLoop::LiteralOf(const Buffers& b, const Ref& r) const {
+  if (r.kind == Ref::kConstant) return *r.constant;
+  const int slot = Slot(r);
+  return b.slots[slot] != nullptr ? *b.slots[slot] : *b.initial[slot].literal;
+}
+
+absl::Status FlatLoop::RunLibrary(const Kernel& k, Buffers& b, const KernelContext& c) const {
+  const Step& s = *k.step;
+  if (s.gemm || s.conv) {
+    const void* x = Data(b, k.sources[0]);
+    const void* y = Data(b, k.sources[1]);
+    void* out = b.data[temp_slot_[k.outputs[0]]];
+    if (s.gemm)
+      RunBlasDot(*s.gemm, x, y, out, c.pool);
+    else
+      RunLibraryConv(*s.conv, x, y, out, c.pool);
+    return absl::OkStatus();
+  }
+  std::vector<const Literal*> operands;
+  for (const Ref& r : k.sources) operands.push_back(&LiteralOf(b, r));
+  const HloInstruction& h = *s.instr;
+  // An array result is written into its temporary; a tuple's (zeroed, as the routines
+  // expect) is copied into its elements' temporaries.
+  Literal tuple = h.shape().IsTuple() ? Literal(h.shape()) : Literal();
+  Literal& out = h.shape().IsTuple() ? tuple : *b.slots[temp_slot_[k.outputs[0]]];
+  if (s.comparator >= 0) {
+    RunSort(h, (*c.kernels)[s.comparator], operands, out, c.pool);
+  } else if (absl::Status st = RunLibraryCall(h, operands, out, c.pool); !st.ok()) {
+    return st;
+  }
+  if (h.shape().IsTuple())
+    for (size_t i = 0; i < k.outputs.size(); ++i)
+      std::memcpy(b.data[temp_slot_[k.outputs[i]]], tuple.elements()[i].untyped_data(),
+                  temp_shapes_[k.outputs[i]].byte_size());
+  return absl::OkStatus();
+}
+
+absl::Status FlatLoop::RunLoop(int l, Buffers& b, const KernelContext& context) const {
   const Loop& loop = loops_[l];
   // A nested loop's state starts as its operand (already there for an element it takes).
   for (size_t i = 0; i < loop.init.size(); ++i)
@@ -735,9 +808,9 @@ void FlatLoop::RunLoop(int l, Buffers& b, const KernelContext& context) const {
       std::memcpy(b.data[StateSlot(l, static_cast<int>(i))], Data(b, loop.init[i]),
                   loop.state_shapes[i].byte_size());
   for (;;) {
-    RunProgram(loop.cond, b, context);
+    if (absl::Status st = RunProgram(loop.cond, b, context); !st.ok()) return st;
     if (!*static_cast<const bool*>(b.data[Slot(loop.cond_result)])) break;
-    RunProgram(loop.body, b, context);
+    if (absl::Status st = RunProgram(loop.body, b, context); !st.ok()) return st;
     for (const auto& [from, t] : loop.moves)
       std::memcpy(b.data[temp_slot_[t]], Data(b, from), temp_shapes_[t].byte_size());
     for (int i = 0; i < loop.state_size; ++i) {
@@ -752,9 +825,10 @@ void FlatLoop::RunLoop(int l, Buffers& b, const KernelContext& context) const {
       }
     }
   }
+  return absl::OkStatus();
 }
 
-Value FlatLoop::Run(Value state, const KernelContext& context) const {
+absl::StatusOr<Value> FlatLoop::Run(Value state, const KernelContext& context) const {
   const Loop& top = loops_[0];
   Buffers b;
   const int slots = top.state_size + static_cast<int>(temp_shapes_.size());
@@ -799,7 +873,7 @@ Value FlatLoop::Run(Value state, const KernelContext& context) const {
     else
       RunFixed(MakeFixed(b, context), 0);
   } else {
-    RunLoop(0, b, context);
+    if (absl::Status st = RunLoop(0, b, context); !st.ok()) return st;
   }
   return Finish(b);
 }

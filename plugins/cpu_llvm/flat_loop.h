@@ -13,7 +13,8 @@
 // its body passes on unchanged is read where it lies, not copied (in `jax.scipy.linalg.sqrtm`'s
 // triple loop the matrices). A conditional's branches read its operands where they lie, and the
 // branch taken copies its result into the conditional's temporaries (a `lax.cond` in a scan's step
-// whose branch holds a loop). Loops with anything else in them (evaluator or library steps,
+// whose branch holds a loop). Library steps (GEMMs, LAPACK calls) run as the general runner runs
+// them, on buffers resolved the same way. Loops with anything else in them (evaluator steps,
 // calls) run on the general runner (CpuExecutable::RunControlFlow).
 //
 // When no iteration moves a buffer (elements updated in place or copied) and every kernel
@@ -31,6 +32,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "hlo/instruction.h"
 #include "hlo/literal.h"
 #include "plugins/cpu_llvm/jit.h"
@@ -64,7 +66,8 @@ class FlatLoop {
 
   // Runs the loop from `state` (the operand's value; an element it alone holds may be
   // updated in place) to its final state.
-  kernel_plan::Value Run(kernel_plan::Value state, const KernelContext& context) const;
+  absl::StatusOr<kernel_plan::Value> Run(kernel_plan::Value state,
+                                         const KernelContext& context) const;
 
   // Whether it is `for (i = i0; i < N; ++i)` on an integer state element (the condition
   // counter < N, the body's next counter counter + 1): its runs without a pool or profile
@@ -110,7 +113,10 @@ class FlatLoop {
     // conditionals_[conditional], and the fields below are unused.
     int nested = -1;
     int conditional = -1;
-    bool runs_kernel() const { return nested < 0 && conditional < 0; }
+    // A library step (a GEMM, a convolution, a sort, a LAPACK or FFT call) on `sources` into
+    // `outputs`: run as the general runner runs it, so the loop has no fixed program.
+    bool library = false;
+    bool runs_kernel() const { return nested < 0 && conditional < 0 && !library; }
     std::vector<Ref> sources;
     std::vector<int> outputs;  // temporaries, in KernelSpec::outputs order
     int partials = -1;         // temporary of a two-stage reduction's parts, else -1
@@ -217,8 +223,10 @@ class FlatLoop {
     return r.kind == Ref::kState ? StateSlot(r.loop, r.index) : temp_slot_[r.index];
   }
   const void* Data(const Buffers& b, const Ref& r) const;  // where `r` lies in a run
-  void RunLoop(int loop, Buffers& b, const KernelContext& context) const;
-  void RunProgram(const Program& p, Buffers& b, const KernelContext& context) const;
+  absl::Status RunLoop(int loop, Buffers& b, const KernelContext& context) const;
+  absl::Status RunProgram(const Program& p, Buffers& b, const KernelContext& context) const;
+  absl::Status RunLibrary(const Kernel& k, Buffers& b, const KernelContext& context) const;
+  const Literal& LiteralOf(const Buffers& b, const Ref& r) const;  // where `r` lies, as a Literal
   // Whether no iteration moves a buffer (every replaced element is updated in place or
   // copied, every in-place kernel's output is its operand's slot): tables stay as a run
   // starts them, and a run whose kernels all run serially is a fixed list of calls.

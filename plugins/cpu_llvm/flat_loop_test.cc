@@ -882,9 +882,10 @@ TEST(FlatLoop, AConditionalReadingTheWholeStateRunsFlat) {
   for (uint32_t seed : {17u, 18u}) ExpectMatchesEvaluator(c, Args(*c.module, seed), "state");
 }
 
-// A sort in the body runs on the evaluator: the loop stays on the general runner, and so
-// does one whose state elements trade places.
-TEST(FlatLoop, OtherLoopsStayOnTheGeneralRunner) {
+// Library steps in the body (a sort by its generated comparator, a LAPACK triangular solve, a
+// GEMM) run inside the flat loop as the general runner runs them; the loop then has no fixed
+// program (no driver). A solve's unit diagonal keeps the repeated solves well conditioned.
+TEST(FlatLoop, LibraryStepsRunInsideAFlatLoop) {
   const std::string sorted = R"(
 HloModule sorted
 less {
@@ -916,11 +917,126 @@ ENTRY main {
   ROOT out = f32[16] get-tuple-element(w), index=1
 }
 )";
-  Compiled c = Compile(sorted);
+  const std::string solved = R"(
+HloModule solved
+cond {
+  p = (s32[], f32[64,64], f32[64,16]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[64,64], f32[64,16]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  m = f32[64,64] get-tuple-element(p), index=1
+  b = f32[64,16] get-tuple-element(p), index=2
+  x = f32[64,16] triangular-solve(m, b), left_side=true, lower=true, unit_diagonal=true, transpose_a=NO_TRANSPOSE
+  mb = f32[64,16] dot(m, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  s = f32[] constant(0.5)
+  ss = f32[64,16] broadcast(s), dimensions={}
+  y = f32[64,16] multiply(mb, ss)
+  z = f32[64,16] add(x, y)
+  ROOT t = (s32[], f32[64,64], f32[64,16]) tuple(next, m, z)
+}
+ENTRY main {
+  m = f32[64,64] parameter(0)
+  b = f32[64,16] parameter(1)
+  s = f32[] constant(0.05)
+  ss = f32[64,64] broadcast(s), dimensions={}
+  ms = f32[64,64] multiply(m, ss)
+  zero = s32[] constant(0)
+  init = (s32[], f32[64,64], f32[64,16]) tuple(zero, ms, b)
+  w = (s32[], f32[64,64], f32[64,16]) while(init), condition=cond, body=body
+  ROOT out = f32[64,16] get-tuple-element(w), index=2
+}
+)";
+  // A tuple result (keys and their positions sorted together): copied into its elements.
+  const std::string pairs = R"(
+HloModule pairs
+less {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+cond {
+  p = (s32[], f32[16], s32[16]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[16], s32[16]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  x = f32[16] get-tuple-element(p), index=1
+  k = s32[16] get-tuple-element(p), index=2
+  n = f32[16] negate(x)
+  s = (f32[16], s32[16]) sort(n, k), dimensions={0}, to_apply=less
+  sx = f32[16] get-tuple-element(s), index=0
+  sk = s32[16] get-tuple-element(s), index=1
+  ROOT t = (s32[], f32[16], s32[16]) tuple(next, sx, sk)
+}
+ENTRY main {
+  x = f32[16] parameter(0)
+  k = s32[16] iota(), iota_dimension=0
+  zero = s32[] constant(0)
+  init = (s32[], f32[16], s32[16]) tuple(zero, x, k)
+  ROOT w = (s32[], f32[16], s32[16]) while(init), condition=cond, body=body
+}
+)";
+  for (const auto& [name, text] :
+       {std::pair{"sort", sorted}, std::pair{"solve", solved}, std::pair{"pairs", pairs}}) {
+    Compiled c = Compile(text);
+    ASSERT_NE(c.exe, nullptr) << name;
+    ASSERT_NE(c.loop, nullptr) << name;
+    EXPECT_TRUE(c.exe->RunsFlat(c.loop)) << name;
+    EXPECT_FALSE(c.exe->RunsDriven(c.loop)) << name;
+    for (uint32_t seed : {6u, 8u}) ExpectMatchesEvaluator(c, Args(*c.module, seed), name);
+  }
+}
+
+// A call in the body keeps the loop on the general runner.
+TEST(FlatLoop, OtherLoopsStayOnTheGeneralRunner) {
+  const std::string called = R"(
+HloModule called
+twice {
+  x = f32[16] parameter(0)
+  ROOT y = f32[16] add(x, x)
+}
+cond {
+  p = (s32[], f32[16]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[16]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  x = f32[16] get-tuple-element(p), index=1
+  n = f32[16] negate(x)
+  s = f32[16] call(n), to_apply=twice
+  ROOT t = (s32[], f32[16]) tuple(next, s)
+}
+ENTRY main {
+  x = f32[16] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[16]) tuple(zero, x)
+  w = (s32[], f32[16]) while(init), condition=cond, body=body
+  ROOT out = f32[16] get-tuple-element(w), index=1
+}
+)";
+  Compiled c = Compile(called);
   ASSERT_NE(c.exe, nullptr);
   ASSERT_NE(c.loop, nullptr);
   EXPECT_FALSE(c.exe->RunsFlat(c.loop));
-  ExpectMatchesEvaluator(c, Args(*c.module, 6), "sort in the body");
+  ExpectMatchesEvaluator(c, Args(*c.module, 6), "call in the body");
 }
 
 // Next values that are not a temporary of their own: an element moved to another position
