@@ -31,13 +31,23 @@ bool OnlyMovesData(HloOpcode op) {
 }
 
 bool MayHoist(const HloInstruction& h) {
-  if (!h.shape().IsArray() || HasSideEffect(h)) return false;
+  if (HasSideEffect(h)) return false;
+  // A custom call without effects is a computation like any other (JAX's LAPACK calls: the LU
+  // of a matrix the loop does not change, inverse iteration's); of a tuple result the loop
+  // carries the elements it reads.
+  if (h.opcode() == HloOpcode::kCustomCall) {
+    if (h.shape().IsArray()) return true;
+    if (!h.shape().IsTuple()) return false;
+    for (const Shape& e : h.shape().tuple_shapes())
+      if (!e.IsArray()) return false;
+    return true;
+  }
+  if (!h.shape().IsArray()) return false;
   switch (h.opcode()) {
     case HloOpcode::kParameter:
     case HloOpcode::kWhile:
     case HloOpcode::kConditional:
     case HloOpcode::kCall:
-    case HloOpcode::kCustomCall:
     case HloOpcode::kRng:
     case HloOpcode::kRngBitGenerator:
     case HloOpcode::kRngGetAndUpdateState:
@@ -95,7 +105,8 @@ bool Hoist(HloInstruction* loop, NameUniquer& names) {
   std::vector<HloInstruction*> order = body->MakeInstructionPostOrder();
   for (HloInstruction* h : order) {
     if (invariant.contains(h) || h == root) continue;
-    if (h->opcode() == HloOpcode::kConstant) {
+    // Constants and iotas (an identity matrix's) are invariant sources, never carried.
+    if (h->opcode() == HloOpcode::kConstant || h->opcode() == HloOpcode::kIota) {
       invariant.insert(h);
       continue;
     }
@@ -119,9 +130,15 @@ bool Hoist(HloInstruction* loop, NameUniquer& names) {
   while (!pending.empty()) {
     HloInstruction* h = pending.back();
     pending.pop_back();
-    if (h->opcode() == HloOpcode::kConstant ||
+    if (h->opcode() == HloOpcode::kConstant || h->opcode() == HloOpcode::kIota ||
         (h->opcode() == HloOpcode::kGetTupleElement && h->operand(0) == param))
       continue;  // a source
+    // An element of a hoisted tuple (a custom call's) is carried itself; the tuple cannot be.
+    if (h->opcode() == HloOpcode::kGetTupleElement) {
+      if (chosen.insert(h).second) carried.push_back(h);
+      continue;
+    }
+    if (!h->shape().IsArray()) return false;
     if (OnlyMovesData(h->opcode())) {
       for (HloInstruction* o : h->operands())
         if (o->opcode() != HloOpcode::kConstant) pending.push_back(o);

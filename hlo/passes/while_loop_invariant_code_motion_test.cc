@@ -75,6 +75,81 @@ TEST(WhileLoopInvariantCodeMotionTest, HoistsWorkOnPassedThroughState) {
   EXPECT_FALSE(*again);
 }
 
+// Inverse iteration as JAX lowers it: the LU of a matrix the loop does not change (a tuple-
+// shaped LAPACK custom call without effects) leaves the body; the loop carries the two
+// elements it reads, not the tuple. One marked as having effects stays.
+constexpr char kInvariantLu[] = R"(HloModule m
+body {
+  s = (s32[], f32[8], f32[8,8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  v = f32[8] get-tuple-element(s), index=1
+  a = f32[8,8] get-tuple-element(s), index=2
+  lu = (f32[8,8], s32[8], s32[]) custom-call(a), custom_call_target="lapack_sgetrf_ffi"
+  f = f32[8,8] get-tuple-element(lu), index=0
+  p = s32[8] get-tuple-element(lu), index=1
+  pf = f32[8] convert(p)
+  d = f32[8] dot(f, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  w = f32[8] add(d, pf)
+  ROOT t = (s32[], f32[8], f32[8,8]) tuple(next, w, a)
+}
+cond {
+  s = (s32[], f32[8], f32[8,8]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(4)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+ENTRY main {
+  a = f32[8,8] parameter(0)
+  v = f32[8] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[8], f32[8,8]) tuple(zero, v, a)
+  loop = (s32[], f32[8], f32[8,8]) while(init), condition=cond, body=body
+  ROOT r = f32[8] get-tuple-element(loop), index=1
+}
+)";
+
+TEST(WhileLoopInvariantCodeMotionTest, HoistsACustomCallAndCarriesItsElements) {
+  WhileLoopInvariantCodeMotion pass;
+  bool changed = false;
+  const std::string out = RunPassAndPrint(pass, kInvariantLu, &changed);
+  EXPECT_TRUE(changed);
+  const size_t entry = out.find("ENTRY");
+  ASSERT_NE(entry, std::string::npos);
+  EXPECT_NE(out.find("custom-call(", entry), std::string::npos) << out;
+  EXPECT_EQ(out.find("custom-call("), out.find("custom-call(", entry)) << "still in the body:\n"
+                                                                       << out;
+  // The state gains the factor and the converted pivots, arrays both.
+  EXPECT_NE(out.find("(s32[], f32[8]{0}, f32[8,8]{1,0}, f32[8]{0}, f32[8,8]{1,0}) while("),
+            std::string::npos)
+      << out;
+
+  // Of a - I, the identity made from iotas (invariant sources, as constants are).
+  std::string shifted = kInvariantLu;
+  const std::string lu = "custom-call(a)";
+  shifted.replace(shifted.find(lu), lu.size(), "custom-call(ae)");
+  const std::string before_lu = "  lu = ";
+  shifted.insert(shifted.find(before_lu),
+                 "  r = s32[8,8] iota(), iota_dimension=0\n"
+                 "  c = s32[8,8] iota(), iota_dimension=1\n"
+                 "  e = pred[8,8] compare(r, c), direction=EQ\n"
+                 "  ef = f32[8,8] convert(e)\n"
+                 "  ae = f32[8,8] subtract(a, ef)\n");
+  const std::string moved = RunPassAndPrint(pass, shifted, &changed);
+  EXPECT_TRUE(changed);
+  const size_t moved_entry = moved.find("ENTRY");
+  ASSERT_NE(moved_entry, std::string::npos);
+  EXPECT_EQ(moved.find("custom-call("), moved.find("custom-call(", moved_entry)) << moved;
+
+  std::string effects = kInvariantLu;
+  const std::string call = "custom_call_target=\"lapack_sgetrf_ffi\"";
+  effects.replace(effects.find(call), call.size(), call + ", custom_call_has_side_effect=true");
+  changed = true;
+  const std::string kept = RunPassAndPrint(pass, effects, &changed);
+  EXPECT_FALSE(changed) << kept;
+}
+
 TEST(WhileLoopInvariantCodeMotionTest, LoopUsedAsATupleAndStateFromAParameter) {
   // The initial state is a parameter (no tuple instruction to extend) and the loop's whole
   // value is the entry's root: both keep their old shapes.
