@@ -5,8 +5,10 @@
 // a transpose and multiply of the whole matrix every iteration). As XLA's pass of that name,
 // broadcasts, reshapes and other ops that only move or replicate data are not hoisted by
 // themselves (carrying their larger results costs more than recomputing them in the body's
-// kernels); the expensive values under them are. Instructions with side effects, tuples and
-// control flow stay, as does everything in a loop whose body or condition another
+// kernels); the expensive values under them are. Custom calls without effects move too (an LU
+// of a matrix the loop does not change), the loop carrying the elements of a tuple result it
+// reads; iotas, like constants, are invariant sources. Instructions with side effects, other
+// tuples and control flow stay, as does everything in a loop whose body or condition another
 // instruction also calls.
 #pragma once
 
