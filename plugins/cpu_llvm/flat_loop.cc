@@ -102,6 +102,11 @@ static bool Parallel(const KernelContext& context, const Step& step) {
          step.work >= context.parallel_min_work;
 }
 
+// Whether one call on the calling thread runs the step's kernel whole (no pool, no parts).
+static bool RunsWhole(const KernelContext& context, const Step& step) {
+  return step.reduce_parts == 0 && !Parallel(context, step);
+}
+
 // A kernel of at least this much work (Step::work: about a millisecond on one core) may stay
 // on the pool while other processes contend for the cores (ThreadPool::ParallelFor's
 // large_cost, which tries both ways): on the caller alone it gets one core when lucky and
@@ -186,9 +191,7 @@ bool FlatLoop::BuffersStayPut() const {
     for (const Kernel& k : p->kernels) {
       if (k.library) return false;  // run as the general runner runs them
       // A kernel that takes its operand's buffer moves it, unless it writes where it lies.
-      if (!k.runs_kernel() || k.in_place < 0 || !k.take) continue;
-      const Ref& r = k.sources[k.in_place];
-      if (r.kind == Ref::kConstant || Slot(r) != temp_slot_[k.outputs[0]]) return false;
+      if (k.runs_kernel() && k.take && OperandElsewhere(k) != nullptr) return false;
     }
   return true;
 }
@@ -706,6 +709,12 @@ bool FlatLoop::Add(const Scope& scope, const ComputationPlan& p, const Plan& pla
   return true;
 }
 
+const FlatLoop::Ref* FlatLoop::OperandElsewhere(const Kernel& k) const {
+  if (k.in_place < 0) return nullptr;
+  const Ref& r = k.sources[k.in_place];
+  return r.kind == Ref::kConstant || Slot(r) != temp_slot_[k.outputs[0]] ? &r : nullptr;
+}
+
 const void* FlatLoop::Data(const Buffers& b, const Ref& r) const {
   return r.kind == Ref::kConstant ? r.constant->untyped_data() : b.data[Slot(r)];
 }
@@ -744,11 +753,10 @@ absl::Status FlatLoop::RunProgram(const Program& p, Buffers& b, const KernelCont
       profile(Disposition::kControlFlow);
       continue;
     }
-    const int out = k.in_place >= 0 ? temp_slot_[k.outputs[0]] : -1;
-    const Ref* r = k.in_place >= 0 ? &k.sources[k.in_place] : nullptr;
-    if (r != nullptr && (r->kind == Ref::kConstant || Slot(*r) != out)) {
+    if (const Ref* r = OperandElsewhere(k)) {
       // The output starts as the operand: its buffer when the kernel may take it (the
-      // operand's value is dead after this), else a copy. Nothing to do when they share a slot.
+      // operand's value is dead after this), else a copy.
+      const int out = temp_slot_[k.outputs[0]];
       if (k.take && b.slots[Slot(*r)] != nullptr)
         b.Exchange(out, Slot(*r), temp_shapes_[k.outputs[0]], sites_);
       else
@@ -862,7 +870,7 @@ absl::StatusOr<Value> FlatLoop::Run(Value state, const KernelContext& context) c
   for (const Program* p : Programs())
     for (const Kernel& k : p->kernels) {
       if (!k.runs_kernel()) continue;
-      if (k.step->reduce_parts == 0 && !Parallel(context, *k.step))
+      if (RunsWhole(context, *k.step))
         b.serial[k.ordinal] = (*context.kernels)[k.step->kernel];
       else
         serial = false;
@@ -914,10 +922,9 @@ void FlatLoop::MakeSchedule() {
         c.kernel = k.step->kernel;
         c.table = k.table;
         c.extent = k.step->outer_extent;
-        const int to = k.in_place >= 0 ? temp_slot_[k.outputs[0]] : -1;
-        if (const Ref* r = k.in_place >= 0 ? &k.sources[k.in_place] : nullptr;
-            r != nullptr && (r->kind == Ref::kConstant || Slot(*r) != to))
-          c.operand = {to, PlaceOf(*r), temp_shapes_[k.outputs[0]].byte_size()};
+        if (const Ref* r = OperandElsewhere(k))
+          c.operand = {temp_slot_[k.outputs[0]], PlaceOf(*r),
+                       temp_shapes_[k.outputs[0]].byte_size()};
       } else
         out.push_back({-1, 0, 0, k.nested, k.conditional});
     }
@@ -968,7 +975,7 @@ void FlatLoop::MakeSchedule() {
 bool FlatLoop::RunsSerially(const KernelContext& context) const {
   for (const Program* p : Programs())
     for (const Kernel& k : p->kernels)
-      if (k.runs_kernel() && (k.step->reduce_parts > 0 || Parallel(context, *k.step))) return false;
+      if (k.runs_kernel() && !RunsWhole(context, *k.step)) return false;
   return true;
 }
 

@@ -223,6 +223,9 @@ class FlatLoop {
     return r.kind == Ref::kState ? StateSlot(r.loop, r.index) : temp_slot_[r.index];
   }
   const void* Data(const Buffers& b, const Ref& r) const;  // where `r` lies in a run
+  // An in-place kernel's operand when its output does not lie where the operand does (the
+  // output then starts as a copy of it, or takes its buffer), else null.
+  const Ref* OperandElsewhere(const Kernel& k) const;
   absl::Status RunLoop(int loop, Buffers& b, const KernelContext& context) const;
   absl::Status RunProgram(const Program& p, Buffers& b, const KernelContext& context) const;
   absl::Status RunLibrary(const Kernel& k, Buffers& b, const KernelContext& context) const;
