@@ -15,11 +15,23 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# A network step is tried three times: one dropped connection or a package manager that
+# another process holds for a moment should not fail a fresh set-up.
+retry() {
+  local try
+  for try in 1 2 3; do
+    "$@" && return 0
+    echo "setup.sh: '$*' failed (try $try of 3)" >&2
+    sleep $((try * 15))
+  done
+  return 1
+}
 if (( ${#missing[@]} )); then
   sudo_cmd=""
   [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
+  retry $sudo_cmd apt-get -o DPkg::Lock::Timeout=300 update -qq
+  retry env DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get -o DPkg::Lock::Timeout=300 \
+    install -y -qq "${missing[@]}"
 fi
 
 # The Python environment: made once, its packages reinstalled when the requirements change.
@@ -27,7 +39,8 @@ if [[ ! -x .venv/bin/python ]]; then
   /usr/bin/python3 -m venv .venv
 fi
 if ! cmp -s python/requirements.txt .venv/kiln-requirements.txt; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r python/requirements.txt
+  retry .venv/bin/python -m pip install --quiet --disable-pip-version-check \
+    -r python/requirements.txt
   cp python/requirements.txt .venv/kiln-requirements.txt
 fi
 # `import kiln` in .venv finds the package in the build tree.
