@@ -15,14 +15,15 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# A network step is tried three times: one dropped connection or a package manager that
-# another process holds for a moment should not fail a fresh set-up.
+# A network or package step is tried five times, 30 s apart: a dropped connection, or a
+# freshly booted machine whose own package updates hold apt's locks for a while, should not
+# fail a fresh set-up.
 retry() {
   local try
-  for try in 1 2 3; do
+  for try in 1 2 3 4 5; do
     "$@" && return 0
-    echo "setup.sh: '$*' failed (try $try of 3)" >&2
-    sleep $((try * 15))
+    echo "setup.sh: '$*' failed (try $try of 5)" >&2
+    ((try < 5)) && sleep 30
   done
   return 1
 }
