@@ -240,6 +240,9 @@ def run_one(name, f, inputs, kiln, threads, folder, tol=2e-3):
         check, i = 'ok', 0
         while os.path.exists(os.path.join(folder, f'xla_out{i}.npy')):
             want = np.load(os.path.join(folder, f'xla_out{i}.npy'))
+            if want.dtype == np.dtype('V2'):  # NumPy saves bfloat16 as raw bytes
+                import ml_dtypes
+                want = want.view(ml_dtypes.bfloat16)
             got = np.load(os.path.join(folder, 'kiln', f'output_{i}.npy'))
             # Complex outputs compare as complex (a float cast drops the imaginary part).
             wide = np.complex128 if np.iscomplexobj(want) else np.float64

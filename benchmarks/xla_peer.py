@@ -80,7 +80,11 @@ def main():
     exe, device, compile_ms = compile_hlo(text)
     inputs, i = [], 0
     while os.path.exists(os.path.join(folder, f'in{i}.npy')):
-        inputs.append(np.load(os.path.join(folder, f'in{i}.npy')))
+        a = np.load(os.path.join(folder, f'in{i}.npy'))
+        if a.dtype == np.dtype('V2'):  # NumPy saves bfloat16 as raw bytes
+            import ml_dtypes
+            a = a.view(ml_dtypes.bfloat16)
+        inputs.append(a)
         i += 1
     args = [jax.device_put(a, device) for a in inputs]
     outs = run(exe, args)  # warm-up
