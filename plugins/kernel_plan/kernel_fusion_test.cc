@@ -301,6 +301,35 @@ ENTRY %main (g: f32[16,8], x: f32[16,32]) -> f32[16,32] {
   EXPECT_EQ(Count(*root->fused_computation(), HloOpcode::kReduce), 1) << m->ToString();
 }
 
+TEST(KernelFusion, ChainCutForDepthDoesNotRegenerateWhatLiesBehindTheCut) {
+  // 1,000 instructions, each reading the previous value and one six back, a tanh every
+  // fifth (benchmarks/compile_scaling.py's chain, with minimum for multiply so that values
+  // stay finite). Too deep for one kernel, it is cut; each
+  // kernel after a cut regenerated the chain behind it from the parameters: 943 tanh in the
+  // fused computations for the chain's 199.
+  std::string text =
+      "HloModule chain\nENTRY %main (p0: f32[64], p1: f32[64]) -> f32[64] {\n"
+      "  %p0 = f32[64] parameter(0)\n  %p1 = f32[64] parameter(1)\n";
+  const char* ops[] = {"add", "minimum", "subtract", "maximum"};  // bounded values
+  std::vector<std::string> names = {"p0", "p1"};
+  for (int i = 0; i < 997; ++i) {
+    const std::string a = names.back(), b = names[std::max<int>(0, names.size() - 7)];
+    const std::string v = "v" + std::to_string(i);
+    if (i % 5 == 4)
+      text += "  %" + v + " = f32[64] tanh(f32[64] %" + a + ")\n";
+    else
+      text += "  %" + v + " = f32[64] " + ops[i % 4] + "(f32[64] %" + a + ", f32[64] %" + b + ")\n";
+    names.push_back(v);
+  }
+  text += "  ROOT %out = f32[64] negate(f32[64] %" + names.back() + ")\n}\n";
+  std::unique_ptr<HloModule> m = FuseAndCheck(text.c_str(), PlanOptions());
+  int tanh = Count(*m->entry(), HloOpcode::kTanh);
+  for (const HloInstruction* i : m->entry()->instructions())
+    if (i->opcode() == HloOpcode::kFusion) tanh += Count(*i->fused_computation(), HloOpcode::kTanh);
+  EXPECT_GE(tanh, 199);
+  EXPECT_LE(tanh, 3 * 199) << "tanh generated " << tanh << " times for 199 in the chain";
+}
+
 TEST(KernelFusion, NothingToFuseIsUnchanged) {
   auto m = ParseHloModule(R"(HloModule one
 ENTRY %main (x: f32[8]) -> f32[8] {

@@ -746,64 +746,82 @@ absl::flat_hash_set<const HloInstruction*> KernelRoots(
           h->shape().num_elements() >= 8 * o->shape().num_elements())
         shared.insert(o);
     }
-    // Kernels that would generate each value, users before operands.
-    absl::flat_hash_map<const HloInstruction*, absl::flat_hash_set<const HloInstruction*>> in;
-    std::vector<const HloInstruction*> by_cost;  // shared for their cost, users first
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const HloInstruction* h = *it;
-      if (!emittable.contains(h) || base_materialized(h)) continue;
-      absl::flat_hash_set<const HloInstruction*> kernels;
-      for (const HloInstruction* u : h->users()) {
-        if (base_materialized(u) || shared.contains(u)) {
-          kernels.insert(u);
+    // A value generated inline more than kMaxInlineDepth levels deep is computed into memory
+    // instead: the emitter generates an inlined cone recursively, and a chain of 100,000
+    // instructions would otherwise be one expression as deep as the program. Returns whether
+    // it cut anywhere new.
+    auto cut_deep = [&] {
+      constexpr int kMaxInlineDepth = 200;
+      bool cut = false;
+      absl::flat_hash_map<const HloInstruction*, int> depth;
+      for (const HloInstruction* h : order) {  // operands first
+        if (!emittable.contains(h)) continue;
+        int d = 1;
+        for (const HloInstruction* o : h->operands()) {
+          if (auto it = depth.find(o); it != depth.end()) d = std::max(d, it->second + 1);
+        }
+        if (d > kMaxInlineDepth && shared.insert(h).second) cut = true;
+        if (!base_materialized(h) && !shared.contains(h)) depth[h] = d;
+      }
+      return cut;
+    };
+    // Values that several kernels would generate, computed into memory when costly; those in
+    // `settled` stay as they are.
+    absl::flat_hash_set<const HloInstruction*> settled;
+    auto share_duplicated = [&] {
+      // Kernels that would generate each value, users before operands.
+      absl::flat_hash_map<const HloInstruction*, absl::flat_hash_set<const HloInstruction*>> in;
+      std::vector<const HloInstruction*> by_cost;  // shared for their cost, users first
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        const HloInstruction* h = *it;
+        if (!emittable.contains(h) || base_materialized(h) || settled.contains(h)) continue;
+        absl::flat_hash_set<const HloInstruction*> kernels;
+        for (const HloInstruction* u : h->users()) {
+          if (base_materialized(u) || shared.contains(u)) {
+            kernels.insert(u);
+          } else {
+            const auto& uk = in[u];
+            kernels.insert(uk.begin(), uk.end());
+          }
+        }
+        // A broadcast or reshape is no place to cut: in memory it is at least as large as its
+        // operand (a row statistic broadcast to the whole matrix), so the operand is computed
+        // into memory instead, being as costly.
+        const bool forwards = h->opcode() == HloOpcode::kBroadcast ||
+                              h->opcode() == HloOpcode::kReshape ||
+                              h->opcode() == HloOpcode::kBitcast;
+        if (kernels.size() > 1 && cost[h] > max_duplicated(h) && !forwards) {
+          shared.insert(h);
+          by_cost.push_back(h);
         } else {
-          const auto& uk = in[u];
-          kernels.insert(uk.begin(), uk.end());
+          in[h] = std::move(kernels);
         }
       }
-      // A broadcast or reshape is no place to cut: in memory it is at least as large as its
-      // operand (a row statistic broadcast to the whole matrix), so the operand is computed
-      // into memory instead, being as costly.
-      const bool forwards = h->opcode() == HloOpcode::kBroadcast ||
-                            h->opcode() == HloOpcode::kReshape ||
-                            h->opcode() == HloOpcode::kBitcast;
-      if (kernels.size() > 1 && cost[h] > max_duplicated(h) && !forwards) {
-        shared.insert(h);
-        by_cost.push_back(h);
-      } else {
-        in[h] = std::move(kernels);
+      // The costs above count a value's whole cone, before anything in it was shared. Once a
+      // value is in memory its users are cheap again: a value shared only because its cone
+      // held another shared one (layernorm's gradient: the shared (x - mean) * rsqrt * g, then
+      // times rsqrt) is generated inline again when, reading the shared values, it costs no
+      // more than kMaxDuplicatedCost. Operands first, so each judgement sees the final state
+      // of its cone.
+      absl::flat_hash_set<const HloInstruction*> reconsider(by_cost.begin(), by_cost.end());
+      absl::flat_hash_map<const HloInstruction*, int64_t> now;
+      for (const HloInstruction* h : order) {
+        if (!emittable.contains(h)) continue;
+        int64_t c = op_cost(*h);
+        for (const HloInstruction* o : h->operands())
+          if (emittable.contains(o) && !base_materialized(o) && !shared.contains(o)) c += now[o];
+        now[h] = std::min(c, kCap);
+        if (reconsider.contains(h) && now[h] <= max_duplicated(h)) shared.erase(h);
       }
-    }
-    // The costs above count a value's whole cone, before anything in it was shared. Once a
-    // value is in memory its users are cheap again: a value shared only because its cone held
-    // another shared one (layernorm's gradient: the shared (x - mean) * rsqrt * g, then times
-    // rsqrt) is generated inline again when, reading the shared values, it costs no more than
-    // kMaxDuplicatedCost. Operands first, so each judgement sees the final state of its cone.
-    absl::flat_hash_set<const HloInstruction*> reconsider(by_cost.begin(), by_cost.end());
-    absl::flat_hash_map<const HloInstruction*, int64_t> now;
-    for (const HloInstruction* h : order) {
-      if (!emittable.contains(h)) continue;
-      int64_t c = op_cost(*h);
-      for (const HloInstruction* o : h->operands())
-        if (emittable.contains(o) && !base_materialized(o) && !shared.contains(o)) c += now[o];
-      now[h] = std::min(c, kCap);
-      if (reconsider.contains(h) && now[h] <= max_duplicated(h)) shared.erase(h);
-    }
-  }
-  // A value generated inline more than kMaxInlineDepth levels deep is computed into memory
-  // instead: the emitter generates an inlined cone recursively, and a chain of 100,000
-  // instructions would otherwise be one expression as deep as the program.
-  {
-    constexpr int kMaxInlineDepth = 200;
-    absl::flat_hash_map<const HloInstruction*, int> depth;
-    for (const HloInstruction* h : order) {  // operands first
-      if (!emittable.contains(h)) continue;
-      int d = 1;
-      for (const HloInstruction* o : h->operands()) {
-        if (auto it = depth.find(o); it != depth.end()) d = std::max(d, it->second + 1);
-      }
-      if (d > kMaxInlineDepth) shared.insert(h);
-      if (!base_materialized(h) && !shared.contains(h)) depth[h] = d;
+    };
+    // Cutting a deep chain makes new kernels, and each would generate the whole cone behind
+    // its cut again (a 1,000-instruction chain whose values are read twice ran 4,785
+    // operations in 22 kernels): the values they share are judged again, keeping what is
+    // shared already. Sharing more only makes cones shallower, so no cut is needed after.
+    share_duplicated();
+    if (cut_deep()) {
+      settled = shared;
+      share_duplicated();
     }
   }
   // A dynamic-update-slice whose update reads the operand being updated (x.at[i].set(x[i-1]
