@@ -53,4 +53,8 @@ if [[ ! -f build/build.ninja ]]; then
   command -v ccache >/dev/null && cxx="ccache g++"
   CXX="$cxx" meson setup build --buildtype=debugoptimized --native-file meson/native-llvm16.ini
 fi
+# Objects are shared between checkouts at different paths (a fresh clone reuses what another
+# checkout compiled): the compile directory is left out of ccache's hash, so only the debug
+# information's compile directory may name the other checkout.
+export CCACHE_NOHASHDIR=1
 ninja -C build
