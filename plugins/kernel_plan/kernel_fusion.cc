@@ -2,6 +2,7 @@
 #include "plugins/kernel_plan/kernel_fusion.h"
 
 #include <initializer_list>
+#include <limits>
 
 #include "absl/container/flat_hash_set.h"
 #include "hlo/passes/arg_reduce_split.h"
@@ -20,6 +21,7 @@
 #include "hlo/passes/scatter_indexed_dimensions_first.h"
 #include "hlo/passes/sort_complex_as_parts.h"
 #include "hlo/passes/sort_to_top_k.h"
+#include "hlo/passes/vector_matrix_dot_to_reduce.h"
 #include "hlo/text/parser.h"
 #include "plugins/kernel_plan/gemm_match.h"
 
@@ -148,6 +150,14 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
   const int64_t gemm_min_mnk = options.device_gemm_min_mnk > 0 ? options.device_gemm_min_mnk
                                : HaveBlas()                    ? options.blas_min_mnk
                                                                : -1;
+  if (options.device_gemm_min_mnk <= 0) {
+    // Host kernels: a vector times a matrix below the GEMM library's size, contracting the
+    // matrix's rows, is a column reduction (rows in order, results side by side).
+    const int64_t emitted_below =
+        gemm_min_mnk >= 0 ? gemm_min_mnk : std::numeric_limits<int64_t>::max();
+    absl::StatusOr<bool> columns = VectorMatrixDotToReduce(emitted_below).Run(**copy);
+    if (!columns.ok()) return columns.status();
+  }
   if (gemm_min_mnk >= 0) {
     // Dots of 16- and 8-bit floats run on the f32 GEMM: converted operands, one rounding;
     // bf16 x bf16 ones stay as they are where the library has a bf16 GEMM (the dot
