@@ -31,6 +31,7 @@
 #include "hlo/passes/spmd_partitioner.h"
 #include "hlo/passes/transpose_folding.h"
 #include "hlo/passes/tuple_simplifier.h"
+#include "hlo/passes/vector_matrix_dot_to_reduce.h"
 #include "hlo/passes/while_loop_invariant_code_motion.h"
 
 namespace kiln {
@@ -58,6 +59,7 @@ const std::vector<PassFactory>& Factories() {
       Factory<ArgReduceSplit>(),
       Factory<ReduceMinorFirst>(),
       Factory<ReduceKeptDimensionFirst>(),
+      Factory<VectorMatrixDotToReduce>(),
       Factory<ReduceWindowScan>(),
       Factory<OptimizationBarrierExpander>(),
       Factory<ScaledDotExpander>(),

@@ -16,7 +16,8 @@ namespace kiln {
 
 class VectorMatrixDotToReduce : public HloPass {
  public:
-  explicit VectorMatrixDotToReduce(int64_t max_multiply_adds)
+  // The default is cpu-llvm's smallest GEMM library call (PlanOptions::blas_min_mnk).
+  explicit VectorMatrixDotToReduce(int64_t max_multiply_adds = int64_t{1} << 14)
       : max_multiply_adds_(max_multiply_adds) {}
   std::string_view name() const override { return "vector-matrix-dot-to-reduce"; }
   absl::StatusOr<bool> Run(HloModule& module) override;
