@@ -6,10 +6,12 @@ and Goertzel's algorithm as scans, an FIR filter, autocorrelation and a Hilbert 
 FFT, an STFT, full-batch logistic regression and minibatch SVM training loops, k-nearest
 neighbours, PCA and spectral embedding by eigh, Gaussian naive Bayes, a decision stump search,
 EM for a diagonal Gaussian mixture, ridge regression by Cholesky, random Fourier features,
-Welford's running variance and an exponential moving average as scans, peak picking, zero
+an exponential moving average as a scan, peak picking, zero
 crossings, a 1-D median filter, a DCT by matrix, a histogram of gradient orientations and
 kernel ridge prediction.
-Written as held-out programs: none of them is in the other twenty-seven sweeps.
+Written as held-out programs; k-nearest neighbours, the mixture's EM, the STFT, the DCT, the
+spectral embedding and the EMA are other formulations or shapes of programs in earlier
+sweeps.
 
     .venv/bin/python benchmarks/jax_sweep_twentyeighth.py [--runs 10] [--only SUBSTRING]"""
 import os
@@ -142,17 +144,6 @@ def programs():
         w, v = jnp.linalg.eigh(lap)
         return w[-8:]
 
-    def welford(xs):
-        def step(s, x):
-            n, mean, m2 = s
-            n = n + 1
-            d = x - mean
-            mean = mean + d / n
-            return (n, mean, m2 + d * (x - mean)), None
-        z = jnp.zeros(xs.shape[1], xs.dtype)
-        (n, mean, m2), _ = lax.scan(step, (jnp.zeros((), xs.dtype), z, z), xs)
-        return mean, m2 / (n - 1)
-
     def ema(xs):
         def step(s, x):
             s = 0.95 * s + 0.05 * x
@@ -224,7 +215,6 @@ def programs():
             random_fourier, [f32(4096, 32), f32(32, 1024), r.uniform(0, 6.28, 1024).astype(
                 np.float32), f32(1024)], 1e-3),
         'spectral embedding eigh 512x16': (spectral_embedding, [f32(512, 16)], 1e-2),
-        'welford running variance scan 4096 x 64': (welford, [f32(4096, 64)], 1e-3),
         'exponential moving average scan 8192 x 32': (ema, [f32(8192, 32)]),
         'peak picking 2^20': (peaks, [f32(1 << 20)]),
         'zero crossings 1024 frames of 512': (zero_crossings, [f32(1024, 512)]),
