@@ -19,10 +19,9 @@
 #include "hlo/evaluator/evaluator.h"
 #include "plugins/common/length_prefixed.h"
 #include "plugins/cpu_llvm/blas_dot.h"
-#include "plugins/cpu_llvm/conv_library.h"
 #include "plugins/cpu_llvm/flush_denormals.h"
+#include "plugins/cpu_llvm/library_step.h"
 #include "plugins/cpu_llvm/scatter_rows.h"
-#include "plugins/cpu_llvm/sort_library.h"
 #include "plugins/kernel_plan/kernel_fusion.h"
 #include "plugins/kernel_plan/step_values.h"
 
@@ -241,28 +240,13 @@ absl::StatusOr<Value> CpuExecutable::RunComputation(const ComputationPlan& p,
           RunKernel(step, values, arena);
           break;
         case Disposition::kLibrary: {
-          if (!step.conv && !step.gemm) {
-            Literal out = h->shape().IsArray() ? ResultBuffer(h, arena) : Literal(h->shape());
-            std::vector<const Literal*> operands;
-            for (const HloInstruction* op : step.sources) operands.push_back(values.at(op));
-            if (step.comparator >= 0) {  // a sort by its generated comparator (sort_library.h)
-              RunSort(*h, kernels_[step.comparator], operands, out, pool_.get());
-            } else if (absl::Status st = RunLibraryCall(*h, operands, out, pool_.get());
-                       !st.ok()) {  // LAPACK, FFT (library_calls.h)
-              return st;
-            }
-            values.Own(h, std::move(out));
-            break;
-          }
-          Literal out = ResultBuffer(h, arena);  // the call writes all of it
-          if (step.conv) {
-            RunLibraryConv(*step.conv, values.at(step.sources[0])->untyped_data(),
-                           values.at(step.sources[1])->untyped_data(), out.untyped_data(),
-                           pool_.get());
-          } else {
-            RunBlasDot(*step.gemm, values.at(step.sources[0])->untyped_data(),
-                       values.at(step.sources[1])->untyped_data(), out.untyped_data(), pool_.get());
-          }
+          // An array result into a buffer of its own, a tuple's elements zeroed.
+          Literal out = h->shape().IsArray() ? ResultBuffer(h, arena) : Literal(h->shape());
+          std::vector<const Literal*> operands;
+          for (const HloInstruction* op : step.sources) operands.push_back(values.at(op));
+          if (absl::Status st = RunLibraryStep(step, operands, out, kernels_, pool_.get());
+              !st.ok())
+            return st;
           values.Own(h, std::move(out));
           break;
         }

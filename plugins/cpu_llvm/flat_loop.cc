@@ -8,10 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "plugins/cpu_llvm/blas_dot.h"
-#include "plugins/cpu_llvm/conv_library.h"
-#include "plugins/cpu_llvm/library_calls.h"
-#include "plugins/cpu_llvm/sort_library.h"
+#include "plugins/cpu_llvm/library_step.h"
 
 namespace kiln::cpu {
 
@@ -778,29 +775,15 @@ const Literal& FlatLoop::LiteralOf(const Buffers& b, const Ref& r) const {
 }
 
 absl::Status FlatLoop::RunLibrary(const Kernel& k, Buffers& b, const KernelContext& c) const {
-  const Step& s = *k.step;
-  if (s.gemm || s.conv) {
-    const void* x = Data(b, k.sources[0]);
-    const void* y = Data(b, k.sources[1]);
-    void* out = b.data[temp_slot_[k.outputs[0]]];
-    if (s.gemm)
-      RunBlasDot(*s.gemm, x, y, out, c.pool);
-    else
-      RunLibraryConv(*s.conv, x, y, out, c.pool);
-    return absl::OkStatus();
-  }
   std::vector<const Literal*> operands;
   for (const Ref& r : k.sources) operands.push_back(&LiteralOf(b, r));
-  const HloInstruction& h = *s.instr;
+  const HloInstruction& h = *k.step->instr;
   // An array result is written into its temporary; a tuple's (zeroed, as the routines
   // expect) is copied into its elements' temporaries.
   Literal tuple = h.shape().IsTuple() ? Literal(h.shape()) : Literal();
   Literal& out = h.shape().IsTuple() ? tuple : *b.slots[temp_slot_[k.outputs[0]]];
-  if (s.comparator >= 0) {
-    RunSort(h, (*c.kernels)[s.comparator], operands, out, c.pool);
-  } else if (absl::Status st = RunLibraryCall(h, operands, out, c.pool); !st.ok()) {
+  if (absl::Status st = RunLibraryStep(*k.step, operands, out, *c.kernels, c.pool); !st.ok())
     return st;
-  }
   if (h.shape().IsTuple())
     for (size_t i = 0; i < k.outputs.size(); ++i)
       std::memcpy(b.data[temp_slot_[k.outputs[i]]], tuple.elements()[i].untyped_data(),
