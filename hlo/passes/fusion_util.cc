@@ -134,6 +134,7 @@ BuiltFusion BuildFusion(HloComputation* comp, const FusionSpec& spec, FusionName
   fc->set_is_fusion_computation(true);
   std::vector<HloInstruction*> fusion_operands;
   absl::flat_hash_map<HloInstruction*, HloInstruction*> param_of, value_of;
+  absl::flat_hash_set<std::string> fc_names;  // of the instructions cloned into fc
 
   auto value = [&](HloInstruction* o) -> HloInstruction* {
     if (member_set.contains(o)) return value_of.at(o);
@@ -157,16 +158,25 @@ BuiltFusion BuildFusion(HloComputation* comp, const FusionSpec& spec, FusionName
         std::vector<HloInstruction*> ops;
         for (HloInstruction* o : x->operands()) ops.push_back(map.at(o));
         auto clone = CloneWithOperands(*x, ops);
-        if (spec.survivors.contains(m)) clone->set_name(names.Get(x->name()));
+        // Fused bodies may reuse each other's names (param_0.1 and add in each of XLA's).
+        if (spec.survivors.contains(m) || !fc_names.insert(x->name()).second)
+          clone->set_name(names.Get(x->name()));
         map[x] = fc->AddInstruction(std::move(clone));
       }
       value_of[m] = map.at(body->root());
       continue;
     }
+    if (m->opcode() == HloOpcode::kGetTupleElement && member_set.contains(m->operand(0)) &&
+        value_of.at(m->operand(0))->opcode() == HloOpcode::kTuple) {
+      // An output of an inlined multi-output member: the value itself.
+      value_of[m] = value_of.at(m->operand(0))->operand(m->tuple_index());
+      continue;
+    }
     std::vector<HloInstruction*> ops;
     for (HloInstruction* o : m->operands()) ops.push_back(value(o));
     auto clone = CloneWithOperands(*m, ops);
-    if (spec.survivors.contains(m)) clone->set_name(names.Get(m->name()));
+    if (spec.survivors.contains(m) || !fc_names.insert(m->name()).second)
+      clone->set_name(names.Get(m->name()));
     value_of[m] = fc->AddInstruction(std::move(clone));
   }
 

@@ -1,6 +1,8 @@
 // Sibling multi-output fusion ("multi-output-fusion"): fusions (and lone reduces) that read
 // the same large operand are merged into one fusion with a tuple root, so the operand is
 // read from memory once; their users then read their results through get-tuple-element.
+// Optionally also producer-consumer: an elementwise loop that another reads element by
+// element is merged into it, its value still an output when something else reads it.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,26 @@ struct MultiOutputFusionOptions {
   // same rows: one kernel then reads each row once for all of them (a standardization's sum
   // and sum of squares).
   bool row_reductions = false;
+  // With elementwise_loops_only: also merge a producer loop into a consumer loop over the
+  // same space that reads it only elementwise (no broadcast, slice or other index change),
+  // when every other reader comes after the consumer. A value computed into memory because
+  // several kernels read it is then computed in one of them and read back by the others
+  // only (an optimizer step's new moments, read by the update and returned).
+  bool producer_consumer = false;
+  // Limits of one producer-consumer merge (measured on the sweeps' programs on cpu-llvm):
+  // operations of the merged body, parameters left out (a chain of 10,000 elementwise
+  // operations merged 256 at a time compiled in twice the time of 128 at a time, fewer of its
+  // kernels being identical to another); operands (each scalar one a loop-invariant broadcast
+  // held in a vector register); costly operations (IsCostlyElementwiseOpcode) one after the
+  // other on a path through the merged body, which one loop iteration runs at their latency
+  // (a bisection's eight steps of a [512] recurrence, two divisions each, merged into one
+  // kernel ran 1.8x slower than as eight); and the elements of the space, below which a
+  // kernel's several outputs cost the runner more than the merge saves (the 10,000-step chain
+  // on f32[256], merged four tanh deep, ran 2x slower).
+  int64_t max_merged_operations = 128;
+  int64_t max_merged_operands = 32;
+  int64_t max_merged_costly_depth = 4;
+  int64_t min_merged_elements = 4096;
   static constexpr int64_t kSmallElements = 16;
 };
 

@@ -3,7 +3,8 @@
 // become one kernel with two outputs, against hand-computed u32 values; a sibling that is a
 // row reduction stays a kernel of its own (its loop is not the elementwise one), but row
 // reductions over the same rows (a standardization's sum and sum of squares) are one kernel,
-// against a double reference.
+// against a double reference. Producer-consumer merging: an Adam step's new moments, read by
+// the update and returned, are computed in the update's kernel.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -217,6 +218,60 @@ TEST(SiblingFusion, RowReductionsOverTheSameRowsAreOneKernel) {
       colsabs += std::abs(in[r * 1024 + k]);
     }
     ASSERT_NEAR(got->element(3).data<float>()[k], cols, 1e-5 * colsabs) << k;
+  }
+}
+
+// m' = 0.9 m + 0.1 g, v' = 0.999 v + 0.001 g^2, p' = p - 0.01 m' / (sqrt(v') + 1e-8), all
+// returned. Kernel-fusion computes m' and v' into memory (the update reads them and they are
+// outputs), sibling merging puts them in one kernel (both read g), and producer-consumer
+// merging computes that kernel inside the update's: one kernel writing three outputs.
+constexpr char kAdam[] = R"(HloModule adam
+ENTRY main {
+  p = f32[256,256] parameter(0)
+  g = f32[256,256] parameter(1)
+  m = f32[256,256] parameter(2)
+  v = f32[256,256] parameter(3)
+  b1 = f32[256,256] broadcast(f32[] constant(0.9)), dimensions={}
+  c1 = f32[256,256] broadcast(f32[] constant(0.1)), dimensions={}
+  b2 = f32[256,256] broadcast(f32[] constant(0.999)), dimensions={}
+  c2 = f32[256,256] broadcast(f32[] constant(0.001)), dimensions={}
+  lr = f32[256,256] broadcast(f32[] constant(0.01)), dimensions={}
+  eps = f32[256,256] broadcast(f32[] constant(1e-08)), dimensions={}
+  m1 = f32[256,256] add(f32[256,256] multiply(b1, m), f32[256,256] multiply(c1, g))
+  gg = f32[256,256] multiply(g, g)
+  v1 = f32[256,256] add(f32[256,256] multiply(b2, v), f32[256,256] multiply(c2, gg))
+  den = f32[256,256] add(f32[256,256] sqrt(v1), eps)
+  step = f32[256,256] divide(f32[256,256] multiply(lr, m1), den)
+  p1 = f32[256,256] subtract(p, step)
+  ROOT t = (f32[256,256], f32[256,256], f32[256,256]) tuple(p1, m1, v1)
+})";
+
+TEST(ProducerConsumerFusion, AdamMomentsAreComputedInTheUpdateKernel) {
+  EXPECT_EQ(KernelCount(kAdam, false), 3u);
+  CompileOptions opts;
+  opts.threads = 2;
+  const testing::CompiledText c = testing::CompileText(kAdam, opts);
+  ASSERT_NE(c.exe, nullptr);
+  ASSERT_EQ(ArrayKernels(*c.exe).size(), 1u);
+  EXPECT_EQ(ArrayKernels(*c.exe)[0]->outputs.size(), 3u);
+  std::vector<Literal> args;
+  for (int a = 0; a < 4; ++a) {
+    args.push_back(Literal::Uninitialized(Shape(PrimitiveType::F32, {256, 256})));
+    for (int64_t i = 0; i < 256 * 256; ++i)
+      args.back().data<float>()[i] =
+          a == 3 ? static_cast<float>((i * 7 + 3) % 101) * 0.01f
+                 : static_cast<float>((i * (a + 5) + a) % 89) * 0.02f - 0.9f;
+  }
+  auto got = c.exe->Run(args);
+  ASSERT_TRUE(got.ok()) << got.status();
+  for (int64_t i = 0; i < 256 * 256; ++i) {
+    const double p = args[0].data<float>()[i], g = args[1].data<float>()[i];
+    const double m = 0.9 * args[2].data<float>()[i] + 0.1 * g;
+    const double v = 0.999 * args[3].data<float>()[i] + 0.001 * g * g;
+    const double want[] = {p - 0.01 * m / (std::sqrt(v) + 1e-8), m, v};
+    for (int o = 0; o < 3; ++o)
+      ASSERT_NEAR(got->element(o).data<float>()[i], want[o], 1e-5 * (1 + std::fabs(want[o])))
+          << "output " << o << " element " << i;
   }
 }
 
