@@ -61,7 +61,31 @@ std::pair<int64_t, int64_t> CheckLayout(const CpuExecutable& exe, const std::str
       step_of[plans[c]->steps[i].instr] = {static_cast<int>(c), static_cast<int64_t>(i)};
   std::vector<Range> ranges;
   std::pair<int64_t, int64_t> counts = {0, 0};
+  // An output of a multi-output kernel lives from that kernel's step to the last reader of
+  // its get-tuple-elements (listed in `offsets` too, for the runner: checked here as the
+  // output they read).
+  for (const auto& [key, offset] : layout.element_offsets) {
+    const auto& [h, index] = key;
+    EXPECT_TRUE(step_of.contains(h)) << name << ": " << h->name() << " is not a step";
+    const Where w = step_of[h];
+    const int64_t bytes = h->shape().tuple_shapes(static_cast<int>(index)).byte_size();
+    Range r{h, w.computation, w.step, w.step, offset, offset + bytes};
+    for (const HloInstruction* g : h->users()) {
+      if (g->tuple_index() != index) continue;
+      EXPECT_EQ(layout.OffsetOf(g), offset) << name << ": " << g->name();
+      for (const HloInstruction* u : g->users()) {
+        EXPECT_TRUE(step_of.contains(u)) << name << ": user " << u->name() << " is not a step";
+        EXPECT_EQ(step_of[u].computation, w.computation) << name << ": " << u->name();
+        r.last_step = std::max(r.last_step, step_of[u].step);
+      }
+    }
+    EXPECT_EQ(offset % 64, 0) << name << ": " << h->name();
+    EXPECT_LE(r.end, layout.size) << name << ": " << h->name() << " ends past the arena";
+    (w.computation == 0 ? counts.first : counts.second)++;
+    ranges.push_back(r);
+  }
   for (const auto& [h, offset] : layout.offsets) {
+    if (h->opcode() == HloOpcode::kGetTupleElement) continue;  // checked above
     EXPECT_TRUE(step_of.contains(h)) << name << ": " << h->name() << " is not a step";
     const Where w = step_of[h];
     Range r{h, w.computation, w.step, w.step, offset, offset + h->shape().byte_size()};
@@ -89,6 +113,7 @@ std::pair<int64_t, int64_t> CheckLayout(const CpuExecutable& exe, const std::str
         continue;
       }
       if (a.first_step > b.first_step) continue;
+      // Two outputs of one kernel are written by the same step: both live then.
       const bool live_together = b.first_step <= a.last_step;
       const bool in_place = b.in_place_on == a.h && a.last_step == b.first_step;
       EXPECT_FALSE(live_together && share_bytes && !in_place)
@@ -135,6 +160,53 @@ TEST(Arena, LstmStackedWhile) { CheckModule("examples/hlo/lstm_stacked_while.hlo
 TEST(Arena, JaxMnist) { CheckModule("tests/jax_lowered/mnist.hlo", true); }
 TEST(Arena, JaxResnet8) { CheckModule("tests/jax_lowered/resnet8.hlo", true); }
 TEST(Arena, JaxBert) { CheckModule("tests/jax_lowered/bert.hlo", true); }
+
+// exp(tanh(exp(x))) and tanh(sin(tanh(x))), each read by a row and a column reduction, are
+// computed into memory (too costly to generate in both) by one kernel with two outputs
+// (sibling merging): both outputs go into the arena.
+TEST(Arena, MultiOutputKernelOutputs) {
+  const std::string text = R"(HloModule two_outputs
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[64,128] parameter(0)
+  zero = f32[] constant(0)
+  e1 = f32[64,128] exponential(x)
+  e2 = f32[64,128] tanh(e1)
+  e = f32[64,128] exponential(e2)
+  t1 = f32[64,128] tanh(x)
+  t2 = f32[64,128] sine(t1)
+  t = f32[64,128] tanh(t2)
+  re = f32[64] reduce(e, zero), dimensions={1}, to_apply=add
+  ce = f32[128] reduce(e, zero), dimensions={0}, to_apply=add
+  rt = f32[64] reduce(t, zero), dimensions={1}, to_apply=add
+  ct = f32[128] reduce(t, zero), dimensions={0}, to_apply=add
+  ROOT out = (f32[64], f32[128], f32[64], f32[128]) tuple(re, ce, rt, ct)
+})";
+  auto parsed = ParseHloModule(text, "two_outputs");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::shared_ptr<const HloModule> module(std::move(*parsed));
+  auto compiler = CpuCompiler::Create();
+  ASSERT_TRUE(compiler.ok());
+  auto exe = (*compiler)->Compile(module);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  EXPECT_EQ((*exe)->arena_layout().element_offsets.size(), 2u);
+  CheckLayout(**exe, "two_outputs");
+  std::mt19937 rng(5);
+  std::vector<Literal> args;
+  args.push_back(RandomLiteral(module->entry()->parameter(0)->shape(), rng));
+  HloEvaluator evaluator;
+  auto want = evaluator.Evaluate(*module, args);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (int run = 0; run < 3; ++run) {
+    auto got = (*exe)->Run(args);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ExpectClose(*got, *want, "two_outputs run " + std::to_string(run), "jit", 1e-4);
+  }
+}
 
 // Several threads running one executable at once each get an arena of their own.
 TEST(Arena, ConcurrentRunsAgree) {

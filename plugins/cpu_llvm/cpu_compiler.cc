@@ -136,6 +136,16 @@ Literal CpuExecutable::ResultBuffer(const HloInstruction* h,
   return Literal::Uninitialized(h->shape());  // its producer writes every element
 }
 
+Literal CpuExecutable::OutputBuffer(const HloInstruction* h, int64_t index,
+                                    const std::shared_ptr<uint8_t>& arena) const {
+  const Shape& shape = h->shape().tuple_shapes(static_cast<int>(index));
+  if (arena != nullptr) {
+    if (const int64_t offset = arena_.ElementOffsetOf(h, index); offset >= 0)
+      return Literal::Adopt(shape, arena.get() + offset, arena);
+  }
+  return Literal::Uninitialized(shape);
+}
+
 std::vector<std::string> CpuExecutable::NativeInstructions() const {
   std::vector<std::string> out;
   for (const auto& [h, d] : plan_.dispositions)
@@ -328,11 +338,14 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
                           ? outs[0].untyped_data()  // the output's own buffer
                           : const_cast<uint8_t*>(values.at(s)->untyped_data()));
   }
-  for (const HloInstruction* o : spec.outputs) {
+  for (size_t i = 0; i < spec.outputs.size(); ++i) {
     if (step.in_place_source < 0 && over < 0) {
       // A kernel writes every element.
-      outs.push_back(step.instr->shape().IsArray() ? ResultBuffer(step.instr, arena)
-                                                   : Literal::Uninitialized(o->shape()));
+      const Shape& shape = step.instr->shape();
+      outs.push_back(shape.IsArray() ? ResultBuffer(step.instr, arena)
+                     : shape.tuple_size() == static_cast<int64_t>(spec.outputs.size())
+                         ? OutputBuffer(step.instr, static_cast<int64_t>(i), arena)
+                         : Literal::Uninitialized(spec.outputs[i]->shape()));
     }
     buffers.push_back(outs.back().untyped_data());
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "hlo/analysis/buffer_assignment.h"
 #include "hlo/computation.h"
@@ -50,48 +51,83 @@ void LayOutComputation(const BufferAssignment& assignment, const ComputationPlan
   absl::flat_hash_map<int64_t, int64_t> offset_of;                    // allocation -> offset
   if (report != nullptr && plan.computation != nullptr)
     absl::StrAppend(report, "%", plan.computation->name(), ":\n");
-  for (const Step& s : plan.steps) {
-    if (s.kind != Disposition::kKernel && s.kind != Disposition::kLibrary) continue;
+  // The allocations of the outputs placed of each multi-output kernel.
+  absl::flat_hash_map<const HloInstruction*, absl::flat_hash_set<int64_t>> kernel_allocations;
+  // Places value `tree` of step s (the step's result, or its output `index` read by `readers`,
+  // its get-tuple-elements); false when it stays out.
+  auto place = [&](const Step& s, const ValueTree& tree, int64_t index,
+                   const std::vector<const HloInstruction*>& readers) {
     const HloInstruction* h = s.instr;
-    if (!h->shape().IsArray()) continue;
-    const ValueTree& tree = liveness.TreeOf(h);
-    if (tree.value < 0 || !tree.children.empty()) continue;
+    if (tree.value < 0 || !tree.children.empty()) return false;
     const BufferValue& value = liveness.value(tree.value);
-    if (value.is_output || value.is_parameter || value.is_constant) continue;
+    if (value.is_output || value.is_parameter || value.is_constant) return false;
     const int64_t a = assignment.AllocationOf(value.id);
-    if (a < 0) continue;
+    if (a < 0) return false;
     const Allocation& allocation = assignment.allocations()[a];
     // An allocation that also holds outputs still serves its temporaries: outputs get
     // buffers of their own (the caller keeps them).
-    if (allocation.is_parameter || allocation.is_constant) continue;
-    if (!std::all_of(h->users().begin(), h->users().end(), direct_reader)) continue;
-    // The table a scatter on the evaluator updates stays out, so that the scatter can take it
-    // over instead of copying it (an embedding gradient's zeroed table).
-    if (std::any_of(h->users().begin(), h->users().end(), [&](const HloInstruction* u) {
-          return u->opcode() == HloOpcode::kScatter && u->operand(0) == h &&
-                 steps.at(u)->kind == Disposition::kEvaluator;
-        }))
-      continue;
+    if (allocation.is_parameter || allocation.is_constant) return false;
+    for (const HloInstruction* r : readers) {
+      if (!std::all_of(r->users().begin(), r->users().end(), direct_reader)) return false;
+      // The table a scatter on the evaluator updates stays out, so that the scatter can take
+      // it over instead of copying it (an embedding gradient's zeroed table).
+      if (std::any_of(r->users().begin(), r->users().end(), [&](const HloInstruction* u) {
+            return u->opcode() == HloOpcode::kScatter && u->operand(0) == r &&
+                   steps.at(u)->kind == Disposition::kEvaluator;
+          }))
+        return false;
+    }
     // In place on an input of the same kernel: only the dynamic-update-slice kernels that
-    // write just the update are made for that.
-    bool aliases_input = false;
+    // write just the update are made for that. Nor on another output of the same kernel.
     for (size_t i = 0; i < s.sources.size(); ++i) {
       auto it = allocation_of.find(s.sources[i]);
       if (it != allocation_of.end() && it->second == a && static_cast<int>(i) != s.in_place_source)
-        aliases_input = true;
+        return false;
     }
-    if (aliases_input) continue;
-    allocation_of[h] = a;
+    if (index >= 0 && kernel_allocations[h].contains(a)) return false;
     auto [it, fresh] = offset_of.try_emplace(a, layout.size);
     if (fresh) {
       layout.size += RoundUp(allocation.size);
       ++layout.allocations;
     }
-    layout.offsets[h] = it->second;
+    for (const HloInstruction* r : readers) {
+      allocation_of[r] = a;
+      layout.offsets[r] = it->second;
+    }
+    if (index >= 0) {
+      layout.element_offsets[{h, index}] = it->second;
+      kernel_allocations[h].insert(a);
+    }
     ++layout.values;
     if (report != nullptr)
-      absl::StrAppend(report, "  %", h->name(), " ", h->shape().ToString(false), " at ", it->second,
-                      " (allocation ", a, ")\n");
+      absl::StrAppend(report, "  %", h->name(), index >= 0 ? absl::StrCat(" output ", index) : "",
+                      " ",
+                      (index >= 0 ? h->shape().tuple_shapes(static_cast<int>(index)) : h->shape())
+                          .ToString(false),
+                      " at ", it->second, " (allocation ", a, ")\n");
+    return true;
+  };
+  for (const Step& s : plan.steps) {
+    if (s.kind != Disposition::kKernel && s.kind != Disposition::kLibrary) continue;
+    const HloInstruction* h = s.instr;
+    const ValueTree& tree = liveness.TreeOf(h);
+    if (h->shape().IsArray()) {
+      place(s, tree, -1, {h});
+      continue;
+    }
+    // A multi-output kernel read through get-tuple-elements only: each output on its own.
+    if (s.kind != Disposition::kKernel ||
+        !std::all_of(h->users().begin(), h->users().end(), [](const HloInstruction* u) {
+          return u->opcode() == HloOpcode::kGetTupleElement;
+        }))
+      continue;
+    for (int64_t i = 0; i < static_cast<int64_t>(tree.children.size()); ++i) {
+      if (!h->shape().tuple_shapes(static_cast<int>(i)).IsArray()) continue;
+      std::vector<const HloInstruction*> readers;
+      for (const HloInstruction* u : h->users())
+        if (u->tuple_index() == i) readers.push_back(u);
+      place(s, tree.children[i], i, readers);
+    }
   }
   if (report != nullptr && layout.size > base)
     absl::StrAppend(report, "  (", layout.size - base, " bytes from ", base, ")\n");

@@ -8,9 +8,10 @@
 // whole truth about it: it is not an output of its computation, and every user reads it as a
 // step of its own (a kernel, a library call, the evaluator), so no other value refers to it
 // after its last reader. Results read by tuples or control flow (a while loop may carry a
-// buffer past the step that passed it in), tuple-shaped results, and results the assignment
-// put in place on an operand of the same kernel (other than an in-place dynamic-update-slice)
-// get buffers of their own.
+// buffer past the step that passed it in), and results the assignment put in place on an
+// operand of the same kernel (other than an in-place dynamic-update-slice) get buffers of
+// their own. A kernel with several outputs places each output that way on its own, its
+// readers being the readers of the get-tuple-element that takes it out.
 #pragma once
 
 #include <cstdint>
@@ -26,13 +27,21 @@ struct ArenaLayout {
   int64_t size = 0;  // bytes; 0 when nothing goes into the arena
   // Byte offset (a multiple of 64) of each instruction (of any computation of the plan) whose
   // result lives in the arena.
+  // An output of a multi-output kernel is listed under each get-tuple-element of it, so
+  // that what reads it knows the buffer is the arena's.
   absl::flat_hash_map<const HloInstruction*, int64_t> offsets;
+  // Of each output placed of a multi-output kernel: (kernel, output index) -> offset.
+  absl::flat_hash_map<std::pair<const HloInstruction*, int64_t>, int64_t> element_offsets;
   int64_t allocations = 0;  // distinct allocations of the assignment the arena holds
   int64_t values = 0;       // results placed in it
 
   int64_t OffsetOf(const HloInstruction* h) const {
     auto it = offsets.find(h);
     return it == offsets.end() ? -1 : it->second;
+  }
+  int64_t ElementOffsetOf(const HloInstruction* h, int64_t index) const {
+    auto it = element_offsets.find({h, index});
+    return it == element_offsets.end() ? -1 : it->second;
   }
   // "arena: N bytes, A allocations for V results" (logs, dumps).
   std::string Summary() const;
