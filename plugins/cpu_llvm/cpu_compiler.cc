@@ -425,6 +425,9 @@ absl::StatusOr<std::unique_ptr<CpuCompiler>> CpuCompiler::Create(const CompileOp
   if (const char* env = std::getenv("KILN_CPU_SIBLING_FUSION");
       env != nullptr && std::string_view(env) == "0")
     compiler->options_.plan.merge_sibling_kernels = false;
+  if (const char* env = std::getenv("KILN_CPU_PRODUCER_FUSION");
+      env != nullptr && std::string_view(env) == "0")
+    compiler->options_.plan.merge_producer_kernels = false;
   if (!options.cache_dir.has_value())
     compiler->object_cache_ = DiskCache::FromEnv("KILN_CPU_CACHE_DIR");
   else if (!options.cache_dir->empty())
@@ -445,8 +448,9 @@ std::string CpuCompiler::ObjectCacheKey(const std::string& text) const {
       "cpu-llvm objects\nbinary=", BinaryIdentity(reinterpret_cast<const void*>(&StructuralHash)),
       "\n", jit_->CacheKey(), "\nplan=", p.fuse_unfused, ",", p.blas_min_mnk, ",",
       p.parallel_min_work, ",", p.native_control_flow, ",", p.update_in_place, ",",
-      p.accumulate_columns, ",", p.merge_sibling_kernels, ",", p.s8_gemm, ",", p.native_sort, ",",
-      p.complex_kernels, ",", p.integer_gemm, ",", p.bf16_gemm, "\n", text);
+      p.accumulate_columns, ",", p.merge_sibling_kernels, ",", p.merge_producer_kernels, ",",
+      p.s8_gemm, ",", p.native_sort, ",", p.complex_kernels, ",", p.integer_gemm, ",", p.bf16_gemm,
+      "\n", text);
 }
 
 absl::StatusOr<std::shared_ptr<const CpuExecutable>> CpuCompiler::Compile(

@@ -47,6 +47,7 @@ inline PlanOptions CpuPlanOptions() {
   p.update_in_place = true;
   p.accumulate_columns = true;
   p.merge_sibling_kernels = true;
+  p.merge_producer_kernels = true;
   p.s8_gemm = HaveS8Gemm();
   p.bf16_gemm = HaveBf16Gemm();
   p.integer_gemm = true;

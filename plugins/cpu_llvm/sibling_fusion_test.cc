@@ -248,6 +248,11 @@ ENTRY main {
 
 TEST(ProducerConsumerFusion, AdamMomentsAreComputedInTheUpdateKernel) {
   EXPECT_EQ(KernelCount(kAdam, false), 3u);
+  CompileOptions siblings_only;
+  siblings_only.plan.merge_producer_kernels = false;
+  const testing::CompiledText apart = testing::CompileText(kAdam, siblings_only);
+  ASSERT_NE(apart.exe, nullptr);
+  EXPECT_EQ(ArrayKernels(*apart.exe).size(), 2u);
   CompileOptions opts;
   opts.threads = 2;
   const testing::CompiledText c = testing::CompileText(kAdam, opts);

@@ -203,7 +203,7 @@ absl::StatusOr<Plan> MakeFusedPlan(const HloModule& module, const PlanOptions& o
     MultiOutputFusionOptions siblings;
     siblings.elementwise_loops_only = true;
     siblings.row_reductions = true;
-    siblings.producer_consumer = true;
+    siblings.producer_consumer = options.merge_producer_kernels;
     absl::StatusOr<bool> merged = MultiOutputFusion(siblings).Run(**copy);
     if (!merged.ok()) return merged.status();
     // A cone both siblings had inlined is now in one fused computation twice.

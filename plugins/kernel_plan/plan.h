@@ -94,6 +94,10 @@ struct PlanOptions {
   // row reductions over the same rows (a row's sum and sum of squares: one pass over the
   // rows). The CPU runner turns it on (KILN_CPU_SIBLING_FUSION=0 turns it off there).
   bool merge_sibling_kernels = false;
+  // With merge_sibling_kernels: then producer-consumer merging (producer_consumer_merge.h),
+  // an elementwise loop computed into memory for several readers computed inside one of
+  // them. The CPU runner turns it on (KILN_CPU_PRODUCER_FUSION=0 turns it off there).
+  bool merge_producer_kernels = false;
   // Sorts whose comparator the emitter generates (llvm_emit::CanEmitSortComparator) are
   // kLibrary steps with a comparator kernel (Step::comparator) that the runner sorts with;
   // otherwise sorts go to the evaluator. The CPU runner supports it.
