@@ -17,6 +17,7 @@ using multi_output::BodySize;
 using multi_output::Compatible;
 using multi_output::IsElementwiseLoop;
 using multi_output::IsRowReduction;
+using multi_output::OutputsRewirable;
 using multi_output::Rewire;
 using multi_output::SpaceOf;
 
@@ -45,15 +46,7 @@ class SiblingMerger {
     if (i.opcode() != HloOpcode::kFusion) return false;
     FusionKind k = i.attrs().fusion_kind;
     if (k != FusionKind::kLoop && k != FusionKind::kInput) return false;
-    if (i.shape().IsTuple()) {
-      // A multi-output fusion is read through get-tuple-element only (then it can be
-      // re-indexed); anything else would need the whole tuple rebuilt.
-      if (comp_->root() == &i) return false;
-      for (const HloInstruction* u : i.users())
-        if (u->opcode() != HloOpcode::kGetTupleElement) return false;
-      if (i.fused_computation()->root()->opcode() != HloOpcode::kTuple) return false;
-    }
-    return i.shape().IsArray() || i.shape().IsTuple();
+    return (i.shape().IsArray() || i.shape().IsTuple()) && OutputsRewirable(i, *comp_);
   }
 
   // Whether `to` is reachable from `from` through users. The post-order is topological,

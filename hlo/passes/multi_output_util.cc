@@ -112,6 +112,16 @@ bool IsRowReduction(const HloInstruction& fusion) {
   return reduces == static_cast<int64_t>(roots.size());
 }
 
+bool OutputsRewirable(const HloInstruction& f, const HloComputation& comp) {
+  if (!f.shape().IsTuple()) return true;
+  if (comp.root() == &f || f.opcode() != HloOpcode::kFusion ||
+      f.fused_computation()->root()->opcode() != HloOpcode::kTuple)
+    return false;
+  for (const HloInstruction* u : f.users())
+    if (u->opcode() != HloOpcode::kGetTupleElement) return false;
+  return true;
+}
+
 int64_t BodySize(const HloInstruction& i) {
   if (i.opcode() != HloOpcode::kFusion) return 1;
   return i.fused_computation()->instruction_count();

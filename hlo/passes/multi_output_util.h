@@ -32,6 +32,11 @@ bool IsElementwiseLoop(const HloInstruction& fusion, bool row_reduction_roots = 
 // elementwise cone (see MultiOutputFusionOptions::row_reductions).
 bool IsRowReduction(const HloInstruction& fusion);
 
+// A multi-output fusion of `comp` read through get-tuple-element only, with a tuple root in
+// its body: its outputs can be re-indexed (anything else would need the whole tuple
+// rebuilt). True for any array-shaped instruction.
+bool OutputsRewirable(const HloInstruction& f, const HloComputation& comp);
+
 // Instructions of a fusion's body (1 for anything else).
 int64_t BodySize(const HloInstruction& i);
 

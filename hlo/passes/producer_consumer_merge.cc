@@ -11,6 +11,7 @@ namespace kiln {
 namespace {
 
 using multi_output::IsElementwiseLoop;
+using multi_output::OutputsRewirable;
 using multi_output::Rewire;
 using multi_output::SpaceOf;
 
@@ -67,12 +68,11 @@ class ProducerConsumerMerger {
   // An elementwise loop fusion whose readers (get-tuple-elements, when it has several
   // outputs) can be rewired.
   bool IsLoop(const HloInstruction& f) const {
-    if (control_.contains(&f) || !IsElementwiseLoop(f)) return false;
-    if (!f.shape().IsTuple()) return true;
-    if (comp_->root() == &f || f.fused_computation()->root()->opcode() != HloOpcode::kTuple)
+    if (control_.contains(&f) || !IsElementwiseLoop(f) || !OutputsRewirable(f, *comp_))
       return false;
-    for (const HloInstruction* u : f.users())
-      if (u->opcode() != HloOpcode::kGetTupleElement || control_.contains(u)) return false;
+    if (f.shape().IsTuple())  // its get-tuple-elements are rewired too
+      for (const HloInstruction* u : f.users())
+        if (control_.contains(u)) return false;
     return true;
   }
 
@@ -119,14 +119,17 @@ class ProducerConsumerMerger {
     return true;
   }
 
-  bool CanAbsorb(int64_t gi, int64_t hi) const {
+  // Whether group gi can absorb group hi; if so, `depths` holds the costly depths of gi's
+  // values with hi inside (hi's own do not change).
+  bool CanAbsorb(int64_t gi, int64_t hi,
+                 absl::flat_hash_map<const HloInstruction*, int64_t>* depths) const {
     const Group& g = groups_[gi];
     const Group& h = groups_[hi];
     if (h.dims != g.dims || g.size + h.size > options_.max_merged_operations) return false;
     int64_t elements = 1;
     for (int64_t d : g.dims) elements *= d;
     if (elements < options_.min_merged_elements) return false;
-    if (CostlyDepth(gi, hi, nullptr) > options_.max_merged_costly_depth) return false;
+    if (CostlyDepth(gi, hi, depths) > options_.max_merged_costly_depth) return false;
     for (const HloInstruction* v : Values(h)) {
       for (const HloInstruction* r : v->users()) {
         const int64_t ri = GroupOf(r);
@@ -196,10 +199,12 @@ class ProducerConsumerMerger {
       for (const HloInstruction* o : groups_[gi].reads) {
         const int64_t hi = GroupOf(o);
         if (hi < 0 || hi == gi || refused.contains(hi)) continue;
-        if (!CanAbsorb(gi, hi)) {
+        absl::flat_hash_map<const HloInstruction*, int64_t> depths;
+        if (!CanAbsorb(gi, hi, &depths)) {
           refused.insert(hi);
           continue;
         }
+        for (const auto& [v, d] : depths) depth_[v] = d;
         Group& g = groups_[gi];
         Group& h = groups_[hi];
         for (HloInstruction* f : h.fusions) group_of_[f] = gi;
@@ -212,7 +217,6 @@ class ProducerConsumerMerger {
               reads.push_back(r);
         g.reads = std::move(reads);
         h = Group{};
-        CostlyDepth(gi, -1, &depth_);
         grew = true;
         break;
       }

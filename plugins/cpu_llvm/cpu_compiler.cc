@@ -127,23 +127,12 @@ void CpuExecutable::ReturnArena(std::shared_ptr<uint8_t> arena) const {
   if (free_arenas_.size() < kKept) free_arenas_.push_back(std::move(arena));
 }
 
-Literal CpuExecutable::ResultBuffer(const HloInstruction* h,
-                                    const std::shared_ptr<uint8_t>& arena) const {
-  if (arena != nullptr) {
-    if (const int64_t offset = arena_.OffsetOf(h); offset >= 0)
-      return Literal::Adopt(h->shape(), arena.get() + offset, arena);
-  }
-  return Literal::Uninitialized(h->shape());  // its producer writes every element
-}
-
-Literal CpuExecutable::OutputBuffer(const HloInstruction* h, int64_t index,
-                                    const std::shared_ptr<uint8_t>& arena) const {
-  const Shape& shape = h->shape().tuple_shapes(static_cast<int>(index));
-  if (arena != nullptr) {
-    if (const int64_t offset = arena_.ElementOffsetOf(h, index); offset >= 0)
-      return Literal::Adopt(shape, arena.get() + offset, arena);
-  }
-  return Literal::Uninitialized(shape);
+Literal CpuExecutable::ResultBuffer(const HloInstruction* h, const std::shared_ptr<uint8_t>& arena,
+                                    int64_t index) const {
+  const Shape& shape = index < 0 ? h->shape() : h->shape().tuple_shapes(static_cast<int>(index));
+  const int64_t offset = index < 0 ? arena_.OffsetOf(h) : arena_.ElementOffsetOf(h, index);
+  if (arena != nullptr && offset >= 0) return Literal::Adopt(shape, arena.get() + offset, arena);
+  return Literal::Uninitialized(shape);  // its producer writes every element
 }
 
 std::vector<std::string> CpuExecutable::NativeInstructions() const {
@@ -344,7 +333,7 @@ void CpuExecutable::RunKernel(const Step& step, StepValues& values,
       const Shape& shape = step.instr->shape();
       outs.push_back(shape.IsArray() ? ResultBuffer(step.instr, arena)
                      : shape.tuple_size() == static_cast<int64_t>(spec.outputs.size())
-                         ? OutputBuffer(step.instr, static_cast<int64_t>(i), arena)
+                         ? ResultBuffer(step.instr, arena, static_cast<int64_t>(i))
                          : Literal::Uninitialized(spec.outputs[i]->shape()));
     }
     buffers.push_back(outs.back().untyped_data());

@@ -144,12 +144,11 @@ class CpuExecutable {
 
   std::shared_ptr<uint8_t> AcquireArena() const;  // null when the layout is empty
   void ReturnArena(std::shared_ptr<uint8_t> arena) const;
-  // The buffer of an array result: its place in `arena` when the layout has one (the
-  // entry's steps; `arena` is null in sub-plans), else a fresh one.
-  Literal ResultBuffer(const HloInstruction* h, const std::shared_ptr<uint8_t>& arena) const;
-  // The same for output `index` of a multi-output kernel h.
-  Literal OutputBuffer(const HloInstruction* h, int64_t index,
-                       const std::shared_ptr<uint8_t>& arena) const;
+  // The buffer of an array result (or, with `index`, of output `index` of a multi-output
+  // kernel h): its place in `arena` when the layout has one (the entry's steps; `arena` is
+  // null in sub-plans), else a fresh one.
+  Literal ResultBuffer(const HloInstruction* h, const std::shared_ptr<uint8_t>& arena,
+                       int64_t index = -1) const;
   // Runs one computation's steps (the entry, or a sub-plan of control flow) on `args`.
   // Values are released after their last reader (Step::last_uses).
   // Run and RunShared after their own argument conversion.
