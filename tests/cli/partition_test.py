@@ -8,8 +8,10 @@ jax.checkpoint writes), an arg-max's variadic reduce and a row scatter on cpu-ll
 `kiln graph run` places nodes per capability and draws the clusters as SVG/HTML. Every
 value is checked against NumPy.
 """
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,7 @@ import numpy as np
 KILN, PLUGIN_DIR, ROOT = (os.path.abspath(a) for a in sys.argv[1:4])
 NEXT = 'cpu-llvm' if sys.argv[4] == '1' else 'interpreter'
 TMP = tempfile.mkdtemp(prefix='kiln_partition_')
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 WITH_PLUGIN = dict(os.environ, KILN_PLUGIN_PATH=PLUGIN_DIR)
 failures = []
 

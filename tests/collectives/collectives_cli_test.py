@@ -9,7 +9,9 @@ Real modules too: jaxdecomp's distributed 3D FFT (8 partitions, all-to-all) agai
 FFT of the whole array, and torch-xla's data-parallel, tensor-parallel, pipeline and FSDP
 steps on 2 ranks under mpirun (cpu-llvm) against the same on 2 in-process devices
 (interpreter)."""
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +24,8 @@ KILN = sys.argv[1]
 CORPUS = os.path.join(sys.argv[2], 'tests', 'hlo_corpus')
 DEVICES = sys.argv[3:]
 TMP = tempfile.mkdtemp(prefix='kiln_collectives_test_')
+# Each run writes about 440 MB (dumps of the torch-xla steps): never leave it behind.
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 MPIRUN = subprocess.run(['which', 'mpirun'], capture_output=True, text=True).stdout.strip()
 failures, passes = [], []
 
