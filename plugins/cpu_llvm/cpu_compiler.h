@@ -54,6 +54,7 @@ inline PlanOptions CpuPlanOptions() {
   p.native_sort = true;
   p.complex_kernels = true;
   p.library_call = IsLibraryCall;
+  p.library_call_args = LibraryCallArgsOf;
   p.native_scatter = IsRowScatter;
   return p;
 }

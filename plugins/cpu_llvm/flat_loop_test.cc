@@ -892,8 +892,9 @@ TEST(FlatLoop, AConditionalReadingTheWholeStateRunsFlat) {
 }
 
 // Library steps in the body (a sort by its generated comparator, a LAPACK triangular solve, a
-// GEMM) run inside the flat loop as the general runner runs them; the loop then has no fixed
-// program (no driver). A solve's unit diagonal keeps the repeated solves well conditioned.
+// GEMM, LAPACK factorizations with tuple results) run inside the flat loop as the general runner
+// runs them; the loop then has no fixed program (no driver). A solve's unit diagonal keeps the
+// repeated solves well conditioned.
 TEST(FlatLoop, LibraryStepsRunInsideAFlatLoop) {
   const std::string sorted = R"(
 HloModule sorted
@@ -998,8 +999,59 @@ ENTRY main {
   ROOT w = (s32[], f32[16], s32[16]) while(init), condition=cond, body=body
 }
 )";
-  for (const auto& [name, text] :
-       {std::pair{"sort", sorted}, std::pair{"solve", solved}, std::pair{"pairs", pairs}}) {
+  // Two tuple-shaped LAPACK calls of different shapes (Cholesky, then an LU of its factor,
+  // as jnp.linalg.solve(cholesky(a), y) does) and a solve by their results, each step: every
+  // call fills its own result, factors, pivots and infos carried in the state.
+  const std::string factored = R"(
+HloModule factored
+cond {
+  p = (s32[], f32[8,8], f32[8,1], s32[8], s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(4)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[8,8], f32[8,1], s32[8], s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  c = f32[8,8] get-tuple-element(p), index=1
+  y = f32[8,1] get-tuple-element(p), index=2
+  cc = f32[8,8] dot(c, c), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  r = s32[8,8] iota(), iota_dimension=0
+  k = s32[8,8] iota(), iota_dimension=1
+  on = pred[8,8] compare(r, k), direction=EQ
+  eight = f32[] constant(8)
+  e8 = f32[8,8] broadcast(eight), dimensions={}
+  zero = f32[] constant(0)
+  z8 = f32[8,8] broadcast(zero), dimensions={}
+  d = f32[8,8] select(on, e8, z8)
+  a = f32[8,8] add(cc, d)
+  ch = (f32[8,8], s32[]) custom-call(a), custom_call_target="lapack_spotrf_ffi", backend_config={uplo = 76 : ui8}
+  l = f32[8,8] get-tuple-element(ch), index=0
+  tri = pred[8,8] compare(r, k), direction=GE
+  lower = f32[8,8] select(tri, l, z8)
+  lu = (f32[8,8], s32[8], s32[]) custom-call(lower), custom_call_target="lapack_sgetrf_ffi", backend_config={}
+  f = f32[8,8] get-tuple-element(lu), index=0
+  piv = s32[8] get-tuple-element(lu), index=1
+  info = s32[] get-tuple-element(ch), index=1
+  x = f32[8,1] triangular-solve(f, y), left_side=true, lower=false, unit_diagonal=false, transpose_a=NO_TRANSPOSE
+  half = f32[] constant(0.5)
+  hb = f32[8,8] broadcast(half), dimensions={}
+  c2 = f32[8,8] multiply(c, hb)
+  ROOT t = (s32[], f32[8,8], f32[8,1], s32[8], s32[]) tuple(next, c2, x, piv, info)
+}
+ENTRY main {
+  c = f32[8,8] parameter(0)
+  y = f32[8,1] parameter(1)
+  zero = s32[] constant(0)
+  p = s32[8] broadcast(zero), dimensions={}
+  init = (s32[], f32[8,8], f32[8,1], s32[8], s32[]) tuple(zero, c, y, p, zero)
+  ROOT w = (s32[], f32[8,8], f32[8,1], s32[8], s32[]) while(init), condition=cond, body=body
+}
+)";
+  for (const auto& [name, text] : {std::pair{"sort", sorted}, std::pair{"solve", solved},
+                                   std::pair{"pairs", pairs}, std::pair{"factored", factored}}) {
     Compiled c = Compile(text);
     ASSERT_NE(c.exe, nullptr) << name;
     ASSERT_NE(c.loop, nullptr) << name;

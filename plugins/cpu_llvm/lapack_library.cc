@@ -821,62 +821,100 @@ void Trsm(const Literal& a, const Literal& rhs, bool left, bool lower, char tran
 }
 
 template <typename T>
-void Run(const HloInstruction& h, std::string_view routine,
-         std::span<const Literal* const> operands, Literal& out, ThreadPool* pool) {
-  constexpr bool kComplex = !std::is_floating_point_v<T>;
+void Run(const LapackCall& call, std::span<const Literal* const> operands, Literal& out,
+         ThreadPool* pool) {
   const Literal& a = *operands[0];
-  if (routine == "triangular-solve") {
-    const InstructionAttributes& at = h.attrs();
-    const char trans = at.transpose_a == TriangularSolveTranspose::kNoTranspose ? 'N'
-                       : at.transpose_a == TriangularSolveTranspose::kAdjoint   ? 'C'
-                                                                                : 'T';
-    Trsm<T>(a, *operands[1], at.left_side, at.lower, trans, at.unit_diagonal, out, pool);
-    return;
+  switch (call.routine) {
+    case LapackRoutine::kGetrf:
+      return Getrf<T>(a, out, pool);
+    case LapackRoutine::kPotrf:
+      return Potrf<T>(a, call.uplo, out, pool);
+    case LapackRoutine::kGeqrf:
+      return Geqrf<T>(a, out, pool);
+    case LapackRoutine::kOrgqr:
+      return Orgqr<T>(a, *operands[1], out, pool);
+    case LapackRoutine::kGesdd:
+      return Gesdd<T>(a, call.mode, out, pool);
+    case LapackRoutine::kTrsm:
+      return Trsm<T>(a, *operands[1], call.left, call.lower, call.trans, call.unit_diagonal, out,
+                     pool);
+    case LapackRoutine::kGehrd:
+      return Gehrd<T>(a, call.low,
+                      call.high >= 0 ? call.high : static_cast<int>(BatchOf(a.shape()).rows), out,
+                      pool);
+    case LapackRoutine::kGtsv:
+      return Gtsv<T>(operands, out, pool);
+    case LapackRoutine::kGees:
+      return Gees<T>(a, call.mode, out, pool);
+    case LapackRoutine::kSyevd:
+    case LapackRoutine::kHeevd:
+    case LapackRoutine::kGeev:
+      break;
   }
-  const auto flags = eval::LapackAttributes(h);
-  const char uplo = eval::LapackFlag(flags, "uplo", 'L');
-  if (routine == "getrf") Getrf<T>(a, out, pool);
-  if (routine == "potrf") Potrf<T>(a, uplo, out, pool);
-  if (routine == "geqrf") Geqrf<T>(a, out, pool);
-  if (routine == "orgqr") Orgqr<T>(a, *operands[1], out, pool);
-  if (routine == "gesdd") Gesdd<T>(a, eval::LapackFlag(flags, "mode", 'A'), out, pool);
-  if (routine == "trsm") {
-    Trsm<T>(a, *operands[1], eval::LapackFlag(flags, "side", 'L') == 'L', uplo == 'L',
-            eval::LapackFlag(flags, "trans_x", 'N'), eval::LapackFlag(flags, "diag", 'N') == 'U',
-            out, pool);
-  }
-  if (routine == "gehrd") {
-    const auto low = flags.find("low"), high = flags.find("high");
-    Gehrd<T>(a, low == flags.end() ? 1 : static_cast<int>(low->second),
-             high == flags.end() ? static_cast<int>(BatchOf(a.shape()).rows)
-                                 : static_cast<int>(high->second),
-             out, pool);
-  }
-  if (routine == "gtsv") Gtsv<T>(operands, out, pool);
-  if (routine == "gees") Gees<T>(a, eval::LapackFlag(flags, "mode", 'V'), out, pool);
-  if constexpr (kComplex) {
-    if (routine == "heevd") Heevd<T>(a, uplo, out, pool);
-    if (routine == "geev") {
-      ComplexGeev<T>(a, eval::LapackFlag(flags, "compute_left", 'N'),
-                     eval::LapackFlag(flags, "compute_right", 'N'), out, pool);
-    }
+  if constexpr (!std::is_floating_point_v<T>) {  // complex
+    if (call.routine == LapackRoutine::kHeevd) Heevd<T>(a, call.uplo, out, pool);
+    if (call.routine == LapackRoutine::kGeev)
+      ComplexGeev<T>(a, call.compute_left, call.compute_right, out, pool);
   } else {
-    if (routine == "syevd") Syevd<T>(a, uplo, out, pool);
-    if (routine == "geev") {
-      Geev<T>(a, eval::LapackFlag(flags, "compute_left", 'N'),
-              eval::LapackFlag(flags, "compute_right", 'N'), out, pool);
-    }
+    if (call.routine == LapackRoutine::kSyevd) Syevd<T>(a, call.uplo, out, pool);
+    if (call.routine == LapackRoutine::kGeev)
+      Geev<T>(a, call.compute_left, call.compute_right, out, pool);
   }
 }
 
-#endif  // KILN_HAVE_OPENBLAS
+std::optional<LapackRoutine> RoutineNamed(std::string_view r) {
+  static const std::pair<std::string_view, LapackRoutine> kNames[] = {
+      {"getrf", LapackRoutine::kGetrf},
+      {"potrf", LapackRoutine::kPotrf},
+      {"geqrf", LapackRoutine::kGeqrf},
+      {"orgqr", LapackRoutine::kOrgqr},
+      {"syevd", LapackRoutine::kSyevd},
+      {"heevd", LapackRoutine::kHeevd},
+      {"gesdd", LapackRoutine::kGesdd},
+      {"trsm", LapackRoutine::kTrsm},
+      {"triangular-solve", LapackRoutine::kTrsm},
+      {"gehrd", LapackRoutine::kGehrd},
+      {"gtsv", LapackRoutine::kGtsv},
+      {"gees", LapackRoutine::kGees},
+      {"geev", LapackRoutine::kGeev}};
+  for (const auto& [name, routine] : kNames)
+    if (name == r) return routine;
+  return std::nullopt;
+}
 
-}  // namespace
+// The routine's flags from the instruction (its backend_config, or triangular-solve's
+// attributes).
+LapackCall CallOf(const HloInstruction& h, LapackRoutine routine) {
+  LapackCall c;
+  c.routine = routine;
+  if (h.opcode() == HloOpcode::kTriangularSolve) {
+    const InstructionAttributes& at = h.attrs();
+    c.trans = at.transpose_a == TriangularSolveTranspose::kNoTranspose ? 'N'
+              : at.transpose_a == TriangularSolveTranspose::kAdjoint   ? 'C'
+                                                                       : 'T';
+    c.left = at.left_side;
+    c.lower = at.lower;
+    c.unit_diagonal = at.unit_diagonal;
+    return c;
+  }
+  const auto flags = eval::LapackAttributes(h);
+  c.uplo = eval::LapackFlag(flags, "uplo", 'L');
+  c.mode = eval::LapackFlag(flags, "mode", routine == LapackRoutine::kGees ? 'V' : 'A');
+  c.trans = eval::LapackFlag(flags, "trans_x", 'N');
+  c.left = eval::LapackFlag(flags, "side", 'L') == 'L';
+  c.lower = c.uplo == 'L';
+  c.unit_diagonal = eval::LapackFlag(flags, "diag", 'N') == 'U';
+  c.compute_left = eval::LapackFlag(flags, "compute_left", 'N');
+  c.compute_right = eval::LapackFlag(flags, "compute_right", 'N');
+  if (const auto low = flags.find("low"); low != flags.end()) c.low = static_cast<int>(low->second);
+  if (const auto high = flags.find("high"); high != flags.end())
+    c.high = static_cast<int>(high->second);
+  return c;
+}
 
-bool IsLapackLibraryCall(const HloInstruction& h) {
-#if KILN_HAVE_OPENBLAS
-  const std::string_view routine = RoutineOf(h);
-  if (routine.empty() || h.operand_count() == 0) return false;
+// Whether `routine`, as `h` calls it, has operand and result shapes it takes.
+bool ShapesFit(const HloInstruction& h, std::string_view routine) {
+  if (h.operand_count() == 0) return false;
   std::vector<const Shape*> ops;
   for (const HloInstruction* o : h.operands()) {
     const Shape& s = o->shape();
@@ -935,37 +973,54 @@ bool IsLapackLibraryCall(const HloInstruction& h) {
     if (free_vectors ? !got.IsArray() : !got.Compatible(expected[i])) return false;
   }
   return true;
+}
+
+#endif  // KILN_HAVE_OPENBLAS
+
+}  // namespace
+
+std::optional<LapackCall> PrepareLapackCall(const HloInstruction& h) {
+#if KILN_HAVE_OPENBLAS
+  const std::string_view routine = RoutineOf(h);
+  const std::optional<LapackRoutine> known = RoutineNamed(routine);
+  if (!known || !ShapesFit(h, routine)) return std::nullopt;
+  return CallOf(h, *known);
 #else
   (void)h;
-  return false;
+  return std::nullopt;
+#endif
+}
+
+bool IsLapackLibraryCall(const HloInstruction& h) { return PrepareLapackCall(h).has_value(); }
+
+void RunLapackLibrary(const LapackCall& call, std::span<const Literal* const> operands,
+                      Literal& out, ThreadPool* pool) {
+#if KILN_HAVE_OPENBLAS
+  switch (operands[0]->shape().element_type()) {
+    case PrimitiveType::F32:
+      return Run<float>(call, operands, out, pool);
+    case PrimitiveType::C64:
+      return Run<std::complex<float>>(call, operands, out, pool);
+    case PrimitiveType::C128:
+      return Run<std::complex<double>>(call, operands, out, pool);
+    default:
+      return Run<double>(call, operands, out, pool);
+  }
+#else
+  (void)call;
+  (void)operands;
+  (void)out;
+  (void)pool;
 #endif
 }
 
 absl::Status RunLapackLibrary(const HloInstruction& h, std::span<const Literal* const> operands,
                               Literal& out, ThreadPool* pool) {
-#if KILN_HAVE_OPENBLAS
-  if (!IsLapackLibraryCall(h) || operands.size() != static_cast<size_t>(h.operand_count()))
+  const std::optional<LapackCall> call = PrepareLapackCall(h);
+  if (!call || operands.size() != static_cast<size_t>(h.operand_count()))
     return absl::InternalError(absl::StrCat("%", h.name(), " is not a LAPACK library call"));
-  switch (operands[0]->shape().element_type()) {
-    case PrimitiveType::F32:
-      Run<float>(h, RoutineOf(h), operands, out, pool);
-      break;
-    case PrimitiveType::C64:
-      Run<std::complex<float>>(h, RoutineOf(h), operands, out, pool);
-      break;
-    case PrimitiveType::C128:
-      Run<std::complex<double>>(h, RoutineOf(h), operands, out, pool);
-      break;
-    default:
-      Run<double>(h, RoutineOf(h), operands, out, pool);
-  }
+  RunLapackLibrary(*call, operands, out, pool);
   return absl::OkStatus();
-#else
-  (void)operands;
-  (void)out;
-  (void)pool;
-  return absl::UnimplementedError(absl::StrCat("%", h.name(), ": this build has no LAPACK"));
-#endif
 }
 
 }  // namespace kiln::cpu

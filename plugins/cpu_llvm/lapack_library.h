@@ -14,6 +14,7 @@
 // and out (O(n^2) beside their O(n^3)). LLVM-free.
 #pragma once
 
+#include <optional>
 #include <span>
 
 #include "absl/status/status.h"
@@ -23,14 +24,48 @@
 
 namespace kiln::cpu {
 
-// True when the build has LAPACK and RunLapackLibrary computes `h`: a routine above whose
-// operand and result shapes are the ones it defines (anything else stays with the
-// evaluator, which names what is wrong).
+enum class LapackRoutine {
+  kGetrf,
+  kPotrf,
+  kGeqrf,
+  kOrgqr,
+  kSyevd,
+  kHeevd,
+  kGesdd,
+  kTrsm,
+  kGehrd,
+  kGtsv,
+  kGees,
+  kGeev
+};
+
+// A call read from its instruction once, at planning: the routine and its flags. Reading them
+// again on every call (parsing backend_config, checking the shapes) took several times as long
+// as the 8x8 factorizations and solves of a scan over a Kalman-like update.
+struct LapackCall {
+  LapackRoutine routine = LapackRoutine::kGetrf;
+  char uplo = 'L';             // the triangle the array holds (potrf, syevd, heevd)
+  char mode = 'A';             // gesdd: A, S or N; gees: V or N
+  char trans = 'N';            // trsm: N, T or C
+  bool left = true;            // trsm: op(A) X = B, else X op(A) = B
+  bool lower = true;           // trsm
+  bool unit_diagonal = false;  // trsm
+  char compute_left = 'N', compute_right = 'N';  // geev
+  int low = 1, high = -1;                        // gehrd (1-based; high -1: n)
+};
+
+// The call when the build has LAPACK and RunLapackLibrary computes `h`: a routine above whose
+// operand and result shapes are the ones it defines; nullopt otherwise (the evaluator then
+// runs it, and names what is wrong).
+std::optional<LapackCall> PrepareLapackCall(const HloInstruction& h);
 bool IsLapackLibraryCall(const HloInstruction& h);
 
-// Computes `h` from `operands` into `out`, which has h's shape (a tuple's elements zeroed;
-// an array's bytes may be uninitialized). A batch of matrices is spread over `pool` (may be
-// null), each part with its own workspaces.
+// Computes `h`, prepared as `call`, from `operands` into `out`, which has h's shape (a tuple's
+// elements zeroed; an array's bytes may be uninitialized). A batch of matrices is spread over
+// `pool` (may be null), each part with its own workspaces.
+void RunLapackLibrary(const LapackCall& call, std::span<const Literal* const> operands,
+                      Literal& out, ThreadPool* pool = nullptr);
+// The same, preparing `h` first: an error when it is not a call PrepareLapackCall takes.
 absl::Status RunLapackLibrary(const HloInstruction& h, std::span<const Literal* const> operands,
                               Literal& out, ThreadPool* pool = nullptr);
 

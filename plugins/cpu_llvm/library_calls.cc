@@ -13,8 +13,31 @@ bool IsLibraryCall(const HloInstruction& h) {
          IsScanLibraryCall(h);
 }
 
-absl::Status RunLibraryCall(const HloInstruction& h, std::span<const Literal* const> operands,
-                            Literal& out, ThreadPool* pool) {
+namespace {
+
+struct PreparedLapackCall : kernel_plan::LibraryCallArgs {
+  explicit PreparedLapackCall(const LapackCall& c) : call(c) {}
+  LapackCall call;
+};
+
+}  // namespace
+
+std::shared_ptr<const kernel_plan::LibraryCallArgs> LibraryCallArgsOf(const HloInstruction& h) {
+  if (h.opcode() == HloOpcode::kFft || h.opcode() == HloOpcode::kTopK ||
+      h.opcode() == HloOpcode::kReduceWindow)
+    return nullptr;
+  if (std::optional<LapackCall> call = PrepareLapackCall(h))
+    return std::make_shared<PreparedLapackCall>(*call);
+  return nullptr;
+}
+
+absl::Status RunLibraryCall(const HloInstruction& h, const kernel_plan::LibraryCallArgs* args,
+                            std::span<const Literal* const> operands, Literal& out,
+                            ThreadPool* pool) {
+  if (const auto* lapack = dynamic_cast<const PreparedLapackCall*>(args)) {
+    RunLapackLibrary(lapack->call, operands, out, pool);
+    return absl::OkStatus();
+  }
   if (h.opcode() == HloOpcode::kTopK) {
     if (!IsTopKLibraryCall(h) || operands.size() != 1)
       return absl::InternalError(absl::StrCat("%", h.name(), " is not a library call"));

@@ -24,7 +24,8 @@ absl::Status RunLibraryStep(const kernel_plan::Step& step, std::span<const Liter
     RunSort(*step.instr, kernels[step.comparator], operands, out, pool);
     return absl::OkStatus();
   }
-  return RunLibraryCall(*step.instr, operands, out, pool);  // LAPACK, FFT (library_calls.h)
+  return RunLibraryCall(*step.instr, step.library_args.get(), operands, out,
+                        pool);  // LAPACK, FFT (library_calls.h)
 }
 
 }  // namespace kiln::cpu

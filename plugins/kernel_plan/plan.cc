@@ -929,6 +929,7 @@ void PlanComputation(const HloComputation* entry, const PlanOptions& options, Pl
       for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
     } else if (library_calls.contains(h)) {
       step.kind = Disposition::kLibrary;
+      if (options.library_call_args != nullptr) step.library_args = options.library_call_args(*h);
       for (const HloInstruction* op : h->operands()) step.sources.push_back(op);
     } else if (sorts.contains(h)) {
       step.kind = Disposition::kLibrary;

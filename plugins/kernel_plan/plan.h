@@ -30,6 +30,12 @@ enum class Disposition {
 };
 std::string_view DispositionName(Disposition d);
 
+// A backend's reading of an instruction it computes by a routine of its own
+// (PlanOptions::library_call_args); its runner knows the concrete type.
+struct LibraryCallArgs {
+  virtual ~LibraryCallArgs() = default;
+};
+
 struct PlanOptions {
   // Generate chains of unfused elementwise/data-movement instructions inside the kernel of
   // their consumer instead of one kernel (and one intermediate array) per instruction.
@@ -62,6 +68,10 @@ struct PlanOptions {
   // factorizations and triangular solves), planned as kLibrary steps with neither `gemm` nor
   // `conv`; null leaves them to the evaluator.
   bool (*library_call)(const HloInstruction& h) = nullptr;
+  // What the backend makes of such an instruction once, at planning (its routine and flags),
+  // kept as its step's library_args so a call inside a loop does not read them again; null
+  // when it needs nothing.
+  std::shared_ptr<const LibraryCallArgs> (*library_call_args)(const HloInstruction& h) = nullptr;
   // Scatters the runner computes natively (cpu-llvm: whole rows, scatter_rows.h); one that
   // indexes trailing dimensions is rewritten to lead with them where this takes the result.
   // Null leaves scatters as they are.
@@ -118,6 +128,7 @@ struct Step {
   std::optional<GemmShape> gemm;  // for kLibrary: a dot
   std::optional<ConvGemm> conv;   // for kLibrary: a convolution (im2col + GEMM)
   int comparator = -1;            // for kLibrary: a sort; its comparator's Plan::kernels index
+  std::shared_ptr<const LibraryCallArgs> library_args;  // for kLibrary: library_call_args'
   // For kKernel: the size of the partitioned outer dimension (KernelSpec::partition_outer),
   // else 0; and the estimated work in element operations.
   int64_t outer_extent = 0;
