@@ -81,6 +81,18 @@ bool Mergeable(const HloInstruction& i, int64_t max_multiply_adds,
   return DotMultiplyAdds(i) <= max_multiply_adds;
 }
 
+// Whether copying `dot`'s operand `side` into the concatenation costs little beside the dot:
+// the operand is small (its copy takes about what a GEMM call's set-up does), or the dot does
+// many multiply-adds per byte copied (the shared operand's free size is large). Non-negative
+// matrix factorization's v @ h.T and (w @ h) @ h.T, [512,256] x [256,16] each, merged copied
+// 1 MB per step for GEMMs of 2 M multiply-adds: the concatenation took as long as the dot.
+bool CopyPaysOff(const HloInstruction& dot, int side) {
+  constexpr int64_t kSmallCopyBytes = 16 << 10;
+  constexpr int64_t kMultiplyAddsPerCopiedByte = 16;
+  const int64_t bytes = dot.operand(side)->shape().byte_size();
+  return bytes <= kSmallCopyBytes || DotMultiplyAdds(dot) >= kMultiplyAddsPerCopiedByte * bytes;
+}
+
 // Whether any of `chosen` (all earlier than `dot` in the post order `pos`) is an ancestor of
 // `dot`: the walk up from `dot` stops at instructions earlier than all of them.
 bool ReachedFrom(const HloInstruction* dot,
@@ -164,7 +176,7 @@ bool MergeOnce(HloComputation& comp, int64_t max_multiply_adds, NameUniquer& nam
   for (int side : {0, 1}) {
     std::map<MergeKey, std::vector<HloInstruction*>> groups;  // ordered: deterministic
     for (HloInstruction* i : order) {
-      if (!Mergeable(*i, max_multiply_adds, control)) continue;
+      if (!Mergeable(*i, max_multiply_adds, control) || !CopyPaysOff(*i, side)) continue;
       if (std::optional<MergeKey> k = KeyOf(*i, side, pos)) groups[*k].push_back(i);
     }
     for (auto& [key, dots] : groups) {

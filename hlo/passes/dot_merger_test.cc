@@ -138,5 +138,34 @@ ENTRY main {
       << out;
 }
 
+// Dots whose concatenated operand would be a large copy for little work stay apart:
+// non-negative matrix factorization's [512,256] x [256,16] pair (2 M multiply-adds, 512 KB
+// each to copy); the same operands against a [256,256] rhs (16x the work) merge.
+TEST(DotMergerTest, CopiesLargerThanTheirDotsWorkStayApart) {
+  constexpr std::string_view kNarrow = R"(
+HloModule m
+ENTRY main {
+  v = f32[512,256] parameter(0)
+  wh = f32[512,256] parameter(1)
+  ht = f32[256,16] parameter(2)
+  d0 = f32[512,16] dot(v, ht), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  d1 = f32[512,16] dot(wh, ht), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[512,16], f32[512,16]) tuple(d0, d1)
+}
+)";
+  DotMerger pass(/*max_multiply_adds=*/int64_t{1} << 30);
+  bool changed = true;
+  RunPassAndPrint(pass, kNarrow, &changed);
+  EXPECT_FALSE(changed);
+  std::string wide(kNarrow);
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"[256,16]", "[256,256]"}, {"[512,16]", "[512,256]"}})
+    for (size_t at = wide.find(from); at != std::string::npos; at = wide.find(from, at))
+      wide.replace(at, from.size(), to);
+  const std::string out = RunPassAndPrint(pass, wide, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(CountOf(out, "concatenate("), 1) << out;
+}
+
 }  // namespace
 }  // namespace kiln
