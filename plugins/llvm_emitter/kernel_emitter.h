@@ -195,6 +195,8 @@ class KernelEmitter {
   // A reduced minor dimension of this many elements is vectorized along itself (EmitReduce).
   // Longer runs are anyway: LLVM does not unroll them whole before vectorizing.
   static constexpr int64_t kMinVectorRun = 8, kMaxVectorRun = 64;
+  // Whether an output loop nest over `dims` keeps its minor loop a loop (see the definition).
+  bool KeepsMinorLoop(const std::vector<int64_t>& dims) const;
   // With `outer_lo`/`outer_hi`, dimension 0 runs over that range instead of [0, dims[0]).
   // With `keep_outer_loops`, every loop but the innermost stays a loop (EmitLoop's `keep`).
   absl::Status EmitLoopNest(const std::vector<int64_t>& dims, const std::string& name,
