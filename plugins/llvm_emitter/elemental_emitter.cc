@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <complex>
-#include <cstdlib>
 #include <functional>
 #include <iterator>
 #include <limits>
