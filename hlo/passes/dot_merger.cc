@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "hlo/passes/pass_util.h"
+#include "hlo/passes/while_loop_invariant_code_motion.h"
 
 namespace kiln {
 namespace {
@@ -82,15 +83,19 @@ bool Mergeable(const HloInstruction& i, int64_t max_multiply_adds,
 }
 
 // Whether copying `dot`'s operand `side` into the concatenation costs little beside the dot:
-// the operand is small (its copy takes about what a GEMM call's set-up does), or the dot does
-// many multiply-adds per byte copied (the shared operand's free size is large). Non-negative
-// matrix factorization's v @ h.T and (w @ h) @ h.T, [512,256] x [256,16] each, merged copied
-// 1 MB per step for GEMMs of 2 M multiply-adds: the concatenation took as long as the dot.
-bool CopyPaysOff(const HloInstruction& dot, int side) {
+// the operand does not change in the loop whose body this is (`invariant`: the copy is
+// hoisted out, made once), it is small (its copy takes about what a GEMM call's set-up does),
+// or the dot does many multiply-adds per byte copied (the shared operand's free size is
+// large). Non-negative matrix factorization's v @ h.T and (w @ h) @ h.T, [512,256] x [256,16]
+// each, merged copied 1 MB per step for GEMMs of 2 M multiply-adds: the concatenation took as
+// long as the dot. A GRU's x @ w[:, :256] and x @ w[:, 256:] merge: w is the same every step.
+bool CopyPaysOff(const HloInstruction& dot, int side,
+                 const absl::flat_hash_set<const HloInstruction*>& invariant) {
   constexpr int64_t kSmallCopyBytes = 16 << 10;
   constexpr int64_t kMultiplyAddsPerCopiedByte = 16;
   const int64_t bytes = dot.operand(side)->shape().byte_size();
-  return bytes <= kSmallCopyBytes || DotMultiplyAdds(dot) >= kMultiplyAddsPerCopiedByte * bytes;
+  return invariant.contains(dot.operand(side)) || bytes <= kSmallCopyBytes ||
+         DotMultiplyAdds(dot) >= kMultiplyAddsPerCopiedByte * bytes;
 }
 
 // Whether any of `chosen` (all earlier than `dot` in the post order `pos`) is an ancestor of
@@ -168,7 +173,9 @@ void Merge(HloComputation& comp, const std::vector<HloInstruction*>& dots, int s
 }
 
 // One merge in `comp`, if any group has two independent dots: true when it merged.
-bool MergeOnce(HloComputation& comp, int64_t max_multiply_adds, NameUniquer& names) {
+// `invariant`: comp's loop-invariant values when it is a while body.
+bool MergeOnce(HloComputation& comp, int64_t max_multiply_adds,
+               const absl::flat_hash_set<const HloInstruction*>& invariant, NameUniquer& names) {
   const absl::flat_hash_set<const HloInstruction*> control = ControlPredecessorsIn(comp);
   const std::vector<HloInstruction*> order = comp.MakeInstructionPostOrder();
   absl::flat_hash_map<const HloInstruction*, int64_t> pos;
@@ -176,7 +183,7 @@ bool MergeOnce(HloComputation& comp, int64_t max_multiply_adds, NameUniquer& nam
   for (int side : {0, 1}) {
     std::map<MergeKey, std::vector<HloInstruction*>> groups;  // ordered: deterministic
     for (HloInstruction* i : order) {
-      if (!Mergeable(*i, max_multiply_adds, control) || !CopyPaysOff(*i, side)) continue;
+      if (!Mergeable(*i, max_multiply_adds, control) || !CopyPaysOff(*i, side, invariant)) continue;
       if (std::optional<MergeKey> k = KeyOf(*i, side, pos)) groups[*k].push_back(i);
     }
     for (auto& [key, dots] : groups) {
@@ -205,9 +212,17 @@ bool MergeOnce(HloComputation& comp, int64_t max_multiply_adds, NameUniquer& nam
 absl::StatusOr<bool> DotMerger::Run(HloModule& module) {
   NameUniquer names(module);
   bool changed = false;
+  absl::flat_hash_set<const HloComputation*> bodies;
+  for (HloComputation* comp : NonFusionComputations(module))
+    for (const HloInstruction* h : comp->instructions())
+      if (h->opcode() == HloOpcode::kWhile) bodies.insert(h->while_body());
   for (HloComputation* comp : NonFusionComputations(module)) {
     for (int merges = 0; merges < kMaxMergesPerComputation; ++merges) {
-      if (!MergeOnce(*comp, max_multiply_adds_, names)) break;
+      // Again after each merge: a merged dot's slices are new instructions.
+      const absl::flat_hash_set<const HloInstruction*> invariant =
+          bodies.contains(comp) ? LoopInvariants(*comp)
+                                : absl::flat_hash_set<const HloInstruction*>();
+      if (!MergeOnce(*comp, max_multiply_adds_, invariant, names)) break;
       changed = true;
     }
   }

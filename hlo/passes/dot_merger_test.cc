@@ -167,5 +167,61 @@ ENTRY main {
   EXPECT_EQ(CountOf(out, "concatenate("), 1) << out;
 }
 
+// In a loop body, operands the loop passes through unchanged merge whatever their size: the
+// concatenation is computed once, before the loop (a GRU's gates from one weight matrix). A
+// weight the loop updates stays apart.
+TEST(DotMergerTest, LoopInvariantOperandsMergeInALoopBody) {
+  constexpr std::string_view kLoop = R"(
+HloModule m
+cond {
+  p = (s32[], f32[4,512], f32[512,512]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[4,512], f32[512,512]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  x = f32[4,512] get-tuple-element(p), index=1
+  w = f32[512,512] get-tuple-element(p), index=2
+  wa = f32[512,256] slice(w), slice={[0:512], [0:256]}
+  wb = f32[512,256] slice(w), slice={[0:512], [256:512]}
+  a = f32[4,256] dot(x, wa), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  b = f32[4,256] dot(x, wb), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  t = f32[4,256] tanh(a)
+  s = f32[4,256] logistic(b)
+  y = f32[4,512] concatenate(t, s), dimensions={1}
+  ROOT r = (s32[], f32[4,512], f32[512,512]) tuple(next, y, W_NEXT)
+}
+ENTRY main {
+  x = f32[4,512] parameter(0)
+  w = f32[512,512] parameter(1)
+  zero = s32[] constant(0)
+  init = (s32[], f32[4,512], f32[512,512]) tuple(zero, x, w)
+  ROOT l = (s32[], f32[4,512], f32[512,512]) while(init), condition=cond, body=body
+}
+)";
+  auto with = [&](const std::string& next) {
+    std::string text(kLoop);
+    text.replace(text.find("W_NEXT"), 6, next);
+    return text;
+  };
+  DotMerger pass;
+  bool changed = false;
+  const std::string invariant = with("w");
+  std::string out = RunPassAndPrint(pass, invariant, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(CountOf(out, "f32[512,512]{1,0} concatenate("), 1) << out;
+  EXPECT_TRUE(PassPreservesValues(pass, invariant, /*trials=*/1));
+  // The same dots with a weight the loop changes: 512 KB copied a step for 512 K
+  // multiply-adds each.
+  std::string updated = with("w2");
+  updated.insert(updated.find("  ROOT r ="), "  w2 = f32[512,512] negate(w)\n");
+  out = RunPassAndPrint(pass, updated, &changed);
+  EXPECT_FALSE(changed) << out;
+}
+
 }  // namespace
 }  // namespace kiln

@@ -90,31 +90,9 @@ bool Hoist(HloInstruction* loop, NameUniquer& names) {
       loop->operand_count() != 1)
     return false;
   const int n = param->shape().tuple_size();
-  if (root->operand_count() != n) return false;
-  // Invariant sources: the state elements the body passes through, read from its parameter.
-  absl::flat_hash_set<const HloInstruction*> invariant;
-  for (HloInstruction* u : param->users()) {
-    if (u->opcode() != HloOpcode::kGetTupleElement) continue;
-    const int64_t i = u->tuple_index();
-    const HloInstruction* out = root->operand(static_cast<int>(i));
-    if (out->opcode() == HloOpcode::kGetTupleElement && out->operand(0) == param &&
-        out->tuple_index() == i)
-      invariant.insert(u);
-  }
+  const absl::flat_hash_set<const HloInstruction*> invariant = LoopInvariants(*body);
   if (invariant.empty()) return false;
   std::vector<HloInstruction*> order = body->MakeInstructionPostOrder();
-  for (HloInstruction* h : order) {
-    if (invariant.contains(h) || h == root) continue;
-    // Constants and iotas (an identity matrix's) are invariant sources, never carried.
-    if (h->opcode() == HloOpcode::kConstant || h->opcode() == HloOpcode::kIota) {
-      invariant.insert(h);
-      continue;
-    }
-    if (!MayHoist(*h) || !h->control_predecessors().empty() || h->operand_count() == 0) continue;
-    bool all = true;
-    for (const HloInstruction* o : h->operands()) all = all && invariant.contains(o);
-    if (all) invariant.insert(h);
-  }
   // What to carry: invariant values some non-invariant instruction reads, where a value that
   // only moves data hands the choice down to its operands.
   auto read_by_loop = [&](const HloInstruction* h) {
@@ -220,6 +198,38 @@ bool Hoist(HloInstruction* loop, NameUniquer& names) {
 }
 
 }  // namespace
+
+absl::flat_hash_set<const HloInstruction*> LoopInvariants(const HloComputation& body) {
+  absl::flat_hash_set<const HloInstruction*> invariant;
+  const HloInstruction* param = body.num_parameters() == 1 ? body.parameter(0) : nullptr;
+  const HloInstruction* root = body.root();
+  if (param == nullptr || !param->shape().IsTuple() || root == nullptr ||
+      root->opcode() != HloOpcode::kTuple || root->operand_count() != param->shape().tuple_size())
+    return invariant;
+  // Invariant sources: the state elements the body passes through, read from its parameter.
+  for (const HloInstruction* u : param->users()) {
+    if (u->opcode() != HloOpcode::kGetTupleElement) continue;
+    const int64_t i = u->tuple_index();
+    const HloInstruction* out = root->operand(static_cast<int>(i));
+    if (out->opcode() == HloOpcode::kGetTupleElement && out->operand(0) == param &&
+        out->tuple_index() == i)
+      invariant.insert(u);
+  }
+  if (invariant.empty()) return invariant;
+  for (const HloInstruction* h : body.MakeInstructionPostOrder()) {
+    if (invariant.contains(h) || h == root) continue;
+    // Constants and iotas (an identity matrix's) are invariant sources, never carried.
+    if (h->opcode() == HloOpcode::kConstant || h->opcode() == HloOpcode::kIota) {
+      invariant.insert(h);
+      continue;
+    }
+    if (!MayHoist(*h) || !h->control_predecessors().empty() || h->operand_count() == 0) continue;
+    bool all = true;
+    for (const HloInstruction* o : h->operands()) all = all && invariant.contains(o);
+    if (all) invariant.insert(h);
+  }
+  return invariant;
+}
 
 absl::StatusOr<bool> WhileLoopInvariantCodeMotion::Run(HloModule& module) {
   NameUniquer names(module);

@@ -12,9 +12,17 @@
 // instruction also calls.
 #pragma once
 
+#include "absl/container/flat_hash_set.h"
 #include "hlo/passes/pass.h"
 
 namespace kiln {
+
+// The values of while body `body` that do not change between iterations, which the pass
+// computes before the loop: the state elements the body passes through (read from its
+// parameter), constants and iotas, and what it may hoist computed from those alone. Empty
+// when the body passes nothing through or is not of the form it hoists from (one tuple
+// parameter, a tuple root).
+absl::flat_hash_set<const HloInstruction*> LoopInvariants(const HloComputation& body);
 
 class WhileLoopInvariantCodeMotion : public HloPass {
  public:
