@@ -83,15 +83,13 @@ bool Hoist(HloInstruction* loop, NameUniquer& names) {
   HloComputation* body = loop->while_body();
   HloComputation* cond = loop->while_condition();
   HloComputation* parent = loop->parent();
-  HloInstruction* param = body->num_parameters() == 1 ? body->parameter(0) : nullptr;
-  HloInstruction* root = body->root();
-  if (param == nullptr || !param->shape().IsTuple() || root == nullptr ||
-      root->opcode() != HloOpcode::kTuple || cond->num_parameters() != 1 ||
-      loop->operand_count() != 1)
-    return false;
-  const int n = param->shape().tuple_size();
+  if (cond->num_parameters() != 1 || loop->operand_count() != 1) return false;
+  // Empty too when the body is not one tuple parameter to a tuple root (LoopInvariants).
   const absl::flat_hash_set<const HloInstruction*> invariant = LoopInvariants(*body);
   if (invariant.empty()) return false;
+  HloInstruction* param = body->parameter(0);
+  HloInstruction* root = body->root();
+  const int n = param->shape().tuple_size();
   std::vector<HloInstruction*> order = body->MakeInstructionPostOrder();
   // What to carry: invariant values some non-invariant instruction reads, where a value that
   // only moves data hands the choice down to its operands.

@@ -839,8 +839,8 @@ void Run(const LapackCall& call, std::span<const Literal* const> operands, Liter
       return Trsm<T>(a, *operands[1], call.left, call.lower, call.trans, call.unit_diagonal, out,
                      pool);
     case LapackRoutine::kGehrd:
-      return Gehrd<T>(a, call.low,
-                      call.high >= 0 ? call.high : static_cast<int>(BatchOf(a.shape()).rows), out,
+      return Gehrd<T>(a, static_cast<int>(call.low),
+                      static_cast<int>(call.high >= 0 ? call.high : BatchOf(a.shape()).rows), out,
                       pool);
     case LapackRoutine::kGtsv:
       return Gtsv<T>(operands, out, pool);
@@ -906,14 +906,14 @@ LapackCall CallOf(const HloInstruction& h, LapackRoutine routine) {
   c.unit_diagonal = eval::LapackFlag(flags, "diag", 'N') == 'U';
   c.compute_left = eval::LapackFlag(flags, "compute_left", 'N');
   c.compute_right = eval::LapackFlag(flags, "compute_right", 'N');
-  if (const auto low = flags.find("low"); low != flags.end()) c.low = static_cast<int>(low->second);
-  if (const auto high = flags.find("high"); high != flags.end())
-    c.high = static_cast<int>(high->second);
+  if (const auto low = flags.find("low"); low != flags.end()) c.low = low->second;
+  if (const auto high = flags.find("high"); high != flags.end()) c.high = high->second;
   return c;
 }
 
-// Whether `routine`, as `h` calls it, has operand and result shapes it takes.
-bool ShapesFit(const HloInstruction& h, std::string_view routine) {
+// Whether `routine`, as `h` calls it with the flags of `call`, has operand and result shapes it
+// takes.
+bool ShapesFit(const HloInstruction& h, std::string_view routine, const LapackCall& call) {
   if (h.operand_count() == 0) return false;
   std::vector<const Shape*> ops;
   for (const HloInstruction* o : h.operands()) {
@@ -925,13 +925,10 @@ bool ShapesFit(const HloInstruction& h, std::string_view routine) {
   const Shape& a = *ops[0];
   const PrimitiveType t = a.element_type();
   const bool complex = t == PrimitiveType::C64 || t == PrimitiveType::C128;
-  // Complex: the routines with a complex LAPACK call here (JAX's complex solve, inv, qr,
-  // cholesky, slogdet, eigh, svd, eig, schur, hessenberg, tridiagonal_solve): all of them.
-  const bool complex_routine = routine == "heevd" || routine == "gesdd" || routine == "getrf" ||
-                               routine == "potrf" || routine == "geqrf" || routine == "orgqr" ||
-                               routine == "trsm" || routine == "triangular-solve" ||
-                               routine == "gees" || routine == "geev" || routine == "gehrd" ||
-                               routine == "gtsv";
+  // Complex: every routine has a complex LAPACK call here (JAX's complex solve, inv, qr,
+  // cholesky, slogdet, eigh, svd, eig, schur, hessenberg, tridiagonal_solve) but syevd, whose
+  // complex form is heevd.
+  const bool complex_routine = call.routine != LapackRoutine::kSyevd;
   if (complex ? !complex_routine : t != PrimitiveType::F32 && t != PrimitiveType::F64) return false;
   if (h.opcode() == HloOpcode::kCustomCall) {
     const char type = h.attrs().custom_call_target[std::string_view("lapack_").size()];
@@ -943,23 +940,19 @@ bool ShapesFit(const HloInstruction& h, std::string_view routine) {
   }
   if (routine == "gtsv") return IsGtsv(h, ops);
   if (a.rank() < 2) return false;
-  const auto flags = eval::LapackAttributes(h);
-  const char mode = eval::LapackFlag(flags, "mode", 'A');
-  if (routine == "trsm" || routine == "triangular-solve") {
+  const char mode = call.mode;
+  if (call.routine == LapackRoutine::kTrsm) {
     const Shape& b = *ops[1];
     const int64_t order = a.dimensions(a.rank() - 1);
-    const bool left =
-        routine == "trsm" ? eval::LapackFlag(flags, "side", 'L') == 'L' : h.attrs().left_side;
     if (b.element_type() != t || b.rank() != a.rank() || a.dimensions(a.rank() - 2) != order ||
         !std::equal(a.dimensions().begin(), a.dimensions().end() - 2, b.dimensions().begin()) ||
-        b.dimensions(b.rank() - (left ? 2 : 1)) != order)
+        b.dimensions(b.rank() - (call.left ? 2 : 1)) != order)
       return false;
   }
-  if (routine == "gehrd") {  // LAPACK wants 1 <= low <= high <= n (the evaluator says why not)
-    const auto low = flags.find("low"), high = flags.find("high");
+  // gehrd: LAPACK wants 1 <= low <= high <= n (the evaluator says why not).
+  if (call.routine == LapackRoutine::kGehrd) {
     const int64_t n = a.dimensions(a.rank() - 1);
-    const int64_t lo = low == flags.end() ? 1 : low->second;
-    const int64_t hi = high == flags.end() ? n : high->second;
+    const int64_t lo = call.low, hi = call.high >= 0 ? call.high : n;
     if (lo < 1 || hi > n || lo > std::max<int64_t>(hi, 1)) return false;
   }
   const std::vector<Shape> expected = ExpectedResults(routine, mode, ops);
@@ -983,8 +976,10 @@ std::optional<LapackCall> PrepareLapackCall(const HloInstruction& h) {
 #if KILN_HAVE_OPENBLAS
   const std::string_view routine = RoutineOf(h);
   const std::optional<LapackRoutine> known = RoutineNamed(routine);
-  if (!known || !ShapesFit(h, routine)) return std::nullopt;
-  return CallOf(h, *known);
+  if (!known) return std::nullopt;
+  const LapackCall call = CallOf(h, *known);
+  if (!ShapesFit(h, routine, call)) return std::nullopt;
+  return call;
 #else
   (void)h;
   return std::nullopt;

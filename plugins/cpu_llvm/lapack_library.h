@@ -14,6 +14,7 @@
 // and out (O(n^2) beside their O(n^3)). LLVM-free.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 
@@ -51,7 +52,7 @@ struct LapackCall {
   bool lower = true;           // trsm
   bool unit_diagonal = false;  // trsm
   char compute_left = 'N', compute_right = 'N';  // geev
-  int low = 1, high = -1;                        // gehrd (1-based; high -1: n)
+  int64_t low = 1, high = -1;                    // gehrd (1-based; high -1: n)
 };
 
 // The call when the build has LAPACK and RunLapackLibrary computes `h`: a routine above whose

@@ -23,9 +23,6 @@ struct PreparedLapackCall : kernel_plan::LibraryCallArgs {
 }  // namespace
 
 std::shared_ptr<const kernel_plan::LibraryCallArgs> LibraryCallArgsOf(const HloInstruction& h) {
-  if (h.opcode() == HloOpcode::kFft || h.opcode() == HloOpcode::kTopK ||
-      h.opcode() == HloOpcode::kReduceWindow)
-    return nullptr;
   if (std::optional<LapackCall> call = PrepareLapackCall(h))
     return std::make_shared<PreparedLapackCall>(*call);
   return nullptr;
