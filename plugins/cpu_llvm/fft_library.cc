@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "plugins/cpu_llvm/fft_four_step.h"
 #include "plugins/cpu_llvm/fft_mixed_radix.h"
 
 namespace kiln::cpu {
@@ -19,6 +20,8 @@ namespace {
 
 bool PowerOfTwo(int64_t n) { return n >= 2 && (n & (n - 1)) == 0; }
 
+using fft_detail::FourStep;
+using fft_detail::FourStepSplit;
 using fft_detail::MixedRadix;
 using fft_detail::UnitRoot;
 
@@ -261,11 +264,14 @@ class Bluestein {
 // A complex transform of any length: radix 2 for powers of two in blocks of kLanes rows,
 // mixed radix for one row at a time (a power of two's too: one row of 32768 values took 29 ns
 // a value by radix 2 alone, 3 by mixed radix) and for lengths whose prime factors are all
-// small, Bluestein's otherwise. Where element k of the input goes depends on which runs.
+// small, Bluestein's otherwise; one long row (`long_rows`) by the four-step transform where
+// its length splits. Where element k of the input goes depends on which runs.
 template <typename R>
 class Transform {
  public:
-  Transform(int64_t n, int sign) {
+  Transform(int64_t n, int sign, bool long_rows = true) {
+    if (long_rows && FourStepSplit(n, kLanes) > 0)
+      four_step_ = std::make_unique<FourStep<R, Transform<R>, kLanes>>(n, sign);
     if (n == 1 || PowerOfTwo(n)) radix2_ = std::make_unique<Radix2<R>>(n, sign);
     if (MixedRadix<R>::Handles(n))
       mixed_ = std::make_unique<MixedRadix<R>>(n, sign);
@@ -273,14 +279,19 @@ class Transform {
       bluestein_ = std::make_unique<Bluestein<R>>(n, sign);
   }
   int64_t Slot(int64_t k, int lanes) const { return UsesRadix2(lanes) ? radix2_->Slot(k) : k; }
-  void Run(R* re, R* im, int lanes) const {
+  // Whether Slot(k, lanes) is k.
+  bool Natural(int lanes) const { return !UsesRadix2(lanes); }
+  // `pool` (may be null) splits a four-step transform; the others run on the calling thread.
+  void Run(R* re, R* im, int lanes, ThreadPool* pool = nullptr) const {
+    if (four_step_ && lanes == 1) return four_step_->Run(re, im, pool);
     if (UsesRadix2(lanes)) return radix2_->Run(re, im, lanes);
     if (mixed_) return mixed_->Run(re, im, lanes);
     bluestein_->Run(re, im, lanes);
   }
 
  private:
-  bool UsesRadix2(int lanes) const { return radix2_ && (lanes > 1 || !mixed_); }
+  bool UsesRadix2(int lanes) const { return radix2_ && (lanes > 1 || (!mixed_ && !four_step_)); }
+  std::unique_ptr<FourStep<R, Transform<R>, kLanes>> four_step_;
   std::unique_ptr<Radix2<R>> radix2_;
   std::unique_ptr<MixedRadix<R>> mixed_;
   std::unique_ptr<Bluestein<R>> bluestein_;
@@ -366,6 +377,12 @@ void Complex(const std::complex<R>* in, std::complex<R>* out, Axis axis, bool in
     // value of a column was a new cache line and, past a few rows, a new page).
     int64_t base[kLanes];
     for (int l = 0; l < count; ++l) base[l] = axis.First(first + l);
+    if (lanes == 1 && stride == 1 && t.Natural(1)) {  // one contiguous row
+      fft_detail::Split(reinterpret_cast<const R*>(in + base[0]), re, im, n);
+      t.Run(re, im, 1, pool);
+      fft_detail::Join(re, im, scale, reinterpret_cast<R*>(out + base[0]), n);
+      return;
+    }
     for (int64_t k = 0; k < n; ++k) {
       R* to_re = re + t.Slot(k, lanes) * lanes;
       R* to_im = im + t.Slot(k, lanes) * lanes;
@@ -375,7 +392,7 @@ void Complex(const std::complex<R>* in, std::complex<R>* out, Axis axis, bool in
         to_im[l] = v.imag();
       }
     }
-    t.Run(re, im, lanes);
+    t.Run(re, im, lanes, pool);
     for (int64_t k = 0; k < n; ++k)
       for (int l = 0; l < count; ++l)
         out[base[l] + k * stride] =
@@ -406,6 +423,8 @@ void Real(const R* in, std::complex<R>* out, int64_t rows, int64_t n, ThreadPool
           to_im[l] = x[l * n + 2 * k + 1];
         }
       }
+    } else if (lanes == 1 && t.Natural(1)) {
+      fft_detail::Split(in + first * n, re, im, m);
     } else {
       for (int l = 0; l < count; ++l) {
         const R* x = in + (first + l) * n;
@@ -415,7 +434,7 @@ void Real(const R* in, std::complex<R>* out, int64_t rows, int64_t n, ThreadPool
         }
       }
     }
-    t.Run(re, im, lanes);
+    t.Run(re, im, lanes, pool);
     // Element k of the half spectrum from elements k and m - k (mod m).
     auto unpack = [&](int64_t a, int64_t b, int64_t k, R& yr, R& yi) {
       const R er = (re[a] + re[b]) / 2, ei = (im[a] - im[b]) / 2;
@@ -475,8 +494,9 @@ void InverseReal(const std::complex<R>* in, R* out, int64_t rows, int64_t n, Thr
         to_im[l] = e.imag() + o.real();
       }
     }
-    t.Run(re, im, lanes);
+    t.Run(re, im, lanes, pool);
     R* y = out + first * n;
+    if (lanes == 1) return fft_detail::Join(re, im, scale, y, m);
     for (int64_t j = 0; j < m; ++j)
       for (int l = 0; l < count; ++l) {
         y[l * n + 2 * j] = re[j * lanes + l] * scale;

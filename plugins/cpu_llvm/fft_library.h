@@ -10,7 +10,8 @@
 // symmetry (as the evaluator does) and runs the inverse; odd lengths go through the complex
 // transform. Several dimensions are transformed one axis after another: an earlier axis as
 // strided columns, 8 neighbouring ones at a time; an RFFT's real axis first, an IRFFT's last.
-// Rows are spread over the pool. LLVM-free.
+// Rows are spread over the pool; one long row is transformed in four steps, as columns then
+// rows of a matrix (fft_four_step.h). LLVM-free.
 #pragma once
 
 #include "hlo/instruction.h"

@@ -112,6 +112,21 @@ TEST(FftLibrary, MatchesTheEvaluator) {
   EXPECT_TRUE(Compare("c64[33]", "f32[64]", "IRFFT", {64}, 1, 1e-6));
   EXPECT_TRUE(Compare("c128[1,32769]", "f64[1,65536]", "IRFFT", {65536}, 2, 1e-14));
   EXPECT_TRUE(Compare("c64[2,32769]", "f32[2,65536]", "IRFFT", {65536}, 2, 1e-6));
+  // One long row by the four-step transform (fft_four_step.h), split 64 x 64, 128 x 256 and
+  // 200 x 240 (mixed radix both ways), its passes on the pool and on the caller alone; inside
+  // the real transforms (4096 reals as 2048 complex values stay below it).
+  for (int threads : {1, 2})
+    for (int64_t n : {4096, 32768, 48000}) {
+      SCOPED_TRACE(fmt::format("n = {}, {} threads", n, threads));
+      EXPECT_TRUE(
+          Compare(fmt::format("c64[{}]", n), fmt::format("c64[{}]", n), "FFT", {n}, threads, 1e-6));
+      EXPECT_TRUE(Compare(fmt::format("c64[2,{}]", n), fmt::format("c64[2,{}]", n), "IFFT", {n},
+                          threads, 1e-6));
+      EXPECT_TRUE(Compare(fmt::format("c128[1,{}]", n), fmt::format("c128[1,{}]", n), "FFT", {n},
+                          threads, 1e-14));
+      EXPECT_TRUE(Compare(fmt::format("f32[{}]", 2 * n), fmt::format("c64[{}]", n + 1), "RFFT",
+                          {2 * n}, threads, 1e-6));
+    }
   // Long rows in blocks of lanes, the last block partial.
   EXPECT_TRUE(Compare("c64[11,4097]", "f32[11,8192]", "IRFFT", {8192}, 2, 1e-6));
   EXPECT_TRUE(Compare("f32[11,8192]", "c64[11,4097]", "RFFT", {8192}, 1, 1e-6));
