@@ -120,6 +120,18 @@ std::vector<std::complex<R>> RandomAndSpecial(int64_t n) {
   v[6] = {tiny, -tiny};
   v[7] = {0, -0.0};
   v[8] = {-3, 4};
+  if (n < 16) return v;
+  // Both ends of the exponent range: the largest finite parts (the magnitude overflows), the
+  // smallest normal ones; and parts of every size in between, up to 2^120 apart.
+  const R max = std::numeric_limits<R>::max(), min = std::numeric_limits<R>::min();
+  v[9] = {max, max};
+  v[10] = {-max, 0};
+  v[11] = {min, -max / 4};
+  v[12] = {3 * min, 4 * min};
+  v[13] = {-min, min};
+  for (int64_t i = 16; i < n; i += 3)
+    v[i] = {std::ldexp(v[i].real(), static_cast<int>(i % 241) - 120),
+            std::ldexp(v[i].imag(), static_cast<int>(i % 239) - 120)};
   return v;
 }
 
