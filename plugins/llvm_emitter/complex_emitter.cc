@@ -2,8 +2,9 @@
 // {double, double} (std::complex's layout in the buffers), and the arithmetic HLO has on them
 // is computed as the evaluator (std::complex) computes it. c64 magnitudes are computed in f32
 // on parts scaled by a power of two, quotients in double, where the squares of any float
-// neither overflow nor underflow; c128 uses hypot and Smith's division. LLVM's instcombine splits the pair loads and stores into
-// their parts, so loops over complex arrays vectorize as interleaved float loops.
+// neither overflow nor underflow; c128 uses hypot and Smith's division. LLVM's instcombine splits
+// the pair loads and stores into their parts, so loops over complex arrays vectorize as interleaved
+// float loops.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -111,9 +112,9 @@ llvm::Value* KernelEmitter::ComplexMagnitude(llvm::Value* z) {
     return b_.CreateBitCast(b_.CreateShl(biased, 23), part);
   };
   llvm::Value* e = CallIntrinsic(llvm::Intrinsic::smax, {i32}, {exponent(re), exponent(im)});
-  e = CallIntrinsic(llvm::Intrinsic::smin, {i32},
-                    {CallIntrinsic(llvm::Intrinsic::smax, {i32}, {e, b_.getInt32(1)}),
-                     b_.getInt32(253)});
+  e = CallIntrinsic(
+      llvm::Intrinsic::smin, {i32},
+      {CallIntrinsic(llvm::Intrinsic::smax, {i32}, {e, b_.getInt32(1)}), b_.getInt32(253)});
   llvm::Value* down = power(b_.CreateSub(b_.getInt32(254), e));
   llvm::Value* x = b_.CreateFMul(re, down);
   llvm::Value* y = b_.CreateFMul(im, down);
