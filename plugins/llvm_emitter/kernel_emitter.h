@@ -181,6 +181,9 @@ class KernelEmitter {
   absl::Status EmitConcatenateByOperand(const HloInstruction* root, llvm::Value* out,
                                         llvm::Value* lo, llvm::Value* hi);
   void DisableUnroll(llvm::BranchInst* latch) { SetLoopHint(latch, "llvm.loop.unroll.disable"); }
+  // llvm.loop.unroll.disable until the loop vectorizer has taken the loop; the vectorized loop
+  // may be unrolled whole (its followup attributes do not disable it).
+  void DisableUnrollBeforeVectorizing(llvm::BranchInst* latch);
   // Marks the loop closed by `latch` with one llvm.loop hint (llvm.loop.unroll.full, ...).
   void SetLoopHint(llvm::BranchInst* latch, const char* hint);
   // A float sum over `dims` in blocks of about kSumBlock elements: each block is summed from
