@@ -220,7 +220,8 @@ class KernelEmitter {
                                              const std::function<absl::Status(const Index&)>& body,
                                              std::vector<llvm::BranchInst*>& latches,
                                              llvm::Value* outer_lo = nullptr,
-                                             llvm::Value* outer_hi = nullptr);
+                                             llvm::Value* outer_hi = nullptr,
+                                             bool keep_outer_loops = false);
   // The same loops over `dims` (rank >= 2) with the last two dimensions walked in square
   // tiles of `tile`: a kernel reading an operand transposed then touches a tile's worth of
   // its cache lines instead of one line per output element (TransposedRead).
