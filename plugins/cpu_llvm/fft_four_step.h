@@ -84,14 +84,6 @@ __attribute__((target("avx2,fma"))) void JoinAvx2(const R* re, const R* im, R sc
   JoinBody(re, im, scale, out, n);
 }
 #endif
-inline bool HaveAvx2() {
-#if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return avx2;
-#else
-  return false;
-#endif
-}
 // `in` holds n (re, im) pairs.
 template <typename R>
 void Split(const R* in, R* re, R* im, int64_t n) {

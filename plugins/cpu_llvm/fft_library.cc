@@ -178,8 +178,7 @@ class Radix2 {
 #if defined(__x86_64__)
     // The stages compiled for AVX2 and FMA where the CPU has them (the library is built for
     // the baseline x86-64): one 256-bit vector per butterfly line instead of two SSE ones.
-    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx2) return StagesAvx2(n_, wr_.data(), wi_.data(), re, im, lanes);
+    if (fft_detail::HaveAvx2()) return StagesAvx2(n_, wr_.data(), wi_.data(), re, im, lanes);
 #endif
     Stages(n_, wr_.data(), wi_.data(), re, im, lanes);
   }

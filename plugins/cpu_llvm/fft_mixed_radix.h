@@ -33,6 +33,17 @@ std::pair<R, R> UnitRoot(int64_t k, int64_t n, int sign) {
   return {static_cast<R>(std::cos(angle)), static_cast<R>(std::sin(angle))};
 }
 
+// Whether the CPU has AVX2 and FMA: the transforms' loops are compiled for them too (the
+// library is built for the baseline x86-64) and run that way where it does.
+inline bool HaveAvx2() {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return avx2;
+#else
+  return false;
+#endif
+}
+
 // Workspaces of up to this many values (1 MB of f32 parts) stay with their thread between
 // calls; larger ones are allocated per call.
 inline constexpr size_t kKeptWorkspace = size_t{1} << 17;
@@ -126,8 +137,7 @@ class MixedRadix {
   // are (the library is built for the baseline x86-64): 2x on a batch of 1000-point rows.
   void Run(R* re, R* im, int lanes) const {
 #if defined(__x86_64__)
-    static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx2) return RunAvx2(re, im, lanes);
+    if (HaveAvx2()) return RunAvx2(re, im, lanes);
 #endif
     Body(re, im, lanes);
   }

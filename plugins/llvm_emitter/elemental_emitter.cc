@@ -603,11 +603,18 @@ llvm::AllocaInst* KernelEmitter::EntryAlloca(llvm::Type* t, const std::string& n
   return eb.CreateAlloca(t, nullptr, name);
 }
 
-void KernelEmitter::SetLoopHint(llvm::BranchInst* latch, const char* hint) {
-  llvm::MDNode* node = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, hint)});
-  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, node});
+// Marks the loop closed by `latch` with `attributes` (its llvm.loop metadata: a distinct node
+// whose first operand is itself).
+static void SetLoopAttributes(llvm::LLVMContext& ctx, llvm::BranchInst* latch,
+                              std::vector<llvm::Metadata*> attributes) {
+  attributes.insert(attributes.begin(), nullptr);
+  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx, attributes);
   id->replaceOperandWith(0, id);
   latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+}
+
+void KernelEmitter::SetLoopHint(llvm::BranchInst* latch, const char* hint) {
+  SetLoopAttributes(ctx_, latch, {llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, hint)})});
 }
 
 void KernelEmitter::DisableUnrollBeforeVectorizing(llvm::BranchInst* latch) {
@@ -619,9 +626,7 @@ void KernelEmitter::DisableUnrollBeforeVectorizing(llvm::BranchInst* latch) {
                                llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i1, 1))});
   llvm::MDNode* followup = llvm::MDNode::get(
       ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.followup_vectorized"), vectorized});
-  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, disable, followup});
-  id->replaceOperandWith(0, id);
-  latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  SetLoopAttributes(ctx_, latch, {disable, followup});
 }
 
 absl::Status KernelEmitter::EmitLoop(llvm::Value* lo, llvm::Value* hi, const std::string& name,
@@ -656,10 +661,17 @@ absl::Status KernelEmitter::EmitLoopNestCollectingLatches(
     const std::vector<int64_t>& dims, const std::string& name,
     const std::function<absl::Status(const Index&)>& body, std::vector<llvm::BranchInst*>& latches,
     llvm::Value* outer_lo, llvm::Value* outer_hi, bool keep_outer_loops) {
+  return CollectingLatches(latches, [&] {
+    return EmitLoopNest(dims, name, body, outer_lo, outer_hi, keep_outer_loops);
+  });
+}
+
+absl::Status KernelEmitter::CollectingLatches(std::vector<llvm::BranchInst*>& latches,
+                                              const std::function<absl::Status()>& emit) {
   std::vector<llvm::BranchInst*>* outer_sink = latch_sink_;
   const size_t before = latches.size();
   latch_sink_ = &latches;
-  absl::Status loops = EmitLoopNest(dims, name, body, outer_lo, outer_hi, keep_outer_loops);
+  absl::Status loops = emit();
   latch_sink_ = outer_sink;
   if (outer_sink != nullptr)
     outer_sink->insert(outer_sink->end(), latches.begin() + before, latches.end());
@@ -768,21 +780,18 @@ absl::Status KernelEmitter::EmitTiledLoopNest(const std::vector<int64_t>& dims, 
       auto row_at = [&](llvm::Value* row) {
         llvm::Value* row_base = b_.CreateAdd(
             base, b_.CreateMul(row, C64(strides[tile_dim]), "", true, true), "", true, true);
-        std::vector<llvm::BranchInst*>* outer_sink = latch_sink_;
         std::vector<llvm::BranchInst*> latches;  // the column loop's closes last
-        latch_sink_ = &latches;
-        absl::Status columns = EmitLoop(c0, c1, name + ".c", [&](llvm::Value* col) {
-          Index idx;
-          idx.multi.resize(rank);
-          for (size_t j = 0; j < others.size(); ++j) idx.multi[others[j]] = prefix.multi[j];
-          idx.multi[tile_dim] = row;
-          idx.multi[last] = col;
-          idx.linear = b_.CreateAdd(row_base, col, "", true, true);
-          return body(idx);
+        absl::Status columns = CollectingLatches(latches, [&] {
+          return EmitLoop(c0, c1, name + ".c", [&](llvm::Value* col) {
+            Index idx;
+            idx.multi.resize(rank);
+            for (size_t j = 0; j < others.size(); ++j) idx.multi[others[j]] = prefix.multi[j];
+            idx.multi[tile_dim] = row;
+            idx.multi[last] = col;
+            idx.linear = b_.CreateAdd(row_base, col, "", true, true);
+            return body(idx);
+          });
         });
-        latch_sink_ = outer_sink;
-        if (outer_sink != nullptr)
-          outer_sink->insert(outer_sink->end(), latches.begin(), latches.end());
         if (columns.ok() && whole_tiles && !latches.empty())
           DisableUnrollBeforeVectorizing(latches.back());
         return columns;

@@ -222,6 +222,10 @@ class KernelEmitter {
                                              llvm::Value* outer_lo = nullptr,
                                              llvm::Value* outer_hi = nullptr,
                                              bool keep_outer_loops = false);
+  // emit(), appending to `latches` the back edges of the loops it closes (innermost first),
+  // which an enclosing collector gets too.
+  absl::Status CollectingLatches(std::vector<llvm::BranchInst*>& latches,
+                                 const std::function<absl::Status()>& emit);
   // The same loops over `dims` (rank >= 2) with the last two dimensions walked in square
   // tiles of `tile`: a kernel reading an operand transposed then touches a tile's worth of
   // its cache lines instead of one line per output element (TransposedRead).
