@@ -312,6 +312,30 @@ TEST(ColumnReduction, MinorRunFirstThenTheOuterDimensions) {
   EXPECT_EQ((*exe)->llvm_ir().find("masked.scatter"), std::string::npos) << (*exe)->llvm_ir();
 }
 
+TEST(ColumnReduction, RunsShorterThanAVectorStayInRegisters) {
+  // x.mean(1) of f32[1025,129,3]: each output row's 3 accumulators summed over 129 rows. Kept
+  // as a loop, the run of 3 became masked loads and stores of the accumulators, which a store
+  // does not forward to the next row's load (0.91 ms against 0.09 on one thread).
+  const std::string params = "x: f32[1025,129,3]";
+  const std::string body =
+      "  %x = f32[1025,129,3] parameter(0)\n  %z = f32[] constant(0)\n"
+      "  ROOT %r = f32[1025,3] reduce(%x, %z), dimensions={1}, to_apply=%add\n";
+  Check(params, "f32[1025,3]", body, 1);
+  CompileOptions options;
+  options.keep_ir = true;
+  auto compiler = CpuCompiler::Create(options);
+  ASSERT_TRUE(compiler.ok()) << compiler.status();
+  auto parsed = ParseHloModule(
+      "HloModule m\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+      "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n\nENTRY %main (" +
+          params + ") -> f32[1025,3] {\n" + body + "}\n",
+      "m");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto exe = (*compiler)->Compile(std::shared_ptr<const HloModule>(std::move(*parsed)));
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  EXPECT_EQ((*exe)->llvm_ir().find("masked.store"), std::string::npos) << (*exe)->llvm_ir();
+}
+
 TEST(ColumnReduction, TooManyColumnsLeadWithAKeptDimension) {
   // The mean over 200 steps of a scan's stacked [32,512] outputs: 16384 columns, too many
   // for one accumulator; reduce-kept-dimension-first reads it as [32,200,512] over {1}, a

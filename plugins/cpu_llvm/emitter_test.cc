@@ -10,6 +10,7 @@
 #include "hlo/float16.h"
 #include "plugins/cpu_llvm/cpu_compiler.h"
 #include "plugins/cpu_llvm/test_builder.h"
+#include "plugins/cpu_llvm/text_module_test_util.h"
 
 namespace kiln::cpu {
 namespace {
@@ -161,6 +162,33 @@ TEST(CpuLlvmEmitter, ReduceInBlocksKeepsIndexing) {
       for (int64_t i = 0; i < inner; ++i)
         want[o] += lx.GetAsDouble(columns ? i * 3 + o : o * 5600 + i);
     ExpectNear(*r, want, 1e-5, 1e-4);
+  }
+}
+
+// A blocked sum's chunks stay a loop: x[1::7, ::3].sum() over f32[997,1009] is 12 chunks of
+// 12 rows of 337 strided values; with the chunk count constant, O3 unrolled the chunks and
+// their vector loops into one block of 3146 wide loads (1.9 s of instruction selection).
+TEST(CpuLlvmEmitter, BlockedSumChunksStayALoop) {
+  const std::string text = R"(
+HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[997,1009] parameter(0)
+  s = f32[143,337] slice(x), slice={[1:997:7], [0:1009:3]}
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(s, z), dimensions={0,1}, to_apply=add
+}
+)";
+  for (int threads : {1, 2}) {
+    const std::string ir = testing::CompareTextWithEvaluator(text, threads, 1e-4);
+    size_t loads = 0;
+    for (size_t at = ir.find("= load <"); at != std::string::npos; at = ir.find("= load <", at + 1))
+      ++loads;
+    EXPECT_LT(loads, 100u) << ir.substr(0, 4000);
   }
 }
 
