@@ -4,6 +4,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -226,28 +227,46 @@ class Bluestein {
     std::vector<R> own[4];
     const size_t size = static_cast<size_t>(m_ * lanes);
     std::vector<R>* work = size <= fft_detail::kKeptWorkspace ? kept : own;
-    for (int i = 0; i < 4; ++i) work[i].assign(size, R(0));
+    // The forward input is zero past n; the inverse's is written whole (every slot below m).
+    work[0].assign(size, R(0));
+    work[1].assign(size, R(0));
+    work[2].resize(size);
+    work[3].resize(size);
     std::vector<R>&ar = work[0], &ai = work[1], &br = work[2], &bi = work[3];
     for (int64_t k = 0; k < n_; ++k)  // x c, into the forward transform's slots
-      Times(re, im, k * lanes, chirp_re_[k], chirp_im_[k], ar.data(), ai.data(),
-            fwd_.Slot(k) * lanes, lanes);
+      Times(re + k * lanes, im + k * lanes, chirp_re_[k], chirp_im_[k],
+            ar.data() + fwd_.Slot(k) * lanes, ai.data() + fwd_.Slot(k) * lanes, lanes);
     fwd_.Run(ar.data(), ai.data(), lanes);
     for (int64_t j = 0; j < m_; ++j)  // times the kernel's transform, into the inverse's slots
-      Times(ar.data(), ai.data(), j * lanes, kernel_re_[j], kernel_im_[j], br.data(), bi.data(),
-            inv_.Slot(j) * lanes, lanes);
+      Times(ar.data() + j * lanes, ai.data() + j * lanes, kernel_re_[j], kernel_im_[j],
+            br.data() + inv_.Slot(j) * lanes, bi.data() + inv_.Slot(j) * lanes, lanes);
     inv_.Run(br.data(), bi.data(), lanes);
     for (int64_t k = 0; k < n_; ++k)  // times c again
-      Times(br.data(), bi.data(), k * lanes, chirp_re_[k], chirp_im_[k], re, im, k * lanes, lanes);
+      Times(br.data() + k * lanes, bi.data() + k * lanes, chirp_re_[k], chirp_im_[k],
+            re + k * lanes, im + k * lanes, lanes);
   }
 
  private:
-  // to[at + l] = from[from_at + l] (wr + i wi) for l < lanes, on split parts.
-  static void Times(const R* from_re, const R* from_im, int64_t from_at, R wr, R wi, R* to_re,
-                    R* to_im, int64_t at, int lanes) {
-    for (int l = 0; l < lanes; ++l) {
-      const R xr = from_re[from_at + l], xi = from_im[from_at + l];
-      to_re[at + l] = xr * wr - xi * wi;
-      to_im[at + l] = xr * wi + xi * wr;
+  // to[l] = from[l] (wr + i wi) for l < lanes, on split parts. A block of kLanes rows in
+  // vectors of 4 (written as vectors: GCC's -O2 left the loop scalar, a third of a
+  // prime-length transform's time).
+  static void Times(const R* from_re, const R* from_im, R wr, R wi, R* to_re, R* to_im, int lanes) {
+    int l = 0;
+    if (lanes == kLanes) {
+      typedef R V __attribute__((vector_size(4 * sizeof(R))));
+      for (; l < kLanes; l += 4) {
+        V xr, xi;
+        std::memcpy(&xr, from_re + l, sizeof(V));
+        std::memcpy(&xi, from_im + l, sizeof(V));
+        const V yr = xr * wr - xi * wi, yi = xr * wi + xi * wr;
+        std::memcpy(to_re + l, &yr, sizeof(V));
+        std::memcpy(to_im + l, &yi, sizeof(V));
+      }
+    }
+    for (; l < lanes; ++l) {
+      const R xr = from_re[l], xi = from_im[l];
+      to_re[l] = xr * wr - xi * wi;
+      to_im[l] = xr * wi + xi * wr;
     }
   }
   static int64_t Pow2AtLeast(int64_t v) {
