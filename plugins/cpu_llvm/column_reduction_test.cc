@@ -37,36 +37,58 @@ int PartitionedColumnKernels(const Plan& plan) {
   return n;
 }
 
+// The module: `body` in an entry computation of `params` and `result`, after the reducers
+// add, addd, max, addi, mini, minf and maxu.
+std::string ModuleText(const std::string& params, const std::string& result,
+                       const std::string& body) {
+  return "HloModule columns\n\n%add (a: f32[], b: f32[]) -> f32[] {\n"
+         "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+         "  ROOT %s = f32[] add(%a, %b)\n}\n\n"
+         "%addd (a: f64[], b: f64[]) -> f64[] {\n"
+         "  %a = f64[] parameter(0)\n  %b = f64[] parameter(1)\n"
+         "  ROOT %s = f64[] add(%a, %b)\n}\n\n"
+         "%max (a: f32[], b: f32[]) -> f32[] {\n"
+         "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+         "  ROOT %m = f32[] maximum(%a, %b)\n}\n\n"
+         "%addi (a: s32[], b: s32[]) -> s32[] {\n"
+         "  %a = s32[] parameter(0)\n  %b = s32[] parameter(1)\n"
+         "  ROOT %s = s32[] add(%a, %b)\n}\n\n"
+         "%mini (a: s32[], b: s32[]) -> s32[] {\n"
+         "  %a = s32[] parameter(0)\n  %b = s32[] parameter(1)\n"
+         "  ROOT %m = s32[] minimum(%a, %b)\n}\n\n"
+         "%minf (a: f32[], b: f32[]) -> f32[] {\n"
+         "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+         "  ROOT %m = f32[] minimum(%a, %b)\n}\n\n"
+         "%maxu (a: u64[], b: u64[]) -> u64[] {\n"
+         "  %a = u64[] parameter(0)\n  %b = u64[] parameter(1)\n"
+         "  ROOT %m = u64[] maximum(%a, %b)\n}\n\n"
+         "ENTRY %main (" +
+         params + ") -> " + result + " {\n" + body + "}\n";
+}
+
+// The optimized LLVM IR of the module.
+std::string OptimizedIr(const std::string& params, const std::string& result,
+                        const std::string& body) {
+  CompileOptions options;
+  options.keep_ir = true;
+  auto compiler = CpuCompiler::Create(options);
+  EXPECT_TRUE(compiler.ok()) << compiler.status();
+  if (!compiler.ok()) return "";
+  auto parsed = ParseHloModule(ModuleText(params, result, body), "columns");
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return "";
+  auto exe = (*compiler)->Compile(std::shared_ptr<const HloModule>(std::move(*parsed)));
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  return exe.ok() ? (*exe)->llvm_ir() : "";
+}
+
 // Compiles `body` (an entry computation's instructions after `params`), expects `marked`
 // column-accumulating kernels (`partitioned` of them split along dimension 0 and `parted`
 // reduced in parts of it, when given), and compares a run with the evaluator on random
 // arguments, or on `args` when given.
 void Check(const std::string& params, const std::string& result, const std::string& body,
            int marked, std::vector<Literal> args = {}, int partitioned = -1, int parted = -1) {
-  const std::string text =
-      "HloModule columns\n\n%add (a: f32[], b: f32[]) -> f32[] {\n"
-      "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
-      "  ROOT %s = f32[] add(%a, %b)\n}\n\n"
-      "%addd (a: f64[], b: f64[]) -> f64[] {\n"
-      "  %a = f64[] parameter(0)\n  %b = f64[] parameter(1)\n"
-      "  ROOT %s = f64[] add(%a, %b)\n}\n\n"
-      "%max (a: f32[], b: f32[]) -> f32[] {\n"
-      "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
-      "  ROOT %m = f32[] maximum(%a, %b)\n}\n\n"
-      "%addi (a: s32[], b: s32[]) -> s32[] {\n"
-      "  %a = s32[] parameter(0)\n  %b = s32[] parameter(1)\n"
-      "  ROOT %s = s32[] add(%a, %b)\n}\n\n"
-      "%mini (a: s32[], b: s32[]) -> s32[] {\n"
-      "  %a = s32[] parameter(0)\n  %b = s32[] parameter(1)\n"
-      "  ROOT %m = s32[] minimum(%a, %b)\n}\n\n"
-      "%minf (a: f32[], b: f32[]) -> f32[] {\n"
-      "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
-      "  ROOT %m = f32[] minimum(%a, %b)\n}\n\n"
-      "%maxu (a: u64[], b: u64[]) -> u64[] {\n"
-      "  %a = u64[] parameter(0)\n  %b = u64[] parameter(1)\n"
-      "  ROOT %m = u64[] maximum(%a, %b)\n}\n\n"
-      "ENTRY %main (" +
-      params + ") -> " + result + " {\n" + body + "}\n";
+  const std::string text = ModuleText(params, result, body);
   auto parsed = ParseHloModule(text, "columns");
   ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
   std::shared_ptr<const HloModule> module(std::move(*parsed));
@@ -297,19 +319,8 @@ TEST(ColumnReduction, MinorRunFirstThenTheOuterDimensions) {
   Check(params, "f32[16,16]", body, 1, {}, -1, 1);
   // Its accumulators are set by one flat loop: a loop nest became 257 scatters, 3.5x the
   // program's compile time.
-  CompileOptions options;
-  options.keep_ir = true;
-  auto compiler = CpuCompiler::Create(options);
-  ASSERT_TRUE(compiler.ok()) << compiler.status();
-  auto parsed = ParseHloModule(
-      "HloModule m\n%minf (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
-      "  %b = f32[] parameter(1)\n  ROOT %m = f32[] minimum(%a, %b)\n}\n\nENTRY %main (" +
-          params + ") -> f32[16,16] {\n" + body + "}\n",
-      "m");
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  auto exe = (*compiler)->Compile(std::shared_ptr<const HloModule>(std::move(*parsed)));
-  ASSERT_TRUE(exe.ok()) << exe.status();
-  EXPECT_EQ((*exe)->llvm_ir().find("masked.scatter"), std::string::npos) << (*exe)->llvm_ir();
+  const std::string ir = OptimizedIr(params, "f32[16,16]", body);
+  EXPECT_EQ(ir.find("masked.scatter"), std::string::npos) << ir;
 }
 
 TEST(ColumnReduction, RunsShorterThanAVectorStayInRegisters) {
@@ -321,19 +332,8 @@ TEST(ColumnReduction, RunsShorterThanAVectorStayInRegisters) {
       "  %x = f32[1025,129,3] parameter(0)\n  %z = f32[] constant(0)\n"
       "  ROOT %r = f32[1025,3] reduce(%x, %z), dimensions={1}, to_apply=%add\n";
   Check(params, "f32[1025,3]", body, 1);
-  CompileOptions options;
-  options.keep_ir = true;
-  auto compiler = CpuCompiler::Create(options);
-  ASSERT_TRUE(compiler.ok()) << compiler.status();
-  auto parsed = ParseHloModule(
-      "HloModule m\n%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
-      "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n\nENTRY %main (" +
-          params + ") -> f32[1025,3] {\n" + body + "}\n",
-      "m");
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  auto exe = (*compiler)->Compile(std::shared_ptr<const HloModule>(std::move(*parsed)));
-  ASSERT_TRUE(exe.ok()) << exe.status();
-  EXPECT_EQ((*exe)->llvm_ir().find("masked.store"), std::string::npos) << (*exe)->llvm_ir();
+  const std::string ir = OptimizedIr(params, "f32[1025,3]", body);
+  EXPECT_EQ(ir.find("masked.store"), std::string::npos) << ir;
 }
 
 TEST(ColumnReduction, TooManyColumnsLeadWithAKeptDimension) {
