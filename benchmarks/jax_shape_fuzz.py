@@ -6,10 +6,12 @@ Meant to find what no hand-written sweep chose: a kernel that compiles for secon
 extent, a loop left short of a vector, a gap that only some shapes show. Each seed gives
 another set: strided sums, middle-axis means, softmax, transposes, column maxima,
 cumulative sums, pads with strided slices, concatenations, average pools, 3x3
-convolutions, layer norms, matrix products, strided column sums and argmax.
+convolutions, layer norms, matrix products, strided column sums and argmax; and with
+KILN_FUZZ_MORE=N, N more from their own stream: attention, depthwise convolutions, row
+cumulative sums, SAME max pools, row gathers and tanh RNN scans.
 
     .venv/bin/python benchmarks/jax_shape_fuzz.py [--runs 10] [--only SUBSTRING]
-    KILN_FUZZ_SEED=2 KILN_FUZZ_COUNT=40 .venv/bin/python benchmarks/jax_shape_fuzz.py"""
+    KILN_FUZZ_SEED=2 KILN_FUZZ_COUNT=40 KILN_FUZZ_MORE=20 .venv/bin/python benchmarks/jax_shape_fuzz.py"""
 import os
 import sys
 
@@ -48,6 +50,20 @@ def programs():
     def conv(stride):
         return lambda x, w: lax.conv_general_dilated(x, w, (stride, stride), 'SAME',
                                                      dimension_numbers=('NHWC', 'HWIO', 'NHWC'))
+
+    def attention(q, k, v):
+        return jax.nn.softmax(q @ jnp.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]), -1) @ v
+
+    def depthwise(stride):
+        return lambda x, w: lax.conv_general_dilated(
+            x, w, (stride, stride), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'),
+            feature_group_count=x.shape[-1])
+
+    def max_pool_same(x):
+        return lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), 'SAME')
+
+    def rnn(xs, w):
+        return lax.scan(lambda h, x: (jnp.tanh(x + h @ w),) * 2, jnp.zeros_like(xs[0]), xs)[1]
 
     out = {}
     for i in range(int(os.environ.get('KILN_FUZZ_COUNT', '40'))):
@@ -95,6 +111,31 @@ def programs():
                                                            [f32(a, b)])
         else:
             out[f'{i} argmax {a}x{b}'] = (lambda x: jnp.argmax(x, 0), [f32(a, b)])
+    # More kinds, drawn from a stream of their own (the programs above stay those of the seed).
+    r = np.random.RandomState(1000 + int(os.environ.get('KILN_FUZZ_SEED', '1')))
+    for i in range(int(os.environ.get('KILN_FUZZ_MORE', '0'))):
+        kind = r.randint(0, 6)
+        a, b, c = pick(), pick(), pick()
+        if kind == 0:
+            s, d = a % 300 + 1, (b % 8 + 1) * 8
+            out[f'm{i} attention b2 h3 s{s} d{d}'] = (attention, [f32(2, 3, s, d) for _ in range(3)])
+        elif kind == 1:
+            h, w = image(a, b)
+            ch, st = c % 48 + 1, int(r.randint(1, 3))
+            out[f'm{i} depthwise3x3 s{st} b2 {h}x{w}x{ch}'] = (
+                depthwise(st), [f32(2, h, w, ch), f32(3, 3, 1, ch)])
+        elif kind == 2:
+            out[f'm{i} cumsum axis1 {a}x{b}'] = (lambda x: jnp.cumsum(x, 1), [f32(a, b)])
+        elif kind == 3:
+            h, w = image(a, b)
+            out[f'm{i} maxpool3 s2 same b2 {h}x{w}x{c % 40 + 1}'] = (
+                max_pool_same, [f32(2, h, w, c % 40 + 1)])
+        elif kind == 4:
+            out[f'm{i} gather {c} rows of {a}x{b}'] = (
+                lambda t, j: t[j] * 2, [f32(a, b), r.randint(0, a, c).astype(np.int32)])
+        else:
+            out[f'm{i} tanh rnn scan {a % 200 + 1} steps d{b % 128 + 1}'] = (
+                rnn, [f32(a % 200 + 1, 4, b % 128 + 1), f32(b % 128 + 1, b % 128 + 1) * 0.1])
     return out
 
 
