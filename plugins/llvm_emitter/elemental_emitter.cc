@@ -646,6 +646,7 @@ absl::Status KernelEmitter::EmitLoop(llvm::Value* lo, llvm::Value* hi, const std
   PushScope();
   absl::Status st = body(iv);
   PopScope();
+  keep = keep || loops_.back().holds_long_loop;
   loops_.pop_back();
   if (!st.ok()) return st;
   llvm::Value* next = b_.CreateAdd(iv, C64(1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
@@ -2005,6 +2006,7 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitReduce(const HloInstruction* h, 
   };
   int64_t count = 1;
   for (int64_t n : reduced_dims) count *= n;
+  MarkLongInnerLoop(count);
   // Long float sums run in blocks (EmitBlockedSum); the GPU's reductions split elsewhere.
   bool blocked =
       (reassociate || widen16) && root->opcode() == HloOpcode::kAdd && count > kSumBlock && !gpu();
@@ -2060,7 +2062,12 @@ absl::StatusOr<llvm::Value*> KernelEmitter::EmitDot(const HloInstruction* h, con
     return absl::InvalidArgumentError(
         absl::StrCat("dot ", h->name(), ": dimension numbers do not match the shapes"));
   std::vector<int64_t> csizes;
-  for (int64_t d : dn.lhs_contracting_dimensions) csizes.push_back(lhs->shape().dimensions(d));
+  int64_t contracted = 1;
+  for (int64_t d : dn.lhs_contracting_dimensions) {
+    csizes.push_back(lhs->shape().dimensions(d));
+    contracted *= csizes.back();
+  }
+  MarkLongInnerLoop(contracted);
   llvm::Type* ct = ComputeType(t, ctx_);
   llvm::AllocaInst* acc = EntryAlloca(ct, h->name() + ".acc");
   b_.CreateStore(llvm::Constant::getNullValue(ct), acc);  // 0, 0.0 or a {0, 0} complex
