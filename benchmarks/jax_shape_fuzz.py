@@ -8,7 +8,9 @@ another set: strided sums, middle-axis means, softmax, transposes, column maxima
 cumulative sums, pads with strided slices, concatenations, average pools, 3x3
 convolutions, layer norms, matrix products, strided column sums and argmax; and with
 KILN_FUZZ_MORE=N, N more from their own stream: attention, depthwise convolutions, row
-cumulative sums, SAME max pools, row gathers and tanh RNN scans.
+cumulative sums, SAME max pools, row gathers and tanh RNN scans; with KILN_FUZZ_TYPED=N,
+N in bf16, f16 and 8- and 32-bit integers (softmax, products, layer norms, sums, maxima,
+cumulative sums, floor division and remainder, argmax, shifts).
 
     .venv/bin/python benchmarks/jax_shape_fuzz.py [--runs 10] [--only SUBSTRING]
     KILN_FUZZ_SEED=2 KILN_FUZZ_COUNT=40 KILN_FUZZ_MORE=20 .venv/bin/python benchmarks/jax_shape_fuzz.py"""
@@ -136,6 +138,47 @@ def programs():
         else:
             out[f'm{i} tanh rnn scan {a % 200 + 1} steps d{b % 128 + 1}'] = (
                 rnn, [f32(a % 200 + 1, 4, b % 128 + 1), f32(b % 128 + 1, b % 128 + 1) * 0.1])
+    # Other element types (KILN_FUZZ_TYPED=N), from a third stream: 16-bit floats and integers.
+    r = np.random.RandomState(2000 + int(os.environ.get('KILN_FUZZ_SEED', '1')))
+    import ml_dtypes
+    floats = {'bf16': ml_dtypes.bfloat16, 'f16': np.float16}
+    ints = {'s8': np.int8, 'u8': np.uint8, 's32': np.int32, 'u32': np.uint32}
+    for i in range(int(os.environ.get('KILN_FUZZ_TYPED', '0'))):
+        kind = r.randint(0, 8)
+        a, b = pick(), pick()
+        fname = list(floats)[r.randint(0, 2)]
+        iname = list(ints)[r.randint(0, 4)]
+        ft, it = floats[fname], ints[iname]
+
+        def ints_of(*s, it=it):
+            info = np.iinfo(it)
+            return r.randint(max(info.min, -1000), min(info.max, 1000) + 1, s).astype(it)
+        if kind == 0:
+            out[f't{i} {fname} softmax {a}x{b}'] = (lambda x: jax.nn.softmax(x, -1),
+                                                    [f32(a, b).astype(ft)], 2e-2)
+        elif kind == 1:
+            out[f't{i} {fname} matmul {a}x{b}x{a}'] = (
+                lambda x, y: x @ y, [f32(a, b).astype(ft), f32(b, a).astype(ft)], 3e-2)
+        elif kind == 2:
+            out[f't{i} {fname} layernorm {a}x{b}'] = (
+                lambda x: layer_norm(x.astype(jnp.float32)).astype(x.dtype),
+                [f32(a, b).astype(ft)], 2e-2)
+        elif kind == 3:
+            out[f't{i} {iname} sum axis0 and max axis1 {a}x{b}'] = (
+                lambda x: (x.sum(0), x.max(1)), [ints_of(a, b)])
+        elif kind == 4:
+            out[f't{i} {iname} cumsum axis1 {a}x{b}'] = (lambda x: jnp.cumsum(x, 1),
+                                                          [ints_of(a, b)])
+        elif kind == 5:
+            out[f't{i} {iname} floor divide and remainder {a}x{b}'] = (
+                lambda x, y: (x // jnp.where(y == 0, 1, y), x % jnp.where(y == 0, 1, y)),
+                [ints_of(a, b), ints_of(a, b)])
+        elif kind == 6:
+            out[f't{i} {iname} argmax axis0 and shifts {a}x{b}'] = (
+                lambda x: (jnp.argmax(x, 0), x << 3, x >> 2), [ints_of(a, b)])
+        else:
+            out[f't{i} {fname} sum and mean {a}x{b}'] = (
+                lambda x: (x.sum(1), x.mean(0)), [f32(a, b).astype(ft)], 3e-2)
     return out
 
 
