@@ -43,9 +43,10 @@ class ThreadPool {
   // (pass false for uneven work such as compiling). Calls from several threads are
   // serialized; a call from inside fn runs inline. `fn` must not throw.
   //
-  // On a busy machine: when a worker of an even call was preempted, parallel-fors run on the
-  // calling thread alone for the next 200 ms (then the pool tries again): otherwise each
-  // would wait for a descheduled worker's next time slice. A `large_cost` call (nonzero: a
+  // On a busy machine: when workers of even calls were preempted twice within 50 ms,
+  // parallel-fors run on the calling thread alone for the next 200 ms (then the pool tries
+  // again): otherwise each would wait for a descheduled worker's next time slice (one
+  // preempted call alone can be a shared host's noise). A `large_cost` call (nonzero: a
   // GEMM of about a millisecond or more, a sort) may still be worth the workers then: one
   // thread among the competing processes can get a smaller share of the cores than the
   // pool's (relu(x@W+b) 256x784x512 beside two busy processes: 6 ms on the caller alone, 2 ms
@@ -85,7 +86,8 @@ class ThreadPool {
   // Until this steady-clock time (ns) parallel-fors run on the caller alone: set when a worker
   // was preempted, the sign of other processes competing for the cores.
   std::atomic<int64_t> contended_until_ns_{0};
-  std::atomic<int> caller_cpu_{-1};  // the core the last caller ran on
+  std::atomic<int64_t> last_late_ns_{INT64_MIN / 2};  // when a call last looked preempted
+  std::atomic<int> caller_cpu_{-1};                   // the core the last caller ran on
   std::mutex times_mu_;
   std::unordered_map<int64_t, CallTimes> times_;  // by large cost
 };
