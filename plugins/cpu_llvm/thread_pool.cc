@@ -256,9 +256,9 @@ void ThreadPool::RunOnWorkers(int64_t n, const std::function<void(int64_t, int64
   const int64_t first = job->first_finish_ns.load(), last = job->last_finish_ns.load();
   const bool worker_late =
       even && last - first > kLateNs && 2 * (last - first) > last - job->start_ns;
-  if (worker_late || Now() - last > kLateNs) {
+  const int64_t now = Now();
+  if (worker_late || now - last > kLateNs) {
     // The second sign: this call started soon after the last late one ended.
-    const int64_t now = Now();
     const int64_t previous = last_late_ns_.exchange(now, std::memory_order_relaxed);
     if (job->start_ns - previous <= kSecondSignWithinNs)
       contended_until_ns_.store(now + kContendedForNs, std::memory_order_relaxed);
